@@ -1,0 +1,206 @@
+/**
+ * Limits of SPEC §2 "Bounds" and the checks that enforce them: JSON values (iterative, so a
+ * hostile input cannot exhaust the stack), identifiers and timestamps. Pure and sandbox-safe.
+ */
+import { CheckpointError } from './errors';
+import type { JsonValue } from './types';
+
+/** Default and hard limits. Bytes are UTF-8 bytes of the RFC 8785 canonical JSON text. */
+export const LIMITS = {
+  /** @default 65,536 UTF-8 JSON bytes for a result payload. */
+  defaultMaxPayloadBytes: 65_536,
+  /** `maxPayloadBytes` may be raised to at most 10 MiB. */
+  hardMaxPayloadBytes: 10 * 1024 * 1024,
+  /** Nesting depth: `{}` and `[]` count 1 each; a scalar at the top counts 0. */
+  maxDepth: 32,
+  /** Values in one payload, counting every container and scalar. */
+  maxValues: 10_000,
+  /** Free-text reasons (uncertainty), in UTF-16 code units. */
+  maxReasonLength: 2_048,
+} as const;
+
+/** Maximum lengths (UTF-16 code units) of the identifiers SPEC §2 names. */
+export const IDENTIFIER_MAX_LENGTH = {
+  namespace: 256,
+  callId: 512,
+  toolName: 128,
+  toolRevision: 128,
+  attemptId: 256,
+  deliveryId: 256,
+  workflowId: 1_000,
+  keyId: 128,
+} as const;
+
+export type IdentifierField = keyof typeof IDENTIFIER_MAX_LENGTH;
+
+/** Options of {@link assertJsonValue}. */
+export interface JsonBoundsOptions {
+  /** @default LIMITS.maxDepth */
+  readonly maxDepth?: number;
+  /** @default LIMITS.maxValues */
+  readonly maxValues?: number;
+}
+
+/** The shape of an input fingerprint: `sha256:` + 64 lowercase hex (SPEC §2). */
+export const FINGERPRINT_PATTERN = /^sha256:[0-9a-f]{64}$/;
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Asserts that `value` is a plain JSON value within the depth and count bounds. Walks with an
+ * explicit stack (no recursion). Plain objects only (prototype `Object.prototype` or null);
+ * strings must be well-formed UTF-16 (RFC 8785 §3.2.2.2 forbids lone surrogates).
+ *
+ * @param what names the value in error messages, e.g. `result`.
+ * @throws {@link CheckpointError} NOT_JSON for NaN, ±Infinity, undefined, functions, symbols,
+ *   bigint, cycles, sparse arrays, non-plain objects and lone surrogates; details name the path.
+ * @throws {@link CheckpointError} PAYLOAD_TOO_LARGE when depth or value count exceeds its bound.
+ */
+export function assertJsonValue(value: unknown, what: string, options: JsonBoundsOptions = {}): asserts value is JsonValue {
+  const maxDepth = options.maxDepth ?? LIMITS.maxDepth;
+  const maxValues = options.maxValues ?? LIMITS.maxValues;
+  // Frames: a value to visit, or an exit marker that takes a container off the current path.
+  const stack: Array<{ value: unknown; path: string; depth: number } | { exit: object }> = [{ value, path: '$', depth: 0 }];
+  const onPath = new Set<object>();
+  let count = 0;
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    if ('exit' in frame) {
+      onPath.delete(frame.exit);
+      continue;
+    }
+    const { value: v, path, depth } = frame;
+    count += 1;
+    if (count > maxValues) {
+      throw new CheckpointError('PAYLOAD_TOO_LARGE', `${what} has more than ${maxValues} JSON values`, { field: what, limit: maxValues, bound: 'values' });
+    }
+    const notJson = (kind: string): CheckpointError =>
+      new CheckpointError('NOT_JSON', `${what} at ${path} is ${kind}, not a JSON value`, { field: what, path, kind });
+    switch (typeof v) {
+      case 'boolean':
+        continue;
+      case 'string':
+        if (!v.isWellFormed()) throw notJson('a string with a lone surrogate');
+        continue;
+      case 'number':
+        if (!Number.isFinite(v)) throw notJson(String(v));
+        continue;
+      case 'object':
+        break;
+      default:
+        throw notJson(typeof v);
+    }
+    if (v === null) continue;
+    if (onPath.has(v)) throw notJson('a cycle');
+    const childDepth = depth + 1;
+    if (childDepth > maxDepth) {
+      throw new CheckpointError('PAYLOAD_TOO_LARGE', `${what} at ${path} nests deeper than ${maxDepth} levels`, { field: what, path, limit: maxDepth, bound: 'depth' });
+    }
+    onPath.add(v);
+    stack.push({ exit: v });
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i -= 1) {
+        if (!(i in v)) throw notJson(`a sparse array (hole at index ${i})`);
+        stack.push({ value: v[i], path: `${path}[${i}]`, depth: childDepth });
+      }
+      continue;
+    }
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) {
+      throw notJson(`an instance of ${(v as object).constructor?.name ?? 'a class'}`);
+    }
+    if (Object.getOwnPropertySymbols(v).length > 0) throw notJson('an object with symbol keys');
+    for (const key of Object.keys(v)) {
+      if (!key.isWellFormed()) throw notJson('an object key with a lone surrogate');
+      stack.push({ value: (v as Record<string, unknown>)[key], path: `${path}.${key}`, depth: childDepth });
+    }
+  }
+}
+
+/**
+ * Asserts a required identifier: a string, non-empty, no control characters, at most
+ * {@link IDENTIFIER_MAX_LENGTH}[field] UTF-16 code units. An empty or missing id is never
+ * hashed as "" or "null".
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ */
+export function assertIdentifier(value: unknown, field: IdentifierField): asserts value is string {
+  const limit = IDENTIFIER_MAX_LENGTH[field];
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} is required and must be a non-empty string`, { field, actual: describe(value) });
+  }
+  if (value.length > limit) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} is ${value.length} characters, the limit is ${limit}`, { field, limit, actual: value.length });
+  }
+  if (CONTROL_CHARS.test(value) || !value.isWellFormed()) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} contains a control character or a lone surrogate`, { field });
+  }
+}
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+/**
+ * Asserts an ISO-8601 UTC timestamp such as `2026-11-29T08:52:20.000Z` and returns its
+ * epoch milliseconds.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ */
+export function parseTimestamp(value: unknown, field: string): number {
+  const ms = typeof value === 'string' && ISO_UTC.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(ms)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z`, { field, actual: describe(value) });
+  }
+  return ms;
+}
+
+/**
+ * Asserts free text (an uncertainty reason): non-empty, at most {@link LIMITS.maxReasonLength}.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ */
+export function assertReason(value: unknown, field: string): asserts value is string {
+  if (typeof value !== 'string' || value.trim().length === 0 || value.length > LIMITS.maxReasonLength || !value.isWellFormed()) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${LIMITS.maxReasonLength} characters`, { field, limit: LIMITS.maxReasonLength, actual: describe(value) });
+  }
+}
+
+/**
+ * Resolves a caller's `maxPayloadBytes`.
+ *
+ * @returns the limit in UTF-8 JSON bytes, {@link LIMITS.defaultMaxPayloadBytes} when absent.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when not an integer in 1…10 MiB.
+ */
+export function resolveMaxPayloadBytes(value: number | undefined): number {
+  if (value === undefined) return LIMITS.defaultMaxPayloadBytes;
+  if (!Number.isInteger(value) || value < 1 || value > LIMITS.hardMaxPayloadBytes) {
+    throw new CheckpointError('INVALID_ARGUMENT', `maxPayloadBytes must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
+      field: 'maxPayloadBytes',
+      limit: LIMITS.hardMaxPayloadBytes,
+      actual: describe(value),
+    });
+  }
+  return value;
+}
+
+/** UTF-8 byte length of a string, without Node's Buffer (sandbox-safe). */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 4;
+      i += 1;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** A short, JSON-safe description of a bad value for error details. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return value.length > 64 ? `string(${value.length})` : JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
+}

@@ -1,0 +1,77 @@
+/**
+ * Digests of SPEC §2 "Fingerprints and keys": input fingerprint, idempotency key, intent
+ * digest. Uses node:crypto, so workflow code must never import this file.
+ */
+import { createHash } from 'node:crypto';
+import { assertIdentifier } from './bounds';
+import { canonicalJson } from './canonical-json';
+import { CheckpointError } from './errors';
+
+/**
+ * `sha256:` + lowercase hex SHA-256 of the RFC 8785 canonical JSON of `input`, so
+ * `{a:1,b:2}` and `{b:2,a:1}` agree and `[1,2]` and `[2,1]` differ.
+ *
+ * @throws {@link CheckpointError} NOT_JSON or PAYLOAD_TOO_LARGE when `input` is not a bounded JSON value.
+ * @see RFC 8785, SPEC §2
+ */
+export function fingerprintInput(input: unknown): string {
+  return `sha256:${sha256Hex(canonicalJson(input, 'input'))}`;
+}
+
+/** The logical call an idempotency key names (SPEC §2). */
+export interface IdempotencyKeyParts {
+  readonly namespace: string;
+  readonly workflowId: string;
+  readonly callId: string;
+  readonly toolName: string;
+  readonly toolRevision: string;
+}
+
+/**
+ * A stable idempotency key for one logical tool call: the same parts always give the same
+ * key, across retries and workers; never random. Format `ttc1-` + 64 lowercase hex (69
+ * characters, safe in an `Idempotency-Key` header).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when a part is missing, empty or too long.
+ * @see draft-ietf-httpapi-idempotency-key-header §2
+ */
+export function idempotencyKey(parts: IdempotencyKeyParts): string {
+  assertIdentifier(parts?.namespace, 'namespace');
+  assertIdentifier(parts.workflowId, 'workflowId');
+  assertIdentifier(parts.callId, 'callId');
+  assertIdentifier(parts.toolName, 'toolName');
+  assertIdentifier(parts.toolRevision, 'toolRevision');
+  const text = canonicalJson(['ttc/idempotency-key/1', parts.namespace, parts.workflowId, parts.callId, parts.toolName, parts.toolRevision]);
+  return `ttc1-${sha256Hex(text)}`;
+}
+
+/** What a call means to do: the tool, its revision, its canonical arguments and its target. */
+export interface Intent {
+  readonly toolName: string;
+  readonly toolRevision: string;
+  readonly args: unknown;
+  /** What the effect acts on (an account, a ticket queue, a mailbox); null when the args say it all. */
+  readonly target?: unknown;
+}
+
+/**
+ * `sha256:` + hex over the canonical JSON of tool, revision, arguments and target. The same
+ * idempotency key presented with a different intent digest is a conflict (SPEC §2).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad tool name or revision; NOT_JSON or
+ *   PAYLOAD_TOO_LARGE for arguments or target that are not bounded JSON.
+ */
+export function intentDigest(intent: Intent): string {
+  assertIdentifier(intent?.toolName, 'toolName');
+  assertIdentifier(intent.toolRevision, 'toolRevision');
+  if (intent.args === undefined) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'intent args are required (use {} for none)', { field: 'args' });
+  }
+  const text = canonicalJson(['ttc/intent/1', intent.toolName, intent.toolRevision, intent.args, intent.target ?? null], 'intent');
+  return `sha256:${sha256Hex(text)}`;
+}
+
+/** Lowercase hex SHA-256 of the UTF-8 bytes of `text`. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}

@@ -1,0 +1,70 @@
+/**
+ * The one error family of the project (SPEC §2 "Errors"). Codes are stable: never renamed,
+ * adding one is a reviewed change. Sandbox-safe: workflow code may import this file.
+ */
+
+/** Every error code, with whether a retry of the same operation can succeed. */
+export const CHECKPOINT_ERROR_CODES = {
+  /** The stored record's binding differs from the caller's in some field (never a cache hit). */
+  BINDING_CONFLICT: { retryable: false },
+  /** A stale attempt or delivery tried to finish a claim that another fence owns. */
+  FENCE_CONFLICT: { retryable: false },
+  /** A record failed validation or strict parsing; it is quarantined, never reset. */
+  INVALID_CHECKPOINT: { retryable: false },
+  /** A record's seal does not verify, is missing, or names an unknown key. */
+  INTEGRITY_FAILURE: { retryable: false },
+  /** A record's schema version is not one this code reads or migrates. */
+  UNSUPPORTED_SCHEMA: { retryable: false },
+  /** The transition is not allowed from the record's status. */
+  INVALID_TRANSITION: { retryable: false },
+  /** A payload exceeds a bound: bytes, nesting depth or number of values. */
+  PAYLOAD_TOO_LARGE: { retryable: false },
+  /** A value is not JSON: NaN, ±Infinity, undefined, function, symbol, bigint, cycle, hole, … */
+  NOT_JSON: { retryable: false },
+  /** An argument is missing, empty, too long or malformed. */
+  INVALID_ARGUMENT: { retryable: false },
+  /** The side store could not be reached; nothing was claimed or executed (fail closed). */
+  STORE_UNAVAILABLE: { retryable: true },
+  /** A store write was sent but its outcome is unknown, and a re-read could not settle it. */
+  STORE_OUTCOME_UNKNOWN: { retryable: true },
+  /** An encrypted payload cannot be decrypted (missing key id or wrong key). */
+  DECRYPTION_FAILED: { retryable: false },
+} as const;
+
+/** A stable error code. */
+export type CheckpointErrorCode = keyof typeof CHECKPOINT_ERROR_CODES;
+
+/** JSON-safe facts about an error (`field`, `limit`, `actual`, `fromStatus`, …). */
+export type CheckpointErrorDetails = Readonly<Record<string, string | number | boolean | null | readonly string[]>>;
+
+/**
+ * The error every layer throws. `message` starts with the code and names the thing.
+ * Identify it with {@link isCheckpointError}, not `instanceof` (which breaks across realms).
+ */
+export class CheckpointError extends Error {
+  override readonly name = 'CheckpointError';
+  readonly code: CheckpointErrorCode;
+  readonly details: CheckpointErrorDetails;
+
+  constructor(code: CheckpointErrorCode, message: string, details: CheckpointErrorDetails = {}, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options);
+    this.code = code;
+    this.details = details;
+  }
+
+  /** Whether retrying the same operation may succeed (from {@link CHECKPOINT_ERROR_CODES}). */
+  get retryable(): boolean {
+    return CHECKPOINT_ERROR_CODES[this.code].retryable;
+  }
+}
+
+/**
+ * True when `value` is a {@link CheckpointError} (by `name` and a known `code`), optionally
+ * of the given code. Works across realms and module copies.
+ */
+export function isCheckpointError(value: unknown, code?: CheckpointErrorCode): value is CheckpointError {
+  if (typeof value !== 'object' || value === null) return false;
+  const { name, code: actual } = value as { name?: unknown; code?: unknown };
+  if (name !== 'CheckpointError' || typeof actual !== 'string' || !(actual in CHECKPOINT_ERROR_CODES)) return false;
+  return code === undefined || actual === code;
+}

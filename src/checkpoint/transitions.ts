@@ -1,0 +1,209 @@
+/**
+ * The transitions of SPEC §2. Each one checks its arguments, guards the status and the fence,
+ * builds `next` by spreading (revision + 1, updatedAt = at) and returns
+ * `{ action, expectedRevision, next }`. The host may act only after a compare-and-swap from
+ * `expectedRevision` to `next` succeeded. There is no transition back to `ready` and no
+ * lease-expiry rerun. Pure: inputs are never mutated; no clock is read.
+ */
+import { assertIdentifier, assertReason, parseTimestamp, resolveMaxPayloadBytes, utf8ByteLength } from './bounds';
+import { canonicalJson } from './canonical-json';
+import { CheckpointError } from './errors';
+import { deepFreeze, validateCheckpoint } from './record';
+import type { Action, CheckpointRecord, JsonValue, Status, TransitionResult } from './types';
+
+/**
+ * ready → executing: claim the right to run the tool under fence `attemptId`.
+ *
+ * @param args.attemptId the fence; unique per attempt (for example workflow id + activity attempt).
+ * @param args.at ISO-8601 UTC, not before `record.updatedAt`.
+ * @returns action `execute`.
+ * @throws {@link CheckpointError} INVALID_TRANSITION from any status but `ready`; INVALID_ARGUMENT for bad arguments.
+ */
+export function claimExecution(record: CheckpointRecord, args: { attemptId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'claimExecution', ['ready']);
+  assertIdentifier(args.attemptId, 'attemptId');
+  return finish(record, at, 'execute', {
+    status: 'executing',
+    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null },
+  });
+}
+
+/**
+ * executing | uncertain → executing under a new fence, after reconciliation proved the
+ * earlier attempt's effect absent, or for a provider that deduplicates by idempotency key.
+ * Any later write by `previousAttemptId` is a FENCE_CONFLICT. Never automatic: the caller
+ * names the fence it takes over, so two reconcilers cannot both win.
+ *
+ * @param args.previousAttemptId the fence stored in `record.execution.attemptId`.
+ * @returns action `execute` (repeat with the same idempotency key).
+ * @throws {@link CheckpointError} FENCE_CONFLICT when `previousAttemptId` is not the stored fence;
+ *   INVALID_TRANSITION from other statuses; INVALID_ARGUMENT for bad arguments.
+ */
+export function reclaimExecution(record: CheckpointRecord, args: { attemptId: string; previousAttemptId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'reclaimExecution', ['executing', 'uncertain']);
+  assertIdentifier(args.attemptId, 'attemptId');
+  assertFence(record, 'attemptId', args.previousAttemptId, 'reclaimExecution');
+  if (args.attemptId === args.previousAttemptId) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'reclaimExecution needs a new attemptId, not the fence it takes over', { field: 'attemptId' });
+  }
+  return finish(record, at, 'execute', {
+    status: 'executing',
+    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: args.previousAttemptId },
+  });
+}
+
+/**
+ * executing → completed, or uncertain → completed once reconciliation proved the outcome:
+ * stores the exact JSON payload to redeliver (a success or a handler error).
+ *
+ * @param args.attemptId must be the owning fence.
+ * @param args.result any JSON value within the bounds; stored as a frozen copy.
+ * @param args.maxPayloadBytes UTF-8 bytes of canonical JSON. @default 65,536; at most 10 MiB.
+ * @returns action `deliver`.
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another attempt owns the fence (also once the
+ *   record moved on to completed and beyond); INVALID_TRANSITION from ready or for the owner of
+ *   an already completed record; PAYLOAD_TOO_LARGE, NOT_JSON for the result; INVALID_ARGUMENT.
+ */
+export function completeExecution(
+  record: CheckpointRecord,
+  args: { attemptId: string; at: string; result: unknown; maxPayloadBytes?: number },
+): TransitionResult {
+  validateCheckpoint(record);
+  assertIdentifier(args?.attemptId, 'attemptId');
+  if (record.execution !== null && record.execution.attemptId !== args.attemptId) {
+    throw fenceConflict(record, 'attemptId', args.attemptId, 'completeExecution');
+  }
+  const at = begin(record, args, 'completeExecution', ['executing', 'uncertain']);
+  const limit = resolveMaxPayloadBytes(args.maxPayloadBytes);
+  const text = canonicalJson(args.result, 'result');
+  const bytes = utf8ByteLength(text);
+  if (bytes > limit) {
+    throw new CheckpointError('PAYLOAD_TOO_LARGE', `result is ${bytes.toLocaleString('en-US')} UTF-8 JSON bytes, maxPayloadBytes is ${limit.toLocaleString('en-US')}`, {
+      field: 'result',
+      limit,
+      actual: bytes,
+      bound: 'bytes',
+    });
+  }
+  return finish(record, at, 'deliver', {
+    status: 'completed',
+    execution: { ...record.execution!, finishedAt: at },
+    result: { payload: deepFreeze(JSON.parse(text) as JsonValue) },
+  });
+}
+
+/**
+ * executing → uncertain: the host recorded that the external outcome is unknown. The record
+ * then waits for reconciliation (lookup, same-key repeat or a person); it is never rerun.
+ *
+ * @param args.attemptId must be the owning fence.
+ * @param args.reason why the outcome is unknown; at most 2,048 characters.
+ * @returns action `reconcile-execution`.
+ * @throws {@link CheckpointError} FENCE_CONFLICT, INVALID_TRANSITION, INVALID_ARGUMENT.
+ */
+export function markExecutionUncertain(record: CheckpointRecord, args: { attemptId: string; at: string; reason: string }): TransitionResult {
+  const at = begin(record, args, 'markExecutionUncertain', ['executing']);
+  assertFence(record, 'attemptId', args.attemptId, 'markExecutionUncertain');
+  assertReason(args.reason, 'reason');
+  return finish(record, at, 'reconcile-execution', {
+    status: 'uncertain',
+    execution: { ...record.execution!, uncertainAt: at, uncertainReason: args.reason },
+  });
+}
+
+/**
+ * completed → delivering: claim the right to deliver the stored result under fence `deliveryId`.
+ *
+ * @returns action `deliver`.
+ * @throws {@link CheckpointError} INVALID_TRANSITION from any status but `completed`; INVALID_ARGUMENT.
+ */
+export function claimDelivery(record: CheckpointRecord, args: { deliveryId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'claimDelivery', ['completed']);
+  assertIdentifier(args.deliveryId, 'deliveryId');
+  return finish(record, at, 'deliver', {
+    status: 'delivering',
+    delivery: { deliveryId: args.deliveryId, claimedAt: at, releasedAt: null, deliveredAt: null },
+  });
+}
+
+/**
+ * delivering → completed: the delivery under `deliveryId` is known to have failed, so a later
+ * delivery may be claimed. The stored result is unchanged.
+ *
+ * @returns action `deliver`.
+ * @throws {@link CheckpointError} FENCE_CONFLICT for another delivery's fence; INVALID_TRANSITION; INVALID_ARGUMENT.
+ */
+export function releaseDelivery(record: CheckpointRecord, args: { deliveryId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'releaseDelivery', ['delivering']);
+  assertFence(record, 'deliveryId', args.deliveryId, 'releaseDelivery');
+  return finish(record, at, 'deliver', { status: 'completed', delivery: { ...record.delivery!, releasedAt: at } });
+}
+
+/**
+ * delivering → delivered: the delivery under `deliveryId` was recorded.
+ *
+ * @returns action `none`.
+ * @throws {@link CheckpointError} FENCE_CONFLICT for another delivery's fence; INVALID_TRANSITION; INVALID_ARGUMENT.
+ */
+export function completeDelivery(record: CheckpointRecord, args: { deliveryId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'completeDelivery', ['delivering']);
+  assertFence(record, 'deliveryId', args.deliveryId, 'completeDelivery');
+  return finish(record, at, 'none', { status: 'delivered', delivery: { ...record.delivery!, deliveredAt: at } });
+}
+
+/** Validates the record, guards the status and checks `at`; returns `at`. */
+function begin(record: CheckpointRecord, args: { at: string } | undefined, transition: string, from: readonly Status[]): string {
+  validateCheckpoint(record);
+  if (!from.includes(record.status)) {
+    throw new CheckpointError('INVALID_TRANSITION', `${transition} is not allowed from status ${record.status} (only from ${from.join(' or ')})`, {
+      transition,
+      fromStatus: record.status,
+      allowedFrom: [...from],
+    });
+  }
+  const at = args?.at;
+  if (parseTimestamp(at, 'at') < Date.parse(record.updatedAt)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `at ${at} is before the record's updatedAt ${record.updatedAt}; pass a time not earlier than updatedAt`, {
+      field: 'at',
+      actual: at ?? null,
+      updatedAt: record.updatedAt,
+    });
+  }
+  return at as string;
+}
+
+function assertFence(record: CheckpointRecord, field: 'attemptId' | 'deliveryId', fence: unknown, transition: string): void {
+  assertIdentifier(fence, field);
+  const held = field === 'attemptId' ? record.execution?.attemptId : record.delivery?.deliveryId;
+  if (held !== fence) throw fenceConflict(record, field, fence, transition);
+}
+
+function fenceConflict(record: CheckpointRecord, field: 'attemptId' | 'deliveryId', fence: string, transition: string): CheckpointError {
+  const held = (field === 'attemptId' ? record.execution?.attemptId : record.delivery?.deliveryId) ?? null;
+  return new CheckpointError('FENCE_CONFLICT', `${transition} by ${field} ${JSON.stringify(fence)} refused: the fence is held by ${JSON.stringify(held)} (status ${record.status})`, {
+    transition,
+    field,
+    actual: fence,
+    heldBy: held,
+    fromStatus: record.status,
+  });
+}
+
+/**
+ * Builds the frozen next record. Nested objects are copied, never shared with (or frozen in)
+ * the caller's record; the payload is shared as it is (it is frozen when first stored).
+ */
+function finish(record: CheckpointRecord, at: string, action: Action, changes: Partial<CheckpointRecord>): TransitionResult {
+  const merged = { ...record, ...changes };
+  const copy = <T extends object>(value: T | null): T | null => (value === null ? null : Object.freeze({ ...value }));
+  const next: CheckpointRecord = Object.freeze({
+    ...merged,
+    binding: copy(merged.binding)!,
+    execution: copy(merged.execution),
+    result: copy(merged.result),
+    delivery: copy(merged.delivery),
+    revision: record.revision + 1,
+    updatedAt: at,
+  });
+  return { action, expectedRevision: record.revision, next };
+}

@@ -1,0 +1,38 @@
+/**
+ * temporal-tool-checkpoint: persisted, compare-and-swap checkpoints around AI-agent tool calls
+ * on Temporal (SPEC §1). This barrel is for Node code (workers, clients, tests); workflow code
+ * must never import it, because it reaches node:crypto and the store drivers.
+ */
+export type {
+  Action,
+  Binding,
+  CheckpointRecord,
+  Decision,
+  DeliveryState,
+  ExecutionState,
+  JsonValue,
+  ResultState,
+  Status,
+  TransitionResult,
+} from './checkpoint/types';
+export { ACTIONS, CURRENT_SCHEMA_VERSION, STATUSES } from './checkpoint/types';
+export { CHECKPOINT_ERROR_CODES, CheckpointError, isCheckpointError } from './checkpoint/errors';
+export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/errors';
+export { FINGERPRINT_PATTERN, IDENTIFIER_MAX_LENGTH, LIMITS, assertJsonValue } from './checkpoint/bounds';
+export { canonicalJson } from './checkpoint/canonical-json';
+export { fingerprintInput, idempotencyKey, intentDigest } from './checkpoint/digest';
+export type { IdempotencyKeyParts, Intent } from './checkpoint/digest';
+export { assertBinding, createCheckpoint, validateCheckpoint } from './checkpoint/record';
+export { ACTION_BY_STATUS, decideCheckpoint } from './checkpoint/decide';
+export {
+  claimDelivery,
+  claimExecution,
+  completeDelivery,
+  completeExecution,
+  markExecutionUncertain,
+  reclaimExecution,
+  releaseDelivery,
+} from './checkpoint/transitions';
+export { MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint } from './checkpoint/codec';
+export type { ParseOptions, SealOptions } from './checkpoint/codec';
+export { migrateCheckpoint, supportedSchemaVersions } from './checkpoint/migrate';

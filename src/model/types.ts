@@ -1,0 +1,41 @@
+/**
+ * What a model turn returns to the agent workflow, independent of the provider format.
+ * Type-only and sandbox-safe: workflow code imports this file.
+ */
+import type { JsonValue } from '../checkpoint/types';
+
+/** One tool call the model asked for in a turn. */
+export interface ToolCallRequest {
+  /** The provider's tool-call id (Anthropic `toolu_…`, OpenAI `call_…`). */
+  readonly callId: string;
+  readonly toolName: string;
+  /** Parsed JSON arguments (OpenAI's JSON-string arguments are parsed by the adapter). */
+  readonly input: JsonValue;
+}
+
+/** A message in the conversation the workflow keeps and hands to the next turn. */
+export type ConversationMessage =
+  | { readonly role: 'user'; readonly text: string }
+  | { readonly role: 'assistant'; readonly text: string; readonly toolCalls: readonly ToolCallRequest[] }
+  | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly content: JsonValue; readonly isError: boolean };
+
+/** Input of one model turn (the `runModelTurn` activity). */
+export interface ModelTurnInput {
+  /** Which model adapter the worker uses, e.g. `scripted`, `anthropic`, `openai`. */
+  readonly model: string;
+  /** Opaque adapter options, e.g. the transcript id of the scripted model. */
+  readonly modelOptions?: JsonValue;
+  /** 0-based index of this turn within the run. */
+  readonly turn: number;
+  readonly messages: readonly ConversationMessage[];
+  /** Names of the tools the model may call. */
+  readonly tools: readonly string[];
+}
+
+/** Output of one model turn: final text, tool calls, or both. */
+export interface ModelTurnResult {
+  /** `tool_use` when the model asked for tools; `end_turn` when it is done. */
+  readonly stopReason: 'tool_use' | 'end_turn' | 'max_tokens';
+  readonly text: string;
+  readonly toolCalls: readonly ToolCallRequest[];
+}
