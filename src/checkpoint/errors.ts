@@ -29,6 +29,16 @@ export const CHECKPOINT_ERROR_CODES = {
   STORE_OUTCOME_UNKNOWN: { retryable: true },
   /** An encrypted payload cannot be decrypted (missing key id or wrong key). */
   DECRYPTION_FAILED: { retryable: false },
+  /** Tool input failed the tool's input schema; nothing was written or run. */
+  INVALID_TOOL_INPUT: { retryable: false },
+  /** The model asked for a tool (or revision) the worker does not have. */
+  UNKNOWN_TOOL: { retryable: false },
+  /** The external outcome of a call is unknown and cannot be looked up: the run pauses for a person. */
+  OUTCOME_UNKNOWN: { retryable: false },
+  /** A transient tool failure (rate limit, 5xx, reset before sending): retry with the same idempotency key. */
+  TOOL_TRANSIENT: { retryable: true },
+  /** The provider refused the call for good (validation, permission, business rule, key reused with another body). */
+  TOOL_REJECTED: { retryable: false },
 } as const;
 
 /** A stable error code. */
