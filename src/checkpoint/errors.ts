@@ -21,6 +21,8 @@ export const CHECKPOINT_ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { retryable: false },
   /** A value is not JSON: NaN, ±Infinity, undefined, function, symbol, bigint, cycle, hole, … */
   NOT_JSON: { retryable: false },
+  /** A configuration value (file or environment) is missing or malformed; details name the key. */
+  INVALID_CONFIG: { retryable: false },
   /** An argument is missing, empty, too long or malformed. */
   INVALID_ARGUMENT: { retryable: false },
   /** The side store could not be reached; nothing was claimed or executed (fail closed). */

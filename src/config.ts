@@ -1,0 +1,225 @@
+/**
+ * Configuration (SPEC §4 "Configuration"): `temporal.config.ts` at the project root, every
+ * value overridable from the environment, validated once with clear errors naming the key.
+ * Human-friendly durations ('10s', '5m') are accepted here only and converted to ms once.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { msToNumber } from '@temporalio/common/lib/time';
+import { z } from 'zod';
+import { CheckpointError } from './checkpoint/errors';
+import { LIMITS } from './checkpoint/bounds';
+
+/** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
+export type DurationInput = number | string;
+
+/** TLS to the Temporal server: `true` for server-only TLS, or PEM file paths for mTLS. */
+export type TlsInput = { certPath?: string; keyPath?: string; caPath?: string; serverName?: string } | boolean;
+
+/** What `temporal.config.ts` may set; every field is optional and has a default. */
+export interface ConfigInput {
+  temporal?: {
+    /** @default '127.0.0.1:7233' (env TEMPORAL_ADDRESS) */
+    address?: string;
+    /** @default 'default' (env TEMPORAL_NAMESPACE) */
+    namespace?: string;
+    /** @default 'agent-tools' (env TEMPORAL_TASK_QUEUE) */
+    taskQueue?: string;
+    /** TLS: PEM file paths (env TEMPORAL_TLS_CERT_PATH, TEMPORAL_TLS_KEY_PATH, TEMPORAL_TLS_CA_PATH; TEMPORAL_TLS=true for server-only TLS). */
+    tls?: TlsInput;
+  };
+  store?: {
+    /** @default 'sqlite:.data/checkpoints.db' (env TTC_STORE_URL) */
+    url?: string;
+  };
+  timeouts?: {
+    /** Tool activity start-to-close. @default '60s' (env TTC_TOOL_START_TO_CLOSE_TIMEOUT) */
+    toolStartToClose?: DurationInput;
+    /** Tool activity heartbeat timeout. @default '10s' (env TTC_TOOL_HEARTBEAT_TIMEOUT) */
+    toolHeartbeat?: DurationInput;
+    /** Model turn start-to-close. @default '120s' (env TTC_MODEL_START_TO_CLOSE_TIMEOUT) */
+    modelStartToClose?: DurationInput;
+    /** Worker shutdown grace time on SIGTERM. @default '10s' (env TTC_SHUTDOWN_GRACE_TIME) */
+    shutdownGrace?: DurationInput;
+  };
+  retry?: {
+    /** @default '1s' (env TTC_RETRY_INITIAL_INTERVAL) */
+    initialInterval?: DurationInput;
+    /** @default 2 (env TTC_RETRY_BACKOFF_COEFFICIENT) */
+    backoffCoefficient?: number;
+    /** @default '30s' (env TTC_RETRY_MAXIMUM_INTERVAL) */
+    maximumInterval?: DurationInput;
+    /** @default 10 (env TTC_RETRY_MAXIMUM_ATTEMPTS) */
+    maximumAttempts?: number;
+  };
+  payload?: {
+    /** UTF-8 JSON bytes of a stored result. @default 65,536, at most 10 MiB (env TTC_MAX_PAYLOAD_BYTES) */
+    maxPayloadBytes?: number;
+  };
+  retention?: {
+    /** Delivered checkpoints older than this may be pruned. @default '7d' (env TTC_REPLAY_WINDOW) */
+    replayWindow?: DurationInput;
+  };
+  keys?: {
+    /** Name of the environment variable holding the HMAC seal key (hex or base64, ≥ 32 bytes). @default 'TTC_HMAC_KEY' */
+    hmacKeyEnv?: string;
+    /** @default 'k1' (env TTC_HMAC_KEY_ID) */
+    hmacKeyId?: string;
+    /** Name of the environment variable holding the AES-256-GCM key for result payloads (32 bytes). @default 'TTC_ENCRYPTION_KEY' */
+    encryptionKeyEnv?: string;
+    /** @default 'e1' (env TTC_ENCRYPTION_KEY_ID) */
+    encryptionKeyId?: string;
+  };
+}
+
+/** The validated configuration; every duration in ms. */
+export interface Config {
+  readonly temporal: {
+    readonly address: string;
+    readonly namespace: string;
+    readonly taskQueue: string;
+    readonly tls: { readonly certPath?: string; readonly keyPath?: string; readonly caPath?: string; readonly serverName?: string } | null;
+  };
+  readonly store: { readonly url: string };
+  readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
+  readonly retry: { readonly initialIntervalMs: number; readonly backoffCoefficient: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
+  readonly payload: { readonly maxPayloadBytes: number };
+  readonly retention: { readonly replayWindowMs: number };
+  /** Key material read from the environment variables the config names; null when unset. */
+  readonly keys: { readonly hmacKey: Buffer | null; readonly hmacKeyId: string; readonly encryptionKey: Buffer | null; readonly encryptionKeyId: string };
+}
+
+/** Identity helper that gives `temporal.config.ts` type checking. */
+export function defineConfig(config: ConfigInput): ConfigInput {
+  return config;
+}
+
+/**
+ * Loads `temporal.config.ts` (or `.js`) from `rootDir` when present, applies environment
+ * overrides and validates everything.
+ *
+ * @param options.rootDir @default process.cwd()
+ * @param options.env @default process.env
+ * @param options.overrides applied last (tests, command-line flags).
+ * @throws {@link CheckpointError} INVALID_CONFIG naming the key (file path or environment variable).
+ */
+export function loadConfig(options: { rootDir?: string; env?: NodeJS.ProcessEnv; overrides?: ConfigInput } = {}): Config {
+  const rootDir = options.rootDir ?? process.cwd();
+  const env = options.env ?? process.env;
+  const file = ['temporal.config.ts', 'temporal.config.js'].map((f) => resolve(rootDir, f)).find((f) => existsSync(f));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const fromFile: ConfigInput = file === undefined ? {} : ((require(file) as { default?: ConfigInput }).default ?? {});
+  return resolveConfig(fromFile, env, options.overrides ?? {});
+}
+
+/**
+ * Merges file values, environment overrides and explicit overrides, then validates.
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG naming the key.
+ */
+export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrides: ConfigInput = {}): Config {
+  const pick = <T>(envKey: string, fromOverrides: T | undefined, fromFile: T | undefined, fallback: T): { key: string; value: T | string } => {
+    if (fromOverrides !== undefined) return { key: envKey, value: fromOverrides };
+    const e = env[envKey];
+    if (e !== undefined && e !== '') return { key: envKey, value: e };
+    return { key: envKey, value: fromFile ?? fallback };
+  };
+  const o = overrides;
+  const f = file;
+  const tlsInput = o.temporal?.tls ?? tlsFromEnv(env) ?? f.temporal?.tls ?? false;
+  const keysEnv = { ...f.keys, ...o.keys };
+  const hmacKeyEnv = keysEnv.hmacKeyEnv ?? 'TTC_HMAC_KEY';
+  const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
+  return {
+    temporal: {
+      address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:\d{1,5}$/, 'host:port'),
+      namespace: text(pick('TEMPORAL_NAMESPACE', o.temporal?.namespace, f.temporal?.namespace, 'default'), /^[\w.-]{1,255}$/, 'a namespace name'),
+      taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
+      tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,
+    },
+    store: { url: text(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'), /^(sqlite:|postgres(ql)?:\/\/)\S+$/, 'sqlite:<path> or postgres://…') },
+    timeouts: {
+      toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
+      toolHeartbeatMs: duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s')),
+      modelStartToCloseMs: duration(pick('TTC_MODEL_START_TO_CLOSE_TIMEOUT', o.timeouts?.modelStartToClose, f.timeouts?.modelStartToClose, '120s')),
+      shutdownGraceMs: duration(pick('TTC_SHUTDOWN_GRACE_TIME', o.timeouts?.shutdownGrace, f.timeouts?.shutdownGrace, '10s')),
+    },
+    retry: {
+      initialIntervalMs: duration(pick('TTC_RETRY_INITIAL_INTERVAL', o.retry?.initialInterval, f.retry?.initialInterval, '1s')),
+      backoffCoefficient: num(pick('TTC_RETRY_BACKOFF_COEFFICIENT', o.retry?.backoffCoefficient, f.retry?.backoffCoefficient, 2), 1, 100, false),
+      maximumIntervalMs: duration(pick('TTC_RETRY_MAXIMUM_INTERVAL', o.retry?.maximumInterval, f.retry?.maximumInterval, '30s')),
+      maximumAttempts: num(pick('TTC_RETRY_MAXIMUM_ATTEMPTS', o.retry?.maximumAttempts, f.retry?.maximumAttempts, 10), 0, 1_000, true),
+    },
+    payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
+    retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
+    keys: {
+      hmacKey: keyFrom(env, hmacKeyEnv, 32, false),
+      hmacKeyId: text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), /^[\w.-]{1,128}$/, 'a key id'),
+      encryptionKey: keyFrom(env, encryptionKeyEnv, 32, true),
+      encryptionKeyId: text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), /^[\w.-]{1,128}$/, 'a key id'),
+    },
+  };
+}
+
+/** Reads a PEM file named by the TLS config, for `NativeConnection`/`Connection` options. */
+export function readTlsFiles(tls: Config['temporal']['tls']): { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } } | undefined {
+  if (tls === null) return undefined;
+  return {
+    serverNameOverride: tls.serverName,
+    serverRootCACertificate: tls.caPath ? readFileSync(tls.caPath) : undefined,
+    clientCertPair: tls.certPath && tls.keyPath ? { crt: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) } : undefined,
+  };
+}
+
+function tlsFromEnv(env: NodeJS.ProcessEnv): TlsInput | undefined {
+  const certPath = env.TEMPORAL_TLS_CERT_PATH;
+  const keyPath = env.TEMPORAL_TLS_KEY_PATH;
+  const caPath = env.TEMPORAL_TLS_CA_PATH;
+  if (certPath || keyPath || caPath) {
+    if (!certPath !== !keyPath) throw configError('TEMPORAL_TLS_CERT_PATH', 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH must be set together');
+    return { certPath, keyPath, caPath, serverName: env.TEMPORAL_TLS_SERVER_NAME };
+  }
+  if (env.TEMPORAL_TLS === undefined || env.TEMPORAL_TLS === '') return undefined;
+  if (env.TEMPORAL_TLS !== 'true' && env.TEMPORAL_TLS !== 'false') throw configError('TEMPORAL_TLS', `must be true or false, got ${JSON.stringify(env.TEMPORAL_TLS)}`);
+  return env.TEMPORAL_TLS === 'true';
+}
+
+function text({ key, value }: { key: string; value: unknown }, pattern: RegExp, expected: string): string {
+  const parsed = z.string().regex(pattern).safeParse(value);
+  if (!parsed.success) throw configError(key, `must be ${expected}, got ${JSON.stringify(value)}`);
+  return parsed.data;
+}
+
+function num({ key, value }: { key: string; value: unknown }, min: number, max: number, integer: boolean): number {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  let schema = z.number().min(min).max(max);
+  if (integer) schema = schema.int();
+  const parsed = schema.safeParse(n);
+  if (!parsed.success) throw configError(key, `must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  return parsed.data;
+}
+
+function duration({ key, value }: { key: string; value: unknown }): number {
+  let ms: number;
+  try {
+    ms = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : msToNumber(value as never);
+  } catch {
+    ms = Number.NaN;
+  }
+  if (!Number.isFinite(ms) || ms <= 0) throw configError(key, `must be a positive duration such as 500ms, 10s or 5m, got ${JSON.stringify(value)}`);
+  return ms;
+}
+
+function keyFrom(env: NodeJS.ProcessEnv, envKey: string, minBytes: number, exact: boolean): Buffer | null {
+  const raw = env[envKey];
+  if (raw === undefined || raw === '') return null;
+  const key = /^[0-9a-fA-F]+$/.test(raw) && raw.length % 2 === 0 ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (exact ? key.length !== minBytes : key.length < minBytes) {
+    throw configError(envKey, `must hold ${exact ? 'exactly' : 'at least'} ${minBytes} bytes as hex or base64, got ${key.length} bytes`);
+  }
+  return key;
+}
+
+function configError(key: string, message: string): CheckpointError {
+  return new CheckpointError('INVALID_CONFIG', `${key} ${message}`, { field: key });
+}

@@ -1,0 +1,15 @@
+/**
+ * Project configuration (see src/config.ts for every key, its default and its environment
+ * variable). Every value here can be overridden from the environment.
+ */
+import { defineConfig } from './src/config';
+
+export default defineConfig({
+  temporal: { address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'agent-tools' },
+  store: { url: 'sqlite:.data/checkpoints.db' },
+  timeouts: { toolStartToClose: '60s', toolHeartbeat: '10s', modelStartToClose: '120s', shutdownGrace: '10s' },
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10 },
+  payload: { maxPayloadBytes: 65_536 },
+  retention: { replayWindow: '7d' },
+  keys: { hmacKeyEnv: 'TTC_HMAC_KEY', hmacKeyId: 'k1', encryptionKeyEnv: 'TTC_ENCRYPTION_KEY', encryptionKeyId: 'e1' },
+});
