@@ -1,0 +1,391 @@
+/**
+ * A small typed client for the demo provider (`server.ts`), used by the example tools.
+ * Built on Node 20's global `fetch`. Every failure is a {@link ProviderError} whose `kind`
+ * tells the tool layer what it may do next:
+ *
+ * | outcome | kind | `sent` | safe to retry? |
+ * |---|---|---|---|
+ * | 429, 503 (answered before any effect), 409 key in flight | `transient` | `yes` | yes, after `retryAfterMs` |
+ * | connection refused / DNS failure / connect timeout | `transient` | `no` | yes: nothing reached the provider |
+ * | 400, 403, 404, 409 (other), 413, 415, 422, other 4xx | `rejected` | `yes` | no: the same request fails again |
+ * | reset, timeout or abort after sending; 500, 502, 504; unreadable 2xx | `unknown-outcome` | `maybe` | only with the same idempotency key, or after a lookup |
+ */
+import type {
+  CloseTicketResult,
+  CreateTicketInput,
+  EffectsReport,
+  EmailReceipt,
+  FaultSettings,
+  ProblemDetails,
+  SendEmailInput,
+  Ticket,
+  TicketReceipt,
+} from './types';
+
+export type {
+  CloseTicketResult,
+  CreateTicketInput,
+  EffectsReport,
+  EmailReceipt,
+  FaultSettings,
+  ProblemDetails,
+  SendEmailInput,
+  Ticket,
+  TicketReceipt,
+} from './types';
+
+/** How a tool should treat a failed provider call. */
+export type ProviderErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
+
+/**
+ * Whether the request reached the provider: `no` (the connection never delivered it),
+ * `yes` (the provider answered it, so it knows what it did), or `maybe` (sent, no answer).
+ */
+export type SentState = 'no' | 'yes' | 'maybe';
+
+/** Facts carried by every {@link ProviderError}. */
+export interface ProviderErrorInit {
+  /** Operation name, e.g. `createTicket`. */
+  readonly operation: string;
+  /** HTTP status, when the provider answered. */
+  readonly status?: number;
+  /** The problem+json body, when the provider sent one. */
+  readonly problem?: ProblemDetails;
+  readonly sent: SentState;
+  /** Low-level error code of a network failure (`ECONNREFUSED`, `ECONNRESET`, `UND_ERR_SOCKET`, …). */
+  readonly networkCode?: string;
+  readonly cause?: unknown;
+}
+
+/**
+ * Base of the three provider error classes. Identify them across module copies with
+ * {@link isProviderError} (checks `name` and `kind`), not only `instanceof`.
+ */
+export abstract class ProviderError extends Error {
+  abstract readonly kind: ProviderErrorKind;
+  readonly operation: string;
+  readonly status: number | undefined;
+  readonly problem: ProblemDetails | undefined;
+  readonly sent: SentState;
+  readonly networkCode: string | undefined;
+
+  constructor(message: string, init: ProviderErrorInit) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.operation = init.operation;
+    this.status = init.status;
+    this.problem = init.problem;
+    this.sent = init.sent;
+    this.networkCode = init.networkCode;
+  }
+}
+
+/**
+ * A failure that nothing was applied for and that a later attempt may overcome: 429/503
+ * (with `retryAfterMs` from `Retry-After`), a key still in flight (409), or a connection
+ * that never reached the provider (refused, DNS, connect timeout).
+ */
+export class ProviderTransientError extends ProviderError {
+  override readonly name = 'ProviderTransientError';
+  readonly kind = 'transient' as const;
+  /** Delay the provider asked for (from `Retry-After`, seconds or HTTP date), if any. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, init: ProviderErrorInit & { readonly retryAfterMs?: number }) {
+    super(message, init);
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** The provider refused the request for good (validation, permission, not found, key reused with another body). */
+export class ProviderRejectedError extends ProviderError {
+  override readonly name = 'ProviderRejectedError';
+  readonly kind = 'rejected' as const;
+}
+
+/**
+ * The request may have been applied: the connection failed after sending, the call timed
+ * out or was aborted in flight, the provider failed with 500/502/504, or a 2xx body could
+ * not be read. Never retry blindly: look up by idempotency key or repeat with the same key.
+ */
+export class ProviderUnknownOutcomeError extends ProviderError {
+  override readonly name = 'ProviderUnknownOutcomeError';
+  readonly kind = 'unknown-outcome' as const;
+}
+
+const ERROR_NAMES: Readonly<Record<ProviderErrorKind, string>> = {
+  transient: 'ProviderTransientError',
+  rejected: 'ProviderRejectedError',
+  'unknown-outcome': 'ProviderUnknownOutcomeError',
+};
+
+/** True when `value` is a provider error (by `name` and `kind`, so it works across realms), optionally of one kind. */
+export function isProviderError(value: unknown, kind?: ProviderErrorKind): value is ProviderError {
+  if (typeof value !== 'object' || value === null) return false;
+  const { name, kind: actual } = value as { name?: unknown; kind?: unknown };
+  if (typeof actual !== 'string' || !(actual in ERROR_NAMES) || ERROR_NAMES[actual as ProviderErrorKind] !== name) return false;
+  return kind === undefined || actual === kind;
+}
+
+/**
+ * Parse a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP date.
+ * Returns milliseconds from `now` (never negative), or undefined when absent or malformed.
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** Error codes of a connection attempt that never delivered a byte of the request. */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** The network error codes inside a `fetch failed` error (its cause, or an AggregateError's members). */
+function networkCodes(error: unknown): string[] {
+  const codes: string[] = [];
+  const visit = (e: unknown, depth: number): void => {
+    if (typeof e !== 'object' || e === null || depth > 4) return;
+    const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof code === 'string') codes.push(code);
+    if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1);
+    if (cause !== undefined) visit(cause, depth + 1);
+  };
+  visit(error, 0);
+  return codes;
+}
+
+/** Options of every call. */
+export interface CallOptions {
+  /** Abort the call (e.g. activity cancellation). Aborting after sending is an unknown outcome. */
+  readonly signal?: AbortSignal;
+  /** Per-call timeout; overrides the client's. */
+  readonly timeoutMs?: number;
+}
+
+/** Options of {@link ProviderClient.createTicket}. */
+export interface CreateTicketOptions extends CallOptions {
+  /** Sent as the `Idempotency-Key` header (a structured-field string). Keep it stable across retries. */
+  readonly idempotencyKey?: string;
+}
+
+/** Result of {@link ProviderClient.createTicket}: the provider's receipt and whether it was a replay. */
+export interface CreateTicketResult extends TicketReceipt {
+  /** True when the provider replayed the stored response of an earlier request with the same key. */
+  readonly replayed: boolean;
+}
+
+/** Options of {@link ProviderClient}. */
+export interface ProviderClientOptions {
+  /** Base URL, e.g. `http://127.0.0.1:4100`. */
+  readonly baseUrl: string;
+  /** Default per-call timeout in ms. @default 10000 */
+  readonly timeoutMs?: number;
+  /** A `fetch` implementation. @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+}
+
+interface RawResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: unknown;
+}
+
+/** Typed client of the demo provider. Methods throw {@link ProviderError}s; see the table at the top of this file. */
+export class ProviderClient {
+  readonly baseUrl: string;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: ProviderClientOptions | string) {
+    const opts = typeof options === 'string' ? { baseUrl: options } : options;
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+  }
+
+  /**
+   * `POST /tickets`. With an idempotency key, a repeat with the same key and input returns
+   * the same receipt and applies nothing; the same key with other input is rejected (422).
+   */
+  async createTicket(input: CreateTicketInput, options: CreateTicketOptions = {}): Promise<CreateTicketResult> {
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = toStructuredString(options.idempotencyKey);
+    const res = await this.request('createTicket', 'POST', '/tickets', { body: input, headers, ...options });
+    const receipt = asTicketReceipt(res.body, 'createTicket', res.status);
+    return { ...receipt, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /**
+   * `GET /tickets/by-idempotency-key/:key`: the stored receipt of the create applied under
+   * `key`, or null when no create was applied under it (proven absent). A key still in
+   * flight is a transient error.
+   */
+  async findTicketByKey(key: string, options: CallOptions = {}): Promise<TicketReceipt | null> {
+    const res = await this.request('findTicketByKey', 'GET', `/tickets/by-idempotency-key/${encodeURIComponent(key)}`, {
+      ...options,
+      notFoundIsNull: true,
+    });
+    if (res.status === 404) return null;
+    return asTicketReceipt(res.body, 'findTicketByKey', res.status);
+  }
+
+  /** `GET /tickets/:id`, or null when there is no such ticket. */
+  async getTicket(ticketId: string, options: CallOptions = {}): Promise<Ticket | null> {
+    const res = await this.request('getTicket', 'GET', `/tickets/${encodeURIComponent(ticketId)}`, { ...options, notFoundIsNull: true });
+    return res.status === 404 ? null : (res.body as Ticket);
+  }
+
+  /** `GET /tickets`: every ticket, oldest first. */
+  async listTickets(options: CallOptions = {}): Promise<Ticket[]> {
+    return (await this.request('listTickets', 'GET', '/tickets', options)).body as Ticket[];
+  }
+
+  /** `POST /tickets/:id/close`: idempotent by nature; `changed` says whether this call closed it. Unknown ticket: rejected. */
+  async closeTicket(ticketId: string, options: CallOptions = {}): Promise<CloseTicketResult> {
+    return (await this.request('closeTicket', 'POST', `/tickets/${encodeURIComponent(ticketId)}/close`, options)).body as CloseTicketResult;
+  }
+
+  /** `POST /emails`: no idempotency support, every successful call sends one more email. */
+  async sendEmail(input: SendEmailInput, options: CallOptions = {}): Promise<EmailReceipt> {
+    return (await this.request('sendEmail', 'POST', '/emails', { body: input, ...options })).body as EmailReceipt;
+  }
+
+  /** `GET /effects`: what the provider applied, for "applied once" assertions. */
+  async effects(options: CallOptions = {}): Promise<EffectsReport> {
+    return (await this.request('effects', 'GET', '/effects', options)).body as EffectsReport;
+  }
+
+  /** `POST /_faults` (provider started with `--faults`): replace the injected faults. */
+  async setFaults(faults: FaultSettings, options: CallOptions = {}): Promise<FaultSettings> {
+    return (await this.request('setFaults', 'POST', '/_faults', { body: faults, ...options })).body as FaultSettings;
+  }
+
+  /** `DELETE /_faults`: clear every injected fault. */
+  async clearFaults(options: CallOptions = {}): Promise<void> {
+    await this.request('clearFaults', 'DELETE', '/_faults', options);
+  }
+
+  private async request(
+    operation: string,
+    method: string,
+    path: string,
+    options: CallOptions & { body?: unknown; headers?: Record<string, string>; notFoundIsNull?: boolean },
+  ): Promise<RawResponse> {
+    if (options.signal?.aborted) {
+      // Nothing was sent: surface the caller's own abort reason unchanged.
+      throw options.signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+    }
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { Accept: 'application/json, application/problem+json', ...options.headers };
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      payload = JSON.stringify(options.body);
+    }
+
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.baseUrl}${path}`, { method, headers, body: payload, signal });
+    } catch (error) {
+      throw classifyNetworkError(operation, error, signal, timeout);
+    }
+
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      // The provider answered (so it processed the request) but the body was lost.
+      if (response.ok) {
+        throw new ProviderUnknownOutcomeError(`${operation}: the response body was lost after status ${response.status}`, {
+          operation,
+          status: response.status,
+          sent: 'maybe',
+          cause: error,
+        });
+      }
+      text = '';
+    }
+    let body: unknown;
+    try {
+      body = text.length === 0 ? undefined : (JSON.parse(text) as unknown);
+    } catch (error) {
+      if (response.ok) {
+        throw new ProviderUnknownOutcomeError(`${operation}: unreadable ${response.status} response`, {
+          operation,
+          status: response.status,
+          sent: 'maybe',
+          cause: error,
+        });
+      }
+    }
+    if (response.ok) return { status: response.status, headers: response.headers, body };
+    if (response.status === 404 && options.notFoundIsNull) return { status: 404, headers: response.headers, body };
+    throw classifyStatus(operation, response, body);
+  }
+}
+
+/** Convenience constructor: `createProviderClient('http://127.0.0.1:4100')`. */
+export function createProviderClient(options: ProviderClientOptions | string): ProviderClient {
+  return new ProviderClient(options);
+}
+
+function toStructuredString(key: string): string {
+  if (!/^[\x20-\x7e]*$/.test(key)) throw new TypeError('an idempotency key must be printable ASCII');
+  return `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+function asTicketReceipt(body: unknown, operation: string, status: number): TicketReceipt {
+  const b = body as Partial<TicketReceipt> | undefined;
+  if (!b || typeof b.ticketId !== 'string' || typeof b.receipt !== 'string' || typeof b.createdAt !== 'string') {
+    throw new ProviderUnknownOutcomeError(`${operation}: ${status} response without a ticket receipt`, { operation, status, sent: 'maybe' });
+  }
+  return { ticketId: b.ticketId, receipt: b.receipt, createdAt: b.createdAt };
+}
+
+function classifyNetworkError(operation: string, error: unknown, signal: AbortSignal, timeout: AbortSignal): ProviderError {
+  const codes = networkCodes(error);
+  const networkCode = codes[0];
+  if (codes.length > 0 && codes.every((c) => NOT_SENT_CODES.has(c))) {
+    return new ProviderTransientError(`${operation}: the provider could not be reached (${codes.join(', ')}); nothing was sent`, {
+      operation,
+      sent: 'no',
+      networkCode,
+      cause: error,
+    });
+  }
+  const why = timeout.aborted ? 'timed out' : signal.aborted ? 'was aborted' : `failed (${codes.join(', ') || String(error)})`;
+  return new ProviderUnknownOutcomeError(`${operation}: the request ${why} after it may have been sent; outcome unknown`, {
+    operation,
+    sent: 'maybe',
+    networkCode,
+    cause: error,
+  });
+}
+
+function classifyStatus(operation: string, response: Response, body: unknown): ProviderError {
+  const status = response.status;
+  const problem =
+    typeof body === 'object' && body !== null && typeof (body as ProblemDetails).title === 'string' ? (body as ProblemDetails) : undefined;
+  const summary = `${operation}: ${status} ${problem?.title ?? response.statusText}${problem?.detail ? ` (${problem.detail})` : ''}`;
+  const base = { operation, status, problem, sent: 'yes' as const };
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+  if (status === 429 || status === 503) {
+    return new ProviderTransientError(summary, { ...base, retryAfterMs });
+  }
+  if (status === 409 && problem?.type.endsWith('/idempotency-key-in-flight')) {
+    return new ProviderTransientError(summary, { ...base, retryAfterMs });
+  }
+  if (status >= 500) return new ProviderUnknownOutcomeError(summary, { ...base, sent: 'maybe' });
+  return new ProviderRejectedError(summary, base);
+}
