@@ -1,0 +1,103 @@
+/**
+ * Declaring a tool once (SPEC §4 "Fenced tool activity"): name, revision, input schema,
+ * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
+ */
+import type { z } from 'zod';
+import { assertIdentifier } from '../checkpoint/bounds';
+import { CheckpointError } from '../checkpoint/errors';
+import type { JsonValue } from '../checkpoint/types';
+
+/** What a tool's `execute` and `lookup` receive besides the input. */
+export interface ToolContext {
+  /** Stable across retries of this logical call; send it as the provider's `Idempotency-Key`. */
+  readonly idempotencyKey: string;
+  /** `sha256:` digest of tool, revision, canonical arguments and target. */
+  readonly intentDigest: string;
+  /** The execution fence of this attempt. */
+  readonly attemptId: string;
+  /** The model's tool-call id. */
+  readonly callId: string;
+  readonly workflowId: string;
+  /** Aborted when Temporal cancels the activity. */
+  readonly signal: AbortSignal;
+  /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
+  heartbeat(details?: unknown): void;
+}
+
+/** A tool's successful result: the output the model sees and the provider's receipt (ticket id, message id, …). */
+export interface ToolSuccess {
+  readonly output: JsonValue;
+  readonly receipt?: JsonValue;
+}
+
+/** What `lookup` found for the idempotency key: the earlier effect's result, or proof of its absence. */
+export type LookupResult = ({ readonly found: true } & ToolSuccess) | { readonly found: false };
+
+/**
+ * How a tool failure is classified; tools (or their HTTP clients) put it on the error as `kind`.
+ * - `transient`: not applied (429, 503, connection refused); retried in the attempt with backoff and the same key.
+ * - `rejected`: refused for good (validation, permission, business rule, key conflict); stored and delivered as an error result.
+ * - `unknown-outcome`: the request may have been applied; never "failed, safe to resend".
+ * An error without a `kind` is treated as `unknown-outcome` (fail safe).
+ */
+export type ToolErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
+
+/** An error a tool may throw to classify a failure; any error with a `kind` field works the same. */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+  constructor(
+    readonly kind: ToolErrorKind,
+    message: string,
+    /** Provider's Retry-After in ms, honoured as the next retry delay. */
+    readonly retryAfterMs?: number,
+    /** A short type for the error result the model sees, e.g. `VALIDATION_FAILED`. */
+    readonly type: string = kind.toUpperCase().replace('-', '_'),
+  ) {
+    super(message);
+  }
+}
+
+/** A tool declaration. `I` is the validated input type. */
+export interface ToolDefinition<I = unknown> {
+  readonly name: string;
+  /** Bump when the tool's meaning changes; part of the binding, the key and the intent. */
+  readonly revision: string;
+  readonly description?: string;
+  /** zod schema; input is validated before any checkpoint is written. */
+  readonly input: z.ZodType<I>;
+  /** Performs the effect. Gets a frozen copy of the validated input. */
+  execute(input: Readonly<I>, ctx: ToolContext): Promise<ToolSuccess>;
+  /** Finds an earlier effect by `ctx.idempotencyKey`, proving presence or absence. */
+  lookup?(ctx: ToolContext): Promise<LookupResult>;
+  /** True when the provider deduplicates by idempotency key, so repeating with the same key is safe. */
+  readonly dedupesByKey?: boolean;
+  /** What the effect acts on, for the intent digest (e.g. the mailbox or queue). @default null */
+  target?(input: Readonly<I>): JsonValue;
+  /** Deadline for one call including in-attempt transient retries, ms. @default 30,000 */
+  readonly callDeadlineMs?: number;
+}
+
+/**
+ * Checks and returns a tool declaration.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name or revision, a missing schema or execute.
+ */
+export function defineTool<I>(tool: ToolDefinition<I>): ToolDefinition<I> {
+  assertIdentifier(tool?.name, 'toolName');
+  assertIdentifier(tool.revision, 'toolRevision');
+  if (typeof (tool.input as { safeParse?: unknown })?.safeParse !== 'function') {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: input must be a zod schema`, { field: 'input' });
+  }
+  if (typeof tool.execute !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: execute must be a function`, { field: 'execute' });
+  if (tool.lookup !== undefined && typeof tool.lookup !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: lookup must be a function`, { field: 'lookup' });
+  if (tool.callDeadlineMs !== undefined && !(Number.isInteger(tool.callDeadlineMs) && tool.callDeadlineMs > 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: callDeadlineMs must be a positive integer`, { field: 'callDeadlineMs' });
+  }
+  return Object.freeze({ ...tool });
+}
+
+/** The classification of a thrown tool error (`kind`, else `unknown-outcome`). */
+export function toolErrorKind(error: unknown): ToolErrorKind {
+  const kind = (error as { kind?: unknown } | null)?.kind;
+  return kind === 'transient' || kind === 'rejected' || kind === 'unknown-outcome' ? kind : 'unknown-outcome';
+}

@@ -1,0 +1,85 @@
+/**
+ * Runs one worker of the fleet (SPEC §4 "Client and fleet"): the agent workflow, the model
+ * turn activity and the fenced tool activities on one task queue, against one shared store.
+ * Any number of these processes may run side by side. SIGTERM/SIGINT shut down gracefully
+ * within the configured grace time.
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Config } from './config';
+import { readTlsFiles } from './config';
+import { createToolActivities, type ToolDefinition } from './activities';
+import { createModelActivities } from './activities/model-turn';
+import type { ModelAdapter } from './model/model-adapter';
+import { openCheckpointStore } from './stores/open-checkpoint-store';
+import type { CheckpointStore } from './stores/checkpoint-store';
+
+/** What a worker runs. */
+export interface AgentWorkerOptions {
+  readonly config: Config;
+  readonly tools: readonly ToolDefinition<any>[];
+  readonly models: readonly ModelAdapter[];
+  /** Worker identity shown in Temporal. @default `<pid>@<host>` (the SDK's) */
+  readonly identity?: string;
+}
+
+/** A created, not yet running worker, with what it must close. */
+export interface AgentWorker {
+  readonly worker: Worker;
+  readonly store: CheckpointStore;
+  /** Runs until shutdown; then closes the store and the connection. */
+  run(): Promise<void>;
+}
+
+/**
+ * Connects to Temporal and the store and creates the worker.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's
+ *   connection errors when Temporal is unreachable.
+ */
+export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
+  const { config } = options;
+  const store = await openCheckpointStore(config.store.url, storeKeys(config));
+  try {
+    const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) });
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      identity: options.identity,
+      workflowsPath: require.resolve('./workflows'),
+      activities: {
+        ...createToolActivities({
+          store,
+          tools: options.tools,
+          maxPayloadBytes: config.payload.maxPayloadBytes,
+          transientRetry: { initialIntervalMs: config.retry.initialIntervalMs, maximumIntervalMs: config.retry.maximumIntervalMs, maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)) },
+        }),
+        ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])) }),
+      },
+      shutdownGraceTime: config.timeouts.shutdownGraceMs,
+    });
+    return {
+      worker,
+      store,
+      async run() {
+        try {
+          await worker.run();
+        } finally {
+          await store.close();
+          await connection.close();
+        }
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+/** Store options from the configured keys (HMAC seal, payload encryption). */
+export function storeKeys(config: Config): Parameters<typeof openCheckpointStore>[1] {
+  return {
+    ...(config.keys.hmacKey ? { hmacKey: config.keys.hmacKey, keyId: config.keys.hmacKeyId } : {}),
+    ...(config.keys.encryptionKey ? { encryptionKey: config.keys.encryptionKey, encryptionKeyId: config.keys.encryptionKeyId } : {}),
+  };
+}
