@@ -37,3 +37,52 @@ export interface FencedToolResult {
   readonly idempotencyKey: string;
   readonly intentDigest: string;
 }
+
+/**
+ * Input of the `describeToolCall` activity: the same call the workflow would hand to
+ * `runFencedTool`. Nothing is written and no tool runs; the worker only resolves the tool's
+ * revision and computes the call's digests (the workflow sandbox cannot hash).
+ */
+export type DescribeToolCallInput = FencedToolInput;
+
+/**
+ * What `describeToolCall` returns: the frozen identity of a pending call, shown to the person
+ * who approves it. An approval is bound to `intentDigest` (see `intentDigest` in
+ * `checkpoint/digest.ts`).
+ */
+export interface ToolCallDescription {
+  /** Revision of the tool the worker would run. */
+  readonly toolRevision: string;
+  /** `sha256:` + hex over tool, revision, canonical arguments and target (SPEC §2). */
+  readonly intentDigest: string;
+  /** The idempotency key `runFencedTool` would hand to the tool for this call id. */
+  readonly idempotencyKey: string;
+}
+
+/** How a person settled an unknown outcome; only `applied` reaches the worker. */
+export const TOOL_CALL_RESOLUTIONS = ['applied', 'absent', 'abandon'] as const;
+export type ToolCallResolution = (typeof TOOL_CALL_RESOLUTIONS)[number];
+
+/**
+ * Input of the `resolveToolCall` activity: a person proved that the call's effect was applied
+ * and supplied its result. The worker stores `result` through `completeExecution` under the
+ * original fence (executing or uncertain → completed), then delivers it. `callId` is the call
+ * id that paused (the one `runFencedTool` ran under).
+ */
+export interface ResolveToolCallInput extends FencedToolInput {
+  readonly resolution: 'applied';
+  /** The exact payload to store and deliver, as `runFencedTool` would have returned it. */
+  readonly result: ToolOutcome;
+  /** Why the person believes the effect was applied (audit text, non-empty). */
+  readonly reason: string;
+}
+
+/** Result of `resolveToolCall`: the stored payload, delivered; the tool was not called. */
+export interface ResolveToolCallResult {
+  readonly callId: string;
+  readonly toolName: string;
+  readonly toolRevision: string;
+  readonly outcome: ToolOutcome;
+  readonly idempotencyKey: string;
+  readonly intentDigest: string;
+}

@@ -1,0 +1,562 @@
+/**
+ * The agent workflow (LAYER 3, sandbox): a model turn as an activity, then each tool call the
+ * model asked for, in order, as a fenced activity, results appended as tool messages, until
+ * the model stops or a budget (turns, tool calls, deadline) runs out. People approve or reject
+ * calls of tools that need approval, resolve calls whose outcome is unknown, or cancel.
+ *
+ * Imports only `@temporalio/workflow`, sandbox-safe project files (`checkpoint/types`,
+ * `checkpoint/errors`, `model/types`, `activities/contract`) and this folder. Never Node
+ * builtins, `checkpoint/digest` or `checkpoint/codec` (node:crypto), the stores, the activity
+ * implementations or `src/index.ts`; the workflow obtains digests through `describeToolCall`.
+ *
+ * @see SPEC §4 "Agent workflow", issue 4, issue 6
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { FencedToolInput, ToolOutcome } from '../activities/contract';
+import type { JsonValue } from '../checkpoint/types';
+import type { ConversationMessage, ModelTurnResult } from '../model/types';
+import type { ToolActivities } from './activity-types';
+import { activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
+import { activityOptionsFor, validateAgentWorkflowInput, type ActivityKind } from './input';
+import {
+  approveCallUpdate,
+  cancelRunSignal,
+  MESSAGE_ERROR_TYPES,
+  rejectCallUpdate,
+  resolveOutcomeUpdate,
+  runStatusQuery,
+  type MessageErrorType,
+} from './messages';
+import { iso, RunState, type CallState, type RunStop } from './run-state';
+import type {
+  AgentWorkflowInput,
+  AgentWorkflowResult,
+  ApprovalDecisionResult,
+  ApproveCallRequest,
+  CancelRunRequest,
+  RejectCallRequest,
+  ResolveOutcomeRequest,
+  ResolveOutcomeResult,
+} from './types';
+
+/**
+ * Runs one agent conversation to its end.
+ *
+ * Per step: cancel, the deadline and the budgets are checked first; every activity's timeouts
+ * are bounded by the time left. A model turn's decision is recorded in history before any of
+ * its tool calls runs. Tool calls run one at a time, in the order the model gave them:
+ * - a tool in `approvalRequired` waits for `approveCallUpdate` / `rejectCallUpdate`; all such
+ *   calls of a turn become pending together (each with its intent digest from
+ *   `describeToolCall` and its own expiry), and each decision releases only its call; an
+ *   approval whose expiry passes before the call starts is refused and nothing runs;
+ * - a failure that proves nothing applied (see `NOTHING_APPLIED_CODES`) is shown to the model;
+ * - any other failure (OUTCOME_UNKNOWN first of all) pauses the run until
+ *   `resolveOutcomeUpdate`.
+ *
+ * @param input see {@link AgentWorkflowInput}
+ * @returns {@link AgentWorkflowResult}: status, final text, per call status/source/receipt/outcome,
+ *   turns, why it stopped
+ * @throws ApplicationFailure `INVALID_ARGUMENT` when the input is invalid; the model turn's
+ *   activity failure when the model cannot answer
+ */
+export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWorkflowResult> {
+  validateAgentWorkflowInput(input);
+  const run = new AgentRun(input, Date.now());
+  run.installHandlers();
+  const result = await run.execute();
+  await condition(allHandlersFinished);
+  return result;
+}
+
+/** A resolution accepted by `resolveOutcomeUpdate`, waiting for the loop to act on it. */
+interface PendingResolution {
+  readonly request: ResolveOutcomeRequest;
+  settled: boolean;
+  result: ResolveOutcomeResult | null;
+  failure: { readonly type: string; readonly message: string } | null;
+}
+
+type ActivityAttempt<T> =
+  | { readonly kind: 'ok'; readonly value: T }
+  | { readonly kind: 'cancelled' }
+  | { readonly kind: 'deadline' }
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+class AgentRun {
+  private readonly state: RunState;
+  private readonly messages: ConversationMessage[];
+  private readonly approvalRequired: NonNullable<AgentWorkflowInput['approvalRequired']>;
+  private finalText = '';
+  private cancel: { readonly reason: string } | null = null;
+  private activeScope: CancellationScope | null = null;
+  private resolution: PendingResolution | null = null;
+
+  constructor(
+    private readonly input: AgentWorkflowInput,
+    startedAt: number,
+  ) {
+    this.state = new RunState(input.budget, startedAt);
+    this.messages = [{ role: 'user', text: input.prompt }];
+    this.approvalRequired = input.approvalRequired ?? {};
+  }
+
+  installHandlers(): void {
+    setHandler(runStatusQuery, () => this.state.view(Date.now()));
+    setHandler(cancelRunSignal, (req) => this.requestCancel(req));
+    setHandler(approveCallUpdate, (req) => this.approve(req), { validator: (req) => this.validateApprove(req) });
+    setHandler(rejectCallUpdate, (req) => this.reject(req), { validator: (req) => this.validateReject(req) });
+    setHandler(resolveOutcomeUpdate, (req) => this.acceptResolution(req), { validator: (req) => this.validateResolution(req) });
+  }
+
+  async execute(): Promise<AgentWorkflowResult> {
+    for (;;) {
+      const beforeModel = this.stopBefore('model');
+      if (beforeModel) return this.finish(beforeModel);
+      const turn = await this.modelTurn();
+      if ('status' in turn) return this.finish(turn);
+      if (turn.toolCalls.length === 0) return this.finish({ status: 'completed', because: 'model-stopped', reason: null });
+
+      const calls = this.state.startTurn(turn.toolCalls, this.state.turns - 1);
+      const approvalsStop = await this.prepareApprovals(calls);
+      if (approvalsStop) return this.finish(approvalsStop);
+      for (const call of calls) {
+        const beforeTool = this.stopBefore('tool');
+        if (beforeTool) return this.finish(beforeTool);
+        this.state.toolCallsUsed += 1;
+        const stop = await this.processCall(call);
+        if (stop) return this.finish(stop);
+      }
+    }
+  }
+
+  // ---- steps -------------------------------------------------------------------------------
+
+  private async modelTurn(): Promise<ModelTurnResult | RunStop> {
+    this.state.phase = 'model';
+    const attempt = await this.callActivity('model', (acts) =>
+      acts.runModelTurn({
+        model: this.input.model,
+        ...(this.input.modelOptions !== undefined ? { modelOptions: this.input.modelOptions } : {}),
+        turn: this.state.turns,
+        messages: [...this.messages],
+        tools: this.input.tools,
+      }),
+    );
+    if (attempt.kind === 'cancelled') return this.cancelStop();
+    if (attempt.kind === 'deadline') return this.deadlineStop();
+    if (attempt.kind === 'failed') throw attempt.error;
+    const turn = attempt.value;
+    this.state.turns += 1;
+    this.messages.push({ role: 'assistant', text: turn.text, toolCalls: turn.toolCalls });
+    this.finalText = turn.text;
+    this.state.bump();
+    return turn;
+  }
+
+  /**
+   * Makes every call of this turn that needs approval (and fits in the tool-call budget) pending
+   * at once, frozen with its tool revision and intent digest from `describeToolCall`.
+   */
+  private async prepareApprovals(calls: readonly CallState[]): Promise<RunStop | null> {
+    const budgetLeft = this.input.budget.maxToolCalls - this.state.toolCallsUsed;
+    let registered = false;
+    for (const [index, call] of calls.entries()) {
+      const policy = this.approvalRequired[call.toolName];
+      if (policy === undefined || index >= budgetLeft || call.preFailure !== null || !this.input.tools.includes(call.toolName)) continue;
+      const stop = this.stopBefore('describe');
+      if (stop) return stop;
+      const attempt = await this.callActivity('describe', (acts) => acts.describeToolCall(this.toolInput(call)));
+      if (attempt.kind === 'cancelled') return this.cancelStop();
+      if (attempt.kind === 'deadline') return this.deadlineStop();
+      if (attempt.kind === 'failed') {
+        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        call.preFailure = { type, message: activityFailureMessage(attempt.error) };
+        continue;
+      }
+      const described = attempt.value;
+      call.toolRevision = described.toolRevision;
+      call.intentDigest = described.intentDigest;
+      call.idempotencyKey = described.idempotencyKey;
+      call.approval = { expiresAfterMs: policy.expiresAfterMs, expiresAt: Date.now() + policy.expiresAfterMs, decision: null, decidedAt: null, reason: null };
+      call.status = 'awaiting-approval';
+      registered = true;
+    }
+    if (registered) this.state.bump();
+    return null;
+  }
+
+  private async processCall(call: CallState): Promise<RunStop | null> {
+    if (!this.input.tools.includes(call.toolName)) {
+      this.failCall(call, 'UNKNOWN_TOOL', `UNKNOWN_TOOL: the model asked for tool "${call.toolName}", which this run does not offer (tools: ${this.input.tools.join(', ')})`);
+      return null;
+    }
+    if (call.preFailure !== null) {
+      this.failCall(call, call.preFailure.type, call.preFailure.message);
+      return null;
+    }
+    if (call.approval !== null) {
+      const decision = await this.awaitApproval(call);
+      if (decision !== 'approved') return decision === 'rejected' ? null : decision;
+    }
+    return this.runTool(call);
+  }
+
+  /** Waits for the call's decision; expiry and the deadline end the wait. */
+  private async awaitApproval(call: CallState): Promise<'approved' | 'rejected' | RunStop> {
+    const approval = call.approval!;
+    const expiresAt = approval.expiresAt!;
+    while (approval.decision === null) {
+      if (this.cancel) return this.cancelStop();
+      const now = Date.now();
+      if (now >= expiresAt) {
+        approval.decision = 'expired';
+        approval.decidedAt = now;
+        break;
+      }
+      if (now >= this.state.deadlineAt) return this.deadlineStop();
+      this.state.phase = 'awaiting-approval';
+      await condition(() => approval.decision !== null || this.cancel !== null, Math.min(expiresAt, this.state.deadlineAt) - now);
+    }
+    if (this.cancel) return this.cancelStop();
+    if (approval.decision === 'rejected') {
+      this.rejectCall(call, `REJECTED: a person rejected the call: ${approval.reason ?? ''}`);
+      return 'rejected';
+    }
+    if (approval.decision === 'expired') {
+      this.rejectCall(call, `APPROVAL_EXPIRED: nobody approved the call before its approval expired at ${iso(expiresAt)}; nothing ran`);
+      return 'rejected';
+    }
+    const now = Date.now();
+    if (now >= expiresAt) {
+      this.rejectCall(
+        call,
+        `APPROVAL_EXPIRED: the call was approved at ${iso(approval.decidedAt ?? now)} but could not start before its approval expired at ${iso(expiresAt)}; nothing ran`,
+      );
+      return 'rejected';
+    }
+    return 'approved';
+  }
+
+  private async runTool(call: CallState): Promise<RunStop | null> {
+    this.state.phase = 'tools';
+    call.status = 'running';
+    const attempt = await this.callActivity('tool', (acts) => acts.runFencedTool(this.toolInput(call)));
+    switch (attempt.kind) {
+      case 'ok': {
+        const result = attempt.value;
+        call.source = result.source;
+        call.toolRevision = result.toolRevision;
+        call.intentDigest = result.intentDigest;
+        call.idempotencyKey = result.idempotencyKey;
+        this.completeCall(call, 'completed', result.outcome);
+        return null;
+      }
+      case 'cancelled':
+        call.status = 'unknown';
+        call.reason = 'cancelled while the tool call was running; its effect may have been applied';
+        return this.cancelStop();
+      case 'deadline':
+        call.status = 'unknown';
+        call.errorType = 'DEADLINE_EXCEEDED';
+        call.reason = 'the run deadline passed while the tool call was running; its effect may have been applied';
+        return this.deadlineStop();
+      case 'failed': {
+        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        const message = activityFailureMessage(attempt.error);
+        if (isNothingApplied(attempt.error)) {
+          this.failCall(call, type, message);
+          return null;
+        }
+        return this.pauseOn(call, type, message);
+      }
+    }
+  }
+
+  /** The run waits durably until a person resolves the call, cancels, or the deadline passes. */
+  private async pauseOn(call: CallState, errorType: string, message: string): Promise<RunStop | null> {
+    call.status = 'paused';
+    call.errorType = errorType;
+    call.reason = message;
+    call.pausedAt = Date.now();
+    this.state.paused = call;
+    this.state.phase = 'paused';
+    this.state.bump();
+    for (;;) {
+      if (this.cancel) return this.cancelStop();
+      const remainingMs = this.state.deadlineAt - Date.now();
+      if (remainingMs <= 0) return this.deadlineStop();
+      await condition(() => this.resolution !== null || this.cancel !== null, remainingMs);
+      const pending = this.resolution;
+      if (this.cancel || pending === null) continue;
+      const req = pending.request;
+      if (req.resolution === 'abandon') {
+        call.status = 'abandoned';
+        call.reason = `abandoned by a person: ${req.reason}`;
+        this.state.paused = null;
+        this.settle(pending, { callId: call.callId, resolution: 'abandon', status: 'abandoned', retryCallId: null });
+        return { status: 'abandoned', because: 'abandon', reason: req.reason };
+      }
+      if (req.resolution === 'absent') {
+        call.status = 'resolved-absent';
+        call.reason = `a person proved the effect absent: ${req.reason}`;
+        this.state.paused = null;
+        const retry = this.state.addRetry(call);
+        this.settle(pending, { callId: call.callId, resolution: 'absent', status: 'resolved-absent', retryCallId: retry.callId });
+        this.state.bump();
+        return this.runTool(retry);
+      }
+      if (req.resolution !== 'applied') continue;
+      const outcome: ToolOutcome = { ok: true, output: req.result, receipt: req.receipt ?? null };
+      this.state.phase = 'tools';
+      const attempt = await this.callActivity('resolve', (acts) =>
+        acts.resolveToolCall({ ...this.toolInput(call), resolution: 'applied', result: outcome, reason: req.reason }),
+      );
+      if (attempt.kind === 'ok') {
+        const stored = attempt.value;
+        call.source = 'resolution';
+        call.toolRevision = stored.toolRevision;
+        call.intentDigest = stored.intentDigest;
+        call.idempotencyKey = stored.idempotencyKey;
+        this.state.paused = null;
+        this.completeCall(call, 'resolved-applied', stored.outcome, `a person proved the effect applied: ${req.reason}`);
+        this.settle(pending, { callId: call.callId, resolution: 'applied', status: 'resolved-applied', retryCallId: null });
+        return null;
+      }
+      this.state.phase = 'paused';
+      if (attempt.kind === 'failed') {
+        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        this.fail(pending, type, `the worker refused to store the result (${activityFailureMessage(attempt.error)}); the run stays paused`);
+        continue;
+      }
+      this.fail(pending, MESSAGE_ERROR_TYPES.RUN_FINISHED, 'the run stopped while the result was being stored');
+      return attempt.kind === 'cancelled' ? this.cancelStop() : this.deadlineStop();
+    }
+  }
+
+  // ---- calls -------------------------------------------------------------------------------
+
+  private toolInput(call: CallState): FencedToolInput {
+    return { tenant: this.input.tenant, callId: call.callId, toolName: call.toolName, input: call.input };
+  }
+
+  private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: ToolOutcome, reason: string | null = null): void {
+    call.status = status;
+    call.outcome = outcome;
+    call.receipt = outcome.ok ? outcome.receipt : null;
+    call.errorType = null;
+    call.reason = reason;
+    this.appendToolMessage(call, outcome.ok ? outcome.output : { error: outcome.error }, !outcome.ok);
+  }
+
+  private failCall(call: CallState, errorType: string, message: string): void {
+    call.status = 'failed';
+    call.errorType = errorType;
+    call.reason = message;
+    this.appendToolMessage(call, { error: { type: errorType, message } }, true);
+  }
+
+  private rejectCall(call: CallState, reason: string): void {
+    call.status = 'rejected';
+    call.reason = reason;
+    this.appendToolMessage(call, { rejected: true, reason }, true);
+  }
+
+  private appendToolMessage(call: CallState, content: JsonValue, isError: boolean): void {
+    this.messages.push({ role: 'tool', callId: call.modelCallId, toolName: call.toolName, content, isError });
+    this.state.bump();
+  }
+
+  // ---- activities, stops -------------------------------------------------------------------
+
+  /**
+   * Calls one activity in its own cancellation scope (so `cancelRunSignal` can cancel it), with
+   * timeouts bounded by the time left before the deadline.
+   */
+  private async callActivity<T>(kind: ActivityKind, call: (acts: ToolActivities) => Promise<T>): Promise<ActivityAttempt<T>> {
+    const remainingMs = this.state.deadlineAt - Date.now();
+    if (remainingMs <= 0) return { kind: 'deadline' };
+    const acts = proxyActivities<ToolActivities>(activityOptionsFor(kind, remainingMs, this.input.activityOptions));
+    const scope = new CancellationScope();
+    this.activeScope = scope;
+    try {
+      return { kind: 'ok', value: await scope.run(() => call(acts)) };
+    } catch (err) {
+      if (isCancellation(err)) {
+        this.cancel ??= { reason: 'the workflow was cancelled' };
+        return { kind: 'cancelled' };
+      }
+      if (isScheduleToCloseTimeout(err) || (isTimeout(err) && Date.now() >= this.state.deadlineAt)) return { kind: 'deadline' };
+      return { kind: 'failed', error: err };
+    } finally {
+      this.activeScope = null;
+    }
+  }
+
+  private stopBefore(step: 'model' | 'tool' | 'describe'): RunStop | null {
+    if (this.cancel) return this.cancelStop();
+    if (Date.now() >= this.state.deadlineAt) return this.deadlineStop();
+    const { maxTurns, maxToolCalls } = this.input.budget;
+    if (step === 'model' && this.state.turns >= maxTurns) {
+      return { status: 'budget-exhausted', because: 'max-turns', reason: `the model used all ${maxTurns} turns of its budget` };
+    }
+    if (step === 'tool' && this.state.toolCallsUsed >= maxToolCalls) {
+      return { status: 'budget-exhausted', because: 'max-tool-calls', reason: `the model used all ${maxToolCalls} tool calls of its budget` };
+    }
+    return null;
+  }
+
+  private cancelStop(): RunStop {
+    return { status: 'cancelled', because: 'cancel', reason: this.cancel?.reason ?? 'cancelled' };
+  }
+
+  private deadlineStop(): RunStop {
+    return {
+      status: 'deadline-exceeded',
+      because: 'deadline',
+      reason: `the run deadline of ${this.input.budget.deadlineMs} ms passed at ${iso(this.state.deadlineAt)}`,
+    };
+  }
+
+  private finish(stop: RunStop): AgentWorkflowResult {
+    this.state.stop(stop);
+    if (this.resolution !== null) this.fail(this.resolution, MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run stopped (${stop.because}) before the resolution was applied`);
+    return {
+      status: stop.status,
+      finalText: this.finalText,
+      calls: this.state.finalCalls(),
+      turns: this.state.turns,
+      stoppedBecause: stop.because,
+      reason: stop.reason,
+    };
+  }
+
+  // ---- message handlers --------------------------------------------------------------------
+
+  private requestCancel(req: CancelRunRequest | undefined): void {
+    if (this.state.stopped !== null || this.cancel !== null) return;
+    const reason = typeof req?.reason === 'string' && req.reason.length > 0 ? req.reason : 'cancelled';
+    this.cancel = { reason };
+    this.activeScope?.cancel();
+  }
+
+  private validateApprove(req: ApproveCallRequest): void {
+    if (typeof req?.intentDigest !== 'string' || typeof req.stateVersion !== 'number') {
+      refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'approveCall needs { callId: string, intentDigest: string, stateVersion: number }');
+    }
+    const call = this.awaitingApproval(req.callId);
+    if (req.intentDigest !== call.intentDigest) {
+      refuse(
+        MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH,
+        `call "${call.callId}" has intent digest ${call.intentDigest}, the approval names ${req.intentDigest}`,
+      );
+    }
+    if (req.stateVersion !== this.state.stateVersion) {
+      refuse(
+        MESSAGE_ERROR_TYPES.STALE_STATE_VERSION,
+        `the approval was given at state version ${req.stateVersion}, the run is at ${this.state.stateVersion}; read runStatus and decide again`,
+      );
+    }
+  }
+
+  private approve(req: ApproveCallRequest): ApprovalDecisionResult {
+    return this.decide(req.callId, 'approved', null);
+  }
+
+  private validateReject(req: RejectCallRequest): void {
+    if (typeof req?.reason !== 'string' || req.reason.length === 0) {
+      refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'rejectCall needs { callId: string, reason: non-empty string }');
+    }
+    this.awaitingApproval(req.callId);
+  }
+
+  private reject(req: RejectCallRequest): ApprovalDecisionResult {
+    return this.decide(req.callId, 'rejected', req.reason);
+  }
+
+  private decide(callId: string, decision: 'approved' | 'rejected', reason: string | null): ApprovalDecisionResult {
+    const call = this.state.get(callId)!;
+    const approval = call.approval!;
+    const now = Date.now();
+    approval.decision = decision;
+    approval.decidedAt = now;
+    approval.reason = reason;
+    call.status = decision === 'approved' ? 'approved' : 'rejected';
+    if (decision === 'rejected') call.reason = `REJECTED: a person rejected the call: ${reason ?? ''}`;
+    return { callId, decision, decidedAt: iso(now), approvalExpiresAt: iso(approval.expiresAt!) };
+  }
+
+  /** The call awaiting a decision, or a refusal (RUN_FINISHED, CALL_NOT_AWAITING_APPROVAL, APPROVAL_EXPIRED). */
+  private awaitingApproval(callId: unknown): CallState {
+    if (this.state.stopped !== null) refuse(MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run has stopped (${this.state.stopped.because})`);
+    if (typeof callId !== 'string') refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'callId must be a string');
+    const call = this.state.get(callId);
+    const approval = call?.approval;
+    if (call === undefined || approval == null || approval.expiresAt === null) {
+      refuse(MESSAGE_ERROR_TYPES.CALL_NOT_AWAITING_APPROVAL, `no call "${callId}" is awaiting approval in this run`);
+    }
+    if (approval.decision === 'expired' || (approval.decision === null && Date.now() >= approval.expiresAt)) {
+      refuse(MESSAGE_ERROR_TYPES.APPROVAL_EXPIRED, `the approval of call "${callId}" expired at ${iso(approval.expiresAt)}`);
+    }
+    if (approval.decision !== null || call.status !== 'awaiting-approval') {
+      refuse(MESSAGE_ERROR_TYPES.CALL_NOT_AWAITING_APPROVAL, `call "${callId}" is ${call.status}, not awaiting approval`);
+    }
+    return call;
+  }
+
+  private validateResolution(req: ResolveOutcomeRequest): void {
+    if (this.state.stopped !== null) refuse(MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run has stopped (${this.state.stopped.because})`);
+    if (typeof req?.callId !== 'string') refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'resolveOutcome needs a callId string');
+    const paused = this.state.paused;
+    if (paused === null || paused.callId !== req.callId || paused.status !== 'paused' || this.resolution !== null) {
+      refuse(
+        MESSAGE_ERROR_TYPES.CALL_NOT_PAUSED,
+        paused === null
+          ? `the run is not paused; no call "${req.callId}" awaits a resolution`
+          : this.resolution !== null
+            ? `a resolution of call "${paused.callId}" is already being applied`
+            : `the run is paused on call "${paused.callId}", not "${req.callId}"`,
+      );
+    }
+    if (!['applied', 'absent', 'abandon'].includes(req.resolution)) {
+      refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, `resolution must be 'applied', 'absent' or 'abandon', got ${JSON.stringify(req.resolution)}`);
+    }
+    if (typeof req.reason !== 'string' || req.reason.length === 0) refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'reason must be a non-empty string');
+    if (req.resolution === 'applied' && req.result === undefined) {
+      refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, "resolution 'applied' needs the exact result JSON in `result`");
+    }
+  }
+
+  private async acceptResolution(req: ResolveOutcomeRequest): Promise<ResolveOutcomeResult> {
+    const pending: PendingResolution = { request: req, settled: false, result: null, failure: null };
+    this.resolution = pending;
+    await condition(() => pending.settled);
+    if (pending.failure !== null) refuse(pending.failure.type, pending.failure.message);
+    return pending.result!;
+  }
+
+  private settle(pending: PendingResolution, result: ResolveOutcomeResult): void {
+    pending.result = result;
+    pending.settled = true;
+    if (this.resolution === pending) this.resolution = null;
+    this.state.bump();
+  }
+
+  private fail(pending: PendingResolution, type: string, message: string): void {
+    pending.failure = { type, message };
+    pending.settled = true;
+    if (this.resolution === pending) this.resolution = null;
+  }
+}
+
+/** Refuses an update (in a validator) or fails it (in a handler) with a typed ApplicationFailure. */
+function refuse(type: MessageErrorType | string, message: string): never {
+  throw ApplicationFailure.create({ type, message: `${type}: ${message}`, nonRetryable: true });
+}

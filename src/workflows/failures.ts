@@ -1,0 +1,73 @@
+/**
+ * Sandbox-safe reading of activity failures: which `CheckpointErrorCode` an `ActivityFailure`
+ * carries (its cause's `type`, set by `activities/failures.ts`), and what the workflow does
+ * about it.
+ *
+ * @see SPEC §4 "Fenced tool activity", STYLE "Error design"
+ */
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../checkpoint/errors';
+
+/**
+ * Codes after which the workflow knows that nothing was applied for the call: it reports the
+ * call as `failed` and the model sees the error. Every other failure of a tool call (including
+ * OUTCOME_UNKNOWN, the checkpoint integrity codes, unrecognised types and timeouts not caused by
+ * the run deadline) may hide an applied effect, so the run pauses for a person.
+ */
+export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
+  'INVALID_TOOL_INPUT',
+  'UNKNOWN_TOOL',
+  'BINDING_CONFLICT',
+  'TOOL_REJECTED',
+  'INVALID_ARGUMENT',
+  'TOOL_TRANSIENT',
+  'STORE_UNAVAILABLE',
+];
+
+/**
+ * The failure `type` behind an activity failure: the `ApplicationFailure` cause's `type`
+ * (a `CheckpointErrorCode` for fenced activities), `TIMEOUT_<TimeoutType>` for a timeout, or
+ * `null` when it is neither.
+ */
+export function activityFailureType(err: unknown): string | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) return cause.type ?? null;
+  if (cause instanceof TimeoutFailure) return `TIMEOUT_${cause.timeoutType ?? 'UNSPECIFIED'}`;
+  return null;
+}
+
+/** The innermost human-readable message of an activity failure. */
+export function activityFailureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof Error) return cause.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/** True when `err` is an activity failure of the given `CheckpointErrorCode`. */
+export function isCheckpointFailure(err: unknown, code: CheckpointErrorCode): boolean {
+  return activityFailureType(err) === code;
+}
+
+/** True when `err` is an activity failure of type OUTCOME_UNKNOWN: the run must pause for a person. */
+export function isOutcomeUnknown(err: unknown): boolean {
+  return isCheckpointFailure(err, 'OUTCOME_UNKNOWN');
+}
+
+/** True when the failure proves the call applied nothing (see {@link NOTHING_APPLIED_CODES}). */
+export function isNothingApplied(err: unknown): boolean {
+  const type = activityFailureType(err);
+  return type !== null && type in CHECKPOINT_ERROR_CODES && NOTHING_APPLIED_CODES.includes(type as CheckpointErrorCode);
+}
+
+/** True when `err` is an activity timeout of the schedule-to-close kind (the workflow sets it to the time left before the run deadline). */
+export function isScheduleToCloseTimeout(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE';
+}
+
+/** True when `err` is any activity timeout. */
+export function isTimeout(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure;
+}

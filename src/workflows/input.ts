@@ -1,0 +1,97 @@
+/**
+ * Validation of the agent workflow's input and the activity options derived from it (every
+ * timeout bounded by the time left before the run deadline). Sandbox-safe, no clock.
+ *
+ * @see SPEC §4 "Agent workflow", SPEC §6
+ */
+import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
+import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput } from './types';
+
+/** Per-attempt activity timeout when the input gives none, ms. */
+export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 60_000;
+
+/** Which activity an options object is for. */
+export type ActivityKind = 'model' | 'tool' | 'describe' | 'resolve';
+
+/**
+ * Checks the workflow input.
+ *
+ * @throws ApplicationFailure (non-retryable, type `INVALID_ARGUMENT`) naming the field, when a
+ *   field is missing, empty or out of range; the run fails before any activity.
+ */
+export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
+  if (typeof input !== 'object' || input === null) invalid('input', 'must be an object', input);
+  nonEmptyString('tenant', input.tenant);
+  nonEmptyString('model', input.model);
+  if (typeof input.prompt !== 'string') invalid('prompt', 'must be a string', input.prompt);
+  if (!Array.isArray(input.tools)) invalid('tools', 'must be an array of tool names', input.tools);
+  input.tools.forEach((name, i) => nonEmptyString(`tools[${i}]`, name));
+  if (typeof input.budget !== 'object' || input.budget === null) invalid('budget', 'must be an object', input.budget);
+  positiveInteger('budget.maxTurns', input.budget.maxTurns);
+  positiveInteger('budget.maxToolCalls', input.budget.maxToolCalls);
+  positiveInteger('budget.deadlineMs', input.budget.deadlineMs);
+  for (const [tool, policy] of Object.entries(input.approvalRequired ?? {})) {
+    positiveInteger(`approvalRequired.${tool}.expiresAfterMs`, policy?.expiresAfterMs);
+  }
+  const opts = input.activityOptions;
+  if (opts !== undefined) {
+    if (opts.startToCloseTimeoutMs !== undefined) positiveInteger('activityOptions.startToCloseTimeoutMs', opts.startToCloseTimeoutMs);
+    if (opts.heartbeatTimeoutMs !== undefined) positiveInteger('activityOptions.heartbeatTimeoutMs', opts.heartbeatTimeoutMs);
+    const retry = opts.retry;
+    if (retry?.initialIntervalMs !== undefined) positiveInteger('activityOptions.retry.initialIntervalMs', retry.initialIntervalMs);
+    if (retry?.maximumIntervalMs !== undefined) positiveInteger('activityOptions.retry.maximumIntervalMs', retry.maximumIntervalMs);
+    if (retry?.maximumAttempts !== undefined && (!Number.isInteger(retry.maximumAttempts) || retry.maximumAttempts < 0)) {
+      invalid('activityOptions.retry.maximumAttempts', 'must be an integer ≥ 0', retry.maximumAttempts);
+    }
+    if (retry?.backoffCoefficient !== undefined && !(retry.backoffCoefficient >= 1)) {
+      invalid('activityOptions.retry.backoffCoefficient', 'must be a number ≥ 1', retry.backoffCoefficient);
+    }
+  }
+}
+
+/**
+ * Activity options for one activity call, `remainingMs` (> 0) before the run deadline:
+ * schedule-to-close is the time left, start-to-close is the configured per-attempt timeout
+ * bounded by it, the heartbeat timeout applies to `runFencedTool` only. Tool calls wait for
+ * cancellation to complete (so the result says what happened); other activities are
+ * cancelled at once.
+ */
+export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts: AgentActivityOptions | undefined): ActivityOptions {
+  const options: ActivityOptions = {
+    startToCloseTimeout: Math.min(opts?.startToCloseTimeoutMs ?? DEFAULT_START_TO_CLOSE_TIMEOUT_MS, remainingMs),
+    scheduleToCloseTimeout: remainingMs,
+    cancellationType: kind === 'tool' || kind === 'resolve' ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
+  };
+  if (kind === 'tool' && opts?.heartbeatTimeoutMs !== undefined) {
+    options.heartbeatTimeout = Math.min(opts.heartbeatTimeoutMs, remainingMs);
+  }
+  if (opts?.retry !== undefined) options.retry = toRetryPolicy(opts.retry);
+  return options;
+}
+
+function toRetryPolicy(retry: ActivityRetryInput): RetryPolicy {
+  const policy: RetryPolicy = {};
+  if (retry.initialIntervalMs !== undefined) policy.initialInterval = retry.initialIntervalMs;
+  if (retry.backoffCoefficient !== undefined) policy.backoffCoefficient = retry.backoffCoefficient;
+  if (retry.maximumIntervalMs !== undefined) policy.maximumInterval = retry.maximumIntervalMs;
+  if (retry.maximumAttempts !== undefined) policy.maximumAttempts = retry.maximumAttempts;
+  if (retry.nonRetryableErrorTypes !== undefined) policy.nonRetryableErrorTypes = [...retry.nonRetryableErrorTypes];
+  return policy;
+}
+
+function nonEmptyString(field: string, value: unknown): void {
+  if (typeof value !== 'string' || value.length === 0) invalid(field, 'must be a non-empty string', value);
+}
+
+function positiveInteger(field: string, value: unknown): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) invalid(field, 'must be a positive integer', value);
+}
+
+function invalid(field: string, rule: string, actual: unknown): never {
+  throw ApplicationFailure.create({
+    type: 'INVALID_ARGUMENT',
+    message: `INVALID_ARGUMENT: agentWorkflow input ${field} ${rule}, got ${JSON.stringify(actual) ?? String(actual)}`,
+    nonRetryable: true,
+    details: [{ field }],
+  });
+}

@@ -1,0 +1,261 @@
+/**
+ * The agent run's bookkeeping: every tool call with its status, the phase, the budget used and
+ * the state version, plus the views the status query and the result are built from. Plain data
+ * and pure methods; no Temporal calls, no clock (callers pass workflow time). Sandbox-safe.
+ *
+ * @see SPEC §4 "Agent workflow"
+ */
+import type { ToolOutcome } from '../activities/contract';
+import type { JsonValue } from '../checkpoint/types';
+import type { ToolCallRequest } from '../model/types';
+import type {
+  AgentBudget,
+  CallReport,
+  CallSource,
+  CallStatus,
+  FinalCallStatus,
+  LiveCallStatus,
+  PendingCallView,
+  RunPhase,
+  RunStatus,
+  RunStatusView,
+  StopReason,
+} from './types';
+import { LIVE_CALL_STATUSES } from './types';
+
+/** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
+export interface ApprovalState {
+  readonly expiresAfterMs: number;
+  /** Set when the call became pending (after `describeToolCall` answered). */
+  expiresAt: number | null;
+  decision: 'approved' | 'rejected' | 'expired' | null;
+  decidedAt: number | null;
+  reason: string | null;
+}
+
+/** One tool call as the workflow tracks it. */
+export interface CallState {
+  readonly callId: string;
+  readonly modelCallId: string;
+  readonly toolName: string;
+  readonly input: JsonValue;
+  readonly turn: number;
+  /** 0 for the model's call; n for `<modelCallId>~retryn`. */
+  readonly attempt: number;
+  status: CallStatus;
+  source: CallSource | null;
+  receipt: JsonValue | null;
+  outcome: ToolOutcome | null;
+  toolRevision: string | null;
+  intentDigest: string | null;
+  idempotencyKey: string | null;
+  errorType: string | null;
+  reason: string | null;
+  /** A refusal known before the call's turn in the loop (duplicate id, describe failure). */
+  preFailure: { readonly type: string; readonly message: string } | null;
+  approval: ApprovalState | null;
+  pausedAt: number | null;
+}
+
+/** How the run stopped. */
+export interface RunStop {
+  readonly status: RunStatus;
+  readonly because: StopReason;
+  readonly reason: string | null;
+}
+
+const PHASE_OF_STATUS: Readonly<Record<RunStatus, RunPhase>> = {
+  completed: 'completed',
+  'budget-exhausted': 'budget-exhausted',
+  'deadline-exceeded': 'deadline-exceeded',
+  cancelled: 'cancelled',
+  abandoned: 'abandoned',
+};
+
+/** Mutable state of one agent run. */
+export class RunState {
+  phase: RunPhase = 'model';
+  stateVersion = 0;
+  turns = 0;
+  toolCallsUsed = 0;
+  stopped: RunStop | null = null;
+  /** The call the run is paused on, while phase is `paused`. */
+  paused: CallState | null = null;
+  private readonly calls: CallState[] = [];
+  private readonly byId = new Map<string, CallState>();
+  private currentTurn: CallState[] = [];
+
+  constructor(
+    readonly budget: AgentBudget,
+    readonly startedAt: number,
+  ) {}
+
+  /** Run deadline, ms since the epoch (workflow time). */
+  get deadlineAt(): number {
+    return this.startedAt + this.budget.deadlineMs;
+  }
+
+  /** Marks that the run advanced; approvals carrying an older version are stale. */
+  bump(): void {
+    this.stateVersion += 1;
+  }
+
+  /** The call with this id (the first, if the model repeated an id). */
+  get(callId: string): CallState | undefined {
+    return this.byId.get(callId);
+  }
+
+  /** Registers the tool calls of a new turn as `queued`; a repeated call id is refused up front. */
+  startTurn(requests: readonly ToolCallRequest[], turn: number): CallState[] {
+    this.currentTurn = requests.map((req) => {
+      const duplicate = this.byId.has(req.callId);
+      const call = newCall(req.callId, req.callId, req.toolName, req.input, turn, 0);
+      if (duplicate) {
+        call.preFailure = {
+          type: 'DUPLICATE_CALL_ID',
+          message: `DUPLICATE_CALL_ID: the model reused tool-call id "${req.callId}" in this run; the call was not run`,
+        };
+      } else {
+        this.byId.set(call.callId, call);
+      }
+      this.calls.push(call);
+      return call;
+    });
+    return this.currentTurn;
+  }
+
+  /** Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). */
+  addRetry(original: CallState): CallState {
+    let attempt = original.attempt + 1;
+    while (this.byId.has(retryId(original.modelCallId, attempt))) attempt += 1;
+    const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
+    this.byId.set(retry.callId, retry);
+    this.calls.splice(this.calls.indexOf(original) + 1, 0, retry);
+    const at = this.currentTurn.indexOf(original);
+    if (at >= 0) this.currentTurn.splice(at + 1, 0, retry);
+    return retry;
+  }
+
+  /**
+   * Stops the run: records why, sets the phase, and turns every unfinished call into a final
+   * status (`queued`/`awaiting-approval`/`approved` → `not-run`; `running`/`paused` → `unknown`).
+   */
+  stop(stop: RunStop): void {
+    this.stopped = stop;
+    this.phase = PHASE_OF_STATUS[stop.status];
+    const why = stop.reason ?? stop.because;
+    for (const call of this.calls) {
+      if (call.status === 'running') {
+        call.status = 'unknown';
+        call.reason ??= `the run stopped (${why}) while the call was running; its effect may have been applied`;
+      } else if (call.status === 'paused') {
+        call.status = 'unknown';
+        call.reason = `${call.reason ?? 'outcome unknown'}; the run stopped (${why}) before anyone resolved it`;
+      } else if (isLive(call.status)) {
+        call.status = 'not-run';
+        call.reason ??= `not started: the run stopped (${why})`;
+      }
+    }
+    this.paused = null;
+    this.bump();
+  }
+
+  /** Every call with its final status; call after {@link stop}. */
+  finalCalls(): CallReport<FinalCallStatus>[] {
+    return this.calls.map((call) => report(call) as CallReport<FinalCallStatus>);
+  }
+
+  /** The status query's view at workflow time `now` (ms). */
+  view(now: number): RunStatusView {
+    const pendingCalls: PendingCallView[] = this.currentTurn
+      .filter((call) => isLive(call.status))
+      .map((call) => ({
+        ...(report(call) as CallReport<LiveCallStatus>),
+        input: call.input,
+        approvalExpiresAt: call.approval?.expiresAt != null ? iso(call.approval.expiresAt) : null,
+      }));
+    const paused = this.paused;
+    return {
+      phase: this.phase,
+      stateVersion: this.stateVersion,
+      turns: this.turns,
+      pendingCalls,
+      calls: this.calls.map(report),
+      budget: {
+        turnsUsed: this.turns,
+        maxTurns: this.budget.maxTurns,
+        toolCallsUsed: this.toolCallsUsed,
+        maxToolCalls: this.budget.maxToolCalls,
+        startedAt: iso(this.startedAt),
+        deadlineAt: iso(this.deadlineAt),
+        remainingMs: Math.max(0, this.deadlineAt - now),
+      },
+      paused:
+        paused === null
+          ? null
+          : {
+              callId: paused.callId,
+              toolName: paused.toolName,
+              errorType: paused.errorType ?? 'UNCLASSIFIED',
+              reason: paused.reason ?? '',
+              pausedAt: iso(paused.pausedAt ?? now),
+            },
+      stoppedBecause: this.stopped?.because ?? null,
+    };
+  }
+}
+
+/** ISO-8601 UTC string of a workflow time in ms. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The call id a retry after `absent` runs under. */
+export function retryId(modelCallId: string, attempt: number): string {
+  return `${modelCallId}~retry${attempt}`;
+}
+
+function isLive(status: CallStatus): status is LiveCallStatus {
+  return (LIVE_CALL_STATUSES as readonly string[]).includes(status);
+}
+
+function newCall(callId: string, modelCallId: string, toolName: string, input: JsonValue, turn: number, attempt: number): CallState {
+  return {
+    callId,
+    modelCallId,
+    toolName,
+    input,
+    turn,
+    attempt,
+    status: 'queued',
+    source: null,
+    receipt: null,
+    outcome: null,
+    toolRevision: null,
+    intentDigest: null,
+    idempotencyKey: null,
+    errorType: null,
+    reason: null,
+    preFailure: null,
+    approval: null,
+    pausedAt: null,
+  };
+}
+
+function report(call: CallState): CallReport {
+  return {
+    callId: call.callId,
+    modelCallId: call.modelCallId,
+    toolName: call.toolName,
+    turn: call.turn,
+    status: call.status,
+    source: call.source,
+    receipt: call.receipt,
+    outcome: call.outcome,
+    toolRevision: call.toolRevision,
+    intentDigest: call.intentDigest,
+    idempotencyKey: call.idempotencyKey,
+    errorType: call.errorType,
+    reason: call.reason,
+  };
+}

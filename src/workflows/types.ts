@@ -1,0 +1,259 @@
+/**
+ * Shapes of the agent workflow: its input and result, the status query's view, and the payloads
+ * of its signals and updates. Type-only and sandbox-safe.
+ *
+ * Units: every duration is in ms; every timestamp is an ISO-8601 UTC string named `…At`, taken
+ * from workflow time.
+ *
+ * @see SPEC §4 "Agent workflow"
+ */
+import type { ResultSource, ToolCallResolution, ToolOutcome } from '../activities/contract';
+import type { JsonValue } from '../checkpoint/types';
+
+/** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
+export interface ActivityRetryInput {
+  /** @default 1000 (Temporal's default) */
+  readonly initialIntervalMs?: number;
+  /** @default 2 */
+  readonly backoffCoefficient?: number;
+  /** @default 100 × initialIntervalMs */
+  readonly maximumIntervalMs?: number;
+  /** 0 or absent: unlimited, bounded by the run deadline. */
+  readonly maximumAttempts?: number;
+  /** Extra failure types never retried (the CheckpointError table already marks its own). */
+  readonly nonRetryableErrorTypes?: readonly string[];
+}
+
+/** Timeouts and retry for the workflow's activities. Every timeout is also bounded by the run deadline. */
+export interface AgentActivityOptions {
+  /** Per attempt, ms. @default 60000 */
+  readonly startToCloseTimeoutMs?: number;
+  /** Heartbeat timeout of `runFencedTool` only (the fenced activity heartbeats while the tool runs), ms. @default none */
+  readonly heartbeatTimeoutMs?: number;
+  readonly retry?: ActivityRetryInput;
+}
+
+/** Budgets of one run. All three are required and must be positive integers. */
+export interface AgentBudget {
+  /** Most model turns the run may take. */
+  readonly maxTurns: number;
+  /** Most tool calls the model may make in the whole run (a retry after `absent` does not count again). */
+  readonly maxToolCalls: number;
+  /** Total run deadline in ms of workflow time, from the start of the run. */
+  readonly deadlineMs: number;
+}
+
+/** Approval policy of one tool: a pending call must be approved within `expiresAfterMs` and must start running before then. */
+export interface ApprovalPolicy {
+  readonly expiresAfterMs: number;
+}
+
+/** Input of {@link agentWorkflow}. */
+export interface AgentWorkflowInput {
+  /** Tenant within the Temporal namespace (part of every checkpoint binding). */
+  readonly tenant: string;
+  /** Model adapter name, e.g. `scripted`, `anthropic`, `openai`. */
+  readonly model: string;
+  /** Opaque adapter options, passed to every model turn. */
+  readonly modelOptions?: JsonValue;
+  /** The user's request; the first message of the conversation. */
+  readonly prompt: string;
+  /** Names of the tools the model may call; a call to any other tool fails with UNKNOWN_TOOL and nothing runs. */
+  readonly tools: readonly string[];
+  readonly budget: AgentBudget;
+  /** Tools whose calls need a person's approval, by tool name. @default {} */
+  readonly approvalRequired?: Readonly<Record<string, ApprovalPolicy>>;
+  readonly activityOptions?: AgentActivityOptions;
+}
+
+/** How a run ended. */
+export const RUN_STATUSES = ['completed', 'budget-exhausted', 'deadline-exceeded', 'cancelled', 'abandoned'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Why a run stopped: the model ended its turn, a budget or the deadline ran out, a person cancelled or abandoned. */
+export const STOP_REASONS = ['model-stopped', 'max-turns', 'max-tool-calls', 'deadline', 'cancel', 'abandon'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+/**
+ * Final status of a tool call in the result:
+ * - `completed`: the fenced activity returned an outcome (success or the tool's own error);
+ * - `rejected`: a person rejected it, its approval expired, or it was approved but could not
+ *   start before the approval expired; nothing ran;
+ * - `failed`: refused before anything ran (unknown tool, invalid input, binding conflict, …);
+ *   the model sees the error;
+ * - `not-run`: never started (budget, deadline or cancel came first);
+ * - `unknown`: it may have run (it was running or paused when the run stopped);
+ * - `resolved-applied`: paused, then a person proved it applied and gave the result;
+ * - `resolved-absent`: paused, then a person proved it never applied; it ran again as `<callId>~retryN`;
+ * - `abandoned`: paused, then a person abandoned the run.
+ */
+export const FINAL_CALL_STATUSES = [
+  'completed',
+  'rejected',
+  'failed',
+  'not-run',
+  'unknown',
+  'resolved-applied',
+  'resolved-absent',
+  'abandoned',
+] as const;
+export type FinalCallStatus = (typeof FINAL_CALL_STATUSES)[number];
+
+/**
+ * Status of a call that has not finished, as the status query shows it: `queued` (waiting its
+ * turn), `awaiting-approval`, `approved` (not started yet), `running`, `paused` (outcome unknown,
+ * waiting for `resolveOutcomeUpdate`).
+ */
+export const LIVE_CALL_STATUSES = ['queued', 'awaiting-approval', 'approved', 'running', 'paused'] as const;
+export type LiveCallStatus = (typeof LIVE_CALL_STATUSES)[number];
+
+/** Any call status the status query can show. */
+export type CallStatus = FinalCallStatus | LiveCallStatus;
+
+/** Where a call's outcome came from: the fenced activity's source, or `resolution` when a person supplied it. */
+export type CallSource = ResultSource | 'resolution';
+
+/** One tool call as the result and the status query report it. */
+export interface CallReport<S extends CallStatus = CallStatus> {
+  /** The call id the activity ran under: the model's id, or `<model id>~retryN` after `absent`. */
+  readonly callId: string;
+  /** The model's tool-call id (what the model's conversation refers to). */
+  readonly modelCallId: string;
+  readonly toolName: string;
+  /** 0-based model turn that asked for the call. */
+  readonly turn: number;
+  readonly status: S;
+  readonly source: CallSource | null;
+  /** The provider's receipt from a successful outcome, else null. */
+  readonly receipt: JsonValue | null;
+  readonly outcome: ToolOutcome | null;
+  /** Known once `describeToolCall` or `runFencedTool` answered; else null. */
+  readonly toolRevision: string | null;
+  readonly intentDigest: string | null;
+  readonly idempotencyKey: string | null;
+  /** Failure type behind `failed`, `paused`, `unknown` (e.g. `OUTCOME_UNKNOWN`), else null. */
+  readonly errorType: string | null;
+  /** Why it was rejected, failed, paused, unknown, resolved or abandoned; else null. */
+  readonly reason: string | null;
+}
+
+/** Result of {@link agentWorkflow}. */
+export interface AgentWorkflowResult {
+  readonly status: RunStatus;
+  /** The model's text from its last turn ('' if it never answered). */
+  readonly finalText: string;
+  /** Every call the model asked for, in order, plus retries after `absent` right after their original. */
+  readonly calls: readonly CallReport<FinalCallStatus>[];
+  /** Model turns taken. */
+  readonly turns: number;
+  readonly stoppedBecause: StopReason;
+  /** The cancel or abandon reason, or a sentence about the budget or deadline; null when the model stopped. */
+  readonly reason: string | null;
+}
+
+/** What the run is doing now. */
+export const RUN_PHASES = [
+  'model',
+  'tools',
+  'awaiting-approval',
+  'paused',
+  'completed',
+  'cancelled',
+  'budget-exhausted',
+  'deadline-exceeded',
+  'abandoned',
+] as const;
+export type RunPhase = (typeof RUN_PHASES)[number];
+
+/** A call that still needs something, with what a person needs to decide on it. */
+export interface PendingCallView extends CallReport<LiveCallStatus> {
+  /** The frozen arguments. */
+  readonly input: JsonValue;
+  /** For a call needing approval: when the approval expires (it must also start running before then). */
+  readonly approvalExpiresAt: string | null;
+}
+
+/** Budget used against limits. */
+export interface BudgetView {
+  readonly turnsUsed: number;
+  readonly maxTurns: number;
+  readonly toolCallsUsed: number;
+  readonly maxToolCalls: number;
+  readonly startedAt: string;
+  readonly deadlineAt: string;
+  /** Deadline minus the workflow time of the last workflow task, ms (never negative). */
+  readonly remainingMs: number;
+}
+
+/** What {@link runStatusQuery} returns. */
+export interface RunStatusView {
+  readonly phase: RunPhase;
+  /** Increments whenever the run advances (a model turn is recorded, a call finishes, the run pauses or resumes). Approvals must carry the current value. */
+  readonly stateVersion: number;
+  readonly turns: number;
+  /** Calls of the current turn that have not finished, in order. */
+  readonly pendingCalls: readonly PendingCallView[];
+  /** Every call so far with its status. */
+  readonly calls: readonly CallReport[];
+  readonly budget: BudgetView;
+  /** The paused call and why it paused, while phase is `paused`. */
+  readonly paused: { readonly callId: string; readonly toolName: string; readonly errorType: string; readonly reason: string; readonly pausedAt: string } | null;
+  /** Set once the run has stopped. */
+  readonly stoppedBecause: StopReason | null;
+}
+
+/** Payload of `approveCallUpdate`: binds the approval to the call's frozen intent and the run's state. */
+export interface ApproveCallRequest {
+  readonly callId: string;
+  /** Must equal the pending call's `intentDigest` (else APPROVAL_MISMATCH). */
+  readonly intentDigest: string;
+  /** Must equal the run's current `stateVersion` (else STALE_STATE_VERSION). */
+  readonly stateVersion: number;
+}
+
+/** Payload of `rejectCallUpdate`. */
+export interface RejectCallRequest {
+  readonly callId: string;
+  /** Shown to the model in the rejection result. Non-empty. */
+  readonly reason: string;
+}
+
+/** What `approveCallUpdate` and `rejectCallUpdate` return: the decision as recorded. */
+export interface ApprovalDecisionResult {
+  readonly callId: string;
+  readonly decision: 'approved' | 'rejected';
+  /** Workflow time of the decision. */
+  readonly decidedAt: string;
+  /** An approved call must start running before this time, or it is refused and nothing runs. */
+  readonly approvalExpiresAt: string;
+}
+
+/** Payload of `resolveOutcomeUpdate` for the paused call. */
+export type ResolveOutcomeRequest =
+  | {
+      readonly callId: string;
+      readonly resolution: 'applied';
+      /** The tool's exact output JSON, as the model should see it. */
+      readonly result: JsonValue;
+      /** The provider's receipt, if the person has one. @default null */
+      readonly receipt?: JsonValue;
+      /** Audit text, non-empty. */
+      readonly reason: string;
+    }
+  | { readonly callId: string; readonly resolution: 'absent' | 'abandon'; readonly reason: string };
+
+/** What `resolveOutcomeUpdate` returns once the workflow has acted on the resolution. */
+export interface ResolveOutcomeResult {
+  readonly callId: string;
+  readonly resolution: ToolCallResolution;
+  /** The paused call's final status: `resolved-applied`, `resolved-absent` or `abandoned`. */
+  readonly status: 'resolved-applied' | 'resolved-absent' | 'abandoned';
+  /** After `absent`: the new call id the call runs again under; else null. */
+  readonly retryCallId: string | null;
+}
+
+/** Payload of `cancelRunSignal`. */
+export interface CancelRunRequest {
+  /** Why (kept in the result). @default 'cancelled' */
+  readonly reason?: string;
+}

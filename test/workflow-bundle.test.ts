@@ -1,0 +1,26 @@
+// The sandbox guard: the workflow bundle must build, so a transitive import of Node-only code
+// (node:crypto through checkpoint/digest or codec, a driver, the root barrel) fails CI here
+// with the bundler's HINT message.
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+
+describe('workflow bundle (src/workflows)', () => {
+  it('bundles the agent workflow for the sandbox without Node-only modules', async () => {
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../src/workflows'),
+      logger: quietLogger,
+    });
+    expect(typeof bundle.code).toBe('string');
+    expect(bundle.code).toContain('agentWorkflow');
+    expect(bundle.code).not.toMatch(/require\(["']node:crypto["']\)/);
+  });
+
+  it('exports agentWorkflow and its message definitions only', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require('../src/workflows') as Record<string, unknown>;
+    expect(Object.keys(mod).sort()).toEqual(
+      ['MESSAGE_ERROR_TYPES', 'agentWorkflow', 'approveCallUpdate', 'cancelRunSignal', 'rejectCallUpdate', 'resolveOutcomeUpdate', 'runStatusQuery'].sort(),
+    );
+  });
+});
