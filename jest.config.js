@@ -7,4 +7,6 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { isolatedModules: true }],
   },
   testTimeout: 60_000,
+  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
 };

@@ -36,3 +36,20 @@ export {
 export { MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint } from './checkpoint/codec';
 export type { ParseOptions, SealOptions } from './checkpoint/codec';
 export { migrateCheckpoint, supportedSchemaVersions } from './checkpoint/migrate';
+
+// Side stores (SPEC §3): SQLite (embedded default) and PostgreSQL (fleet), opened by URL.
+export { openCheckpointStore, maskUrl } from './stores/open-checkpoint-store';
+export type {
+  CheckpointStore,
+  CheckpointStoreOptions,
+  CreateResult,
+  ListOptions,
+  ListQuarantinedOptions,
+  QuarantinedRow,
+} from './stores/checkpoint-store';
+export { checkpointKey, CHECKPOINT_KEY_PREFIX } from './stores/checkpoint-key';
+export { SqliteCheckpointStore, DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from './stores/sqlite-store';
+export type { SqliteStoreStats } from './stores/sqlite-store';
+export { PostgresCheckpointStore, DEFAULT_POSTGRES_POOL_SIZE, DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS } from './stores/postgres-store';
+export { ENCRYPTION_KEY_BYTES, PAYLOAD_ENCRYPTION_ALGORITHM, isEncryptedPayload } from './stores/payload-cipher';
+export type { EncryptedPayload, PayloadEncryptionOptions } from './stores/payload-cipher';

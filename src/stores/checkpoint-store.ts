@@ -2,8 +2,12 @@
  * The side-store interface of SPEC §3. Every store (SQLite, PostgreSQL) implements exactly
  * this, and one conformance suite (`test/conformance`) runs against each. A compare-and-swap
  * is one atomic statement or transaction, never a read followed by a write.
+ *
+ * Layer 2: imports the pure core (`../checkpoint`) and node:crypto; never Temporal.
  */
+import type { CheckpointErrorCode } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import type { PayloadEncryptionOptions } from './payload-cipher';
 
 /** What `createIfAbsent` returns: `created` is false when a record already existed (it is returned, never overwritten). */
 export interface CreateResult {
@@ -15,43 +19,97 @@ export interface CreateResult {
 export interface ListOptions {
   /** Only records whose `updatedAt` is before this ISO-8601 UTC time. */
   readonly olderThan?: string;
-  /** @default 100 */
+  /** Integer from 1 to 10,000. @default 100 */
   readonly limit?: number;
 }
 
-/** A stored row that failed to parse or verify; it is reported and left untouched (quarantined). */
+/**
+ * A stored row that failed to parse, verify or decrypt; it is reported and left untouched
+ * (quarantined). `status`, `revision` and `updatedAt` are the row's index columns, which are
+ * not trustworthy for a quarantined row (shown to help an operator find it).
+ */
 export interface QuarantinedRow {
+  /** The row key (`checkpointKey(binding)` when the row is genuine). */
   readonly key: string;
-  readonly error: { readonly code: string; readonly message: string };
+  readonly status: string;
+  readonly revision: number;
+  /** ISO-8601 UTC. */
+  readonly updatedAt: string;
+  /** Why: INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or DECRYPTION_FAILED, with the message. */
+  readonly error: { readonly code: CheckpointErrorCode; readonly message: string };
 }
 
 /**
- * A persistent home for checkpoints, keyed by `checkpointKey(binding)`.
+ * Options of `openCheckpointStore` (every field optional).
+ *
+ * Sealing (SPEC §2 "Stored form"): with `hmacKey` + `keyId` every written record is sealed
+ * with HMAC-SHA256 and every read record must carry a seal that verifies (no downgrade);
+ * `hmacKeys` adds older keys by id for rotation. Encryption: see {@link PayloadEncryptionOptions}.
+ */
+export interface CheckpointStoreOptions extends PayloadEncryptionOptions {
+  /** HMAC key of at least 32 bytes; requires `keyId`. */
+  readonly hmacKey?: Uint8Array;
+  /** Id of `hmacKey`, written into each seal (at most 128 characters). */
+  readonly keyId?: string;
+  /** More verification keys by id, for rotation; requires `hmacKey` (a store must read what it writes). */
+  readonly hmacKeys?: Readonly<Record<string, Uint8Array>>;
+  /** SQLite: how long a writer waits for another process's lock, in ms. @default 5,000 */
+  readonly busyTimeoutMs?: number;
+  /** PostgreSQL: connections in the pool. @default 10 */
+  readonly poolSize?: number;
+  /** PostgreSQL: how long to wait for a connection, in ms. @default 5,000 */
+  readonly connectTimeoutMs?: number;
+}
+
+/** Options of `listQuarantined`. */
+export interface ListQuarantinedOptions {
+  /** Integer from 1 to 10,000. @default 100 */
+  readonly limit?: number;
+}
+
+/**
+ * A persistent home for checkpoints, one row per `checkpointKey(binding)`.
  *
  * Errors: every method throws {@link CheckpointError} STORE_UNAVAILABLE when the database cannot
- * be reached (nothing was written), STORE_OUTCOME_UNKNOWN when a write was sent and its outcome
- * could not be settled by a re-read, and INVALID_CHECKPOINT / INTEGRITY_FAILURE /
- * UNSUPPORTED_SCHEMA / DECRYPTION_FAILED when a stored row is quarantined (the error names the key).
+ * be reached (nothing was written; fail closed), STORE_OUTCOME_UNKNOWN when a write was sent and
+ * its outcome could not be settled by a re-read, INVALID_ARGUMENT for bad arguments, and
+ * INVALID_CHECKPOINT / INTEGRITY_FAILURE / UNSUPPORTED_SCHEMA / DECRYPTION_FAILED when a stored
+ * row is quarantined (the message and `details.key` name the row; the row is never changed).
+ *
+ * @see SPEC §3
  */
 export interface CheckpointStore {
-  /** Inserts `record` (a fresh `ready` record) unless a record with its key exists; never overwrites. */
+  /**
+   * Inserts `record` (normally a fresh `ready` record from `createCheckpoint`) unless a row
+   * with its key exists; never overwrites. @returns `{ created: true, record }` when inserted,
+   * else `{ created: false, record: <the stored record> }`. After a lost connection the insert
+   * is retried, so `created` may be false for a record this very call inserted.
+   * @throws {@link CheckpointError} a quarantine code when the existing row does not parse (it is left as is).
+   */
   createIfAbsent(record: CheckpointRecord): Promise<CreateResult>;
-  /** The stored record for `binding`'s key, or null when there is none (a parse failure is never null). */
+  /** The stored record for `binding`'s key, or null when there is none (a quarantined row throws, never null). */
   get(binding: Binding): Promise<CheckpointRecord | null>;
   /**
    * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`,
-   * atomically. @returns true when exactly that revision was replaced; false otherwise
-   * (nothing changed).
+   * atomically. `next.revision` must be `expectedRevision + 1` (what every transition returns).
+   * @returns true when exactly that revision was replaced; false otherwise (nothing changed).
+   * @throws {@link CheckpointError} INVALID_ARGUMENT when the revisions do not follow.
    */
   compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean>;
-  /** Records in any of `statuses` (for operators), oldest `updatedAt` first. */
+  /**
+   * Records in any of `statuses` (for operators), oldest `updatedAt` first. Quarantined rows
+   * are skipped here; list them with {@link listQuarantined}.
+   */
   listByStatus(statuses: readonly Status[], options?: ListOptions): Promise<CheckpointRecord[]>;
+  /** Rows that fail to parse, verify or decrypt (every status), by key. Scans the whole table. */
+  listQuarantined(options?: ListQuarantinedOptions): Promise<QuarantinedRow[]>;
   /**
    * Deletes terminal (`delivered`) records whose `updatedAt` is before `olderThan` (the end
-   * of the replay window). Never deletes ready, executing, uncertain, delivering or completed.
+   * of the replay window). Never deletes ready, executing, uncertain, completed or delivering,
+   * and never a quarantined row (each candidate is parsed and verified first).
    * @returns the number of records deleted.
    */
   prune(options: { olderThan: string }): Promise<number>;
-  /** Releases connections and file handles. */
+  /** Releases connections and file handles. Idempotent. */
   close(): Promise<void>;
 }

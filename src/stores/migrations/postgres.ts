@@ -1,0 +1,27 @@
+/**
+ * PostgreSQL schema migrations, applied by `PostgresCheckpointStore` (see `./migration.ts`).
+ * `body` is `text`, never `jsonb`: the stored form must stay byte-exact so duplicate keys,
+ * tampering and truncation are detected, not normalized away.
+ */
+import type { Migration } from './migration';
+
+/** Ordered steps; the last version is the schema this code writes. */
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'create ttc_checkpoints',
+    sql: `
+      CREATE TABLE ttc_checkpoints (
+        key        text        NOT NULL PRIMARY KEY,
+        namespace  text        NOT NULL,
+        call_id    text        NOT NULL,
+        tool_name  text        NOT NULL,
+        status     text        NOT NULL,
+        revision   bigint      NOT NULL,
+        updated_at timestamptz NOT NULL,
+        body       text        NOT NULL
+      );
+      CREATE INDEX ttc_checkpoints_status_updated_at ON ttc_checkpoints (status, updated_at);
+    `,
+  },
+];

@@ -1,0 +1,25 @@
+/**
+ * SQLite schema migrations, applied by `SqliteCheckpointStore` (see `./migration.ts`).
+ */
+import type { Migration } from './migration';
+
+/** Ordered steps; the last version is the schema this code writes. */
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'create ttc_checkpoints',
+    sql: `
+      CREATE TABLE ttc_checkpoints (
+        key        TEXT    NOT NULL PRIMARY KEY,
+        namespace  TEXT    NOT NULL,
+        call_id    TEXT    NOT NULL,
+        tool_name  TEXT    NOT NULL,
+        status     TEXT    NOT NULL,
+        revision   INTEGER NOT NULL,
+        updated_at TEXT    NOT NULL,
+        body       TEXT    NOT NULL
+      );
+      CREATE INDEX ttc_checkpoints_status_updated_at ON ttc_checkpoints (status, updated_at);
+    `,
+  },
+];

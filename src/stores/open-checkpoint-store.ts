@@ -1,0 +1,65 @@
+/**
+ * Opens a side store from a URL (SPEC §3), loading only the driver that URL needs.
+ */
+import { CheckpointError } from '../checkpoint/errors';
+import type { CheckpointStore, CheckpointStoreOptions } from './checkpoint-store';
+
+/**
+ * Opens the store a URL names, runs its migrations and returns it ready to use.
+ *
+ * - `sqlite:<path>`: a SQLite file (the embedded default; created when absent, its directory
+ *   must exist), e.g. `sqlite:./.data/checkpoints.db` or `sqlite:/var/lib/ttc/checkpoints.db`.
+ * - `sqlite::memory:`: a private in-memory database (tests only: gone on close).
+ * - `postgres://…` or `postgresql://…`: a PostgreSQL connection string.
+ *
+ * @param options seal and encryption keys, `busyTimeoutMs` (SQLite), `poolSize` and
+ *   `connectTimeoutMs` (PostgreSQL); see {@link CheckpointStoreOptions}.
+ * @returns a {@link CheckpointStore}; close it with `close()`.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for an unknown scheme or a malformed URL (the
+ *   message names the URL with any password masked) or bad options; STORE_UNAVAILABLE when the
+ *   database cannot be opened or reached (the driver error is the `cause`); UNSUPPORTED_SCHEMA
+ *   when the database was migrated by newer code.
+ * @see SPEC §3
+ */
+export async function openCheckpointStore(url: string, options: CheckpointStoreOptions = {}): Promise<CheckpointStore> {
+  if (typeof url !== 'string' || url.length === 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'store URL is required: sqlite:<path>, sqlite::memory: or postgres://…', { field: 'url' });
+  }
+  const shown = maskUrl(url);
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path.length === 0 || path.includes('\0') || path.startsWith('//')) {
+      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not sqlite:<path> or sqlite::memory: (for example sqlite:./.data/checkpoints.db)`, { field: 'url', url: shown });
+    }
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { SqliteCheckpointStore } = require('./sqlite-store') as typeof import('./sqlite-store');
+    return SqliteCheckpointStore.open(path === ':memory:' ? ':memory:' : path, options);
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch (error) {
+      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not a valid PostgreSQL connection URL`, { field: 'url', url: shown }, { cause: error });
+    }
+    if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
+      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} names no host (postgres://user@host:5432/database)`, { field: 'url', url: shown });
+    }
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { PostgresCheckpointStore } = require('./postgres-store') as typeof import('./postgres-store');
+    return PostgresCheckpointStore.open(url, shown, options);
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
+  throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} has ${scheme === undefined ? 'no scheme' : `unknown scheme "${scheme}"`}; use sqlite:<path>, sqlite::memory: or postgres://…`, {
+    field: 'url',
+    url: shown,
+  });
+}
+
+/**
+ * `url` with the password of any `user:password@` part replaced by `***`, safe for messages
+ * and logs. Query parameters named `password` are masked too.
+ */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^@/?#]*@/i, '$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+}

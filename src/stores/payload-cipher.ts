@@ -1,0 +1,190 @@
+/**
+ * Optional encryption at rest of result payloads (SPEC §2 "Stored form": payloads may contain
+ * secrets). AES-256-GCM from node:crypto. The store replaces `result.payload` with an envelope
+ * JSON value before serializing, so the stored body stays a valid, sealable, strictly parseable
+ * checkpoint; it decrypts after parsing. The envelope names its key id, so keys can rotate:
+ * new writes use the current key, older key ids stay readable while their keys are configured.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { assertIdentifier } from '../checkpoint/bounds';
+import { canonicalJson } from '../checkpoint/canonical-json';
+import { CheckpointError } from '../checkpoint/errors';
+import type { JsonValue } from '../checkpoint/types';
+
+/** The envelope's algorithm tag. */
+export const PAYLOAD_ENCRYPTION_ALGORITHM = 'A256GCM' as const;
+
+/** AES-256 keys are exactly this many bytes. */
+export const ENCRYPTION_KEY_BYTES = 32;
+
+/**
+ * An encrypted payload as stored in `result.payload`: `{ $enc: 'A256GCM', kid, iv, tag, ct }`,
+ * where `iv` (12 bytes), `tag` (16 bytes) and `ct` are base64url without padding. The
+ * additional authenticated data binds the ciphertext to its key id and its row key, so a
+ * ciphertext copied into another row does not decrypt.
+ */
+export interface EncryptedPayload {
+  readonly $enc: typeof PAYLOAD_ENCRYPTION_ALGORITHM;
+  readonly kid: string;
+  readonly iv: string;
+  readonly tag: string;
+  readonly ct: string;
+}
+
+/** Encryption options of a store. */
+export interface PayloadEncryptionOptions {
+  /** The current key (exactly 32 bytes); new payloads are encrypted with it. Requires `encryptionKeyId`. */
+  readonly encryptionKey?: Uint8Array;
+  /** Id of `encryptionKey`, stored in every envelope (at most 128 characters). */
+  readonly encryptionKeyId?: string;
+  /** Older (or additional) keys by id, for reading payloads written before a rotation. */
+  readonly encryptionKeys?: Readonly<Record<string, Uint8Array>>;
+}
+
+const ENVELOPE_FIELDS = ['$enc', 'ct', 'iv', 'kid', 'tag'];
+
+/** True when `value` has exactly the shape of an {@link EncryptedPayload}. */
+export function isEncryptedPayload(value: unknown): value is EncryptedPayload {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const v = value as Record<string, unknown>;
+  const keys = Object.keys(v).sort();
+  return (
+    keys.length === ENVELOPE_FIELDS.length &&
+    keys.every((k, i) => k === ENVELOPE_FIELDS[i]) &&
+    v.$enc === PAYLOAD_ENCRYPTION_ALGORITHM &&
+    typeof v.kid === 'string' &&
+    typeof v.iv === 'string' &&
+    typeof v.tag === 'string' &&
+    typeof v.ct === 'string'
+  );
+}
+
+/**
+ * Encrypts and decrypts result payloads with AES-256-GCM. Build one with
+ * {@link createPayloadCipher}.
+ */
+export class PayloadCipher {
+  private readonly keys: ReadonlyMap<string, Uint8Array>;
+
+  /** @internal use {@link createPayloadCipher}. */
+  constructor(
+    private readonly currentKeyId: string | null,
+    keys: ReadonlyMap<string, Uint8Array>,
+  ) {
+    this.keys = keys;
+  }
+
+  /** Whether new payloads are encrypted (a current key is configured). */
+  get encrypts(): boolean {
+    return this.currentKeyId !== null;
+  }
+
+  /**
+   * Encrypts the canonical JSON of `payload` with the current key.
+   *
+   * @param aad the row key the envelope is bound to.
+   * @returns an {@link EncryptedPayload}; `payload` unchanged when no current key is configured.
+   */
+  encrypt(payload: JsonValue, aad: string): JsonValue {
+    if (this.currentKeyId === null) return payload;
+    const kid = this.currentKeyId;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv);
+    cipher.setAAD(additionalData(kid, aad));
+    const ct = Buffer.concat([cipher.update(canonicalJson(payload, 'result.payload'), 'utf8'), cipher.final()]);
+    const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv.toString('base64url'), tag: cipher.getAuthTag().toString('base64url'), ct: ct.toString('base64url') };
+    return envelope as unknown as JsonValue;
+  }
+
+  /**
+   * Decrypts an envelope written by {@link encrypt} for the same `aad`.
+   *
+   * @throws {@link CheckpointError} DECRYPTION_FAILED naming the key id when that key is not
+   *   configured, or the key is wrong, or the envelope was altered or moved to another row.
+   */
+  decrypt(envelope: EncryptedPayload, aad: string): JsonValue {
+    const key = this.keys.get(envelope.kid);
+    if (key === undefined) {
+      throw new CheckpointError('DECRYPTION_FAILED', `result payload is encrypted with key id ${JSON.stringify(envelope.kid)}, which is not configured (set encryptionKey/encryptionKeys)`, {
+        field: 'result.payload',
+        keyId: envelope.kid,
+        reason: 'unknown-key',
+      });
+    }
+    return decryptWith(key, envelope, aad);
+  }
+}
+
+/**
+ * Decrypts `envelope` with no cipher configured: always fails, naming the key id.
+ *
+ * @throws {@link CheckpointError} DECRYPTION_FAILED.
+ */
+export function missingKeyError(envelope: EncryptedPayload): CheckpointError {
+  return new CheckpointError('DECRYPTION_FAILED', `result payload is encrypted with key id ${JSON.stringify(envelope.kid)}, but no encryption key is configured`, {
+    field: 'result.payload',
+    keyId: envelope.kid,
+    reason: 'no-keys',
+  });
+}
+
+/**
+ * Validates encryption options and builds a cipher, or returns null when no key is given.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a key that is not exactly 32 bytes, a
+ *   missing or malformed `encryptionKeyId`, or an id given twice with different keys.
+ */
+export function createPayloadCipher(options: PayloadEncryptionOptions = {}): PayloadCipher | null {
+  const keys = new Map<string, Uint8Array>();
+  for (const [id, key] of Object.entries(options.encryptionKeys ?? {})) {
+    assertIdentifier(id, 'keyId');
+    assertAesKey(key, `encryptionKeys.${id}`);
+    keys.set(id, Buffer.from(key));
+  }
+  let current: string | null = null;
+  if (options.encryptionKey !== undefined || options.encryptionKeyId !== undefined) {
+    if (options.encryptionKey === undefined || options.encryptionKeyId === undefined) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'encryptionKey and encryptionKeyId must be given together', { field: options.encryptionKey === undefined ? 'encryptionKey' : 'encryptionKeyId' });
+    }
+    assertIdentifier(options.encryptionKeyId, 'keyId');
+    assertAesKey(options.encryptionKey, 'encryptionKey');
+    const known = keys.get(options.encryptionKeyId);
+    if (known !== undefined && !Buffer.from(known).equals(Buffer.from(options.encryptionKey))) {
+      throw new CheckpointError('INVALID_ARGUMENT', `encryption key id ${JSON.stringify(options.encryptionKeyId)} is given twice with different keys`, { field: 'encryptionKeys', keyId: options.encryptionKeyId });
+    }
+    keys.set(options.encryptionKeyId, Buffer.from(options.encryptionKey));
+    current = options.encryptionKeyId;
+  }
+  return keys.size === 0 ? null : new PayloadCipher(current, keys);
+}
+
+function decryptWith(key: Uint8Array, envelope: EncryptedPayload, aad: string): JsonValue {
+  let text: string;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(envelope.iv, 'base64url'));
+    decipher.setAAD(additionalData(envelope.kid, aad));
+    decipher.setAuthTag(Buffer.from(envelope.tag, 'base64url'));
+    text = Buffer.concat([decipher.update(Buffer.from(envelope.ct, 'base64url')), decipher.final()]).toString('utf8');
+  } catch (error) {
+    throw new CheckpointError('DECRYPTION_FAILED', `result payload does not decrypt with key id ${JSON.stringify(envelope.kid)} (wrong key, altered ciphertext or moved row)`, {
+      field: 'result.payload',
+      keyId: envelope.kid,
+      reason: 'authentication-failed',
+    }, { cause: error });
+  }
+  return JSON.parse(text) as JsonValue;
+}
+
+function additionalData(kid: string, aad: string): Buffer {
+  return Buffer.from(`ttc/payload/1\n${kid}\n${aad}`, 'utf8');
+}
+
+function assertAesKey(key: unknown, field: string): void {
+  if (!(key instanceof Uint8Array) || key.length !== ENCRYPTION_KEY_BYTES) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a Buffer of exactly ${ENCRYPTION_KEY_BYTES} bytes (AES-256)`, {
+      field,
+      limit: ENCRYPTION_KEY_BYTES,
+      actual: key instanceof Uint8Array ? key.length : typeof key,
+    });
+  }
+}

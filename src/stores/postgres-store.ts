@@ -1,0 +1,403 @@
+/**
+ * The fleet side store (SPEC §3): PostgreSQL through the `pg` driver and a connection pool.
+ * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (success only when
+ * exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus a read.
+ * The store creates and upgrades its own table with the versioned steps in `./migrations`,
+ * under an advisory lock so concurrent openers do not race.
+ *
+ * Fail closed: while the database cannot be reached every call throws STORE_UNAVAILABLE and
+ * nothing is claimed. A write whose connection was lost after sending has an unknown outcome;
+ * it is settled by re-reading the row (and re-sending the same conditional statement, which can
+ * apply at most once), never assumed either way; if that is impossible the call throws
+ * STORE_OUTCOME_UNKNOWN.
+ */
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import { checkpointKey } from './checkpoint-key';
+import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
+import { POSTGRES_MIGRATIONS } from './migrations/postgres';
+import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, type EncodedRow, type StoredRow } from './row-codec';
+
+/** Default pool size. */
+export const DEFAULT_POSTGRES_POOL_SIZE = 10;
+/** Default time to wait for a connection, in ms. */
+export const DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
+/** Key of the session advisory lock held while migrating (an arbitrary, fixed bigint). */
+export const MIGRATION_LOCK_ID = '7467636b70740001';
+
+const COLUMNS = 'key, status, revision, updated_at, body';
+const PAGE = 500;
+const MAX_RESOLVE_ROUNDS = 5;
+
+interface Row extends QueryResultRow {
+  key: string;
+  status: string;
+  revision: string;
+  updated_at: Date;
+  body: unknown;
+}
+
+/** Thrown inside the store when a statement's outcome is unknown; never leaves the store. */
+class OutcomeUnknown extends Error {
+  constructor(readonly driverError: unknown) {
+    super('outcome unknown');
+  }
+}
+
+/**
+ * A {@link CheckpointStore} on PostgreSQL. Open it with
+ * `openCheckpointStore('postgres://…')` or {@link PostgresCheckpointStore.open}.
+ */
+export class PostgresCheckpointStore implements CheckpointStore {
+  private closed = false;
+
+  private constructor(
+    private readonly pool: Pool,
+    private readonly where: string,
+    private readonly codec: RowCodec,
+  ) {}
+
+  /**
+   * Connects, runs the migrations and returns the store.
+   *
+   * @param url a `postgres://` or `postgresql://` connection string.
+   * @param where the URL with any password masked, for messages.
+   * @param options see {@link CheckpointStoreOptions}: `poolSize` @default 10,
+   *   `connectTimeoutMs` @default 5,000 ms.
+   * @throws {@link CheckpointError} STORE_UNAVAILABLE when the server cannot be reached or the
+   *   migration fails (driver error as `cause`); UNSUPPORTED_SCHEMA when the database was
+   *   migrated by newer code; INVALID_ARGUMENT for bad options.
+   */
+  static async open(url: string, where: string, options: CheckpointStoreOptions = {}): Promise<PostgresCheckpointStore> {
+    const codec = new RowCodec(options);
+    const poolSize = options.poolSize ?? DEFAULT_POSTGRES_POOL_SIZE;
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS;
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1_000) {
+      throw new CheckpointError('INVALID_ARGUMENT', `poolSize must be an integer from 1 to 1,000, got ${String(poolSize)}`, { field: 'poolSize', limit: 1_000 });
+    }
+    if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) {
+      throw new CheckpointError('INVALID_ARGUMENT', `connectTimeoutMs must be an integer from 1 to 600,000 ms, got ${String(connectTimeoutMs)}`, { field: 'connectTimeoutMs', limit: 600_000 });
+    }
+    // Lazily required: a SQLite-only deployment never loads pg.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const pg = require('pg') as typeof import('pg');
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      connectionTimeoutMillis: connectTimeoutMs,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: 'temporal-tool-checkpoint',
+    });
+    // An idle client whose server went away emits 'error' on the pool; without a listener
+    // Node would crash. The pool drops that client; the next call reconnects or fails closed.
+    pool.on('error', () => undefined);
+    const store = new PostgresCheckpointStore(pool, where, codec);
+    try {
+      await store.migrate();
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    return store;
+  }
+
+  async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
+    const row = this.codec.encode(record);
+    try {
+      const inserted = await this.write(INSERT, insertParams(row));
+      if (inserted.rowCount === 1) return { created: true, record };
+    } catch (error) {
+      if (!(error instanceof OutcomeUnknown)) throw error;
+      return this.settleInsert(row, record, error.driverError);
+    }
+    return { created: false, record: await this.readExisting(row.key) };
+  }
+
+  async get(binding: Binding): Promise<CheckpointRecord | null> {
+    const key = checkpointKey(binding);
+    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
+  }
+
+  async compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean> {
+    assertCasArguments(expectedRevision, next);
+    const row = this.codec.encode(next);
+    try {
+      return (await this.write(CAS, casParams(row, expectedRevision))).rowCount === 1;
+    } catch (error) {
+      if (!(error instanceof OutcomeUnknown)) throw error;
+      return this.settleCas(row, expectedRevision, next, error.driverError);
+    }
+  }
+
+  async listByStatus(statuses: readonly Status[], options: ListOptions = {}): Promise<CheckpointRecord[]> {
+    const wanted = assertStatuses(statuses);
+    const limit = resolveLimit(options.limit);
+    const olderThan = options.olderThan === undefined ? null : normalizeTimestamp(options.olderThan, 'olderThan');
+    const records: CheckpointRecord[] = [];
+    let cursor: [string, string] | null = null;
+    while (records.length < limit) {
+      const rows: Row[] = await this.read<Row>(
+        `SELECT ${COLUMNS} FROM ttc_checkpoints
+         WHERE status = ANY($1::text[]) AND ($2::timestamptz IS NULL OR updated_at < $2)
+           AND ($3::timestamptz IS NULL OR (updated_at, key) > ($3, $4::text))
+         ORDER BY updated_at, key LIMIT $5`,
+        [wanted, olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE],
+      );
+      for (const row of rows) {
+        try {
+          records.push(this.codec.decode(stored(row)));
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error; // quarantined: reported by listQuarantined
+        }
+        if (records.length === limit) break;
+      }
+      if (rows.length < PAGE) break;
+      const last = rows[rows.length - 1]!;
+      cursor = [last.updated_at.toISOString(), last.key];
+    }
+    return records;
+  }
+
+  async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
+    const limit = resolveLimit(options.limit);
+    const found: QuarantinedRow[] = [];
+    let after = '';
+    for (;;) {
+      const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE]);
+      for (const row of rows) {
+        try {
+          this.codec.decode(stored(row));
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error;
+          found.push({ key: row.key, status: row.status, revision: Number(row.revision), updatedAt: row.updated_at.toISOString(), error: { code: error.code, message: error.message } });
+          if (found.length === limit) return found;
+        }
+      }
+      if (rows.length < PAGE) return found;
+      after = rows[rows.length - 1]!.key;
+    }
+  }
+
+  async prune(options: { olderThan: string }): Promise<number> {
+    const olderThan = normalizeTimestamp(options?.olderThan, 'olderThan');
+    let deleted = 0;
+    let cursor: [string, string] | null = null;
+    for (;;) {
+      const rows: Row[] = await this.read<Row>(
+        `SELECT ${COLUMNS} FROM ttc_checkpoints
+         WHERE status = 'delivered' AND updated_at < $1 AND ($2::timestamptz IS NULL OR (updated_at, key) > ($2, $3::text))
+         ORDER BY updated_at, key LIMIT $4`,
+        [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE],
+      );
+      const keys: string[] = [];
+      const revisions: number[] = [];
+      for (const row of rows) {
+        try {
+          const record = this.codec.decode(stored(row));
+          if (record.status === 'delivered' && normalizeTimestamp(record.updatedAt, 'updatedAt') < olderThan) {
+            keys.push(row.key);
+            revisions.push(record.revision);
+          }
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error; // quarantined rows are never deleted
+        }
+      }
+      if (keys.length > 0) {
+        try {
+          deleted += (await this.write(PRUNE, [keys, revisions])).rowCount ?? 0;
+        } catch (error) {
+          if (!(error instanceof OutcomeUnknown)) throw error;
+          throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning; some of ${keys.length} delivered records may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
+        }
+      }
+      if (rows.length < PAGE) return deleted;
+      const last = rows[rows.length - 1]!;
+      cursor = [last.updated_at.toISOString(), last.key];
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  /** Runs a read-only statement. @throws STORE_UNAVAILABLE for any driver error. */
+  private async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    const client = await this.connect();
+    try {
+      const result = await client.query<R>(text, values);
+      client.release();
+      return result.rows;
+    } catch (error) {
+      client.release(isConnectionError(error) ? (error as Error) : undefined);
+      throw this.unavailable('read', error);
+    }
+  }
+
+  /**
+   * Runs one autocommitted write statement.
+   * @throws OutcomeUnknown when the connection failed after the statement was handed to it;
+   *   STORE_UNAVAILABLE when it was never sent or the server refused it (nothing written).
+   */
+  private async write(text: string, values: unknown[]): Promise<{ rowCount: number | null }> {
+    const client = await this.connect();
+    try {
+      const result = await client.query(text, values);
+      client.release();
+      return result;
+    } catch (error) {
+      const lost = isConnectionError(error);
+      client.release(lost ? (error as Error) : undefined);
+      if (lost) throw new OutcomeUnknown(error);
+      throw this.unavailable('write', error);
+    }
+  }
+
+  private async connect(): Promise<PoolClient> {
+    if (this.closed) throw new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL store ${this.where} is closed`, { where: this.where, reason: 'closed' });
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw this.unavailable('connect', error);
+    }
+  }
+
+  private async readExisting(key: string): Promise<CheckpointRecord> {
+    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
+    if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: insert of ${key} conflicted but the row is gone`, { key, where: this.where });
+    return this.codec.decode(stored(rows[0]));
+  }
+
+  /** The insert's connection was lost: re-read, re-sending the (idempotent) insert while the row is absent. */
+  private async settleInsert(row: EncodedRow, record: CheckpointRecord, cause: unknown): Promise<CreateResult> {
+    for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
+      const current = await this.reread(row.key, cause);
+      if (current !== null) return { created: false, record: current };
+      try {
+        if ((await this.write(INSERT, insertParams(row))).rowCount === 1) return { created: true, record };
+      } catch (error) {
+        if (!(error instanceof OutcomeUnknown)) throw error;
+      }
+    }
+    throw this.outcomeUnknown(row.key, 'insert', cause);
+  }
+
+  /**
+   * The CAS's connection was lost. Re-read: `next` stored → true; another record one revision
+   * on → false; still at `expectedRevision` → re-send the same conditional UPDATE (it and the
+   * lost one can apply at most once between them); anything else → STORE_OUTCOME_UNKNOWN.
+   */
+  private async settleCas(row: EncodedRow, expectedRevision: number, next: CheckpointRecord, cause: unknown): Promise<boolean> {
+    for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
+      const current = await this.reread(row.key, cause);
+      if (current === null) break;
+      if (current.revision === next.revision) return this.codec.sameRecord(current, next);
+      if (current.revision !== expectedRevision) break;
+      try {
+        if ((await this.write(CAS, casParams(row, expectedRevision))).rowCount === 1) return true;
+      } catch (error) {
+        if (!(error instanceof OutcomeUnknown)) throw error;
+      }
+    }
+    throw this.outcomeUnknown(row.key, 'compare-and-swap', cause);
+  }
+
+  private async reread(key: string, cause: unknown): Promise<CheckpointRecord | null> {
+    let rows: Row[];
+    try {
+      rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
+    } catch (error) {
+      if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(key, 'write', cause, error);
+      throw error;
+    }
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
+  }
+
+  private async migrate(): Promise<void> {
+    const client = await this.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [BigInt(`0x${MIGRATION_LOCK_ID}`).toString()]);
+      try {
+        await client.query(`CREATE TABLE IF NOT EXISTS ttc_schema_migrations (
+          version    integer     NOT NULL PRIMARY KEY,
+          name       text        NOT NULL,
+          applied_at timestamptz NOT NULL DEFAULT now()
+        )`);
+        const applied = (await client.query<{ version: number | null }>('SELECT max(version) AS version FROM ttc_schema_migrations')).rows[0]?.version ?? 0;
+        const latest = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
+        if (applied > latest) {
+          throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
+        }
+        for (const step of POSTGRES_MIGRATIONS) {
+          if (step.version <= applied) continue;
+          await client.query('BEGIN');
+          try {
+            await client.query(step.sql);
+            await client.query('INSERT INTO ttc_schema_migrations (version, name) VALUES ($1, $2)', [step.version, step.name]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          }
+        }
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [BigInt(`0x${MIGRATION_LOCK_ID}`).toString()]);
+      }
+    } catch (error) {
+      if (isConnectionError(error)) broken = error as Error;
+      if (isCheckpointError(error)) throw error;
+      throw this.unavailable('migrate', error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private unavailable(what: string, error: unknown): CheckpointError {
+    const code = driverCode(error);
+    const message = error instanceof Error ? error.message : String(error);
+    return new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL ${this.where} failed to ${what}: ${code === undefined ? '' : `${code} `}${message}; nothing was written, nothing may be claimed or executed`, { where: this.where, driverCode: code ?? null }, { cause: error });
+  }
+
+  private outcomeUnknown(key: string, what: string, cause: unknown, reread?: unknown): CheckpointError {
+    const extra = reread === undefined ? '' : ` and the re-read failed (${(reread as Error).message})`;
+    return new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost after sending the ${what} of ${key}${extra}; its outcome is unknown (re-read the record before acting)`, { key, where: this.where }, { cause });
+  }
+}
+
+const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING`;
+const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;
+const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[]) AS d(key, revision)
+  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered'`;
+
+function insertParams(row: EncodedRow): unknown[] {
+  return [row.key, row.namespace, row.callId, row.toolName, row.status, row.revision, row.updatedAt, row.body];
+}
+
+function casParams(row: EncodedRow, expectedRevision: number): unknown[] {
+  return [row.key, expectedRevision, row.status, row.revision, row.updatedAt, row.body];
+}
+
+function stored(row: Row): StoredRow {
+  return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : String(row.updated_at), body: row.body };
+}
+
+function driverCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Network-level failures and server shutdowns: after sending, the outcome of a write is unknown. */
+const CONNECTION_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+
+function isConnectionError(error: unknown): boolean {
+  const code = driverCode(error);
+  if (code !== undefined && (CONNECTION_ERRNOS.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03')) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|not queryable|connection timeout|Query read timeout/i.test(message);
+}

@@ -1,0 +1,213 @@
+/**
+ * Turns records into stored rows and back, the same way for every store: the strict codec
+ * (`serializeCheckpoint` / `parseCheckpoint`, sealed when an HMAC key is configured), payload
+ * encryption, and the row checks that make a quarantined row an error naming its key.
+ */
+import { LIMITS, parseTimestamp } from '../checkpoint/bounds';
+import { canonicalJson } from '../checkpoint/canonical-json';
+import { parseCheckpoint, serializeCheckpoint, type ParseOptions, type SealOptions } from '../checkpoint/codec';
+import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
+import { deepFreeze, validateCheckpoint } from '../checkpoint/record';
+import { STATUSES, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
+import { checkpointKey } from './checkpoint-key';
+import type { CheckpointStoreOptions } from './checkpoint-store';
+import { createPayloadCipher, isEncryptedPayload, missingKeyError, type PayloadCipher } from './payload-cipher';
+
+/** The columns of one row. `updatedAt` is normalized to `toISOString()` form (ms, UTC). */
+export interface EncodedRow {
+  readonly key: string;
+  readonly namespace: string;
+  readonly callId: string;
+  readonly toolName: string;
+  readonly status: string;
+  readonly revision: number;
+  readonly updatedAt: string;
+  readonly body: string;
+}
+
+/** What a store reads back: the key, the index columns, and the body (text, or anything a damaged row holds). */
+export interface StoredRow {
+  readonly key: string;
+  readonly status: string;
+  readonly revision: number | string;
+  /** ISO-8601 UTC, as the store's `updated_at` column returns it. */
+  readonly updatedAt: string;
+  readonly body: unknown;
+}
+
+/** Codes a stored row can be quarantined with. */
+export const QUARANTINE_CODES = ['INVALID_CHECKPOINT', 'INTEGRITY_FAILURE', 'UNSUPPORTED_SCHEMA', 'DECRYPTION_FAILED'] as const;
+
+/**
+ * Encodes and decodes rows for one store configuration (seal keys, encryption keys).
+ */
+export class RowCodec {
+  private readonly seal: SealOptions | undefined;
+  private readonly parseOptions: ParseOptions;
+  private readonly cipher: PayloadCipher | null;
+
+  /**
+   * @throws {@link CheckpointError} INVALID_ARGUMENT for inconsistent key options.
+   */
+  constructor(options: CheckpointStoreOptions = {}) {
+    if (options.hmacKey !== undefined || options.keyId !== undefined) {
+      if (options.hmacKey === undefined || options.keyId === undefined) {
+        throw new CheckpointError('INVALID_ARGUMENT', 'hmacKey and keyId must be given together', { field: options.hmacKey === undefined ? 'hmacKey' : 'keyId' });
+      }
+      this.seal = { hmacKey: options.hmacKey, keyId: options.keyId };
+    } else if (options.hmacKeys !== undefined && Object.keys(options.hmacKeys).length > 0) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'hmacKeys needs hmacKey and keyId too: a store must be able to seal what it writes', { field: 'hmacKey' });
+    }
+    this.parseOptions = { hmacKey: options.hmacKey, keyId: options.keyId, hmacKeys: options.hmacKeys };
+    this.cipher = createPayloadCipher(options);
+    if (this.seal !== undefined) {
+      // Fail at open time, not on the first write, for a short key or bad key id.
+      serializeCheckpoint(PROBE, this.seal);
+    }
+  }
+
+  /**
+   * The row for `record`: validated, payload encrypted when a key is configured, serialized
+   * and sealed.
+   *
+   * @throws {@link CheckpointError} INVALID_CHECKPOINT / UNSUPPORTED_SCHEMA for an invalid record;
+   *   INVALID_ARGUMENT for a plaintext payload shaped like an encryption envelope when no key is set.
+   */
+  encode(record: CheckpointRecord): EncodedRow {
+    validateCheckpoint(record);
+    const key = checkpointKey(record.binding);
+    let stored = record;
+    if (record.result !== null) {
+      if (this.cipher?.encrypts) {
+        stored = { ...record, result: { payload: this.cipher.encrypt(record.result.payload, key) } };
+      } else if (isEncryptedPayload(record.result.payload)) {
+        throw new CheckpointError('INVALID_ARGUMENT', 'result payload has the exact shape of an encryption envelope ({ $enc, kid, iv, tag, ct }); it cannot be stored unencrypted without ambiguity', { field: 'result.payload' });
+      }
+    }
+    return {
+      key,
+      namespace: record.binding.namespace,
+      callId: record.binding.callId,
+      toolName: record.binding.toolName,
+      status: record.status,
+      revision: record.revision,
+      updatedAt: normalizeTimestamp(record.updatedAt, 'updatedAt'),
+      body: serializeCheckpoint(stored, this.seal),
+    };
+  }
+
+  /**
+   * The record of a stored row: parsed strictly, seal verified, payload decrypted, and the row
+   * columns checked against the body (key = `checkpointKey(binding)`, same status and revision).
+   *
+   * @throws {@link CheckpointError} INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or
+   *   DECRYPTION_FAILED; the message starts with the row key and `details.key` holds it.
+   */
+  decode(row: StoredRow): CheckpointRecord {
+    try {
+      const parsed = parseCheckpoint(row.body as string, this.parseOptions);
+      const key = checkpointKey(parsed.binding);
+      if (key !== row.key) throw new CheckpointError('INVALID_CHECKPOINT', `the body's binding has key ${key}, not the row's key (a body moved between rows)`, { field: 'row.key' });
+      if (parsed.status !== row.status) throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
+      if (parsed.revision !== Number(row.revision)) throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
+      if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt) throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, { field: 'row.updated_at' });
+      if (parsed.result === null || !isEncryptedPayload(parsed.result.payload)) return parsed;
+      const envelope = parsed.result.payload;
+      if (this.cipher === null) throw missingKeyError(envelope);
+      const payload: JsonValue = this.cipher.decrypt(envelope, row.key);
+      const record = { ...parsed, result: { payload } };
+      validateCheckpoint(record);
+      return deepFreeze(record);
+    } catch (error) {
+      throw quarantineError(row.key, error);
+    }
+  }
+
+  /** Whether two records are the same (canonical JSON equality, plaintext payloads). */
+  sameRecord(a: CheckpointRecord, b: CheckpointRecord): boolean {
+    return canonicalJson(a, 'checkpoint', RECORD_BOUNDS) === canonicalJson(b, 'checkpoint', RECORD_BOUNDS);
+  }
+}
+
+/**
+ * Re-labels a decode failure so its message and details name the row key; anything that is
+ * not a {@link CheckpointError} (a bug) becomes INVALID_CHECKPOINT with the cause attached.
+ */
+export function quarantineError(key: string, error: unknown): CheckpointError {
+  if (isCheckpointError(error) && (QUARANTINE_CODES as readonly string[]).includes(error.code)) {
+    const inner = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+    const details: CheckpointErrorDetails = { ...error.details, key, quarantined: true };
+    return new CheckpointError(error.code, `checkpoint row ${key} is quarantined and left untouched: ${inner}`, details, { cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new CheckpointError('INVALID_CHECKPOINT', `checkpoint row ${key} is quarantined and left untouched: ${message}`, { key, quarantined: true, field: '$' }, { cause: error });
+}
+
+/**
+ * `value` (an ISO-8601 UTC timestamp) as `Date#toISOString()` text, which sorts
+ * lexicographically in time order.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming `field`.
+ */
+export function normalizeTimestamp(value: unknown, field: string): string {
+  return new Date(parseTimestamp(value, field)).toISOString();
+}
+
+/**
+ * Validates a `limit` option: an integer from 1 to 10,000.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT.
+ */
+export function resolveLimit(limit: unknown, fallback = 100): number {
+  if (limit === undefined) return fallback;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new CheckpointError('INVALID_ARGUMENT', `limit must be an integer from 1 to 10,000, got ${String(limit)}`, { field: 'limit', limit: 10_000 });
+  }
+  return limit;
+}
+
+/**
+ * Validates the `statuses` argument of `listByStatus`: a non-empty array of SPEC §2 statuses.
+ *
+ * @returns the statuses without repeats.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT.
+ */
+export function assertStatuses(statuses: readonly Status[]): Status[] {
+  if (!Array.isArray(statuses) || statuses.length === 0 || statuses.some((s) => !STATUSES.includes(s))) {
+    throw new CheckpointError('INVALID_ARGUMENT', `statuses must be a non-empty array of ${STATUSES.join(', ')}`, { field: 'statuses', actual: JSON.stringify(statuses) ?? 'undefined' });
+  }
+  return [...new Set(statuses)];
+}
+
+/**
+ * Checks the arguments of `compareAndSwap`: an integer `expectedRevision` and a valid `next`
+ * with `revision === expectedRevision + 1`.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT.
+ */
+export function assertCasArguments(expectedRevision: unknown, next: CheckpointRecord): void {
+  if (typeof expectedRevision !== 'number' || !Number.isSafeInteger(expectedRevision) || expectedRevision < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`, { field: 'expectedRevision' });
+  }
+  if (typeof next !== 'object' || next === null || next.revision !== expectedRevision + 1) {
+    throw new CheckpointError('INVALID_ARGUMENT', `next.revision must be expectedRevision + 1 (${expectedRevision + 1}), got ${String((next as { revision?: unknown } | null)?.revision)}`, {
+      field: 'next.revision',
+      expected: expectedRevision + 1,
+    });
+  }
+}
+
+/** The record's own nesting and values on top of the payload's bounds (as in the codec). */
+const RECORD_BOUNDS = { maxDepth: LIMITS.maxDepth + 4, maxValues: LIMITS.maxValues + 64 } as const;
+
+const PROBE: CheckpointRecord = {
+  schemaVersion: 1,
+  binding: { namespace: 'probe', callId: 'probe', toolName: 'probe', toolRevision: '1', inputFingerprint: `sha256:${'0'.repeat(64)}` },
+  status: 'ready',
+  revision: 0,
+  createdAt: '2000-01-01T00:00:00.000Z',
+  updatedAt: '2000-01-01T00:00:00.000Z',
+  execution: null,
+  result: null,
+  delivery: null,
+};

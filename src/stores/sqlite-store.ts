@@ -1,0 +1,353 @@
+/**
+ * The embedded side store (SPEC §3): one SQLite file shared safely by several processes on one
+ * host, through better-sqlite3 (major 12; 13 needs Node 22). Crash-safe settings: WAL,
+ * `synchronous = FULL` (every commit is fsynced), a busy timeout, and `BEGIN IMMEDIATE` for every
+ * write so a writer takes the lock up front and SQLite never answers BUSY before the timeout.
+ *
+ * better-sqlite3 is synchronous; writes issued in the same event-loop turn are committed
+ * together in one transaction (group commit), and each promise settles only after that commit
+ * is durable. A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?`.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import { checkpointKey } from './checkpoint-key';
+import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
+import { SQLITE_MIGRATIONS } from './migrations/sqlite';
+import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, type EncodedRow, type StoredRow } from './row-codec';
+
+/** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
+export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
+/** Counters for benchmarks: committed write transactions (each one fsync of the WAL) and write operations. */
+export interface SqliteStoreStats {
+  readonly commits: number;
+  readonly writes: number;
+}
+
+interface Job {
+  readonly run: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface Row {
+  key: string;
+  status: string;
+  revision: number;
+  updated_at: string;
+  body: unknown;
+}
+
+const COLUMNS = 'key, status, revision, updated_at, body';
+const PAGE = 500;
+const MAX_SNAPSHOT_RETRIES = 20;
+
+/**
+ * A {@link CheckpointStore} on one SQLite file (or `:memory:`). Open it with
+ * `openCheckpointStore('sqlite:<path>')` or {@link SqliteCheckpointStore.open}.
+ */
+export class SqliteCheckpointStore implements CheckpointStore {
+  private readonly statements: ReturnType<typeof prepare>;
+  private queue: Job[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private commits = 0;
+  private writes = 0;
+
+  private constructor(
+    private readonly db: BetterSqlite3.Database,
+    private readonly path: string,
+    private readonly codec: RowCodec,
+    private readonly busyTimeoutMs: number,
+  ) {
+    this.statements = prepare(db);
+  }
+
+  /**
+   * Opens (creating when absent) the database at `path` (`:memory:` for a private in-memory
+   * database), sets WAL, `synchronous = FULL` and the busy timeout, and runs the migrations.
+   *
+   * @param options see {@link CheckpointStoreOptions}; `busyTimeoutMs` @default 5,000 ms.
+   * @throws {@link CheckpointError} STORE_UNAVAILABLE when the file cannot be opened or
+   *   migrated (missing directory, locked past the timeout, not a database), with the driver
+   *   error as `cause`; INVALID_ARGUMENT for bad options; UNSUPPORTED_SCHEMA when the file was
+   *   migrated by newer code.
+   */
+  static open(path: string, options: CheckpointStoreOptions = {}): SqliteCheckpointStore {
+    const codec = new RowCodec(options);
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > 600_000) {
+      throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, { field: 'busyTimeoutMs', limit: 600_000 });
+    }
+    // Lazily required: a PostgreSQL-only deployment never loads the native module.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Database = require('better-sqlite3') as typeof BetterSqlite3;
+    let db: BetterSqlite3.Database | undefined;
+    try {
+      db = new Database(path, { timeout: busyTimeoutMs });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      migrate(db);
+      return new SqliteCheckpointStore(db, path, codec, busyTimeoutMs);
+    } catch (error) {
+      try {
+        db?.close();
+      } catch {
+        // already failing; the first error is the one to report
+      }
+      if (isCheckpointError(error)) throw error;
+      throw unavailable(path, 'open', error, busyTimeoutMs);
+    }
+  }
+
+  /** Counters since open (see {@link SqliteStoreStats}). */
+  stats(): SqliteStoreStats {
+    return { commits: this.commits, writes: this.writes };
+  }
+
+  async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
+    const row = this.codec.encode(record);
+    return this.write(() => {
+      if (this.statements.insert.run(insertParams(row)).changes === 1) return { created: true, record };
+      const existing = this.statements.get.get(row.key) as Row | undefined;
+      if (existing === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite insert of ${row.key} changed nothing yet no row exists`, { key: row.key });
+      return { created: false, record: this.codec.decode(stored(existing)) };
+    }) as Promise<CreateResult>;
+  }
+
+  async get(binding: Binding): Promise<CheckpointRecord | null> {
+    const key = checkpointKey(binding);
+    const row = this.read(() => this.statements.get.get(key) as Row | undefined);
+    return row === undefined ? null : this.codec.decode(stored(row));
+  }
+
+  async compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean> {
+    assertCasArguments(expectedRevision, next);
+    const row = this.codec.encode(next);
+    return this.write(() => this.statements.cas.run({ ...updateParams(row), expectedRevision }).changes === 1) as Promise<boolean>;
+  }
+
+  async listByStatus(statuses: readonly Status[], options: ListOptions = {}): Promise<CheckpointRecord[]> {
+    const wanted = assertStatuses(statuses);
+    const limit = resolveLimit(options.limit);
+    // Without olderThan, '~' sorts after every ISO-8601 text, so the bound matches every row.
+    const olderThan = options.olderThan === undefined ? '~' : normalizeTimestamp(options.olderThan, 'olderThan');
+    const placeholders = wanted.map(() => '?').join(', ');
+    const page = this.read(() =>
+      this.db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status IN (${placeholders}) AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`),
+    );
+    const records: CheckpointRecord[] = [];
+    let cursor: [string, string] = ['', ''];
+    while (records.length < limit) {
+      const rows = this.read(() => page.all(...wanted, olderThan, ...cursor, PAGE) as Row[]);
+      for (const row of rows) {
+        try {
+          records.push(this.codec.decode(stored(row)));
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error; // quarantined: reported by listQuarantined
+        }
+        if (records.length === limit) break;
+      }
+      if (rows.length < PAGE) break;
+      const last = rows[rows.length - 1]!;
+      cursor = [last.updated_at, last.key];
+    }
+    return records;
+  }
+
+  async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
+    const limit = resolveLimit(options.limit);
+    const found: QuarantinedRow[] = [];
+    let after = '';
+    for (;;) {
+      const rows = this.read(() => this.statements.scan.all(after, PAGE) as Row[]);
+      for (const row of rows) {
+        try {
+          this.codec.decode(stored(row));
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error;
+          found.push({ key: row.key, status: row.status, revision: Number(row.revision), updatedAt: row.updated_at, error: { code: error.code, message: error.message } });
+          if (found.length === limit) return found;
+        }
+      }
+      if (rows.length < PAGE) return found;
+      after = rows[rows.length - 1]!.key;
+    }
+  }
+
+  async prune(options: { olderThan: string }): Promise<number> {
+    const olderThan = normalizeTimestamp(options?.olderThan, 'olderThan');
+    let deleted = 0;
+    let cursor: [string, string] = ['', ''];
+    for (;;) {
+      const page = (await this.write(() => {
+        const rows = this.statements.pruneCandidates.all(olderThan, ...cursor, PAGE) as Row[];
+        let count = 0;
+        for (const row of rows) {
+          let record: CheckpointRecord;
+          try {
+            record = this.codec.decode(stored(row));
+          } catch (error) {
+            if (!isCheckpointError(error)) throw error;
+            continue; // quarantined rows are never deleted
+          }
+          if (record.status !== 'delivered' || normalizeTimestamp(record.updatedAt, 'updatedAt') >= olderThan) continue;
+          count += this.statements.delete.run(row.key, record.revision).changes;
+        }
+        return { count, rows };
+      })) as { count: number; rows: Row[] };
+      deleted += page.count;
+      if (page.rows.length < PAGE) return deleted;
+      const last = page.rows[page.rows.length - 1]!;
+      cursor = [last.updated_at, last.key];
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.queue.length > 0) this.flush();
+    this.db.close();
+  }
+
+  /** Runs a read outside any transaction (WAL readers never block and are never blocked). */
+  private read<T>(fn: () => T): T {
+    if (this.closed) throw closedError(this.path);
+    try {
+      return fn();
+    } catch (error) {
+      if (isCheckpointError(error)) throw error;
+      throw unavailable(this.path, 'read', error, this.busyTimeoutMs);
+    }
+  }
+
+  /** Queues a write; every write queued in this event-loop turn commits in one transaction. */
+  private write(run: () => unknown): Promise<unknown> {
+    if (this.closed) return Promise.reject(closedError(this.path));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ run, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const jobs = this.queue;
+    this.queue = [];
+    if (jobs.length === 0) return;
+    for (let attempt = 0; ; attempt += 1) {
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+      try {
+        this.statements.begin.run();
+        for (const job of jobs) {
+          try {
+            outcomes.push({ ok: true, value: job.run() });
+          } catch (error) {
+            // A checkpoint error (a quarantined row) is raised before that job wrote anything;
+            // a driver error dooms the whole transaction.
+            if (!isCheckpointError(error)) throw error;
+            outcomes.push({ ok: false, error });
+          }
+        }
+        this.statements.commit.run();
+      } catch (error) {
+        if (this.db.inTransaction) {
+          try {
+            this.statements.rollback.run();
+          } catch {
+            // the connection is gone; the transaction did not commit
+          }
+        }
+        if (driverCode(error) === 'SQLITE_BUSY_SNAPSHOT' && attempt < MAX_SNAPSHOT_RETRIES) continue;
+        const failure = isCheckpointError(error) ? error : unavailable(this.path, 'write', error, this.busyTimeoutMs);
+        for (const job of jobs) job.reject(failure);
+        return;
+      }
+      this.commits += 1;
+      this.writes += jobs.length;
+      jobs.forEach((job, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) job.resolve(outcome.value);
+        else job.reject(outcome.error);
+      });
+      return;
+    }
+  }
+}
+
+function prepare(db: BetterSqlite3.Database) {
+  return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    insert: db.prepare(
+      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body)
+       ON CONFLICT (key) DO NOTHING`,
+    ),
+    get: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = ?`),
+    cas: db.prepare(
+      `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
+       WHERE key = @key AND revision = @expectedRevision`,
+    ),
+    scan: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > ? ORDER BY key LIMIT ?`),
+    pruneCandidates: db.prepare(
+      `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
+    ),
+    delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = ? AND revision = ? AND status = 'delivered'`),
+  };
+}
+
+function migrate(db: BetterSqlite3.Database): void {
+  const latest = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
+  const current = (): number => db.pragma('user_version', { simple: true }) as number;
+  if (current() === latest) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const version = current();
+    if (version > latest) {
+      throw new CheckpointError('UNSUPPORTED_SCHEMA', `SQLite database schema version ${version} is newer than this code knows (${latest}); upgrade the code`, { field: 'user_version', actual: version, supported: String(latest) });
+    }
+    for (const step of SQLITE_MIGRATIONS) {
+      if (step.version <= version) continue;
+      db.exec(step.sql);
+      db.pragma(`user_version = ${step.version}`);
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}
+
+function insertParams(row: EncodedRow): Record<string, string | number> {
+  return { key: row.key, namespace: row.namespace, callId: row.callId, toolName: row.toolName, status: row.status, revision: row.revision, updatedAt: row.updatedAt, body: row.body };
+}
+
+function updateParams(row: EncodedRow): Record<string, string | number> {
+  return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updatedAt, body: row.body };
+}
+
+function stored(row: Row): StoredRow {
+  return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at, body: row.body };
+}
+
+function driverCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function unavailable(path: string, what: string, error: unknown, busyTimeoutMs: number): CheckpointError {
+  const code = driverCode(error) ?? 'unknown';
+  const hint = code.startsWith('SQLITE_BUSY') ? ` (still locked after busyTimeoutMs=${busyTimeoutMs})` : '';
+  const message = error instanceof Error ? error.message : String(error);
+  return new CheckpointError('STORE_UNAVAILABLE', `SQLite database ${path} failed to ${what}: ${code} ${message}${hint}; nothing was written, nothing may be claimed or executed`, { path, driverCode: code }, { cause: error });
+}
+
+function closedError(path: string): CheckpointError {
+  return new CheckpointError('STORE_UNAVAILABLE', `SQLite store ${path} is closed`, { path, reason: 'closed' });
+}
