@@ -53,3 +53,10 @@ export function createDemoTools(providerUrl: string): ToolDefinition<any>[] {
   return [createTicket, closeTicket, sendEmail];
 }
 
+
+/** The worker's default tools: the demo tools against `TTC_PROVIDER_URL`. */
+export default function tools(): ToolDefinition<any>[] {
+  const url = process.env.TTC_PROVIDER_URL;
+  if (!url) throw new Error('TTC_PROVIDER_URL must name the demo provider (for example http://127.0.0.1:4100) for the demo tools');
+  return createDemoTools(url);
+}

@@ -260,6 +260,11 @@ export class ProviderClient {
     return (await this.request('sendEmail', 'POST', '/emails', { body: input, ...options })).body as EmailReceipt;
   }
 
+  /** `GET /emails`: the outbox, oldest first (what an operator checks before resolving an unknown send). */
+  async listEmails(options: CallOptions = {}): Promise<Array<SendEmailInput & EmailReceipt>> {
+    return (await this.request('listEmails', 'GET', '/emails', options)).body as Array<SendEmailInput & EmailReceipt>;
+  }
+
   /** `GET /effects`: what the provider applied, for "applied once" assertions. */
   async effects(options: CallOptions = {}): Promise<EffectsReport> {
     return (await this.request('effects', 'GET', '/effects', options)).body as EffectsReport;

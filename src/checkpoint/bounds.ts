@@ -44,7 +44,8 @@ export interface JsonBoundsOptions {
 /** The shape of an input fingerprint: `sha256:` + 64 lowercase hex (SPEC §2). */
 export const FINGERPRINT_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+/** Unicode general category Cc: C0, DEL and C1 (U+0080–U+009F, e.g. NEL U+0085). */
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
  * Asserts that `value` is a plain JSON value within the depth and count bounds. Walks with an
@@ -103,10 +104,13 @@ export function assertJsonValue(value: unknown, what: string, options: JsonBound
         if (!(i in v)) throw notJson(`a sparse array (hole at index ${i})`);
         stack.push({ value: v[i], path: `${path}[${i}]`, depth: childDepth });
       }
+      // JSON has no named members on arrays; serializers would drop them silently.
+      if (Object.keys(v).length !== v.length) throw notJson('an array with non-index properties');
       continue;
     }
     const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) {
+    // A plain object of any realm (jest, vm, worker threads): its prototype is null or a root prototype.
+    if (proto !== null && Object.getPrototypeOf(proto) !== null) {
       throw notJson(`an instance of ${(v as object).constructor?.name ?? 'a class'}`);
     }
     if (Object.getOwnPropertySymbols(v).length > 0) throw notJson('an object with symbol keys');
@@ -147,7 +151,8 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
  */
 export function parseTimestamp(value: unknown, field: string): number {
   const ms = typeof value === 'string' && ISO_UTC.test(value) ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) {
+  // Date.parse rolls impossible dates over (2026-02-30 → 2026-03-02, 24:00 → next day): refuse them.
+  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 19) !== (value as string).slice(0, 19)) {
     throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z`, { field, actual: describe(value) });
   }
   return ms;

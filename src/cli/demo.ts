@@ -1,0 +1,16 @@
+/**
+ * `demo`: the main job (see src/demo/main-job.ts). Exits 1 if any effect was applied twice.
+ */
+import type { Command } from 'commander';
+import { runMainJob } from '../demo/main-job';
+
+export function registerDemo(program: Command): void {
+  program
+    .command('demo')
+    .description('the main job: dev server, provider, a worker killed right after an effect, a fleet of two, three runs, a report')
+    .option('--work-dir <dir>', 'folder for the databases (default: a new folder under .data/)')
+    .action(async (opts: { workDir?: string }) => {
+      const reports = await runMainJob({ workDir: opts.workDir });
+      if (reports.some((r) => r.duplicates > 0)) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,42 @@
+/**
+ * `dev`: the embedded stack for one host: a Temporal dev server with a persistent database
+ * file on the configured address, and the SQLite checkpoint store (created if absent). Runs
+ * until SIGINT/SIGTERM.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config';
+import { startDevServer } from '../dev/dev-server';
+import { openCheckpointStore } from '../stores/open-checkpoint-store';
+import { storeKeys } from '../worker';
+
+export function registerDev(program: Command): void {
+  program
+    .command('dev')
+    .description('start the embedded Temporal dev server (persistent) and create the SQLite store')
+    .option('--db <file>', 'Temporal dev server database file', '.data/temporal.db')
+    .option('--ui-port <port>', 'serve the Temporal Web UI on this port')
+    .action(async (opts: { db: string; uiPort?: string }) => {
+      const config = loadConfig();
+      const [host, port] = config.temporal.address.split(':');
+      const dbFile = resolve(opts.db);
+      mkdirSync(dirname(dbFile), { recursive: true });
+      if (config.store.url.startsWith('sqlite:') && config.store.url !== 'sqlite::memory:') {
+        mkdirSync(dirname(resolve(config.store.url.slice('sqlite:'.length))), { recursive: true });
+      }
+      const store = await openCheckpointStore(config.store.url, storeKeys(config));
+      await store.close();
+      const server = await startDevServer({ ip: host, port: Number(port), dbFile, namespace: config.temporal.namespace, uiPort: opts.uiPort ? Number(opts.uiPort) : undefined });
+      console.log(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);
+      console.log(`Checkpoint store ${config.store.url}`);
+      console.log('Press Ctrl-C to stop.');
+      const stop = async (): Promise<void> => {
+        await server.stop();
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void stop());
+      process.once('SIGTERM', () => void stop());
+      await server.exited;
+    });
+}

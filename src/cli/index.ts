@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+/**
+ * The `ttc` command line (SPEC §4 "Command line"). Every value comes from temporal.config.ts
+ * and the environment (see src/config.ts). Errors print their code and message and exit 1.
+ */
+import { Command } from 'commander';
+import { isCheckpointError } from '../checkpoint/errors';
+import { registerDemo } from './demo';
+import { registerDev } from './dev';
+import { registerPending } from './pending';
+import { registerPrune } from './prune';
+import { registerResolve } from './resolve';
+import { registerShow } from './show';
+import { registerStart } from './start';
+import { registerWorker } from './worker';
+
+const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
+for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune]) register(program);
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  console.error(isCheckpointError(error) ? error.message : error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  process.exit(1);
+});

@@ -1,0 +1,56 @@
+/**
+ * `pending`: every call that needs a person (SPEC §4 "Command line"): from the store, records
+ * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
+ * Temporal visibility, running agent runs that are paused or awaiting approval.
+ */
+import type { Command } from 'commander';
+import { connectClient } from '../client';
+import { loadConfig } from '../config';
+import { openCheckpointStore } from '../stores/open-checkpoint-store';
+import { runStatusQuery } from '../workflows/messages';
+import { storeKeys } from '../worker';
+import { printTable } from './table';
+
+export function registerPending(program: Command): void {
+  program
+    .command('pending')
+    .description('list calls that need a person: uncertain, executing too long, delivering (store) and paused or awaiting approval (Temporal)')
+    .option('--no-temporal', 'only read the store')
+    .action(async (opts: { temporal: boolean }) => {
+      const config = loadConfig();
+      const store = await openCheckpointStore(config.store.url, storeKeys(config));
+      const rows: (string | number)[][] = [];
+      try {
+        const staleBefore = new Date(Date.now() - config.timeouts.toolStartToCloseMs).toISOString();
+        const records = [
+          ...(await store.listByStatus(['uncertain', 'delivering'], { limit: 1_000 })),
+          ...(await store.listByStatus(['executing'], { olderThan: staleBefore, limit: 1_000 })),
+        ];
+        for (const r of records) {
+          rows.push(['store', r.status, r.binding.callId, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
+        }
+      } finally {
+        await store.close();
+      }
+      if (opts.temporal) {
+        const { client, close } = await connectClient(config);
+        try {
+          for await (const execution of client.workflow.list({ query: `WorkflowType = 'agentWorkflow' AND ExecutionStatus = 'Running'` })) {
+            const status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
+            for (const call of status.pendingCalls) {
+              if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
+              const why = call.status === 'paused' ? `${call.errorType}: ${call.reason}` : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
+              rows.push(['temporal', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
+            }
+          }
+        } finally {
+          await close();
+        }
+      }
+      if (rows.length === 0) {
+        console.log('nothing needs a person');
+        return;
+      }
+      printTable(['from', 'status', 'call', 'tool', 'updatedAt', 'why'], rows);
+    });
+}

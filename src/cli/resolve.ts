@@ -1,0 +1,51 @@
+/**
+ * `resolve <workflowId> <callId>`: tells a paused run how an unknown outcome ended: applied
+ * (with the exact result), absent (run it again under a new call id) or abandon (end the run).
+ * Checks that the call is the one paused before sending the update.
+ */
+import type { Command } from 'commander';
+import { connectClient } from '../client';
+import { loadConfig } from '../config';
+import { CheckpointError } from '../checkpoint/errors';
+import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
+import type { ResolveOutcomeRequest } from '../workflows/types';
+
+export function registerResolve(program: Command): void {
+  program
+    .command('resolve <workflowId> <callId>')
+    .description('resolve a paused call: --applied <json result> | --absent | --abandon, with --reason')
+    .option('--applied <json>', 'the effect happened; this JSON is the exact tool output the model should see')
+    .option('--receipt <json>', 'with --applied: the provider receipt, if you have one')
+    .option('--absent', 'the effect did not happen; run the call again under a new call id')
+    .option('--abandon', 'give up; the run ends as abandoned')
+    .requiredOption('--reason <text>', 'why (kept in the run for audit)')
+    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string }) => {
+      const chosen = [opts.applied !== undefined, !!opts.absent, !!opts.abandon].filter(Boolean).length;
+      if (chosen !== 1) throw new CheckpointError('INVALID_ARGUMENT', 'choose exactly one of --applied <json>, --absent, --abandon', { field: 'resolution' });
+      const request: ResolveOutcomeRequest =
+        opts.applied !== undefined
+          ? { callId, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
+          : { callId, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
+      const config = loadConfig();
+      const { client, close } = await connectClient(config);
+      try {
+        const handle = client.workflow.getHandle(workflowId);
+        const status = await handle.query(runStatusQuery);
+        if (status.phase !== 'paused' || status.paused?.callId !== callId) {
+          throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
+        }
+        const result = await handle.executeUpdate(resolveOutcomeUpdate, { args: [request] });
+        console.log(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
+      } finally {
+        await close();
+      }
+    });
+}
+
+function parseJson(text: string, flag: string): never {
+  try {
+    return JSON.parse(text) as never;
+  } catch {
+    throw new CheckpointError('INVALID_ARGUMENT', `${flag} must be JSON, got ${JSON.stringify(text)}`, { field: flag });
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * `show <workflowId>`: a run's phase, budget and calls (status, source, receipt) as a table.
+ */
+import type { Command } from 'commander';
+import { connectClient } from '../client';
+import { loadConfig } from '../config';
+import { runStatusQuery } from '../workflows/messages';
+import { printTable } from './table';
+
+export function registerShow(program: Command): void {
+  program
+    .command('show <workflowId>')
+    .description('show a run: phase, budget, and every call with its status and receipt')
+    .option('--json', 'print the status as JSON')
+    .action(async (workflowId: string, opts: { json?: boolean }) => {
+      const config = loadConfig();
+      const { client, close } = await connectClient(config);
+      try {
+        const status = await client.workflow.getHandle(workflowId).query(runStatusQuery);
+        if (opts.json) {
+          console.log(JSON.stringify(status, null, 2));
+          return;
+        }
+        const b = status.budget;
+        console.log(`run ${workflowId}: phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
+        if (status.paused) console.log(`paused on ${status.paused.callId} (${status.paused.toolName}): ${status.paused.errorType}: ${status.paused.reason}`);
+        printTable(
+          ['call', 'tool', 'status', 'source', 'receipt'],
+          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', c.receipt === null ? '' : JSON.stringify(c.receipt)]),
+        );
+      } finally {
+        await close();
+      }
+    });
+}

@@ -1,0 +1,90 @@
+/**
+ * Worker processes for the main job, the crash tests and the fleet tests: a real
+ * `ttc worker` OS process (Node with tsx's require hook, never the tsx launcher, so a SIGKILL
+ * reaches the process that runs the activities).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import type { CrashPoint } from '../activities/crash-points';
+
+/** Options of {@link spawnWorker}. */
+export interface SpawnWorkerOptions {
+  /** Environment on top of this process's: TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, TTC_STORE_URL, TTC_PROVIDER_URL, … */
+  readonly env: NodeJS.ProcessEnv;
+  readonly identity: string;
+  /** Arms the test-only crash hook: the worker SIGKILLs itself the first time it reaches this point (for this tool). */
+  readonly crashAt?: { readonly point: CrashPoint; readonly toolName?: string };
+  /** Module exporting the tools. @default the demo tools */
+  readonly toolsModule?: string;
+  /** Called with each line the worker prints. */
+  readonly onLine?: (line: string) => void;
+  /** @default 60,000 ms */
+  readonly readyTimeoutMs?: number;
+}
+
+/** A running worker process. */
+export interface WorkerProcess {
+  readonly identity: string;
+  readonly process: ChildProcess;
+  /** Resolves with the exit code or signal once the process has exited. */
+  readonly exited: Promise<number | NodeJS.Signals | null>;
+  /** Graceful stop (SIGTERM; SIGKILL after `timeoutMs`, default 15 s). */
+  stop(timeoutMs?: number): Promise<void>;
+  /** SIGKILL now. */
+  kill(): Promise<void>;
+}
+
+const CLI = resolve(__dirname, '../cli/index.ts');
+
+/**
+ * Spawns a worker and resolves once it polls its task queue.
+ *
+ * @throws Error when the process exits or stays silent past `readyTimeoutMs`.
+ */
+export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
+  const args = ['--require', require.resolve('tsx/cjs'), CLI, 'worker', '--identity', options.identity];
+  if (options.toolsModule) args.push('--tools', options.toolsModule);
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, NODE_OPTIONS: '' };
+  if (options.crashAt) env.TTC_CRASH_AT = options.crashAt.toolName === undefined ? options.crashAt.point : `${options.crashAt.point}:${options.crashAt.toolName}`;
+  else delete env.TTC_CRASH_AT;
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
+  const ready = new Promise<void>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`worker ${options.identity} did not start within ${options.readyTimeoutMs ?? 60_000} ms`)), options.readyTimeoutMs ?? 60_000);
+    let buffered = '';
+    const onData = (chunk: Buffer): void => {
+      buffered += chunk.toString('utf8');
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        options.onLine?.(line);
+        if (line.includes('polling task queue')) {
+          clearTimeout(timer);
+          done();
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((how) => {
+      clearTimeout(timer);
+      fail(new Error(`worker ${options.identity} exited (${String(how)}) before it was ready`));
+    });
+  });
+  await ready;
+  const signalAndWait = async (signal: NodeJS.Signals, timeoutMs: number): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  return {
+    identity: options.identity,
+    process: child,
+    exited,
+    stop: (timeoutMs = 15_000) => signalAndWait('SIGTERM', timeoutMs),
+    kill: () => signalAndWait('SIGKILL', 0),
+  };
+}
