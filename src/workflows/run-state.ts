@@ -105,7 +105,7 @@ export class RunState {
     return this.byId.get(callId);
   }
 
-  /** Registers the tool calls of a new turn as `queued`; a repeated call id is refused up front. */
+  /** Registers the tool calls of a new turn as `queued` (a repeated call id is refused up front) and returns them in order; retries added later are not in the returned array. */
   startTurn(requests: readonly ToolCallRequest[], turn: number): CallState[] {
     this.currentTurn = requests.map((req) => {
       const duplicate = this.byId.has(req.callId);
@@ -121,7 +121,7 @@ export class RunState {
       this.calls.push(call);
       return call;
     });
-    return this.currentTurn;
+    return [...this.currentTurn];
   }
 
   /** Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). */
