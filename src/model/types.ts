@@ -30,11 +30,27 @@ export interface ModelTurnInput {
   readonly messages: readonly ConversationMessage[];
   /** Names of the tools the model may call. */
   readonly tools: readonly string[];
+  /**
+   * Optional system prompt. Anthropic adapters send it as `system`, OpenAI adapters as a
+   * leading `role: 'system'` message; the scripted model ignores it.
+   */
+  readonly system?: string;
 }
 
-/** Output of one model turn: final text, tool calls, or both. */
+/**
+ * Output of one model turn: final text, tool calls, or both.
+ *
+ * Invariant (enforced by every adapter): `stopReason === 'tool_use'` exactly when
+ * `toolCalls` is non-empty; call ids are unique within the turn and every `input` is a JSON
+ * object. A turn cut off by the token limit is `max_tokens` with no tool calls (a truncated
+ * call is never handed out).
+ */
 export interface ModelTurnResult {
-  /** `tool_use` when the model asked for tools; `end_turn` when it is done. */
+  /**
+   * `tool_use` when the model asked for tools; `end_turn` when it is done (Anthropic
+   * `end_turn`/`stop_sequence`/`refusal`, OpenAI `stop`/`content_filter`); `max_tokens` when
+   * it was cut off (Anthropic `max_tokens`/`model_context_window_exceeded`, OpenAI `length`).
+   */
   readonly stopReason: 'tool_use' | 'end_turn' | 'max_tokens';
   readonly text: string;
   readonly toolCalls: readonly ToolCallRequest[];

@@ -1,0 +1,148 @@
+/**
+ * Model adapter for the Anthropic Messages API through the official `@anthropic-ai/sdk` client.
+ */
+import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type { ModelAdapter } from './model-adapter';
+import { mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
+import { anthropicMessageToTurnResult } from './transcript';
+import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
+
+/** Options of {@link AnthropicModel}. */
+export interface AnthropicModelOptions {
+  /** Registry name matched against `ModelTurnInput.model`. @default 'anthropic' */
+  readonly name?: string;
+  /** Model id, e.g. `claude-sonnet-4-5`; a turn may override it with `modelOptions.model`. */
+  readonly model: string;
+  /** Tool name → description and input JSON Schema; every tool a turn offers needs one. */
+  readonly tools: ToolSpecs;
+  /** `max_tokens` of each request; a turn may override it with `modelOptions.maxTokens`. @default 1024 */
+  readonly maxTokens?: number;
+  /** Default system prompt when the turn has none. */
+  readonly system?: string;
+  /** Passed to `new Anthropic()`; when omitted the SDK reads `ANTHROPIC_API_KEY`. */
+  readonly apiKey?: string;
+  /** Passed to `new Anthropic()`, e.g. a loopback server. */
+  readonly baseURL?: string;
+  /** SDK retries (backoff with jitter, honouring Retry-After) before a `MODEL_TRANSIENT` error. @default 2 */
+  readonly maxRetries?: number;
+  /** Per-request timeout in ms. @default the SDK's (10 minutes) */
+  readonly timeoutMs?: number;
+  /** A ready client; `apiKey`, `baseURL`, `maxRetries` and `timeoutMs` are then ignored. */
+  readonly client?: Anthropic;
+}
+
+/**
+ * Converts the conversation to Anthropic `messages`:
+ * user text → a `text` block in a user message; assistant → `text` (if non-empty) then one
+ * `tool_use` block per call (an assistant message with neither is dropped: the API rejects
+ * empty content); tool → a `tool_result` block (`tool_use_id`, text content, `is_error`).
+ * Consecutive tool results share one user message, results first; a user text right after them
+ * joins that message.
+ */
+export function toAnthropicMessages(messages: readonly ConversationMessage[]): Anthropic.MessageParam[] {
+  const out: Array<{ role: 'user' | 'assistant'; content: Anthropic.ContentBlockParam[] }> = [];
+  const lastUser = (): { role: 'user' | 'assistant'; content: Anthropic.ContentBlockParam[] } | undefined => {
+    const last = out[out.length - 1];
+    return last?.role === 'user' ? last : undefined;
+  };
+  for (const message of messages) {
+    switch (message.role) {
+      case 'user': {
+        const block: Anthropic.ContentBlockParam = { type: 'text', text: message.text };
+        const last = lastUser();
+        if (last) last.content.push(block);
+        else out.push({ role: 'user', content: [block] });
+        break;
+      }
+      case 'assistant': {
+        const content: Anthropic.ContentBlockParam[] = [];
+        if (message.text !== '') content.push({ type: 'text', text: message.text });
+        for (const call of message.toolCalls) {
+          content.push({ type: 'tool_use', id: call.callId, name: call.toolName, input: call.input });
+        }
+        if (content.length > 0) out.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool': {
+        const block: Anthropic.ToolResultBlockParam = {
+          type: 'tool_result',
+          tool_use_id: message.callId,
+          content: toolResultText(message.content),
+          is_error: message.isError,
+        };
+        const last = lastUser();
+        if (last && last.content.every((b) => b.type === 'tool_result')) last.content.push(block);
+        else out.push({ role: 'user', content: [block] });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * {@link ModelAdapter} over `client.messages.create` (non-streaming). Sends the turn's tools
+ * (`name`, `description`, `input_schema` from {@link ToolSpecs}), the converted conversation and
+ * the system prompt; converts the response with `anthropicMessageToTurnResult`.
+ *
+ * Errors: `ModelError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * MODEL_TRANSIENT (429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
+ * `retryAfterMs`), MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT.
+ * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
+ */
+export class AnthropicModel implements ModelAdapter {
+  readonly name: string;
+  /** The SDK client (exposed for tests and custom calls). */
+  readonly client: Anthropic;
+  private readonly options: AnthropicModelOptions;
+
+  constructor(options: AnthropicModelOptions) {
+    this.options = options;
+    this.name = options.name ?? 'anthropic';
+    this.client =
+      options.client ??
+      new Anthropic({
+        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+        ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+        maxRetries: options.maxRetries ?? 2,
+        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+      });
+  }
+
+  /** The request body a turn sends (exposed for tests and logging). */
+  buildRequest(input: ModelTurnInput): Anthropic.MessageCreateParamsNonStreaming {
+    const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
+    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
+      ({ name, spec }): Anthropic.Tool => ({
+        name,
+        ...(spec.description === undefined ? {} : { description: spec.description }),
+        input_schema: spec.inputSchema as Anthropic.Tool.InputSchema,
+      }),
+    );
+    const system = input.system ?? this.options.system;
+    return {
+      model: turnOptions.model ?? this.options.model,
+      max_tokens: turnOptions.maxTokens ?? this.options.maxTokens ?? 1024,
+      messages: toAnthropicMessages(input.messages),
+      ...(system === undefined ? {} : { system }),
+      ...(tools.length === 0 ? {} : { tools }),
+    };
+  }
+
+  async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnResult> {
+    if (signal?.aborted) throw signal.reason;
+    const body = this.buildRequest(input);
+    let response: unknown;
+    try {
+      response = await this.client.messages.create(body, signal === undefined ? {} : { signal });
+    } catch (err) {
+      throw mapSdkError(err, 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    }
+    return anthropicMessageToTurnResult(response, {
+      where: `anthropic response to turn ${input.turn}`,
+      live: true,
+      details: { provider: 'anthropic', turn: input.turn },
+    });
+  }
+}

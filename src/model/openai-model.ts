@@ -1,0 +1,144 @@
+/**
+ * Model adapter for the OpenAI Chat Completions API through the official `openai` client.
+ */
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type { ModelAdapter } from './model-adapter';
+import { mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
+import { openAiCompletionToTurnResult } from './transcript';
+import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
+
+/** Options of {@link OpenAiModel}. */
+export interface OpenAiModelOptions {
+  /** Registry name matched against `ModelTurnInput.model`. @default 'openai' */
+  readonly name?: string;
+  /** Model id, e.g. `gpt-4.1`; a turn may override it with `modelOptions.model`. */
+  readonly model: string;
+  /** Tool name → description and input JSON Schema; every tool a turn offers needs one. */
+  readonly tools: ToolSpecs;
+  /** `max_completion_tokens`; a turn may override it with `modelOptions.maxTokens`. @default unset (model default) */
+  readonly maxTokens?: number;
+  /** Default system prompt when the turn has none. */
+  readonly system?: string;
+  /** Passed to `new OpenAI()`; when omitted the SDK reads `OPENAI_API_KEY`. */
+  readonly apiKey?: string;
+  /** Passed to `new OpenAI()`, including the `/v1` suffix, e.g. `http://127.0.0.1:8080/v1`. */
+  readonly baseURL?: string;
+  /** SDK retries (backoff with jitter, honouring Retry-After) before a `MODEL_TRANSIENT` error. @default 2 */
+  readonly maxRetries?: number;
+  /** Per-request timeout in ms. @default the SDK's (10 minutes) */
+  readonly timeoutMs?: number;
+  /** A ready client; `apiKey`, `baseURL`, `maxRetries` and `timeoutMs` are then ignored. */
+  readonly client?: OpenAI;
+}
+
+/**
+ * Converts the conversation to Chat Completions `messages` (after an optional system message):
+ * user → `{role: 'user', content}`; assistant → `{role: 'assistant', content (null when empty),
+ * tool_calls[{id, type: 'function', function: {name, arguments: JSON text}}]}`; tool →
+ * `{role: 'tool', tool_call_id, content}`. OpenAI has no error flag on tool messages, so an
+ * error result whose content is a string is sent as `Error: <text>`.
+ */
+export function toOpenAiMessages(messages: readonly ConversationMessage[], system?: string): OpenAI.ChatCompletionMessageParam[] {
+  const out: OpenAI.ChatCompletionMessageParam[] = system === undefined ? [] : [{ role: 'system', content: system }];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'user':
+        out.push({ role: 'user', content: message.text });
+        break;
+      case 'assistant':
+        out.push({
+          role: 'assistant',
+          content: message.text === '' ? null : message.text,
+          ...(message.toolCalls.length === 0
+            ? {}
+            : {
+                tool_calls: message.toolCalls.map((call) => ({
+                  id: call.callId,
+                  type: 'function' as const,
+                  function: { name: call.toolName, arguments: JSON.stringify(call.input) },
+                })),
+              }),
+        });
+        break;
+      case 'tool': {
+        const text = toolResultText(message.content);
+        out.push({
+          role: 'tool',
+          tool_call_id: message.callId,
+          content: message.isError && typeof message.content === 'string' ? `Error: ${text}` : text,
+        });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * {@link ModelAdapter} over `client.chat.completions.create` (non-streaming). Sends the turn's
+ * tools as `{type: 'function', function: {name, description, parameters}}`, converts the
+ * response's `choices[0]` with `openAiCompletionToTurnResult` (arguments parsed from JSON text).
+ *
+ * Errors: `ModelError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * MODEL_TRANSIENT (429, 5xx, connection — after the SDK's retries; carries `retryAfterMs`),
+ * MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT naming the call id.
+ * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
+ */
+export class OpenAiModel implements ModelAdapter {
+  readonly name: string;
+  /** The SDK client (exposed for tests and custom calls). */
+  readonly client: OpenAI;
+  private readonly options: OpenAiModelOptions;
+
+  constructor(options: OpenAiModelOptions) {
+    this.options = options;
+    this.name = options.name ?? 'openai';
+    this.client =
+      options.client ??
+      new OpenAI({
+        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+        ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+        maxRetries: options.maxRetries ?? 2,
+        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+      });
+  }
+
+  /** The request body a turn sends (exposed for tests and logging). */
+  buildRequest(input: ModelTurnInput): OpenAI.ChatCompletionCreateParamsNonStreaming {
+    const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
+    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
+      ({ name, spec }): OpenAI.ChatCompletionFunctionTool => ({
+        type: 'function',
+        function: {
+          name,
+          ...(spec.description === undefined ? {} : { description: spec.description }),
+          parameters: spec.inputSchema as OpenAI.FunctionParameters,
+        },
+      }),
+    );
+    const maxTokens = turnOptions.maxTokens ?? this.options.maxTokens;
+    return {
+      model: turnOptions.model ?? this.options.model,
+      messages: toOpenAiMessages(input.messages, input.system ?? this.options.system),
+      ...(tools.length === 0 ? {} : { tools }),
+      ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
+    };
+  }
+
+  async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnResult> {
+    if (signal?.aborted) throw signal.reason;
+    const body = this.buildRequest(input);
+    let response: unknown;
+    try {
+      response = await this.client.chat.completions.create(body, signal === undefined ? {} : { signal });
+    } catch (err) {
+      throw mapSdkError(err, 'openai', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    }
+    return openAiCompletionToTurnResult(response, {
+      where: `openai response to turn ${input.turn}`,
+      live: true,
+      details: { provider: 'openai', turn: input.turn },
+    });
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Shared pieces of the SDK adapters: per-turn options, tool result text, and the mapping of
+ * SDK errors.
+ *
+ * Maps errors of the official provider SDKs (`@anthropic-ai/sdk`, `openai`; both Stainless
+ * clients with the same error classes) to {@link ModelError}s the turn activity can classify.
+ *
+ * Policy: the SDK client retries first (its `maxRetries`, exponential backoff with jitter,
+ * honouring `retry-after-ms` / `retry-after`). What is still failing afterwards becomes
+ * `MODEL_TRANSIENT` (retryable; `retryAfterMs` from the last response, for the activity's
+ * `nextRetryDelay`) or `MODEL_REJECTED` (not retryable).
+ */
+import { z } from 'zod';
+import type { JsonValue } from '../checkpoint/types';
+import { ModelError, type ModelProvider } from './errors';
+
+const turnOptionsSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  maxTokens: z.number().int().positive().optional(),
+});
+
+/** Parses per-turn `modelOptions` of the SDK adapters: `{ model?, maxTokens? }` or absent. */
+export function parseSdkTurnOptions(modelOptions: JsonValue | undefined, adapter: string): { model?: string; maxTokens?: number } {
+  if (modelOptions === undefined || modelOptions === null) return {};
+  const parsed = turnOptionsSchema.safeParse(modelOptions);
+  if (!parsed.success) {
+    throw new ModelError('INVALID_MODEL_OPTIONS', `${adapter} modelOptions must be { model?: string, maxTokens?: integer }: ${parsed.error.issues[0]?.message ?? ''}`, {
+      adapter,
+    });
+  }
+  return parsed.data;
+}
+
+/** Text of a tool result as sent to a provider: strings as they are, other JSON as JSON text. */
+export function toolResultText(content: JsonValue): string {
+  return typeof content === 'string' ? content : JSON.stringify(content);
+}
+
+/** The SDK error classes the mapping needs (pass the provider module's exports). */
+export interface SdkErrorClasses {
+  readonly APIError: abstract new (...args: never[]) => Error;
+  readonly APIConnectionError: abstract new (...args: never[]) => Error;
+  readonly APIUserAbortError: abstract new (...args: never[]) => Error;
+}
+
+interface HeadersLike {
+  get(name: string): string | null;
+}
+
+/**
+ * Milliseconds to wait as the response headers ask: `retry-after-ms`, else `retry-after` in
+ * seconds or as an HTTP date. Null when absent, unparseable or not positive.
+ */
+export function retryAfterMs(headers: HeadersLike | undefined | null, now: number = Date.now()): number | null {
+  if (!headers) return null;
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) > 0) return Math.ceil(Number(ms));
+  const after = headers.get('retry-after');
+  if (after === null || after.trim() === '') return null;
+  const seconds = Number(after);
+  if (Number.isFinite(seconds)) return seconds > 0 ? Math.ceil(seconds * 1000) : null;
+  const date = Date.parse(after);
+  return Number.isFinite(date) && date > now ? date - now : null;
+}
+
+/** Whether an HTTP status is worth retrying (same rule as the SDKs, plus `x-should-retry`). */
+export function isTransientStatus(status: number, headers?: HeadersLike | null): boolean {
+  const hint = headers?.get('x-should-retry');
+  if (hint === 'true') return true;
+  if (hint === 'false') return false;
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * What to throw for an error raised by an SDK call: `signal.reason` when our signal aborted
+ * (cancellation stays cancellation), a {@link ModelError} for API and connection errors, the
+ * error itself otherwise.
+ */
+export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkErrorClasses, signal?: AbortSignal): unknown {
+  if (signal?.aborted) return signal.reason ?? err;
+  if (err instanceof classes.APIUserAbortError) return err;
+  if (err instanceof classes.APIConnectionError) {
+    return new ModelError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
+  }
+  if (err instanceof classes.APIError) {
+    const { status, headers, requestID } = err as unknown as {
+      status?: number;
+      headers?: HeadersLike;
+      requestID?: string | null;
+      error?: unknown;
+    };
+    if (typeof status !== 'number') {
+      return new ModelError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
+    }
+    const errorType = providerErrorType(err);
+    const details = { provider, status, requestId: requestID ?? null, errorType };
+    if (isTransientStatus(status, headers)) {
+      return new ModelError('MODEL_TRANSIENT', `${provider} answered ${err.message}`, details, {
+        cause: err,
+        retryAfterMs: retryAfterMs(headers),
+      });
+    }
+    return new ModelError('MODEL_REJECTED', `${provider} answered ${err.message}`, details, { cause: err });
+  }
+  return err;
+}
+
+/** `error.type` of an Anthropic error body or `error.code ?? error.type` of an OpenAI one. */
+function providerErrorType(err: Error): string | null {
+  const body = (err as { error?: unknown }).error;
+  if (typeof body !== 'object' || body === null) return null;
+  const inner = (body as { error?: unknown }).error;
+  const source = typeof inner === 'object' && inner !== null ? inner : body;
+  const { code, type } = source as { code?: unknown; type?: unknown };
+  if (typeof code === 'string') return code;
+  if (typeof type === 'string') return type;
+  return null;
+}

@@ -1,0 +1,100 @@
+import { join } from 'node:path';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createModelActivities, toTurnFailure } from '../../../src/activities/model-turn';
+import { CheckpointError } from '../../../src/checkpoint/errors';
+import { ModelError } from '../../../src/model/errors';
+import type { ModelAdapter } from '../../../src/model/model-adapter';
+import { ScriptedModel } from '../../../src/model/scripted-model';
+import { loadTranscriptFile } from '../../../src/model/transcript';
+import type { ModelTurnInput } from '../../../src/model/types';
+
+const input = (turn: number, model = 'scripted'): ModelTurnInput => ({
+  model,
+  turn,
+  messages: [{ role: 'user', text: 'go' }],
+  tools: ['create_ticket', 'send_email'],
+});
+
+async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+test('runModelTurn dispatches by adapter name (in an activity context)', async () => {
+  const transcript = await loadTranscriptFile(join(__dirname, '../../../examples/transcripts/openai-triage.json'));
+  const scripted = new ScriptedModel({ transcripts: transcript });
+  const { runModelTurn } = createModelActivities({ adapters: { scripted } });
+  const env = new MockActivityEnvironment();
+  const result = await env.run(runModelTurn, input(0));
+  expect(result).toEqual(transcript.turns[0]);
+  expect(scripted.requests).toHaveLength(1);
+});
+
+test('unknown adapter → non-retryable ApplicationFailure UNKNOWN_MODEL', async () => {
+  const { runModelTurn } = createModelActivities({ adapters: { scripted: new ScriptedModel({ transcripts: [] }) } });
+  const failure = await failureOf(runModelTurn(input(0, 'gpt-9')));
+  expect(failure.type).toBe('UNKNOWN_MODEL');
+  expect(failure.nonRetryable).toBe(true);
+  expect(failure.message).toContain('"gpt-9"');
+  expect(failure.details).toEqual([{ model: 'gpt-9', known: ['scripted'] }]);
+});
+
+test('an exhausted script → non-retryable SCRIPT_EXHAUSTED', async () => {
+  const transcript = await loadTranscriptFile(join(__dirname, '../../../examples/transcripts/anthropic-ticket.json'));
+  const { runModelTurn } = createModelActivities({ adapters: { scripted: new ScriptedModel({ transcripts: transcript }) } });
+  const failure = await failureOf(runModelTurn(input(5)));
+  expect(failure.type).toBe('SCRIPT_EXHAUSTED');
+  expect(failure.nonRetryable).toBe(true);
+  expect(failure.details?.[0]).toMatchObject({ transcript: 'anthropic-ticket', turn: 5 });
+});
+
+test('toTurnFailure: transient keeps retryable with the provider Retry-After; typed checkpoint errors stay typed', () => {
+  const transient = toTurnFailure(new ModelError('MODEL_TRANSIENT', 'anthropic answered 429', { status: 429 }, { retryAfterMs: 3000 })) as ApplicationFailure;
+  expect(transient.type).toBe('MODEL_TRANSIENT');
+  expect(transient.nonRetryable).toBe(false);
+  expect(transient.nextRetryDelay).toBe(3000);
+  const noDelay = toTurnFailure(new ModelError('MODEL_TRANSIENT', 'reset', {})) as ApplicationFailure;
+  expect(noDelay.nextRetryDelay).toBeUndefined();
+  const rejected = toTurnFailure(new ModelError('MODEL_REJECTED', 'bad request', { status: 400 })) as ApplicationFailure;
+  expect(rejected.nonRetryable).toBe(true);
+  const badInput = toTurnFailure(new CheckpointError('INVALID_TOOL_INPUT', 'call_x arguments are not valid JSON', { callId: 'call_x' })) as ApplicationFailure;
+  expect(badInput.type).toBe('INVALID_TOOL_INPUT');
+  expect(badInput.nonRetryable).toBe(true);
+  expect(badInput.details).toEqual([{ callId: 'call_x' }]);
+  const other = new Error('boom');
+  expect(toTurnFailure(other)).toBe(other);
+});
+
+test('activity cancellation aborts the adapter through the signal, and heartbeats flow while it waits', async () => {
+  let sawSignal: AbortSignal | undefined;
+  const slow: ModelAdapter = {
+    name: 'slow',
+    turn: (_input, signal) =>
+      new Promise((_resolve, reject) => {
+        sawSignal = signal;
+        signal?.addEventListener('abort', () => reject(signal.reason));
+      }),
+  };
+  const { runModelTurn } = createModelActivities({ adapters: { slow }, heartbeatIntervalMs: 20 });
+  const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const running = env.run(runModelTurn, input(3, 'slow'));
+  await new Promise((r) => setTimeout(r, 100));
+  expect(beats.length).toBeGreaterThanOrEqual(2);
+  expect(beats[0]).toEqual({ turn: 3 });
+  env.cancel();
+  const err = await running.catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(CancelledFailure);
+  expect(sawSignal?.aborted).toBe(true);
+  const count = beats.length;
+  await new Promise((r) => setTimeout(r, 60));
+  expect(beats.length).toBe(count); // heartbeat timer stopped
+});

@@ -1,0 +1,271 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isCheckpointError } from '../../../src/checkpoint/errors';
+import { isModelError } from '../../../src/model/errors';
+import {
+  anthropicMessageToTurnResult,
+  loadTranscriptFile,
+  openAiCompletionToTurnResult,
+  parseTranscript,
+  parseTranscriptJson,
+  type ResponseContext,
+} from '../../../src/model/transcript';
+
+const EXAMPLES = join(__dirname, '../../../examples/transcripts');
+const ctx: ResponseContext = { where: 'test response', live: false, details: { transcript: 't', turn: 0 } };
+
+/** Runs `fn` and returns what it threw (fails the test when it does not throw). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
+function anthropic(content: unknown[], stop_reason: string | null): Record<string, unknown> {
+  return { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content, stop_reason, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
+}
+
+function openai(message: Record<string, unknown>, finish_reason: string): Record<string, unknown> {
+  return { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o', choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, logprobs: null, finish_reason }] };
+}
+
+const fnCall = (id: string, name: string, args: string) => ({ id, type: 'function', function: { name, arguments: args } });
+
+describe('example transcripts', () => {
+  test('anthropic-ticket: one create_ticket, then final text', async () => {
+    const t = await loadTranscriptFile(join(EXAMPLES, 'anthropic-ticket.json'));
+    expect(t.id).toBe('anthropic-ticket');
+    expect(t.format).toBe('anthropic-messages');
+    expect(t.turns).toHaveLength(2);
+    const [first, last] = t.turns;
+    expect(first!.stopReason).toBe('tool_use');
+    expect(first!.text).toMatch(/billing ticket/);
+    expect(first!.toolCalls).toHaveLength(1);
+    expect(first!.toolCalls[0]).toMatchObject({ toolName: 'create_ticket', callId: expect.stringMatching(/^toolu_01[A-Za-z0-9]{20,}$/) });
+    expect(Object.keys(first!.toolCalls[0]!.input as object).sort()).toEqual(['body', 'queue', 'title']);
+    expect(last).toEqual({ stopReason: 'end_turn', text: expect.stringMatching(/order 48213/), toolCalls: [] });
+  });
+
+  test('openai-triage: create_ticket + send_email in one turn with JSON-string arguments, then an answer', async () => {
+    const t = await loadTranscriptFile(join(EXAMPLES, 'openai-triage.json'));
+    expect(t.format).toBe('openai-chat-completions');
+    const [first, last] = t.turns;
+    expect(first!.stopReason).toBe('tool_use');
+    expect(first!.text).toBe('');
+    expect(first!.toolCalls.map((c) => c.toolName)).toEqual(['create_ticket', 'send_email']);
+    for (const call of first!.toolCalls) expect(call.callId).toMatch(/^call_[A-Za-z0-9]{20,}$/);
+    expect(first!.toolCalls[0]!.input).toEqual({
+      title: 'Checkout API returns 502 in eu-west',
+      body: expect.stringContaining('HTTP 502'),
+      queue: 'infra',
+    });
+    expect(first!.toolCalls[1]!.input).toMatchObject({ to: 'ops@acme.example', subject: expect.any(String), body: expect.stringContaining('\n') });
+    expect(last!.stopReason).toBe('end_turn');
+    expect(last!.toolCalls).toEqual([]);
+  });
+
+  test('anthropic-batch: three tool_use blocks in one turn, in order', async () => {
+    const t = await loadTranscriptFile(join(EXAMPLES, 'anthropic-batch.json'));
+    const [first, last] = t.turns;
+    expect(first!.stopReason).toBe('tool_use');
+    expect(first!.toolCalls.map((c) => c.toolName)).toEqual(['create_ticket', 'create_ticket', 'send_email']);
+    const titles = first!.toolCalls.slice(0, 2).map((c) => (c.input as { title: string }).title);
+    expect(new Set(titles).size).toBe(2);
+    expect(new Set(first!.toolCalls.map((c) => c.callId)).size).toBe(3);
+    expect(last!.stopReason).toBe('end_turn');
+  });
+
+  test('results are frozen', async () => {
+    const t = await loadTranscriptFile(join(EXAMPLES, 'anthropic-batch.json'));
+    expect(Object.isFrozen(t.turns)).toBe(true);
+    expect(Object.isFrozen(t.turns[0])).toBe(true);
+    expect(Object.isFrozen(t.turns[0]!.toolCalls)).toBe(true);
+  });
+});
+
+describe('Anthropic responses', () => {
+  test('several tool_use blocks, text concatenated, thinking ignored', () => {
+    const r = anthropicMessageToTurnResult(
+      anthropic(
+        [
+          { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+          { type: 'text', text: 'A' },
+          { type: 'text', text: 'B' },
+          { type: 'tool_use', id: 'toolu_01a', name: 'close_ticket', input: { ticketId: 'T-1' } },
+          { type: 'tool_use', id: 'toolu_01b', name: 'close_ticket', input: { ticketId: 'T-2' } },
+        ],
+        'tool_use',
+      ),
+      ctx,
+    );
+    expect(r).toEqual({
+      stopReason: 'tool_use',
+      text: 'AB',
+      toolCalls: [
+        { callId: 'toolu_01a', toolName: 'close_ticket', input: { ticketId: 'T-1' } },
+        { callId: 'toolu_01b', toolName: 'close_ticket', input: { ticketId: 'T-2' } },
+      ],
+    });
+  });
+
+  test.each([
+    ['end_turn', 'end_turn'],
+    ['stop_sequence', 'end_turn'],
+    ['refusal', 'end_turn'],
+    ['max_tokens', 'max_tokens'],
+    ['model_context_window_exceeded', 'max_tokens'],
+  ])('stop_reason %s → %s', (wire, mapped) => {
+    expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx).stopReason).toBe(mapped);
+  });
+
+  test('max_tokens drops a possibly truncated tool_use', () => {
+    const r = anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'send_email', input: {} }], 'max_tokens'), ctx);
+    expect(r).toEqual({ stopReason: 'max_tokens', text: '', toolCalls: [] });
+  });
+
+  test.each<[string, unknown, RegExp]>([
+    ['tool_use without a tool_use block', anthropic([{ type: 'text', text: 'x' }], 'tool_use'), /no tool_use block/],
+    ['end_turn with a tool_use block', anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }], 'end_turn'), /1 tool_use blocks/],
+    ['pause_turn', anthropic([], 'pause_turn'), /unsupported stop_reason "pause_turn"/],
+    ['null stop_reason', anthropic([], null), /unsupported stop_reason null/],
+    ['an unknown block type', anthropic([{ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} }], 'end_turn'), /\$\.content\[0\]/],
+    ['a tool_use without id', anthropic([{ type: 'tool_use', name: 'x', input: {} }], 'tool_use'), /\$\.content\[0\]\.id/],
+    ['a wrong role', { ...anthropic([], 'end_turn'), role: 'user' }, /\$\.role/],
+    ['the OpenAI format', openai({ content: 'hi' }, 'stop'), /not an Anthropic Messages response/],
+    ['a duplicate call id', anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }, { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} }], 'tool_use'), /toolu_01a appears twice/],
+  ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
+    const err = thrown(() => anthropicMessageToTurnResult(raw, ctx));
+    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect((err as Error).message).toMatch(message);
+    expect((err as Error).message).toMatch(/^INVALID_TRANSCRIPT: test response: /);
+  });
+
+  test('a live response uses MODEL_RESPONSE_INVALID', () => {
+    const err = thrown(() => anthropicMessageToTurnResult({ type: 'message' }, { where: 'live', live: true }));
+    expect(isModelError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
+  });
+
+  test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → INVALID_TOOL_INPUT', (_n, input) => {
+    const err = thrown(() => anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01z', name: 'create_ticket', input }], 'tool_use'), ctx));
+    expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
+    expect((err as Error).message).toContain('toolu_01z');
+    expect((err as { details: Record<string, unknown> }).details).toMatchObject({ callId: 'toolu_01z', toolName: 'create_ticket' });
+  });
+});
+
+describe('OpenAI responses', () => {
+  test('JSON-string arguments are parsed; several calls in one turn', () => {
+    const r = openAiCompletionToTurnResult(
+      openai({ tool_calls: [fnCall('call_a', 'close_ticket', '{"ticketId":"T-9"}'), fnCall('call_b', 'send_email', '{"to":"a@b.c","subject":"s","body":"b"}')] }, 'tool_calls'),
+      ctx,
+    );
+    expect(r).toEqual({
+      stopReason: 'tool_use',
+      text: '',
+      toolCalls: [
+        { callId: 'call_a', toolName: 'close_ticket', input: { ticketId: 'T-9' } },
+        { callId: 'call_b', toolName: 'send_email', input: { to: 'a@b.c', subject: 's', body: 'b' } },
+      ],
+    });
+  });
+
+  test('finish_reason stop with tool_calls (forced tool_choice) is still tool_use', () => {
+    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_a', 'close_ticket', '{"ticketId":"T"}')] }, 'stop'), ctx);
+    expect(r.stopReason).toBe('tool_use');
+  });
+
+  test('stop → end_turn with content; refusal text used when there is no content; length → max_tokens', () => {
+    expect(openAiCompletionToTurnResult(openai({ content: 'done' }, 'stop'), ctx)).toEqual({ stopReason: 'end_turn', text: 'done', toolCalls: [] });
+    expect(openAiCompletionToTurnResult(openai({ refusal: 'no' }, 'stop'), ctx).text).toBe('no');
+    expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [] });
+  });
+
+  test('arguments that are not JSON → CheckpointError INVALID_TOOL_INPUT naming the call id', () => {
+    const err = thrown(() => openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_ok', 'close_ticket', '{}'), fnCall('call_Bad1', 'create_ticket', '{"title": "x",')] }, 'tool_calls'), ctx));
+    expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
+    expect((err as Error).message).toMatch(/^INVALID_TOOL_INPUT: test response: tool call call_Bad1 \(create_ticket\) arguments are not valid JSON/);
+    expect((err as { details: Record<string, unknown> }).details).toMatchObject({ callId: 'call_Bad1', toolName: 'create_ticket', transcript: 't', turn: 0 });
+  });
+
+  test('arguments that are JSON but not an object → INVALID_TOOL_INPUT', () => {
+    for (const args of ['[1,2]', '"text"', 'null', '42']) {
+      const err = thrown(() => openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_x', 'close_ticket', args)] }, 'tool_calls'), ctx));
+      expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
+    }
+  });
+
+  test.each<[string, unknown, RegExp]>([
+    ['tool_calls without calls', openai({ content: 'x' }, 'tool_calls'), /no tool_calls/],
+    ['legacy function_call', openai({ function_call: { name: 'x', arguments: '{}' } }, 'function_call'), /function_call/],
+    ['a custom tool call', openai({ tool_calls: [{ id: 'call_c', type: 'custom', custom: { name: 'x', input: 'y' } }] }, 'tool_calls'), /\$\.choices\[0\]\.message\.tool_calls\[0\]/],
+    ['no choices', { ...openai({}, 'stop'), choices: [] }, /\$\.choices/],
+    ['the Anthropic format', anthropic([], 'end_turn'), /not an OpenAI chat\.completion response/],
+    ['arguments as an object, not a string', openai({ tool_calls: [{ id: 'call_o', type: 'function', function: { name: 'x', arguments: { a: 1 } } }] }, 'tool_calls'), /arguments/],
+    ['a duplicate call id', openai({ tool_calls: [fnCall('call_d', 'x', '{}'), fnCall('call_d', 'x', '{}')] }, 'tool_calls'), /call_d appears twice/],
+  ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
+    const err = thrown(() => openAiCompletionToTurnResult(raw, ctx));
+    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe('transcript files', () => {
+  const good = { version: 1, id: 'mini', format: 'openai-chat-completions', responses: [openai({ content: 'hi' }, 'stop')] };
+
+  test('parses a minimal transcript', () => {
+    const t = parseTranscript(good);
+    expect(t).toMatchObject({ id: 'mini', format: 'openai-chat-completions', description: null, source: 'mini' });
+    expect(t.turns).toEqual([{ stopReason: 'end_turn', text: 'hi', toolCalls: [] }]);
+  });
+
+  test.each<[string, unknown, RegExp]>([
+    ['not an object', 42, /malformed/],
+    ['a wrong version', { ...good, version: 2 }, /\$\.version/],
+    ['an unknown format', { ...good, format: 'gemini' }, /\$\.format/],
+    ['an unknown top-level key', { ...good, extra: true }, /extra/],
+    ['no responses', { ...good, responses: [] }, /\$\.responses/],
+    ['a response in the other format', { ...good, format: 'anthropic-messages' }, /\$\.responses\[0\]/],
+  ])('rejects %s', (_name, value, message) => {
+    const err = thrown(() => parseTranscript(value, 'file.json'));
+    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect((err as Error).message).toMatch(message);
+    expect((err as Error).message).toContain('"file.json"');
+  });
+
+  test('a malformed response names the transcript and its index', () => {
+    const value = { ...good, responses: [openai({ content: 'a' }, 'stop'), openai({ content: 'b' }, 'tool_calls')] };
+    const err = thrown(() => parseTranscript(value, 'x.json'));
+    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect((err as Error).message).toContain('transcript "x.json" response 1');
+    expect((err as { details: Record<string, unknown> }).details).toMatchObject({ transcript: 'x.json', turn: 1 });
+  });
+
+  test('a tool-call id reused in a later response is rejected (it would collide in the checkpoint binding)', () => {
+    const value = {
+      ...good,
+      responses: [
+        openai({ tool_calls: [fnCall('call_same', 'close_ticket', '{"ticketId":"1"}')] }, 'tool_calls'),
+        openai({ tool_calls: [fnCall('call_same', 'close_ticket', '{"ticketId":"2"}')] }, 'tool_calls'),
+      ],
+    };
+    const err = thrown(() => parseTranscript(value));
+    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect((err as Error).message).toMatch(/call_same was already used in response 0/);
+  });
+
+  test('text that is not JSON, and a missing file', async () => {
+    expect(isModelError(thrown(() => parseTranscriptJson('{nope', 'bad.json')), 'INVALID_TRANSCRIPT')).toBe(true);
+    await expect(loadTranscriptFile('/nonexistent/transcript.json')).rejects.toMatchObject({ name: 'ModelError', code: 'INVALID_TRANSCRIPT' });
+  });
+
+  test('loadTranscriptFile names the file in errors', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'transcript-'));
+    const path = join(dir, 'broken.json');
+    writeFileSync(path, JSON.stringify({ ...good, responses: [openai({ tool_calls: [fnCall('call_j', 'x', 'not json')] }, 'tool_calls')] }));
+    await expect(loadTranscriptFile(path)).rejects.toMatchObject({ code: 'INVALID_TOOL_INPUT', details: { transcript: path, turn: 0, callId: 'call_j' } });
+  });
+});
