@@ -38,6 +38,9 @@ export interface ParseOptions {
   readonly hmacKeys?: Readonly<Record<string, Uint8Array>>;
 }
 
+/** A seal's MAC: exactly 64 lowercase hex digits (Buffer.from(…, 'hex') would ignore trailing junk or accept upper case). */
+const MAC_PATTERN = /^[0-9a-f]{64}$/;
+
 interface Seal {
   alg: 'HMAC-SHA256';
   keyId: string;
@@ -102,11 +105,34 @@ function assertCanonical(text: string, value: unknown): void {
     throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint: ${error.message}`, { field: '$', reason: error.code }, { cause: error });
   }
   if (canonical === text) return;
+  // JSON.parse keeps only the last of duplicate keys, so a dropped member may nest arbitrarily
+  // deep; bound the text's depth before the (recursive) AST parser sees it.
+  const depth = maxNestingDepth(text);
+  if (depth > RECORD_BOUNDS.maxDepth) {
+    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint nests ${depth} levels, deeper than ${RECORD_BOUNDS.maxDepth}`, { field: '$', reason: 'PAYLOAD_TOO_LARGE', limit: RECORD_BOUNDS.maxDepth, actual: depth });
+  }
   const duplicate = findDuplicateKey(text);
   if (duplicate !== null) {
     throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint has duplicate key ${JSON.stringify(duplicate.key)} at ${duplicate.path}`, { field: duplicate.path, key: duplicate.key, reason: 'duplicate-key' });
   }
   throw new CheckpointError('INVALID_CHECKPOINT', 'stored checkpoint is not in RFC 8785 canonical form (edited or written by another tool)', { field: '$', reason: 'not-canonical' });
+}
+
+/** Deepest nesting of `[`/`{` in syntactically valid JSON text, outside strings (iterative). */
+function maxNestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i += 1; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, (depth += 1));
+    else if (c === 0x5d || c === 0x7d) depth -= 1;
+  }
+  return max;
 }
 
 /** Walks momoa's AST (iteratively) for the first object with a repeated member name. */
@@ -130,18 +156,19 @@ function findDuplicateKey(text: string): { key: string; path: string } | null {
 }
 
 function verifySeal(record: Record<string, unknown>, seal: unknown, options: ParseOptions): void {
-  const keys: Record<string, Uint8Array> = { ...(options.hmacKeys ?? {}) };
-  if (options.hmacKey !== undefined) keys[options.keyId ?? ''] = options.hmacKey;
-  const keyed = Object.keys(keys).length > 0;
+  // A Map, not an object: a stored key id such as "constructor" or "__proto__" must not find Object.prototype members.
+  const keys = new Map<string, Uint8Array>(Object.entries(options.hmacKeys ?? {}));
+  if (options.hmacKey !== undefined) keys.set(options.keyId ?? '', options.hmacKey);
+  const keyed = keys.size > 0;
   if (seal === undefined) {
     if (keyed) throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
     return;
   }
   const s = seal as Partial<Seal>;
-  if (typeof seal !== 'object' || seal === null || s.alg !== 'HMAC-SHA256' || typeof s.keyId !== 'string' || typeof s.mac !== 'string' || Object.keys(seal).length !== 3) {
+  if (typeof seal !== 'object' || seal === null || s.alg !== 'HMAC-SHA256' || typeof s.keyId !== 'string' || typeof s.mac !== 'string' || !MAC_PATTERN.test(s.mac) || Object.keys(seal).length !== 3) {
     throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint has a malformed seal', { field: 'seal', reason: 'malformed' });
   }
-  const key = keys[s.keyId] ?? (options.keyId === undefined ? options.hmacKey : undefined);
+  const key = keys.get(s.keyId) ?? (options.keyId === undefined ? options.hmacKey : undefined);
   if (key === undefined) {
     throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, { field: 'seal.keyId', keyId: s.keyId, reason: 'unknown-key' });
   }

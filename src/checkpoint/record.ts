@@ -136,7 +136,7 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
     const finished = status !== 'executing' && status !== 'uncertain';
     if (finished !== (finishedAt !== null)) throw invalid('execution.finishedAt', `finishedAt must be ${finished ? 'set' : 'null'} when status is ${status}`);
     if ((uncertainAt === null) !== (execution.uncertainReason === null)) throw invalid('execution.uncertainReason', 'uncertainAt and uncertainReason are set together');
-    if (execution.uncertainReason !== null && (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > LIMITS.maxReasonLength)) {
+    if (execution.uncertainReason !== null && (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > LIMITS.maxReasonLength || !execution.uncertainReason.isWellFormed())) {
       throw invalid('execution.uncertainReason', 'uncertainReason must be a bounded string');
     }
     if (status === 'uncertain' && uncertainAt === null) throw invalid('execution.uncertainAt', 'an uncertain record records when it became uncertain');

@@ -68,12 +68,7 @@ export function completeExecution(
   record: CheckpointRecord,
   args: { attemptId: string; at: string; result: unknown; maxPayloadBytes?: number },
 ): TransitionResult {
-  validateCheckpoint(record);
-  assertIdentifier(args?.attemptId, 'attemptId');
-  if (record.execution !== null && record.execution.attemptId !== args.attemptId) {
-    throw fenceConflict(record, 'attemptId', args.attemptId, 'completeExecution');
-  }
-  const at = begin(record, args, 'completeExecution', ['executing', 'uncertain']);
+  const at = begin(record, args, 'completeExecution', ['executing', 'uncertain'], { field: 'attemptId', fence: args?.attemptId });
   const limit = resolveMaxPayloadBytes(args.maxPayloadBytes);
   const text = canonicalJson(args.result, 'result');
   const bytes = utf8ByteLength(text);
@@ -99,10 +94,11 @@ export function completeExecution(
  * @param args.attemptId must be the owning fence.
  * @param args.reason why the outcome is unknown; at most 2,048 characters.
  * @returns action `reconcile-execution`.
- * @throws {@link CheckpointError} FENCE_CONFLICT, INVALID_TRANSITION, INVALID_ARGUMENT.
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another attempt holds the fence, whatever the
+ *   status; INVALID_TRANSITION from any status but `executing`; INVALID_ARGUMENT.
  */
 export function markExecutionUncertain(record: CheckpointRecord, args: { attemptId: string; at: string; reason: string }): TransitionResult {
-  const at = begin(record, args, 'markExecutionUncertain', ['executing']);
+  const at = begin(record, args, 'markExecutionUncertain', ['executing'], { field: 'attemptId', fence: args?.attemptId });
   assertFence(record, 'attemptId', args.attemptId, 'markExecutionUncertain');
   assertReason(args.reason, 'reason');
   return finish(record, at, 'reconcile-execution', {
@@ -131,10 +127,11 @@ export function claimDelivery(record: CheckpointRecord, args: { deliveryId: stri
  * delivery may be claimed. The stored result is unchanged.
  *
  * @returns action `deliver`.
- * @throws {@link CheckpointError} FENCE_CONFLICT for another delivery's fence; INVALID_TRANSITION; INVALID_ARGUMENT.
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another delivery holds the fence, whatever the
+ *   status; INVALID_TRANSITION from any status but `delivering`; INVALID_ARGUMENT.
  */
 export function releaseDelivery(record: CheckpointRecord, args: { deliveryId: string; at: string }): TransitionResult {
-  const at = begin(record, args, 'releaseDelivery', ['delivering']);
+  const at = begin(record, args, 'releaseDelivery', ['delivering'], { field: 'deliveryId', fence: args?.deliveryId });
   assertFence(record, 'deliveryId', args.deliveryId, 'releaseDelivery');
   return finish(record, at, 'deliver', { status: 'completed', delivery: { ...record.delivery!, releasedAt: at } });
 }
@@ -143,17 +140,34 @@ export function releaseDelivery(record: CheckpointRecord, args: { deliveryId: st
  * delivering → delivered: the delivery under `deliveryId` was recorded.
  *
  * @returns action `none`.
- * @throws {@link CheckpointError} FENCE_CONFLICT for another delivery's fence; INVALID_TRANSITION; INVALID_ARGUMENT.
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another delivery holds the fence, whatever the
+ *   status; INVALID_TRANSITION from any status but `delivering`; INVALID_ARGUMENT.
  */
 export function completeDelivery(record: CheckpointRecord, args: { deliveryId: string; at: string }): TransitionResult {
-  const at = begin(record, args, 'completeDelivery', ['delivering']);
+  const at = begin(record, args, 'completeDelivery', ['delivering'], { field: 'deliveryId', fence: args?.deliveryId });
   assertFence(record, 'deliveryId', args.deliveryId, 'completeDelivery');
   return finish(record, at, 'none', { status: 'delivered', delivery: { ...record.delivery!, deliveredAt: at } });
 }
 
-/** Validates the record, guards the status and checks `at`; returns `at`. */
-function begin(record: CheckpointRecord, args: { at: string } | undefined, transition: string, from: readonly Status[]): string {
+/**
+ * Validates the record, checks the presented fence (if any), guards the status and checks
+ * `at`; returns `at`. Fence before status: once a fence of that kind is held, any other fence
+ * is told FENCE_CONFLICT whatever the status, so a stale attempt or delivery learns that it
+ * lost the claim also after the record moved on (SPEC §5 "a stale worker finishing after takeover").
+ */
+function begin(
+  record: CheckpointRecord,
+  args: { at: string } | undefined,
+  transition: string,
+  from: readonly Status[],
+  presented?: { field: 'attemptId' | 'deliveryId'; fence: unknown },
+): string {
   validateCheckpoint(record);
+  if (presented !== undefined) {
+    assertIdentifier(presented.fence, presented.field);
+    const held = presented.field === 'attemptId' ? record.execution?.attemptId : record.delivery?.deliveryId;
+    if (held !== undefined && held !== presented.fence) throw fenceConflict(record, presented.field, presented.fence, transition);
+  }
   if (!from.includes(record.status)) {
     throw new CheckpointError('INVALID_TRANSITION', `${transition} is not allowed from status ${record.status} (only from ${from.join(' or ')})`, {
       transition,
@@ -191,19 +205,37 @@ function fenceConflict(record: CheckpointRecord, field: 'attemptId' | 'deliveryI
 
 /**
  * Builds the frozen next record. Nested objects are copied, never shared with (or frozen in)
- * the caller's record; the payload is shared as it is (it is frozen when first stored).
+ * the caller's record; the payload is shared only when it is already deeply frozen (as every
+ * record this module or `parseCheckpoint` made), otherwise a frozen copy is stored.
  */
 function finish(record: CheckpointRecord, at: string, action: Action, changes: Partial<CheckpointRecord>): TransitionResult {
   const merged = { ...record, ...changes };
   const copy = <T extends object>(value: T | null): T | null => (value === null ? null : Object.freeze({ ...value }));
+  const result = merged.result === null ? null : Object.freeze({ payload: frozenPayload(merged.result.payload) });
   const next: CheckpointRecord = Object.freeze({
     ...merged,
     binding: copy(merged.binding)!,
     execution: copy(merged.execution),
-    result: copy(merged.result),
+    result,
     delivery: copy(merged.delivery),
     revision: record.revision + 1,
     updatedAt: at,
   });
   return { action, expectedRevision: record.revision, next };
+}
+
+/**
+ * `payload` itself when every object in it is frozen, else a deeply frozen copy, so a record
+ * read with plain `JSON.parse` never shares a mutable payload with the frozen `next`. The
+ * payload was validated as bounded JSON by `validateCheckpoint`, so the JSON round trip is exact.
+ */
+function frozenPayload(payload: JsonValue): JsonValue {
+  const stack: unknown[] = [payload];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (!Object.isFrozen(v)) return deepFreeze(JSON.parse(JSON.stringify(payload)) as JsonValue);
+    for (const child of Object.values(v)) stack.push(child);
+  }
+  return payload;
 }
