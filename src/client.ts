@@ -4,6 +4,7 @@
  */
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { readTlsFiles, type Config } from './config';
+import { parseTranscript } from './model/transcript';
 import type { agentWorkflow } from './workflows';
 import type { AgentWorkflowInput } from './workflows/types';
 
@@ -35,16 +36,21 @@ export async function startAgentRun(client: Client, config: Config, input: Agent
 }
 
 /**
- * Default run input for a transcript-driven (scripted) run, with activity options taken from
- * the configuration.
+ * Default run input for a transcript-driven (scripted) run: the transcript is validated here
+ * and sent inline, the tools are those the transcript calls, activity options come from the
+ * configuration.
+ *
+ * @throws ModelError INVALID_TRANSCRIPT for a malformed transcript.
  */
 export function scriptedRunInput(config: Config, transcript: unknown, overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
+  const parsed = parseTranscript(transcript, 'transcript');
+  const tools = [...new Set(parsed.turns.flatMap((turn) => turn.toolCalls.map((call) => call.toolName)))];
   return {
     tenant: 'demo',
     model: 'scripted',
     modelOptions: { transcript: transcript as never },
     prompt: 'Handle the request in the transcript.',
-    tools: ['create_ticket', 'close_ticket', 'send_email'],
+    tools,
     budget: { maxTurns: 8, maxToolCalls: 16, deadlineMs: 10 * 60_000 },
     activityOptions: {
       startToCloseTimeoutMs: config.timeouts.toolStartToCloseMs,

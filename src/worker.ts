@@ -45,7 +45,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      identity: options.identity,
+      ...(options.identity ? { identity: options.identity } : {}),
       workflowsPath: require.resolve('./workflows'),
       activities: {
         ...createToolActivities({
