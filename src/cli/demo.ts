@@ -1,5 +1,5 @@
 /**
- * `demo`: the main job (see src/demo/main-job.ts). Exits 1 if any effect was applied twice.
+ * `demo`: the main job (see src/demo/main-job.ts). Exits 1 if any effect was applied twice or a delivered result differs from the provider's.
  */
 import type { Command } from 'commander';
 import { runMainJob } from '../demo/main-job';
@@ -11,6 +11,6 @@ export function registerDemo(program: Command): void {
     .option('--work-dir <dir>', 'folder for the databases (default: a new folder under .data/)')
     .action(async (opts: { workDir?: string }) => {
       const reports = await runMainJob({ workDir: opts.workDir });
-      if (reports.some((r) => r.duplicates > 0)) process.exitCode = 1;
+      if (reports.some((r) => r.duplicates > 0 || r.wrongResults > 0)) process.exitCode = 1;
     });
 }

@@ -25,6 +25,8 @@ export interface RunReport {
   readonly toolCalls: number;
   readonly effectsApplied: number;
   readonly duplicates: number;
+  /** Delivered results that differ from what the provider applied (ticket id or message id). */
+  readonly wrongResults: number;
   readonly recoveredFromStore: number;
   readonly recoveredByLookup: number;
   readonly pausedAsUnknown: number;
@@ -121,37 +123,44 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
 
     const effects = await provider.client.effects();
     const emails = await provider.client.listEmails();
-    const reports = runs.map(({ id, handle }) => {
+    const reports: RunReport[] = [];
+    for (const { id, handle } of runs) {
       const result = results.get(handle.workflowId)!;
       let applied = 0;
       let duplicates = 0;
+      let wrongResults = 0;
       for (const call of result.calls) {
         let count = 0;
-        if (call.toolName === 'create_ticket' && call.idempotencyKey) count = effects.byIdempotencyKey[call.idempotencyKey] ?? 0;
-        else if (call.toolName === 'send_email') {
-          const receipt = call.receipt as { messageId?: string } | null;
-          const sent = emails.find((e) => e.messageId === receipt?.messageId);
+        const output = call.outcome?.ok ? (call.outcome.output as { ticketId?: string; messageId?: string }) : null;
+        if (call.toolName === 'create_ticket' && call.idempotencyKey) {
+          count = effects.byIdempotencyKey[call.idempotencyKey] ?? 0;
+          const ticket = await provider.client.findTicketByKey(call.idempotencyKey);
+          if (ticket?.ticketId !== output?.ticketId) wrongResults += 1;
+        } else if (call.toolName === 'send_email') {
+          const sent = emails.find((e) => e.messageId === output?.messageId);
+          if (sent === undefined) wrongResults += 1;
           count = sent ? emails.filter((e) => e.to === sent.to && e.subject === sent.subject && e.body === sent.body).length : 0;
         } else if (call.status === 'completed') count = 1;
         applied += Math.min(count, 1);
         duplicates += Math.max(count - 1, 0);
       }
-      return {
+      reports.push({
         workflowId: handle.workflowId,
         transcript: id,
         status: result.status,
         toolCalls: result.calls.length,
         effectsApplied: applied,
         duplicates,
+        wrongResults,
         recoveredFromStore: result.calls.filter((c) => c.source === 'store').length,
         recoveredByLookup: result.calls.filter((c) => c.source === 'lookup' || c.source === 'same-key-repeat').length,
         pausedAsUnknown: result.calls.filter((c) => c.status.startsWith('resolved-') || c.status === 'abandoned').length,
-      };
-    });
+      });
+    }
     log('');
     printTable(
-      ['run', 'status', 'tool calls', 'effects applied', 'duplicates', 'recovered from store', 'recovered by lookup/key', 'paused as unknown'],
-      reports.map((r) => [r.transcript, r.status, r.toolCalls, r.effectsApplied, r.duplicates, r.recoveredFromStore, r.recoveredByLookup, r.pausedAsUnknown]),
+      ['run', 'status', 'tool calls', 'effects applied', 'duplicates', 'wrong results', 'recovered from store', 'recovered by lookup/key', 'paused as unknown'],
+      reports.map((r) => [r.transcript, r.status, r.toolCalls, r.effectsApplied, r.duplicates, r.wrongResults, r.recoveredFromStore, r.recoveredByLookup, r.pausedAsUnknown]),
       log,
     );
     log('');
