@@ -53,3 +53,17 @@ export type { SqliteStoreStats } from './stores/sqlite-store';
 export { PostgresCheckpointStore, DEFAULT_POSTGRES_POOL_SIZE, DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS } from './stores/postgres-store';
 export { ENCRYPTION_KEY_BYTES, PAYLOAD_ENCRYPTION_ALGORITHM, isEncryptedPayload } from './stores/payload-cipher';
 export type { EncryptedPayload, PayloadEncryptionOptions } from './stores/payload-cipher';
+
+// Temporal integration (SPEC §4): activities, worker and client entry points, configuration.
+export { createToolActivities, defineTool, ToolError, toApplicationFailure } from './activities';
+export type { LookupResult, ToolActivities, ToolActivitiesOptions, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities';
+export type { FencedToolInput, FencedToolResult, ToolOutcome, ResultSource } from './activities/contract';
+export { createModelActivities } from './activities/model-turn';
+export { createAgentWorker } from './worker';
+export type { AgentWorker, AgentWorkerOptions } from './worker';
+export { connectClient, scriptedRunInput, startAgentRun } from './client';
+export { defineConfig, loadConfig, resolveConfig } from './config';
+export type { Config, ConfigInput } from './config';
+export type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from './workflows/types';
+/** Absolute path for `Worker.create({ workflowsPath })`. */
+export const workflowsPath = require.resolve('./workflows');
