@@ -4,27 +4,62 @@
  *   every crash window recovers without a duplicate;
  * - `close_ticket`: idempotent by nature (closing twice changes nothing), so it may repeat;
  * - `send_email`: no idempotency support and no lookup, so an unknown outcome pauses the run.
+ *
+ * Provider failures are classified once, by {@link classifyProviderError}, into the error
+ * classes of the retry policy (`TOOL_ERROR_CLASSES`): the stored error result's `error.type`
+ * names the class (PERMISSION_DENIED, IDEMPOTENCY_CONFLICT, …).
  */
 import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../src/activities';
-import { ProviderClient } from './provider/client';
+import { classifyHttpFailure, defineTool, ToolError, type ToolDefinition } from '../src/activities';
+import { isProviderError, ProviderClient } from './provider/client';
+
+/** Options of {@link createDemoTools}. */
+export interface DemoToolsOptions {
+  /** The `fetch` the provider client uses (tests record requests with it). @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+  /** Declare `create_ticket` and `send_email` with `dedupeByIntent` (a re-planned identical call is answered from the first call's checkpoint). @default false */
+  readonly dedupeByIntent?: boolean;
+}
+
+/**
+ * Turns a provider error into a {@link ToolError} whose `kind` drives the fenced activity and
+ * whose `type` names the error class (see `classifyHttpFailure`); an unknown outcome keeps its
+ * kind (never "failed, safe to resend"). Any other error passes through unchanged.
+ */
+export function classifyProviderError(error: unknown): unknown {
+  if (!isProviderError(error)) return error;
+  const { kind, type } = classifyHttpFailure({ status: error.status, problemType: error.problem?.type, sent: error.sent });
+  // The client's own verdict that the request may have been applied always wins.
+  if (error.kind === 'unknown-outcome' || kind === 'unknown-outcome') return new ToolError('unknown-outcome', error.message, undefined, 'OUTCOME_UNKNOWN');
+  return new ToolError(kind, error.message, 'retryAfterMs' in error ? (error.retryAfterMs as number | undefined) : undefined, type);
+}
+
+async function classified<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw classifyProviderError(error);
+  }
+}
 
 /** Builds the demo tools against the provider at `providerUrl` (e.g. `http://127.0.0.1:4100`). */
-export function createDemoTools(providerUrl: string): ToolDefinition<any>[] {
-  const provider = new ProviderClient({ baseUrl: providerUrl, timeoutMs: 5_000 });
+export function createDemoTools(providerUrl: string, options: DemoToolsOptions = {}): ToolDefinition<any>[] {
+  const provider = new ProviderClient({ baseUrl: providerUrl, timeoutMs: 5_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const dedupeByIntent = options.dedupeByIntent ?? false;
   const createTicket = defineTool({
     name: 'create_ticket',
     revision: 'v1',
     description: 'Open a ticket in a queue.',
     input: z.object({ title: z.string().min(1).max(200), body: z.string().min(1).max(5_000), queue: z.string().min(1).max(64) }).strict(),
     dedupesByKey: true,
+    dedupeByIntent,
     target: (input) => input.queue,
     async execute(input, ctx) {
-      const r = await provider.createTicket(input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal });
+      const r = await classified(() => provider.createTicket(input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal }));
       return { output: { ticketId: r.ticketId }, receipt: { ticketId: r.ticketId, receipt: r.receipt, createdAt: r.createdAt } };
     },
     async lookup(ctx) {
-      const r = await provider.findTicketByKey(ctx.idempotencyKey, { signal: ctx.signal });
+      const r = await classified(() => provider.findTicketByKey(ctx.idempotencyKey, { signal: ctx.signal }));
       return r === null ? { found: false } : { found: true, output: { ticketId: r.ticketId }, receipt: { ticketId: r.ticketId, receipt: r.receipt, createdAt: r.createdAt } };
     },
   });
@@ -35,7 +70,7 @@ export function createDemoTools(providerUrl: string): ToolDefinition<any>[] {
     input: z.object({ ticketId: z.string().min(1).max(64) }).strict(),
     dedupesByKey: true, // closing is idempotent by nature: a repeat changes nothing
     async execute(input, ctx) {
-      const r = await provider.closeTicket(input.ticketId, { signal: ctx.signal });
+      const r = await classified(() => provider.closeTicket(input.ticketId, { signal: ctx.signal }));
       return { output: { ticketId: r.ticketId, status: r.status }, receipt: { closedAt: r.closedAt, changed: r.changed } };
     },
   });
@@ -44,9 +79,10 @@ export function createDemoTools(providerUrl: string): ToolDefinition<any>[] {
     revision: 'v1',
     description: 'Send an email (the provider has no idempotency support).',
     input: z.object({ to: z.string().email(), subject: z.string().min(1).max(200), body: z.string().min(1).max(10_000) }).strict(),
+    dedupeByIntent,
     target: (input) => input.to,
     async execute(input, ctx) {
-      const r = await provider.sendEmail(input, { signal: ctx.signal });
+      const r = await classified(() => provider.sendEmail(input, { signal: ctx.signal }));
       return { output: { messageId: r.messageId }, receipt: { messageId: r.messageId, sentAt: r.sentAt } };
     },
   });

@@ -13,6 +13,19 @@ export interface FencedToolInput {
   readonly toolName: string;
   /** The tool's arguments as the model gave them; validated against the tool's schema first. */
   readonly input: JsonValue;
+  /**
+   * The intent digest a person approved (from `describeToolCall`), for a call that needed
+   * approval. `runFencedTool` refuses with APPROVAL_MISMATCH, before any checkpoint write, when
+   * the digest it computes for the call differs. Absent: no approval is checked.
+   */
+  readonly expectedIntentDigest?: string;
+  /**
+   * Only for tools declared with `dedupeByIntent`: which generation of the intent this call
+   * belongs to. Calls of one run with the same intent and generation share one checkpoint.
+   * 0 for the model's calls; n for the n-th rerun after a person proved the effect absent (so a
+   * rerun never reopens the old checkpoint). @default 0
+   */
+  readonly intentGeneration?: number;
 }
 
 /** How the activity obtained the result it returns. */

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
+import type { ToolErrorClass } from './error-classes';
 
 /** What a tool's `execute` and `lookup` receive besides the input. */
 export interface ToolContext {
@@ -42,6 +43,13 @@ export type LookupResult = ({ readonly found: true } & ToolSuccess) | { readonly
  */
 export type ToolErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
 
+/** The error class stored for a {@link ToolError} that names none (see `TOOL_ERROR_CLASSES`). */
+const DEFAULT_CLASS_OF_KIND: Readonly<Record<ToolErrorKind, ToolErrorClass>> = {
+  transient: 'TRANSIENT_EXHAUSTED',
+  rejected: 'BUSINESS_REJECTION',
+  'unknown-outcome': 'OUTCOME_UNKNOWN',
+};
+
 /** An error a tool may throw to classify a failure; any error with a `kind` field works the same. */
 export class ToolError extends Error {
   override readonly name = 'ToolError';
@@ -50,8 +58,8 @@ export class ToolError extends Error {
     message: string,
     /** Provider's Retry-After in ms, honoured as the next retry delay. */
     readonly retryAfterMs?: number,
-    /** A short type for the error result the model sees, e.g. `VALIDATION_FAILED`. */
-    readonly type: string = kind.toUpperCase().replace('-', '_'),
+    /** A short type for the error result the model sees: one of `TOOL_ERROR_CLASSES` (`./error-classes`), e.g. `PERMISSION_DENIED`. */
+    readonly type: string = DEFAULT_CLASS_OF_KIND[kind],
   ) {
     super(message);
   }
@@ -71,6 +79,15 @@ export interface ToolDefinition<I = unknown> {
   lookup?(ctx: ToolContext): Promise<LookupResult>;
   /** True when the provider deduplicates by idempotency key, so repeating with the same key is safe. */
   readonly dedupesByKey?: boolean;
+  /**
+   * True when a call that repeats an earlier call's intent within the same run (same tool,
+   * revision, canonical arguments and target, under a new tool-call id) must be answered from the
+   * earlier call's checkpoint instead of applying the effect again. The checkpoint (and the
+   * idempotency key) of such a tool is keyed by the intent digest instead of the tool-call id.
+   * @default false
+   * @see FencedToolInput.intentGeneration
+   */
+  readonly dedupeByIntent?: boolean;
   /** What the effect acts on, for the intent digest (e.g. the mailbox or queue). @default null */
   target?(input: Readonly<I>): JsonValue;
   /** Deadline for one call including in-attempt transient retries, ms. @default 30,000 */
@@ -89,6 +106,7 @@ export function defineTool<I>(tool: ToolDefinition<I>): ToolDefinition<I> {
     throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: input must be a zod schema`, { field: 'input' });
   }
   if (typeof tool.execute !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: execute must be a function`, { field: 'execute' });
+  if (tool.dedupeByIntent !== undefined && typeof tool.dedupeByIntent !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupeByIntent must be a boolean`, { field: 'dedupeByIntent' });
   if (tool.lookup !== undefined && typeof tool.lookup !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: lookup must be a function`, { field: 'lookup' });
   if (tool.callDeadlineMs !== undefined && !(Number.isInteger(tool.callDeadlineMs) && tool.callDeadlineMs > 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: callDeadlineMs must be a positive integer`, { field: 'callDeadlineMs' });

@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { backOff } from 'exponential-backoff';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { decideCheckpoint } from '../checkpoint/decide';
 import { fingerprintInput, idempotencyKey, intentDigest } from '../checkpoint/digest';
@@ -24,6 +23,7 @@ import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolInput, FencedToolResult, ResultSource, ToolOutcome } from './contract';
 import { crashPoint } from './crash-points';
 import { toolErrorKind, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
+import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
 
 /** Dependencies of the fenced tool activity. */
 export interface FencedToolDeps {
@@ -80,9 +80,12 @@ export function prepareCall(deps: FencedToolDeps, input: FencedToolInput, contex
   }
   const args = deepFreeze(structuredClone(parsed.data));
   const namespace = `${context.namespace}/${input.tenant}`;
+  const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
+  // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
+  const keyCallId = tool.dedupeByIntent ? intentCallId(digest, input.intentGeneration) : input.callId;
   const binding: Binding = {
     namespace,
-    callId: `${context.workflowId}/${input.callId}`,
+    callId: `${context.workflowId}/${keyCallId}`,
     toolName: tool.name,
     toolRevision: tool.revision,
     inputFingerprint: fingerprintInput(args),
@@ -93,12 +96,26 @@ export function prepareCall(deps: FencedToolDeps, input: FencedToolInput, contex
     input,
     args,
     binding,
-    idempotencyKey: idempotencyKey({ namespace, workflowId: context.workflowId, callId: input.callId, toolName: tool.name, toolRevision: tool.revision }),
-    intentDigest: intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null }),
+    idempotencyKey: idempotencyKey({ namespace, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }),
+    intentDigest: digest,
     workflowId: context.workflowId,
     attemptId: `attempt-${context.attempt}-${fence}`,
     deliveryId: `delivery-${context.attempt}-${fence}`,
   };
+}
+
+/**
+ * The call id under which a `dedupeByIntent` tool's call is checkpointed and keyed:
+ * `intent-<hex of the intent digest>`, plus `~gen<n>` for generation n > 0.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative integer.
+ */
+function intentCallId(digest: string, generation: number | undefined = 0): string {
+  if (!Number.isSafeInteger(generation) || generation < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `intentGeneration must be a non-negative integer, got ${JSON.stringify(generation)}`, { field: 'intentGeneration' });
+  }
+  const hex = digest.slice(digest.indexOf(':') + 1);
+  return generation === 0 ? `intent-${hex}` : `intent-${hex}~gen${generation}`;
 }
 
 /**
@@ -205,7 +222,7 @@ class Attempt {
       if (!(await this.cas(mark))) return REREAD;
       if (this.call.tool.lookup === undefined && !this.call.tool.dedupesByKey) throw this.outcomeUnknown(outcome.reason);
       // The next attempt reconciles by lookup or by repeating with the same key.
-      throw new CheckpointError('TOOL_TRANSIENT', `${this.call.tool.name} call ${this.call.input.callId}: outcome unknown (${outcome.reason}); the next attempt reconciles`, { callId: this.call.input.callId });
+      throw new CheckpointError('RECONCILE_PENDING', `${this.call.tool.name} call ${this.call.input.callId}: outcome unknown (${outcome.reason}); the next attempt reconciles`, { callId: this.call.input.callId });
     }
     return this.store(claimed, outcome.value, source);
   }
@@ -235,24 +252,14 @@ class Attempt {
   /** Calls `execute` with heartbeats, retrying transient failures with full-jitter backoff and Retry-After, within the call deadline. */
   private async invoke(): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
     const { tool } = this.call;
-    const retry = this.deps.transientRetry ?? { initialIntervalMs: 200, maximumIntervalMs: 5_000, maximumAttempts: 5 };
-    const deadline = Date.now() + (tool.callDeadlineMs ?? 30_000);
+    const deadlineAt = Date.now() + (tool.callDeadlineMs ?? 30_000);
     try {
       const value: ToolSuccess = await this.heartbeating(() =>
-        backOff(() => tool.execute(this.call.args as never, this.context()), {
-          jitter: 'full',
-          startingDelay: retry.initialIntervalMs,
-          maxDelay: retry.maximumIntervalMs,
-          numOfAttempts: retry.maximumAttempts,
-          retry: async (error: unknown) => {
-            if (toolErrorKind(error) !== 'transient' || Date.now() >= deadline) return false;
-            const retryAfterMs = (error as { retryAfterMs?: number }).retryAfterMs;
-            if (typeof retryAfterMs === 'number' && retryAfterMs > 0) {
-              if (Date.now() + retryAfterMs >= deadline) return false;
-              await new Promise((resolve) => setTimeout(resolve, retryAfterMs));
-            }
-            return true;
-          },
+        retryTransient(() => tool.execute(this.call.args as never, this.context()), {
+          policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
+          deadlineAt,
+          isTransient: (error) => toolErrorKind(error) === 'transient',
+          signal: Context.current().cancellationSignal,
         }),
       );
       return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
@@ -263,7 +270,7 @@ class Attempt {
       const type = (error as { type?: unknown }).type;
       return {
         kind: 'done',
-        value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'REJECTED', message } },
+        value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } },
       };
     }
   }

@@ -56,7 +56,9 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   return {
     async runFencedTool(input) {
       try {
-        return await settleCall(deps, prepare(input));
+        const call = prepare(input);
+        await assertApprovedIntent(deps, call, Context.current().info.attempt);
+        return await settleCall(deps, call);
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -77,6 +79,37 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       }
     },
   };
+}
+
+/**
+ * Approval bound to intent, end to end (issue 6): when the workflow passes the intent digest a
+ * person approved, the call runs only if this worker computes the same digest. Checked before
+ * any checkpoint write.
+ *
+ * @param attempt the activity attempt (1 for the first).
+ * @throws {@link CheckpointError} APPROVAL_MISMATCH when the digests differ on the first attempt
+ *   and the call has no checkpoint (nothing was written or run); OUTCOME_UNKNOWN when they
+ *   differ on a later attempt or a checkpoint exists: an earlier attempt may have run the
+ *   approved intent (the store key covers the revision, so a redeployed tool cannot see its
+ *   checkpoint); a person decides; nothing is written.
+ */
+async function assertApprovedIntent(deps: FencedToolDeps, call: PreparedCall, attempt: number): Promise<void> {
+  const expected = call.input.expectedIntentDigest;
+  if (expected === undefined || expected === call.intentDigest) return;
+  const details = { callId: call.input.callId, toolName: call.tool.name, toolRevision: call.tool.revision, expectedIntentDigest: String(expected), intentDigest: call.intentDigest };
+  const existing = await deps.store.get(call.binding);
+  if (existing === null && attempt === 1) {
+    throw new CheckpointError(
+      'APPROVAL_MISMATCH',
+      `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, but this worker (tool revision ${call.tool.revision}) computes ${call.intentDigest}; nothing was written or run`,
+      details,
+    );
+  }
+  throw new CheckpointError(
+    'OUTCOME_UNKNOWN',
+    `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, this worker computes ${call.intentDigest}, and ${existing === null ? `this is attempt ${attempt}, so an earlier attempt may have run the approved intent` : `an earlier attempt already left a ${existing.status} checkpoint`}; not running it; the run waits for a person`,
+    { ...details, attempt, status: existing?.status ?? null },
+  );
 }
 
 /**
@@ -117,3 +150,7 @@ async function resolveCall(deps: FencedToolDeps, call: PreparedCall, input: Reso
 export { defineTool, ToolError } from './define-tool';
 export type { LookupResult, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './define-tool';
 export { toApplicationFailure } from './failures';
+export { classifyHttpFailure, TOOL_ERROR_CLASSES } from './error-classes';
+export type { HttpFailureClass, ToolErrorClass } from './error-classes';
+export { DEFAULT_TRANSIENT_RETRY, nextRetryDelayMs, retryTransient } from './transient-retry';
+export type { TransientRetryPolicy } from './transient-retry';

@@ -41,6 +41,19 @@ export const CHECKPOINT_ERROR_CODES = {
   TOOL_TRANSIENT: { retryable: true },
   /** The provider refused the call for good (validation, permission, business rule, key reused with another body). */
   TOOL_REJECTED: { retryable: false },
+  /**
+   * The intent digest a person approved differs from the one this worker computes for the call
+   * (the tool's revision, arguments or target changed between approval and execution). Raised
+   * before any checkpoint write; nothing ran.
+   */
+  APPROVAL_MISMATCH: { retryable: false },
+  /**
+   * A tool call's outcome is unknown (the request may have been sent), the checkpoint is marked
+   * uncertain, and the tool can reconcile (`lookup` or a provider that deduplicates by key): the
+   * next attempt reconciles under the same idempotency key. Never "failed, safe to resend": if
+   * the retries run out, the run pauses for a person like OUTCOME_UNKNOWN.
+   */
+  RECONCILE_PENDING: { retryable: true },
 } as const;
 
 /** A stable error code. */

@@ -21,6 +21,7 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { FencedToolInput, ToolOutcome } from '../activities/contract';
+import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ModelTurnResult } from '../model/types';
 import type { ToolActivities } from './activity-types';
@@ -35,7 +36,7 @@ import {
   runStatusQuery,
   type MessageErrorType,
 } from './messages';
-import { iso, RunState, type CallState, type RunStop } from './run-state';
+import { iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
 import type {
   AgentWorkflowInput,
   AgentWorkflowResult,
@@ -256,7 +257,10 @@ class AgentRun {
         call.toolRevision = result.toolRevision;
         call.intentDigest = result.intentDigest;
         call.idempotencyKey = result.idempotencyKey;
-        this.completeCall(call, 'completed', result.outcome);
+        // A dedupeByIntent tool answers a re-planned intent from the earlier call's checkpoint.
+        const earlier = result.source === 'store' ? this.state.earlierWithIntent(call, result.intentDigest) : undefined;
+        const note = earlier ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again` : null;
+        this.completeCall(call, 'completed', result.outcome, note);
         return null;
       }
       case 'cancelled':
@@ -343,8 +347,20 @@ class AgentRun {
 
   // ---- calls -------------------------------------------------------------------------------
 
+  /**
+   * The activity input of a call: with the approved intent digest for a call a person approved
+   * (the worker refuses to run another intent: APPROVAL_MISMATCH), and the intent generation
+   * for a rerun after `absent` (a `dedupeByIntent` tool must not reopen the old checkpoint).
+   */
   private toolInput(call: CallState): FencedToolInput {
-    return { tenant: this.input.tenant, callId: call.callId, toolName: call.toolName, input: call.input };
+    return {
+      tenant: this.input.tenant,
+      callId: call.callId,
+      toolName: call.toolName,
+      input: call.input,
+      ...(call.approvedIntentDigest !== null ? { expectedIntentDigest: call.approvedIntentDigest } : {}),
+      ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
+    };
   }
 
   private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: ToolOutcome, reason: string | null = null): void {
@@ -365,6 +381,7 @@ class AgentRun {
 
   private rejectCall(call: CallState, reason: string): void {
     call.status = 'rejected';
+    call.errorType = USER_REJECTION;
     call.reason = reason;
     this.appendToolMessage(call, { rejected: true, reason }, true);
   }
@@ -428,10 +445,12 @@ class AgentRun {
   private finish(stop: RunStop): AgentWorkflowResult {
     this.state.stop(stop);
     if (this.resolution !== null) this.fail(this.resolution, MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run stopped (${stop.because}) before the resolution was applied`);
+    const calls = this.state.finalCalls();
     return {
       status: stop.status,
       finalText: this.finalText,
-      calls: this.state.finalCalls(),
+      calls,
+      summary: summarizeCalls(calls),
       turns: this.state.turns,
       stoppedBecause: stop.because,
       reason: stop.reason,
@@ -489,6 +508,7 @@ class AgentRun {
     approval.decidedAt = now;
     approval.reason = reason;
     call.status = decision === 'approved' ? 'approved' : 'rejected';
+    if (decision === 'approved') call.approvedIntentDigest = call.intentDigest;
     if (decision === 'rejected') call.reason = `REJECTED: a person rejected the call: ${reason ?? ''}`;
     return { callId, decision, decidedAt: iso(now), approvalExpiresAt: iso(approval.expiresAt!) };
   }
@@ -555,6 +575,9 @@ class AgentRun {
     if (this.resolution === pending) this.resolution = null;
   }
 }
+
+/** The error class of a call a person rejected or whose approval expired (see `TOOL_ERROR_CLASSES`). */
+const USER_REJECTION: ToolErrorClass = 'USER_REJECTION';
 
 /** Refuses an update (in a validator) or fails it (in a handler) with a typed ApplicationFailure. */
 function refuse(type: MessageErrorType | string, message: string): never {

@@ -22,6 +22,7 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'INVALID_ARGUMENT',
   'TOOL_TRANSIENT',
   'STORE_UNAVAILABLE',
+  'APPROVAL_MISMATCH',
 ];
 
 /**

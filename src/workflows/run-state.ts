@@ -11,6 +11,7 @@ import type { ToolCallRequest } from '../model/types';
 import type {
   AgentBudget,
   CallReport,
+  CallSummary,
   CallSource,
   CallStatus,
   FinalCallStatus,
@@ -54,6 +55,8 @@ export interface CallState {
   /** A refusal known before the call's turn in the loop (duplicate id, describe failure). */
   preFailure: { readonly type: string; readonly message: string } | null;
   approval: ApprovalState | null;
+  /** The intent digest a person approved; passed to `runFencedTool` as `expectedIntentDigest` (also for reruns after `absent`). */
+  approvedIntentDigest: string | null;
   pausedAt: number | null;
 }
 
@@ -129,6 +132,7 @@ export class RunState {
     let attempt = original.attempt + 1;
     while (this.byId.has(retryId(original.modelCallId, attempt))) attempt += 1;
     const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
+    retry.approvedIntentDigest = original.approvedIntentDigest;
     this.byId.set(retry.callId, retry);
     this.calls.splice(this.calls.indexOf(original) + 1, 0, retry);
     const at = this.currentTurn.indexOf(original);
@@ -163,6 +167,12 @@ export class RunState {
   /** Every call with its final status; call after {@link stop}. */
   finalCalls(): CallReport<FinalCallStatus>[] {
     return this.calls.map((call) => report(call) as CallReport<FinalCallStatus>);
+  }
+
+  /** An earlier call of this run (before `call`) that completed with the same intent digest, if any. */
+  earlierWithIntent(call: CallState, intentDigest: string): CallState | undefined {
+    const before = this.calls.slice(0, this.calls.indexOf(call));
+    return before.find((c) => c.intentDigest === intentDigest && (c.status === 'completed' || c.status === 'resolved-applied'));
   }
 
   /** The status query's view at workflow time `now` (ms). */
@@ -205,6 +215,24 @@ export class RunState {
   }
 }
 
+const SUMMARY_GROUP: Readonly<Record<FinalCallStatus, keyof CallSummary>> = {
+  completed: 'ran',
+  'resolved-applied': 'ran',
+  'not-run': 'notRun',
+  rejected: 'notRun',
+  failed: 'notRun',
+  'resolved-absent': 'notRun',
+  unknown: 'unknown',
+  abandoned: 'unknown',
+};
+
+/** Groups final calls into ran / not run / unknown by status (see {@link CallSummary}). Pure. */
+export function summarizeCalls(calls: readonly CallReport<FinalCallStatus>[]): CallSummary {
+  const summary: { ran: string[]; notRun: string[]; unknown: string[] } = { ran: [], notRun: [], unknown: [] };
+  for (const call of calls) summary[SUMMARY_GROUP[call.status]].push(call.callId);
+  return summary;
+}
+
 /** ISO-8601 UTC string of a workflow time in ms. */
 export function iso(ms: number): string {
   return new Date(ms).toISOString();
@@ -238,6 +266,7 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
     reason: null,
     preFailure: null,
     approval: null,
+    approvedIntentDigest: null,
     pausedAt: null,
   };
 }

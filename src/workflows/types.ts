@@ -137,6 +137,19 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly reason: string | null;
 }
 
+/**
+ * Which calls ran, which did not, and which may have, by call id (as in `calls`). Above all the
+ * answer to "what happened" when a budget, the deadline, a cancel or an abandon stops a run.
+ */
+export interface CallSummary {
+  /** The tool ran to a known outcome: `completed` (success or the tool's own error result), `resolved-applied`. */
+  readonly ran: readonly string[];
+  /** Nothing was applied: `not-run`, `rejected`, `failed`, `resolved-absent` (its rerun is listed on its own). */
+  readonly notRun: readonly string[];
+  /** The effect may have been applied: `unknown`, `abandoned`. */
+  readonly unknown: readonly string[];
+}
+
 /** Result of {@link agentWorkflow}. */
 export interface AgentWorkflowResult {
   readonly status: RunStatus;
@@ -144,6 +157,8 @@ export interface AgentWorkflowResult {
   readonly finalText: string;
   /** Every call the model asked for, in order, plus retries after `absent` right after their original. */
   readonly calls: readonly CallReport<FinalCallStatus>[];
+  /** `calls` grouped into ran / not run / unknown. */
+  readonly summary: CallSummary;
   /** Model turns taken. */
   readonly turns: number;
   readonly stoppedBecause: StopReason;
