@@ -60,7 +60,7 @@ export class LoopbackLlm {
 
   /** Starts a server on 127.0.0.1 and an ephemeral port. */
   static async start(options: LoopbackOptions = {}): Promise<LoopbackLlm> {
-    let self: LoopbackLlm | undefined;
+    const self: LoopbackLlm | undefined;
     const server = createServer((req, res) => {
       void self!.handle(req, res);
     });
