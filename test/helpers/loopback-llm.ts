@@ -60,17 +60,17 @@ export class LoopbackLlm {
 
   /** Starts a server on 127.0.0.1 and an ephemeral port. */
   static async start(options: LoopbackOptions = {}): Promise<LoopbackLlm> {
-    const self: LoopbackLlm | undefined;
+    const holder: { self?: LoopbackLlm } = {};
     const server = createServer((req, res) => {
-      void self!.handle(req, res);
+      void holder.self!.handle(req, res);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
     const { port } = server.address() as AddressInfo;
-    self = new LoopbackLlm(server, `http://127.0.0.1:${port}`, options);
-    return self;
+    holder.self = new LoopbackLlm(server, `http://127.0.0.1:${port}`, options);
+    return holder.self;
   }
 
   /** Base URL for `new Anthropic({ baseURL })` (the SDK appends `/v1/messages`). */
