@@ -1,0 +1,83 @@
+/**
+ * Fleet behaviour with real worker processes (SPEC §4 "Client and fleet"): SIGTERM shuts a
+ * worker down gracefully, letting a running tool call finish and report; another worker on the
+ * same task queue and store carries the run on.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { connectClient, scriptedRunInput, startAgentRun } from '../../src/client';
+import { resolveConfig } from '../../src/config';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
+import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
+
+jest.setTimeout(180_000);
+
+describe('a worker of the fleet', () => {
+  let dir: string;
+  let server: DevServer;
+  let provider: RunningProvider;
+  const workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-fleet-'));
+    server = await startDevServer();
+    provider = await startProvider({ dbFile: join(dir, 'provider.db'), faults: true, stderr: 'ignore' });
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await provider?.stop();
+    await server?.stop({ signal: 'SIGKILL' });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finishes its running tool call on SIGTERM, exits 0, and another worker completes the run without a second effect', async () => {
+    const env = {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: 'fleet-shutdown',
+      TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+      TTC_PROVIDER_URL: provider.url,
+      TTC_SHUTDOWN_GRACE_TIME: '20s',
+    };
+    const config = resolveConfig({}, { ...process.env, ...env });
+    // The provider holds every mutating request for 3 s, so the tool is mid-call when SIGTERM arrives.
+    await provider.client.setFaults({ delayMs: 3_000, pathPrefix: '/tickets' });
+    const first = await spawnWorker({ env, identity: 'worker-graceful' });
+    workers.push(first);
+    const { client, close } = await connectClient(config);
+    try {
+      const transcript = JSON.parse(readFileSync(join(__dirname, '../../examples/transcripts/anthropic-ticket.json'), 'utf8')) as unknown;
+      const handle = await startAgentRun(client, config, scriptedRunInput(config, transcript), `fleet-shutdown-${Date.now()}`);
+      // The claim is durable before the tool runs: once the checkpoint is executing, the tool is mid-call.
+      const store = await openCheckpointStore(config.store.url);
+      try {
+        await waitFor(async () => (await store.listByStatus(['executing'])).length === 1);
+      } finally {
+        await store.close();
+      }
+      first.process.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect((await provider.client.effects()).byKind['ticket.create']).toBe(1);
+
+      await provider.client.clearFaults();
+      workers.push(await spawnWorker({ env, identity: 'worker-successor' }));
+      const result = await handle.result();
+      expect(result.status).toBe('completed');
+      expect(result.calls.map((c) => [c.toolName, c.status, c.source])).toEqual([['create_ticket', 'completed', 'executed']]);
+      expect((await provider.client.effects()).byKind['ticket.create']).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((done) => setTimeout(done, 100));
+  }
+}
