@@ -3,11 +3,10 @@
  * workflow history before any tool runs (SPEC §4 "Agent workflow").
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
-import { isCheckpointError } from '../checkpoint/errors';
-import { isModelError } from '../model/errors';
+import { CheckpointError } from '../checkpoint/errors';
 import type { ModelAdapter } from '../model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
+import { toApplicationFailure } from './failures';
 
 /** Options of {@link createModelActivities}. */
 export interface ModelActivitiesOptions {
@@ -25,40 +24,6 @@ export interface ModelActivities {
   runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult>;
 }
 
-/** The ApplicationFailure type of an unknown adapter name. */
-export const UNKNOWN_MODEL_FAILURE_TYPE = 'UNKNOWN_MODEL';
-
-/**
- * Converts a model-side error into what the activity throws:
- * - `ModelError` → `ApplicationFailure` with `type` = its code, `nonRetryable` = not
- *   `retryable`, details `[details]`, and `nextRetryDelay` = the provider's Retry-After when
- *   it gave one (MODEL_TRANSIENT);
- * - `CheckpointError` (e.g. INVALID_TOOL_INPUT) → `ApplicationFailure` typed by its code, same rule;
- * - anything else (including cancellation) unchanged, so Temporal applies its own policy.
- */
-export function toTurnFailure(err: unknown): unknown {
-  if (isModelError(err)) {
-    return ApplicationFailure.create({
-      message: err.message,
-      type: err.code,
-      nonRetryable: !err.retryable,
-      details: [err.details],
-      cause: err,
-      ...(err.retryable && err.retryAfterMs !== null ? { nextRetryDelay: err.retryAfterMs } : {}),
-    });
-  }
-  if (isCheckpointError(err)) {
-    return ApplicationFailure.create({
-      message: err.message,
-      type: err.code,
-      nonRetryable: !err.retryable,
-      details: [err.details],
-      cause: err,
-    });
-  }
-  return err;
-}
-
 function activityContext(): Context | undefined {
   try {
     return Context.current();
@@ -74,7 +39,10 @@ function activityContext(): Context | undefined {
  * activity's cancellation signal, heartbeating meanwhile. Errors:
  * - unknown `input.model` → non-retryable `ApplicationFailure` of type `UNKNOWN_MODEL`
  *   (details: `{ model, known }`);
- * - adapter errors → see {@link toTurnFailure}.
+ * - adapter errors → `toApplicationFailure` (`./failures`): a `CheckpointError` becomes an
+ *   `ApplicationFailure` typed by its code, retryability from the code table, `nextRetryDelay`
+ *   from `details.retryAfterMs` (MODEL_TRANSIENT with Retry-After); cancellation
+ *   (`CancelledFailure`, the signal's reason) passes through; anything else is `UNEXPECTED`.
  * Works outside an activity context too (no heartbeats, no cancellation), for tests.
  */
 export function createModelActivities(options: ModelActivitiesOptions): ModelActivities {
@@ -83,12 +51,13 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
     async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
       const adapter = adapters.get(input.model);
       if (adapter === undefined) {
-        throw ApplicationFailure.create({
-          message: `UNKNOWN_MODEL: the worker has no model adapter ${JSON.stringify(input.model)} (known: ${[...adapters.keys()].join(', ') || 'none'})`,
-          type: UNKNOWN_MODEL_FAILURE_TYPE,
-          nonRetryable: true,
-          details: [{ model: input.model, known: [...adapters.keys()] }],
-        });
+        throw toApplicationFailure(
+          new CheckpointError(
+            'UNKNOWN_MODEL',
+            `the worker has no model adapter ${JSON.stringify(input.model)} (known: ${[...adapters.keys()].join(', ') || 'none'})`,
+            { model: input.model, known: [...adapters.keys()] },
+          ),
+        );
       }
       const ctx = activityContext();
       let timer: NodeJS.Timeout | undefined;
@@ -101,7 +70,7 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
       try {
         return await adapter.turn(input, ctx?.cancellationSignal);
       } catch (err) {
-        throw toTurnFailure(err);
+        throw toApplicationFailure(err);
       } finally {
         if (timer !== undefined) clearInterval(timer);
       }

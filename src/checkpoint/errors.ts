@@ -54,6 +54,24 @@ export const CHECKPOINT_ERROR_CODES = {
    * the retries run out, the run pauses for a person like OUTCOME_UNKNOWN.
    */
   RECONCILE_PENDING: { retryable: true },
+  // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a
+  // model response are INVALID_TOOL_INPUT, which the tool side already owns.
+  /** A transcript file or value does not match the transcript format (details name the path). */
+  INVALID_TRANSCRIPT: { retryable: false },
+  /** The scripted model was asked for a turn its transcript does not have. */
+  SCRIPT_EXHAUSTED: { retryable: false },
+  /** `ModelTurnInput.modelOptions` is malformed or names an unknown transcript. */
+  INVALID_MODEL_OPTIONS: { retryable: false },
+  /** `ModelTurnInput.model` names an adapter the worker does not have. */
+  UNKNOWN_MODEL: { retryable: false },
+  /** The turn offers a tool the adapter has no JSON schema for (see `ToolSpecs`). */
+  MISSING_TOOL_SPEC: { retryable: false },
+  /** A provider answered 2xx with a body that is not a usable response. */
+  MODEL_RESPONSE_INVALID: { retryable: false },
+  /** Rate limit, overload, 5xx, timeout or connection failure after the SDK's own retries (`details.retryAfterMs` when the provider sent Retry-After). */
+  MODEL_TRANSIENT: { retryable: true },
+  /** The provider refused the request for good (400, 401, 403, 404, 413, 422, …). */
+  MODEL_REJECTED: { retryable: false },
 } as const;
 
 /** A stable error code. */

@@ -86,9 +86,9 @@ export function toAnthropicMessages(messages: readonly ConversationMessage[]): A
  * (`name`, `description`, `input_schema` from {@link ToolSpecs}), the converted conversation and
  * the system prompt; converts the response with `anthropicMessageToTurnResult`.
  *
- * Errors: `ModelError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
  * MODEL_TRANSIENT (429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
- * `retryAfterMs`), MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT.
+ * `details.retryAfterMs`), MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT.
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */
 export class AnthropicModel implements ModelAdapter {

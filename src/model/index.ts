@@ -1,11 +1,10 @@
 /**
  * The model side of the agent (Node only: it reaches `node:fs` and the provider SDKs; workflow
- * code imports `./types` alone): adapters, transcripts, errors and tool specs.
+ * code imports `./types` alone): adapters, transcripts and tool specs. Errors are
+ * `CheckpointError`s (`checkpoint/errors.ts`).
  */
 export type { ModelAdapter } from './model-adapter';
 export type { ConversationMessage, ModelTurnInput, ModelTurnResult, ToolCallRequest } from './types';
-export { MODEL_ERROR_CODES, ModelError, isModelError } from './errors';
-export type { ModelErrorCode, ModelErrorDetails, ModelProvider } from './errors';
 export {
   TRANSCRIPT_FORMATS,
   TRANSCRIPT_VERSION,
@@ -26,6 +25,6 @@ export type { AnthropicModelOptions } from './anthropic-model';
 export { OpenAiModel, toOpenAiMessages } from './openai-model';
 export type { OpenAiModelOptions } from './openai-model';
 export { isTransientStatus, mapSdkError, parseSdkTurnOptions, retryAfterMs, toolResultText } from './sdk-common';
-export type { SdkErrorClasses } from './sdk-common';
+export type { ModelProvider, SdkErrorClasses } from './sdk-common';
 export { resolveToolSpecs, toolSpecFromZod } from './tool-specs';
 export type { ToolSpec, ToolSpecs } from './tool-specs';

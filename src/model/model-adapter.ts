@@ -12,7 +12,8 @@ import type { ModelTurnInput, ModelTurnResult } from './types';
  *   deterministic adapter (the scripted model) must return the same result for the same turn.
  * - The result obeys the {@link ModelTurnResult} invariant (`tool_use` iff tool calls, unique
  *   call ids, object inputs).
- * - Errors: `ModelError` (see `errors.ts`; `retryable` says whether a retry can help) or
+ * - Errors: `CheckpointError` with a model code (INVALID_TRANSCRIPT … MODEL_REJECTED, see
+ *   `checkpoint/errors.ts`; `retryable` says whether a retry can help) or
  *   `CheckpointError('INVALID_TOOL_INPUT')` for unusable tool arguments. When `signal` aborts,
  *   the adapter rejects with `signal.reason` (Temporal's `CancelledFailure` in an activity).
  */

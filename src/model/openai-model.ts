@@ -80,8 +80,8 @@ export function toOpenAiMessages(messages: readonly ConversationMessage[], syste
  * tools as `{type: 'function', function: {name, description, parameters}}`, converts the
  * response's `choices[0]` with `openAiCompletionToTurnResult` (arguments parsed from JSON text).
  *
- * Errors: `ModelError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
- * MODEL_TRANSIENT (429, 5xx, connection — after the SDK's retries; carries `retryAfterMs`),
+ * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * MODEL_TRANSIENT (429, 5xx, connection — after the SDK's retries; carries `details.retryAfterMs`),
  * MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT naming the call id.
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */

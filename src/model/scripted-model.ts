@@ -5,7 +5,6 @@
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import { ModelError } from './errors';
 import type { ModelAdapter } from './model-adapter';
 import { parseTranscript, type Transcript } from './transcript';
 import type { ModelTurnInput, ModelTurnResult } from './types';
@@ -43,7 +42,7 @@ export interface ScriptedRequest {
  * - `{ "transcript": { …transcript file… } }` — inline (unless `allowInline: false`);
  * - omitted — allowed when exactly one transcript is registered.
  *
- * Errors: `ModelError` SCRIPT_EXHAUSTED (details `transcript`, `turn`, `responses`) when the
+ * Errors: `CheckpointError` SCRIPT_EXHAUSTED (details `transcript`, `turn`, `responses`) when the
  * turn is past the end of the transcript; INVALID_MODEL_OPTIONS for a bad or unknown selection;
  * INVALID_TRANSCRIPT for a malformed inline transcript. An aborted `signal` rejects with its reason.
  */
@@ -63,7 +62,7 @@ export class ScriptedModel implements ModelAdapter {
       : [options.transcripts as Transcript];
     for (const transcript of list) {
       if (this.byId.has(transcript.id)) {
-        throw new ModelError('INVALID_MODEL_OPTIONS', `two transcripts have the id ${transcript.id}`, { transcript: transcript.id });
+        throw new CheckpointError('INVALID_MODEL_OPTIONS', `two transcripts have the id ${transcript.id}`, { transcript: transcript.id });
       }
       this.byId.set(transcript.id, transcript);
     }
@@ -89,7 +88,7 @@ export class ScriptedModel implements ModelAdapter {
     this.log.push({ transcript: transcript.id, turn, input: structuredClone(input) });
     const result = transcript.turns[turn];
     if (result === undefined) {
-      throw new ModelError(
+      throw new CheckpointError(
         'SCRIPT_EXHAUSTED',
         `transcript ${JSON.stringify(transcript.source)} has ${transcript.turns.length} responses; turn ${turn} asked for response ${turn} ` +
           `(the agent called the model again after the script ended)`,
@@ -106,11 +105,11 @@ export class ScriptedModel implements ModelAdapter {
         ? modelOptions['transcript']
         : undefined;
     if (modelOptions !== undefined && modelOptions !== null && selector === undefined) {
-      throw new ModelError('INVALID_MODEL_OPTIONS', `scripted model options must be { "transcript": <id or transcript> }`, {});
+      throw new CheckpointError('INVALID_MODEL_OPTIONS', `scripted model options must be { "transcript": <id or transcript> }`, {});
     }
     if (selector === undefined) {
       if (this.byId.size === 1) return [...this.byId.values()][0]!;
-      throw new ModelError(
+      throw new CheckpointError(
         'INVALID_MODEL_OPTIONS',
         `scripted model ${this.name} has ${this.byId.size} transcripts; modelOptions.transcript must name one`,
         { transcripts: this.transcriptIds.join(',') },
@@ -119,7 +118,7 @@ export class ScriptedModel implements ModelAdapter {
     if (typeof selector === 'string') {
       const found = this.byId.get(selector);
       if (found === undefined) {
-        throw new ModelError('INVALID_MODEL_OPTIONS', `scripted model ${this.name} has no transcript ${JSON.stringify(selector)}`, {
+        throw new CheckpointError('INVALID_MODEL_OPTIONS', `scripted model ${this.name} has no transcript ${JSON.stringify(selector)}`, {
           transcript: selector,
           known: this.transcriptIds.join(','),
         });
@@ -129,7 +128,7 @@ export class ScriptedModel implements ModelAdapter {
     if (this.allowInline && typeof selector === 'object' && selector !== null && !Array.isArray(selector)) {
       return parseTranscript(selector);
     }
-    throw new ModelError('INVALID_MODEL_OPTIONS', `modelOptions.transcript must be a transcript id${this.allowInline ? ' or an inline transcript' : ''}`, {});
+    throw new CheckpointError('INVALID_MODEL_OPTIONS', `modelOptions.transcript must be a transcript id${this.allowInline ? ' or an inline transcript' : ''}`, {});
   }
 
   private assertToolResults(transcript: Transcript, input: ModelTurnInput): void {

@@ -3,16 +3,19 @@
  * SDK errors.
  *
  * Maps errors of the official provider SDKs (`@anthropic-ai/sdk`, `openai`; both Stainless
- * clients with the same error classes) to {@link ModelError}s the turn activity can classify.
+ * clients with the same error classes) to {@link CheckpointError}s the turn activity can classify.
  *
  * Policy: the SDK client retries first (its `maxRetries`, exponential backoff with jitter,
  * honouring `retry-after-ms` / `retry-after`). What is still failing afterwards becomes
- * `MODEL_TRANSIENT` (retryable; `retryAfterMs` from the last response, for the activity's
+ * `MODEL_TRANSIENT` (retryable; `details.retryAfterMs` from the last response, for the activity's
  * `nextRetryDelay`) or `MODEL_REJECTED` (not retryable).
  */
 import { z } from 'zod';
+import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import { ModelError, type ModelProvider } from './errors';
+
+/** Which adapter family raised an error (`details.provider`). */
+export type ModelProvider = 'anthropic' | 'openai' | 'scripted';
 
 const turnOptionsSchema = z.strictObject({
   model: z.string().min(1).optional(),
@@ -24,7 +27,7 @@ export function parseSdkTurnOptions(modelOptions: JsonValue | undefined, adapter
   if (modelOptions === undefined || modelOptions === null) return {};
   const parsed = turnOptionsSchema.safeParse(modelOptions);
   if (!parsed.success) {
-    throw new ModelError('INVALID_MODEL_OPTIONS', `${adapter} modelOptions must be { model?: string, maxTokens?: integer }: ${parsed.error.issues[0]?.message ?? ''}`, {
+    throw new CheckpointError('INVALID_MODEL_OPTIONS', `${adapter} modelOptions must be { model?: string, maxTokens?: integer }: ${parsed.error.issues[0]?.message ?? ''}`, {
       adapter,
     });
   }
@@ -73,14 +76,14 @@ export function isTransientStatus(status: number, headers?: HeadersLike | null):
 
 /**
  * What to throw for an error raised by an SDK call: `signal.reason` when our signal aborted
- * (cancellation stays cancellation), a {@link ModelError} for API and connection errors, the
+ * (cancellation stays cancellation), a {@link CheckpointError} for API and connection errors, the
  * error itself otherwise.
  */
 export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkErrorClasses, signal?: AbortSignal): unknown {
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof classes.APIUserAbortError) return err;
   if (err instanceof classes.APIConnectionError) {
-    return new ModelError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
+    return new CheckpointError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
   }
   if (err instanceof classes.APIError) {
     const { status, headers, requestID } = err as unknown as {
@@ -90,17 +93,20 @@ export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkE
       error?: unknown;
     };
     if (typeof status !== 'number') {
-      return new ModelError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
+      return new CheckpointError('MODEL_TRANSIENT', `${provider}: ${err.message}`, { provider, status: null }, { cause: err });
     }
     const errorType = providerErrorType(err);
     const details = { provider, status, requestId: requestID ?? null, errorType };
     if (isTransientStatus(status, headers)) {
-      return new ModelError('MODEL_TRANSIENT', `${provider} answered ${err.message}`, details, {
-        cause: err,
-        retryAfterMs: retryAfterMs(headers),
-      });
+      const delayMs = retryAfterMs(headers);
+      return new CheckpointError(
+        'MODEL_TRANSIENT',
+        `${provider} answered ${err.message}`,
+        delayMs === null ? details : { ...details, retryAfterMs: delayMs },
+        { cause: err },
+      );
     }
-    return new ModelError('MODEL_REJECTED', `${provider} answered ${err.message}`, details, { cause: err });
+    return new CheckpointError('MODEL_REJECTED', `${provider} answered ${err.message}`, details, { cause: err });
   }
   return err;
 }

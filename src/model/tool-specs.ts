@@ -3,8 +3,8 @@
  * Schema of the input object, per tool name.
  */
 import { z } from 'zod';
+import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import { ModelError } from './errors';
 
 /** What the model is told about one tool. `inputSchema` is a JSON Schema with `type: 'object'`. */
 export interface ToolSpec {
@@ -18,12 +18,12 @@ export type ToolSpecs = Readonly<Record<string, ToolSpec>>;
 /**
  * Builds a {@link ToolSpec} from a zod object schema (the one `defineTool` validates with), via
  * zod's JSON Schema export; the `$schema` keyword is dropped.
- * @throws ModelError MISSING_TOOL_SPEC when the schema does not describe an object.
+ * @throws CheckpointError MISSING_TOOL_SPEC when the schema does not describe an object.
  */
 export function toolSpecFromZod(schema: z.ZodType, description?: string): ToolSpec {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema) as Record<string, JsonValue>;
   if (json['type'] !== 'object') {
-    throw new ModelError('MISSING_TOOL_SPEC', 'a tool input schema must describe a JSON object', { type: String(json['type']) });
+    throw new CheckpointError('MISSING_TOOL_SPEC', 'a tool input schema must describe a JSON object', { type: String(json['type']) });
   }
   const inputSchema = json as ToolSpec['inputSchema'];
   return description === undefined ? { inputSchema } : { description, inputSchema };
@@ -31,7 +31,7 @@ export function toolSpecFromZod(schema: z.ZodType, description?: string): ToolSp
 
 /**
  * The specs of the tools a turn offers, in the turn's order.
- * @throws ModelError MISSING_TOOL_SPEC naming the first tool without a spec.
+ * @throws CheckpointError MISSING_TOOL_SPEC naming the first tool without a spec.
  */
 export function resolveToolSpecs(
   names: readonly string[],
@@ -41,7 +41,7 @@ export function resolveToolSpecs(
   return names.map((name) => {
     const spec = Object.prototype.hasOwnProperty.call(specs, name) ? specs[name] : undefined;
     if (spec === undefined) {
-      throw new ModelError('MISSING_TOOL_SPEC', `model adapter ${adapter} has no spec for tool ${name}`, { adapter, toolName: name });
+      throw new CheckpointError('MISSING_TOOL_SPEC', `model adapter ${adapter} has no spec for tool ${name}`, { adapter, toolName: name });
     }
     return { name, spec };
   });

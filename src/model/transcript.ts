@@ -26,17 +26,16 @@
  * converters check live SDK responses (`anthropicMessageToTurnResult`,
  * `openAiCompletionToTurnResult`).
  *
- * Errors: {@link ModelError} `INVALID_TRANSCRIPT` for a malformed transcript (details: `transcript`,
+ * Errors: {@link CheckpointError} `INVALID_TRANSCRIPT` for a malformed transcript (details: `transcript`,
  * `turn`, `path`), `MODEL_RESPONSE_INVALID` for a malformed live response, and
  * `CheckpointError('INVALID_TOOL_INPUT')` (details: `callId`, `toolName`) for tool arguments
  * that are not a JSON object. Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { CheckpointError } from '../checkpoint/errors';
+import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import { IDENTIFIER_MAX_LENGTH, assertJsonValue } from '../checkpoint/bounds';
 import type { JsonValue } from '../checkpoint/types';
-import { ModelError, type ModelErrorDetails } from './errors';
 import type { ModelTurnResult, ToolCallRequest } from './types';
 
 /** The transcript format version this code reads and writes. */
@@ -153,7 +152,7 @@ export interface ResponseContext {
   readonly where: string;
   /** true for a live provider response (`MODEL_RESPONSE_INVALID`), false for a transcript (`INVALID_TRANSCRIPT`). */
   readonly live: boolean;
-  readonly details?: ModelErrorDetails;
+  readonly details?: CheckpointErrorDetails;
 }
 
 function formatIssues(error: z.ZodError): { text: string; path: string } {
@@ -167,8 +166,8 @@ function formatIssues(error: z.ZodError): { text: string; path: string } {
   return { text: error.issues.length > 5 ? `${text}; …` : text, path: first ? pathOf(first) : '$' };
 }
 
-function structureError(ctx: ResponseContext, message: string, extra: ModelErrorDetails = {}): ModelError {
-  return new ModelError(ctx.live ? 'MODEL_RESPONSE_INVALID' : 'INVALID_TRANSCRIPT', `${ctx.where}: ${message}`, {
+function structureError(ctx: ResponseContext, message: string, extra: CheckpointErrorDetails = {}): CheckpointError {
+  return new CheckpointError(ctx.live ? 'MODEL_RESPONSE_INVALID' : 'INVALID_TRANSCRIPT', `${ctx.where}: ${message}`, {
     ...ctx.details,
     ...extra,
   });
@@ -213,7 +212,7 @@ function finish(stopReason: ModelTurnResult['stopReason'], text: string, toolCal
  * be truncated); `pause_turn` and `null` are rejected (no server tools, no streaming here).
  * Text blocks are concatenated; thinking blocks are ignored.
  *
- * @throws ModelError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
+ * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
  * @throws CheckpointError INVALID_TOOL_INPUT when a `tool_use.input` is not a JSON object.
  */
 export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
@@ -260,7 +259,7 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
  * `content_filter` → `end_turn`; legacy `function_call` → rejected. Text is `content`, or
  * `refusal` when there is no content.
  *
- * @throws ModelError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
+ * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
  * @throws CheckpointError INVALID_TOOL_INPUT naming the call id when `arguments` is not JSON or not an object.
  */
 export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
@@ -302,7 +301,7 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
  * (the agent binds checkpoints to `<workflow id>/<call id>`, so a repeated id would collide).
  *
  * @param source names the transcript in errors (a file path or a label); defaults to its id.
- * @throws ModelError INVALID_TRANSCRIPT (details: `transcript`, `turn`, `path`).
+ * @throws CheckpointError INVALID_TRANSCRIPT (details: `transcript`, `turn`, `path`).
  * @throws CheckpointError INVALID_TOOL_INPUT (details: `transcript`, `turn`, `callId`).
  */
 export function parseTranscript(value: unknown, source?: string): Transcript {
@@ -313,7 +312,7 @@ export function parseTranscript(value: unknown, source?: string): Transcript {
   if (!parsed.success) {
     const { text, path } = formatIssues(parsed.error);
     const turnMatch = /^\$\.responses\[(\d+)\]/.exec(path);
-    throw new ModelError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(label)} is malformed: ${text}`, {
+    throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(label)} is malformed: ${text}`, {
       transcript: label,
       path,
       turn: turnMatch ? Number(turnMatch[1]) : null,
@@ -333,7 +332,7 @@ export function parseTranscript(value: unknown, source?: string): Transcript {
     for (const call of result.toolCalls) {
       const earlier = seen.get(call.callId);
       if (earlier !== undefined) {
-        throw new ModelError(
+        throw new CheckpointError(
           'INVALID_TRANSCRIPT',
           `${ctx.where}: tool call id ${call.callId} was already used in response ${earlier}`,
           { transcript: name, turn, callId: call.callId },
@@ -354,14 +353,14 @@ export function parseTranscript(value: unknown, source?: string): Transcript {
 
 /**
  * Parses transcript JSON text.
- * @throws ModelError INVALID_TRANSCRIPT when the text is not JSON or not a transcript.
+ * @throws CheckpointError INVALID_TRANSCRIPT when the text is not JSON or not a transcript.
  */
 export function parseTranscriptJson(text: string, source: string): Transcript {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new ModelError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} is not JSON: ${(err as Error).message}`, {
+    throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} is not JSON: ${(err as Error).message}`, {
       transcript: source,
       path: '$',
     }, { cause: err });
@@ -371,14 +370,14 @@ export function parseTranscriptJson(text: string, source: string): Transcript {
 
 /**
  * Reads and validates a transcript file (UTF-8 JSON).
- * @throws ModelError INVALID_TRANSCRIPT (also when the file cannot be read).
+ * @throws CheckpointError INVALID_TRANSCRIPT (also when the file cannot be read).
  */
 export async function loadTranscriptFile(path: string): Promise<Transcript> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new ModelError('INVALID_TRANSCRIPT', `cannot read transcript file ${path}: ${(err as Error).message}`, { transcript: path }, { cause: err });
+    throw new CheckpointError('INVALID_TRANSCRIPT', `cannot read transcript file ${path}: ${(err as Error).message}`, { transcript: path }, { cause: err });
   }
   return parseTranscriptJson(text, path);
 }

@@ -6,9 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createModelActivities } from '../../src/activities/model-turn';
-import { isCheckpointError } from '../../src/checkpoint/errors';
+import { isCheckpointError, type CheckpointError } from '../../src/checkpoint/errors';
 import { AnthropicModel } from '../../src/model/anthropic-model';
-import { isModelError, type ModelError } from '../../src/model/errors';
 import { OpenAiModel } from '../../src/model/openai-model';
 import type { ToolSpecs } from '../../src/model/tool-specs';
 import { parseTranscript, type TranscriptFile } from '../../src/model/transcript';
@@ -152,10 +151,10 @@ describe('Anthropic SDK adapter', () => {
 
   test('when SDK retries are exhausted a 429 surfaces as a typed transient error carrying Retry-After', async () => {
     server.enqueue('anthropic', anthropicRateLimited(7));
-    const err = (await anthropicModel({ maxRetries: 0 }).turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as ModelError;
-    expect(isModelError(err, 'MODEL_TRANSIENT')).toBe(true);
+    const err = (await anthropicModel({ maxRetries: 0 }).turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as CheckpointError;
+    expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
     expect(err.retryable).toBe(true);
-    expect(err.retryAfterMs).toBe(7000);
+    expect(err.details.retryAfterMs).toBe(7000);
     expect(err.details).toMatchObject({ provider: 'anthropic', status: 429, errorType: 'rate_limit_error', requestId: expect.stringMatching(/^req_/) });
     expect(server.requestsFor('anthropic')).toHaveLength(1);
   });
@@ -172,28 +171,28 @@ describe('Anthropic SDK adapter', () => {
 
   test('400 invalid_request_error is not retried and is MODEL_REJECTED', async () => {
     server.enqueue('anthropic', anthropicError(400, 'invalid_request_error', 'messages.1.content.0: unexpected tool_use_id'));
-    const err = (await anthropicModel().turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as ModelError;
-    expect(isModelError(err, 'MODEL_REJECTED')).toBe(true);
+    const err = (await anthropicModel().turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as CheckpointError;
+    expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
     expect(err.message).toContain('unexpected tool_use_id');
     expect(server.requestsFor('anthropic')).toHaveLength(1);
   });
 
   test('a wrong API key gets the real 401 and MODEL_REJECTED', async () => {
     const err = await anthropicModel({ apiKey: 'wrong' }).turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e);
-    expect(isModelError(err, 'MODEL_REJECTED')).toBe(true);
-    expect((err as ModelError).details).toMatchObject({ status: 401, errorType: 'authentication_error' });
+    expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
+    expect((err as CheckpointError).details).toMatchObject({ status: 401, errorType: 'authentication_error' });
   });
 
   test('a 200 with a malformed body → MODEL_RESPONSE_INVALID', async () => {
     server.enqueue('anthropic', ok({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'x' }], stop_reason: 'tool_use' }));
     const err = await anthropicModel().turn(turnInput('anthropic', 4, [user])).catch((e: unknown) => e);
-    expect(isModelError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
+    expect(isCheckpointError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
     expect((err as Error).message).toContain('anthropic response to turn 4');
   });
 
   test('a tool the adapter has no spec for fails before any request', async () => {
     const err = await anthropicModel().turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] }).catch((e: unknown) => e);
-    expect(isModelError(err, 'MISSING_TOOL_SPEC')).toBe(true);
+    expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);
     expect(server.requests).toHaveLength(0);
   });
 
@@ -280,7 +279,7 @@ describe('OpenAI SDK adapter', () => {
     expect((await openAiModel().turn(turnInput('openai', 1, [user]))).stopReason).toBe('end_turn');
     server.enqueue('openai', openaiError(400, 'invalid_request_error', "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", null));
     const err = await openAiModel().turn(turnInput('openai', 1, [user])).catch((e: unknown) => e);
-    expect(isModelError(err, 'MODEL_REJECTED')).toBe(true);
+    expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
     expect(server.requestsFor('openai')).toHaveLength(3);
   });
 

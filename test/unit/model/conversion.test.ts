@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isModelError } from '../../../src/model/errors';
+import { isCheckpointError } from '../../../src/checkpoint/errors';
 import { AnthropicModel, toAnthropicMessages } from '../../../src/model/anthropic-model';
 import { OpenAiModel, toOpenAiMessages } from '../../../src/model/openai-model';
 import { isTransientStatus, parseSdkTurnOptions, retryAfterMs } from '../../../src/model/sdk-common';
@@ -110,7 +110,7 @@ test('toolSpecFromZod and resolveToolSpecs', () => {
   } catch (e) {
     err = e;
   }
-  expect(isModelError(err, 'MISSING_TOOL_SPEC')).toBe(true);
+  expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);
   expect((err as Error).message).toContain('toString');
 });
 

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createModelActivities, toTurnFailure } from '../../../src/activities/model-turn';
-import { CheckpointError } from '../../../src/checkpoint/errors';
-import { ModelError } from '../../../src/model/errors';
+import { toApplicationFailure } from '../../../src/activities/failures';
+import { createModelActivities } from '../../../src/activities/model-turn';
+import { CheckpointError, type CheckpointErrorCode } from '../../../src/checkpoint/errors';
 import type { ModelAdapter } from '../../../src/model/model-adapter';
 import { ScriptedModel } from '../../../src/model/scripted-model';
 import { loadTranscriptFile } from '../../../src/model/transcript';
@@ -55,21 +55,51 @@ test('an exhausted script → non-retryable SCRIPT_EXHAUSTED', async () => {
   expect(failure.details?.[0]).toMatchObject({ transcript: 'anthropic-ticket', turn: 5 });
 });
 
-test('toTurnFailure: transient keeps retryable with the provider Retry-After; typed checkpoint errors stay typed', () => {
-  const transient = toTurnFailure(new ModelError('MODEL_TRANSIENT', 'anthropic answered 429', { status: 429 }, { retryAfterMs: 3000 })) as ApplicationFailure;
+test('toApplicationFailure on model errors: transient keeps retryable with the provider Retry-After; typed checkpoint errors stay typed', () => {
+  const transient = toApplicationFailure(
+    new CheckpointError('MODEL_TRANSIENT', 'anthropic answered 429', { status: 429, retryAfterMs: 3000 }),
+  ) as ApplicationFailure;
   expect(transient.type).toBe('MODEL_TRANSIENT');
   expect(transient.nonRetryable).toBe(false);
   expect(transient.nextRetryDelay).toBe(3000);
-  const noDelay = toTurnFailure(new ModelError('MODEL_TRANSIENT', 'reset', {})) as ApplicationFailure;
+  expect(transient.details).toEqual([{ status: 429, retryAfterMs: 3000 }]);
+  const noDelay = toApplicationFailure(new CheckpointError('MODEL_TRANSIENT', 'reset', {})) as ApplicationFailure;
   expect(noDelay.nextRetryDelay).toBeUndefined();
-  const rejected = toTurnFailure(new ModelError('MODEL_REJECTED', 'bad request', { status: 400 })) as ApplicationFailure;
+  const rejected = toApplicationFailure(new CheckpointError('MODEL_REJECTED', 'bad request', { status: 400 })) as ApplicationFailure;
   expect(rejected.nonRetryable).toBe(true);
-  const badInput = toTurnFailure(new CheckpointError('INVALID_TOOL_INPUT', 'call_x arguments are not valid JSON', { callId: 'call_x' })) as ApplicationFailure;
+  const badInput = toApplicationFailure(new CheckpointError('INVALID_TOOL_INPUT', 'call_x arguments are not valid JSON', { callId: 'call_x' })) as ApplicationFailure;
   expect(badInput.type).toBe('INVALID_TOOL_INPUT');
   expect(badInput.nonRetryable).toBe(true);
   expect(badInput.details).toEqual([{ callId: 'call_x' }]);
+  // Anything else is a retryable UNEXPECTED failure (the one boundary mapping's rule).
   const other = new Error('boom');
-  expect(toTurnFailure(other)).toBe(other);
+  const unexpected = toApplicationFailure(other) as ApplicationFailure;
+  expect(unexpected).toBeInstanceOf(ApplicationFailure);
+  expect(unexpected.type).toBe('UNEXPECTED');
+  expect(unexpected.nonRetryable).toBe(false);
+  expect(unexpected.cause).toBe(other);
+  // Cancellation (the activity signal's reason) passes through unchanged.
+  const cancelled = new CancelledFailure('Activity cancelled');
+  expect(toApplicationFailure(cancelled)).toBe(cancelled);
+});
+
+test.each<[CheckpointErrorCode, boolean]>([
+  ['INVALID_TRANSCRIPT', true],
+  ['SCRIPT_EXHAUSTED', true],
+  ['INVALID_MODEL_OPTIONS', true],
+  ['UNKNOWN_MODEL', true],
+  ['MISSING_TOOL_SPEC', true],
+  ['MODEL_RESPONSE_INVALID', true],
+  ['MODEL_TRANSIENT', false],
+  ['MODEL_REJECTED', true],
+])('model code %s maps to an ApplicationFailure of that type with nonRetryable = %s', (code, nonRetryable) => {
+  const error = new CheckpointError(code, 'x', { turn: 1 });
+  expect(error.retryable).toBe(!nonRetryable);
+  const failure = toApplicationFailure(error) as ApplicationFailure;
+  expect(failure.type).toBe(code);
+  expect(failure.nonRetryable).toBe(nonRetryable);
+  expect(failure.message).toBe(`${code}: x`);
+  expect(failure.details).toEqual([{ turn: 1 }]);
 });
 
 test('activity cancellation aborts the adapter through the signal, and heartbeats flow while it waits', async () => {

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
-import { isCheckpointError } from '../../../src/checkpoint/errors';
-import { isModelError, type ModelError } from '../../../src/model/errors';
+import { isCheckpointError, type CheckpointError } from '../../../src/checkpoint/errors';
 import { ScriptedModel } from '../../../src/model/scripted-model';
 import { loadTranscriptFile, type Transcript } from '../../../src/model/transcript';
 import type { ConversationMessage, ModelTurnInput } from '../../../src/model/types';
@@ -61,8 +60,8 @@ test('deterministic across retries: the same turn always gets the same response,
 
 test('running out of script fails loudly, naming the transcript and the turn', async () => {
   const model = new ScriptedModel({ transcripts: ticket });
-  const err = (await model.turn(input(2)).catch((e: unknown) => e)) as ModelError;
-  expect(isModelError(err, 'SCRIPT_EXHAUSTED')).toBe(true);
+  const err = (await model.turn(input(2)).catch((e: unknown) => e)) as CheckpointError;
+  expect(isCheckpointError(err, 'SCRIPT_EXHAUSTED')).toBe(true);
   expect(err.retryable).toBe(false);
   expect(err.message).toMatch(/^SCRIPT_EXHAUSTED: transcript ".*anthropic-ticket\.json" has 2 responses; turn 2/);
   expect(err.details).toMatchObject({ transcript: 'anthropic-ticket', turn: 2, responses: 2 });

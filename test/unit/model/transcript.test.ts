@@ -2,7 +2,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCheckpointError } from '../../../src/checkpoint/errors';
-import { isModelError } from '../../../src/model/errors';
 import {
   anthropicMessageToTurnResult,
   loadTranscriptFile,
@@ -139,14 +138,14 @@ describe('Anthropic responses', () => {
     ['a duplicate call id', anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }, { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} }], 'tool_use'), /toolu_01a appears twice/],
   ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
     const err = thrown(() => anthropicMessageToTurnResult(raw, ctx));
-    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toMatch(message);
     expect((err as Error).message).toMatch(/^INVALID_TRANSCRIPT: test response: /);
   });
 
   test('a live response uses MODEL_RESPONSE_INVALID', () => {
     const err = thrown(() => anthropicMessageToTurnResult({ type: 'message' }, { where: 'live', live: true }));
-    expect(isModelError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
+    expect(isCheckpointError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
   });
 
   test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → INVALID_TOOL_INPUT', (_n, input) => {
@@ -208,7 +207,7 @@ describe('OpenAI responses', () => {
     ['a duplicate call id', openai({ tool_calls: [fnCall('call_d', 'x', '{}'), fnCall('call_d', 'x', '{}')] }, 'tool_calls'), /call_d appears twice/],
   ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
     const err = thrown(() => openAiCompletionToTurnResult(raw, ctx));
-    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toMatch(message);
   });
 });
@@ -231,7 +230,7 @@ describe('transcript files', () => {
     ['a response in the other format', { ...good, format: 'anthropic-messages' }, /\$\.responses\[0\]/],
   ])('rejects %s', (_name, value, message) => {
     const err = thrown(() => parseTranscript(value, 'file.json'));
-    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toMatch(message);
     expect((err as Error).message).toContain('"file.json"');
   });
@@ -239,7 +238,7 @@ describe('transcript files', () => {
   test('a malformed response names the transcript and its index', () => {
     const value = { ...good, responses: [openai({ content: 'a' }, 'stop'), openai({ content: 'b' }, 'tool_calls')] };
     const err = thrown(() => parseTranscript(value, 'x.json'));
-    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toContain('transcript "x.json" response 1');
     expect((err as { details: Record<string, unknown> }).details).toMatchObject({ transcript: 'x.json', turn: 1 });
   });
@@ -253,13 +252,13 @@ describe('transcript files', () => {
       ],
     };
     const err = thrown(() => parseTranscript(value));
-    expect(isModelError(err, 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toMatch(/call_same was already used in response 0/);
   });
 
   test('text that is not JSON, and a missing file', async () => {
-    expect(isModelError(thrown(() => parseTranscriptJson('{nope', 'bad.json')), 'INVALID_TRANSCRIPT')).toBe(true);
-    await expect(loadTranscriptFile('/nonexistent/transcript.json')).rejects.toMatchObject({ name: 'ModelError', code: 'INVALID_TRANSCRIPT' });
+    expect(isCheckpointError(thrown(() => parseTranscriptJson('{nope', 'bad.json')), 'INVALID_TRANSCRIPT')).toBe(true);
+    await expect(loadTranscriptFile('/nonexistent/transcript.json')).rejects.toMatchObject({ name: 'CheckpointError', code: 'INVALID_TRANSCRIPT' });
   });
 
   test('loadTranscriptFile names the file in errors', async () => {
