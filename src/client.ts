@@ -40,7 +40,7 @@ export async function startAgentRun(client: Client, config: Config, input: Agent
  * and sent inline, the tools are those the transcript calls, activity options come from the
  * configuration.
  *
- * @throws ModelError INVALID_TRANSCRIPT for a malformed transcript.
+ * @throws {@link CheckpointError} INVALID_TRANSCRIPT for a malformed transcript.
  */
 export function scriptedRunInput(config: Config, transcript: unknown, overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
   const parsed = parseTranscript(transcript, 'transcript');
