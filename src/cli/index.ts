@@ -18,6 +18,6 @@ const program = new Command('ttc').description('temporal-tool-checkpoint: fenced
 for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  console.error(isCheckpointError(error) ? error.message : error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  console.error(isCheckpointError(error) ? error.message : error instanceof Error ? (error.name === 'Error' ? error.message : `${error.name}: ${error.message}`) : String(error));
   process.exit(1);
 });

@@ -36,7 +36,14 @@ export function registerPending(program: Command): void {
         const { client, close } = await connectClient(config);
         try {
           for await (const execution of client.workflow.list({ query: `WorkflowType = 'agentWorkflow' AND ExecutionStatus = 'Running'` })) {
-            const status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
+            let status;
+            try {
+              status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
+            } catch (error) {
+              // One run that cannot answer (no worker polls its task queue) must not hide the others.
+              rows.push(['temporal', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
+              continue;
+            }
             for (const call of status.pendingCalls) {
               if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
               const why = call.status === 'paused' ? `${call.errorType}: ${call.reason}` : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;

@@ -1,9 +1,12 @@
 /**
  * `resolve <workflowId> <callId>`: tells a paused run how an unknown outcome ended: applied
  * (with the exact result), absent (run it again under a new call id) or abandon (end the run).
- * Checks that the call is the one paused before sending the update.
+ * Checks that the call is the one paused before sending the update; a refusal by the run
+ * (another operator was faster, the run stopped) is printed as the run's own message. Any
+ * refusal exits 1.
  */
 import type { Command } from 'commander';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
@@ -34,7 +37,11 @@ export function registerResolve(program: Command): void {
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
         }
-        const result = await handle.executeUpdate(resolveOutcomeUpdate, { args: [request] });
+        const result = await handle.executeUpdate(resolveOutcomeUpdate, { args: [request] }).catch((error: unknown) => {
+          if (!(error instanceof WorkflowUpdateFailedError)) throw error;
+          const cause = error.cause as { type?: string; message?: string } | undefined;
+          throw new Error(`run ${workflowId} refused the resolution of ${callId}: ${cause?.message ?? error.message}`);
+        });
         console.log(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
       } finally {
         await close();

@@ -306,6 +306,43 @@ describe('agentWorkflow: budgets and deadline', () => {
     expect(Date.now() - t0).toBeLessThan(25_000);
   });
 
+  it('a budget stop says which calls ran and which did not in the result summary', async () => {
+    const model = scriptedModel([toolTurn('Three things.', call('c1', 'lookup'), call('c2', 'lookup'), call('c3', 'refund'))]);
+    const tools = fakeTools();
+    const result = await withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 2, deadlineMs: 3_600_000 } }), (h) => h.result());
+
+    expect(result.status).toBe('budget-exhausted');
+    expect(result.summary).toEqual({ ran: ['c1', 'c2'], notRun: ['c3'], unknown: [] });
+  });
+
+  it('a deadline stop (time skipping) says which calls ran, which did not, and which are unknown', async () => {
+    const model = scriptedModel([toolTurn('Ticket, email, ticket.', call('c1', 'create_ticket'), call('e1', 'send_email', { to: 'a@b.c' }), call('c2', 'create_ticket'))]);
+    const tools = fakeTools(async (input) => {
+      if (input.callId === 'e1') throw outcomeUnknown();
+      return undefined;
+    });
+    const result = await withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 30 * 60_000 } }), (h) => h.result());
+
+    expect(result).toEqual(expect.objectContaining({ status: 'deadline-exceeded', stoppedBecause: 'deadline' }));
+    expect(callStatuses(result.calls)).toEqual({ c1: 'completed', e1: 'unknown', c2: 'not-run' });
+    expect(result.summary).toEqual({ ran: ['c1'], notRun: ['c2'], unknown: ['e1'] });
+    expect(tools.runs.map((r) => r.callId)).toEqual(['c1', 'e1']);
+  });
+
+  it('an approved call carries the approved intent digest to the worker; a call without approval carries none', async () => {
+    const model = scriptedModel([toolTurn('refund and look', call('r1', 'refund', { amount: 25 }), call('l1', 'lookup')), endTurn('ok')]);
+    const tools = fakeTools();
+    await withRun(activitiesOf(model, tools), baseInput({ approvalRequired: { refund: { expiresAfterMs: 3_600_000 } } }), async (handle) => {
+      const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
+      await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: status.pendingCalls[0]!.intentDigest!, stateVersion: status.stateVersion }] });
+      return handle.result();
+    });
+    expect(tools.runs.map((r) => [r.callId, r.expectedIntentDigest])).toEqual([
+      ['r1', 'sha256:fake:refund:{"amount":25}'],
+      ['l1', undefined],
+    ]);
+  });
+
   it('a pending approval left past the run deadline (time skipping) ends the run deadline-exceeded; nothing runs', async () => {
     const model = scriptedModel([toolTurn('refund?', call('r1', 'refund', { amount: 10 }))]);
     const tools = fakeTools();
