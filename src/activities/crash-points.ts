@@ -1,18 +1,38 @@
 /**
- * Test-only crash injection for the crash-window proof (SPEC §5). Does nothing unless the
- * worker process was started with `TTC_CRASH_AT=<point>` (optionally `<point>:<toolName>`);
- * then the process kills itself with SIGKILL the first time it reaches that point.
+ * Test-only crash injection for the crash-window proof (SPEC §5, issue 5). Does nothing unless
+ * the worker process was started with `TTC_CRASH_AT=<point>[:<toolName>][#<n>]`; then the
+ * process kills itself with SIGKILL the n-th time (default: the first time) it reaches that
+ * point, for that tool if one is named. Examples: `after-effect`, `after-claim:send_email`,
+ * `after-effect:create_ticket#2` (the second create_ticket effect this process applies).
+ * The count is per process: every worker started with the variable crashes on its own n-th hit.
  */
 
 /** The named crash windows of SPEC §5, in the order an attempt passes them. */
 export const CRASH_POINTS = ['before-claim', 'after-claim', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
-const [armedPoint, armedTool] = (process.env.TTC_CRASH_AT ?? '').split(':');
+const armed = parseCrashAt(process.env.TTC_CRASH_AT ?? '');
+let hits = 0;
 
-/** Kills this process with SIGKILL when `point` (and `toolName`, if named) is armed. */
+/** Kills this process with SIGKILL when `point` (and `toolName`, if named) is armed and this is its n-th hit. */
 export function crashPoint(point: CrashPoint, toolName: string): void {
-  if (armedPoint !== point || (armedTool && armedTool !== toolName)) return;
-  process.stderr.write(`TTC_CRASH_AT: killing worker ${process.pid} at ${point} (${toolName})\n`);
+  if (armed === null || armed.point !== point || (armed.toolName !== undefined && armed.toolName !== toolName)) return;
+  hits += 1;
+  if (hits !== armed.occurrence) return;
+  process.stderr.write(`TTC_CRASH_AT: killing worker ${process.pid} at ${point} (${toolName}, hit ${hits})\n`);
   process.kill(process.pid, 'SIGKILL');
+}
+
+/** Formats a `TTC_CRASH_AT` value: `<point>[:<toolName>][#<n>]` (n omitted when 1). */
+export function formatCrashAt(at: { readonly point: CrashPoint; readonly toolName?: string; readonly occurrence?: number }): string {
+  return `${at.point}${at.toolName === undefined ? '' : `:${at.toolName}`}${at.occurrence === undefined || at.occurrence === 1 ? '' : `#${at.occurrence}`}`;
+}
+
+function parseCrashAt(value: string): { point: string; toolName: string | undefined; occurrence: number } | null {
+  if (value === '') return null;
+  const [target = '', count] = value.split('#');
+  const [point = '', toolName] = target.split(':');
+  const occurrence = count === undefined ? 1 : Number(count);
+  if (!Number.isSafeInteger(occurrence) || occurrence < 1) throw new Error(`TTC_CRASH_AT=${value}: the occurrence after # must be a positive integer`);
+  return { point, toolName: toolName || undefined, occurrence };
 }

@@ -5,15 +5,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
-import type { CrashPoint } from '../activities/crash-points';
+import { formatCrashAt, type CrashPoint } from '../activities/crash-points';
 
 /** Options of {@link spawnWorker}. */
 export interface SpawnWorkerOptions {
   /** Environment on top of this process's: TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, TTC_STORE_URL, TTC_PROVIDER_URL, … */
   readonly env: NodeJS.ProcessEnv;
   readonly identity: string;
-  /** Arms the test-only crash hook: the worker SIGKILLs itself the first time it reaches this point (for this tool). */
-  readonly crashAt?: { readonly point: CrashPoint; readonly toolName?: string };
+  /** Arms the test-only crash hook: the worker SIGKILLs itself the `occurrence`-th time (default 1st) it reaches this point (for this tool). */
+  readonly crashAt?: { readonly point: CrashPoint; readonly toolName?: string; readonly occurrence?: number };
   /** Module exporting the tools. @default the demo tools */
   readonly toolsModule?: string;
   /** Called with each line the worker prints. */
@@ -45,7 +45,7 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
   const args = ['--require', require.resolve('tsx/cjs'), CLI, 'worker', '--identity', options.identity];
   if (options.toolsModule) args.push('--tools', options.toolsModule);
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, NODE_OPTIONS: '' };
-  if (options.crashAt) env.TTC_CRASH_AT = options.crashAt.toolName === undefined ? options.crashAt.point : `${options.crashAt.point}:${options.crashAt.toolName}`;
+  if (options.crashAt) env.TTC_CRASH_AT = formatCrashAt(options.crashAt);
   else delete env.TTC_CRASH_AT;
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));

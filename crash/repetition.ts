@@ -1,0 +1,240 @@
+/**
+ * One repetition of a crash scenario: its own task queue and workflow id, its worker processes
+ * (an armed worker that SIGKILLs itself at a crash point, standby workers that join only once
+ * their gate opens), the run, and what the harness reads back: the run's result or pause, the
+ * provider's effects, the checkpoints in the store and the activity events in history.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
+import type { CrashPoint } from '../src/activities/crash-points';
+import type { FencedToolInput } from '../src/activities/contract';
+import { fingerprintInput } from '../src/checkpoint/digest';
+import type { Binding, CheckpointRecord } from '../src/checkpoint/types';
+import { scriptedRunInput, startAgentRun } from '../src/client';
+import { spawnWorker, type WorkerProcess } from '../src/dev/worker-process';
+import type { agentWorkflow } from '../src/workflows';
+import { resolveOutcomeUpdate, runStatusQuery } from '../src/workflows/messages';
+import type { AgentWorkflowResult, RunStatusView } from '../src/workflows/types';
+import type { CrashStack } from './stack';
+import { transcriptFor, type ScriptedCall } from './transcripts';
+
+const TOOLS_MODULE = resolve(__dirname, 'tools.ts');
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+/** A standby worker: started ahead, joins the task queue once `open()` is called. */
+export interface Standby {
+  open(): void;
+  readonly ready: Promise<WorkerProcess>;
+}
+
+/** How the run ended up when the harness stopped waiting. */
+export type RunState = { readonly kind: 'finished'; readonly result: AgentWorkflowResult } | { readonly kind: 'paused'; readonly status: RunStatusView } | { readonly kind: 'timeout' };
+
+/** Activity events of one tool call in history (times are server times, ms since the epoch). */
+export interface CallEvents {
+  readonly completedAt: number | null;
+  readonly failedAt: number | null;
+  readonly failureType: string | null;
+  /** Attempt that completed or failed (from ActivityTaskStarted). */
+  readonly attempt: number | null;
+}
+
+export class Repetition {
+  readonly tag: string;
+  readonly taskQueue: string;
+  readonly workflowId: string;
+  readonly lines: string[] = [];
+  private readonly workers: WorkerProcess[] = [];
+  private readonly pending: Array<Promise<WorkerProcess | null>> = [];
+  private readonly dir: string;
+  private seq = 0;
+
+  constructor(
+    readonly stack: CrashStack,
+    readonly scenarioId: string,
+    readonly index: number,
+  ) {
+    const id = randomBytes(3).toString('hex');
+    this.tag = `${stack.kind.slice(0, 2)}${index}${id}`;
+    this.taskQueue = `crash-${stack.kind}-${scenarioId}-${index}-${id}`;
+    this.workflowId = `crash-${stack.kind}-${scenarioId}-${index}-${id}`;
+    this.dir = join(stack.workDir, 'runs', this.taskQueue);
+    mkdirSync(this.dir, { recursive: true });
+  }
+
+  /** A scratch folder of this repetition. */
+  path(name: string): string {
+    return join(this.dir, name);
+  }
+
+  /** Starts a worker (armed when `crashAt` is given) and waits until it polls. */
+  async worker(options: { crashAt?: { point: CrashPoint; toolName?: string; occurrence?: number }; env?: Record<string, string> } = {}): Promise<WorkerProcess> {
+    const identity = `${this.tag}-w${++this.seq}${options.crashAt ? '-armed' : ''}`;
+    const worker = await spawnWorker({
+      env: { ...this.stack.workerEnv(this.taskQueue), ...options.env },
+      identity,
+      crashAt: options.crashAt,
+      toolsModule: TOOLS_MODULE,
+      onLine: (line) => this.lines.push(`${identity}: ${line}`),
+      readyTimeoutMs: 120_000,
+    });
+    this.workers.push(worker);
+    return worker;
+  }
+
+  /** Starts a standby worker now; it connects and polls only after `open()`. */
+  standby(env: Record<string, string> = {}): Standby {
+    const gate = this.path(`gate-${++this.seq}`);
+    const identity = `${this.tag}-w${this.seq}-standby`;
+    const ready = spawnWorker({
+      env: { ...this.stack.workerEnv(this.taskQueue), ...env, TTC_CRASH_GATE: gate },
+      identity,
+      toolsModule: TOOLS_MODULE,
+      onLine: (line) => this.lines.push(`${identity}: ${line}`),
+      readyTimeoutMs: 600_000,
+    }).then((w) => {
+      this.workers.push(w);
+      return w;
+    });
+    this.pending.push(ready.catch(() => null));
+    return { open: () => writeFileSync(gate, ''), ready };
+  }
+
+  /** Starts the run: one model turn asking for `calls`, then the model stops. */
+  async start(calls: readonly ScriptedCall[]): Promise<WorkflowHandle<typeof agentWorkflow>> {
+    const config = this.stack.config(this.taskQueue);
+    const input = scriptedRunInput(config, transcriptFor(this.tag, calls), { prompt: `crash harness ${this.scenarioId} #${this.index}` });
+    return startAgentRun(this.stack.client, config, input, this.workflowId);
+  }
+
+  /**
+   * Tells Temporal that the workflow's sticky worker is gone (`ResetStickyTaskQueue`), so its
+   * next workflow task goes to the task queue at once instead of waiting out the sticky
+   * schedule-to-start timeout (10 s) on the dead worker's queue. Only the harness's speed
+   * depends on it: recovery is measured to the interrupted call's completion, before that task.
+   */
+  async forgetStickyWorker(): Promise<void> {
+    await this.stack.client.workflowService
+      .resetStickyTaskQueue({ namespace: this.stack.server().namespace, execution: { workflowId: this.workflowId } })
+      .catch(() => undefined);
+  }
+
+  /** Waits until the run finishes or pauses (or `timeoutMs` passes). */
+  async settle(handle: WorkflowHandle<typeof agentWorkflow>, timeoutMs = 120_000): Promise<RunState> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      try {
+        const description = await handle.describe();
+        if (description.status.name !== 'RUNNING') return { kind: 'finished', result: await handle.result() };
+        const status = await handle.query(runStatusQuery);
+        if (status.phase === 'paused' && status.paused !== null) return { kind: 'paused', status };
+      } catch {
+        // The server or every worker may be down for a moment: keep asking.
+      }
+      await sleep(200);
+    }
+    return { kind: 'timeout' };
+  }
+
+  /**
+   * Plays the operator for a run paused on a send_email: checks the provider's outbox for the
+   * email and resolves the call as applied (with the message id found) or as absent.
+   */
+  async resolveAsOperator(handle: WorkflowHandle<typeof agentWorkflow>, status: RunStatusView): Promise<'applied' | 'absent'> {
+    const paused = status.paused!;
+    const call = status.pendingCalls.find((c) => c.callId === paused.callId) ?? status.calls.find((c) => c.callId === paused.callId);
+    const input = (call as { input?: { to?: string; subject?: string } } | undefined)?.input;
+    const sent = (await this.stack.provider.client.listEmails()).find((e) => e.to === input?.to && e.subject === input?.subject);
+    await handle.executeUpdate(resolveOutcomeUpdate, {
+      args: [
+        sent
+          ? { callId: paused.callId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'crash harness operator: found in the provider outbox' }
+          : { callId: paused.callId, resolution: 'absent', reason: 'crash harness operator: not in the provider outbox' },
+      ],
+    });
+    return sent ? 'applied' : 'absent';
+  }
+
+  /** How many times the provider applied each call's effect (tickets by title, emails by subject). */
+  async effectCounts(calls: readonly ScriptedCall[]): Promise<number[]> {
+    const [tickets, emails] = await Promise.all([this.stack.provider.client.listTickets(), this.stack.provider.client.listEmails()]);
+    return calls.map((call) =>
+      call.name === 'send_email' ? emails.filter((e) => e.subject === call.input.subject).length : tickets.filter((t) => t.title === call.input.title).length,
+    );
+  }
+
+  /** The binding of a call of this run (as the worker builds it for tenant `demo`). */
+  binding(call: ScriptedCall, callId: string = call.id): Binding {
+    return {
+      namespace: `${this.stack.server().namespace}/demo`,
+      callId: `${this.workflowId}/${callId}`,
+      toolName: call.name,
+      toolRevision: 'v1',
+      inputFingerprint: fingerprintInput(call.input),
+    };
+  }
+
+  /** The checkpoint of a call, or null. */
+  record(call: ScriptedCall, callId?: string): Promise<CheckpointRecord | null> {
+    return this.stack.inspector.get(this.binding(call, callId));
+  }
+
+  /** Polls the checkpoint of `call` until `predicate` holds. */
+  async waitForRecord(call: ScriptedCall, predicate: (record: CheckpointRecord) => boolean, timeoutMs = 60_000): Promise<CheckpointRecord> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const record = await this.record(call).catch(() => null);
+      if (record !== null && predicate(record)) return record;
+      if (Date.now() > deadline) throw new Error(`checkpoint of ${call.id} did not reach the expected state within ${timeoutMs} ms (last: ${record?.status ?? 'none'})`);
+      await sleep(25);
+    }
+  }
+
+  /** Activity events of each fenced call in history, by the call id the activity ran under. */
+  async callEvents(handle: WorkflowHandle<typeof agentWorkflow>): Promise<Map<string, CallEvents>> {
+    const history = await handle.fetchHistory();
+    const scheduled = new Map<string, string>(); // scheduledEventId → callId
+    const started = new Map<string, number>(); // scheduledEventId → attempt
+    const events = new Map<string, CallEvents>();
+    for (const event of history.events ?? []) {
+      const id = String(event.eventId);
+      const at = tsToMs(event.eventTime);
+      const s = event.activityTaskScheduledEventAttributes;
+      if (s && s.activityType?.name === 'runFencedTool') {
+        const data = s.input?.payloads?.[0]?.data;
+        if (data) scheduled.set(id, (JSON.parse(Buffer.from(data).toString('utf8')) as FencedToolInput).callId);
+      }
+      const st = event.activityTaskStartedEventAttributes;
+      if (st) started.set(String(st.scheduledEventId), st.attempt ?? 0);
+      const done = event.activityTaskCompletedEventAttributes;
+      const failed = event.activityTaskFailedEventAttributes;
+      const key = String(done?.scheduledEventId ?? failed?.scheduledEventId ?? '');
+      const callId = scheduled.get(key);
+      if (callId === undefined) continue;
+      if (done) events.set(callId, { completedAt: at, failedAt: null, failureType: null, attempt: started.get(key) ?? null });
+      if (failed) {
+        const failure = failed.failure;
+        events.set(callId, { completedAt: null, failedAt: at, failureType: failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? null, attempt: started.get(key) ?? null });
+      }
+    }
+    return events;
+  }
+
+  /** Kills every worker of this repetition (standbys that never joined included). */
+  async cleanup(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.kill()));
+    // Standbys still behind their gate exit on their own.
+    for (const file of this.gates()) writeFileSync(`${file}.cancel`, '');
+    const late = await Promise.all(this.pending);
+    await Promise.all(late.filter((w): w is WorkerProcess => w !== null).map((w) => w.kill()));
+  }
+
+  private gates(): string[] {
+    const files: string[] = [];
+    for (let i = 1; i <= this.seq; i += 1) files.push(this.path(`gate-${i}`));
+    return files;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The crash-window scenarios of SPEC §5: one worker process armed with `TTC_CRASH_AT` kills
+ * itself with SIGKILL at the named point; a standby worker joins the task queue right after the
+ * kill; the run must then recover as the window prescribes (or pause, and be resolved by the
+ * harness as the operator).
+ */
+import type { CrashPoint } from '../../src/activities/crash-points';
+import type { CallSource, FinalCallStatus } from '../../src/workflows/types';
+import { checkEffects, countLostResults, settleWithOperator, within } from '../checks';
+import { Expectations, type RunOutcome, type Scenario } from '../scenario';
+import type { ScriptedCall } from '../transcripts';
+
+/** A crash-window scenario. */
+export interface CrashWindowSpec {
+  readonly id: string;
+  readonly title: string;
+  readonly expected: string;
+  readonly crashAt: { readonly point: CrashPoint; readonly toolName: string; readonly occurrence?: number };
+  /** The run's calls (one model turn). */
+  readonly calls: (tag: string) => ScriptedCall[];
+  /** Index of the call the kill interrupts. */
+  readonly crashedCall: number;
+  /** Every call of the finished run, in order (a retry after `absent` right after its original). */
+  readonly expectCalls: ReadonlyArray<{ readonly status: FinalCallStatus; readonly source: CallSource | null }>;
+  /** The run must pause on the crashed call; the operator finds the effect `applied` or `absent`. */
+  readonly pause?: 'applied' | 'absent';
+}
+
+/** Builds the scenario. */
+export function crashWindowScenario(spec: CrashWindowSpec): Scenario {
+  const occurrence = spec.crashAt.occurrence === undefined ? '' : `#${spec.crashAt.occurrence}`;
+  return {
+    id: spec.id,
+    title: spec.title,
+    forced: `TTC_CRASH_AT=${spec.crashAt.point}:${spec.crashAt.toolName}${occurrence} on the only worker; a standby joins after the SIGKILL`,
+    expected: spec.expected,
+    async run(rep): Promise<RunOutcome> {
+      const x = new Expectations();
+      const calls = spec.calls(rep.tag);
+      const armed = await rep.worker({ crashAt: spec.crashAt });
+      const standby = rep.standby();
+      const handle = await rep.start(calls);
+      const exit = await within(armed.exited, 90_000);
+      const killedAt = Date.now();
+      x.equal(exit, 'SIGKILL', `the armed worker's exit at ${spec.crashAt.point}`);
+      standby.open();
+      await rep.forgetStickyWorker();
+
+      const { state, pauses } = await settleWithOperator(rep, handle, calls, x);
+      const paused = pauses.length > 0;
+      const unknownNotPaused = spec.pause !== undefined && !paused;
+      if (spec.pause === undefined) x.equal(pauses, [], 'pauses (this window must recover by itself)');
+      else {
+        x.check(!unknownNotPaused, 'the outcome was unknown but the run did not pause');
+        x.equal(
+          pauses.map((p) => [p.callId, p.errorType, p.resolution]),
+          [[calls[spec.crashedCall]!.id, 'OUTCOME_UNKNOWN', spec.pause]],
+          'pause (call, type, what the operator found)',
+        );
+      }
+      const effects = await checkEffects(rep, calls, x);
+      const resultsLost = await countLostResults(rep, calls, state, x);
+      if (state.kind === 'finished') {
+        x.equal(
+          state.result.calls.map((c) => ({ status: c.status, source: c.source })),
+          spec.expectCalls,
+          'calls (status, source)',
+        );
+      }
+      const event = (await rep.callEvents(handle)).get(calls[spec.crashedCall]!.id);
+      const recoveredAt = paused ? event?.failedAt : event?.completedAt;
+      return { ...effects, resultsLost, paused, unknownNotPaused, recoveryMs: recoveredAt == null ? null : recoveredAt - killedAt, failures: x.failures };
+    },
+  };
+}
