@@ -336,9 +336,11 @@ function stored(row: Row): StoredRow {
   return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at, body: row.body };
 }
 
+/** The driver's error code (`SQLITE_BUSY`, …), or the error's name for the driver's own argument checks. */
 function driverCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : undefined;
 }
 
 function unavailable(path: string, what: string, error: unknown, busyTimeoutMs: number): CheckpointError {

@@ -1,0 +1,171 @@
+/**
+ * The conformance suite against real SQLite files (WAL, synchronous = FULL), plus what only
+ * SQLite has: file pragmas, `sqlite::memory:`, opening where no file can be, and the file's
+ * schema version.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { createCheckpoint } from '../../src/checkpoint/record';
+import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { SqliteCheckpointStore } from '../../src/stores/sqlite-store';
+import { describeStoreConformance, expectCode, makeBinding, type Outage, type RawRow, type StoreTarget } from './store-conformance';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ttc-sqlite-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function freshTarget(options: CheckpointStoreOptions = {}): Promise<StoreTarget> {
+  const file = join(tempDir(), 'checkpoints.db');
+  const url = `sqlite:${file}`;
+  const stores: CheckpointStore[] = [];
+  let raw: Database.Database | undefined;
+  const db = (): Database.Database => (raw ??= new Database(file, { timeout: 10_000 }));
+  return {
+    url,
+    async open(extra: CheckpointStoreOptions = {}) {
+      const store = await openCheckpointStore(url, { ...options, ...extra });
+      stores.push(store);
+      return store;
+    },
+    raw: {
+      async row(key) {
+        const row = db().prepare('SELECT key, status, revision, updated_at AS updatedAt, body FROM ttc_checkpoints WHERE key = ?').get(key) as RawRow | undefined;
+        return row ?? null;
+      },
+      async update(key, columns) {
+        const sets = Object.keys(columns).map((c) => `${c} = @${c}`);
+        db().prepare(`UPDATE ttc_checkpoints SET ${sets.join(', ')} WHERE key = @key`).run({ ...columns, key });
+      },
+      async count() {
+        return (db().prepare('SELECT count(*) AS n FROM ttc_checkpoints').get() as { n: number }).n;
+      },
+      async integrity() {
+        return db().pragma('integrity_check', { simple: true }) as string;
+      },
+    },
+    async dispose() {
+      for (const store of stores) await store.close();
+      raw?.close();
+    },
+  };
+}
+
+async function lockOutage(): Promise<Outage> {
+  const file = join(tempDir(), 'locked.db');
+  const store = await openCheckpointStore(`sqlite:${file}`, { busyTimeoutMs: 200 });
+  const other = new Database(file);
+  return {
+    store,
+    // Another process's long write transaction: the store waits busyTimeoutMs, then fails closed.
+    async begin() {
+      other.exec('BEGIN EXCLUSIVE');
+    },
+    async end() {
+      other.exec('ROLLBACK');
+    },
+    async dispose() {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+      await store.close();
+    },
+  };
+}
+
+describeStoreConformance('SQLite', { fresh: () => freshTarget(), outage: lockOutage });
+
+describe('SQLite specifics', () => {
+  test('a file store uses WAL, synchronous = FULL and the busy timeout', async () => {
+    const dir = tempDir();
+    const store = SqliteCheckpointStore.open(join(dir, 'settings.db'), { busyTimeoutMs: 1_234 });
+    const db = (store as unknown as { db: Database.Database }).db;
+
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(1_234);
+    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    await store.close();
+  });
+
+  test('sqlite::memory: is a private database that works like a file', async () => {
+    const store = await openCheckpointStore('sqlite::memory:');
+    const binding = makeBinding();
+    const record = createCheckpoint(binding, { createdAt: '2030-01-01T00:00:00.000Z' });
+
+    expect(await store.createIfAbsent(record)).toEqual({ created: true, record });
+    expect(await store.get(binding)).toEqual(record);
+    await store.close();
+  });
+
+  test('a path whose directory does not exist cannot be opened: STORE_UNAVAILABLE naming the path', async () => {
+    const path = join(tempDir(), 'missing', 'dir', 'checkpoints.db');
+
+    const error = await expectCode(openCheckpointStore(`sqlite:${path}`), 'STORE_UNAVAILABLE');
+
+    expect(error.message).toContain(path);
+    expect(error.message).toContain('directory does not exist');
+    expect((error as unknown as { cause: unknown }).cause).toBeInstanceOf(Error);
+  });
+
+  test('a path that is a directory cannot be opened: STORE_UNAVAILABLE with SQLITE_CANTOPEN as cause', async () => {
+    const path = tempDir();
+
+    const error = await expectCode(openCheckpointStore(`sqlite:${path}`), 'STORE_UNAVAILABLE');
+
+    expect(error.details.driverCode).toBe('SQLITE_CANTOPEN');
+    expect((error as unknown as { cause: { code: string } }).cause.code).toBe('SQLITE_CANTOPEN');
+  });
+
+  test('a file that is not a database cannot be opened: STORE_UNAVAILABLE', async () => {
+    const path = join(tempDir(), 'not-a-db.db');
+    writeFileSync(path, 'this is a text file, not SQLite'.repeat(100));
+
+    const error = await expectCode(openCheckpointStore(`sqlite:${path}`), 'STORE_UNAVAILABLE');
+
+    expect(error.details.driverCode).toBe('SQLITE_NOTADB');
+  });
+
+  test('a file migrated by newer code is refused: UNSUPPORTED_SCHEMA, file untouched', async () => {
+    const path = join(tempDir(), 'newer.db');
+    const db = new Database(path);
+    db.pragma('user_version = 7');
+    db.close();
+
+    const error = await expectCode(openCheckpointStore(`sqlite:${path}`), 'UNSUPPORTED_SCHEMA');
+
+    expect(error.details.actual).toBe(7);
+    const after = new Database(path);
+    expect(after.pragma('user_version', { simple: true })).toBe(7);
+    expect(after.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'ttc_checkpoints'").get()).toEqual({ n: 0 });
+    after.close();
+  });
+
+  test('while another connection holds the write lock, reads still work (WAL) and writes fail closed', async () => {
+    const outage = await lockOutage();
+    const binding = makeBinding();
+    const record = (await outage.store.createIfAbsent(createCheckpoint(binding, { createdAt: '2030-01-01T00:00:00.000Z' }))).record;
+    await outage.begin();
+
+    expect(await outage.store.get(binding)).toEqual(record);
+    const error = await expectCode(outage.store.prune({ olderThan: '2031-01-01T00:00:00.000Z' }), 'STORE_UNAVAILABLE');
+
+    expect(error.details.driverCode).toBe('SQLITE_BUSY');
+    expect(error.message).toContain('busyTimeoutMs=200');
+    await outage.dispose();
+  });
+
+  test('a closed store refuses calls: STORE_UNAVAILABLE', async () => {
+    const store = await openCheckpointStore('sqlite::memory:');
+    await store.close();
+    await store.close();
+
+    expect((await expectCode(store.get(makeBinding()), 'STORE_UNAVAILABLE')).details.reason).toBe('closed');
+  });
+});

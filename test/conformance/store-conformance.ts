@@ -1,0 +1,530 @@
+/**
+ * The one conformance suite every side store passes (SPEC §3), against a real database:
+ * create/get/compare-and-swap semantics, bindings, racing claimers in separate processes, a
+ * writer killed mid-transaction, quarantine of damaged rows, prune, encryption at rest and
+ * failing closed while the database is unavailable. Called once per store by
+ * `sqlite.test.ts` and `postgres.test.ts`.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import canonicalize from 'canonicalize';
+import { fingerprintInput } from '../../src/checkpoint/digest';
+import { isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
+import { createCheckpoint } from '../../src/checkpoint/record';
+import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
+import type { Binding, CheckpointRecord, Status } from '../../src/checkpoint/types';
+import { checkpointKey } from '../../src/stores/checkpoint-key';
+import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
+import type { SerializedOptions } from './store-worker';
+
+/** A row as the database holds it, read and written around the store. */
+export interface RawRow {
+  readonly key: string;
+  readonly status: string;
+  readonly revision: number;
+  readonly updatedAt: string;
+  readonly body: string;
+}
+
+/** Direct access to the table, for damaging rows the way disks, bugs and attackers do. */
+export interface RawAccess {
+  row(key: string): Promise<RawRow | null>;
+  /** Overwrites columns of one row, bypassing the store. */
+  update(key: string, columns: Partial<Pick<RawRow, 'body' | 'status'>>): Promise<void>;
+  count(): Promise<number>;
+  /** The database's own consistency check: 'ok' when the file/table and its indexes are sound. */
+  integrity(): Promise<string>;
+}
+
+/** A fresh, empty database of one store kind. */
+export interface StoreTarget {
+  /** The URL `openCheckpointStore` takes; worker processes open it too. */
+  readonly url: string;
+  /** Opens a store here; every store opened is closed by `dispose`. */
+  open(options?: CheckpointStoreOptions): Promise<CheckpointStore>;
+  readonly raw: RawAccess;
+  dispose(): Promise<void>;
+}
+
+/** A store whose database can be made unreachable (`begin`) and reachable again (`end`). */
+export interface Outage {
+  readonly store: CheckpointStore;
+  begin(): Promise<void>;
+  end(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** How the suite gets databases of one store kind. */
+export interface ConformanceFactory {
+  fresh(): Promise<StoreTarget>;
+  outage(): Promise<Outage>;
+}
+
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+/** An ISO-8601 UTC time `seconds` after the suite's epoch. */
+const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
+const HMAC = { hmacKey: Buffer.alloc(32, 7), keyId: 'seal-1' } as const;
+const WORKER = join(__dirname, 'store-worker.ts');
+const REPO = join(__dirname, '..', '..');
+
+/** A valid binding, unique per call of the suite unless `callId` is given. */
+export function makeBinding(callId: string = randomBytes(6).toString('hex'), overrides: Partial<Binding> = {}): Binding {
+  return { namespace: 'tenant-a', callId, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ callId }), ...overrides };
+}
+
+/** Creates a record and drives it to `status` through the store, with every transition `seconds` after the epoch. */
+export async function driveTo(store: CheckpointStore, binding: Binding, status: Status, seconds = 0, payload: unknown = { ok: true }): Promise<CheckpointRecord> {
+  let record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(seconds) }))).record;
+  type Step = (r: CheckpointRecord) => ReturnType<typeof claimExecution>;
+  const steps: Record<Status, Step[]> = {
+    ready: [],
+    executing: [(r) => claimExecution(r, { attemptId: 'a1', at: at(seconds) })],
+    uncertain: [(r) => claimExecution(r, { attemptId: 'a1', at: at(seconds) }), (r) => markExecutionUncertain(r, { attemptId: 'a1', at: at(seconds), reason: 'timeout' })],
+    completed: [(r) => claimExecution(r, { attemptId: 'a1', at: at(seconds) }), (r) => completeExecution(r, { attemptId: 'a1', at: at(seconds), result: payload })],
+    delivering: [
+      (r) => claimExecution(r, { attemptId: 'a1', at: at(seconds) }),
+      (r) => completeExecution(r, { attemptId: 'a1', at: at(seconds), result: payload }),
+      (r) => claimDelivery(r, { deliveryId: 'd1', at: at(seconds) }),
+    ],
+    delivered: [
+      (r) => claimExecution(r, { attemptId: 'a1', at: at(seconds) }),
+      (r) => completeExecution(r, { attemptId: 'a1', at: at(seconds), result: payload }),
+      (r) => claimDelivery(r, { deliveryId: 'd1', at: at(seconds) }),
+      (r) => completeDelivery(r, { deliveryId: 'd1', at: at(seconds) }),
+    ],
+  };
+  for (const transition of steps[status]) {
+    const t = transition(record);
+    if (!(await store.compareAndSwap(t.expectedRevision, t.next))) throw new Error(`CAS to ${t.next.status} failed`);
+    record = t.next;
+  }
+  return record;
+}
+
+/** Awaits `promise`, expecting a CheckpointError of `code`; returns it for more assertions. */
+export async function expectCode(promise: Promise<unknown>, code: CheckpointErrorCode): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  if (!isCheckpointError(caught)) throw new Error(`expected CheckpointError ${code}, got ${caught instanceof Error ? caught.stack : String(caught)}`);
+  expect(caught.code).toBe(code);
+  return caught as unknown as { code: string; message: string; details: Record<string, unknown> };
+}
+
+/**
+ * Registers the conformance suite for one store.
+ *
+ * @param name the store's name in test titles.
+ * @param factory fresh databases and outages of that store kind.
+ */
+export function describeStoreConformance(name: string, factory: ConformanceFactory): void {
+  describe(`${name} store conformance (SPEC §3)`, () => {
+    let target: StoreTarget;
+    let store: CheckpointStore;
+
+    beforeEach(async () => {
+      target = await factory.fresh();
+      store = await target.open();
+    });
+
+    afterEach(async () => {
+      await target.dispose();
+    });
+
+    describe('create, get and compare-and-swap', () => {
+      test('get of an absent binding is null', async () => {
+        expect(await store.get(makeBinding())).toBeNull();
+      });
+
+      test('createIfAbsent inserts once and then returns the stored record, never overwriting it', async () => {
+        const binding = makeBinding();
+        const fresh = createCheckpoint(binding, { createdAt: at(0) });
+        expect(await store.createIfAbsent(fresh)).toEqual({ created: true, record: fresh });
+        const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
+        expect(await store.compareAndSwap(0, claim.next)).toBe(true);
+
+        const again = await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(2) }));
+
+        expect(again).toEqual({ created: false, record: claim.next });
+        expect(await store.get(binding)).toEqual(claim.next);
+      });
+
+      test('a compare-and-swap from the stored revision replaces the record and returns true', async () => {
+        const binding = makeBinding();
+        const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
+        const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
+        expect(await store.compareAndSwap(claim.expectedRevision, claim.next)).toBe(true);
+        const done = completeExecution(claim.next, { attemptId: 'a1', at: at(2), result: { ticket: 'T-1', tags: ['x', 'ü'] } });
+        expect(await store.compareAndSwap(done.expectedRevision, done.next)).toBe(true);
+
+        const stored = await store.get(binding);
+
+        expect(stored).toEqual(done.next);
+        expect(stored?.revision).toBe(2);
+        expect(Object.isFrozen(stored)).toBe(true);
+      });
+
+      test('a stale revision is refused: false, and the stored record is unchanged', async () => {
+        const binding = makeBinding();
+        const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
+        const first = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
+        const second = claimExecution(fresh, { attemptId: 'a2', at: at(1) });
+        expect(await store.compareAndSwap(0, first.next)).toBe(true);
+        const before = await target.raw.row(checkpointKey(binding));
+
+        expect(await store.compareAndSwap(0, second.next)).toBe(false);
+
+        expect(await store.get(binding)).toEqual(first.next);
+        expect(await target.raw.row(checkpointKey(binding))).toEqual(before);
+      });
+
+      test('a compare-and-swap on a record that moved on is false and changes nothing', async () => {
+        const binding = makeBinding();
+        const completed = await driveTo(store, binding, 'completed', 10);
+        const stale = claimExecution(createCheckpoint(binding, { createdAt: at(10) }), { attemptId: 'late', at: at(11) });
+        const before = await target.raw.row(checkpointKey(binding));
+
+        expect(await store.compareAndSwap(0, stale.next)).toBe(false);
+        const executing = claimExecution(createCheckpoint(binding, { createdAt: at(10) }), { attemptId: 'a1', at: at(10) }).next;
+        const lateResult = completeExecution(executing, { attemptId: 'a1', at: at(12), result: { other: true } });
+        expect(await store.compareAndSwap(1, lateResult.next)).toBe(false);
+        expect(await store.get(binding)).toEqual(completed);
+
+        expect(await target.raw.row(checkpointKey(binding))).toEqual(before);
+      });
+
+      test('a compare-and-swap on an absent record is false and creates nothing', async () => {
+        const binding = makeBinding();
+        const claim = claimExecution(createCheckpoint(binding, { createdAt: at(0) }), { attemptId: 'a1', at: at(1) });
+
+        expect(await store.compareAndSwap(0, claim.next)).toBe(false);
+
+        expect(await store.get(binding)).toBeNull();
+        expect(await target.raw.count()).toBe(0);
+      });
+
+      test('next.revision must be expectedRevision + 1: INVALID_ARGUMENT, nothing written', async () => {
+        const binding = makeBinding();
+        const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
+        const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
+
+        const error = await expectCode(store.compareAndSwap(1, claim.next), 'INVALID_ARGUMENT');
+
+        expect(error.details.field).toBe('next.revision');
+        expect(await store.get(binding)).toEqual(fresh);
+      });
+
+      test('an invalid record is refused before it reaches the database: INVALID_CHECKPOINT', async () => {
+        const binding = makeBinding();
+        const fresh = createCheckpoint(binding, { createdAt: at(0) });
+
+        await expectCode(store.createIfAbsent({ ...fresh, status: 'completed' }), 'INVALID_CHECKPOINT');
+
+        expect(await target.raw.count()).toBe(0);
+      });
+    });
+
+    describe('the key is the full binding', () => {
+      test.each(['namespace', 'callId', 'toolName', 'toolRevision', 'inputFingerprint'] as const)(
+        'a binding that differs only in %s never shares a row',
+        async (field) => {
+          const base = makeBinding('call-1');
+          const other: Binding = { ...base, [field]: field === 'inputFingerprint' ? fingerprintInput({ other: true }) : `${base[field]}-other` };
+          const claimed = await driveTo(store, base, 'executing');
+
+          const created = await store.createIfAbsent(createCheckpoint(other, { createdAt: at(0) }));
+
+          expect(checkpointKey(other)).not.toBe(checkpointKey(base));
+          expect(created.created).toBe(true);
+          expect(created.record.binding).toEqual(other);
+          expect(await store.get(base)).toEqual(claimed);
+          expect((await store.get(other))?.status).toBe('ready');
+          expect(await target.raw.count()).toBe(2);
+        },
+      );
+    });
+
+    describe('listByStatus', () => {
+      test('lists records in the given statuses, oldest updatedAt first, within olderThan and limit', async () => {
+        const a = await driveTo(store, makeBinding('a'), 'executing', 30);
+        const b = await driveTo(store, makeBinding('b'), 'uncertain', 10);
+        const c = await driveTo(store, makeBinding('c'), 'executing', 20);
+        await driveTo(store, makeBinding('d'), 'delivered', 5);
+
+        expect(await store.listByStatus(['executing', 'uncertain'])).toEqual([b, c, a]);
+        expect(await store.listByStatus(['executing', 'uncertain'], { olderThan: at(25) })).toEqual([b, c]);
+        expect(await store.listByStatus(['executing', 'uncertain'], { limit: 1 })).toEqual([b]);
+        expect(await store.listByStatus(['completed'])).toEqual([]);
+      });
+
+      test('bad arguments are INVALID_ARGUMENT', async () => {
+        expect((await expectCode(store.listByStatus([]), 'INVALID_ARGUMENT')).details.field).toBe('statuses');
+        expect((await expectCode(store.listByStatus(['stuck' as Status]), 'INVALID_ARGUMENT')).details.field).toBe('statuses');
+        expect((await expectCode(store.listByStatus(['ready'], { limit: 0 }), 'INVALID_ARGUMENT')).details.field).toBe('limit');
+        expect((await expectCode(store.listByStatus(['ready'], { olderThan: 'yesterday' }), 'INVALID_ARGUMENT')).details.field).toBe('olderThan');
+      });
+    });
+
+    describe('prune', () => {
+      test('deletes only delivered records older than the window; never ready, executing, uncertain, completed or delivering', async () => {
+        const old: Record<Status, CheckpointRecord> = {} as Record<Status, CheckpointRecord>;
+        for (const status of ['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'] as const) {
+          old[status] = await driveTo(store, makeBinding(`old-${status}`), status, 0);
+        }
+        const recent = await driveTo(store, makeBinding('recent-delivered'), 'delivered', 100);
+
+        expect(await store.prune({ olderThan: at(50) })).toBe(1);
+
+        expect(await store.get(old.delivered.binding)).toBeNull();
+        for (const status of ['ready', 'executing', 'uncertain', 'completed', 'delivering'] as const) {
+          expect(await store.get(old[status].binding)).toEqual(old[status]);
+        }
+        expect(await store.get(recent.binding)).toEqual(recent);
+        expect(await store.prune({ olderThan: at(50) })).toBe(0);
+        expect(await target.raw.count()).toBe(6);
+      });
+
+      test('prune needs an ISO-8601 UTC olderThan: INVALID_ARGUMENT', async () => {
+        expect((await expectCode(store.prune({ olderThan: '2020-01-01' }), 'INVALID_ARGUMENT')).details.field).toBe('olderThan');
+      });
+    });
+
+    describe('quarantine: a damaged row is reported with its key and never replaced', () => {
+      interface Damage {
+        readonly name: string;
+        readonly code: CheckpointErrorCode;
+        readonly sealed: boolean;
+        readonly reason?: string;
+        damage(row: RawRow, other: RawRow): Partial<Pick<RawRow, 'body' | 'status'>>;
+      }
+      const damages: Damage[] = [
+        { name: 'corrupted (bytes replaced)', code: 'INVALID_CHECKPOINT', sealed: false, damage: (r) => ({ body: r.body.slice(0, 40) + '\u00ff#garbage#' + r.body.slice(52) }) },
+        { name: 'truncated', code: 'INVALID_CHECKPOINT', sealed: false, damage: (r) => ({ body: r.body.slice(0, Math.floor(r.body.length / 2)) }) },
+        { name: 'empty', code: 'INVALID_CHECKPOINT', sealed: false, damage: () => ({ body: '' }) },
+        { name: 'duplicate-key', code: 'INVALID_CHECKPOINT', sealed: false, reason: 'duplicate-key', damage: (r) => ({ body: r.body.replace('"status":"delivered"', '"status":"delivered","status":"ready"') }) },
+        { name: 'tampered (sealed body edited, seal kept)', code: 'INTEGRITY_FAILURE', sealed: true, reason: 'mismatch', damage: (r) => ({ body: edit(r.body, (v) => ((v.execution as Record<string, unknown>).attemptId = 'attacker')) }) },
+        { name: 'unsealed while a seal key is configured', code: 'INTEGRITY_FAILURE', sealed: true, reason: 'missing', damage: (r) => ({ body: edit(r.body, (v) => delete v.seal) }) },
+        { name: 'an unknown schema version', code: 'UNSUPPORTED_SCHEMA', sealed: false, damage: (r) => ({ body: edit(r.body, (v) => (v.schemaVersion = 99)) }) },
+        { name: 'a body moved from another row', code: 'INVALID_CHECKPOINT', sealed: true, damage: (_r, other) => ({ body: other.body }) },
+        { name: 'a status column that disagrees with the body', code: 'INVALID_CHECKPOINT', sealed: true, damage: () => ({ status: 'ready' }) },
+      ];
+
+      test.each(damages)('$name: $code from get, createIfAbsent and listQuarantined; skipped by list and prune; row unchanged', async (d) => {
+        const s = d.sealed ? await target.open(HMAC) : store;
+        const binding = makeBinding();
+        const neighbour = makeBinding();
+        await driveTo(s, binding, 'delivered', 0);
+        await driveTo(s, neighbour, 'delivered', 0);
+        const key = checkpointKey(binding);
+        const original = (await target.raw.row(key))!;
+        const other = (await target.raw.row(checkpointKey(neighbour)))!;
+        await target.raw.update(key, d.damage(original, other));
+        const damaged = (await target.raw.row(key))!;
+
+        const fromGet = await expectCode(s.get(binding), d.code);
+        const fromCreate = await expectCode(s.createIfAbsent(createCheckpoint(binding, { createdAt: at(1) })), d.code);
+        const quarantined = await s.listQuarantined();
+        const listed = await s.listByStatus(['ready', 'delivered']);
+        const pruned = await s.prune({ olderThan: at(1_000) });
+
+        expect(fromGet.message).toContain(key);
+        expect(fromGet.details.key).toBe(key);
+        if (d.reason !== undefined) expect(fromGet.details.reason).toBe(d.reason);
+        expect(fromCreate.details.key).toBe(key);
+        expect(quarantined).toEqual([{ key, status: damaged.status, revision: damaged.revision, updatedAt: damaged.updatedAt, error: { code: d.code, message: fromGet.message } }]);
+        expect(listed.map((r) => checkpointKey(r.binding))).not.toContain(key);
+        expect(pruned).toBe(1);
+        expect(await s.get(neighbour)).toBeNull();
+        expect(await target.raw.row(key)).toEqual(damaged);
+      });
+    });
+
+    describe('encryption at rest of result payloads', () => {
+      const E1 = { encryptionKey: Buffer.alloc(32, 1), encryptionKeyId: 'enc-1' } as const;
+      const E2 = { encryptionKey: Buffer.alloc(32, 2), encryptionKeyId: 'enc-2' } as const;
+
+      test('round trip: the payload is stored encrypted and read back exactly', async () => {
+        const s = await target.open({ ...HMAC, ...E1 });
+        const binding = makeBinding();
+        const payload = { secret: 'card 4242-4242', nested: [1, 'ä', null] };
+
+        const completed = await driveTo(s, binding, 'completed', 0, payload);
+
+        const raw = (await target.raw.row(checkpointKey(binding)))!;
+        expect(raw.body).not.toContain('4242');
+        expect(JSON.parse(raw.body).result.payload).toMatchObject({ $enc: 'A256GCM', kid: 'enc-1' });
+        expect(await s.get(binding)).toEqual(completed);
+        expect((await s.get(binding))?.result?.payload).toEqual(payload);
+      });
+
+      test('after a key rotation, old payloads stay readable with the old key configured', async () => {
+        const binding = makeBinding();
+        await driveTo(await target.open(E1), binding, 'completed', 0, { v: 1 });
+
+        const rotated = await target.open({ ...E2, encryptionKeys: { 'enc-1': E1.encryptionKey } });
+
+        expect((await rotated.get(binding))?.result?.payload).toEqual({ v: 1 });
+      });
+
+      test('without the key the payload cannot be read: DECRYPTION_FAILED naming the key id', async () => {
+        const binding = makeBinding();
+        await driveTo(await target.open(E1), binding, 'completed', 0, { v: 1 });
+
+        const noKeys = await expectCode(store.get(binding), 'DECRYPTION_FAILED');
+        const otherKey = await expectCode((await target.open(E2)).get(binding), 'DECRYPTION_FAILED');
+        const wrongKey = await expectCode((await target.open({ encryptionKey: Buffer.alloc(32, 9), encryptionKeyId: 'enc-1' })).get(binding), 'DECRYPTION_FAILED');
+
+        for (const error of [noKeys, otherKey, wrongKey]) {
+          expect(error.details.keyId).toBe('enc-1');
+          expect(error.details.key).toBe(checkpointKey(binding));
+          expect(error.message).toContain('"enc-1"');
+        }
+        expect(wrongKey.details.reason).toBe('authentication-failed');
+      });
+    });
+
+    describe('concurrency and crashes (separate processes)', () => {
+      test('8 concurrent claimers × 1,000 records: exactly one claim wins per record', async () => {
+        const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`race-${i}`));
+        for (let i = 0; i < bindings.length; i += 250) {
+          await Promise.all(bindings.slice(i, i + 250).map((b) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }))));
+        }
+        const workers = Array.from({ length: 8 }, (_, w) => startWorker('claim'));
+        await Promise.all(workers.map((w) => w.ready));
+        const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
+        workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));
+
+        const results = (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as { wins: number[]; lost: number });
+
+        const owners = new Map<number, number[]>();
+        results.forEach((r, w) => r.wins.forEach((index) => owners.set(index, [...(owners.get(index) ?? []), w])));
+        expect(results.reduce((n, r) => n + r.wins.length, 0)).toBe(1_000);
+        expect(owners.size).toBe(1_000);
+        expect([...owners.values()].filter((w) => w.length !== 1)).toEqual([]);
+        expect(results.reduce((n, r) => n + r.lost, 0)).toBe(7_000);
+        const stored = await Promise.all(bindings.map((b) => store.get(b)));
+        stored.forEach((record, index) => {
+          expect(record?.status).toBe('executing');
+          expect(record?.revision).toBe(1);
+          expect(record?.execution?.attemptId).toBe(`w${owners.get(index)![0]}-${index}`);
+        });
+      }, 120_000);
+
+      test('a writer killed mid-transaction (SIGKILL, repeatedly) leaves the old or the new record, never a torn one', async () => {
+        const bindings = Array.from({ length: 4 }, (_, i) => makeBinding(`churn-${i}`));
+        for (const b of bindings) await store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }));
+        const acked = bindings.map(() => 0);
+        for (let round = 0; round < 6; round += 1) {
+          const worker = startWorker('churn');
+          await worker.ready;
+          worker.send({ url: target.url, options: {}, bindings, payloadBytes: 200_000 });
+          const killAfter = 3 + Math.floor(Math.random() * 12);
+          let seen = 0;
+          await new Promise<void>((resolve, reject) => {
+            worker.onLine((line) => {
+              const match = /^ack (\d+) (\d+)$/.exec(line);
+              if (match === null) return;
+              const index = Number(match[1]);
+              acked[index] = Math.max(acked[index]!, Number(match[2]));
+              seen += 1;
+              if (seen === killAfter) {
+                worker.child.kill('SIGKILL');
+                resolve();
+              }
+            });
+            worker.exited.then((code) => reject(new Error(`churn worker exited early (${String(code)}): ${worker.stderr()}`)), reject);
+          });
+          await worker.exited.catch(() => undefined);
+
+          const reader = await target.open();
+          for (const [index, binding] of bindings.entries()) {
+            const record = await reader.get(binding);
+            expect(record).not.toBeNull();
+            expect([acked[index], acked[index]! + 1]).toContain(record!.revision);
+            acked[index] = record!.revision;
+          }
+          await reader.close();
+        }
+        expect(await target.raw.integrity()).toBe('ok');
+        expect(await store.listQuarantined()).toEqual([]);
+      }, 120_000);
+    });
+
+    describe('fail closed while the database is unavailable', () => {
+      test('writes fail with STORE_UNAVAILABLE, nothing is written, and the store works again afterwards', async () => {
+        const outage = await factory.outage();
+        try {
+          const existing = makeBinding();
+          const fresh = (await outage.store.createIfAbsent(createCheckpoint(existing, { createdAt: at(0) }))).record;
+          const absent = makeBinding();
+          await outage.begin();
+
+          const create = await expectCode(outage.store.createIfAbsent(createCheckpoint(absent, { createdAt: at(0) })), 'STORE_UNAVAILABLE');
+          const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
+          await expectCode(outage.store.compareAndSwap(0, claim.next), 'STORE_UNAVAILABLE');
+          await outage.end();
+
+          expect(create.message).toContain('nothing was written');
+          expect(await outage.store.get(absent)).toBeNull();
+          expect(await outage.store.get(existing)).toEqual(fresh);
+          expect(await outage.store.compareAndSwap(0, claim.next)).toBe(true);
+        } finally {
+          await outage.dispose();
+        }
+      }, 60_000);
+    });
+  });
+}
+
+/** Parses a canonical body, applies `change`, and writes it back canonically (seal kept as is). */
+function edit(body: string, change: (value: Record<string, unknown>) => unknown): string {
+  const value = JSON.parse(body) as Record<string, unknown>;
+  change(value);
+  return canonicalize(value) as string;
+}
+
+interface Worker {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<number | null>;
+  send(input: unknown): void;
+  onLine(listener: (line: string) => void): void;
+  /** The last stdout line once the worker exited with 0. */
+  result(): Promise<string>;
+  stderr(): string;
+}
+
+function startWorker(mode: 'claim' | 'churn'): Worker {
+  const child = spawn(process.execPath, ['-r', 'tsx/cjs', WORKER, mode], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const lines = createInterface({ input: child.stdout });
+  const listeners: Array<(line: string) => void> = [];
+  let last = '';
+  let onReady: () => void;
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  lines.on('line', (line) => {
+    if (line === 'ready') onReady();
+    last = line;
+    listeners.forEach((l) => l(line));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    ready,
+    exited,
+    send: (input) => child.stdin.write(`${JSON.stringify(input)}\n`),
+    onLine: (listener) => listeners.push(listener),
+    stderr: () => err,
+    async result() {
+      const code = await exited;
+      if (code !== 0) throw new Error(`worker exited with ${String(code)}: ${err}`);
+      return last;
+    },
+  };
+}
