@@ -49,6 +49,7 @@ export class Repetition {
   readonly lines: string[] = [];
   private readonly workers: WorkerProcess[] = [];
   private readonly pending: Array<Promise<WorkerProcess | null>> = [];
+  private readonly closers: Array<() => Promise<unknown>> = [];
   private readonly dir: string;
   private seq = 0;
 
@@ -85,13 +86,14 @@ export class Repetition {
     return worker;
   }
 
-  /** Starts a standby worker now; it connects and polls only after `open()`. */
-  standby(env: Record<string, string> = {}): Standby {
+  /** Starts a standby worker now (armed when `crashAt` is given); it connects and polls only after `open()`. */
+  standby(options: { crashAt?: { point: CrashPoint; toolName?: string; occurrence?: number }; env?: Record<string, string> } = {}): Standby {
     const gate = this.path(`gate-${++this.seq}`);
-    const identity = `${this.tag}-w${this.seq}-standby`;
+    const identity = `${this.tag}-w${this.seq}-standby${options.crashAt ? '-armed' : ''}`;
     const ready = spawnWorker({
-      env: { ...this.stack.workerEnv(this.taskQueue), ...env, TTC_CRASH_GATE: gate },
+      env: { ...this.stack.workerEnv(this.taskQueue), ...options.env, TTC_CRASH_GATE: gate },
       identity,
+      crashAt: options.crashAt,
       toolsModule: TOOLS_MODULE,
       onLine: (line) => this.lines.push(`${identity}: ${line}`),
       readyTimeoutMs: 600_000,
@@ -103,11 +105,12 @@ export class Repetition {
     return { open: () => writeFileSync(gate, ''), ready };
   }
 
-  /** Starts the run: one model turn asking for `calls`, then the model stops. */
-  async start(calls: readonly ScriptedCall[]): Promise<WorkflowHandle<typeof agentWorkflow>> {
+  /** Starts the run: one model turn asking for `calls`, then the model stops. `heartbeatTimeoutMs` overrides the tool calls' (2 s). */
+  async start(calls: readonly ScriptedCall[], options: { heartbeatTimeoutMs?: number } = {}): Promise<WorkflowHandle<typeof agentWorkflow>> {
     const config = this.stack.config(this.taskQueue);
     const input = scriptedRunInput(config, transcriptFor(this.tag, calls), { prompt: `crash harness ${this.scenarioId} #${this.index}` });
-    return startAgentRun(this.stack.client, config, input, this.workflowId);
+    const activityOptions = options.heartbeatTimeoutMs === undefined ? input.activityOptions : { ...input.activityOptions, heartbeatTimeoutMs: options.heartbeatTimeoutMs };
+    return startAgentRun(this.stack.client, config, { ...input, activityOptions }, this.workflowId);
   }
 
   /**
@@ -223,6 +226,11 @@ export class Repetition {
     return events;
   }
 
+  /** Registers something to close in {@link cleanup}, after the workers are gone. */
+  onCleanup(close: () => Promise<unknown>): void {
+    this.closers.push(close);
+  }
+
   /** Kills every worker of this repetition (standbys that never joined included). */
   async cleanup(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.kill()));
@@ -230,6 +238,7 @@ export class Repetition {
     for (const file of this.gates()) writeFileSync(`${file}.cancel`, '');
     const late = await Promise.all(this.pending);
     await Promise.all(late.filter((w): w is WorkerProcess => w !== null).map((w) => w.kill()));
+    for (const close of this.closers.splice(0)) await close().catch(() => undefined);
   }
 
   private gates(): string[] {

@@ -157,6 +157,8 @@ class Attempt {
       case 'reconcile-delivery':
         return this.reconcileDelivery(record);
       case 'none':
+        // Delivery was recorded but may never have reached Temporal: the same crash window as right after completeDelivery.
+        crashPoint('after-delivery-completed', this.call.tool.name);
         return this.result(record, 'store');
     }
   }
