@@ -21,6 +21,8 @@ export const CHECKPOINT_KEY_PREFIX = 'ck1-';
  * @see SPEC §2 "Binding", SPEC §3
  */
 export function checkpointKey(binding: Binding): string {
+  const cached = typeof binding === 'object' && binding !== null ? KEYS.get(binding) : undefined;
+  if (cached !== undefined) return cached;
   assertBinding(binding);
   const text = canonicalJson({
     namespace: binding.namespace,
@@ -29,5 +31,10 @@ export function checkpointKey(binding: Binding): string {
     toolRevision: binding.toolRevision,
     inputFingerprint: binding.inputFingerprint,
   });
-  return `${CHECKPOINT_KEY_PREFIX}${sha256Hex(`ttc/checkpoint-key/1\n${text}`)}`;
+  const key = `${CHECKPOINT_KEY_PREFIX}${sha256Hex(`ttc/checkpoint-key/1\n${text}`)}`;
+  // Records share their frozen binding object across transitions; a frozen one cannot change.
+  if (Object.isFrozen(binding)) KEYS.set(binding, key);
+  return key;
 }
+
+const KEYS = new WeakMap<Binding, string>();

@@ -106,7 +106,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
     const row = this.codec.encode(record);
     try {
-      const inserted = await this.write(INSERT, insertParams(row));
+      const inserted = await this.write(INSERT, insertParams(row), 'ttc_insert');
       if (inserted.rowCount === 1) return { created: true, record };
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
@@ -117,7 +117,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
-    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
+    const rows = await this.read<Row>(GET, [key], 'ttc_get');
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
@@ -125,7 +125,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     assertCasArguments(expectedRevision, next);
     const row = this.codec.encode(next);
     try {
-      return (await this.write(CAS, casParams(row, expectedRevision))).rowCount === 1;
+      return (await this.write(CAS, casParams(row, expectedRevision), 'ttc_cas')).rowCount === 1;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       return this.settleCas(row, expectedRevision, next, error.driverError);
@@ -225,11 +225,11 @@ export class PostgresCheckpointStore implements CheckpointStore {
     await this.pool.end();
   }
 
-  /** Runs a read-only statement. @throws STORE_UNAVAILABLE for any driver error. */
-  private async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+  /** Runs a read-only statement (`name`: prepared per connection). @throws STORE_UNAVAILABLE for any driver error. */
+  private async read<R extends QueryResultRow>(text: string, values: unknown[], name?: string): Promise<R[]> {
     const client = await this.connect();
     try {
-      const result = await client.query<R>(text, values);
+      const result = await client.query<R>({ text, values, ...(name === undefined ? {} : { name }) });
       client.release();
       return result.rows;
     } catch (error) {
@@ -239,14 +239,14 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * Runs one autocommitted write statement.
+   * Runs one autocommitted write statement (`name` makes it a per-connection prepared statement).
    * @throws OutcomeUnknown when the connection failed after the statement was handed to it;
    *   STORE_UNAVAILABLE when it was never sent or the server refused it (nothing written).
    */
-  private async write(text: string, values: unknown[]): Promise<{ rowCount: number | null }> {
+  private async write(text: string, values: unknown[], name?: string): Promise<{ rowCount: number | null }> {
     const client = await this.connect();
     try {
-      const result = await client.query(text, values);
+      const result = await client.query({ text, values, ...(name === undefined ? {} : { name }) });
       client.release();
       return result;
     } catch (error) {
@@ -369,6 +369,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 }
 
+/** Named (server-side prepared once per connection) hot statements. */
+const GET = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`;
 const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING`;
 const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;

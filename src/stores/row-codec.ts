@@ -74,25 +74,26 @@ export class RowCodec {
    *   INVALID_ARGUMENT for a plaintext payload shaped like an encryption envelope when no key is set.
    */
   encode(record: CheckpointRecord): EncodedRow {
-    validateCheckpoint(record);
-    const key = checkpointKey(record.binding);
+    // serializeCheckpoint validates what it writes; an encrypted record is validated in plaintext first.
     let stored = record;
-    if (record.result !== null) {
+    if (record !== null && typeof record === 'object' && record.result !== null && record.result !== undefined) {
       if (this.cipher?.encrypts) {
-        stored = { ...record, result: { payload: this.cipher.encrypt(record.result.payload, key) } };
+        validateCheckpoint(record);
+        stored = { ...record, result: { payload: this.cipher.encrypt(record.result.payload, checkpointKey(record.binding)) } };
       } else if (isEncryptedPayload(record.result.payload)) {
         throw new CheckpointError('INVALID_ARGUMENT', 'result payload has the exact shape of an encryption envelope ({ $enc, kid, iv, tag, ct }); it cannot be stored unencrypted without ambiguity', { field: 'result.payload' });
       }
     }
+    const body = serializeCheckpoint(stored, this.seal);
     return {
-      key,
+      key: checkpointKey(record.binding),
       namespace: record.binding.namespace,
       callId: record.binding.callId,
       toolName: record.binding.toolName,
       status: record.status,
       revision: record.revision,
       updatedAt: normalizeTimestamp(record.updatedAt, 'updatedAt'),
-      body: serializeCheckpoint(stored, this.seal),
+      body,
     };
   }
 
