@@ -7,6 +7,9 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { isolatedModules: true }],
   },
   testTimeout: 60_000,
+  // The Temporal SDK's native runtime and pooled connections of some suites outlive their tests
+  // in the single --runInBand process; every suite tears its own servers down, so exit promptly.
+  forceExit: true,
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
 };
