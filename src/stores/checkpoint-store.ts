@@ -92,6 +92,8 @@ export interface CheckpointStore {
   /**
    * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`,
    * atomically. `next.revision` must be `expectedRevision + 1` (what every transition returns).
+   * The row is addressed by its key and revision columns only (one conditional UPDATE), so pass
+   * a `next` derived from a record this store returned (get/createIfAbsent verified it).
    * @returns true when exactly that revision was replaced; false otherwise (nothing changed).
    * @throws {@link CheckpointError} INVALID_ARGUMENT when the revisions do not follow.
    */
