@@ -262,6 +262,23 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await store.listByStatus(['completed'])).toEqual([]);
       });
 
+      test('pages through more rows than one query returns, skipping a quarantined row, up to the limit', async () => {
+        const bindings = Array.from({ length: 1_100 }, (_, i) => makeBinding(`page-${String(i).padStart(4, '0')}`));
+        const created: CheckpointRecord[] = [];
+        for (let i = 0; i < bindings.length; i += 275) {
+          const part = await Promise.all(bindings.slice(i, i + 275).map((b, j) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(i + j) }))));
+          created.push(...part.map((p) => p.record));
+        }
+        await target.raw.update(checkpointKey(bindings[3]!), { body: '{"truncated":' });
+
+        const listed = await store.listByStatus(['ready'], { limit: 1_050 });
+
+        expect(listed).toHaveLength(1_050);
+        expect(listed).toEqual(created.filter((_, i) => i !== 3).slice(0, 1_050));
+        expect((await store.listByStatus(['ready'], { limit: 10_000 })).length).toBe(1_099);
+        expect((await store.listQuarantined()).map((q) => q.key)).toEqual([checkpointKey(bindings[3]!)]);
+      }, 60_000);
+
       test('bad arguments are INVALID_ARGUMENT', async () => {
         expect((await expectCode(store.listByStatus([]), 'INVALID_ARGUMENT')).details.field).toBe('statuses');
         expect((await expectCode(store.listByStatus(['stuck' as Status]), 'INVALID_ARGUMENT')).details.field).toBe('statuses');
@@ -342,6 +359,19 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await s.get(neighbour)).toBeNull();
         expect(await target.raw.row(key)).toEqual(damaged);
       });
+    });
+
+    test('concurrent calls are independent: a quarantined row fails only its own call', async () => {
+      const damaged = makeBinding();
+      await driveTo(store, damaged, 'executing');
+      await target.raw.update(checkpointKey(damaged), { body: 'not json' });
+      const fresh = makeBinding();
+
+      const [bad, good] = await Promise.allSettled([store.createIfAbsent(createCheckpoint(damaged, { createdAt: at(1) })), store.createIfAbsent(createCheckpoint(fresh, { createdAt: at(1) }))]);
+
+      expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_CHECKPOINT', details: { key: checkpointKey(damaged) } } });
+      expect(good).toMatchObject({ status: 'fulfilled', value: { created: true } });
+      expect((await store.get(fresh))?.status).toBe('ready');
     });
 
     describe('encryption at rest of result payloads', () => {
