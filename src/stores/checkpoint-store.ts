@@ -81,8 +81,10 @@ export interface ListQuarantinedOptions {
 export interface CheckpointStore {
   /**
    * Inserts `record` (normally a fresh `ready` record from `createCheckpoint`) unless a row
-   * with its key exists; never overwrites. @returns `{ created: true, record }` when inserted,
-   * else `{ created: false, record: <the stored record> }`. After a lost connection the insert
+   * with its key exists, or another binding already holds the same `(namespace, callId)`;
+   * never overwrites. @returns `{ created: true, record }` when inserted, else
+   * `{ created: false, record: <the stored record> }` — for a different binding of the same
+   * call that is the other binding's record, so `decideCheckpoint` reports BINDING_CONFLICT. After a lost connection the insert
    * is retried, so `created` may be false for a record this very call inserted.
    * @throws {@link CheckpointError} a quarantine code when the existing row does not parse (it is left as is).
    */

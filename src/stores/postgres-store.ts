@@ -112,7 +112,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       if (!(error instanceof OutcomeUnknown)) throw error;
       return this.settleInsert(row, record, error.driverError);
     }
-    return { created: false, record: await this.readExisting(row.key) };
+    return { created: false, record: await this.readExisting(row) };
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
@@ -266,9 +266,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
-  private async readExisting(key: string): Promise<CheckpointRecord> {
-    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
-    if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: insert of ${key} conflicted but the row is gone`, { key, where: this.where });
+  /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
+  private async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
+    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1 OR (namespace = $2 AND call_id = $3) ORDER BY key = $1 DESC LIMIT 1`, [row.key, row.namespace, row.callId]);
+    if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: insert of ${row.key} conflicted but the row is gone`, { key: row.key, where: this.where });
     return this.codec.decode(stored(rows[0]));
   }
 
@@ -279,6 +280,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       if (current !== null) return { created: false, record: current };
       try {
         if ((await this.write(INSERT, insertParams(row))).rowCount === 1) return { created: true, record };
+        return { created: false, record: await this.readExisting(row) };
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
       }
@@ -372,7 +374,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
 /** Named (server-side prepared once per connection) hot statements. */
 const GET = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`;
 const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING`;
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`;
 const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;
 const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[]) AS d(key, revision)
   WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered'`;

@@ -110,7 +110,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
     const row = this.codec.encode(record);
     return this.write(() => {
       if (this.statements.insert.run(insertParams(row)).changes === 1) return { created: true, record };
-      const existing = this.statements.get.get(row.key) as Row | undefined;
+      const existing = (this.statements.get.get(row.key) ?? this.statements.getByCall.get(row.namespace, row.callId)) as Row | undefined;
       if (existing === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite insert of ${row.key} changed nothing yet no row exists`, { key: row.key });
       return { created: false, record: this.codec.decode(stored(existing)) };
     }) as Promise<CreateResult>;
@@ -287,9 +287,10 @@ function prepare(db: BetterSqlite3.Database) {
     insert: db.prepare(
       `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
        VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body)
-       ON CONFLICT (key) DO NOTHING`,
+       ON CONFLICT DO NOTHING`,
     ),
     get: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = ?`),
+    getByCall: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = ? AND call_id = ?`),
     cas: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
        WHERE key = @key AND revision = @expectedRevision`,

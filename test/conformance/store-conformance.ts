@@ -13,6 +13,7 @@ import canonicalize from 'canonicalize';
 import { fingerprintInput } from '../../src/checkpoint/digest';
 import { isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
 import { createCheckpoint } from '../../src/checkpoint/record';
+import { decideCheckpoint } from '../../src/checkpoint/decide';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
 import type { Binding, CheckpointRecord, Status } from '../../src/checkpoint/types';
 import { checkpointKey } from '../../src/stores/checkpoint-key';
@@ -230,8 +231,23 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
     });
 
     describe('the key is the full binding', () => {
-      test.each(['namespace', 'callId', 'toolName', 'toolRevision', 'inputFingerprint'] as const)(
-        'a binding that differs only in %s never shares a row',
+      test.each(['namespace', 'callId'] as const)('a binding for another call (different %s) gets its own row', async (field) => {
+        const base = makeBinding('call-1');
+        const other: Binding = { ...base, [field]: `${base[field]}-other` };
+        const claimed = await driveTo(store, base, 'executing');
+
+        const created = await store.createIfAbsent(createCheckpoint(other, { createdAt: at(0) }));
+
+        expect(checkpointKey(other)).not.toBe(checkpointKey(base));
+        expect(created.created).toBe(true);
+        expect(created.record.binding).toEqual(other);
+        expect(await store.get(base)).toEqual(claimed);
+        expect((await store.get(other))?.status).toBe('ready');
+        expect(await target.raw.count()).toBe(2);
+      });
+
+      test.each(['toolName', 'toolRevision', 'inputFingerprint'] as const)(
+        'the same call with a different %s never shares a row: createIfAbsent returns the holder and decide reports BINDING_CONFLICT',
         async (field) => {
           const base = makeBinding('call-1');
           const other: Binding = { ...base, [field]: field === 'inputFingerprint' ? fingerprintInput({ other: true }) : `${base[field]}-other` };
@@ -240,11 +256,11 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           const created = await store.createIfAbsent(createCheckpoint(other, { createdAt: at(0) }));
 
           expect(checkpointKey(other)).not.toBe(checkpointKey(base));
-          expect(created.created).toBe(true);
-          expect(created.record.binding).toEqual(other);
+          expect(created).toEqual({ created: false, record: claimed });
+          expect(() => decideCheckpoint(created.record, other)).toThrow(expect.objectContaining({ code: 'BINDING_CONFLICT', details: { fields: [field] } }));
           expect(await store.get(base)).toEqual(claimed);
-          expect((await store.get(other))?.status).toBe('ready');
-          expect(await target.raw.count()).toBe(2);
+          expect(await store.get(other)).toBeNull();
+          expect(await target.raw.count()).toBe(1);
         },
       );
     });

@@ -22,6 +22,9 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         body       text        NOT NULL
       );
       CREATE INDEX ttc_checkpoints_status_updated_at ON ttc_checkpoints (status, updated_at);
+      -- One checkpoint per (namespace, call id): a second binding for the same call is never a new row;
+      -- createIfAbsent returns the holder, and decide reports BINDING_CONFLICT.
+      CREATE UNIQUE INDEX ttc_checkpoints_call ON ttc_checkpoints (namespace, call_id);
     `,
   },
 ];
