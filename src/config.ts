@@ -107,7 +107,7 @@ export function loadConfig(options: { rootDir?: string; env?: NodeJS.ProcessEnv;
   const rootDir = options.rootDir ?? process.cwd();
   const env = options.env ?? process.env;
   const file = ['temporal.config.ts', 'temporal.config.js'].map((f) => resolve(rootDir, f)).find((f) => existsSync(f));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const fromFile: ConfigInput = file === undefined ? {} : ((require(file) as { default?: ConfigInput }).default ?? {});
   return resolveConfig(fromFile, env, options.overrides ?? {});
 }

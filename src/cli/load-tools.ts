@@ -14,7 +14,7 @@ export const DEFAULT_TOOLS_MODULE = resolve(__dirname, '../../examples/demo-tool
  * @throws {@link CheckpointError} INVALID_CONFIG when the module exports no tools.
  */
 export async function loadTools(modulePath: string = DEFAULT_TOOLS_MODULE): Promise<ToolDefinition<any>[]> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const mod = require(resolve(modulePath)) as { default?: unknown; tools?: unknown };
   const exported = mod.tools ?? mod.default;
   const tools = typeof exported === 'function' ? await (exported as () => unknown)() : exported;

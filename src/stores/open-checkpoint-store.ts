@@ -31,7 +31,7 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     if (path.length === 0 || path.includes('\0') || path.startsWith('//')) {
       throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not sqlite:<path> or sqlite::memory: (for example sqlite:./.data/checkpoints.db)`, { field: 'url', url: shown });
     }
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const { SqliteCheckpointStore } = require('./sqlite-store') as typeof import('./sqlite-store');
     return SqliteCheckpointStore.open(path === ':memory:' ? ':memory:' : path, options);
   }
@@ -45,7 +45,7 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
       throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} names no host (postgres://user@host:5432/database)`, { field: 'url', url: shown });
     }
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const { PostgresCheckpointStore } = require('./postgres-store') as typeof import('./postgres-store');
     return PostgresCheckpointStore.open(url, shown, options);
   }

@@ -80,7 +80,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       throw new CheckpointError('INVALID_ARGUMENT', `connectTimeoutMs must be an integer from 1 to 600,000 ms, got ${String(connectTimeoutMs)}`, { field: 'connectTimeoutMs', limit: 600_000 });
     }
     // Lazily required: a SQLite-only deployment never loads pg.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const pg = require('pg') as typeof import('pg');
     const pool = new pg.Pool({
       connectionString: url,

@@ -81,7 +81,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
       throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, { field: 'busyTimeoutMs', limit: 600_000 });
     }
     // Lazily required: a PostgreSQL-only deployment never loads the native module.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const Database = require('better-sqlite3') as typeof BetterSqlite3;
     let db: BetterSqlite3.Database | undefined;
     try {

@@ -440,7 +440,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         for (let i = 0; i < bindings.length; i += 250) {
           await Promise.all(bindings.slice(i, i + 250).map((b) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }))));
         }
-        const workers = Array.from({ length: 8 }, (_, w) => startWorker('claim'));
+        const workers = Array.from({ length: 8 }, () => startWorker('claim'));
         await Promise.all(workers.map((w) => w.ready));
         const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
         workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));

@@ -6,7 +6,7 @@
 import { startPostgres, type PostgresServer } from './postgres';
 
 declare global {
-  // eslint-disable-next-line no-var
+   
   var __TTC_POSTGRES__: PostgresServer | undefined;
 }
 

@@ -189,7 +189,7 @@ describe('only JSON values (refused with NOT_JSON, never dropped or turned into 
   cycle.self = cycle;
   const arrayCycle: unknown[] = [1];
   arrayCycle.push([arrayCycle]);
-  // eslint-disable-next-line no-sparse-arrays
+   
   const sparse = [1, , 3];
   const withNamedMember = Object.assign([1, 2], { extra: 'dropped by JSON.stringify' });
 
