@@ -50,7 +50,7 @@ export function bindingDifferences(a: Binding, b: Binding): string[] {
 export function createCheckpoint(binding: Binding, options: { createdAt: string }): CheckpointRecord {
   assertBinding(binding);
   parseTimestamp(options?.createdAt, 'createdAt');
-  return deepFreeze({
+  return trustValid(deepFreeze({
     schemaVersion: CURRENT_SCHEMA_VERSION,
     binding: {
       namespace: binding.namespace,
@@ -66,7 +66,7 @@ export function createCheckpoint(binding: Binding, options: { createdAt: string 
     execution: null,
     result: null,
     delivery: null,
-  });
+  }));
 }
 
 /**
@@ -80,6 +80,7 @@ export function createCheckpoint(binding: Binding, options: { createdAt: string 
  * @throws {@link CheckpointError} INVALID_CHECKPOINT naming the first broken rule in `details.field`.
  */
 export function validateCheckpoint(record: unknown): record is CheckpointRecord {
+  if (isKnownValid(record)) return true;
   if (typeof record !== 'object' || record === null || Array.isArray(record)) {
     throw invalid('$', `a checkpoint must be a JSON object, got ${describe(record)}`);
   }
@@ -185,6 +186,25 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
     throw invalid('delivery', `a ${status} record must have a delivery fence`);
   }
   return true;
+}
+
+/**
+ * Records built by this layer itself (`createCheckpoint`, the transitions, `parseCheckpoint`):
+ * deeply frozen and valid by construction. A frozen record cannot change, so validating it
+ * again cannot fail; remembering them saves the full re-validation (and payload re-walk) on
+ * every transition and serialization. Only this layer adds to the set, never user input.
+ */
+const KNOWN_VALID = new WeakSet<object>();
+
+/** Marks a deeply frozen record this layer built as valid (see {@link KNOWN_VALID}). Internal. */
+export function trustValid<T extends CheckpointRecord>(record: T): T {
+  KNOWN_VALID.add(record);
+  return record;
+}
+
+/** True for a record this layer built (deeply frozen, valid by construction). Internal. */
+export function isKnownValid(record: unknown): boolean {
+  return typeof record === 'object' && record !== null && KNOWN_VALID.has(record);
 }
 
 /**

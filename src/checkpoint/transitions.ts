@@ -8,7 +8,7 @@
 import { assertIdentifier, assertReason, parseTimestamp, resolveMaxPayloadBytes, utf8ByteLength } from './bounds';
 import { canonicalJson } from './canonical-json';
 import { CheckpointError } from './errors';
-import { deepFreeze, validateCheckpoint } from './record';
+import { deepFreeze, isKnownValid, trustValid, validateCheckpoint } from './record';
 import type { Action, CheckpointRecord, JsonValue, Status, TransitionResult } from './types';
 
 /**
@@ -211,7 +211,9 @@ function fenceConflict(record: CheckpointRecord, field: 'attemptId' | 'deliveryI
 function finish(record: CheckpointRecord, at: string, action: Action, changes: Partial<CheckpointRecord>): TransitionResult {
   const merged = { ...record, ...changes };
   const copy = <T extends object>(value: T | null): T | null => (value === null ? null : Object.freeze({ ...value }));
-  const result = merged.result === null ? null : Object.freeze({ payload: frozenPayload(merged.result.payload) });
+  // A record this layer built already holds a deeply frozen payload; anything else gets a frozen copy.
+  const payloadOf = (payload: JsonValue): JsonValue => (isKnownValid(record) && payload === record.result?.payload ? payload : frozenPayload(payload));
+  const result = merged.result === null ? null : Object.freeze({ payload: payloadOf(merged.result.payload) });
   const next: CheckpointRecord = Object.freeze({
     ...merged,
     binding: copy(merged.binding)!,
@@ -221,7 +223,8 @@ function finish(record: CheckpointRecord, at: string, action: Action, changes: P
     revision: record.revision + 1,
     updatedAt: at,
   });
-  return { action, expectedRevision: record.revision, next };
+  // Valid by construction from a validated record (the property tests validate every step).
+  return { action, expectedRevision: record.revision, next: trustValid(next) };
 }
 
 /**
