@@ -29,7 +29,7 @@ export async function checkEffects(rep: Repetition, calls: readonly ScriptedCall
  */
 export async function countLostResults(rep: Repetition, calls: readonly ScriptedCall[], state: RunState, x: Expectations): Promise<number> {
   if (state.kind !== 'finished') {
-    x.check(false, `the run did not finish (${state.kind === 'paused' ? `paused on ${state.status.paused?.callId}` : 'timed out'})`);
+    x.check(false, `the run did not finish (${state.kind === 'paused' ? `paused on ${state.status.paused?.callId}` : state.reason})`);
     return calls.length;
   }
   const result: AgentWorkflowResult = state.result;

@@ -31,7 +31,10 @@ export interface Standby {
 }
 
 /** How the run ended up when the harness stopped waiting. */
-export type RunState = { readonly kind: 'finished'; readonly result: AgentWorkflowResult } | { readonly kind: 'paused'; readonly status: RunStatusView } | { readonly kind: 'timeout' };
+export type RunState =
+  | { readonly kind: 'finished'; readonly result: AgentWorkflowResult }
+  | { readonly kind: 'paused'; readonly status: RunStatusView }
+  | { readonly kind: 'timeout'; readonly reason: string };
 
 /** Activity events of one tool call in history (times are server times, ms since the epoch). */
 export interface CallEvents {
@@ -50,6 +53,8 @@ export class Repetition {
   private readonly workers: WorkerProcess[] = [];
   private readonly pending: Array<Promise<WorkerProcess | null>> = [];
   private readonly closers: Array<() => Promise<unknown>> = [];
+  private broken: string | null = null;
+  private cleaningUp = false;
   private readonly dir: string;
   private seq = 0;
 
@@ -101,7 +106,12 @@ export class Repetition {
       this.workers.push(w);
       return w;
     });
-    this.pending.push(ready.catch(() => null));
+    this.pending.push(
+      ready.catch((error: Error) => {
+        if (!this.cleaningUp) this.broken = `standby worker ${identity} failed to start: ${error.message}`;
+        return null;
+      }),
+    );
     return { open: () => writeFileSync(gate, ''), ready };
   }
 
@@ -129,6 +139,7 @@ export class Repetition {
   async settle(handle: WorkflowHandle<typeof agentWorkflow>, timeoutMs = 120_000): Promise<RunState> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
+      if (this.broken !== null) return { kind: 'timeout', reason: this.broken };
       try {
         const description = await handle.describe();
         if (description.status.name !== 'RUNNING') return { kind: 'finished', result: await handle.result() };
@@ -139,7 +150,7 @@ export class Repetition {
       }
       await sleep(200);
     }
-    return { kind: 'timeout' };
+    return { kind: 'timeout', reason: `still running after ${timeoutMs} ms` };
   }
 
   /**
@@ -233,6 +244,7 @@ export class Repetition {
 
   /** Kills every worker of this repetition (standbys that never joined included). */
   async cleanup(): Promise<void> {
+    this.cleaningUp = true;
     await Promise.all(this.workers.map((w) => w.kill()));
     // Standbys still behind their gate exit on their own.
     for (const file of this.gates()) writeFileSync(`${file}.cancel`, '');

@@ -52,8 +52,8 @@ export interface CrashStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack for `kind` under `workDir`. */
-export async function startCrashStack(kind: StoreKind, workDir: string, log: (line: string) => void): Promise<CrashStack> {
+/** Starts the stack for `kind` under `workDir`; its workers load the prebuilt `workflowBundle`. */
+export async function startCrashStack(kind: StoreKind, workDir: string, workflowBundle: string, log: (line: string) => void): Promise<CrashStack> {
   mkdirSync(workDir, { recursive: true });
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -80,6 +80,7 @@ export async function startCrashStack(kind: StoreKind, workDir: string, log: (li
       TEMPORAL_TASK_QUEUE: taskQueue,
       TTC_STORE_URL: storeUrl,
       TTC_PROVIDER_URL: provider.url,
+      TTC_WORKFLOW_BUNDLE: workflowBundle,
       ...CRASH_TIMEOUTS,
     });
     const config = (taskQueue: string): Config => resolveConfig({}, { ...process.env, ...workerEnv(taskQueue) });

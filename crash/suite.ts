@@ -10,6 +10,7 @@ import { Repetition } from './repetition';
 import type { RunOutcome, Scenario } from './scenario';
 import { SCENARIOS } from './scenarios';
 import { startCrashStack, type StoreKind } from './stack';
+import { buildWorkflowBundle } from './workflow-bundle';
 
 /** Options of {@link runCrashSuite}. */
 export interface CrashSuiteOptions {
@@ -69,8 +70,10 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
   const workDir = resolve(options.workDir ?? join('.data', `crash-${startedAt.toISOString().replace(/[:.]/g, '-')}`));
   const results: ScenarioResult[] = [];
   const providerDuplicates: Partial<Record<StoreKind, number>> = {};
+  mkdirSync(workDir, { recursive: true });
+  const workflowBundle = await buildWorkflowBundle(workDir);
   for (const kind of options.stores) {
-    const stack = await startCrashStack(kind, join(workDir, kind), log);
+    const stack = await startCrashStack(kind, join(workDir, kind), workflowBundle, log);
     try {
       for (const scenario of scenarios) {
         const concurrency = scenario.exclusive ? 1 : Math.max(1, options.concurrency ?? 2);

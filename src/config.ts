@@ -52,6 +52,14 @@ export interface ConfigInput {
     /** @default 10 (env TTC_RETRY_MAXIMUM_ATTEMPTS) */
     maximumAttempts?: number;
   };
+  worker?: {
+    /**
+     * A workflow bundle prebuilt with `bundleWorkflowCode` (its `code` written to a file): the worker
+     * loads it instead of bundling `src/workflows` at every start (about 2 s of CPU). It must be
+     * built from the same workflow code the fleet runs. @default none: bundle at start (env TTC_WORKFLOW_BUNDLE)
+     */
+    workflowBundle?: string;
+  };
   payload?: {
     /** UTF-8 JSON bytes of a stored result. @default 65,536, at most 10 MiB (env TTC_MAX_PAYLOAD_BYTES) */
     maxPayloadBytes?: number;
@@ -83,6 +91,8 @@ export interface Config {
   readonly store: { readonly url: string };
   readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
   readonly retry: { readonly initialIntervalMs: number; readonly backoffCoefficient: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
+  /** `workflowBundlePath`: a prebuilt workflow bundle file, or null to bundle at start. */
+  readonly worker: { readonly workflowBundlePath: string | null };
   readonly payload: { readonly maxPayloadBytes: number };
   readonly retention: { readonly replayWindowMs: number };
   /** Key material read from the environment variables the config names; null when unset. */
@@ -150,6 +160,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       maximumIntervalMs: duration(pick('TTC_RETRY_MAXIMUM_INTERVAL', o.retry?.maximumInterval, f.retry?.maximumInterval, '30s')),
       maximumAttempts: num(pick('TTC_RETRY_MAXIMUM_ATTEMPTS', o.retry?.maximumAttempts, f.retry?.maximumAttempts, 10), 0, 1_000, true),
     },
+    worker: { workflowBundlePath: optionalPath(pick('TTC_WORKFLOW_BUNDLE', o.worker?.workflowBundle, f.worker?.workflowBundle, '')) },
     payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
     keys: {
@@ -188,6 +199,12 @@ function text({ key, value }: { key: string; value: unknown }, pattern: RegExp, 
   const parsed = z.string().regex(pattern).safeParse(value);
   if (!parsed.success) throw configError(key, `must be ${expected}, got ${JSON.stringify(value)}`);
   return parsed.data;
+}
+
+function optionalPath({ key, value }: { key: string; value: unknown }): string | null {
+  if (value === '') return null;
+  if (typeof value !== 'string' || !existsSync(value)) throw configError(key, `must name an existing file, got ${JSON.stringify(value)}`);
+  return resolve(value);
 }
 
 function num({ key, value }: { key: string; value: unknown }, min: number, max: number, integer: boolean): number {

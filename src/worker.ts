@@ -46,7 +46,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       ...(options.identity ? { identity: options.identity } : {}),
-      workflowsPath: require.resolve('./workflows'),
+      ...(config.worker.workflowBundlePath === null ? { workflowsPath: require.resolve('./workflows') } : { workflowBundle: { codePath: config.worker.workflowBundlePath } }),
       activities: {
         ...createToolActivities({
           store,
