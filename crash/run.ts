@@ -1,7 +1,7 @@
 /**
  * `npm run crashtest`: the crash-window proof (issue 5, SPEC §5) with real processes.
  *
- *   npm run crashtest -- [--runs 20] [--stores sqlite,postgres] [--scenarios a,b] [--concurrency 2] [--report docs/crash-report.md]
+ *   npm run crashtest -- [--runs 20] [--stores sqlite,postgres] [--scenarios a,b] [--concurrency 2] [--parallel-stores] [--report docs/crash-report.md]
  *
  * Writes the report and exits 1 when any repetition failed: a duplicate effect, a lost
  * result, an unknown outcome that did not pause, or any other broken expectation.
@@ -19,13 +19,14 @@ async function main(): Promise<void> {
     .option('--stores <list>', 'stores to run against', STORE_KINDS.join(','))
     .option('--scenarios <list>', 'scenario ids (default: all)')
     .option('--concurrency <n>', 'repetitions side by side for scenarios that do not disturb the shared stack', '2')
+    .option('--parallel-stores', 'run the stores at the same time (each has its own stack)')
     .option('--report <file>', 'where to write the Markdown report', 'docs/crash-report.md')
     .parse()
-    .opts<{ runs: string; stores: string; scenarios?: string; concurrency: string; report: string }>();
+    .opts<{ runs: string; stores: string; scenarios?: string; concurrency: string; parallelStores?: boolean; report: string }>();
   const runs = positive(opts.runs, '--runs');
   const stores = opts.stores.split(',').map((s) => s.trim()) as StoreKind[];
   for (const s of stores) if (!STORE_KINDS.includes(s)) throw new Error(`--stores: unknown store ${JSON.stringify(s)} (known: ${STORE_KINDS.join(', ')})`);
-  const suite = await runCrashSuite({ runs, stores, scenarios: opts.scenarios?.split(',').map((s) => s.trim()), concurrency: positive(opts.concurrency, '--concurrency') });
+  const suite = await runCrashSuite({ runs, stores, scenarios: opts.scenarios?.split(',').map((s) => s.trim()), concurrency: positive(opts.concurrency, '--concurrency'), parallelStores: opts.parallelStores === true });
   const file = resolve(opts.report);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, renderReport(suite, `npm run crashtest -- ${process.argv.slice(2).join(' ')}`.trim()));

@@ -21,6 +21,8 @@ export interface CrashSuiteOptions {
   readonly scenarios?: readonly string[];
   /** Repetitions run side by side (non-exclusive scenarios). @default 2 */
   readonly concurrency?: number;
+  /** Run the stores' suites at the same time (each store has its own stack, so exclusive scenarios stay alone on theirs). @default false */
+  readonly parallelStores?: boolean;
   /** Work folder (databases, worker logs of failed repetitions). @default `.data/crash-<time>`; removed when everything passed. */
   readonly workDir?: string;
   readonly log?: (line: string) => void;
@@ -43,6 +45,8 @@ export interface ScenarioResult {
 export interface CrashSuiteResult {
   readonly runs: number;
   readonly stores: readonly StoreKind[];
+  readonly concurrency: number;
+  readonly parallelStores: boolean;
   readonly results: readonly ScenarioResult[];
   /** Duplicates the provider itself reports over everything it applied, per store (must be 0). */
   readonly providerDuplicates: Readonly<Partial<Record<StoreKind, number>>>;
@@ -68,11 +72,11 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
   const scenarios = selectScenarios(options.scenarios);
   const startedAt = new Date();
   const workDir = resolve(options.workDir ?? join('.data', `crash-${startedAt.toISOString().replace(/[:.]/g, '-')}`));
-  const results: ScenarioResult[] = [];
   const providerDuplicates: Partial<Record<StoreKind, number>> = {};
   mkdirSync(workDir, { recursive: true });
   const workflowBundle = await buildWorkflowBundle(workDir);
-  for (const kind of options.stores) {
+  const runStore = async (kind: StoreKind): Promise<ScenarioResult[]> => {
+    const results: ScenarioResult[] = [];
     const stack = await startCrashStack(kind, join(workDir, kind), workflowBundle, log);
     try {
       for (const scenario of scenarios) {
@@ -105,12 +109,17 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
     } finally {
       await stack.close();
     }
-  }
+    return results;
+  };
+  const perStore = options.parallelStores
+    ? await Promise.all(options.stores.map(runStore))
+    : await options.stores.reduce<Promise<ScenarioResult[][]>>(async (done, kind) => [...(await done), await runStore(kind)], Promise.resolve([]));
+  const results = perStore.flat();
   const passed =
     results.every((r) => r.outcomes.every((o) => o.failures.length === 0 && o.duplicates === 0 && o.resultsLost === 0 && !o.unknownNotPaused)) &&
     Object.values(providerDuplicates).every((n) => n === 0);
   if (passed) rmSync(workDir, { recursive: true, force: true });
-  return { runs: options.runs, stores: options.stores, results, providerDuplicates, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), passed, workDir };
+  return { runs: options.runs, stores: options.stores, concurrency: options.concurrency ?? 2, parallelStores: options.parallelStores ?? false, results, providerDuplicates, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), passed, workDir };
 }
 
 /** Runs `count` repetitions, at most `concurrency` at a time, and returns their outcomes in index order. */

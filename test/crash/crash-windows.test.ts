@@ -18,7 +18,7 @@ describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per scenari
   const lines: string[] = [];
 
   beforeAll(async () => {
-    suite = await runCrashSuite({ runs: RUNS, stores: STORE_KINDS, concurrency: 3, log: (line) => lines.push(line) });
+    suite = await runCrashSuite({ runs: RUNS, stores: STORE_KINDS, concurrency: 2, parallelStores: true, log: (line) => lines.push(line) });
   });
 
   afterAll(() => {
