@@ -20,6 +20,8 @@ export interface AgentWorkerOptions {
   readonly models: readonly ModelAdapter[];
   /** Worker identity shown in Temporal. @default `<pid>@<host>` (the SDK's) */
   readonly identity?: string;
+  /** Activities this worker runs at once. @default the SDK's (100) */
+  readonly maxConcurrentActivityTaskExecutions?: number;
 }
 
 /** A created, not yet running worker, with what it must close. */
@@ -46,6 +48,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       ...(options.identity ? { identity: options.identity } : {}),
+      ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
       ...(config.worker.workflowBundlePath === null ? { workflowsPath: require.resolve('./workflows') } : { workflowBundle: { codePath: config.worker.workflowBundlePath } }),
       activities: {
         ...createToolActivities({

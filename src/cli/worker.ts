@@ -8,6 +8,7 @@ import { loadConfig } from '../config';
 import { createAgentWorker } from '../worker';
 import { loadTools } from './load-tools';
 import { buildModels } from './models';
+import { positiveInteger } from './options';
 
 export function registerWorker(program: Command): void {
   program
@@ -15,11 +16,12 @@ export function registerWorker(program: Command): void {
     .description('run a worker: agent workflow, model turns and fenced tool activities')
     .option('--tools <module>', 'module exporting the tools (default: the demo tools, which need TTC_PROVIDER_URL)')
     .option('--identity <name>', 'worker identity shown in Temporal')
-    .action(async (opts: { tools?: string; identity?: string }) => {
+    .option('--max-concurrent-activities <n>', 'activities this worker runs at once (default: the SDK default, 100)', (v) => positiveInteger(v, '--max-concurrent-activities'))
+    .action(async (opts: { tools?: string; identity?: string; maxConcurrentActivities?: number }) => {
       const config = loadConfig();
       Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
       const tools = await loadTools(opts.tools);
-      const worker = await createAgentWorker({ config, tools, models: buildModels(tools), identity: opts.identity });
+      const worker = await createAgentWorker({ config, tools, models: buildModels(tools), identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
       console.log(`worker ${opts.identity ?? process.pid} polling task queue ${config.temporal.taskQueue} on ${config.temporal.address}; tools: ${tools.map((t) => t.name).join(', ')}`);
       await worker.run();
       console.log('worker stopped');

@@ -1,7 +1,8 @@
 /**
  * The main job (README quick start): the whole product on one host, end to end. It starts a
  * Temporal dev server and the demo provider, a worker that kills itself with SIGKILL right
- * after a create_ticket effect (before the result is stored), then a fleet of two workers;
+ * after a create_ticket effect (before the result is stored), a second one that kills itself
+ * right after a result is stored (before delivery), then a fleet of two workers;
  * runs three agent runs from recorded transcripts; plays the operator for a send_email whose
  * answer was lost (checks the outbox, resolves it as applied); and prints a table per run.
  */
@@ -10,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { resolveConfig } from '../config';
 import { startDevServer } from '../dev/dev-server';
+import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { spawnWorker, type WorkerProcess } from '../dev/worker-process';
 import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
 import type { AgentWorkflowResult } from '../workflows/types';
@@ -28,6 +30,7 @@ export interface RunReport {
   /** Delivered results that differ from what the provider applied (ticket id or message id). */
   readonly wrongResults: number;
   readonly recoveredFromStore: number;
+  /** Calls whose earlier attempt died mid-call and that were reconciled by lookup or a same-key repeat (the checkpoint records the takeover). */
   readonly recoveredByLookup: number;
   readonly pausedAsUnknown: number;
 }
@@ -67,9 +70,15 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
     const config = resolveConfig({}, { ...process.env, ...env });
     const workers: WorkerProcess[] = [];
     cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
-    const doomed = await spawnWorker({ env, identity: 'worker-1', crashAt: { point: 'after-effect', toolName: 'create_ticket' } });
-    workers.push(doomed);
-    log('worker-1 started, armed to SIGKILL itself right after a create_ticket effect');
+    // Each doomed worker runs one activity at a time, so exactly one call is in flight when it dies.
+    const crashOnce = async (identity: string, point: 'after-effect' | 'after-result-stored', toolName?: string): Promise<void> => {
+      const doomed = await spawnWorker({ env, identity, crashAt: { point, toolName }, maxConcurrentActivities: 1 });
+      workers.push(doomed);
+      log(`${identity} started, armed to SIGKILL itself ${point === 'after-effect' ? `right after a ${toolName} effect, before the result is stored` : 'right after a result is stored, before it is delivered'}`);
+      const how = await Promise.race([doomed.exited, new Promise((done) => setTimeout(() => done('still running after 60 s'), 60_000))]);
+      log(`${identity} exited: ${String(how)}`);
+    };
+    const started = crashOnce('worker-1', 'after-effect', 'create_ticket');
 
     const { client, close } = await connectClient(config);
     cleanups.push(close);
@@ -81,12 +90,11 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
         return { id, handle };
       }),
     );
-
-    const how = await Promise.race([doomed.exited, new Promise((done) => setTimeout(() => done('timeout'), 60_000))]);
-    log(`worker-1 exited: ${String(how)}`);
-    for (const identity of ['worker-2', 'worker-3']) {
+    await started;
+    await crashOnce('worker-2', 'after-result-stored');
+    for (const identity of ['worker-3', 'worker-4']) {
       workers.push(await spawnWorker({ env, identity }));
-      log(`${identity} started`);
+      log(`${identity} started (the fleet: two workers, one task queue, one store)`);
     }
 
     const resolved = new Set<string>();
@@ -121,6 +129,10 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
       await new Promise((done) => setTimeout(done, 300));
     }
 
+    // The store keeps the evidence of a takeover: a reconciled call's fence names the one it replaced.
+    const store = await openCheckpointStore(env.TTC_STORE_URL);
+    const reconciled = new Set((await store.listByStatus(['delivered'], { limit: 1_000 })).filter((r) => r.execution?.previousAttemptId).map((r) => r.binding.callId));
+    await store.close();
     const effects = await provider.client.effects();
     const emails = await provider.client.listEmails();
     const reports: RunReport[] = [];
@@ -153,14 +165,18 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
         duplicates,
         wrongResults,
         recoveredFromStore: result.calls.filter((c) => c.source === 'store').length,
-        recoveredByLookup: result.calls.filter((c) => c.source === 'lookup' || c.source === 'same-key-repeat').length,
+        recoveredByLookup: result.calls.filter((c) => c.source === 'lookup' || c.source === 'same-key-repeat' || reconciled.has(`${handle.workflowId}/${c.callId}`)).length,
         pausedAsUnknown: result.calls.filter((c) => c.status.startsWith('resolved-') || c.status === 'abandoned').length,
       });
     }
     log('');
+    const sum = (pick: (r: RunReport) => number): number => reports.reduce((n, r) => n + pick(r), 0);
     printTable(
       ['run', 'status', 'tool calls', 'effects applied', 'duplicates', 'wrong results', 'recovered from store', 'recovered by lookup/key', 'paused as unknown'],
-      reports.map((r) => [r.transcript, r.status, r.toolCalls, r.effectsApplied, r.duplicates, r.wrongResults, r.recoveredFromStore, r.recoveredByLookup, r.pausedAsUnknown]),
+      [
+        ...reports.map((r) => [r.transcript, r.status, r.toolCalls, r.effectsApplied, r.duplicates, r.wrongResults, r.recoveredFromStore, r.recoveredByLookup, r.pausedAsUnknown]),
+        ['all runs', '', sum((r) => r.toolCalls), sum((r) => r.effectsApplied), sum((r) => r.duplicates), sum((r) => r.wrongResults), sum((r) => r.recoveredFromStore), sum((r) => r.recoveredByLookup), sum((r) => r.pausedAsUnknown)],
+      ],
       log,
     );
     log('');

@@ -22,8 +22,9 @@ describe('the main job', () => {
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('kills the first worker with SIGKILL right after an effect', () => {
+  it('kills one worker right after an effect and another right after a result was stored, both with SIGKILL', () => {
     expect(lines).toContain('worker-1 exited: SIGKILL');
+    expect(lines).toContain('worker-2 exited: SIGKILL');
   });
 
   it('finishes all three runs with every effect applied exactly once and every delivered result equal to what the provider applied', () => {
@@ -34,12 +35,14 @@ describe('the main job', () => {
     ]);
   });
 
-  it('recovers the effect of the killed attempt by lookup instead of running it again', () => {
-    expect(reports.reduce((n, r) => n + r.recoveredByLookup, 0)).toBeGreaterThanOrEqual(1);
+  it('reconciles the call whose worker died after the effect (lookup), and delivers the call whose worker died after storing from the store', () => {
+    const sum = (pick: (r: RunReport) => number): number => reports.reduce((n, r) => n + pick(r), 0);
+    expect([sum((r) => r.recoveredByLookup), sum((r) => r.recoveredFromStore)]).toEqual([1, 1]);
   });
 
   it('pauses the send_email whose answer was lost, and the operator resolves it as applied', () => {
-    expect(reports.find((r) => r.transcript === 'openai-triage')?.pausedAsUnknown).toBe(1);
+    // Which run sends the first email (the one whose answer the provider drops) depends on scheduling.
+    expect(reports.reduce((n, r) => n + r.pausedAsUnknown, 0)).toBe(1);
     expect(lines.some((l) => /paused on call_\w+ \(OUTCOME_UNKNOWN\); operator finds the email in the outbox/.test(l))).toBe(true);
   });
 });
