@@ -2,7 +2,8 @@
  * Starting and inspecting agent runs from a client (SPEC §4 "Client and fleet"). Every
  * connection value comes from the configuration.
  */
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { CheckpointError } from './checkpoint/errors';
 import { readTlsFiles, type Config } from './config';
 import { parseTranscript } from './model/transcript';
 import type { agentWorkflow } from './workflows';
@@ -14,25 +15,52 @@ export interface ConnectedClient {
   close(): Promise<void>;
 }
 
-/** Connects a Temporal client to the configured address and namespace. */
+/**
+ * Connects a Temporal client to the configured address and namespace.
+ *
+ * @throws {@link CheckpointError} TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
+ */
 export async function connectClient(config: Config): Promise<ConnectedClient> {
-  const connection = await Connection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) });
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls), connectTimeout: 5_000 });
+  } catch (error) {
+    throw temporalUnavailable(config, error);
+  }
   const client = new Client({ connection, namespace: config.temporal.namespace });
   return { client, close: () => connection.close() };
 }
 
+/** The typed error for a Temporal server that cannot be reached (TEMPORAL_UNAVAILABLE). */
+export function temporalUnavailable(config: Config, cause: unknown): CheckpointError {
+  const why = cause instanceof Error ? cause.message : String(cause);
+  return new CheckpointError('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${config.temporal.address} (TEMPORAL_ADDRESS): ${why}; is \`npm run cli -- dev\` running?`, { address: config.temporal.address }, { cause });
+}
+
 /**
- * Starts an agent run on the configured task queue.
+ * Starts an agent run on the configured task queue. A workflow id is used once: starting a
+ * second run with an id that already ran is refused, so a new run never picks up an old run's
+ * checkpoints (or, after they were pruned, repeats their effects).
  *
- * @param workflowId @default `agent-<random>`; reuse it only to address the same run.
+ * @param workflowId @default `agent-<random>`.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when the workflow id was used before.
  * @returns the workflow handle (its `workflowId` identifies the run).
  */
 export async function startAgentRun(client: Client, config: Config, input: AgentWorkflowInput, workflowId?: string): Promise<WorkflowHandle<typeof agentWorkflow>> {
-  return client.workflow.start<typeof agentWorkflow>('agentWorkflow', {
-    taskQueue: config.temporal.taskQueue,
-    workflowId: workflowId ?? `agent-${crypto.randomUUID()}`,
-    args: [input],
-  });
+  const id = workflowId ?? `agent-${crypto.randomUUID()}`;
+  try {
+    return await client.workflow.start<typeof agentWorkflow>('agentWorkflow', {
+      taskQueue: config.temporal.taskQueue,
+      workflowId: id,
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      args: [input],
+    });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new CheckpointError('INVALID_ARGUMENT', `workflow id ${JSON.stringify(id)} was already used by another run; choose a new id`, { field: 'workflowId', actual: id }, { cause: error });
+    }
+    throw error;
+  }
 }
 
 /**
@@ -42,8 +70,8 @@ export async function startAgentRun(client: Client, config: Config, input: Agent
  *
  * @throws {@link CheckpointError} INVALID_TRANSCRIPT for a malformed transcript.
  */
-export function scriptedRunInput(config: Config, transcript: unknown, overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
-  const parsed = parseTranscript(transcript, 'transcript');
+export function scriptedRunInput(config: Config, transcript: unknown, overrides: Partial<AgentWorkflowInput> = {}, source = 'transcript'): AgentWorkflowInput {
+  const parsed = parseTranscript(transcript, source);
   const tools = [...new Set(parsed.turns.flatMap((turn) => turn.toolCalls.map((call) => call.toolName)))];
   return {
     tenant: 'demo',

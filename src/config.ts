@@ -142,7 +142,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
   return {
     temporal: {
-      address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:\d{1,5}$/, 'host:port'),
+      address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port with a port from 1 to 65535'),
       namespace: text(pick('TEMPORAL_NAMESPACE', o.temporal?.namespace, f.temporal?.namespace, 'default'), /^[\w.-]{1,255}$/, 'a namespace name'),
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
       tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,

@@ -59,6 +59,8 @@ export { createToolActivities, defineTool, ToolError, toApplicationFailure } fro
 export type { LookupResult, ToolActivities, ToolActivitiesOptions, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities';
 export type { FencedToolInput, FencedToolResult, ToolOutcome, ResultSource } from './activities/contract';
 export { createModelActivities } from './activities/model-turn';
+export { TOOL_ERROR_CLASSES, classifyHttpFailure } from './activities/error-classes';
+export type { ToolErrorClass, HttpFailureClass } from './activities/error-classes';
 export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, scriptedRunInput, startAgentRun } from './client';

@@ -7,6 +7,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Config } from './config';
 import { readTlsFiles } from './config';
+import { temporalUnavailable } from './client';
 import { createToolActivities, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
 import type { ModelAdapter } from './model/model-adapter';
@@ -42,7 +43,9 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   const { config } = options;
   const store = await openCheckpointStore(config.store.url, storeKeys(config));
   try {
-    const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) });
+    const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {
+      throw temporalUnavailable(config, error);
+    });
     const worker = await Worker.create({
       connection,
       namespace: config.temporal.namespace,

@@ -94,13 +94,19 @@ export interface ToolDefinition<I = unknown> {
   readonly callDeadlineMs?: number;
 }
 
+/** Tool names the model APIs accept (Anthropic and OpenAI function names). */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
 /**
  * Checks and returns a tool declaration.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name or revision, a missing schema or execute.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN}) or revision, a missing schema or execute.
  */
 export function defineTool<I>(tool: ToolDefinition<I>): ToolDefinition<I> {
   assertIdentifier(tool?.name, 'toolName');
+  if (!TOOL_NAME_PATTERN.test(tool.name)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(tool.name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: tool.name });
+  }
   assertIdentifier(tool.revision, 'toolRevision');
   if (typeof (tool.input as { safeParse?: unknown })?.safeParse !== 'function') {
     throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: input must be a zod schema`, { field: 'input' });

@@ -29,6 +29,8 @@ export const CHECKPOINT_ERROR_CODES = {
   STORE_UNAVAILABLE: { retryable: true },
   /** A store write was sent but its outcome is unknown, and a re-read could not settle it. */
   STORE_OUTCOME_UNKNOWN: { retryable: true },
+  /** The Temporal server could not be reached at the configured address (client or worker start). */
+  TEMPORAL_UNAVAILABLE: { retryable: true },
   /** An encrypted payload cannot be decrypted (missing key id or wrong key). */
   DECRYPTION_FAILED: { retryable: false },
   /** Tool input failed the tool's input schema; nothing was written or run. */

@@ -9,7 +9,7 @@ import { loadConfig } from '../config';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { runStatusQuery } from '../workflows/messages';
 import { storeKeys } from '../worker';
-import { printTable } from './table';
+import { printTable, withCode } from './table';
 
 export function registerPending(program: Command): void {
   program
@@ -46,7 +46,7 @@ export function registerPending(program: Command): void {
             }
             for (const call of status.pendingCalls) {
               if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
-              const why = call.status === 'paused' ? `${call.errorType}: ${call.reason}` : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
+              const why = call.status === 'paused' ? withCode(call.errorType, call.reason) : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
               rows.push(['temporal', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
             }
           }

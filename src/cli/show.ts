@@ -5,7 +5,9 @@ import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { runStatusQuery } from '../workflows/messages';
-import { printTable } from './table';
+import { printTable, withCode } from './table';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { CheckpointError } from '../checkpoint/errors';
 
 export function registerShow(program: Command): void {
   program
@@ -16,17 +18,23 @@ export function registerShow(program: Command): void {
       const config = loadConfig();
       const { client, close } = await connectClient(config);
       try {
-        const status = await client.workflow.getHandle(workflowId).query(runStatusQuery);
+        const status = await client.workflow
+          .getHandle(workflowId)
+          .query(runStatusQuery)
+          .catch((error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, { field: 'workflowId' });
+            throw error;
+          });
         if (opts.json) {
           console.log(JSON.stringify(status, null, 2));
           return;
         }
         const b = status.budget;
         console.log(`run ${workflowId}: phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
-        if (status.paused) console.log(`paused on ${status.paused.callId} (${status.paused.toolName}): ${status.paused.errorType}: ${status.paused.reason}`);
+        if (status.paused) console.log(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
-          ['call', 'tool', 'status', 'source', 'receipt'],
-          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', c.receipt === null ? '' : JSON.stringify(c.receipt)]),
+          ['call', 'tool', 'status', 'source', 'receipt', 'error'],
+          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', c.receipt === null ? '' : JSON.stringify(c.receipt), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),
         );
       } finally {
         await close();

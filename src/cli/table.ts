@@ -7,3 +7,10 @@ export function printTable(header: readonly string[], rows: readonly (readonly (
   write(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of cells.slice(1)) write(line(r));
 }
+
+/** `CODE: reason`, without repeating the code when the reason already starts with it. */
+export function withCode(code: string | null, reason: string | null): string {
+  if (!code) return reason ?? '';
+  if (!reason) return code;
+  return reason.startsWith(`${code}:`) ? reason : `${code}: ${reason}`;
+}
