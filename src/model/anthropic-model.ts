@@ -3,7 +3,8 @@
  */
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import type { ModelAdapter } from './model-adapter';
-import { mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+import {
+  sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { anthropicMessageToTurnResult } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
@@ -102,12 +103,7 @@ export class AnthropicModel implements ModelAdapter {
     this.name = options.name ?? 'anthropic';
     this.client =
       options.client ??
-      new Anthropic({
-        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-        ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
-        maxRetries: options.maxRetries ?? 2,
-        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-      });
+      new Anthropic(sdkClientOptions(options));
   }
 
   /** The request body a turn sends (exposed for tests and logging). */

@@ -3,7 +3,8 @@
  */
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ModelAdapter } from './model-adapter';
-import { mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+import {
+  sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { openAiCompletionToTurnResult } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
@@ -96,12 +97,7 @@ export class OpenAiModel implements ModelAdapter {
     this.name = options.name ?? 'openai';
     this.client =
       options.client ??
-      new OpenAI({
-        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-        ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
-        maxRetries: options.maxRetries ?? 2,
-        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-      });
+      new OpenAI(sdkClientOptions(options));
   }
 
   /** The request body a turn sends (exposed for tests and logging). */

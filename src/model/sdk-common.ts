@@ -122,3 +122,22 @@ function providerErrorType(err: Error): string | null {
   if (typeof type === 'string') return type;
   return null;
 }
+
+/**
+ * Constructor options shared by the official SDK clients: `apiKey`, `baseURL` and `timeout`
+ * (ms) only when given, `maxRetries` @default 2 (the SDKs back off with jitter and honour
+ * Retry-After).
+ */
+export function sdkClientOptions(options: { readonly apiKey?: string; readonly baseURL?: string; readonly maxRetries?: number; readonly timeoutMs?: number }): {
+  apiKey?: string;
+  baseURL?: string;
+  maxRetries: number;
+  timeout?: number;
+} {
+  return {
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    maxRetries: options.maxRetries ?? 2,
+    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+  };
+}
