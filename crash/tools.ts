@@ -12,7 +12,7 @@
  *   `<dir>/stalled.json` (`{ pid, attemptId }`), and carries on once `<dir>/release` exists:
  *   a stale attempt, like a worker frozen by a GC pause or a suspended VM.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineTool, type ToolDefinition } from '../src/activities';
@@ -41,7 +41,9 @@ function stallAfterEffect(tool: ToolDefinition<any>, dir: string): ToolDefinitio
     const result = await tool.execute(input, ctx);
     if (stalled) return result;
     stalled = true;
-    writeFileSync(join(dir, 'stalled.json'), JSON.stringify({ pid: process.pid, attemptId: ctx.attemptId }));
+    // Written aside and renamed, so the harness never reads a half-written file.
+    writeFileSync(join(dir, 'stalled.json.tmp'), JSON.stringify({ pid: process.pid, attemptId: ctx.attemptId }));
+    renameSync(join(dir, 'stalled.json.tmp'), join(dir, 'stalled.json'));
     const release = join(dir, 'release');
     const cell = new Int32Array(new SharedArrayBuffer(4));
     // Synchronous on purpose: nothing in this process runs meanwhile, heartbeats included.
