@@ -17,7 +17,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
-import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default pool size. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -162,23 +162,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
-    const limit = resolveLimit(options.limit);
-    const found: QuarantinedRow[] = [];
-    let after = '';
-    for (;;) {
-      const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE]);
-      for (const row of rows) {
-        try {
-          this.codec.decode(stored(row));
-        } catch (error) {
-          if (!isCheckpointError(error)) throw error;
-          found.push({ key: row.key, status: row.status, revision: Number(row.revision), updatedAt: row.updated_at.toISOString(), error: { code: error.code, message: error.message } });
-          if (found.length === limit) return found;
-        }
-      }
-      if (rows.length < PAGE) return found;
-      after = rows[rows.length - 1]!.key;
-    }
+    return scanQuarantined(this.codec, async (after) => (await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
   }
 
   async prune(options: { olderThan: string }): Promise<number> {

@@ -10,7 +10,7 @@ import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from 
 import { deepFreeze, validateCheckpoint } from '../checkpoint/record';
 import { STATUSES, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStoreOptions } from './checkpoint-store';
+import type { CheckpointStoreOptions, QuarantinedRow } from './checkpoint-store';
 import { createPayloadCipher, isEncryptedPayload, missingKeyError, type PayloadCipher } from './payload-cipher';
 
 /** The columns of one row. `updatedAt` is normalized to `toISOString()` form (ms, UTC). */
@@ -212,3 +212,26 @@ const PROBE: CheckpointRecord = {
   result: null,
   delivery: null,
 };
+
+/**
+ * Pages through every row in key order and collects those that fail to decode (quarantined),
+ * up to `limit`. `fetchPage(afterKey)` returns at most `pageSize` rows with keys after
+ * `afterKey`, in key order. Shared by both stores' `listQuarantined`.
+ */
+export async function scanQuarantined(codec: RowCodec, fetchPage: (afterKey: string) => Promise<StoredRow[]>, pageSize: number, limit: number): Promise<QuarantinedRow[]> {
+  const found: QuarantinedRow[] = [];
+  for (let after = ''; ; ) {
+    const rows = await fetchPage(after);
+    for (const row of rows) {
+      try {
+        codec.decode(row);
+      } catch (error) {
+        if (!isCheckpointError(error)) throw error;
+        found.push({ key: row.key, status: row.status, revision: Number(row.revision), updatedAt: row.updatedAt, error: { code: error.code, message: error.message } });
+        if (found.length === limit) return found;
+      }
+    }
+    if (rows.length < pageSize) return found;
+    after = rows[rows.length - 1]!.key;
+  }
+}

@@ -14,7 +14,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
-import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -157,23 +157,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
-    const limit = resolveLimit(options.limit);
-    const found: QuarantinedRow[] = [];
-    let after = '';
-    for (;;) {
-      const rows = this.read(() => this.statements.scan.all(after, PAGE) as Row[]);
-      for (const row of rows) {
-        try {
-          this.codec.decode(stored(row));
-        } catch (error) {
-          if (!isCheckpointError(error)) throw error;
-          found.push({ key: row.key, status: row.status, revision: Number(row.revision), updatedAt: row.updated_at, error: { code: error.code, message: error.message } });
-          if (found.length === limit) return found;
-        }
-      }
-      if (rows.length < PAGE) return found;
-      after = rows[rows.length - 1]!.key;
-    }
+    return scanQuarantined(this.codec, async (after) => this.read(() => this.statements.scan.all(after, PAGE) as Row[]).map(stored), PAGE, resolveLimit(options.limit));
   }
 
   async prune(options: { olderThan: string }): Promise<number> {
