@@ -92,6 +92,14 @@ export interface CheckpointStore {
   /** The stored record for `binding`'s key, or null when there is none (a quarantined row throws, never null). */
   get(binding: Binding): Promise<CheckpointRecord | null>;
   /**
+   * The record that holds `(namespace, callId)`, whatever its tool, revision or input
+   * fingerprint (a store keeps at most one per call), or null when the call has none. Used to
+   * decide whether a call was ever claimed when its binding can no longer be rebuilt (a deploy
+   * changed the tool's revision or schema, or removed the tool): SPEC §7 "The call owns
+   * 'nothing applied'". A quarantined row throws, never null.
+   */
+  getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null>;
+  /**
    * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`,
    * atomically. `next.revision` must be `expectedRevision + 1` (what every transition returns).
    * The row is addressed by its key and revision columns only (one conditional UPDATE), so pass

@@ -17,7 +17,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
-import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default pool size. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -118,6 +118,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
     const rows = await this.read<Row>(GET, [key], 'ttc_get');
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
+  }
+
+  async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
+    assertCallArguments(namespace, callId);
+    const rows = await this.read<Row>(GET_BY_CALL, [namespace, callId], 'ttc_get_by_call');
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
@@ -357,6 +363,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
 
 /** Named (server-side prepared once per connection) hot statements. */
 const GET = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`;
+const GET_BY_CALL = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = $1 AND call_id = $2`;
 const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`;
 const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;

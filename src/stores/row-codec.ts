@@ -3,7 +3,7 @@
  * (`serializeCheckpoint` / `parseCheckpoint`, sealed when an HMAC key is configured), payload
  * encryption, and the row checks that make a quarantined row an error naming its key.
  */
-import { LIMITS, parseTimestamp } from '../checkpoint/bounds';
+import { assertIdentifier, LIMITS, parseTimestamp } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { parseCheckpoint, serializeCheckpoint, type ParseOptions, type SealOptions } from '../checkpoint/codec';
 import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
@@ -178,6 +178,16 @@ export function assertStatuses(statuses: readonly Status[]): Status[] {
     throw new CheckpointError('INVALID_ARGUMENT', `statuses must be a non-empty array of ${STATUSES.join(', ')}`, { field: 'statuses', actual: JSON.stringify(statuses) ?? 'undefined' });
   }
   return [...new Set(statuses)];
+}
+
+/**
+ * Checks the arguments of `getByCall`: a namespace and a call id, each a bounded identifier.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ */
+export function assertCallArguments(namespace: unknown, callId: unknown): void {
+  assertIdentifier(namespace, 'namespace');
+  assertIdentifier(callId, 'callId');
 }
 
 /**

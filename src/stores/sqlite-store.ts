@@ -14,7 +14,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
-import { assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -119,6 +119,12 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
     const row = this.read(() => this.statements.get.get(key) as Row | undefined);
+    return row === undefined ? null : this.codec.decode(stored(row));
+  }
+
+  async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
+    assertCallArguments(namespace, callId);
+    const row = this.read(() => this.statements.getByCall.get(namespace, callId) as Row | undefined);
     return row === undefined ? null : this.codec.decode(stored(row));
   }
 

@@ -155,6 +155,16 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await store.get(binding)).toEqual(claim.next);
       });
 
+      test('getByCall finds the record holding (namespace, callId) whatever its tool, revision or fingerprint; null for another call', async () => {
+        const binding = makeBinding();
+        const claimed = await driveTo(store, binding, 'executing', 0);
+
+        expect(await store.getByCall(binding.namespace, binding.callId)).toEqual(claimed);
+        expect(await store.getByCall(binding.namespace, `${binding.callId}-other`)).toBeNull();
+        expect(await store.getByCall(`${binding.namespace}-other`, binding.callId)).toBeNull();
+        await expectCode(store.getByCall('', binding.callId), 'INVALID_ARGUMENT');
+      });
+
       test('a compare-and-swap from the stored revision replaces the record and returns true', async () => {
         const binding = makeBinding();
         const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
