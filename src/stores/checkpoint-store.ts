@@ -100,14 +100,26 @@ export interface CheckpointStore {
    */
   getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null>;
   /**
-   * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`,
-   * atomically. `next.revision` must be `expectedRevision + 1` (what every transition returns).
-   * The row is addressed by its key and revision columns only (one conditional UPDATE), so pass
-   * a `next` derived from a record this store returned (get/createIfAbsent verified it).
-   * @returns true when exactly that revision was replaced; false otherwise (nothing changed).
-   * @throws {@link CheckpointError} INVALID_ARGUMENT when the revisions do not follow.
+   * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`
+   * and, when `expected` is given, its stored body is still exactly the body `expected` was
+   * read from (or written as), atomically: one conditional UPDATE on the key, the revision
+   * column and a SHA-256 of the body. `next.revision` must be `expectedRevision + 1` (what
+   * every transition returns).
+   *
+   * `expected` is the record the transition was computed from, as this store instance returned
+   * it (`get`, `getByCall`, `createIfAbsent`, `listByStatus`) or wrote it (a `next` whose CAS
+   * returned true). With it, a row whose body was damaged or replaced after the read (while
+   * its revision column stayed) is never overwritten: the CAS returns false and the row is
+   * left as it is, so a quarantined row is never changed. Pass it on every CAS the product
+   * makes. Without it the CAS is revision-only: it matches the key and revision columns and
+   * replaces whatever body the row holds (kept for callers that hold no read record).
+   *
+   * @returns true when exactly that row was replaced; false otherwise (nothing changed).
+   * @throws {@link CheckpointError} INVALID_ARGUMENT when the revisions do not follow, or when
+   *   `expected` is not a record this store instance returned or wrote, is not at
+   *   `expectedRevision`, or belongs to another row (never a silent revision-only fall-back).
    */
-  compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean>;
+  compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean>;
   /**
    * Records in any of `statuses` (for operators), oldest `updatedAt` first. Quarantined rows
    * are skipped here; list them with {@link listQuarantined}.

@@ -1,7 +1,8 @@
 /**
  * The fleet side store (SPEC §3): PostgreSQL through the `pg` driver and a connection pool.
- * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (success only when
- * exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus a read.
+ * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (and, when the caller
+ * passes the record it read, `AND` the SHA-256 of the stored body is that record's; success only
+ * when exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus a read.
  * The store creates and upgrades its own table with the versioned steps in `./migrations`,
  * under an advisory lock so concurrent openers do not race.
  *
@@ -17,7 +18,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
-import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default pool size. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -107,7 +108,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     const row = this.codec.encode(record);
     try {
       const inserted = await this.write(INSERT, insertParams(row), 'ttc_insert');
-      if (inserted.rowCount === 1) return { created: true, record };
+      if (inserted.rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       return this.settleInsert(row, record, error.driverError);
@@ -127,14 +128,17 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
-  async compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean> {
+  async compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
     assertCasArguments(expectedRevision, next);
     const row = this.codec.encode(next);
+    const expectedBody = this.codec.expectedBodyDigest(expectedRevision, row.key, expected);
     try {
-      return (await this.write(CAS, casParams(row, expectedRevision), 'ttc_cas')).rowCount === 1;
+      const swapped = (await this.sendCas(row, expectedRevision, expectedBody, true)).rowCount === 1;
+      if (swapped) this.codec.remember(next, row.body);
+      return swapped;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
-      return this.settleCas(row, expectedRevision, next, error.driverError);
+      return this.settleCas(row, expectedRevision, expectedBody, next, error.driverError);
     }
   }
 
@@ -269,7 +273,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       const current = await this.reread(row.key, cause);
       if (current !== null) return { created: false, record: current };
       try {
-        if ((await this.write(INSERT, insertParams(row))).rowCount === 1) return { created: true, record };
+        if ((await this.write(INSERT, insertParams(row))).rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
         return { created: false, record: await this.readExisting(row) };
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
@@ -278,19 +282,35 @@ export class PostgresCheckpointStore implements CheckpointStore {
     throw this.outcomeUnknown(row.key, 'insert', cause);
   }
 
+  /** Sends the conditional UPDATE: revision-only, or also on the stored body's digest. */
+  private sendCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, named = false): Promise<{ rowCount: number | null }> {
+    if (expectedBody === null) return this.write(CAS, casParams(row, expectedRevision), named ? 'ttc_cas' : undefined);
+    return this.write(CAS_BODY, [...casParams(row, expectedRevision), expectedBody], named ? 'ttc_cas_body' : undefined);
+  }
+
   /**
-   * The CAS's connection was lost. Re-read: `next` stored → true; another record one revision
-   * on → false; still at `expectedRevision` → re-send the same conditional UPDATE (it and the
-   * lost one can apply at most once between them); anything else → STORE_OUTCOME_UNKNOWN.
+   * The CAS's connection was lost. Re-read: the row holds exactly the body we sent → true;
+   * still at `expectedRevision` but not with the expected body (when one is required) → false
+   * (the UPDATE cannot have applied: revisions only grow, and the row is never touched);
+   * `next`'s revision → whether the stored record is `next`; still at `expectedRevision` →
+   * re-send the same conditional UPDATE (it and the lost one can apply at most once between
+   * them); anything else → STORE_OUTCOME_UNKNOWN.
    */
-  private async settleCas(row: EncodedRow, expectedRevision: number, next: CheckpointRecord, cause: unknown): Promise<boolean> {
+  private async settleCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, next: CheckpointRecord, cause: unknown): Promise<boolean> {
+    const won = (body: string): true => {
+      this.codec.remember(next, body);
+      return true;
+    };
     for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
-      const current = await this.reread(row.key, cause);
-      if (current === null) break;
-      if (current.revision === next.revision) return this.codec.sameRecord(current, next);
+      const raw = await this.rereadRow(row.key, cause);
+      if (raw === null) break;
+      if (raw.body === row.body) return won(row.body);
+      if (expectedBody !== null && Number(raw.revision) === expectedRevision && (typeof raw.body !== 'string' || bodyDigest(raw.body) !== expectedBody)) return false;
+      const current = this.codec.decode(stored(raw));
+      if (current.revision === next.revision) return this.codec.sameRecord(current, next) && won(raw.body as string);
       if (current.revision !== expectedRevision) break;
       try {
-        if ((await this.write(CAS, casParams(row, expectedRevision))).rowCount === 1) return true;
+        if ((await this.sendCas(row, expectedRevision, expectedBody)).rowCount === 1) return won(row.body);
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
       }
@@ -299,14 +319,18 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   private async reread(key: string, cause: unknown): Promise<CheckpointRecord | null> {
-    let rows: Row[];
+    const row = await this.rereadRow(key, cause);
+    return row === null ? null : this.codec.decode(stored(row));
+  }
+
+  /** The raw row after a lost write; a failed read makes the write's outcome unknown. */
+  private async rereadRow(key: string, cause: unknown): Promise<Row | null> {
     try {
-      rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]);
+      return (await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]))[0] ?? null;
     } catch (error) {
       if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(key, 'write', cause, error);
       throw error;
     }
-    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
   private async migrate(): Promise<void> {
@@ -367,6 +391,9 @@ const GET_BY_CALL = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = $1
 const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`;
 const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;
+/** The CAS that also requires the stored body to be the one the caller read (its SHA-256, hex, as `bodyDigest` computes it). */
+const CAS_BODY = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6
+  WHERE key = $1 AND revision = $2 AND encode(sha256(convert_to(body, 'UTF8')), 'hex') = $7`;
 const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[]) AS d(key, revision)
   WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered'`;
 

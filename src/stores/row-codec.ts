@@ -3,6 +3,7 @@
  * (`serializeCheckpoint` / `parseCheckpoint`, sealed when an HMAC key is configured), payload
  * encryption, and the row checks that make a quarantined row an error naming its key.
  */
+import { createHash } from 'node:crypto';
 import { assertIdentifier, LIMITS, parseTimestamp } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { parseCheckpoint, serializeCheckpoint, type ParseOptions, type SealOptions } from '../checkpoint/codec';
@@ -45,6 +46,12 @@ export class RowCodec {
   private readonly seal: SealOptions | undefined;
   private readonly parseOptions: ParseOptions;
   private readonly cipher: PayloadCipher | null;
+  /**
+   * The digest of the exact stored body each record object came from (decoded here) or was
+   * written as (see {@link remember}): what a compare-and-swap with `expected` requires the row
+   * to still hold. Weak: a record the caller dropped is forgotten with it.
+   */
+  private readonly bodies = new WeakMap<object, string>();
 
   /**
    * @throws {@link CheckpointError} INVALID_ARGUMENT for inconsistent key options.
@@ -112,22 +119,62 @@ export class RowCodec {
       if (parsed.status !== row.status) throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
       if (parsed.revision !== Number(row.revision)) throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
       if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt) throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, { field: 'row.updated_at' });
-      if (parsed.result === null || !isEncryptedPayload(parsed.result.payload)) return parsed;
+      if (parsed.result === null || !isEncryptedPayload(parsed.result.payload)) return this.remember(parsed, row.body as string);
       const envelope = parsed.result.payload;
       if (this.cipher === null) throw missingKeyError(envelope);
       const payload: JsonValue = this.cipher.decrypt(envelope, row.key);
       const record = { ...parsed, result: { payload } };
       validateCheckpoint(record);
-      return deepFreeze(record);
+      return this.remember(deepFreeze(record), row.body as string);
     } catch (error) {
       throw quarantineError(row.key, error);
     }
+  }
+
+  /**
+   * Remembers that `record` is stored as exactly `body` (call it after a write of `body`
+   * committed; `decode` calls it for every record it returns).
+   * @returns `record`.
+   */
+  remember<T extends CheckpointRecord>(record: T, body: string): T {
+    this.bodies.set(record, bodyDigest(body));
+    return record;
+  }
+
+  /**
+   * The body digest a compare-and-swap from `expected` must find in the row, or null when no
+   * `expected` was given (revision-only CAS). `nextKey` is the row key of the record replacing it.
+   *
+   * @throws {@link CheckpointError} INVALID_ARGUMENT when `expected` is not a record this
+   *   codec decoded or remembered (never a silent fall-back to revision-only), or is not at
+   *   `expectedRevision`, or is another row's record than `next`.
+   */
+  expectedBodyDigest(expectedRevision: number, nextKey: string, expected: CheckpointRecord | undefined): string | null {
+    if (expected === undefined) return null;
+    const digest = typeof expected === 'object' && expected !== null ? this.bodies.get(expected) : undefined;
+    if (digest === undefined) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'compareAndSwap: expected is not a record this store returned or wrote (pass the record from get, getByCall, createIfAbsent or listByStatus, or a next whose compare-and-swap succeeded)', {
+        field: 'expected',
+      });
+    }
+    if (expected.revision !== expectedRevision) {
+      throw new CheckpointError('INVALID_ARGUMENT', `compareAndSwap: expected.revision is ${expected.revision}, not expectedRevision ${expectedRevision}`, { field: 'expected.revision', expected: expectedRevision });
+    }
+    if (checkpointKey(expected.binding) !== nextKey) {
+      throw new CheckpointError('INVALID_ARGUMENT', "compareAndSwap: expected is another row's record than next (their bindings differ)", { field: 'expected.binding' });
+    }
+    return digest;
   }
 
   /** Whether two records are the same (canonical JSON equality, plaintext payloads). */
   sameRecord(a: CheckpointRecord, b: CheckpointRecord): boolean {
     return canonicalJson(a, 'checkpoint', RECORD_BOUNDS) === canonicalJson(b, 'checkpoint', RECORD_BOUNDS);
   }
+}
+
+/** Lowercase hex SHA-256 of a stored body's UTF-8 bytes (what SQLite's `ttc_sha256(body)` and PostgreSQL's `encode(sha256(convert_to(body, 'UTF8')), 'hex')` compute). */
+export function bodyDigest(body: string): string {
+  return createHash('sha256').update(body, 'utf8').digest('hex');
 }
 
 /**

@@ -6,7 +6,8 @@
  *
  * better-sqlite3 is synchronous; writes issued in the same event-loop turn are committed
  * together in one transaction (group commit), and each promise settles only after that commit
- * is durable. A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?`.
+ * is durable. A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?` (and, when the
+ * caller passes the record it read, `AND ttc_sha256(body) = ?`: the body must be the one read).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
@@ -14,7 +15,7 @@ import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
-import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
+import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -88,6 +89,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
       db = new Database(path, { timeout: busyTimeoutMs });
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
+      // The body digest a compare-and-swap with `expected` matches.
+      db.function('ttc_sha256', { deterministic: true }, (body: unknown) => (typeof body === 'string' ? bodyDigest(body) : null));
       migrate(db);
       return new SqliteCheckpointStore(db, path, codec, busyTimeoutMs);
     } catch (error) {
@@ -109,7 +112,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
     const row = this.codec.encode(record);
     return this.write(() => {
-      if (this.statements.insert.run(insertParams(row)).changes === 1) return { created: true, record };
+      if (this.statements.insert.run(insertParams(row)).changes === 1) return { created: true, record: this.codec.remember(record, row.body) };
       const existing = (this.statements.get.get(row.key) ?? this.statements.getByCall.get(row.namespace, row.callId)) as Row | undefined;
       if (existing === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite insert of ${row.key} changed nothing yet no row exists`, { key: row.key });
       return { created: false, record: this.codec.decode(stored(existing)) };
@@ -128,10 +131,15 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return row === undefined ? null : this.codec.decode(stored(row));
   }
 
-  async compareAndSwap(expectedRevision: number, next: CheckpointRecord): Promise<boolean> {
+  async compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
     assertCasArguments(expectedRevision, next);
     const row = this.codec.encode(next);
-    return this.write(() => this.statements.cas.run({ ...updateParams(row), expectedRevision }).changes === 1) as Promise<boolean>;
+    const expectedBody = this.codec.expectedBodyDigest(expectedRevision, row.key, expected);
+    const swapped = (await this.write(() =>
+      expectedBody === null ? this.statements.cas.run({ ...updateParams(row), expectedRevision }).changes === 1 : this.statements.casBody.run({ ...updateParams(row), expectedRevision, expectedBody }).changes === 1,
+    )) as boolean;
+    if (swapped) this.codec.remember(next, row.body);
+    return swapped;
   }
 
   async listByStatus(statuses: readonly Status[], options: ListOptions = {}): Promise<CheckpointRecord[]> {
@@ -284,6 +292,10 @@ function prepare(db: BetterSqlite3.Database) {
     cas: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
        WHERE key = @key AND revision = @expectedRevision`,
+    ),
+    casBody: db.prepare(
+      `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
+       WHERE key = @key AND revision = @expectedRevision AND ttc_sha256(body) = @expectedBody`,
     ),
     scan: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > ? ORDER BY key LIMIT ?`),
     pruneCandidates: db.prepare(

@@ -180,7 +180,7 @@ describe('PostgreSQL specifics', () => {
      * without an answer. `whileBlocked` runs with the lock still held (the store's re-sent UPDATE
      * waits behind it), then the blocker commits.
      */
-    async function loseConnectionDuringCas(expectedRevision: number, next: CheckpointRecord, whileBlocked: (blocker: Client) => Promise<void>): Promise<boolean> {
+    async function loseConnectionDuringCas(expectedRevision: number, next: CheckpointRecord, whileBlocked: (blocker: Client) => Promise<void>, expected?: CheckpointRecord): Promise<boolean> {
       const key = checkpointKey(next.binding);
       const blocker = new Client({ connectionString: target.url });
       // pg_stat_activity is a per-transaction snapshot: watch it from outside the blocker's transaction.
@@ -190,7 +190,7 @@ describe('PostgreSQL specifics', () => {
       try {
         await blocker.query('BEGIN');
         await blocker.query('SELECT 1 FROM ttc_checkpoints WHERE key = $1 FOR UPDATE', [key]);
-        const cas = store.compareAndSwap(expectedRevision, next);
+        const cas = store.compareAndSwap(expectedRevision, next, expected);
         cas.catch(() => undefined); // awaited below; keep an early rejection from being reported as unhandled
         const pid = await waitForBlockedUpdate(monitor, []);
         await monitor.query('SELECT pg_terminate_backend($1)', [pid]);
@@ -225,6 +225,34 @@ describe('PostgreSQL specifics', () => {
 
       expect(outcome).toBe(true);
       expect(await store.get(binding)).toEqual(claim.next);
+    });
+
+    test('with expected: the row is still at the expected revision and body: the re-sent UPDATE wins (true)', async () => {
+      const binding = makeBinding();
+      const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: CREATED_AT }))).record;
+      const claim = claimExecution(fresh, { attemptId: 'a1', at: CREATED_AT });
+
+      const outcome = await loseConnectionDuringCas(0, claim.next, async () => undefined, fresh);
+
+      expect(outcome).toBe(true);
+      expect(await store.get(binding)).toEqual(claim.next);
+    });
+
+    test('with expected: the body was damaged meanwhile, revision column intact: false, and the damaged row is not changed', async () => {
+      const binding = makeBinding();
+      const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: CREATED_AT }))).record;
+      const claim = claimExecution(fresh, { attemptId: 'a1', at: CREATED_AT });
+      const key = checkpointKey(binding);
+
+      const outcome = await loseConnectionDuringCas(0, claim.next, async (blocker) => {
+        await blocker.query("UPDATE ttc_checkpoints SET body = 'damaged' || body WHERE key = $1", [key]);
+      }, fresh);
+
+      expect(outcome).toBe(false);
+      const raw = (await target.raw.row(key))!;
+      expect(raw.revision).toBe(0);
+      expect(raw.body.startsWith('damaged{')).toBe(true);
+      await expectCode(store.get(binding), 'INVALID_CHECKPOINT');
     });
 
     test('another writer moved the record on meanwhile: false, and its record stays', async () => {

@@ -240,6 +240,108 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       });
     });
 
+    describe('compare-and-swap from the record it was computed from (expected): the body must still be that record', () => {
+      const corruptions: ReadonlyArray<{ readonly name: string; damage(row: RawRow, other: RawRow): string }> = [
+        { name: 'bytes of the body replaced', damage: (r) => r.body.slice(0, 40) + '#garbage#' + r.body.slice(49) },
+        { name: 'the body truncated', damage: (r) => r.body.slice(0, Math.floor(r.body.length / 2)) },
+        // A well-formed body at the same revision that is not the one the attempt read (a restore, a bug, an attacker without the seal key).
+        { name: 'another well-formed body at the same revision', damage: (r) => edit(r.body, (v) => ((v.execution as Record<string, unknown>).attemptId = 'someone-else')) },
+      ];
+
+      test.each(corruptions)('$name after the read, revision column intact: false, the row is not changed', async ({ damage }) => {
+        const binding = makeBinding();
+        await driveTo(store, binding, 'executing', 0);
+        const read = (await store.get(binding))!;
+        const key = checkpointKey(binding);
+        const original = (await target.raw.row(key))!;
+        await target.raw.update(key, { body: damage(original, original) });
+        const damaged = (await target.raw.row(key))!;
+        expect(damaged.revision).toBe(read.revision);
+        const done = completeExecution(read, { attemptId: 'a1', at: at(1), result: { ok: true } });
+
+        expect(await store.compareAndSwap(done.expectedRevision, done.next, read)).toBe(false);
+
+        expect(await target.raw.row(key)).toEqual(damaged);
+      });
+
+      test('a body damaged after the read, then read again: get quarantines it and the earlier read still cannot overwrite it', async () => {
+        const binding = makeBinding();
+        const read = await driveTo(store, binding, 'executing', 0);
+        const key = checkpointKey(binding);
+        await target.raw.update(key, { body: 'not json at all' });
+        const damaged = (await target.raw.row(key))!;
+
+        await expectCode(store.get(binding), 'INVALID_CHECKPOINT');
+        const uncertain = markExecutionUncertain(read, { attemptId: 'a1', at: at(1), reason: 'timeout' });
+        expect(await store.compareAndSwap(uncertain.expectedRevision, uncertain.next, read)).toBe(false);
+
+        expect(await target.raw.row(key)).toEqual(damaged);
+      });
+
+      test('records from get, getByCall, createIfAbsent, listByStatus and a won compare-and-swap are all accepted as expected', async () => {
+        for (const options of [{}, { ...HMAC, encryptionKey: Buffer.alloc(32, 3), encryptionKeyId: 'enc-3' }]) {
+          const s = await target.open(options);
+          const binding = makeBinding();
+          const created = (await s.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
+          const claim = claimExecution(created, { attemptId: 'a1', at: at(1) });
+          expect(await s.compareAndSwap(claim.expectedRevision, claim.next, created)).toBe(true);
+          const done = completeExecution(claim.next, { attemptId: 'a1', at: at(2), result: { secret: 'x' } });
+          expect(await s.compareAndSwap(done.expectedRevision, done.next, claim.next)).toBe(true);
+          const fromGet = (await s.get(binding))!;
+          const delivering = claimDelivery(fromGet, { deliveryId: 'd1', at: at(3) });
+          expect(await s.compareAndSwap(delivering.expectedRevision, delivering.next, fromGet)).toBe(true);
+          const fromCall = (await s.getByCall(binding.namespace, binding.callId))!;
+          const delivered = completeDelivery(fromCall, { deliveryId: 'd1', at: at(4) });
+          expect(await s.compareAndSwap(delivered.expectedRevision, delivered.next, fromCall)).toBe(true);
+          const again = await s.createIfAbsent(createCheckpoint(binding, { createdAt: at(5) }));
+          expect(again.created).toBe(false);
+          expect(again.record).toEqual(delivered.next);
+
+          const other = makeBinding();
+          await driveTo(s, other, 'executing', 0);
+          const [listed] = (await s.listByStatus(['executing'])).filter((r) => r.binding.callId === other.callId);
+          const uncertain = markExecutionUncertain(listed!, { attemptId: 'a1', at: at(6), reason: 'timeout' });
+          expect(await s.compareAndSwap(uncertain.expectedRevision, uncertain.next, listed)).toBe(true);
+          expect(await s.get(other)).toEqual(uncertain.next);
+        }
+      });
+
+      test('two attempts that read the same record: exactly one compare-and-swap wins', async () => {
+        const binding = makeBinding();
+        await driveTo(store, binding, 'ready', 0);
+        const [first, second] = await Promise.all([store.get(binding), store.get(binding)]);
+        const a = claimExecution(first!, { attemptId: 'a', at: at(1) });
+        const b = claimExecution(second!, { attemptId: 'b', at: at(1) });
+
+        const outcomes = await Promise.all([store.compareAndSwap(0, a.next, first!), store.compareAndSwap(0, b.next, second!)]);
+
+        expect(outcomes.sort()).toEqual([false, true]);
+      });
+
+      test('an expected record this store did not return or write is INVALID_ARGUMENT (never a silent revision-only CAS); nothing written', async () => {
+        const binding = makeBinding();
+        const created = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
+        const claim = claimExecution(created, { attemptId: 'a1', at: at(0) });
+        expect(await store.compareAndSwap(0, claim.next, created)).toBe(true);
+        const stored = claim.next;
+        const key = checkpointKey(binding);
+        const before = (await target.raw.row(key))!;
+        const rebuilt = claimExecution(createCheckpoint(binding, { createdAt: at(0) }), { attemptId: 'a1', at: at(0) }).next;
+        const fromOtherStore = (await (await target.open()).get(binding))!;
+        const uncertain = markExecutionUncertain(stored, { attemptId: 'a1', at: at(1), reason: 'timeout' });
+
+        for (const expected of [rebuilt, fromOtherStore, { ...stored }]) {
+          const error = await expectCode(store.compareAndSwap(uncertain.expectedRevision, uncertain.next, expected), 'INVALID_ARGUMENT');
+          expect(error.details.field).toBe('expected');
+        }
+        expect((await expectCode(store.compareAndSwap(1, uncertain.next, created), 'INVALID_ARGUMENT')).details.field).toBe('expected.revision');
+        const elsewhere = await driveTo(store, makeBinding(), 'executing', 0);
+        expect((await expectCode(store.compareAndSwap(1, uncertain.next, elsewhere), 'INVALID_ARGUMENT')).details.field).toBe('expected.binding');
+
+        expect(await target.raw.row(key)).toEqual(before);
+      });
+    });
+
     describe('the key is the full binding', () => {
       test.each(['namespace', 'callId'] as const)('a binding for another call (different %s) gets its own row', async (field) => {
         const base = makeBinding('call-1');
