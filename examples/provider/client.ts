@@ -1,15 +1,19 @@
 /**
  * A small typed client for the demo provider (`server.ts`), used by the example tools.
  * Built on Node 20's global `fetch`. Every failure is a {@link ProviderError} whose `kind`
- * tells the tool layer what it may do next:
+ * tells the tool layer what it may do next. An HTTP error status is classified by the
+ * project's one table, `classifyHttpFailure` (with `keyed: true` when the request carried an
+ * `Idempotency-Key`):
  *
  * | outcome | kind | `sent` | safe to retry? |
  * |---|---|---|---|
- * | 429, 503 (answered before any effect), 409 key in flight | `transient` | `yes` | yes, after `retryAfterMs` |
+ * | 408, 429, 503 (answered before any effect) | `transient` | `yes` | yes, after `retryAfterMs` |
+ * | 409 to a keyed request, or a `…/idempotency-key-in-flight` problem (the same key is still in flight) | `transient` | `yes` | only with the same key (the first request may still apply) |
  * | connection refused / DNS failure / connect timeout | `transient` | `no` | yes: nothing reached the provider |
- * | 400, 403, 404, 409 (other), 413, 415, 422, other 4xx | `rejected` | `yes` | no: the same request fails again |
+ * | 400, 401, 403, 404, 409 without a key, 413, 415, 422, other 4xx | `rejected` | `yes` | no: the same request fails again |
  * | reset, timeout or abort after sending; 500, 502, 504; unreadable 2xx | `unknown-outcome` | `maybe` | only with the same idempotency key, or after a lookup |
  */
+import { classifyHttpFailure } from '../../src/activities/error-classes';
 import type {
   CloseTicketResult,
   CreateTicketInput,
@@ -52,6 +56,8 @@ export interface ProviderErrorInit {
   /** The problem+json body, when the provider sent one. */
   readonly problem?: ProblemDetails;
   readonly sent: SentState;
+  /** The request carried an `Idempotency-Key` header. @default false */
+  readonly keyed?: boolean;
   /** Low-level error code of a network failure (`ECONNREFUSED`, `ECONNRESET`, `UND_ERR_SOCKET`, …). */
   readonly networkCode?: string;
   readonly cause?: unknown;
@@ -67,6 +73,8 @@ export abstract class ProviderError extends Error {
   readonly status: number | undefined;
   readonly problem: ProblemDetails | undefined;
   readonly sent: SentState;
+  /** The request carried an `Idempotency-Key` header (pass it to `classifyHttpFailure` as `keyed`). */
+  readonly keyed: boolean;
   readonly networkCode: string | undefined;
 
   constructor(message: string, init: ProviderErrorInit) {
@@ -75,14 +83,16 @@ export abstract class ProviderError extends Error {
     this.status = init.status;
     this.problem = init.problem;
     this.sent = init.sent;
+    this.keyed = init.keyed ?? false;
     this.networkCode = init.networkCode;
   }
 }
 
 /**
- * A failure that nothing was applied for and that a later attempt may overcome: 429/503
- * (with `retryAfterMs` from `Retry-After`), a key still in flight (409), or a connection
- * that never reached the provider (refused, DNS, connect timeout).
+ * A failure that a later attempt may overcome: 408/429/503 (with `retryAfterMs` from
+ * `Retry-After`) or a connection that never reached the provider (refused, DNS, connect
+ * timeout), where nothing was applied; or a key still in flight (409 to a keyed request),
+ * where the first request may still apply, so retry only with the same key.
  */
 export class ProviderTransientError extends ProviderError {
   override readonly name = 'ProviderTransientError';
@@ -221,7 +231,7 @@ export class ProviderClient {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = toStructuredString(options.idempotencyKey);
     const res = await this.request('createTicket', 'POST', '/tickets', { body: input, headers, ...options });
-    const receipt = asTicketReceipt(res.body, 'createTicket', res.status);
+    const receipt = asTicketReceipt(res.body, 'createTicket', res.status, options.idempotencyKey !== undefined);
     return { ...receipt, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
 
@@ -293,6 +303,7 @@ export class ProviderClient {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     const headers: Record<string, string> = { Accept: 'application/json, application/problem+json', ...options.headers };
+    const keyed = headers['Idempotency-Key'] !== undefined;
     let payload: string | undefined;
     if (options.body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -303,7 +314,7 @@ export class ProviderClient {
     try {
       response = await this.fetchImpl(`${this.baseUrl}${path}`, { method, headers, body: payload, signal });
     } catch (error) {
-      throw classifyNetworkError(operation, error, signal, timeout);
+      throw classifyNetworkError(operation, error, signal, timeout, keyed);
     }
 
     let text: string;
@@ -316,6 +327,7 @@ export class ProviderClient {
           operation,
           status: response.status,
           sent: 'maybe',
+          keyed,
           cause: error,
         });
       }
@@ -330,13 +342,14 @@ export class ProviderClient {
           operation,
           status: response.status,
           sent: 'maybe',
+          keyed,
           cause: error,
         });
       }
     }
     if (response.ok) return { status: response.status, headers: response.headers, body };
     if (response.status === 404 && options.notFoundIsNull) return { status: 404, headers: response.headers, body };
-    throw classifyStatus(operation, response, body);
+    throw classifyStatus(operation, response, body, keyed);
   }
 }
 
@@ -350,21 +363,22 @@ function toStructuredString(key: string): string {
   return `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-function asTicketReceipt(body: unknown, operation: string, status: number): TicketReceipt {
+function asTicketReceipt(body: unknown, operation: string, status: number, keyed = false): TicketReceipt {
   const b = body as Partial<TicketReceipt> | undefined;
   if (!b || typeof b.ticketId !== 'string' || typeof b.receipt !== 'string' || typeof b.createdAt !== 'string') {
-    throw new ProviderUnknownOutcomeError(`${operation}: ${status} response without a ticket receipt`, { operation, status, sent: 'maybe' });
+    throw new ProviderUnknownOutcomeError(`${operation}: ${status} response without a ticket receipt`, { operation, status, sent: 'maybe', keyed });
   }
   return { ticketId: b.ticketId, receipt: b.receipt, createdAt: b.createdAt };
 }
 
-function classifyNetworkError(operation: string, error: unknown, signal: AbortSignal, timeout: AbortSignal): ProviderError {
+function classifyNetworkError(operation: string, error: unknown, signal: AbortSignal, timeout: AbortSignal, keyed: boolean): ProviderError {
   const codes = networkCodes(error);
   const networkCode = codes[0];
   if (codes.length > 0 && codes.every((c) => NOT_SENT_CODES.has(c))) {
     return new ProviderTransientError(`${operation}: the provider could not be reached (${codes.join(', ')}); nothing was sent`, {
       operation,
       sent: 'no',
+      keyed,
       networkCode,
       cause: error,
     });
@@ -373,24 +387,21 @@ function classifyNetworkError(operation: string, error: unknown, signal: AbortSi
   return new ProviderUnknownOutcomeError(`${operation}: the request ${why} after it may have been sent; outcome unknown`, {
     operation,
     sent: 'maybe',
+    keyed,
     networkCode,
     cause: error,
   });
 }
 
-function classifyStatus(operation: string, response: Response, body: unknown): ProviderError {
+/** An HTTP error answer as a {@link ProviderError} of the kind `classifyHttpFailure` gives it. */
+function classifyStatus(operation: string, response: Response, body: unknown, keyed: boolean): ProviderError {
   const status = response.status;
   const problem =
     typeof body === 'object' && body !== null && typeof (body as ProblemDetails).title === 'string' ? (body as ProblemDetails) : undefined;
   const summary = `${operation}: ${status} ${problem?.title ?? response.statusText}${problem?.detail ? ` (${problem.detail})` : ''}`;
-  const base = { operation, status, problem, sent: 'yes' as const };
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
-  if (status === 429 || status === 503) {
-    return new ProviderTransientError(summary, { ...base, retryAfterMs });
-  }
-  if (status === 409 && problem?.type.endsWith('/idempotency-key-in-flight')) {
-    return new ProviderTransientError(summary, { ...base, retryAfterMs });
-  }
-  if (status >= 500) return new ProviderUnknownOutcomeError(summary, { ...base, sent: 'maybe' });
-  return new ProviderRejectedError(summary, base);
+  const base = { operation, status, problem, sent: 'yes' as const, keyed };
+  const { kind } = classifyHttpFailure({ status, problemType: typeof problem?.type === 'string' ? problem.type : undefined, sent: 'yes', keyed });
+  if (kind === 'transient') return new ProviderTransientError(summary, { ...base, retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) });
+  if (kind === 'rejected') return new ProviderRejectedError(summary, base);
+  return new ProviderUnknownOutcomeError(summary, { ...base, sent: 'maybe' });
 }

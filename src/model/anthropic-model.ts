@@ -88,8 +88,9 @@ export function toAnthropicMessages(messages: readonly ConversationMessage[]): A
  * the system prompt; converts the response with `anthropicMessageToTurnResult`.
  *
  * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
- * MODEL_TRANSIENT (429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
- * `details.retryAfterMs`), MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT.
+ * MODEL_TRANSIENT (408, 429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
+ * `details.retryAfterMs`), MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure`
+ * classifies them (see `mapSdkError`); `CheckpointError` INVALID_TOOL_INPUT.
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */
 export class AnthropicModel implements ModelAdapter {

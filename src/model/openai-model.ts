@@ -82,8 +82,9 @@ export function toOpenAiMessages(messages: readonly ConversationMessage[], syste
  * response's `choices[0]` with `openAiCompletionToTurnResult` (arguments parsed from JSON text).
  *
  * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
- * MODEL_TRANSIENT (429, 5xx, connection — after the SDK's retries; carries `details.retryAfterMs`),
- * MODEL_REJECTED (other 4xx); `CheckpointError` INVALID_TOOL_INPUT naming the call id.
+ * MODEL_TRANSIENT (408, 429, 5xx, connection — after the SDK's retries; carries `details.retryAfterMs`),
+ * MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure` classifies them (see
+ * `mapSdkError`); `CheckpointError` INVALID_TOOL_INPUT naming the call id.
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */
 export class OpenAiModel implements ModelAdapter {

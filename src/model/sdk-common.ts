@@ -6,11 +6,13 @@
  * clients with the same error classes) to {@link CheckpointError}s the turn activity can classify.
  *
  * Policy: the SDK client retries first (its `maxRetries`, exponential backoff with jitter,
- * honouring `retry-after-ms` / `retry-after`). What is still failing afterwards becomes
- * `MODEL_TRANSIENT` (retryable; `details.retryAfterMs` from the last response, for the activity's
- * `nextRetryDelay`) or `MODEL_REJECTED` (not retryable).
+ * honouring `retry-after-ms` / `retry-after`). What is still failing afterwards is classified by
+ * the one HTTP table of the project, `classifyHttpFailure` (`src/activities/error-classes.ts`),
+ * and becomes `MODEL_TRANSIENT` (retryable; `details.retryAfterMs` from the last response, for
+ * the activity's `nextRetryDelay`) or `MODEL_REJECTED` (not retryable); see {@link modelFailureCode}.
  */
 import { z } from 'zod';
+import { classifyHttpFailure, type HttpFailureClass } from '../activities/error-classes';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 
@@ -66,18 +68,43 @@ export function retryAfterMs(headers: HeadersLike | undefined | null, now: numbe
   return Number.isFinite(date) && date > now ? date - now : null;
 }
 
-/** Whether an HTTP status is worth retrying (same rule as the SDKs, plus `x-should-retry`). */
-export function isTransientStatus(status: number, headers?: HeadersLike | null): boolean {
+/**
+ * The model error code of a classified HTTP failure: `MODEL_REJECTED` when the classifier says
+ * `rejected`, `MODEL_TRANSIENT` otherwise.
+ *
+ * A model request applies nothing (it only generates a turn), so re-sending it is harmless:
+ * `transient` is retried, and so is `unknown-outcome` (a 5xx, 529 overloaded, a connection lost
+ * after sending): for a tool that means "may have been applied", for a model call it only means
+ * "the answer was lost". A model request carries no idempotency key, so a 409 follows the
+ * classifier's unkeyed rule: `BUSINESS_REJECTION`, hence `MODEL_REJECTED`, once the SDK's own
+ * retries (which repeat a 409 as a lock timeout) are spent. 408, 429 and 503 are transient, 5xx
+ * are retried, every other 4xx is rejected, exactly as for a tool.
+ */
+export function modelFailureCode(failure: HttpFailureClass): 'MODEL_TRANSIENT' | 'MODEL_REJECTED' {
+  return failure.kind === 'rejected' ? 'MODEL_REJECTED' : 'MODEL_TRANSIENT';
+}
+
+/**
+ * Whether a provider's HTTP answer to a model request is worth retrying: the provider's
+ * explicit `x-should-retry: true|false` (the header the SDKs obey for their own retries) when
+ * present, else {@link modelFailureCode} of `classifyHttpFailure({ status, code, sent: 'yes' })`.
+ *
+ * @param code the provider's error code or type (`error.code ?? error.type` of the body), if any.
+ */
+export function isTransientStatus(status: number, headers?: HeadersLike | null, code?: string | null): boolean {
   const hint = headers?.get('x-should-retry');
   if (hint === 'true') return true;
   if (hint === 'false') return false;
-  return status === 408 || status === 409 || status === 429 || status >= 500;
+  return modelFailureCode(classifyHttpFailure({ status, sent: 'yes', ...(code ? { code } : {}) })) === 'MODEL_TRANSIENT';
 }
 
 /**
  * What to throw for an error raised by an SDK call: `signal.reason` when our signal aborted
  * (cancellation stays cancellation), a {@link CheckpointError} for API and connection errors, the
- * error itself otherwise.
+ * error itself otherwise. An API error with a status is `MODEL_TRANSIENT` or `MODEL_REJECTED` as
+ * {@link isTransientStatus} says (the `classifyHttpFailure` table, unless `x-should-retry`
+ * overrides it); a connection error or an API error without a status is an answer lost after
+ * sending, retried as `MODEL_TRANSIENT` (see {@link modelFailureCode}).
  */
 export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkErrorClasses, signal?: AbortSignal): unknown {
   if (signal?.aborted) return signal.reason ?? err;
@@ -97,7 +124,7 @@ export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkE
     }
     const errorType = providerErrorType(err);
     const details = { provider, status, requestId: requestID ?? null, errorType };
-    if (isTransientStatus(status, headers)) {
+    if (isTransientStatus(status, headers, errorType)) {
       const delayMs = retryAfterMs(headers);
       return new CheckpointError(
         'MODEL_TRANSIENT',

@@ -3,7 +3,7 @@
 import { classifyHttpFailure, TOOL_ERROR_CLASSES, ToolError } from '../../../src/activities';
 import { toolErrorKind } from '../../../src/activities/define-tool';
 import { classifyProviderError } from '../../../examples/demo-tools';
-import { ProviderRejectedError, ProviderTransientError, ProviderUnknownOutcomeError } from '../../../examples/provider/client';
+import { ProviderClient, ProviderRejectedError, ProviderTransientError, ProviderUnknownOutcomeError } from '../../../examples/provider/client';
 
 const BASE = 'https://provider.example/problems/';
 
@@ -32,7 +32,7 @@ describe('classifyHttpFailure', () => {
   it.each([
     [{ status: 429 }, 'transient', 'TRANSIENT_EXHAUSTED'],
     [{ status: 503 }, 'transient', 'TRANSIENT_EXHAUSTED'],
-    [{ status: 409, problemType: `${BASE}idempotency-key-in-flight` }, 'transient', 'TRANSIENT_EXHAUSTED'],
+    [{ status: 408 }, 'transient', 'TRANSIENT_EXHAUSTED'],
     [{ sent: 'no' as const }, 'transient', 'TRANSIENT_EXHAUSTED'],
     [{ status: 400 }, 'rejected', 'INVALID_TOOL_INPUT'],
     [{ status: 413 }, 'rejected', 'INVALID_TOOL_INPUT'],
@@ -43,12 +43,94 @@ describe('classifyHttpFailure', () => {
     [{ status: 422, problemType: `${BASE}idempotency-key-reused` }, 'rejected', 'IDEMPOTENCY_CONFLICT'],
     [{ status: 404 }, 'rejected', 'BUSINESS_REJECTION'],
     [{ status: 409 }, 'rejected', 'BUSINESS_REJECTION'],
+    [{ status: 409, sent: 'yes' as const, keyed: false }, 'rejected', 'BUSINESS_REJECTION'],
     [{ status: 500 }, 'unknown-outcome', 'OUTCOME_UNKNOWN'],
     [{ status: 502 }, 'unknown-outcome', 'OUTCOME_UNKNOWN'],
     [{ status: 504 }, 'unknown-outcome', 'OUTCOME_UNKNOWN'],
     [{ sent: 'maybe' as const }, 'unknown-outcome', 'OUTCOME_UNKNOWN'],
   ])('%j is %s / %s', (failure, kind, type) => {
     expect(classifyHttpFailure(failure)).toEqual({ kind, type });
+  });
+
+  // Issue 9 item 3: a 409 to a keyed request means the same key is still in flight (or applied),
+  // never "refused": retried in the attempt with the same key, an unknown outcome if that runs out.
+  it.each([
+    ['a plain 409 to a keyed request', { status: 409, sent: 'yes' as const, keyed: true }],
+    ["Stripe's idempotency_key_in_use (keyed implied)", { status: 409, code: 'idempotency_key_in_use', sent: 'yes' as const }],
+    ["Stripe's idempotency_key_in_use, keyed", { status: 409, code: 'idempotency_key_in_use', keyed: true }],
+    ['an RFC 9457 …/idempotency-key-in-flight problem (keyed implied)', { status: 409, problemType: `${BASE}idempotency-key-in-flight` }],
+    ['an RFC 9457 in-flight problem, keyed', { status: 409, problemType: `${BASE}idempotency-key-in-flight`, sent: 'yes' as const, keyed: true }],
+    ['an in-flight problem with another 4xx status', { status: 429, problemType: `${BASE}idempotency-key-in-flight` }],
+  ])('%s is transient / OUTCOME_UNKNOWN, never a final rejection', (_name, failure) => {
+    expect(classifyHttpFailure(failure)).toEqual({ kind: 'transient', type: 'OUTCOME_UNKNOWN' });
+  });
+
+  it('a 409 to a request without a key stays a business rejection; other keyed answers keep their row', () => {
+    expect(classifyHttpFailure({ status: 409, sent: 'yes' })).toEqual({ kind: 'rejected', type: 'BUSINESS_REJECTION' });
+    expect(classifyHttpFailure({ status: 409, code: 'resource_conflict', keyed: false })).toEqual({ kind: 'rejected', type: 'BUSINESS_REJECTION' });
+    expect(classifyHttpFailure({ status: 429, keyed: true })).toEqual({ kind: 'transient', type: 'TRANSIENT_EXHAUSTED' });
+    expect(classifyHttpFailure({ status: 404, keyed: true })).toEqual({ kind: 'rejected', type: 'BUSINESS_REJECTION' });
+    expect(classifyHttpFailure({ status: 422, problemType: `${BASE}idempotency-key-reused`, keyed: true })).toEqual({ kind: 'rejected', type: 'IDEMPOTENCY_CONFLICT' });
+    expect(classifyHttpFailure({ status: 500, keyed: true })).toEqual({ kind: 'unknown-outcome', type: 'OUTCOME_UNKNOWN' });
+  });
+
+  it('every status 400–599 gets a class; no 4xx but an in-flight key is an unknown outcome, and a keyed request changes only 409', () => {
+    for (let status = 400; status < 600; status += 1) {
+      const unkeyed = classifyHttpFailure({ status, sent: 'yes' });
+      const keyed = classifyHttpFailure({ status, sent: 'yes', keyed: true });
+      expect(TOOL_ERROR_CLASSES[unkeyed.type]).toBeDefined();
+      if (status < 500) expect(unkeyed.kind).not.toBe('unknown-outcome');
+      else expect(unkeyed.kind === 'unknown-outcome' || status === 503).toBe(true);
+      if (status === 409) expect(keyed).toEqual({ kind: 'transient', type: 'OUTCOME_UNKNOWN' });
+      else expect(keyed).toEqual(unkeyed);
+    }
+  });
+});
+
+describe('the demo provider client classifies with classifyHttpFailure', () => {
+  function clientAnswering(status: number, body?: object): { client: ProviderClient; requests: Array<Record<string, string>> } {
+    const requests: Array<Record<string, string>> = [];
+    const fetchImpl = (async (_url: string, init: RequestInit) => {
+      requests.push({ ...(init.headers as Record<string, string>) });
+      return new Response(body === undefined ? '' : JSON.stringify(body), { status, headers: body === undefined ? {} : { 'content-type': 'application/problem+json' } });
+    }) as unknown as typeof fetch;
+    return { client: new ProviderClient({ baseUrl: 'http://provider.invalid', fetch: fetchImpl }), requests };
+  }
+  const ticket = { title: 't', body: 'b', queue: 'q' };
+
+  it('a plain 409 to a request sent with an Idempotency-Key is transient and says keyed; the demo tools store no rejection', async () => {
+    const { client, requests } = clientAnswering(409);
+    const error = await client.createTicket(ticket, { idempotencyKey: 'k-1' }).catch((e: unknown) => e);
+    expect(requests[0]).toHaveProperty('Idempotency-Key');
+    expect(error).toBeInstanceOf(ProviderTransientError);
+    expect(error).toMatchObject({ status: 409, sent: 'yes', keyed: true });
+    const { status, sent, keyed } = error as ProviderTransientError;
+    expect(classifyHttpFailure({ status, sent, keyed })).toEqual({ kind: 'transient', type: 'OUTCOME_UNKNOWN' });
+  });
+
+  it('a 409 …/idempotency-key-in-flight problem is transient / OUTCOME_UNKNOWN through the demo tools (same key, never a stored rejection)', async () => {
+    const { client } = clientAnswering(409, { type: `${BASE}idempotency-key-in-flight`, title: 'in progress', status: 409 });
+    const error = await client.createTicket(ticket, { idempotencyKey: 'k-2' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderTransientError);
+    const tool = classifyProviderError(error);
+    expect(tool).toEqual(expect.objectContaining({ name: 'ToolError', kind: 'transient', type: 'OUTCOME_UNKNOWN' }));
+    expect(toolErrorKind(tool)).toBe('transient');
+  });
+
+  it('a 409 to a request without a key is a rejection', async () => {
+    const { client, requests } = clientAnswering(409, { type: `${BASE}conflict`, title: 'conflict', status: 409 });
+    const error = await client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' }).catch((e: unknown) => e);
+    expect(requests[0]).not.toHaveProperty('Idempotency-Key');
+    expect(error).toBeInstanceOf(ProviderRejectedError);
+    expect(error).toMatchObject({ status: 409, keyed: false });
+    expect(classifyProviderError(error)).toEqual(expect.objectContaining({ kind: 'rejected', type: 'BUSINESS_REJECTION' }));
+  });
+
+  it('429 and 408 are transient, 500 an unknown outcome, 404 a rejection', async () => {
+    expect(await clientAnswering(429).client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' }).catch((e: unknown) => e)).toBeInstanceOf(ProviderTransientError);
+    expect(await clientAnswering(408).client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' }).catch((e: unknown) => e)).toBeInstanceOf(ProviderTransientError);
+    expect(await clientAnswering(500).client.createTicket(ticket, { idempotencyKey: 'k' }).catch((e: unknown) => e)).toMatchObject({ kind: 'unknown-outcome', sent: 'maybe', keyed: true });
+    expect(await clientAnswering(404).client.closeTicket('T-1').catch((e: unknown) => e)).toBeInstanceOf(ProviderRejectedError);
   });
 });
 

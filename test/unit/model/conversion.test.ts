@@ -82,9 +82,10 @@ test('retryAfterMs reads retry-after-ms, retry-after seconds and HTTP dates', ()
   expect(retryAfterMs(undefined)).toBeNull();
 });
 
-test('isTransientStatus follows the SDK rule and x-should-retry', () => {
-  for (const s of [408, 409, 429, 500, 502, 503, 529]) expect(isTransientStatus(s)).toBe(true);
-  for (const s of [400, 401, 403, 404, 413, 422]) expect(isTransientStatus(s)).toBe(false);
+test('isTransientStatus follows classifyHttpFailure and x-should-retry', () => {
+  for (const s of [408, 429, 500, 502, 503, 529]) expect(isTransientStatus(s)).toBe(true);
+  // 409: a model request carries no idempotency key, so it is the classifier's unkeyed conflict (after the SDK's own retries).
+  for (const s of [400, 401, 403, 404, 409, 413, 422]) expect(isTransientStatus(s)).toBe(false);
   expect(isTransientStatus(500, new Headers({ 'x-should-retry': 'false' }))).toBe(false);
   expect(isTransientStatus(400, new Headers({ 'x-should-retry': 'true' }))).toBe(true);
 });
