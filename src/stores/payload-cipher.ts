@@ -79,6 +79,11 @@ export class PayloadCipher {
     return this.currentKeyId !== null;
   }
 
+  /** The id of the key new payloads are encrypted with, or null when only older keys are configured. */
+  get currentKey(): string | null {
+    return this.currentKeyId;
+  }
+
   /**
    * Encrypts the canonical JSON of `payload` with the current key.
    *

@@ -107,6 +107,11 @@ export class RowCodec {
   /**
    * The record of a stored row: parsed strictly, seal verified, payload decrypted, and the row
    * columns checked against the body (key = `checkpointKey(binding)`, same status and revision).
+   * With a current encryption key configured, a result payload stored unencrypted is refused
+   * (DECRYPTION_FAILED, reason `unencrypted`): this store writes every payload encrypted, so a
+   * plaintext one was swapped in for the ciphertext (or written before encryption was turned
+   * on). A store with only older keys (`encryptionKeys`, encryption being turned off) reads
+   * plaintext payloads.
    *
    * @throws {@link CheckpointError} INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or
    *   DECRYPTION_FAILED; the message starts with the row key and `details.key` holds it.
@@ -119,7 +124,12 @@ export class RowCodec {
       if (parsed.status !== row.status) throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
       if (parsed.revision !== Number(row.revision)) throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
       if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt) throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, { field: 'row.updated_at' });
-      if (parsed.result === null || !isEncryptedPayload(parsed.result.payload)) return this.remember(parsed, row.body as string);
+      if (parsed.result === null) return this.remember(parsed, row.body as string);
+      if (!isEncryptedPayload(parsed.result.payload)) {
+        const current = this.cipher?.currentKey ?? null;
+        if (current !== null) throw unencryptedError(current);
+        return this.remember(parsed, row.body as string);
+      }
       const envelope = parsed.result.payload;
       if (this.cipher === null) throw missingKeyError(envelope);
       const payload: JsonValue = this.cipher.decrypt(envelope, row.key);
@@ -170,6 +180,14 @@ export class RowCodec {
   sameRecord(a: CheckpointRecord, b: CheckpointRecord): boolean {
     return canonicalJson(a, 'checkpoint', RECORD_BOUNDS) === canonicalJson(b, 'checkpoint', RECORD_BOUNDS);
   }
+}
+
+function unencryptedError(keyId: string): CheckpointError {
+  return new CheckpointError('DECRYPTION_FAILED', `result payload is stored unencrypted, but encryption is configured (current key id ${JSON.stringify(keyId)}); refusing a plaintext payload in place of a ciphertext`, {
+    field: 'result.payload',
+    keyId,
+    reason: 'unencrypted',
+  });
 }
 
 /** Lowercase hex SHA-256 of a stored body's UTF-8 bytes (what SQLite's `ttc_sha256(body)` and PostgreSQL's `encode(sha256(convert_to(body, 'UTF8')), 'hex')` compute). */

@@ -544,6 +544,42 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         }
         expect(wrongKey.details.reason).toBe('authentication-failed');
       });
+
+      test('with a current key configured, a plaintext payload swapped in for the ciphertext is refused: DECRYPTION_FAILED (unencrypted), quarantined, row unchanged', async () => {
+        const s = await target.open(E1);
+        const binding = makeBinding();
+        await driveTo(s, binding, 'completed', 0, { v: 1 });
+        const key = checkpointKey(binding);
+        const original = (await target.raw.row(key))!;
+        // HMAC is off, so the body stays well-formed and canonical with the forged plaintext payload.
+        await target.raw.update(key, { body: edit(original.body, (v) => ((v.result as Record<string, unknown>).payload = { v: 'forged' })) });
+        const swapped = (await target.raw.row(key))!;
+
+        const fromGet = await expectCode(s.get(binding), 'DECRYPTION_FAILED');
+        const fromCall = await expectCode(s.getByCall(binding.namespace, binding.callId), 'DECRYPTION_FAILED');
+        const fromCreate = await expectCode(s.createIfAbsent(createCheckpoint(binding, { createdAt: at(1) })), 'DECRYPTION_FAILED');
+        const quarantined = await s.listQuarantined();
+        const listed = await s.listByStatus(['completed']);
+
+        for (const error of [fromGet, fromCall, fromCreate]) {
+          expect(error.details).toMatchObject({ key, reason: 'unencrypted', field: 'result.payload', keyId: 'enc-1', quarantined: true });
+          expect(error.message).toContain('unencrypted');
+        }
+        expect(quarantined).toEqual([{ key, status: 'completed', revision: swapped.revision, updatedAt: swapped.updatedAt, error: { code: 'DECRYPTION_FAILED', message: fromGet.message } }]);
+        expect(listed).toEqual([]);
+        expect(await target.raw.row(key)).toEqual(swapped);
+      });
+
+      test('a payload written unencrypted (before encryption was turned on) is refused the same way once a key is configured; a store with only older keys reads it', async () => {
+        const binding = makeBinding();
+        const completed = await driveTo(store, binding, 'completed', 0, { v: 'plain' });
+
+        const error = await expectCode((await target.open(E1)).get(binding), 'DECRYPTION_FAILED');
+        const readOnly = await target.open({ encryptionKeys: { 'enc-1': E1.encryptionKey } });
+
+        expect(error.details.reason).toBe('unencrypted');
+        expect(await readOnly.get(binding)).toEqual(completed);
+      });
     });
 
     describe('concurrency and crashes (separate processes)', () => {
