@@ -28,7 +28,7 @@ export interface DemoToolsOptions {
  */
 export function classifyProviderError(error: unknown): unknown {
   if (!isProviderError(error)) return error;
-  const { kind, type } = classifyHttpFailure({ status: error.status, problemType: error.problem?.type, sent: error.sent });
+  const { kind, type } = classifyHttpFailure({ status: error.status, problemType: error.problem?.type, sent: error.sent, keyed: error.keyed });
   // The client's own verdict that the request may have been applied always wins.
   if (error.kind === 'unknown-outcome' || kind === 'unknown-outcome') return new ToolError('unknown-outcome', error.message, undefined, 'OUTCOME_UNKNOWN');
   return new ToolError(kind, error.message, 'retryAfterMs' in error ? (error.retryAfterMs as number | undefined) : undefined, type);
@@ -52,6 +52,7 @@ export function createDemoTools(providerUrl: string, options: DemoToolsOptions =
     description: 'Open a ticket in a queue.',
     input: z.object({ title: z.string().min(1).max(200), body: z.string().min(1).max(5_000), queue: z.string().min(1).max(64) }).strict(),
     dedupesByKey: true,
+    keyRetentionMs: 24 * 60 * 60 * 1_000, // the demo provider remembers keys for a day, like Stripe
     dedupeByIntent,
     target: (input) => input.queue,
     async execute(input, ctx) {
@@ -68,7 +69,8 @@ export function createDemoTools(providerUrl: string, options: DemoToolsOptions =
     revision: 'v1',
     description: 'Close a ticket by id.',
     input: z.object({ ticketId: z.string().min(1).max(64) }).strict(),
-    dedupesByKey: true, // closing is idempotent by nature: a repeat changes nothing
+    dedupesByKey: true, // closing is idempotent by nature: a repeat changes nothing, at any age
+    keyRetentionMs: Number.MAX_SAFE_INTEGER,
     async execute(input, ctx) {
       const r = await classified(() => provider.closeTicket(input.ticketId, { signal: ctx.signal }));
       return { output: { ticketId: r.ticketId, status: r.status }, receipt: { closedAt: r.closedAt, changed: r.changed } };

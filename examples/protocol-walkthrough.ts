@@ -3,6 +3,7 @@
  * in-memory compare-and-swap cell stands in for the store. It prints each decision a retried
  * attempt makes at every point a worker could die. Run: `npx tsx examples/protocol-walkthrough.ts`.
  */
+import { callBindingId } from '../src/checkpoint/call-identity';
 import {
   claimDelivery,
   claimExecution,
@@ -42,12 +43,12 @@ const now = (): string => new Date((clock += 1_000)).toISOString();
 const input = { title: 'Printer on fire', queue: 'facilities' };
 const binding: Binding = {
   namespace: 'default/acme',
-  callId: 'wf-42/toolu_01A',
+  callId: callBindingId({ runChainId: 'run-1', workflowId: 'wf-42', callId: 'toolu_01A' }),
   toolName: 'create_ticket',
   toolRevision: 'v1',
   inputFingerprint: fingerprintInput(input),
 };
-const key = idempotencyKey({ namespace: binding.namespace, workflowId: 'wf-42', callId: 'toolu_01A', toolName: 'create_ticket', toolRevision: 'v1' });
+const key = idempotencyKey({ namespace: binding.namespace, runChainId: 'run-1', workflowId: 'wf-42', callId: 'toolu_01A', toolName: 'create_ticket', toolRevision: 'v1' });
 const cell = new CasCell(createCheckpoint(binding, { createdAt: now() }));
 const show = (moment: string): void => {
   const d = decideCheckpoint(cell.get(), binding);

@@ -21,6 +21,8 @@ export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/e
 export { FINGERPRINT_PATTERN, IDENTIFIER_MAX_LENGTH, LIMITS, assertJsonValue } from './checkpoint/bounds';
 export { canonicalJson } from './checkpoint/canonical-json';
 export { fingerprintInput, idempotencyKey, intentDigest } from './checkpoint/digest';
+export { CALL_ID_TAG, callBindingId, parseCallBindingId } from './checkpoint/call-identity';
+export type { CallIdentity } from './checkpoint/call-identity';
 export type { IdempotencyKeyParts, Intent } from './checkpoint/digest';
 export { assertBinding, createCheckpoint, validateCheckpoint } from './checkpoint/record';
 export { ACTION_BY_STATUS, decideCheckpoint } from './checkpoint/decide';
@@ -58,6 +60,7 @@ export type { EncryptedPayload, PayloadEncryptionOptions } from './stores/payloa
 export { createToolActivities, defineTool, ToolError, toApplicationFailure } from './activities';
 export type { LookupResult, ToolActivities, ToolActivitiesOptions, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities';
 export type { FencedToolInput, FencedToolResult, ToolOutcome, ResultSource } from './activities/contract';
+export { NOTHING_APPLIED_CODES } from './activities/contract';
 export { createModelActivities } from './activities/model-turn';
 export { TOOL_ERROR_CLASSES, classifyHttpFailure } from './activities/error-classes';
 export type { ToolErrorClass, HttpFailureClass } from './activities/error-classes';

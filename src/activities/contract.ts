@@ -2,14 +2,42 @@
  * The contract between the agent workflow and the fenced tool activity: input, result and
  * failure types. Type-only and sandbox-safe: workflow code imports this file.
  */
+import type { CheckpointErrorCode } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
+
+/**
+ * The failure types after which the workflow reports a tool call as not run ("nothing applied",
+ * the model sees the error). The fenced activity emits them only with evidence that no attempt
+ * of the call ever held a claim (SPEC §7 "The call owns 'nothing applied'"); every other
+ * failure of a tool call may hide an applied effect.
+ */
+export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
+  'INVALID_TOOL_INPUT',
+  'UNKNOWN_TOOL',
+  'BINDING_CONFLICT',
+  'TOOL_REJECTED',
+  'INVALID_ARGUMENT',
+  'TOOL_TRANSIENT',
+  'STORE_UNAVAILABLE',
+  'APPROVAL_MISMATCH',
+  'APPROVAL_EXPIRED',
+];
 
 /** Input of one `runFencedTool` activity: one tool call the model asked for. */
 export interface FencedToolInput {
   /** Tenant within the Temporal namespace; the binding's namespace is `<temporal namespace>/<tenant>`. */
   readonly tenant: string;
-  /** The model's tool-call id; the binding's call id is `<workflow id>/<this>`. */
+  /**
+   * The model's tool-call id, unique within the run chain; the binding's call id is
+   * `callBindingId({ runChainId, workflowId, callId })`.
+   */
   readonly callId: string;
+  /**
+   * The run chain: the workflow's `firstExecutionRunId` (the agent workflow passes it). A new
+   * chain that reuses a workflow id never sees an older chain's checkpoints (SPEC §7).
+   * @default the activity's `workflowExecution.runId` (unique, but new after continue-as-new)
+   */
+  readonly runChainId?: string;
   readonly toolName: string;
   /** The tool's arguments as the model gave them; validated against the tool's schema first. */
   readonly input: JsonValue;
@@ -20,12 +48,24 @@ export interface FencedToolInput {
    */
   readonly expectedIntentDigest?: string;
   /**
+   * When the approval of this call expires, ISO-8601 UTC. At or after it the activity refuses
+   * with APPROVAL_EXPIRED before any claim (nothing runs). Absent: no expiry.
+   */
+  readonly approvalExpiresAt?: string;
+  /**
    * Only for tools declared with `dedupeByIntent`: which generation of the intent this call
    * belongs to. Calls of one run with the same intent and generation share one checkpoint.
    * 0 for the model's calls; n for the n-th rerun after a person proved the effect absent (so a
    * rerun never reopens the old checkpoint). @default 0
    */
   readonly intentGeneration?: number;
+  /**
+   * Only for `dedupeByIntent` tools: the run's current generation per intent digest (raised when
+   * a person proves a call's effect absent). The call uses the larger of this entry for its
+   * digest and `intentGeneration`, so a later call with a proven-absent intent never reopens the
+   * old checkpoint. @default {}
+   */
+  readonly intentGenerations?: Readonly<Record<string, number>>;
 }
 
 /** How the activity obtained the result it returns. */
@@ -48,7 +88,14 @@ export interface FencedToolResult {
   readonly source: ResultSource;
   readonly outcome: ToolOutcome;
   readonly idempotencyKey: string;
-  readonly intentDigest: string;
+  /** Null when this worker cannot compute it (the call's result was stored under a tool it no longer has). */
+  readonly intentDigest: string | null;
+  /**
+   * Set when the result was stored under another tool revision (or input fingerprint) than this
+   * worker's: a deploy landed between the attempts of the call, and the stored result is
+   * delivered as it was (SPEC §7 "The call owns 'nothing applied'").
+   */
+  readonly storedUnder?: { readonly toolName: string; readonly toolRevision: string };
 }
 
 /**

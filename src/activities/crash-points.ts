@@ -11,6 +11,15 @@
 export const CRASH_POINTS = ['before-claim', 'after-claim', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
+/**
+ * The points of an attempt where the fence awaits `hooks.step` (test-only: the interleaving
+ * explorer schedules attempts there, and a step that never resolves models a worker killed at
+ * that point): the crash windows plus `before-execute`, after the fence was re-checked and right
+ * before the tool is called.
+ */
+export const FENCE_POINTS = ['before-claim', 'after-claim', 'before-execute', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
+export type FencePoint = (typeof FENCE_POINTS)[number];
+
 const armed = parseCrashAt(process.env.TTC_CRASH_AT ?? '');
 let hits = 0;
 

@@ -19,7 +19,12 @@ export interface ToolContext {
   /** The model's tool-call id. */
   readonly callId: string;
   readonly workflowId: string;
-  /** Aborted when Temporal cancels the activity. */
+  /**
+   * Aborted when Temporal cancels the activity or when the call's deadline
+   * (`claimedAt + callDeadlineMs`) passes. Pass it to your HTTP client: the fence stops waiting at
+   * the deadline, and another attempt may take the call over once the deadline plus a margin has
+   * passed (SPEC §7), so a request must not outlive it.
+   */
   readonly signal: AbortSignal;
   /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
   heartbeat(details?: unknown): void;
@@ -77,8 +82,14 @@ export interface ToolDefinition<I = unknown> {
   execute(input: Readonly<I>, ctx: ToolContext): Promise<ToolSuccess>;
   /** Finds an earlier effect by `ctx.idempotencyKey`, proving presence or absence. */
   lookup?(ctx: ToolContext): Promise<LookupResult>;
-  /** True when the provider deduplicates by idempotency key, so repeating with the same key is safe. */
+  /** True when the provider deduplicates by idempotency key, so repeating with the same key is safe. Requires `keyRetentionMs`. */
   readonly dedupesByKey?: boolean;
+  /**
+   * How long the provider remembers an idempotency key, ms (Stripe: 24 h). Required with
+   * `dedupesByKey`. A same-key repeat is a reconciliation only while the call's checkpoint is
+   * younger than this; after that the fence looks up or pauses (SPEC §7 "Keys have a lifetime").
+   */
+  readonly keyRetentionMs?: number;
   /**
    * True when a call that repeats an earlier call's intent within the same run (same tool,
    * revision, canonical arguments and target, under a new tool-call id) must be answered from the
@@ -90,7 +101,12 @@ export interface ToolDefinition<I = unknown> {
   readonly dedupeByIntent?: boolean;
   /** What the effect acts on, for the intent digest (e.g. the mailbox or queue). @default null */
   target?(input: Readonly<I>): JsonValue;
-  /** Deadline for one call including in-attempt transient retries, ms. @default 30,000 */
+  /**
+   * Deadline of one call from its claim, including in-attempt transient retries, ms. The fence
+   * aborts `ctx.signal` and stops waiting at the deadline; another attempt may take an
+   * unfinished claim over only after `claimedAt + callDeadlineMs + reconcileMarginMs`, so this
+   * also sets how long recovery waits after a crash (SPEC §7). @default 30,000
+   */
   readonly callDeadlineMs?: number;
 }
 
@@ -117,6 +133,13 @@ export function defineTool<I>(tool: ToolDefinition<I>): ToolDefinition<I> {
   if (tool.callDeadlineMs !== undefined && !(Number.isInteger(tool.callDeadlineMs) && tool.callDeadlineMs > 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: callDeadlineMs must be a positive integer`, { field: 'callDeadlineMs' });
   }
+  if (tool.dedupesByKey !== undefined && typeof tool.dedupesByKey !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupesByKey must be a boolean`, { field: 'dedupesByKey' });
+  if (tool.keyRetentionMs !== undefined && !(Number.isSafeInteger(tool.keyRetentionMs) && tool.keyRetentionMs > 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: keyRetentionMs must be a positive integer (ms)`, { field: 'keyRetentionMs' });
+  }
+  if (tool.dedupesByKey === true && tool.keyRetentionMs === undefined) {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupesByKey needs keyRetentionMs, how long the provider remembers a key (e.g. 86,400,000 for 24 h)`, { field: 'keyRetentionMs' });
+  }
   return Object.freeze({ ...tool });
 }
 
@@ -125,3 +148,6 @@ export function toolErrorKind(error: unknown): ToolErrorKind {
   const kind = (error as { kind?: unknown } | null)?.kind;
   return kind === 'transient' || kind === 'rejected' || kind === 'unknown-outcome' ? kind : 'unknown-outcome';
 }
+
+/** Default `callDeadlineMs`: 30,000 ms. */
+export const DEFAULT_CALL_DEADLINE_MS = 30_000;

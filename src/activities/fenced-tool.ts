@@ -1,14 +1,15 @@
 /**
- * One fenced tool-call attempt (SPEC §4): validate the input, build the binding from the
- * activity context, create-if-absent, decide, then execute, deliver or reconcile. Every change
- * to the checkpoint is a compare-and-swap; the tool never runs without a durable claim.
+ * One fenced tool-call attempt (SPEC §4, §7): create-if-absent, decide, then execute, deliver or
+ * reconcile. Every change to the checkpoint is a compare-and-swap; the tool never runs without a
+ * durable claim; a claim held by another attempt is taken over only once its holder's request
+ * can no longer be outstanding (its settle time), except by a same-key repeat to a provider that
+ * deduplicates by key within its key retention.
  */
-import { randomUUID } from 'node:crypto';
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
+import { sanitizeReason } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { decideCheckpoint } from '../checkpoint/decide';
-import { fingerprintInput, idempotencyKey, intentDigest } from '../checkpoint/digest';
-import { createCheckpoint, deepFreeze } from '../checkpoint/record';
+import { createCheckpoint } from '../checkpoint/record';
 import {
   claimDelivery,
   claimExecution,
@@ -18,12 +19,16 @@ import {
   reclaimExecution,
   releaseDelivery,
 } from '../checkpoint/transitions';
-import type { Binding, CheckpointRecord, TransitionResult } from '../checkpoint/types';
+import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { FencedToolInput, FencedToolResult, ResultSource, ToolOutcome } from './contract';
-import { crashPoint } from './crash-points';
-import { toolErrorKind, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
+import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
+import { crashPoint, type FencePoint } from './crash-points';
+import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind, type LookupResult, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
+import type { PreparedCall } from './prepare-call';
 import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
+
+/** Default `reconcileMarginMs`: 5,000 ms. */
+export const DEFAULT_RECONCILE_MARGIN_MS = 5_000;
 
 /** Dependencies of the fenced tool activity. */
 export interface FencedToolDeps {
@@ -31,24 +36,25 @@ export interface FencedToolDeps {
   readonly tools: ReadonlyMap<string, ToolDefinition<any>>;
   /** UTF-8 JSON bytes of a stored result. @default 65,536 */
   readonly maxPayloadBytes?: number;
-  /** @default () => new Date() */
+  /** Every time decision of the fence (settle time, key retention, approval expiry, call deadline). @default () => new Date() */
   readonly clock?: () => Date;
+  /**
+   * Added to a holder's call deadline before its claim may be taken over, ms: covers clock
+   * skew between workers and a request still in the network. @default 5,000
+   */
+  readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter). */
   readonly transientRetry?: { readonly initialIntervalMs: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
+  /** Test-only hooks (the interleaving explorer): `step` is awaited at every {@link FencePoint}. */
+  readonly hooks?: { step?(point: FencePoint, attemptId: string): Promise<void> | void };
 }
 
-/** Everything one attempt derives from its input and the activity context. */
-export interface PreparedCall {
-  readonly tool: ToolDefinition<any>;
-  readonly input: FencedToolInput;
-  /** Frozen, validated input; what was fingerprinted. */
-  readonly args: unknown;
-  readonly binding: Binding;
-  readonly idempotencyKey: string;
-  readonly intentDigest: string;
-  readonly workflowId: string;
-  readonly attemptId: string;
-  readonly deliveryId: string;
+/** What one attempt has learned about its call, for deciding whether a failure may say "nothing applied" (SPEC §7). */
+export interface AttemptEvidence {
+  /** This attempt sent a claim or takeover compare-and-swap (it may hold the call). */
+  claimSent: boolean;
+  /** The last record of the call this attempt read, or null. */
+  seen: CheckpointRecord | null;
 }
 
 /** Returned by a step whose compare-and-swap lost: read the record again and decide again. */
@@ -57,77 +63,18 @@ type Step = FencedToolResult | typeof REREAD;
 const MAX_ROUNDS = 8;
 
 /**
- * Validates `input` against its tool and derives binding, idempotency key and intent digest.
- * Namespace = `<Temporal namespace>/<tenant>`; call id = `<workflow id>/<model tool-call id>`
- * (never `activityId`, which restarts after continue-as-new).
- *
- * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT, INVALID_ARGUMENT; nothing is written.
- */
-export function prepareCall(deps: FencedToolDeps, input: FencedToolInput, context: { namespace: string; workflowId: string; attempt: number }): PreparedCall {
-  const tool = deps.tools.get(input?.toolName);
-  if (tool === undefined) {
-    throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (known: ${[...deps.tools.keys()].join(', ')})`, {
-      field: 'toolName',
-      actual: String(input?.toolName),
-    });
-  }
-  const parsed = tool.input.safeParse(input.input);
-  if (!parsed.success) {
-    throw new CheckpointError('INVALID_TOOL_INPUT', `input of ${tool.name} call ${JSON.stringify(input.callId)} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
-      toolName: tool.name,
-      callId: String(input.callId),
-    });
-  }
-  const args = deepFreeze(structuredClone(parsed.data));
-  const namespace = `${context.namespace}/${input.tenant}`;
-  const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
-  // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
-  const keyCallId = tool.dedupeByIntent ? intentCallId(digest, input.intentGeneration) : input.callId;
-  const binding: Binding = {
-    namespace,
-    callId: `${context.workflowId}/${keyCallId}`,
-    toolName: tool.name,
-    toolRevision: tool.revision,
-    inputFingerprint: fingerprintInput(args),
-  };
-  const fence = randomUUID();
-  return {
-    tool,
-    input,
-    args,
-    binding,
-    idempotencyKey: idempotencyKey({ namespace, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }),
-    intentDigest: digest,
-    workflowId: context.workflowId,
-    attemptId: `attempt-${context.attempt}-${fence}`,
-    deliveryId: `delivery-${context.attempt}-${fence}`,
-  };
-}
-
-/**
- * The call id under which a `dedupeByIntent` tool's call is checkpointed and keyed:
- * `intent-<hex of the intent digest>`, plus `~gen<n>` for generation n > 0.
- *
- * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative integer.
- */
-function intentCallId(digest: string, generation: number | undefined = 0): string {
-  if (!Number.isSafeInteger(generation) || generation < 0) {
-    throw new CheckpointError('INVALID_ARGUMENT', `intentGeneration must be a non-negative integer, got ${JSON.stringify(generation)}`, { field: 'intentGeneration' });
-  }
-  const hex = digest.slice(digest.indexOf(':') + 1);
-  return generation === 0 ? `intent-${hex}` : `intent-${hex}~gen${generation}`;
-}
-
-/**
  * Runs one attempt of a prepared call to a result, reading and deciding again whenever a
- * compare-and-swap loses (at most 8 rounds).
+ * delivery compare-and-swap loses (at most 8 rounds).
  *
- * @throws {@link CheckpointError} OUTCOME_UNKNOWN (pause for a person), BINDING_CONFLICT,
- *   FENCE_CONFLICT (this attempt's claim was taken over; its result is discarded),
- *   INVALID_CHECKPOINT and the store codes.
+ * @param evidence filled in as the attempt goes (see {@link AttemptEvidence}).
+ * @throws {@link CheckpointError} OUTCOME_UNKNOWN (pause for a person); RECONCILE_PENDING (retryable:
+ *   the holder's settle time has not come, a competitor won the claim, or the outcome is unknown
+ *   and the next attempt reconciles; `details.retryAfterMs` when the wait is known);
+ *   APPROVAL_EXPIRED before a claim; BINDING_CONFLICT; FENCE_CONFLICT (this attempt's claim was
+ *   taken over; its result is discarded); INVALID_CHECKPOINT and the store codes.
  */
-export async function settleCall(deps: FencedToolDeps, call: PreparedCall): Promise<FencedToolResult> {
-  const attempt = new Attempt(deps, call);
+export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evidence: AttemptEvidence): Promise<FencedToolResult> {
+  const attempt = new Attempt(deps, call, evidence);
   for (let round = 0; round < MAX_ROUNDS; round += 1) {
     const step = await attempt.round();
     if (step !== REREAD) return step;
@@ -135,18 +82,31 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall): Prom
   throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
 }
 
+/**
+ * When a claim made at `claimedAt` can no longer have a request outstanding: the claim time
+ * plus the tool's call deadline (which its holder enforces by aborting) plus the margin, in ms
+ * since the epoch (SPEC §7 "Overlapping attempts").
+ */
+export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any>, marginMs: number): number {
+  return Date.parse(record.execution!.claimedAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + marginMs;
+}
+
 class Attempt {
   private readonly clock: () => Date;
+  private readonly marginMs: number;
 
   constructor(
     private readonly deps: FencedToolDeps,
     private readonly call: PreparedCall,
+    private readonly evidence: AttemptEvidence,
   ) {
     this.clock = deps.clock ?? (() => new Date());
+    this.marginMs = deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS;
   }
 
   async round(): Promise<Step> {
     const { record } = await this.deps.store.createIfAbsent(createCheckpoint(this.call.binding, { createdAt: this.now() }));
+    this.evidence.seen = record;
     switch (decideCheckpoint(record, this.call.binding).action) {
       case 'execute':
         return this.execute(record);
@@ -158,122 +118,211 @@ class Attempt {
         return this.reconcileDelivery(record);
       case 'none':
         // Delivery was recorded but may never have reached Temporal: the same crash window as right after completeDelivery.
-        crashPoint('after-delivery-completed', this.call.tool.name);
+        await this.step('after-delivery-completed');
         return this.result(record, 'store');
     }
   }
 
-  /** ready: claim, run the tool under the claim, store the result, deliver. */
+  /** ready: claim, run the tool under the claim, store the result, deliver. A lost claim means a live competitor. */
   private async execute(record: CheckpointRecord): Promise<Step> {
-    crashPoint('before-claim', this.call.tool.name);
+    await this.step('before-claim');
+    this.assertApprovalLive();
     const claim = claimExecution(record, { attemptId: this.call.attemptId, at: this.now(record) });
-    if (!(await this.cas(claim))) return REREAD;
-    crashPoint('after-claim', this.call.tool.name);
+    this.evidence.claimSent = true;
+    if (!(await this.cas(claim, record))) {
+      throw this.pending(`another attempt claimed ${this.call.tool.name} call ${this.call.input.callId} first; the next attempt reads what it left`, undefined);
+    }
     return this.runAndStore(claim.next, 'executed');
   }
 
   /**
-   * executing | uncertain: never rerun blindly. Lookup proves the effect (store it) or its
-   * absence (take over the fence, run once more with the same key); a provider that dedupes
-   * by key is repeated with the same key; otherwise the outcome is unknown: pause.
+   * executing | uncertain, held by another fence: never rerun blindly. A provider that dedupes by
+   * key (within its key retention) is repeated with the same key at once. Otherwise nothing is
+   * done before the holder's settle time; then lookup proves the effect (store it) or its
+   * absence (take over, run once more with the same key), and without lookup the outcome is
+   * unknown: pause.
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
-    if (tool.lookup === undefined && !tool.dedupesByKey) {
-      if (record.status === 'executing') {
-        const mark = markExecutionUncertain(record, {
-          attemptId: record.execution!.attemptId,
-          at: this.now(record),
-          reason: 'an earlier attempt claimed this call and did not finish; the tool has no lookup and its provider does not deduplicate by key',
-        });
-        if (!(await this.cas(mark))) return REREAD;
-      }
-      throw this.outcomeUnknown(record.execution?.uncertainReason ?? 'an earlier attempt did not finish');
+    const now = this.clock().getTime();
+    const keyLive = tool.dedupesByKey === true && now < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
+    if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
+    const settleAt = settleTime(record, tool, this.marginMs);
+    if (now < settleAt && (tool.lookup !== undefined || record.status === 'executing')) {
+      throw this.pending(
+        `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so it is not reconciled before then`,
+        settleAt - now,
+      );
     }
-    const found = tool.lookup === undefined ? undefined : await this.heartbeating(() => tool.lookup!(this.context()));
+    if (tool.lookup !== undefined) {
+      let found: LookupResult;
+      try {
+        found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)));
+      } catch (error) {
+        throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
+      }
+      if (found?.found !== true && found?.found !== false) throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`, undefined);
+      if (found.found) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
+      if (this.approvalExpired()) {
+        throw this.outcomeUnknown(`lookup proved the effect of the earlier claim absent, but the call's approval expired at ${this.call.input.approvalExpiresAt}; resolve it as absent to run it again under a new approval, or abandon`);
+      }
+      return this.runAndStore(await this.takeOver(record), 'executed');
+    }
+    const why =
+      tool.dedupesByKey === true
+        ? `an earlier attempt claimed this call and did not finish; the provider deduplicates by key, but the key is older than its retention (keyRetentionMs ${tool.keyRetentionMs}) and the tool has no lookup`
+        : 'an earlier attempt claimed this call and did not finish; the tool has no lookup and its provider does not deduplicate by key';
+    if (record.status === 'executing') {
+      const mark = markExecutionUncertain(record, { attemptId: record.execution!.attemptId, at: this.now(record), reason: why });
+      if (!(await this.cas(mark, record))) return REREAD;
+    }
+    throw this.outcomeUnknown(record.execution?.uncertainReason ?? why);
+  }
+
+  /** Takes the fence over from the holder of `record` (reclaimExecution); a lost race means a live competitor. @returns the record under this attempt's fence. */
+  private async takeOver(record: CheckpointRecord): Promise<CheckpointRecord> {
     const takeover = reclaimExecution(record, { attemptId: this.call.attemptId, previousAttemptId: record.execution!.attemptId, at: this.now(record) });
-    if (!(await this.cas(takeover))) return REREAD;
-    if (found?.found) return this.store(takeover.next, { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
-    return this.runAndStore(takeover.next, found === undefined ? 'same-key-repeat' : 'executed');
+    this.evidence.claimSent = true;
+    if (!(await this.cas(takeover, record))) {
+      throw this.pending(`another attempt took ${this.call.tool.name} call ${this.call.input.callId} over first; the next attempt reads what it left`, undefined);
+    }
+    return takeover.next;
   }
 
   /** delivering: Temporal records at most one completion per activity, so this attempt releases and redelivers. */
   private async reconcileDelivery(record: CheckpointRecord): Promise<Step> {
     const release = releaseDelivery(record, { deliveryId: record.delivery!.deliveryId, at: this.now(record) });
-    if (!(await this.cas(release))) return REREAD;
+    if (!(await this.cas(release, record))) return REREAD;
     return this.deliver(release.next, 'store');
   }
 
   /** completed: claim delivery, record it, return the stored payload (the tool is not called). */
   private async deliver(record: CheckpointRecord, source: ResultSource): Promise<Step> {
     const claim = claimDelivery(record, { deliveryId: this.call.deliveryId, at: this.now(record) });
-    if (!(await this.cas(claim))) return REREAD;
-    crashPoint('after-delivery-claimed', this.call.tool.name);
+    if (!(await this.cas(claim, record))) return REREAD;
+    await this.step('after-delivery-claimed');
     const done = completeDelivery(claim.next, { deliveryId: this.call.deliveryId, at: this.now(claim.next) });
-    if (!(await this.cas(done))) return REREAD;
-    crashPoint('after-delivery-completed', this.call.tool.name);
+    if (!(await this.cas(done, claim.next))) return REREAD;
+    await this.step('after-delivery-completed');
     return this.result(done.next, source);
   }
 
-  /** Runs the tool under this attempt's fence and stores what happened. */
+  /**
+   * Runs the tool under this attempt's fence and stores what happened. Right after the claim it
+   * heartbeats; right before `execute` it checks cancellation and re-reads the fence.
+   */
   private async runAndStore(claimed: CheckpointRecord, source: ResultSource): Promise<Step> {
-    const outcome = await this.invoke();
-    crashPoint('after-effect', this.call.tool.name);
-    if (outcome.kind === 'unknown') {
-      const mark = markExecutionUncertain(claimed, { attemptId: this.call.attemptId, at: this.now(claimed), reason: outcome.reason });
-      if (!(await this.cas(mark))) return REREAD;
-      if (this.call.tool.lookup === undefined && !this.call.tool.dedupesByKey) throw this.outcomeUnknown(outcome.reason);
-      // The next attempt reconciles by lookup or by repeating with the same key.
-      throw new CheckpointError('RECONCILE_PENDING', `${this.call.tool.name} call ${this.call.input.callId}: outcome unknown (${outcome.reason}); the next attempt reconciles`, { callId: this.call.input.callId });
+    const ctx = Context.current();
+    ctx.heartbeat();
+    await this.step('after-claim');
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
+    const current = await this.deps.store.get(this.call.binding);
+    if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
+      throw new CheckpointError('FENCE_CONFLICT', `${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, {
+        callId: this.call.input.callId,
+        heldBy: current?.execution?.attemptId ?? null,
+      });
     }
-    return this.store(claimed, outcome.value, source);
+    await this.step('before-execute');
+    const outcome = await this.invoke(claimed);
+    await this.step('after-effect');
+    if (outcome.kind === 'unknown') return this.recordUnknown(current, outcome.reason);
+    return this.store(current, outcome.value, source);
   }
 
-  /** Stores `outcome` under this attempt's fence, then delivers it. A result over the bounds is stored as an error result. */
+  /** The tool's outcome is unknown: mark the checkpoint uncertain under this fence, then reconcile-pending or pause. */
+  private async recordUnknown(claimed: CheckpointRecord, reason: string): Promise<Step> {
+    let current = claimed;
+    for (let round = 0; ; round += 1) {
+      if (current.status === 'uncertain' && current.execution?.attemptId === this.call.attemptId) break; // already marked under this fence
+      // Throws FENCE_CONFLICT once another attempt holds the fence.
+      const mark = markExecutionUncertain(current, { attemptId: this.call.attemptId, at: this.now(current), reason });
+      if (await this.cas(mark, current)) break;
+      if (round + 1 >= MAX_ROUNDS) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the outcome could not be recorded as unknown (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: this.call.binding.callId });
+      current = await this.reread();
+    }
+    const { tool } = this.call;
+    if (tool.lookup === undefined && tool.dedupesByKey !== true) throw this.outcomeUnknown(reason);
+    const wait = settleTime(claimed, tool, this.marginMs) - this.clock().getTime();
+    throw this.pending(`${tool.name} call ${this.call.input.callId}: outcome unknown (${reason}); the next attempt reconciles under the same key`, tool.dedupesByKey === true ? undefined : wait);
+  }
+
+  /**
+   * Stores `outcome` under this attempt's fence, then delivers it. A result over the bounds is
+   * stored as an error result. When the completion loses only to an uncertain-mark made under
+   * this attempt's own fence, it completes from `uncertain` (SPEC §2 allows the owner to).
+   */
   private async store(claimed: CheckpointRecord, outcome: ToolOutcome, source: ResultSource): Promise<Step> {
-    let completion: TransitionResult;
     const complete = (current: CheckpointRecord, result: ToolOutcome): TransitionResult =>
       completeExecution(current, { attemptId: this.call.attemptId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
+    let payload = outcome;
     try {
-      completion = complete(claimed, outcome);
+      complete(claimed, outcome);
     } catch (error) {
       if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE') && !isCheckpointError(error, 'NOT_JSON')) throw error;
-      completion = complete(claimed, { ok: false, error: { type: error.code, message: `the tool ran, but its result cannot be stored: ${error.message}` } });
+      payload = { ok: false, error: { type: error.code, message: `the tool ran, but its result cannot be stored: ${error.message}` } };
     }
-    if (!(await this.cas(completion))) {
-      // Lost the fence (a reconciler took over): completing the current record throws FENCE_CONFLICT and this result is discarded.
-      const current = await this.deps.store.get(this.call.binding);
-      if (current === null) throw new CheckpointError('INVALID_CHECKPOINT', `checkpoint of ${this.call.binding.callId} disappeared while claimed`, { callId: this.call.binding.callId });
-      complete(current, completion.next.result!.payload as ToolOutcome);
-      return REREAD;
+    let current = claimed;
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      // Throws FENCE_CONFLICT once another attempt holds the fence: this result is discarded.
+      const completion = complete(current, payload);
+      if (await this.cas(completion, current)) {
+        await this.step('after-result-stored');
+        return this.deliver(completion.next, source);
+      }
+      current = await this.reread();
     }
-    crashPoint('after-result-stored', this.call.tool.name);
-    return this.deliver(completion.next, source);
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the result could not be stored (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: this.call.binding.callId });
   }
 
-  /** Calls `execute` with heartbeats, retrying transient failures with full-jitter backoff and Retry-After, within the call deadline. */
-  private async invoke(): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
+  /**
+   * Calls `execute` with heartbeats, retrying transient failures with full-jitter backoff and
+   * Retry-After, until the call deadline (claim time + `callDeadlineMs`), when `ctx.signal`
+   * aborts and the fence stops waiting: the outcome is then unknown.
+   */
+  private async invoke(claimed: CheckpointRecord): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
     const { tool } = this.call;
-    const deadlineAt = Date.now() + (tool.callDeadlineMs ?? 30_000);
+    const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
+    const deadlineAt = Date.parse(claimed.execution!.claimedAt) + deadlineMs;
+    const cancellation = Context.current().cancellationSignal;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
+    const signal = AbortSignal.any([cancellation, deadline.signal]);
+    const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
+    expired.catch(() => undefined);
     try {
       const value: ToolSuccess = await this.heartbeating(() =>
-        retryTransient(() => tool.execute(this.call.args as never, this.context()), {
-          policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
-          deadlineAt,
-          isTransient: (error) => toolErrorKind(error) === 'transient',
-          signal: Context.current().cancellationSignal,
-        }),
+        Promise.race([
+          retryTransient(() => tool.execute(this.call.args as never, this.context(signal)), {
+            policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
+            deadlineAt,
+            now: () => this.clock().getTime(),
+            isTransient: (error) => toolErrorKind(error) === 'transient',
+            signal,
+          }),
+          expired,
+        ]),
       );
       return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
     } catch (error) {
+      if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
+        return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
+      }
       const kind = toolErrorKind(error);
-      const message = error instanceof Error ? error.message : String(error);
-      if (kind === 'unknown-outcome') return { kind: 'unknown', reason: message.slice(0, 2_000) || 'the tool failed after the request may have been sent' };
-      const type = (error as { type?: unknown }).type;
+      const message = sanitizeReason(error instanceof Error ? error.message : String(error), `${tool.name} failed without a message`);
+      const type = (error as { type?: unknown } | null)?.type;
+      // A transient error whose class is OUTCOME_UNKNOWN (a keyed request answered 409: the first may be in flight) is never a final error.
+      if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(message, 'the tool failed after the request may have been sent') };
+      if (kind === 'transient' && cancellation.aborted) {
+        // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
+        throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${message}); the call is left to the next attempt`);
+      }
       return {
         kind: 'done',
         value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } },
       };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -288,7 +337,7 @@ class Attempt {
     }
   }
 
-  private context(): ToolContext {
+  private context(signal: AbortSignal): ToolContext {
     const ctx = Context.current();
     return {
       idempotencyKey: this.call.idempotencyKey,
@@ -296,9 +345,23 @@ class Attempt {
       attemptId: this.call.attemptId,
       callId: this.call.input.callId,
       workflowId: this.call.workflowId,
-      signal: ctx.cancellationSignal,
+      signal,
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
     };
+  }
+
+  /** Refuses a fresh claim once the call's approval has expired (SPEC §7). */
+  private assertApprovalLive(): void {
+    if (!this.approvalExpired()) return;
+    throw new CheckpointError('APPROVAL_EXPIRED', `${this.call.tool.name} call ${JSON.stringify(this.call.input.callId)}: its approval expired at ${this.call.input.approvalExpiresAt}, before this attempt could claim it; nothing ran`, {
+      callId: this.call.input.callId,
+      approvalExpiresAt: String(this.call.input.approvalExpiresAt),
+    });
+  }
+
+  private approvalExpired(): boolean {
+    const expiresAt = this.call.input.approvalExpiresAt;
+    return expiresAt !== undefined && this.clock().getTime() >= Date.parse(expiresAt);
   }
 
   private outcomeUnknown(reason: string): CheckpointError {
@@ -306,7 +369,15 @@ class Attempt {
       callId: this.call.input.callId,
       toolName: this.call.tool.name,
       idempotencyKey: this.call.idempotencyKey,
+      intentDigest: this.call.intentDigest,
       reason,
+    });
+  }
+
+  private pending(message: string, retryAfterMs: number | undefined): CheckpointError {
+    return new CheckpointError('RECONCILE_PENDING', message, {
+      callId: this.call.input.callId,
+      ...(retryAfterMs !== undefined && retryAfterMs > 0 ? { retryAfterMs: Math.ceil(retryAfterMs) } : {}),
     });
   }
 
@@ -322,8 +393,21 @@ class Attempt {
     };
   }
 
-  private cas(t: TransitionResult): Promise<boolean> {
-    return this.deps.store.compareAndSwap(t.expectedRevision, t.next);
+  private async reread(): Promise<CheckpointRecord> {
+    const current = await this.deps.store.get(this.call.binding);
+    if (current === null) throw new CheckpointError('INVALID_CHECKPOINT', `checkpoint of ${this.call.binding.callId} disappeared while claimed`, { callId: this.call.binding.callId });
+    this.evidence.seen = current;
+    return current;
+  }
+
+  private async step(point: FencePoint): Promise<void> {
+    if (point !== 'before-execute') crashPoint(point, this.call.tool.name);
+    await this.deps.hooks?.step?.(point, this.call.attemptId);
+  }
+
+  /** Compare-and-swap from `from` (the record `t` was computed from, as the store returned it) to `t.next`. */
+  private cas(t: TransitionResult, from: CheckpointRecord): Promise<boolean> {
+    return this.deps.store.compareAndSwap(t.expectedRevision, t.next, from);
   }
 
   /** Now, never earlier than the record's `updatedAt` (clocks of workers may disagree). */
@@ -333,3 +417,5 @@ class Attempt {
     return new Date(Math.max(now, floor)).toISOString();
   }
 }
+
+const DEADLINE = Symbol('call deadline');

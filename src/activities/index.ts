@@ -3,26 +3,33 @@
  * over the store and the tools, as the Temporal samples do. Node side only: workflow code
  * imports at most the types in `./contract`.
  */
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
-import { decideCheckpoint } from '../checkpoint/decide';
 import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from './contract';
 import type { ToolDefinition } from './define-tool';
 import { toApplicationFailure } from './failures';
-import { prepareCall, settleCall, type FencedToolDeps, type PreparedCall } from './fenced-tool';
+import { settleFailedAttempt } from './call-failure';
+import { settleCall, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import { prepareCall, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** Options of {@link createToolActivities}. */
 export interface ToolActivitiesOptions {
   readonly store: CheckpointStore;
   readonly tools: readonly ToolDefinition<any>[];
-  /** UTF-8 JSON bytes of a stored result. @default 65,536 */
+  /** UTF-8 JSON bytes of a stored result; validated when the activities are built. @default 65,536, at most 10 MiB */
   readonly maxPayloadBytes?: number;
-  /** @default () => new Date() */
+  /** Every time decision of the fence. @default () => new Date() */
   readonly clock?: () => Date;
+  /** Margin added to a holder's call deadline before its claim may be taken over, ms (SPEC §7). @default 5,000 */
+  readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter, Retry-After honoured). */
   readonly transientRetry?: FencedToolDeps['transientRetry'];
+  /** Test-only hooks (see {@link FencedToolDeps.hooks}). */
+  readonly hooks?: FencedToolDeps['hooks'];
 }
 
 /** The activities object for `Worker.create({ activities })`. */
@@ -38,7 +45,8 @@ export interface ToolActivities {
 /**
  * Builds the tool activities.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name, or for a bad
+ *   `maxPayloadBytes` or `reconcileMarginMs`.
  */
 export function createToolActivities(options: ToolActivitiesOptions): ToolActivities {
   const tools = new Map<string, ToolDefinition<any>>();
@@ -46,19 +54,34 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     if (tools.has(tool.name)) throw new CheckpointError('INVALID_ARGUMENT', `two tools are named ${JSON.stringify(tool.name)}`, { field: 'tools' });
     tools.set(tool.name, tool);
   }
-  const deps: FencedToolDeps = { store: options.store, tools, maxPayloadBytes: options.maxPayloadBytes, clock: options.clock, transientRetry: options.transientRetry };
-  const prepare = (input: FencedToolInput): PreparedCall => {
-    const info = Context.current().info;
-    const workflowId = info.workflowExecution?.workflowId;
-    if (workflowId === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
-    return prepareCall(deps, input, { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId, attempt: info.attempt });
+  resolveMaxPayloadBytes(options.maxPayloadBytes);
+  const margin = options.reconcileMarginMs;
+  if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`, { field: 'reconcileMarginMs' });
+  }
+  const deps: FencedToolDeps = {
+    store: options.store,
+    tools,
+    maxPayloadBytes: options.maxPayloadBytes,
+    clock: options.clock,
+    reconcileMarginMs: margin,
+    transientRetry: options.transientRetry,
+    hooks: options.hooks,
   };
+  const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext());
   return {
     async runFencedTool(input) {
+      const context = attemptContext();
+      const evidence: AttemptEvidence = { claimSent: false, seen: null };
+      let call: PreparedCall | undefined;
       try {
-        const call = prepare(input);
-        await assertApprovedIntent(deps, call, Context.current().info.attempt);
-        return await settleCall(deps, call);
+        try {
+          call = prepareCall(tools, input, context);
+          assertApprovedIntent(call);
+          return await settleCall(deps, call, evidence);
+        } catch (error) {
+          return await settleFailedAttempt(deps, { input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        }
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -81,66 +104,62 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   };
 }
 
+/** The attempt's identity from the activity context. @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow. */
+function attemptContext(): AttemptContext {
+  const info = Context.current().info;
+  const execution = info.workflowExecution;
+  if (execution?.workflowId === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
+  return { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId, attempt: info.attempt };
+}
+
 /**
  * Approval bound to intent, end to end (issue 6): when the workflow passes the intent digest a
  * person approved, the call runs only if this worker computes the same digest. Checked before
- * any checkpoint write.
+ * any checkpoint write; whether an earlier attempt may have run the approved intent is settled
+ * by the call's evidence (`settleFailedAttempt`: a stored result is delivered, an unfinished
+ * claim pauses the run).
  *
- * @param attempt the activity attempt (1 for the first).
- * @throws {@link CheckpointError} APPROVAL_MISMATCH when the digests differ on the first attempt
- *   and the call has no checkpoint (nothing was written or run); OUTCOME_UNKNOWN when they
- *   differ on a later attempt or a checkpoint exists: an earlier attempt may have run the
- *   approved intent (the store key covers the revision, so a redeployed tool cannot see its
- *   checkpoint); a person decides; nothing is written.
+ * @throws {@link CheckpointError} APPROVAL_MISMATCH when the digests differ; nothing was written or run.
  */
-async function assertApprovedIntent(deps: FencedToolDeps, call: PreparedCall, attempt: number): Promise<void> {
+function assertApprovedIntent(call: PreparedCall): void {
   const expected = call.input.expectedIntentDigest;
   if (expected === undefined || expected === call.intentDigest) return;
-  const details = { callId: call.input.callId, toolName: call.tool.name, toolRevision: call.tool.revision, expectedIntentDigest: String(expected), intentDigest: call.intentDigest };
-  const existing = await deps.store.get(call.binding);
-  if (existing === null && attempt === 1) {
-    throw new CheckpointError(
-      'APPROVAL_MISMATCH',
-      `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, but this worker (tool revision ${call.tool.revision}) computes ${call.intentDigest}; nothing was written or run`,
-      details,
-    );
-  }
   throw new CheckpointError(
-    'OUTCOME_UNKNOWN',
-    `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, this worker computes ${call.intentDigest}, and ${existing === null ? `this is attempt ${attempt}, so an earlier attempt may have run the approved intent` : `an earlier attempt already left a ${existing.status} checkpoint`}; not running it; the run waits for a person`,
-    { ...details, attempt, status: existing?.status ?? null },
+    'APPROVAL_MISMATCH',
+    `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, but this worker (tool revision ${call.tool.revision}) computes ${call.intentDigest}; nothing was written or run`,
+    { callId: call.input.callId, toolName: call.tool.name, toolRevision: call.tool.revision, expectedIntentDigest: String(expected), intentDigest: call.intentDigest },
   );
 }
 
 /**
  * Stores a person's `applied` resolution of an executing or uncertain call through
- * `completeExecution` under the fence the record holds, then records its delivery.
- * Idempotent: a call already completed is delivered again as stored.
+ * `completeExecution` under the fence the record holds, then records its delivery. The record
+ * is found by call (whatever revision it was made under). Idempotent: a call already completed
+ * is delivered again as stored.
  */
 async function resolveCall(deps: FencedToolDeps, call: PreparedCall, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-  const record = await deps.store.get(call.binding);
+  const record = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `call ${call.binding.callId} has no checkpoint to resolve`, { callId: call.binding.callId });
-  decideCheckpoint(record, call.binding);
   if (record.status === 'executing' || record.status === 'uncertain') {
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
     const at = new Date(Math.max(Date.now(), Date.parse(record.updatedAt))).toISOString();
     const done = completeExecution(record, { attemptId: record.execution!.attemptId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
     const claim = claimDelivery(done.next, { deliveryId: call.deliveryId, at });
     const delivered = completeDelivery(claim.next, { deliveryId: call.deliveryId, at });
-    for (const t of [done, claim, delivered]) {
-      if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next))) {
+    for (const [t, from] of [[done, record], [claim, done.next], [delivered, claim.next]] as const) {
+      if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next, from))) {
         throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId} changed while being resolved; retry`, { callId: call.binding.callId });
       }
     }
   }
-  const current = await deps.store.get(call.binding);
+  const current = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
   if (current?.result === null || current === null) {
     throw new CheckpointError('INVALID_TRANSITION', `call ${call.binding.callId} is ${current?.status ?? 'missing'}; only an executing or uncertain call can be resolved`, { callId: call.binding.callId });
   }
   return {
     callId: input.callId,
-    toolName: call.tool.name,
-    toolRevision: call.tool.revision,
+    toolName: current.binding.toolName,
+    toolRevision: current.binding.toolRevision,
     outcome: current.result.payload as ResolveToolCallResult['outcome'],
     idempotencyKey: call.idempotencyKey,
     intentDigest: call.intentDigest,
@@ -154,3 +173,8 @@ export { classifyHttpFailure, TOOL_ERROR_CLASSES } from './error-classes';
 export type { HttpFailureClass, ToolErrorClass } from './error-classes';
 export { DEFAULT_TRANSIENT_RETRY, nextRetryDelayMs, retryTransient } from './transient-retry';
 export type { TransientRetryPolicy } from './transient-retry';
+export { DEFAULT_RECONCILE_MARGIN_MS, settleTime } from './fenced-tool';
+export type { AttemptEvidence, FencedToolDeps } from './fenced-tool';
+export { FENCE_POINTS } from './crash-points';
+export type { FencePoint } from './crash-points';
+export { DEFAULT_CALL_DEADLINE_MS } from './define-tool';

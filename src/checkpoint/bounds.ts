@@ -22,7 +22,9 @@ export const LIMITS = {
 /** Maximum lengths (UTF-16 code units) of the identifiers SPEC §2 names. */
 export const IDENTIFIER_MAX_LENGTH = {
   namespace: 256,
-  callId: 512,
+  /** Also the binding's encoded call id (`callBindingId`: run chain, workflow id and call id). */
+  callId: 2_048,
+  runChainId: 256,
   toolName: 128,
   toolRevision: 128,
   attemptId: 256,
@@ -167,6 +169,26 @@ export function assertReason(value: unknown, field: string): asserts value is st
   if (typeof value !== 'string' || value.trim().length === 0 || value.length > LIMITS.maxReasonLength || !value.isWellFormed()) {
     throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${LIMITS.maxReasonLength} characters`, { field, limit: LIMITS.maxReasonLength, actual: describe(value) });
   }
+}
+
+/**
+ * Free text from a tool or provider made fit to store as a reason: lone surrogates replaced
+ * (well-formed UTF-16), cut to at most `maxLength` UTF-16 code units without splitting a code
+ * point, trimmed, and `fallback` when nothing is left. Never throws, so a reason can always be
+ * recorded after an effect (SPEC §7).
+ *
+ * @param maxLength @default 2,000 (below {@link LIMITS.maxReasonLength}, room for a suffix)
+ */
+export function sanitizeReason(text: unknown, fallback: string, maxLength = 2_000): string {
+  let value = typeof text === 'string' ? text.toWellFormed() : '';
+  if (value.length > maxLength) {
+    let cut = maxLength - 1; // room for the ellipsis
+    const last = value.charCodeAt(cut - 1);
+    if (last >= 0xd800 && last <= 0xdbff) cut -= 1; // do not split a surrogate pair
+    value = `${value.slice(0, cut)}…`;
+  }
+  value = value.trim();
+  return value.length > 0 ? value : fallback;
 }
 
 /**

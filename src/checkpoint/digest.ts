@@ -18,9 +18,11 @@ export function fingerprintInput(input: unknown): string {
   return `sha256:${sha256Hex(canonicalJson(input, 'input'))}`;
 }
 
-/** The logical call an idempotency key names (SPEC §2). */
+/** The logical call an idempotency key names (SPEC §2, §7 "Identity is unambiguous and per run chain"). */
 export interface IdempotencyKeyParts {
   readonly namespace: string;
+  /** The run chain (`firstExecutionRunId`): a new chain that reuses a workflow id gets new keys. */
+  readonly runChainId: string;
   readonly workflowId: string;
   readonly callId: string;
   readonly toolName: string;
@@ -29,7 +31,8 @@ export interface IdempotencyKeyParts {
 
 /**
  * A stable idempotency key for one logical tool call: the same parts always give the same
- * key, across retries and workers; never random. Format `ttc1-` + 64 lowercase hex (69
+ * key, across retries and workers; never random. The parts are hashed as one canonical JSON
+ * array, so no two different part lists share a key. Format `ttc2-` + 64 lowercase hex (69
  * characters, safe in an `Idempotency-Key` header).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT when a part is missing, empty or too long.
@@ -37,12 +40,13 @@ export interface IdempotencyKeyParts {
  */
 export function idempotencyKey(parts: IdempotencyKeyParts): string {
   assertIdentifier(parts?.namespace, 'namespace');
+  assertIdentifier(parts.runChainId, 'runChainId');
   assertIdentifier(parts.workflowId, 'workflowId');
   assertIdentifier(parts.callId, 'callId');
   assertIdentifier(parts.toolName, 'toolName');
   assertIdentifier(parts.toolRevision, 'toolRevision');
-  const text = canonicalJson(['ttc/idempotency-key/1', parts.namespace, parts.workflowId, parts.callId, parts.toolName, parts.toolRevision]);
-  return `ttc1-${sha256Hex(text)}`;
+  const text = canonicalJson(['ttc/idempotency-key/2', parts.namespace, parts.runChainId, parts.workflowId, parts.callId, parts.toolName, parts.toolRevision]);
+  return `ttc2-${sha256Hex(text)}`;
 }
 
 /** What a call means to do: the tool, its revision, its canonical arguments and its target. */

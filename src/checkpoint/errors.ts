@@ -50,10 +50,17 @@ export const CHECKPOINT_ERROR_CODES = {
    */
   APPROVAL_MISMATCH: { retryable: false },
   /**
-   * A tool call's outcome is unknown (the request may have been sent), the checkpoint is marked
-   * uncertain, and the tool can reconcile (`lookup` or a provider that deduplicates by key): the
-   * next attempt reconciles under the same idempotency key. Never "failed, safe to resend": if
-   * the retries run out, the run pauses for a person like OUTCOME_UNKNOWN.
+   * The call's approval expired before this attempt could claim it (`approvalExpiresAt` in the
+   * activity input); raised before any claim, nothing ran (SPEC §7).
+   */
+  APPROVAL_EXPIRED: { retryable: false },
+  /**
+   * The call may have been claimed and cannot be settled by this attempt: its outcome is unknown
+   * and the tool can reconcile (the checkpoint is marked uncertain), an earlier claim cannot be
+   * taken over yet (its holder's request may still be outstanding; `details.retryAfterMs` is
+   * the time left), a competitor won the claim, or the store failed after a claim. The next
+   * attempt reads the checkpoint and decides again, under the same idempotency key. Never
+   * "failed, safe to resend": if the retries run out, the run pauses for a person (SPEC §7).
    */
   RECONCILE_PENDING: { retryable: true },
   // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { resolveConfig } from '../config';
 import { startDevServer } from '../dev/dev-server';
+import { parseCallBindingId } from '../checkpoint/call-identity';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { spawnWorker, type WorkerProcess } from '../dev/worker-process';
 import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
@@ -131,7 +132,12 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
 
     // The store keeps the evidence of a takeover: a reconciled call's fence names the one it replaced.
     const store = await openCheckpointStore(env.TTC_STORE_URL);
-    const reconciled = new Set((await store.listByStatus(['delivered'], { limit: 1_000 })).filter((r) => r.execution?.previousAttemptId).map((r) => r.binding.callId));
+    const reconciled = new Set(
+      (await store.listByStatus(['delivered'], { limit: 1_000 }))
+        .filter((r) => r.execution?.previousAttemptId)
+        .map((r) => parseCallBindingId(r.binding.callId))
+        .map((id) => (id === null ? '' : `${id.workflowId}/${id.callId}`)),
+    );
     await store.close();
     const effects = await provider.client.effects();
     const emails = await provider.client.listEmails();

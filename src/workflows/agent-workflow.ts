@@ -19,13 +19,14 @@ import {
   isCancellation,
   proxyActivities,
   setHandler,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { FencedToolInput, ToolOutcome } from '../activities/contract';
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ModelTurnResult } from '../model/types';
 import type { ToolActivities } from './activity-types';
-import { activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
+import { activityFailureDetails, activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
 import { activityOptionsFor, validateAgentWorkflowInput, type ActivityKind } from './input';
 import {
   approveCallUpdate,
@@ -258,8 +259,12 @@ class AgentRun {
         call.intentDigest = result.intentDigest;
         call.idempotencyKey = result.idempotencyKey;
         // A dedupeByIntent tool answers a re-planned intent from the earlier call's checkpoint.
-        const earlier = result.source === 'store' ? this.state.earlierWithIntent(call, result.intentDigest) : undefined;
-        const note = earlier ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again` : null;
+        const earlier = result.source === 'store' && result.intentDigest !== null ? this.state.earlierWithIntent(call, result.intentDigest) : undefined;
+        const note = earlier
+          ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again`
+          : result.storedUnder !== undefined
+            ? `the result was stored under ${result.storedUnder.toolName} revision ${result.storedUnder.toolRevision} before a deploy; delivered as stored, the tool was not called again`
+            : null;
         this.completeCall(call, 'completed', result.outcome, note);
         return null;
       }
@@ -275,6 +280,12 @@ class AgentRun {
       case 'failed': {
         const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
         const message = activityFailureMessage(attempt.error);
+        const digest = activityFailureDetails(attempt.error)?.intentDigest;
+        if (typeof digest === 'string') call.intentDigest = digest;
+        if (type === 'APPROVAL_EXPIRED') {
+          this.rejectCall(call, message);
+          return null;
+        }
         if (isNothingApplied(attempt.error)) {
           this.failCall(call, type, message);
           return null;
@@ -313,6 +324,8 @@ class AgentRun {
         call.reason = `a person proved the effect absent: ${req.reason}`;
         this.state.paused = null;
         const retry = this.state.addRetry(call);
+        // Later calls with this intent (a dedupeByIntent tool) use the rerun's generation, never the proven-absent one.
+        if (call.intentDigest !== null) this.state.intentGenerations[call.intentDigest] = retry.attempt;
         this.settle(pending, { callId: call.callId, resolution: 'absent', status: 'resolved-absent', retryCallId: retry.callId });
         this.state.bump();
         return this.runTool(retry);
@@ -348,18 +361,26 @@ class AgentRun {
   // ---- calls -------------------------------------------------------------------------------
 
   /**
-   * The activity input of a call: with the approved intent digest for a call a person approved
-   * (the worker refuses to run another intent: APPROVAL_MISMATCH), and the intent generation
-   * for a rerun after `absent` (a `dedupeByIntent` tool must not reopen the old checkpoint).
+   * The activity input of a call: the run chain (`firstExecutionRunId`, so a new chain that
+   * reuses the workflow id never sees this chain's checkpoints); for a call a person approved,
+   * the approved intent digest (the worker refuses another intent: APPROVAL_MISMATCH) and the
+   * approval's expiry (the worker refuses to claim after it: APPROVAL_EXPIRED); the intent
+   * generation for a rerun after `absent` and the run's generation per intent digest (a
+   * `dedupeByIntent` tool must never reopen a proven-absent checkpoint).
    */
   private toolInput(call: CallState): FencedToolInput {
+    const expiresAt = call.approval?.decision === 'approved' ? call.approval.expiresAt : null;
+    const generations = this.state.intentGenerations;
     return {
       tenant: this.input.tenant,
       callId: call.callId,
+      runChainId: workflowInfo().firstExecutionRunId,
       toolName: call.toolName,
       input: call.input,
       ...(call.approvedIntentDigest !== null ? { expectedIntentDigest: call.approvedIntentDigest } : {}),
+      ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
+      ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
     };
   }
 

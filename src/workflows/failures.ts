@@ -6,24 +6,10 @@
  * @see SPEC §4 "Fenced tool activity", STYLE "Error design"
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { NOTHING_APPLIED_CODES } from '../activities/contract';
 import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../checkpoint/errors';
 
-/**
- * Codes after which the workflow knows that nothing was applied for the call: it reports the
- * call as `failed` and the model sees the error. Every other failure of a tool call (including
- * OUTCOME_UNKNOWN, the checkpoint integrity codes, unrecognised types and timeouts not caused by
- * the run deadline) may hide an applied effect, so the run pauses for a person.
- */
-export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
-  'INVALID_TOOL_INPUT',
-  'UNKNOWN_TOOL',
-  'BINDING_CONFLICT',
-  'TOOL_REJECTED',
-  'INVALID_ARGUMENT',
-  'TOOL_TRANSIENT',
-  'STORE_UNAVAILABLE',
-  'APPROVAL_MISMATCH',
-];
+export { NOTHING_APPLIED_CODES };
 
 /**
  * The failure `type` behind an activity failure: the `ApplicationFailure` cause's `type`
@@ -43,6 +29,13 @@ export function activityFailureMessage(err: unknown): string {
   if (cause instanceof Error) return cause.message;
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/** The first details object of an activity failure's `ApplicationFailure` cause (a CheckpointError's `details`), or null. */
+export function activityFailureDetails(err: unknown): Readonly<Record<string, unknown>> | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const first = cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
+  return typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : null;
 }
 
 /** True when `err` is an activity failure of the given `CheckpointErrorCode`. */

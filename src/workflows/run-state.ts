@@ -84,6 +84,8 @@ export class RunState {
   stopped: RunStop | null = null;
   /** The call the run is paused on, while phase is `paused`. */
   paused: CallState | null = null;
+  /** The current generation per intent digest, raised when a person proves a call's effect absent (dedupeByIntent tools). */
+  readonly intentGenerations: Record<string, number> = {};
   private readonly calls: CallState[] = [];
   private readonly byId = new Map<string, CallState>();
   private currentTurn: CallState[] = [];

@@ -1,0 +1,114 @@
+/**
+ * "Nothing applied" belongs to the call, not to one attempt (SPEC §7). A failure of an attempt
+ * may reach the workflow as a nothing-applied code only with evidence that no attempt of the
+ * call ever held a claim: this is the first attempt and it sent no claim, or the call's
+ * checkpoint (found by namespace and call id, whatever tool revision or input fingerprint it
+ * was made under) is absent or `ready`. Otherwise a stored result is delivered, an unfinished
+ * claim pauses the run, and a store that cannot be read leaves the call to the next attempt.
+ */
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import { idempotencyKey } from '../checkpoint/digest';
+import { claimDelivery, completeDelivery, releaseDelivery } from '../checkpoint/transitions';
+import type { CheckpointRecord } from '../checkpoint/types';
+import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
+import type { AttemptEvidence, FencedToolDeps } from './fenced-tool';
+import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
+
+/** Everything known about a failed attempt. */
+export interface FailedAttempt {
+  readonly input: FencedToolInput;
+  readonly context: AttemptContext;
+  /** Undefined when the call could not be prepared (unknown tool, invalid input). */
+  readonly call: PreparedCall | undefined;
+  readonly evidence: AttemptEvidence;
+  /** A fresh delivery fence for delivering a result stored under another binding. */
+  readonly deliveryId: string;
+}
+
+/**
+ * Settles a failed attempt by the call's evidence.
+ *
+ * @returns the stored result, delivered, when the call's checkpoint holds one (a deploy changed
+ *   the tool's revision or schema, or removed it, after the result was stored).
+ * @throws `error` itself when it is not a nothing-applied code, or when nothing applied is proven;
+ *   {@link CheckpointError} OUTCOME_UNKNOWN when an earlier claim is unfinished and this worker
+ *   cannot reconcile it; RECONCILE_PENDING (retryable) when this attempt sent a claim or the
+ *   store cannot say (`details.cause` names the original code).
+ */
+export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAttempt, error: unknown): Promise<FencedToolResult> {
+  if (!isCheckpointError(error) || !NOTHING_APPLIED_CODES.includes(error.code)) throw error;
+  const { evidence, context } = failed;
+  if (evidence.claimSent) throw claimUnsettled(error, 'this attempt sent a claim for the call');
+  const seen = evidence.seen;
+  if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
+  let record: CheckpointRecord | null;
+  try {
+    record = seen !== null && seen.status !== 'ready' ? seen : await findCallRecord(deps, failed);
+  } catch (readError) {
+    throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
+  }
+  if (record === null || record.status === 'ready') throw error;
+  if (record.status === 'executing' || record.status === 'uncertain') {
+    const where = `${record.binding.toolName} revision ${record.binding.toolRevision}`;
+    throw new CheckpointError(
+      'OUTCOME_UNKNOWN',
+      `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
+      { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+    );
+  }
+  return deliverStored(deps, failed, record);
+}
+
+/** The call's checkpoint by namespace and call id (and, for an approved `dedupeByIntent` call, by its approved intent), or null. */
+async function findCallRecord(deps: FencedToolDeps, failed: FailedAttempt): Promise<CheckpointRecord | null> {
+  const { input, context, call } = failed;
+  if (call !== undefined) {
+    const own = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
+    if (own !== null) return own;
+  }
+  const address = callAddress(input, context);
+  const byModelId = await deps.store.getByCall(address.namespace, address.callId);
+  if (byModelId !== null || input.expectedIntentDigest === undefined) return byModelId;
+  const approved = callAddress(input, context, intentCallId(input.expectedIntentDigest, input.intentGeneration ?? 0));
+  return deps.store.getByCall(approved.namespace, approved.callId);
+}
+
+/** Delivers a stored result under the record's own binding (it may differ from this worker's). */
+async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord): Promise<FencedToolResult> {
+  const at = (r: CheckpointRecord): string => new Date(Math.max((deps.clock ?? (() => new Date()))().getTime(), Date.parse(r.updatedAt))).toISOString();
+  let current = record;
+  if (current.status === 'delivering') {
+    const release = releaseDelivery(current, { deliveryId: current.delivery!.deliveryId, at: at(current) });
+    if (!(await deps.store.compareAndSwap(release.expectedRevision, release.next, current))) throw claimUnsettled(null, 'its delivery changed under this attempt');
+    current = release.next;
+  }
+  if (current.status === 'completed') {
+    const claim = claimDelivery(current, { deliveryId: failed.deliveryId, at: at(current) });
+    const done = completeDelivery(claim.next, { deliveryId: failed.deliveryId, at: at(claim.next) });
+    for (const [t, from] of [[claim, current], [done, claim.next]] as const) {
+      if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next, from))) throw claimUnsettled(null, 'its delivery changed under this attempt');
+    }
+    current = done.next;
+  }
+  const { binding } = current;
+  const address = callAddress(failed.input, failed.context);
+  const sameBinding = failed.call !== undefined && failed.call.binding.toolName === binding.toolName && failed.call.binding.toolRevision === binding.toolRevision && failed.call.binding.inputFingerprint === binding.inputFingerprint;
+  const keyCallId = failed.call?.binding.callId === binding.callId ? failed.call.keyCallId : failed.input.callId;
+  return {
+    callId: failed.input.callId,
+    toolName: binding.toolName,
+    toolRevision: binding.toolRevision,
+    source: 'store',
+    outcome: current.result!.payload as ToolOutcome,
+    idempotencyKey: sameBinding
+      ? failed.call!.idempotencyKey
+      : idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: failed.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision }),
+    intentDigest: sameBinding ? failed.call!.intentDigest : null,
+    ...(sameBinding ? {} : { storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision } }),
+  };
+}
+
+function claimUnsettled(error: CheckpointError | null, why: string): CheckpointError {
+  const cause = error === null ? 'STORE_OUTCOME_UNKNOWN' : error.code;
+  return new CheckpointError('RECONCILE_PENDING', `the call may have been claimed (${why}), so ${error === null ? 'this attempt' : `${error.code}`} is not "nothing applied"; the next attempt reads the checkpoint and decides${error === null ? '' : `: ${error.message}`}`, { cause }, { cause: error ?? undefined });
+}

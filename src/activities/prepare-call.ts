@@ -1,0 +1,139 @@
+/**
+ * What one fenced attempt derives from its input and the activity context before it touches
+ * the store (SPEC §2 "Fingerprints and keys", §7 "Identity"): the tool, the validated
+ * arguments, the binding, the idempotency key and the intent digest. Throws before anything is
+ * written.
+ */
+import { randomUUID } from 'node:crypto';
+import { callBindingId } from '../checkpoint/call-identity';
+import { CheckpointError } from '../checkpoint/errors';
+import { fingerprintInput, idempotencyKey, intentDigest } from '../checkpoint/digest';
+import { deepFreeze } from '../checkpoint/record';
+import type { Binding } from '../checkpoint/types';
+import type { FencedToolInput } from './contract';
+import type { ToolDefinition } from './define-tool';
+
+/** Where an attempt runs: from the activity's `Context.current().info`. */
+export interface AttemptContext {
+  /** The Temporal namespace of the workflow. */
+  readonly namespace: string;
+  readonly workflowId: string;
+  /** The workflow run id (the run chain when the input names none). */
+  readonly runId: string;
+  /** The activity attempt, 1 for the first. */
+  readonly attempt: number;
+}
+
+/** Everything one attempt derives from its input and the activity context. */
+export interface PreparedCall {
+  readonly tool: ToolDefinition<any>;
+  readonly input: FencedToolInput;
+  /** Frozen, schema-validated arguments: what `execute` gets and the intent digest covers. */
+  readonly args: unknown;
+  /** Binding: the fingerprint covers what the model sent (`input.input`), before schema defaults. */
+  readonly binding: Binding;
+  readonly idempotencyKey: string;
+  readonly intentDigest: string;
+  readonly workflowId: string;
+  readonly runChainId: string;
+  /** The call id the key and binding are derived from: the model's call id, or the intent call id of a `dedupeByIntent` tool. */
+  readonly keyCallId: string;
+  readonly attemptId: string;
+  readonly deliveryId: string;
+}
+
+/**
+ * The binding namespace and call id of `input` in `context`, as far as they do not depend on
+ * the tool: `<Temporal namespace>/<tenant>` (Temporal namespace names cannot contain `/`) and
+ * `callBindingId({ runChainId, workflowId, callId })`. Used to find a call's checkpoint when
+ * the tool is gone or its binding changed (a `dedupeByIntent` call is found by its intent
+ * call id instead, see {@link prepareCall}).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a missing or malformed part.
+ */
+export function callAddress(input: Pick<FencedToolInput, 'tenant' | 'callId' | 'runChainId'>, context: AttemptContext, keyCallId: string = input?.callId): { namespace: string; callId: string; runChainId: string } {
+  if (typeof input?.tenant !== 'string' || input.tenant.length === 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'tenant is required and must be a non-empty string', { field: 'tenant' });
+  }
+  if (context.namespace.includes('/')) {
+    throw new CheckpointError('INVALID_ARGUMENT', `Temporal namespace ${JSON.stringify(context.namespace)} contains "/"`, { field: 'namespace' });
+  }
+  const runChainId = input.runChainId ?? context.runId;
+  return { namespace: `${context.namespace}/${input.tenant}`, callId: callBindingId({ runChainId, workflowId: context.workflowId, callId: keyCallId }), runChainId };
+}
+
+/**
+ * Validates `input` against its tool and derives binding, idempotency key and intent digest.
+ *
+ * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT, INVALID_ARGUMENT; nothing is written.
+ */
+export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext): PreparedCall {
+  const tool = tools.get(input?.toolName);
+  if (tool === undefined) {
+    throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (known: ${[...tools.keys()].join(', ')})`, {
+      field: 'toolName',
+      actual: String(input?.toolName),
+    });
+  }
+  const parsed = tool.input.safeParse(input.input);
+  if (!parsed.success) {
+    throw new CheckpointError('INVALID_TOOL_INPUT', `input of ${tool.name} call ${JSON.stringify(input.callId)} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
+      toolName: tool.name,
+      callId: String(input.callId),
+    });
+  }
+  const args = deepFreeze(structuredClone(parsed.data));
+  const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
+  // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
+  const keyCallId = tool.dedupeByIntent ? intentCallId(digest, intentGeneration(input, digest)) : input.callId;
+  const address = callAddress(input, context, keyCallId);
+  const binding: Binding = {
+    namespace: address.namespace,
+    callId: address.callId,
+    toolName: tool.name,
+    toolRevision: tool.revision,
+    inputFingerprint: fingerprintInput(input.input),
+  };
+  const fence = randomUUID();
+  return {
+    tool,
+    input,
+    args,
+    binding,
+    idempotencyKey: idempotencyKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }),
+    intentDigest: digest,
+    workflowId: context.workflowId,
+    runChainId: address.runChainId,
+    keyCallId,
+    attemptId: `attempt-${context.attempt}-${fence}`,
+    deliveryId: `delivery-${context.attempt}-${fence}`,
+  };
+}
+
+/**
+ * The call id under which a `dedupeByIntent` tool's call is checkpointed and keyed:
+ * `intent-<hex of the intent digest>`, plus `~gen<n>` for generation n > 0.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative integer.
+ */
+export function intentCallId(digest: string, generation = 0): string {
+  if (!Number.isSafeInteger(generation) || generation < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `intentGeneration must be a non-negative integer, got ${JSON.stringify(generation)}`, { field: 'intentGeneration' });
+  }
+  const hex = digest.slice(digest.indexOf(':') + 1);
+  return generation === 0 ? `intent-${hex}` : `intent-${hex}~gen${generation}`;
+}
+
+/** The generation of a `dedupeByIntent` call: the larger of `intentGeneration` and the run's entry for its digest. */
+function intentGeneration(input: FencedToolInput, digest: string): number {
+  const own = input.intentGeneration ?? 0;
+  if (!Number.isSafeInteger(own) || own < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `intentGeneration must be a non-negative integer, got ${JSON.stringify(own)}`, { field: 'intentGeneration' });
+  }
+  const generations = input.intentGenerations;
+  const entry = generations !== undefined && Object.prototype.hasOwnProperty.call(generations, digest) ? generations[digest] : 0;
+  if (!Number.isSafeInteger(entry) || (entry as number) < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `intentGenerations[${digest}] must be a non-negative integer, got ${JSON.stringify(entry)}`, { field: 'intentGenerations' });
+  }
+  return Math.max(own, entry as number);
+}
