@@ -11,5 +11,13 @@ export default defineConfig({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10 },
   payload: { maxPayloadBytes: 65_536 },
   retention: { replayWindow: '7d' },
-  keys: { hmacKeyEnv: 'TTC_HMAC_KEY', hmacKeyId: 'k1', encryptionKeyEnv: 'TTC_ENCRYPTION_KEY', encryptionKeyId: 'e1' },
+  // Keys come only from the environment; rotation: the current key writes, the older ones listed as id:key,id:key still read.
+  keys: {
+    hmacKeyEnv: 'TTC_HMAC_KEY',
+    hmacKeyId: 'k1',
+    hmacKeysEnv: 'TTC_HMAC_KEYS',
+    encryptionKeyEnv: 'TTC_ENCRYPTION_KEY',
+    encryptionKeyId: 'e1',
+    encryptionKeysEnv: 'TTC_ENCRYPTION_KEYS',
+  },
 });

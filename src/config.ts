@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
 
+const KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
+
 /** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
 export type DurationInput = number | string;
 
@@ -68,15 +70,24 @@ export interface ConfigInput {
     /** Delivered checkpoints older than this may be pruned. @default '7d' (env TTC_REPLAY_WINDOW) */
     replayWindow?: DurationInput;
   };
+  /**
+   * Key sources. Keys themselves are secrets and come only from environment variables; the file
+   * names the variables. Rotation: the current key (`…KEY` + `…KEY_ID`) writes, and older keys
+   * listed by id in `…KEYS` (`id:key,id:key`) stay readable.
+   */
   keys?: {
-    /** Name of the environment variable holding the HMAC seal key (hex or base64, ≥ 32 bytes). @default 'TTC_HMAC_KEY' */
+    /** Name of the environment variable holding the current HMAC seal key (hex or base64, ≥ 32 bytes). @default 'TTC_HMAC_KEY' */
     hmacKeyEnv?: string;
-    /** @default 'k1' (env TTC_HMAC_KEY_ID) */
+    /** Id of the current HMAC key, written into every seal. @default 'k1' (env TTC_HMAC_KEY_ID) */
     hmacKeyId?: string;
-    /** Name of the environment variable holding the AES-256-GCM key for result payloads (32 bytes). @default 'TTC_ENCRYPTION_KEY' */
+    /** Name of the environment variable listing older HMAC keys that still verify, `id:key,id:key` (needs the current key too). @default 'TTC_HMAC_KEYS' */
+    hmacKeysEnv?: string;
+    /** Name of the environment variable holding the current AES-256-GCM key for result payloads (32 bytes). @default 'TTC_ENCRYPTION_KEY' */
     encryptionKeyEnv?: string;
-    /** @default 'e1' (env TTC_ENCRYPTION_KEY_ID) */
+    /** Id of the current encryption key, written into every envelope. @default 'e1' (env TTC_ENCRYPTION_KEY_ID) */
     encryptionKeyId?: string;
+    /** Name of the environment variable listing older encryption keys that still decrypt, `id:key,id:key`. @default 'TTC_ENCRYPTION_KEYS' */
+    encryptionKeysEnv?: string;
   };
 }
 
@@ -95,8 +106,19 @@ export interface Config {
   readonly worker: { readonly workflowBundlePath: string | null };
   readonly payload: { readonly maxPayloadBytes: number };
   readonly retention: { readonly replayWindowMs: number };
-  /** Key material read from the environment variables the config names; null when unset. */
-  readonly keys: { readonly hmacKey: Buffer | null; readonly hmacKeyId: string; readonly encryptionKey: Buffer | null; readonly encryptionKeyId: string };
+  /**
+   * Key material read from the environment variables the config names; null (or empty) when
+   * unset. The current keys write; `hmacKeys` / `encryptionKeys` are older keys by id that
+   * still read (rotation).
+   */
+  readonly keys: {
+    readonly hmacKey: Buffer | null;
+    readonly hmacKeyId: string;
+    readonly hmacKeys: Readonly<Record<string, Buffer>>;
+    readonly encryptionKey: Buffer | null;
+    readonly encryptionKeyId: string;
+    readonly encryptionKeys: Readonly<Record<string, Buffer>>;
+  };
 }
 
 /** Identity helper that gives `temporal.config.ts` type checking. */
@@ -139,7 +161,19 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const tlsInput = o.temporal?.tls ?? tlsFromEnv(env) ?? f.temporal?.tls ?? false;
   const keysEnv = { ...f.keys, ...o.keys };
   const hmacKeyEnv = keysEnv.hmacKeyEnv ?? 'TTC_HMAC_KEY';
+  const hmacKeysEnv = keysEnv.hmacKeysEnv ?? 'TTC_HMAC_KEYS';
   const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
+  const encryptionKeysEnv = keysEnv.encryptionKeysEnv ?? 'TTC_ENCRYPTION_KEYS';
+  const storeUrl = text(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'), /^(sqlite:|postgres(ql)?:\/\/)\S+$/, 'sqlite:<path> or postgres://…');
+  const hmacKey = keyFrom(env, hmacKeyEnv, 32, false);
+  const hmacKeyId = text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), KEY_ID_PATTERN, 'a key id');
+  const hmacKeys = keyListFrom(env, hmacKeysEnv, 32, false, hmacKey === null ? null : { id: hmacKeyId, key: hmacKey, env: hmacKeyEnv });
+  if (hmacKey === null && Object.keys(hmacKeys).length > 0) {
+    throw configError(hmacKeysEnv, `lists older HMAC keys but ${hmacKeyEnv} (the current key) is not set: a store must be able to seal what it writes`);
+  }
+  const encryptionKey = keyFrom(env, encryptionKeyEnv, 32, true);
+  const encryptionKeyId = text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), KEY_ID_PATTERN, 'a key id');
+  const encryptionKeys = keyListFrom(env, encryptionKeysEnv, 32, true, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, env: encryptionKeyEnv });
   return {
     temporal: {
       address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port with a port from 1 to 65535'),
@@ -147,7 +181,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
       tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,
     },
-    store: { url: text(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'), /^(sqlite:|postgres(ql)?:\/\/)\S+$/, 'sqlite:<path> or postgres://…') },
+    store: { url: storeUrl },
     timeouts: {
       toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
       toolHeartbeatMs: duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s')),
@@ -163,12 +197,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     worker: { workflowBundlePath: optionalPath(pick('TTC_WORKFLOW_BUNDLE', o.worker?.workflowBundle, f.worker?.workflowBundle, '')) },
     payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
-    keys: {
-      hmacKey: keyFrom(env, hmacKeyEnv, 32, false),
-      hmacKeyId: text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), /^[\w.-]{1,128}$/, 'a key id'),
-      encryptionKey: keyFrom(env, encryptionKeyEnv, 32, true),
-      encryptionKeyId: text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), /^[\w.-]{1,128}$/, 'a key id'),
-    },
+    keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys },
   };
 }
 
@@ -230,11 +259,43 @@ function duration({ key, value }: { key: string; value: unknown }): number {
 function keyFrom(env: NodeJS.ProcessEnv, envKey: string, minBytes: number, exact: boolean): Buffer | null {
   const raw = env[envKey];
   if (raw === undefined || raw === '') return null;
+  return decodeKey(raw, envKey, '', minBytes, exact);
+}
+
+/** Hex (even length) or base64/base64url key text; the error never shows the key. */
+function decodeKey(raw: string, envKey: string, what: string, minBytes: number, exact: boolean): Buffer {
   const key = /^[0-9a-fA-F]+$/.test(raw) && raw.length % 2 === 0 ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (exact ? key.length !== minBytes : key.length < minBytes) {
-    throw configError(envKey, `must hold ${exact ? 'exactly' : 'at least'} ${minBytes} bytes as hex or base64, got ${key.length} bytes`);
+    throw configError(envKey, `${what}must hold ${exact ? 'exactly' : 'at least'} ${minBytes} bytes as hex or base64, got ${key.length} bytes`);
   }
   return key;
+}
+
+/**
+ * Older keys by id from `id:key,id:key` (whitespace around entries ignored). Each id is a key
+ * id, each key as for {@link keyFrom}; an id listed twice, or the current key's id with another
+ * key, is refused.
+ */
+function keyListFrom(env: NodeJS.ProcessEnv, envKey: string, minBytes: number, exact: boolean, current: { id: string; key: Buffer; env: string } | null): Record<string, Buffer> {
+  const raw = env[envKey];
+  const keys = new Map<string, Buffer>();
+  if (raw === undefined || raw.trim() === '') return {};
+  raw.split(',').forEach((entry, index) => {
+    const item = entry.trim();
+    const colon = item.indexOf(':');
+    if (colon < 0) throw configError(envKey, `entry ${index + 1} must be id:key (entries separated by commas), got an entry without ":"`);
+    const id = item.slice(0, colon).trim();
+    const material = item.slice(colon + 1).trim();
+    if (!KEY_ID_PATTERN.test(id)) throw configError(envKey, `entry ${index + 1} has key id ${JSON.stringify(id)}; a key id is 1 to 128 letters, digits, "_", "." or "-"`);
+    if (material === '') throw configError(envKey, `key id ${JSON.stringify(id)} has no key`);
+    const key = decodeKey(material, envKey, `key id ${JSON.stringify(id)} `, minBytes, exact);
+    if (keys.has(id)) throw configError(envKey, `lists key id ${JSON.stringify(id)} twice`);
+    if (current !== null && id === current.id && !key.equals(current.key)) {
+      throw configError(envKey, `lists key id ${JSON.stringify(id)} with another key than ${current.env} (the current key has that id)`);
+    }
+    keys.set(id, key);
+  });
+  return Object.fromEntries(keys);
 }
 
 function configError(key: string, message: string): CheckpointError {

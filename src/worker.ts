@@ -12,7 +12,7 @@ import { createToolActivities, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
 import type { ModelAdapter } from './model/model-adapter';
 import { openCheckpointStore } from './stores/open-checkpoint-store';
-import type { CheckpointStore } from './stores/checkpoint-store';
+import type { CheckpointStore, CheckpointStoreOptions } from './stores/checkpoint-store';
 
 /** What a worker runs. */
 export interface AgentWorkerOptions {
@@ -41,7 +41,7 @@ export interface AgentWorker {
  */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { config } = options;
-  const store = await openCheckpointStore(config.store.url, storeKeys(config));
+  const store = await openCheckpointStore(config.store.url, storeOptions(config));
   try {
     const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {
       throw temporalUnavailable(config, error);
@@ -82,10 +82,20 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   }
 }
 
-/** Store options from the configured keys (HMAC seal, payload encryption). */
-export function storeKeys(config: Config): Parameters<typeof openCheckpointStore>[1] {
+/**
+ * Store options from the configuration: the current HMAC seal key and older ones by id, the
+ * current payload encryption key and older ones by id (rotation: the current keys write, every
+ * configured key reads).
+ */
+export function storeOptions(config: Config): CheckpointStoreOptions {
+  const { keys } = config;
   return {
-    ...(config.keys.hmacKey ? { hmacKey: config.keys.hmacKey, keyId: config.keys.hmacKeyId } : {}),
-    ...(config.keys.encryptionKey ? { encryptionKey: config.keys.encryptionKey, encryptionKeyId: config.keys.encryptionKeyId } : {}),
+    ...(keys.hmacKey ? { hmacKey: keys.hmacKey, keyId: keys.hmacKeyId } : {}),
+    ...(keys.hmacKey && Object.keys(keys.hmacKeys).length > 0 ? { hmacKeys: keys.hmacKeys } : {}),
+    ...(keys.encryptionKey ? { encryptionKey: keys.encryptionKey, encryptionKeyId: keys.encryptionKeyId } : {}),
+    ...(Object.keys(keys.encryptionKeys).length > 0 ? { encryptionKeys: keys.encryptionKeys } : {}),
   };
 }
+
+/** @deprecated the same as {@link storeOptions} (it now carries more than keys). */
+export const storeKeys = storeOptions;

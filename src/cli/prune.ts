@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
-import { storeKeys } from '../worker';
+import { storeOptions } from '../worker';
 
 export function registerPrune(program: Command): void {
   program
@@ -13,7 +13,7 @@ export function registerPrune(program: Command): void {
     .description('delete delivered checkpoints older than the replay window (TTC_REPLAY_WINDOW)')
     .action(async () => {
       const config = loadConfig();
-      const store = await openCheckpointStore(config.store.url, storeKeys(config));
+      const store = await openCheckpointStore(config.store.url, storeOptions(config));
       try {
         const olderThan = new Date(Date.now() - config.retention.replayWindowMs).toISOString();
         const deleted = await store.prune({ olderThan });
