@@ -136,33 +136,27 @@ class Attempt {
   }
 
   /**
-   * executing | uncertain, held by another fence: never rerun blindly. A provider that dedupes by
-   * key (within its key retention) is repeated with the same key at once. Otherwise nothing is
-   * done before the holder's settle time; then lookup proves the effect (store it) or its
-   * absence (take over, run once more with the same key), and without lookup the outcome is
-   * unknown: pause.
+   * executing | uncertain, held by another fence: never rerun blindly. A lookup that finds the
+   * effect settles the call at any time (store what it found). A provider that dedupes by key
+   * (within its key retention) is repeated with the same key at once. Otherwise nothing is done
+   * before the holder's settle time; after it, a lookup that finds nothing proves absence (take
+   * over, run once more with the same key), and without lookup the outcome is unknown: pause.
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
+    const found = tool.lookup === undefined ? undefined : await this.lookup();
+    if (found?.found === true) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
     const now = this.clock().getTime();
     const keyLive = tool.dedupesByKey === true && now < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
     if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     const settleAt = settleTime(record, tool, this.marginMs);
-    if (now < settleAt && (tool.lookup !== undefined || record.status === 'executing')) {
+    if (now < settleAt && (found !== undefined || record.status === 'executing')) {
       throw this.pending(
-        `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so it is not reconciled before then`,
+        `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so ${found === undefined ? 'it is not reconciled' : 'a lookup that finds nothing proves no absence'} before then`,
         settleAt - now,
       );
     }
-    if (tool.lookup !== undefined) {
-      let found: LookupResult;
-      try {
-        found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)));
-      } catch (error) {
-        throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
-      }
-      if (found?.found !== true && found?.found !== false) throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`, undefined);
-      if (found.found) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
+    if (found !== undefined) {
       if (this.approvalExpired()) {
         throw this.outcomeUnknown(`lookup proved the effect of the earlier claim absent, but the call's approval expired at ${this.call.input.approvalExpiresAt}; resolve it as absent to run it again under a new approval, or abandon`);
       }
@@ -177,6 +171,21 @@ class Attempt {
       if (!(await this.cas(mark, record))) return REREAD;
     }
     throw this.outcomeUnknown(record.execution?.uncertainReason ?? why);
+  }
+
+  /** Calls the tool's lookup; a failed or malformed lookup proves nothing (RECONCILE_PENDING). */
+  private async lookup(): Promise<LookupResult> {
+    const { tool } = this.call;
+    let found: LookupResult;
+    try {
+      found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)));
+    } catch (error) {
+      throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
+    }
+    if (found?.found !== true && found?.found !== false) {
+      throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`, undefined);
+    }
+    return found;
   }
 
   /** Takes the fence over from the holder of `record` (reclaimExecution); a lost race means a live competitor. @returns the record under this attempt's fence. */
@@ -309,10 +318,11 @@ class Attempt {
         return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
       }
       const kind = toolErrorKind(error);
-      const message = sanitizeReason(error instanceof Error ? error.message : String(error), `${tool.name} failed without a message`);
+      const raw = error instanceof Error ? error.message : String(error);
       const type = (error as { type?: unknown } | null)?.type;
       // A transient error whose class is OUTCOME_UNKNOWN (a keyed request answered 409: the first may be in flight) is never a final error.
-      if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(message, 'the tool failed after the request may have been sent') };
+      if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
+      const message = sanitizeReason(raw, `${tool.name} failed without a message`);
       if (kind === 'transient' && cancellation.aborted) {
         // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
         throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${message}); the call is left to the next attempt`);

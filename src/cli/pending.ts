@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
+import { parseCallBindingId } from '../checkpoint/call-identity';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { runStatusQuery } from '../workflows/messages';
 import { storeKeys } from '../worker';
@@ -27,7 +28,8 @@ export function registerPending(program: Command): void {
           ...(await store.listByStatus(['executing'], { olderThan: staleBefore, limit: 1_000 })),
         ];
         for (const r of records) {
-          rows.push(['store', r.status, r.binding.callId, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
+          const id = parseCallBindingId(r.binding.callId);
+          rows.push(['store', r.status, id === null ? r.binding.callId : `${id.workflowId}/${id.callId}`, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
         }
       } finally {
         await store.close();

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import {
+  callBindingId,
   claimDelivery,
   claimExecution,
   completeExecution,
@@ -45,6 +46,7 @@ function makeTool(name: string, probe: Probe, options: { lookup: boolean; dedupe
     revision: 'v1',
     input: z.object({ title: z.string().min(1) }).strict(),
     dedupesByKey: options.dedupesByKey,
+    ...(options.dedupesByKey ? { keyRetentionMs: 2 * 365 * 24 * 60 * 60 * 1_000 } : {}),
     async execute(input, ctx) {
       probe.executions.push(ctx);
       return { output: { ticketId: `T-${input.title}` }, receipt: { key: ctx.idempotencyKey } };
@@ -106,7 +108,7 @@ describe('fenced tool activity on a real server', () => {
   async function seed(workflowId: string, callId: string, toolName: string, input: unknown, status: Status): Promise<Binding> {
     const binding: Binding = {
       namespace: `default/${TENANT}`,
-      callId: `${workflowId}/${callId}`,
+      callId: callBindingId({ runChainId: chainOf(workflowId), workflowId, callId }),
       toolName,
       toolRevision: 'v1',
       inputFingerprint: fingerprintInput(input),
@@ -132,8 +134,13 @@ describe('fenced tool activity on a real server', () => {
     return env.client.workflow.execute(callToolOnce, {
       workflowId,
       taskQueue: 'fenced-tool-test',
-      args: [{ tenant: TENANT, callId, toolName, input: input as never }],
+      args: [{ tenant: TENANT, callId, runChainId: chainOf(workflowId), toolName, input: input as never }],
     });
+  }
+
+  /** The run chain the fixture workflow passes (the tests name it, so they can seed checkpoints before the run starts). */
+  function chainOf(workflowId: string): string {
+    return `chain-${workflowId}`;
   }
 
   function ids() {
@@ -147,8 +154,8 @@ describe('fenced tool activity on a real server', () => {
     const out = await attempt(workflowId, callId, 'no_reconcile', input);
     expect(out).toEqual({ result: expect.objectContaining({ source: 'executed', outcome: { ok: true, output: { ticketId: 'T-first' }, receipt: { key: probe.executions[0]!.idempotencyKey } } }) });
     expect(probe.executions).toHaveLength(1);
-    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, workflowId, callId, toolName: 'no_reconcile', toolRevision: 'v1' }));
-    const binding = { namespace: `default/${TENANT}`, callId: `${workflowId}/${callId}`, toolName: 'no_reconcile', toolRevision: 'v1', inputFingerprint: fingerprintInput(input) };
+    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'no_reconcile', toolRevision: 'v1' }));
+    const binding = { namespace: `default/${TENANT}`, callId: callBindingId({ runChainId: chainOf(workflowId), workflowId, callId }), toolName: 'no_reconcile', toolRevision: 'v1', inputFingerprint: fingerprintInput(input) };
     expect((await store.get(binding))?.status).toBe('delivered');
   });
 
@@ -211,7 +218,7 @@ describe('fenced tool activity on a real server', () => {
     const out = await attempt(workflowId, callId, 'dedupes_by_key', { title: 'z' });
     expect(out).toEqual({ result: expect.objectContaining({ source: 'same-key-repeat' }) });
     expect(probe.executions).toHaveLength(1);
-    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, workflowId, callId, toolName: 'dedupes_by_key', toolRevision: 'v1' }));
+    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'dedupes_by_key', toolRevision: 'v1' }));
   });
 
   it('an executing call without lookup or key deduplication pauses as OUTCOME_UNKNOWN and is marked uncertain', async () => {
@@ -246,13 +253,23 @@ describe('fenced tool activity on a real server', () => {
     expect(out).toEqual({ failure: expect.objectContaining({ type: 'UNKNOWN_TOOL', nonRetryable: true }) });
   });
 
-  it('the same call id with a different input is a non-retryable BINDING_CONFLICT, and the stored record is untouched', async () => {
+  it('the same call id with a different input, never claimed, is a non-retryable BINDING_CONFLICT (nothing applied), and the stored record is untouched', async () => {
     const { workflowId, callId } = ids();
-    const binding = await seed(workflowId, callId, 'no_reconcile', { title: 'original' }, 'completed');
+    const binding = await seed(workflowId, callId, 'no_reconcile', { title: 'original' }, 'ready');
     const before = await store.get(binding);
     const out = await attempt(workflowId, callId, 'no_reconcile', { title: 'changed' });
     expect(out).toEqual({ failure: expect.objectContaining({ type: 'BINDING_CONFLICT', nonRetryable: true }) });
     expect(probe.executions).toHaveLength(0);
     expect(await store.get(binding)).toEqual(before);
   });
+
+  it('the same call id with a different input after the result was stored delivers the stored result, naming the binding it was stored under (SPEC §7)', async () => {
+    const { workflowId, callId } = ids();
+    const binding = await seed(workflowId, callId, 'no_reconcile', { title: 'original' }, 'completed');
+    const out = await attempt(workflowId, callId, 'no_reconcile', { title: 'changed' });
+    expect(out).toEqual({ result: expect.objectContaining({ source: 'store', outcome: STORED, storedUnder: { toolName: 'no_reconcile', toolRevision: 'v1' } }) });
+    expect(probe.executions).toHaveLength(0);
+    expect((await store.get(binding))?.status).toBe('delivered');
+  });
+
 });

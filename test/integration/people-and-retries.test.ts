@@ -12,6 +12,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createToolActivities, defineTool, type ToolDefinition } from '../../src/activities';
+import { callBindingId } from '../../src/checkpoint/call-identity';
 import { idempotencyKey } from '../../src/checkpoint/digest';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
@@ -157,8 +158,12 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
     throw new Error(`status never matched; last: ${JSON.stringify(last)}`);
   }
 
-  function keyOf(workflowId: string, callId: string, toolName: string): string {
-    return idempotencyKey({ namespace: `default/${TENANT}`, workflowId, callId, toolName, toolRevision: 'v1' });
+  function keyOf(workflowId: string, runChainId: string, callId: string, toolName: string): string {
+    return idempotencyKey({ namespace: `default/${TENANT}`, runChainId, workflowId, callId, toolName, toolRevision: 'v1' });
+  }
+
+  function bindingCallId(handle: { workflowId: string; firstExecutionRunId: string }, callId: string): string {
+    return callBindingId({ runChainId: handle.firstExecutionRunId, workflowId: handle.workflowId, callId });
   }
 
   async function emailsTo(to: string): Promise<number> {
@@ -201,7 +206,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(await emailsTo(to)).toBe(0);
       expect(sent.filter((r) => r.path === '/emails')).toEqual([]);
       const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 10_000 });
-      expect(records.filter((r) => r.binding.callId === `${handle.workflowId}/e1`)).toEqual([]);
+      expect(records.filter((r) => r.binding.callId === bindingCallId(handle, 'e1'))).toEqual([]);
       expect(modelRequests.get(handle.workflowId)![1]!.messages).toContainEqual(
         expect.objectContaining({ role: 'tool', callId: 'e1', isError: true, content: { error: expect.objectContaining({ type: 'APPROVAL_MISMATCH' }) } }),
       );
@@ -216,7 +221,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       const handle = await start([toolTurn(call('t1', 'create_ticket', { title: 'printer', body: 'jammed', queue: 'it' }))]);
       const result = await handle.result();
 
-      const key = keyOf(handle.workflowId, 't1', 'create_ticket');
+      const key = keyOf(handle.workflowId, handle.firstExecutionRunId, 't1', 'create_ticket');
       const creates = sent.filter((r) => r.method === 'POST' && r.path === '/tickets');
       expect(creates.map((r) => [r.status, r.idempotencyKey])).toEqual([
         [429, key],
@@ -230,11 +235,12 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
     it('non-retryable failures are distinguishable by class: idempotency conflict, business rejection, invalid input, unsupported tool, user rejection', async () => {
       seq += 1;
       const workflowId = `issue6-classes-${seq}-${Date.now()}`;
-      // The provider already saw this run's key for t1 with another body: a key conflict (422).
-      await provider.client.createTicket({ title: 'other', body: 'other', queue: 'it' }, { idempotencyKey: keyOf(workflowId, 't1', 'create_ticket') });
+      // The run starts after a delay, so its run chain (and its key for t1) is known before its first
+      // task: the provider already saw that key with another body, a key conflict (422).
       const handle = await env.client.workflow.start(agentWorkflow, {
         taskQueue: 'issue6',
         workflowId,
+        startDelay: '2 seconds',
         args: [
           runInput(
             [
@@ -250,6 +256,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
           ),
         ],
       });
+      await provider.client.createTicket({ title: 'other', body: 'other', queue: 'it' }, { idempotencyKey: keyOf(workflowId, handle.firstExecutionRunId, 't1', 'create_ticket') });
       await waitForStatus(handle, (s) => s.pendingCalls.some((c) => c.callId === 'e2' && c.status === 'awaiting-approval'));
       await handle.executeUpdate(rejectCallUpdate, { args: [{ callId: 'e2', reason: 'not this customer' }] });
       const result = await handle.result();
@@ -269,7 +276,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       const handle = await start([toolTurn(call('t1', 'create_ticket', { title: 'vpn', body: 'down', queue: 'it' }))]);
       const result = await handle.result();
 
-      const key = keyOf(handle.workflowId, 't1', 'create_ticket');
+      const key = keyOf(handle.workflowId, handle.firstExecutionRunId, 't1', 'create_ticket');
       expect(result.calls).toEqual([expect.objectContaining({ callId: 't1', status: 'completed', source: 'lookup', outcome: expect.objectContaining({ ok: true }) })]);
       expect(sent.filter((r) => r.method === 'POST' && r.path === '/tickets')).toHaveLength(1);
       expect(sent.filter((r) => r.path.startsWith('/tickets/by-idempotency-key/'))).toHaveLength(1);
@@ -288,7 +295,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(status.paused).toEqual(expect.objectContaining({ callId: 't1', errorType: 'RECONCILE_PENDING' }));
       expect(result.calls).toEqual([expect.objectContaining({ callId: 't1', status: 'unknown' })]);
       expect(result.summary).toEqual({ ran: [], notRun: [], unknown: ['t1'] });
-      const record = (await store.listByStatus(['uncertain'], { limit: 10_000 })).find((r) => r.binding.callId === `${handle.workflowId}/t1`);
+      const record = (await store.listByStatus(['uncertain'], { limit: 10_000 })).find((r) => r.binding.callId === bindingCallId(handle, 't1'));
       expect(record?.status).toBe('uncertain');
     });
   });

@@ -265,7 +265,8 @@ describe('only JSON values (refused with NOT_JSON, never dropped or turned into 
 describe('identifiers: required, non-empty, bounded, no control characters', () => {
   const LIMITS_BY_FIELD = [
     ['namespace', 256],
-    ['callId', 512],
+    ['callId', 2_048],
+    ['runChainId', 256],
     ['toolName', 128],
     ['toolRevision', 128],
     ['attemptId', 256],
@@ -325,7 +326,7 @@ describe('identifiers: required, non-empty, bounded, no control characters', () 
   });
 
   it('idempotencyKey with an empty callId is INVALID_ARGUMENT, never a key over ""', () => {
-    expect(caught(() => idempotencyKey({ namespace: 'ns', workflowId: 'wf', callId: '', toolName: 't', toolRevision: '1' }))).toMatchObject({
+    expect(caught(() => idempotencyKey({ namespace: 'ns', runChainId: 'chain', workflowId: 'wf', callId: '', toolName: 't', toolRevision: '1' }))).toMatchObject({
       code: 'INVALID_ARGUMENT',
       details: { field: 'callId' },
     });

@@ -28,21 +28,21 @@ describe('fingerprintInput', () => {
 });
 
 describe('idempotencyKey', () => {
-  const parts: IdempotencyKeyParts = { namespace: 'ns', workflowId: 'wf-1', callId: 'call-1', toolName: 'tool', toolRevision: '1' };
+  const parts: IdempotencyKeyParts = { namespace: 'ns', runChainId: 'chain-1', workflowId: 'wf-1', callId: 'call-1', toolName: 'tool', toolRevision: '1' };
 
-  it('is ttc1- plus sha256 of the canonical JSON array of its parts (fixed vector)', () => {
-    // printf '%s' '["ttc/idempotency-key/1","ns","wf-1","call-1","tool","1"]' | sha256sum
-    expect(idempotencyKey(parts)).toBe('ttc1-b4238f1fe3d0ec4c996b05f834fc5ef90d6322b8e3abe78a0874c166cf18a534');
+  it('is ttc2- plus sha256 of the canonical JSON array of its parts (fixed vector)', () => {
+    // printf '%s' '["ttc/idempotency-key/2","ns","chain-1","wf-1","call-1","tool","1"]' | sha256sum
+    expect(idempotencyKey(parts)).toBe('ttc2-9fd7e711b5003afd96e4c6f35d8d5ecc161fb28e461bdf54ed2928928e195913');
   });
 
   it('is the same on every call with the same parts (never random)', () => {
     const keys = Array.from({ length: 5 }, () => idempotencyKey({ ...parts }));
 
-    expect(new Set(keys)).toEqual(new Set(['ttc1-b4238f1fe3d0ec4c996b05f834fc5ef90d6322b8e3abe78a0874c166cf18a534']));
+    expect(new Set(keys)).toEqual(new Set(['ttc2-9fd7e711b5003afd96e4c6f35d8d5ecc161fb28e461bdf54ed2928928e195913']));
     expect(keys[0]).toHaveLength(69);
   });
 
-  it.each(['namespace', 'workflowId', 'callId', 'toolName', 'toolRevision'] as const)('differs when only %s differs', (field) => {
+  it.each(['namespace', 'runChainId', 'workflowId', 'callId', 'toolName', 'toolRevision'] as const)('differs when only %s differs', (field) => {
     expect(idempotencyKey({ ...parts, [field]: `${parts[field]}x` })).not.toBe(idempotencyKey(parts));
   });
 
@@ -50,7 +50,7 @@ describe('idempotencyKey', () => {
     expect(idempotencyKey({ ...parts, namespace: 'ns-', workflowId: '1' })).not.toBe(idempotencyKey({ ...parts, namespace: 'ns', workflowId: '-1' }));
   });
 
-  it.each(['namespace', 'workflowId', 'callId', 'toolName', 'toolRevision'] as const)('a missing %s is INVALID_ARGUMENT naming it', (field) => {
+  it.each(['namespace', 'runChainId', 'workflowId', 'callId', 'toolName', 'toolRevision'] as const)('a missing %s is INVALID_ARGUMENT naming it', (field) => {
     const { [field]: _omitted, ...rest } = parts;
 
     expect(caught(() => idempotencyKey(rest as IdempotencyKeyParts))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field, actual: 'undefined' } });
