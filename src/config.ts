@@ -10,6 +10,10 @@ import { z } from 'zod';
 import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
 
+/** With a SQLite store the tool heartbeat timeout must be at least this many times the busy timeout. */
+export const HEARTBEAT_TO_BUSY_TIMEOUT_RATIO = 2;
+/** Largest `TTC_SQLITE_BUSY_TIMEOUT` (what the SQLite store accepts). */
+const MAX_SQLITE_BUSY_TIMEOUT_MS = 600_000;
 const KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
 
 /** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
@@ -33,6 +37,12 @@ export interface ConfigInput {
   store?: {
     /** @default 'sqlite:.data/checkpoints.db' (env TTC_STORE_URL) */
     url?: string;
+    /**
+     * SQLite only: how long a writer waits for another process's lock (0 to 10m). better-sqlite3
+     * waits synchronously, blocking the worker's event loop and so its heartbeats: with a SQLite
+     * store the tool heartbeat timeout must be at least twice this. @default '5s' (env TTC_SQLITE_BUSY_TIMEOUT)
+     */
+    sqliteBusyTimeout?: DurationInput;
   };
   timeouts?: {
     /** Tool activity start-to-close. @default '60s' (env TTC_TOOL_START_TO_CLOSE_TIMEOUT) */
@@ -99,7 +109,8 @@ export interface Config {
     readonly taskQueue: string;
     readonly tls: { readonly certPath?: string; readonly keyPath?: string; readonly caPath?: string; readonly serverName?: string } | null;
   };
-  readonly store: { readonly url: string };
+  /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only. */
+  readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number };
   readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
   readonly retry: { readonly initialIntervalMs: number; readonly backoffCoefficient: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
   /** `workflowBundlePath`: a prebuilt workflow bundle file, or null to bundle at start. */
@@ -165,6 +176,16 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
   const encryptionKeysEnv = keysEnv.encryptionKeysEnv ?? 'TTC_ENCRYPTION_KEYS';
   const storeUrl = text(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'), /^(sqlite:|postgres(ql)?:\/\/)\S+$/, 'sqlite:<path> or postgres://…');
+  const sqliteBusyTimeoutMs = Math.ceil(duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }));
+  const toolHeartbeatMs = duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s'));
+  if (storeUrl.startsWith('sqlite:') && toolHeartbeatMs < HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs) {
+    // better-sqlite3 waits for a lock synchronously: a wait of the whole busy timeout stops the event loop, heartbeats included.
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `TTC_TOOL_HEARTBEAT_TIMEOUT (${toolHeartbeatMs} ms) must be at least ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO} × TTC_SQLITE_BUSY_TIMEOUT (${sqliteBusyTimeoutMs} ms) = ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs} ms with a SQLite store: a SQLite writer waits for a lock synchronously and blocks heartbeats meanwhile; raise the heartbeat timeout or lower the busy timeout`,
+      { field: 'TTC_TOOL_HEARTBEAT_TIMEOUT', toolHeartbeatMs, sqliteBusyTimeoutMs, related: 'TTC_SQLITE_BUSY_TIMEOUT' },
+    );
+  }
   const hmacKey = keyFrom(env, hmacKeyEnv, 32, false);
   const hmacKeyId = text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), KEY_ID_PATTERN, 'a key id');
   const hmacKeys = keyListFrom(env, hmacKeysEnv, 32, false, hmacKey === null ? null : { id: hmacKeyId, key: hmacKey, env: hmacKeyEnv });
@@ -181,10 +202,10 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
       tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,
     },
-    store: { url: storeUrl },
+    store: { url: storeUrl, sqliteBusyTimeoutMs },
     timeouts: {
       toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
-      toolHeartbeatMs: duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s')),
+      toolHeartbeatMs,
       modelStartToCloseMs: duration(pick('TTC_MODEL_START_TO_CLOSE_TIMEOUT', o.timeouts?.modelStartToClose, f.timeouts?.modelStartToClose, '120s')),
       shutdownGraceMs: duration(pick('TTC_SHUTDOWN_GRACE_TIME', o.timeouts?.shutdownGrace, f.timeouts?.shutdownGrace, '10s')),
     },
@@ -245,14 +266,17 @@ function num({ key, value }: { key: string; value: unknown }, min: number, max: 
   return parsed.data;
 }
 
-function duration({ key, value }: { key: string; value: unknown }): number {
+function duration({ key, value }: { key: string; value: unknown }, bounds: { allowZero?: boolean; max?: number } = {}): number {
   let ms: number;
   try {
     ms = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : msToNumber(value as never);
   } catch {
     ms = Number.NaN;
   }
-  if (!Number.isFinite(ms) || ms <= 0) throw configError(key, `must be a positive duration such as 500ms, 10s or 5m, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(ms) || ms < 0 || (ms === 0 && !bounds.allowZero)) {
+    throw configError(key, `must be a ${bounds.allowZero ? 'non-negative' : 'positive'} duration such as 500ms, 10s or 5m, got ${JSON.stringify(value)}`);
+  }
+  if (bounds.max !== undefined && ms > bounds.max) throw configError(key, `must be at most ${bounds.max} ms, got ${JSON.stringify(value)} (${ms} ms)`);
   return ms;
 }
 

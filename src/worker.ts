@@ -85,7 +85,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
 /**
  * Store options from the configuration: the current HMAC seal key and older ones by id, the
  * current payload encryption key and older ones by id (rotation: the current keys write, every
- * configured key reads).
+ * configured key reads), and the SQLite busy timeout.
  */
 export function storeOptions(config: Config): CheckpointStoreOptions {
   const { keys } = config;
@@ -94,6 +94,7 @@ export function storeOptions(config: Config): CheckpointStoreOptions {
     ...(keys.hmacKey && Object.keys(keys.hmacKeys).length > 0 ? { hmacKeys: keys.hmacKeys } : {}),
     ...(keys.encryptionKey ? { encryptionKey: keys.encryptionKey, encryptionKeyId: keys.encryptionKeyId } : {}),
     ...(Object.keys(keys.encryptionKeys).length > 0 ? { encryptionKeys: keys.encryptionKeys } : {}),
+    ...(config.store.url.startsWith('sqlite:') ? { busyTimeoutMs: config.store.sqliteBusyTimeoutMs } : {}),
   };
 }
 

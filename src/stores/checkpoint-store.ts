@@ -130,7 +130,8 @@ export interface CheckpointStore {
   /**
    * Deletes terminal (`delivered`) records whose `updatedAt` is before `olderThan` (the end
    * of the replay window). Never deletes ready, executing, uncertain, completed or delivering,
-   * and never a quarantined row (each candidate is parsed and verified first).
+   * and never a quarantined row (each candidate is parsed and verified first, outside any write
+   * lock, and then deleted only if its key, revision, status and body are still the verified ones).
    * @returns the number of records deleted.
    */
   prune(options: { olderThan: string }): Promise<number>;

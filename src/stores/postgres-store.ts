@@ -188,12 +188,14 @@ export class PostgresCheckpointStore implements CheckpointStore {
       );
       const keys: string[] = [];
       const revisions: number[] = [];
+      const digests: string[] = [];
       for (const row of rows) {
         try {
           const record = this.codec.decode(stored(row));
           if (record.status === 'delivered' && normalizeTimestamp(record.updatedAt, 'updatedAt') < olderThan) {
             keys.push(row.key);
             revisions.push(record.revision);
+            digests.push(bodyDigest(row.body as string));
           }
         } catch (error) {
           if (!isCheckpointError(error)) throw error; // quarantined rows are never deleted
@@ -201,7 +203,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       }
       if (keys.length > 0) {
         try {
-          deleted += (await this.write(PRUNE, [keys, revisions])).rowCount ?? 0;
+          deleted += (await this.write(PRUNE, [keys, revisions, digests])).rowCount ?? 0;
         } catch (error) {
           if (!(error instanceof OutcomeUnknown)) throw error;
           throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning; some of ${keys.length} delivered records may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
@@ -394,8 +396,9 @@ const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at =
 /** The CAS that also requires the stored body to be the one the caller read (its SHA-256, hex, as `bodyDigest` computes it). */
 const CAS_BODY = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6
   WHERE key = $1 AND revision = $2 AND encode(sha256(convert_to(body, 'UTF8')), 'hex') = $7`;
-const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[]) AS d(key, revision)
-  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered'`;
+/** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
+const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[], $3::text[]) AS d(key, revision, digest)
+  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered' AND encode(sha256(convert_to(t.body, 'UTF8')), 'hex') = d.digest`;
 
 function insertParams(row: EncodedRow): unknown[] {
   return [row.key, row.namespace, row.callId, row.toolName, row.status, row.revision, row.updatedAt, row.body];

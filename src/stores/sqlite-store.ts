@@ -174,30 +174,35 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return scanQuarantined(this.codec, async (after) => this.read(() => this.statements.scan.all(after, PAGE) as Row[]).map(stored), PAGE, resolveLimit(options.limit));
   }
 
+  /**
+   * Each page of candidates is read and decoded outside any transaction (a WAL read takes no
+   * lock, so other processes keep writing while this decodes); then one short write
+   * transaction deletes the verified rows by key, revision, status and exact body, so a row
+   * that changed (or was damaged) after it was decoded is left alone.
+   */
   async prune(options: { olderThan: string }): Promise<number> {
     const olderThan = normalizeTimestamp(options?.olderThan, 'olderThan');
     let deleted = 0;
     let cursor: [string, string] = ['', ''];
     for (;;) {
-      const page = (await this.write(() => {
-        const rows = this.statements.pruneCandidates.all(olderThan, ...cursor, PAGE) as Row[];
-        let count = 0;
-        for (const row of rows) {
-          let record: CheckpointRecord;
-          try {
-            record = this.codec.decode(stored(row));
-          } catch (error) {
-            if (!isCheckpointError(error)) throw error;
-            continue; // quarantined rows are never deleted
-          }
-          if (record.status !== 'delivered' || normalizeTimestamp(record.updatedAt, 'updatedAt') >= olderThan) continue;
-          count += this.statements.delete.run(row.key, record.revision).changes;
+      const rows = this.read(() => this.statements.pruneCandidates.all(olderThan, ...cursor, PAGE) as Row[]);
+      const verified: Array<{ key: string; revision: number; body: string }> = [];
+      for (const row of rows) {
+        let record: CheckpointRecord;
+        try {
+          record = this.codec.decode(stored(row));
+        } catch (error) {
+          if (!isCheckpointError(error)) throw error;
+          continue; // quarantined rows are never deleted
         }
-        return { count, rows };
-      })) as { count: number; rows: Row[] };
-      deleted += page.count;
-      if (page.rows.length < PAGE) return deleted;
-      const last = page.rows[page.rows.length - 1]!;
+        if (record.status !== 'delivered' || normalizeTimestamp(record.updatedAt, 'updatedAt') >= olderThan) continue;
+        verified.push({ key: row.key, revision: record.revision, body: row.body as string });
+      }
+      if (verified.length > 0) {
+        deleted += (await this.write(() => verified.reduce((count, row) => count + this.statements.delete.run(row).changes, 0))) as number;
+      }
+      if (rows.length < PAGE) return deleted;
+      const last = rows[rows.length - 1]!;
       cursor = [last.updated_at, last.key];
     }
   }
@@ -301,7 +306,7 @@ function prepare(db: BetterSqlite3.Database) {
     pruneCandidates: db.prepare(
       `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
     ),
-    delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = ? AND revision = ? AND status = 'delivered'`),
+    delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND status = 'delivered' AND body = @body`),
   };
 }
 

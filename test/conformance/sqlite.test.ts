@@ -11,7 +11,7 @@ import { createCheckpoint } from '../../src/checkpoint/record';
 import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { SqliteCheckpointStore } from '../../src/stores/sqlite-store';
-import { describeStoreConformance, expectCode, makeBinding, type Outage, type RawRow, type StoreTarget } from './store-conformance';
+import { describeStoreConformance, driveTo, expectCode, makeBinding, type Outage, type RawRow, type StoreTarget } from './store-conformance';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -150,14 +150,20 @@ describe('SQLite specifics', () => {
   test('while another connection holds the write lock, reads still work (WAL) and writes fail closed', async () => {
     const outage = await lockOutage();
     const binding = makeBinding();
-    const record = (await outage.store.createIfAbsent(createCheckpoint(binding, { createdAt: '2030-01-01T00:00:00.000Z' }))).record;
+    const record = await driveTo(outage.store, binding, 'delivered', 0);
+    const ready = makeBinding();
+    await outage.store.createIfAbsent(createCheckpoint(ready, { createdAt: '2030-01-01T00:00:00.000Z' }));
     await outage.begin();
 
     expect(await outage.store.get(binding)).toEqual(record);
+    // prune reads and decodes its candidates without the lock; only its delete needs it.
+    expect(await outage.store.prune({ olderThan: '2029-01-01T00:00:00.000Z' })).toBe(0);
     const error = await expectCode(outage.store.prune({ olderThan: '2031-01-01T00:00:00.000Z' }), 'STORE_UNAVAILABLE');
 
     expect(error.details.driverCode).toBe('SQLITE_BUSY');
     expect(error.message).toContain('busyTimeoutMs=200');
+    await outage.end();
+    expect(await outage.store.get(binding)).toEqual(record);
     await outage.dispose();
   });
 
