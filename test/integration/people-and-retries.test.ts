@@ -330,10 +330,10 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(await emailsTo(other.to)).toBe(1);
     });
 
-    it('after a person proves a lost email absent, the rerun gets a new intent generation: it runs again instead of reopening the paused checkpoint', async () => {
+    it('after a person proves a lost email absent, the rerun gets a new intent generation: it runs again instead of reopening the paused checkpoint, and a later call with that intent is answered from the rerun (issue 9 scenario 10)', async () => {
       const to = 'replan-absent@example.com';
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
-      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to }))], {}, 'issue6-dedupe');
+      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'issue6-dedupe');
       await waitForStatus(handle, (s) => s.phase === 'paused');
       await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }] });
       const result = await handle.result();
@@ -341,7 +341,9 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(result.calls.map((c) => [c.callId, c.status, c.source])).toEqual([
         ['e1', 'resolved-absent', null],
         ['e1~retry1', 'completed', 'executed'],
+        ['e2', 'completed', 'store'],
       ]);
+      expect(result.calls[2]!.idempotencyKey).toBe(result.calls[1]!.idempotencyKey);
       expect(result.calls[1]!.idempotencyKey).not.toBe(result.calls[0]!.idempotencyKey);
       // The person was wrong: the provider had applied the first send, so a second email went out. The product did what it was told.
       expect(await emailsTo(to)).toBe(2);
