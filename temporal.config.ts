@@ -8,7 +8,8 @@ export default defineConfig({
   temporal: { address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'agent-tools' },
   // With SQLite the tool heartbeat timeout must be at least 2 × sqliteBusyTimeout.
   store: { url: 'sqlite:.data/checkpoints.db', sqliteBusyTimeout: '5s' },
-  timeouts: { toolStartToClose: '60s', toolHeartbeat: '10s', modelStartToClose: '120s', shutdownGrace: '10s' },
+  // shutdownGrace must be at least the longest tool callDeadlineMs (default 30s) + 5s.
+  timeouts: { toolStartToClose: '60s', toolHeartbeat: '10s', modelStartToClose: '120s', shutdownGrace: '45s' },
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10 },
   payload: { maxPayloadBytes: 65_536 },
   retention: { replayWindow: '7d' },

@@ -51,7 +51,11 @@ export interface ConfigInput {
     toolHeartbeat?: DurationInput;
     /** Model turn start-to-close. @default '120s' (env TTC_MODEL_START_TO_CLOSE_TIMEOUT) */
     modelStartToClose?: DurationInput;
-    /** Worker shutdown grace time on SIGTERM. @default '10s' (env TTC_SHUTDOWN_GRACE_TIME) */
+    /**
+     * Worker shutdown grace time on SIGTERM: running tool calls get this long to finish. The worker
+     * refuses to start when it is shorter than its longest tool `callDeadlineMs` plus 5 s.
+     * @default '45s' (env TTC_SHUTDOWN_GRACE_TIME)
+     */
     shutdownGrace?: DurationInput;
   };
   retry?: {
@@ -207,7 +211,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
       toolHeartbeatMs,
       modelStartToCloseMs: duration(pick('TTC_MODEL_START_TO_CLOSE_TIMEOUT', o.timeouts?.modelStartToClose, f.timeouts?.modelStartToClose, '120s')),
-      shutdownGraceMs: duration(pick('TTC_SHUTDOWN_GRACE_TIME', o.timeouts?.shutdownGrace, f.timeouts?.shutdownGrace, '10s')),
+      shutdownGraceMs: duration(pick('TTC_SHUTDOWN_GRACE_TIME', o.timeouts?.shutdownGrace, f.timeouts?.shutdownGrace, '45s')),
     },
     retry: {
       initialIntervalMs: duration(pick('TTC_RETRY_INITIAL_INTERVAL', o.retry?.initialInterval, f.retry?.initialInterval, '1s')),

@@ -2,13 +2,14 @@
  * Runs one worker of the fleet (SPEC §4 "Client and fleet"): the agent workflow, the model
  * turn activity and the fenced tool activities on one task queue, against one shared store.
  * Any number of these processes may run side by side. SIGTERM/SIGINT shut down gracefully
- * within the configured grace time.
+ * within the configured grace time, which must cover the longest tool deadline (checked at start).
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { CheckpointError } from './checkpoint/errors';
 import type { Config } from './config';
 import { readTlsFiles } from './config';
 import { temporalUnavailable } from './client';
-import { createToolActivities, type ToolDefinition } from './activities';
+import { createToolActivities, DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
 import type { ModelAdapter } from './model/model-adapter';
 import { openCheckpointStore } from './stores/open-checkpoint-store';
@@ -33,14 +34,47 @@ export interface AgentWorker {
   run(): Promise<void>;
 }
 
+/** A tool's `callDeadlineMs` when it declares none (the fence's default, 30,000 ms). */
+export const DEFAULT_TOOL_CALL_DEADLINE_MS = DEFAULT_CALL_DEADLINE_MS;
+/** How much longer than the longest tool deadline the shutdown grace time must be. */
+export const SHUTDOWN_GRACE_MARGIN_MS = 5_000;
+
+/**
+ * Checks that the worker's shutdown grace time lets every running tool call finish: on SIGTERM a
+ * call still running when the grace time ends loses its worker mid-request, and its outcome is
+ * unknown (the run pauses for a person). The rule: grace ≥ the longest tool `callDeadlineMs`
+ * (default 30,000 ms) + {@link SHUTDOWN_GRACE_MARGIN_MS}.
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG naming TTC_SHUTDOWN_GRACE_TIME with the figures:
+ *   the grace time, the tool with the longest deadline and that deadline.
+ */
+export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: readonly Pick<ToolDefinition<any>, 'name' | 'callDeadlineMs'>[]): void {
+  let longest: { name: string; callDeadlineMs: number } | null = null;
+  for (const tool of tools) {
+    const callDeadlineMs = tool.callDeadlineMs ?? DEFAULT_TOOL_CALL_DEADLINE_MS;
+    if (longest === null || callDeadlineMs > longest.callDeadlineMs) longest = { name: tool.name, callDeadlineMs };
+  }
+  if (longest === null) return;
+  const needed = longest.callDeadlineMs + SHUTDOWN_GRACE_MARGIN_MS;
+  if (shutdownGraceMs >= needed) return;
+  throw new CheckpointError(
+    'INVALID_CONFIG',
+    `TTC_SHUTDOWN_GRACE_TIME (${shutdownGraceMs} ms) is shorter than the longest tool deadline plus ${SHUTDOWN_GRACE_MARGIN_MS} ms: tool ${JSON.stringify(longest.name)} has callDeadlineMs ${longest.callDeadlineMs} ms, so the grace time must be at least ${needed} ms; on SIGTERM a call still running when the grace time ends has an unknown outcome and pauses its run. Raise TTC_SHUTDOWN_GRACE_TIME or shorten the tool's callDeadlineMs`,
+    { field: 'TTC_SHUTDOWN_GRACE_TIME', shutdownGraceMs, toolName: longest.name, callDeadlineMs: longest.callDeadlineMs, marginMs: SHUTDOWN_GRACE_MARGIN_MS, requiredMs: needed },
+  );
+}
+
 /**
  * Connects to Temporal and the store and creates the worker.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's
- *   connection errors when Temporal is unreachable.
+ * @throws {@link CheckpointError} INVALID_CONFIG when the shutdown grace time does not cover the
+ *   longest tool deadline (see {@link assertShutdownGraceCoversTools}; checked before connecting);
+ *   INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's connection errors when
+ *   Temporal is unreachable.
  */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { config } = options;
+  assertShutdownGraceCoversTools(config.timeouts.shutdownGraceMs, options.tools);
   const store = await openCheckpointStore(config.store.url, storeOptions(config));
   try {
     const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {
