@@ -64,6 +64,8 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
       TTC_STORE_URL: `sqlite:${join(workDir, 'checkpoints.db')}`,
       TTC_PROVIDER_URL: provider.url,
       TTC_TOOL_HEARTBEAT_TIMEOUT: '2s',
+      // A short heartbeat timeout (quick recovery in the demo) needs a busy timeout well below it.
+      TTC_SQLITE_BUSY_TIMEOUT: '1s',
       TTC_TOOL_START_TO_CLOSE_TIMEOUT: '30s',
       TTC_RETRY_INITIAL_INTERVAL: '200ms',
       TTC_RETRY_MAXIMUM_INTERVAL: '2s',
