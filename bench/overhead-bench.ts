@@ -41,8 +41,8 @@ function countingStore(store: CheckpointStore, counter: Counter): CheckpointStor
       if (r.created) counter.writes += 1;
       return r;
     },
-    compareAndSwap: async (expected: number, next: CheckpointRecord) => {
-      const ok = await timed(() => store.compareAndSwap(expected, next));
+    compareAndSwap: async (expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord) => {
+      const ok = await timed(() => store.compareAndSwap(expectedRevision, next, expected));
       if (ok) counter.writes += 1;
       return ok;
     },

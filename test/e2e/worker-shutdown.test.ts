@@ -40,7 +40,8 @@ describe('a worker of the fleet', () => {
       TEMPORAL_TASK_QUEUE: 'fleet-shutdown',
       TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
       TTC_PROVIDER_URL: provider.url,
-      TTC_SHUTDOWN_GRACE_TIME: '20s',
+      // At least the demo tools' call deadline (30 s) plus the margin: the configuration refuses less.
+      TTC_SHUTDOWN_GRACE_TIME: '40s',
     };
     const config = resolveConfig({}, { ...process.env, ...env });
     // The provider holds every mutating request for 3 s, so the tool is mid-call when SIGTERM arrives.

@@ -433,12 +433,12 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       void run(holder, first, 1);
       await waitFor(async () => (await store.listByStatus(['executing'], { limit: 10_000 })).some((r) => r.binding.callId.includes(first.workflowId)));
       // A person proved the effect absent; the rerun is generation 1 and runs once.
-      const describe = await env(first, 1).run(activities([tool]).describeToolCall, first.input);
+      const described = (await env(first, 1).run(activities([tool]).describeToolCall, first.input)) as { intentDigest: string };
       const rerun = { ...first, input: { ...first.input, callId: `${first.input.callId}~retry1`, intentGeneration: 1 } };
       expect(await run(activities([tool]), rerun, 1)).toEqual({ result: expect.objectContaining({ source: 'executed' }) });
 
       // A later model call with the same intent carries the run's generation map: answered from generation 1.
-      const later = { ...first, input: { ...first.input, callId: `${first.input.callId}-later`, intentGenerations: { [describe.intentDigest]: 1 } } };
+      const later = { ...first, input: { ...first.input, callId: `${first.input.callId}-later`, intentGenerations: { [described.intentDigest]: 1 } } };
       expect(await run(activities([tool]), later, 1)).toEqual({ result: expect.objectContaining({ source: 'store' }) });
       expect(provider.total()).toBe(1);
     });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
-import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createToolActivities, defineTool, type ToolDefinition } from '../../src/activities';
 import { callBindingId } from '../../src/checkpoint/call-identity';
@@ -142,7 +142,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
     };
   }
 
-  async function start(script: ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}, taskQueue = 'issue6'): Promise<WorkflowHandle<typeof agentWorkflow>> {
+  async function start(script: ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}, taskQueue = 'issue6'): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>> {
     seq += 1;
     return env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `issue6-${seq}-${Date.now()}`, args: [runInput(script, overrides)] });
   }
