@@ -11,7 +11,7 @@ import { idempotencyKey } from '../checkpoint/digest';
 import { claimDelivery, completeDelivery, releaseDelivery } from '../checkpoint/transitions';
 import type { CheckpointRecord } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
-import type { AttemptEvidence, FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, settleTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** Everything known about a failed attempt. */
@@ -40,16 +40,28 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
   const { evidence, context } = failed;
   if (evidence.claimSent) throw claimUnsettled(error, 'this attempt sent a claim for the call');
   const seen = evidence.seen;
-  if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
   let record: CheckpointRecord | null;
   try {
+    // Always asked, also on attempt 1: an activity reset restarts the attempt count.
     record = seen !== null && seen.status !== 'ready' ? seen : await findCallRecord(deps, failed);
   } catch (readError) {
+    // The store cannot say. Only a first attempt that sent no claim knows that nothing was applied.
+    if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
     throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
   }
   if (record === null || record.status === 'ready') throw error;
   if (record.status === 'executing' || record.status === 'uncertain') {
+    const now = (deps.clock ?? (() => new Date()))().getTime();
+    const settleAt = settleTime(record, failed.call?.tool ?? deps.tools.get(record.binding.toolName), deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
     const where = `${record.binding.toolName} revision ${record.binding.toolRevision}`;
+    if (now < settleAt) {
+      // A live holder (another revision during a rolling deploy) may still finish and store its result.
+      throw new CheckpointError(
+        'RECONCILE_PENDING',
+        `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
+        { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
+      );
+    }
     throw new CheckpointError(
       'OUTCOME_UNKNOWN',
       `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
@@ -59,18 +71,28 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
   return deliverStored(deps, failed, record);
 }
 
-/** The call's checkpoint by namespace and call id (and, for an approved `dedupeByIntent` call, by its approved intent), or null. */
+/**
+ * The call's checkpoint by namespace and call id, whatever its tool revision or input
+ * fingerprint: under this attempt's binding call id, the model's call id, and the intent call id
+ * a `dedupeByIntent` tool would use (which needs only the tool name and the model's input, so it
+ * is found even when the tool is gone). Null when there is none.
+ */
 async function findCallRecord(deps: FencedToolDeps, failed: FailedAttempt): Promise<CheckpointRecord | null> {
   const { input, context, call } = failed;
-  if (call !== undefined) {
-    const own = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
-    if (own !== null) return own;
+  const callIds = new Set<string>();
+  if (call !== undefined) callIds.add(call.binding.callId);
+  callIds.add(callAddress(input, context).callId);
+  try {
+    callIds.add(callAddress(input, context, intentCallId(input.toolName, input.input, input.intentGeneration ?? 0)).callId);
+  } catch {
+    // input that cannot be hashed has no intent checkpoint
   }
-  const address = callAddress(input, context);
-  const byModelId = await deps.store.getByCall(address.namespace, address.callId);
-  if (byModelId !== null || input.expectedIntentDigest === undefined) return byModelId;
-  const approved = callAddress(input, context, intentCallId(input.expectedIntentDigest, input.intentGeneration ?? 0));
-  return deps.store.getByCall(approved.namespace, approved.callId);
+  const namespace = callAddress(input, context).namespace;
+  for (const callId of callIds) {
+    const record = await deps.store.getByCall(namespace, callId);
+    if (record !== null) return record;
+  }
+  return null;
 }
 
 /** Delivers a stored result under the record's own binding (it may differ from this worker's). */

@@ -83,12 +83,15 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evide
 }
 
 /**
- * When a claim made at `claimedAt` can no longer have a request outstanding: the claim time
- * plus the tool's call deadline (which its holder enforces by aborting) plus the margin, in ms
- * since the epoch (SPEC §7 "Overlapping attempts").
+ * When a claim can no longer have a request outstanding, in ms since the epoch (SPEC §7
+ * "Overlapping attempts"): the deadline its holder declared in the claim (which it enforces by
+ * aborting) plus the margin. A claim that declared none (migrated from schema version 1) uses
+ * the claim time plus `tool`'s call deadline (the default when the tool is unknown here).
  */
-export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any>, marginMs: number): number {
-  return Date.parse(record.execution!.claimedAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + marginMs;
+export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> | undefined, marginMs: number): number {
+  const execution = record.execution!;
+  const deadline = execution.deadlineAt !== null ? Date.parse(execution.deadlineAt) : Date.parse(execution.claimedAt) + (tool?.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
+  return deadline + marginMs;
 }
 
 class Attempt {
@@ -127,7 +130,8 @@ class Attempt {
   private async execute(record: CheckpointRecord): Promise<Step> {
     await this.step('before-claim');
     this.assertApprovalLive();
-    const claim = claimExecution(record, { attemptId: this.call.attemptId, at: this.now(record) });
+    const at = this.now(record);
+    const claim = claimExecution(record, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
     if (!(await this.cas(claim, record))) {
       throw this.pending(`another attempt claimed ${this.call.tool.name} call ${this.call.input.callId} first; the next attempt reads what it left`, undefined);
@@ -144,9 +148,10 @@ class Attempt {
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
+    // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
+    const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup();
     if (found?.found === true) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
-    const now = this.clock().getTime();
     const keyLive = tool.dedupesByKey === true && now < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
     if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     const settleAt = settleTime(record, tool, this.marginMs);
@@ -190,7 +195,8 @@ class Attempt {
 
   /** Takes the fence over from the holder of `record` (reclaimExecution); a lost race means a live competitor. @returns the record under this attempt's fence. */
   private async takeOver(record: CheckpointRecord): Promise<CheckpointRecord> {
-    const takeover = reclaimExecution(record, { attemptId: this.call.attemptId, previousAttemptId: record.execution!.attemptId, at: this.now(record) });
+    const at = this.now(record);
+    const takeover = reclaimExecution(record, { attemptId: this.call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
     if (!(await this.cas(takeover, record))) {
       throw this.pending(`another attempt took ${this.call.tool.name} call ${this.call.input.callId} over first; the next attempt reads what it left`, undefined);
@@ -233,7 +239,12 @@ class Attempt {
       });
     }
     await this.step('before-execute');
-    const outcome = await this.invoke(claimed);
+    const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
+    if (this.clock().getTime() >= deadlineAt) {
+      // Another attempt may take the claim over from now on: a request sent now could land after it.
+      throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
+    }
+    const outcome = await this.invoke(current, source);
     await this.step('after-effect');
     if (outcome.kind === 'unknown') return this.recordUnknown(current, outcome.reason);
     return this.store(current, outcome.value, source);
@@ -289,10 +300,12 @@ class Attempt {
    * Retry-After, until the call deadline (claim time + `callDeadlineMs`), when `ctx.signal`
    * aborts and the fence stops waiting: the outcome is then unknown.
    */
-  private async invoke(claimed: CheckpointRecord): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
+  private async invoke(claimed: CheckpointRecord, source: ResultSource): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
     const { tool } = this.call;
     const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
-    const deadlineAt = Date.parse(claimed.execution!.claimedAt) + deadlineMs;
+    const deadlineAt = Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
+    // After a same-key repeat, or once the provider said the key is in flight, an earlier request may have applied the effect.
+    let mayBeApplied = source === 'same-key-repeat';
     const cancellation = Context.current().cancellationSignal;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
@@ -306,7 +319,10 @@ class Attempt {
             policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
             deadlineAt,
             now: () => this.clock().getTime(),
-            isTransient: (error) => toolErrorKind(error) === 'transient',
+            isTransient: (error) => {
+              if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
+              return toolErrorKind(error) === 'transient';
+            },
             signal,
           }),
           expired,
@@ -323,6 +339,9 @@ class Attempt {
       // A transient error whose class is OUTCOME_UNKNOWN (a keyed request answered 409: the first may be in flight) is never a final error.
       if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
       const message = sanitizeReason(raw, `${tool.name} failed without a message`);
+      if (kind === 'transient' && mayBeApplied && !cancellation.aborted) {
+        return { kind: 'unknown', reason: sanitizeReason(`${raw} (after ${source === 'same-key-repeat' ? 'a same-key repeat' : 'the provider said the key was in flight'}, a failure proves nothing about an earlier request)`, `${tool.name} failed after a same-key repeat`) };
+      }
       if (kind === 'transient' && cancellation.aborted) {
         // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
         throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${message}); the call is left to the next attempt`);
@@ -358,6 +377,11 @@ class Attempt {
       signal,
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
     };
+  }
+
+  /** The deadline a claim made at `at` declares: `at` + the tool's `callDeadlineMs`, ISO-8601 UTC. */
+  private deadlineFrom(at: string): string {
+    return new Date(Date.parse(at) + (this.call.tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS)).toISOString();
   }
 
   /** Refuses a fresh claim once the call's approval has expired (SPEC §7). */

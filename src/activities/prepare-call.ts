@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { callBindingId } from '../checkpoint/call-identity';
 import { CheckpointError } from '../checkpoint/errors';
-import { fingerprintInput, idempotencyKey, intentDigest } from '../checkpoint/digest';
+import { canonicalJson } from '../checkpoint/canonical-json';
+import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../checkpoint/digest';
 import { deepFreeze } from '../checkpoint/record';
 import type { Binding } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
@@ -85,7 +86,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
   const args = deepFreeze(structuredClone(parsed.data));
   const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
   // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
-  const keyCallId = tool.dedupeByIntent ? intentCallId(digest, intentGeneration(input, digest)) : input.callId;
+  const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
   const address = callAddress(input, context, keyCallId);
   const binding: Binding = {
     namespace: address.namespace,
@@ -112,15 +113,19 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
 
 /**
  * The call id under which a `dedupeByIntent` tool's call is checkpointed and keyed:
- * `intent-<hex of the intent digest>`, plus `~gen<n>` for generation n > 0.
+ * `intent-` + hex SHA-256 of the canonical JSON of the tool name and the arguments as the model
+ * sent them, plus `~gen<n>` for generation n > 0. It depends on nothing a deploy can change (not
+ * the revision, the schema's defaults or the target), so an attempt on a redeployed worker, or
+ * on one without the tool, still finds the call's checkpoint (SPEC §7).
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative integer.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative
+ *   integer; NOT_JSON or PAYLOAD_TOO_LARGE for arguments that are not bounded JSON.
  */
-export function intentCallId(digest: string, generation = 0): string {
+export function intentCallId(toolName: string, modelInput: unknown, generation = 0): string {
   if (!Number.isSafeInteger(generation) || generation < 0) {
     throw new CheckpointError('INVALID_ARGUMENT', `intentGeneration must be a non-negative integer, got ${JSON.stringify(generation)}`, { field: 'intentGeneration' });
   }
-  const hex = digest.slice(digest.indexOf(':') + 1);
+  const hex = sha256Hex(canonicalJson(['ttc/intent-call/1', toolName, modelInput], 'input'));
   return generation === 0 ? `intent-${hex}` : `intent-${hex}~gen${generation}`;
 }
 

@@ -8,11 +8,25 @@ import { validateCheckpoint } from './record';
 import { CURRENT_SCHEMA_VERSION, type CheckpointRecord } from './types';
 
 /**
- * Registered steps: `MIGRATIONS[n]` turns a version-n record into a version-(n+1) record.
- * Version 1 is the first published schema, so there are none yet; add a step (and its test)
- * together with the version that needs it.
+ * Registered steps: `MIGRATIONS[n]` turns a version-n record into a version-(n+1) record. Each
+ * step copies, never mutates, and adds only what the newer version needs, never a permissive
+ * default.
+ * - 1 → 2: `execution.deadlineAt` is null (a version-1 claim declared no deadline; the fence then
+ *   uses the tool's current deadline, as version-1 code did).
  */
-const MIGRATIONS: Readonly<Record<number, (value: Record<string, unknown>) => Record<string, unknown>>> = Object.freeze({});
+const MIGRATIONS: Readonly<Record<number, (value: Record<string, unknown>) => Record<string, unknown>>> = Object.freeze({
+  1: (value: Record<string, unknown>) => {
+    const execution = value.execution;
+    const next: Record<string, unknown> = { ...value, schemaVersion: 2 };
+    if (typeof execution === 'object' && execution !== null && !Array.isArray(execution)) {
+      if (Object.prototype.hasOwnProperty.call(execution, 'deadlineAt')) {
+        throw new CheckpointError('INVALID_CHECKPOINT', 'execution: a version-1 record has no field deadlineAt', { field: 'execution', unknown: ['deadlineAt'] });
+      }
+      next.execution = { ...execution, deadlineAt: null };
+    }
+    return next;
+  },
+});
 
 /** Versions `migrateCheckpoint` accepts: the current one and every version with a path to it. */
 export function supportedSchemaVersions(): number[] {

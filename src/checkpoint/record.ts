@@ -9,7 +9,7 @@ import { CURRENT_SCHEMA_VERSION, STATUSES, type Binding, type CheckpointRecord, 
 
 const BINDING_FIELDS = ['namespace', 'callId', 'toolName', 'toolRevision', 'inputFingerprint'] as const;
 const RECORD_FIELDS = ['schemaVersion', 'binding', 'status', 'revision', 'createdAt', 'updatedAt', 'execution', 'result', 'delivery'] as const;
-const EXECUTION_FIELDS = ['attemptId', 'claimedAt', 'finishedAt', 'uncertainAt', 'uncertainReason', 'previousAttemptId'] as const;
+const EXECUTION_FIELDS = ['attemptId', 'claimedAt', 'finishedAt', 'uncertainAt', 'uncertainReason', 'previousAttemptId', 'deadlineAt'] as const;
 const DELIVERY_FIELDS = ['deliveryId', 'claimedAt', 'releasedAt', 'deliveredAt'] as const;
 
 /**
@@ -130,6 +130,8 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
     }
     const claimedAt = time(execution.claimedAt, 'execution.claimedAt');
     notBefore(claimedAt, 'execution.claimedAt', createdAt, 'createdAt');
+    const deadlineAt = nullableTime(execution.deadlineAt, 'execution.deadlineAt');
+    if (deadlineAt !== null && deadlineAt < claimedAt) throw invalid('execution.deadlineAt', 'deadlineAt must not be before the claim');
     const finishedAt = nullableTime(execution.finishedAt, 'execution.finishedAt');
     const uncertainAt = nullableTime(execution.uncertainAt, 'execution.uncertainAt');
     notBefore(uncertainAt, 'execution.uncertainAt', claimedAt, 'execution.claimedAt');

@@ -16,16 +16,27 @@ import type { Action, CheckpointRecord, JsonValue, Status, TransitionResult } fr
  *
  * @param args.attemptId the fence; unique per attempt (for example workflow id + activity attempt).
  * @param args.at ISO-8601 UTC, not before `record.updatedAt`.
+ * @param args.deadlineAt when the holder stops waiting for its request (ISO-8601 UTC, not before
+ *   `at`); recorded so another attempt knows when the claim can settle (SPEC §7). @default null
  * @returns action `execute`.
  * @throws {@link CheckpointError} INVALID_TRANSITION from any status but `ready`; INVALID_ARGUMENT for bad arguments.
  */
-export function claimExecution(record: CheckpointRecord, args: { attemptId: string; at: string }): TransitionResult {
+export function claimExecution(record: CheckpointRecord, args: { attemptId: string; at: string; deadlineAt?: string }): TransitionResult {
   const at = begin(record, args, 'claimExecution', ['ready']);
   assertIdentifier(args.attemptId, 'attemptId');
   return finish(record, at, 'execute', {
     status: 'executing',
-    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null },
+    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null, deadlineAt: deadlineOf(args.deadlineAt, at) },
   });
+}
+
+/** The claim's declared deadline: an ISO-8601 UTC time not before the claim, or null when none is given. */
+function deadlineOf(deadlineAt: string | undefined, at: string): string | null {
+  if (deadlineAt === undefined) return null;
+  if (parseTimestamp(deadlineAt, 'deadlineAt') < Date.parse(at)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `deadlineAt ${deadlineAt} is before the claim at ${at}`, { field: 'deadlineAt', actual: deadlineAt });
+  }
+  return deadlineAt;
 }
 
 /**
@@ -35,11 +46,12 @@ export function claimExecution(record: CheckpointRecord, args: { attemptId: stri
  * names the fence it takes over, so two reconcilers cannot both win.
  *
  * @param args.previousAttemptId the fence stored in `record.execution.attemptId`.
+ * @param args.deadlineAt as in {@link claimExecution}.
  * @returns action `execute` (repeat with the same idempotency key).
  * @throws {@link CheckpointError} FENCE_CONFLICT when `previousAttemptId` is not the stored fence;
  *   INVALID_TRANSITION from other statuses; INVALID_ARGUMENT for bad arguments.
  */
-export function reclaimExecution(record: CheckpointRecord, args: { attemptId: string; previousAttemptId: string; at: string }): TransitionResult {
+export function reclaimExecution(record: CheckpointRecord, args: { attemptId: string; previousAttemptId: string; at: string; deadlineAt?: string }): TransitionResult {
   const at = begin(record, args, 'reclaimExecution', ['executing', 'uncertain']);
   assertIdentifier(args.attemptId, 'attemptId');
   assertFence(record, 'attemptId', args.previousAttemptId, 'reclaimExecution');
@@ -48,7 +60,7 @@ export function reclaimExecution(record: CheckpointRecord, args: { attemptId: st
   }
   return finish(record, at, 'execute', {
     status: 'executing',
-    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: args.previousAttemptId },
+    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: args.previousAttemptId, deadlineAt: deadlineOf(args.deadlineAt, at) },
   });
 }
 

@@ -40,6 +40,12 @@ export interface ExecutionState {
   readonly uncertainReason: string | null;
   /** The fence this one took over from by `reclaimExecution`; null for a first claim. */
   readonly previousAttemptId: string | null;
+  /**
+   * When the holder stops waiting for its request (claim time + the tool's call deadline), as
+   * the holder declared it; a claim can be taken over only after it plus a margin (SPEC §7).
+   * Null when the claim did not declare one (records migrated from schema version 1).
+   */
+  readonly deadlineAt: string | null;
 }
 
 /** The exact JSON payload to redeliver (a success or a handler error, as the host chose). */
@@ -57,11 +63,11 @@ export interface DeliveryState {
   readonly deliveredAt: string | null;
 }
 
-/** Schema version written by this code. */
-export const CURRENT_SCHEMA_VERSION = 1 as const;
+/** Schema version written by this code. Version 2 added `execution.deadlineAt` (version 1 records are migrated with null). */
+export const CURRENT_SCHEMA_VERSION = 2 as const;
 
 /**
- * A persisted checkpoint, schema version 1. Records are immutable: every transition returns a
+ * A persisted checkpoint, schema version 2. Records are immutable: every transition returns a
  * new, frozen record with `revision + 1`. Timestamps are ISO-8601 UTC strings.
  */
 export interface CheckpointRecord {

@@ -277,7 +277,7 @@ export function assertCasArguments(expectedRevision: unknown, next: CheckpointRe
 const RECORD_BOUNDS = { maxDepth: LIMITS.maxDepth + 4, maxValues: LIMITS.maxValues + 64 } as const;
 
 const PROBE: CheckpointRecord = {
-  schemaVersion: 1,
+  schemaVersion: 2,
   binding: { namespace: 'probe', callId: 'probe', toolName: 'probe', toolRevision: '1', inputFingerprint: `sha256:${'0'.repeat(64)}` },
   status: 'ready',
   revision: 0,

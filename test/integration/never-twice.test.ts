@@ -324,13 +324,16 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       expect((out as { result: FencedToolResult }).result.storedUnder).toBeUndefined();
     });
 
-    test('5. an unfinished claim met by a worker with another revision or without the tool pauses (OUTCOME_UNKNOWN), never "nothing applied"', async () => {
+    test('5. an unfinished claim met by a worker with another revision or without the tool waits for the holder\'s settle time (RECONCILE_PENDING), then pauses (OUTCOME_UNKNOWN), never "nothing applied"', async () => {
       const provider = new Provider();
       const call = newCall();
       const holder = createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } });
       void run(holder, call, 1);
       await waitFor(async () => provider.total() === 1);
 
+      // A rolling deploy: the holder may still be running on the old revision, so the new worker waits.
+      expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
+      offsetMs = DEADLINE_MS + MARGIN_MS + 1;
       expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
       expect(await run(activities([]), call, 3)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
       expect(provider.total()).toBe(1);

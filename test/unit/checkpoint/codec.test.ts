@@ -11,8 +11,11 @@ const KEY_1 = Buffer.alloc(32, 0x01);
 const KEY_2 = Buffer.alloc(48, 0x02);
 const READY_TEXT =
   '{"binding":{"callId":"toolu_01","inputFingerprint":"sha256:6ae0f660046dadcf5fe8462c0e00a062db4c8d67be82f4098c5ea4208d19b076","namespace":"tenant-a","toolName":"create_ticket","toolRevision":"3"},' +
-  '"createdAt":"2026-01-01T00:00:00.000Z","delivery":null,"execution":null,"result":null,"revision":0,"schemaVersion":1,"status":"ready","updatedAt":"2026-01-01T00:00:00.000Z"}';
-const READY_MAC_K1 = '840152481a7770ee94b2d1235543cf9bdf0a79123425bce067be60bb75019013';
+  '"createdAt":"2026-01-01T00:00:00.000Z","delivery":null,"execution":null,"result":null,"revision":0,"schemaVersion":2,"status":"ready","updatedAt":"2026-01-01T00:00:00.000Z"}';
+const READY_MAC_K1 = 'a6565a5fb0ec0ff757ff15eeee385ecd5c97019688ef9fff287c99c047e2dbc2';
+/** The same record as stored by schema version 1 code, sealed with k1 (the MAC computed the same way). */
+const READY_TEXT_V1 = READY_TEXT.replace('"schemaVersion":2', '"schemaVersion":1');
+const READY_MAC_K1_V1 = '840152481a7770ee94b2d1235543cf9bdf0a79123425bce067be60bb75019013';
 
 function expectParseError(text: string, options?: Parameters<typeof parseCheckpoint>[1]) {
   return caught(() => parseCheckpoint(text, options));
@@ -26,7 +29,7 @@ describe('serializeCheckpoint', () => {
   it('adds a seal {alg, keyId, mac} whose HMAC-SHA256 matches an independent computation', () => {
     const sealed = serializeCheckpoint(recordIn('ready'), { hmacKey: KEY_1, keyId: 'k1' });
 
-    expect(sealed).toBe(`${READY_TEXT.replace('"schemaVersion":1,', `"schemaVersion":1,"seal":{"alg":"HMAC-SHA256","keyId":"k1","mac":"${READY_MAC_K1}"},`)}`);
+    expect(sealed).toBe(`${READY_TEXT.replace('"schemaVersion":2,', `"schemaVersion":2,"seal":{"alg":"HMAC-SHA256","keyId":"k1","mac":"${READY_MAC_K1}"},`)}`);
   });
 
   it.each([
@@ -196,12 +199,12 @@ describe('parseCheckpoint is strict', () => {
   });
 
   it('refuses a seal that is null as a malformed seal', () => {
-    expect(expectParseError(READY_TEXT.replace('"schemaVersion":1,', '"schemaVersion":1,"seal":null,'))).toMatchObject({ code: 'INTEGRITY_FAILURE', details: { reason: 'malformed' } });
+    expect(expectParseError(READY_TEXT.replace('"schemaVersion":2,', '"schemaVersion":2,"seal":null,'))).toMatchObject({ code: 'INTEGRITY_FAILURE', details: { reason: 'malformed' } });
   });
 });
 
 describe('unknown schema versions', () => {
-  const v3 = READY_TEXT.replace('"schemaVersion":1', '"schemaVersion":3');
+  const v3 = READY_TEXT.replace('"schemaVersion":2', '"schemaVersion":3');
 
   it('a stored record with schemaVersion 3 is UNSUPPORTED_SCHEMA and the text stays as it is', () => {
     const before = `${v3}`;
@@ -210,8 +213,8 @@ describe('unknown schema versions', () => {
 
     expect(error).toEqual({
       code: 'UNSUPPORTED_SCHEMA',
-      details: { field: 'schemaVersion', actual: '3', supported: ['1'] },
-      message: 'UNSUPPORTED_SCHEMA: schemaVersion 3 is not supported; this code reads 1',
+      details: { field: 'schemaVersion', actual: '3', supported: ['1', '2'] },
+      message: 'UNSUPPORTED_SCHEMA: schemaVersion 3 is not supported; this code reads 1, 2',
     });
     expect(v3).toBe(before);
     expect(expectParseError(v3)).toEqual(error);
@@ -228,10 +231,10 @@ describe('unknown schema versions', () => {
   });
 
   it.each([
-    ['missing', READY_TEXT.replace('"schemaVersion":1,', ''), 'missing'],
-    ['0', READY_TEXT.replace('"schemaVersion":1', '"schemaVersion":0'), '0'],
-    ['"1" as text', READY_TEXT.replace('"schemaVersion":1', '"schemaVersion":"1"'), '"1"'],
-    ['null', READY_TEXT.replace('"schemaVersion":1', '"schemaVersion":null'), 'null'],
+    ['missing', READY_TEXT.replace('"schemaVersion":2,', ''), 'missing'],
+    ['0', READY_TEXT.replace('"schemaVersion":2', '"schemaVersion":0'), '0'],
+    ['"2" as text', READY_TEXT.replace('"schemaVersion":2', '"schemaVersion":"2"'), '"2"'],
+    ['null', READY_TEXT.replace('"schemaVersion":2', '"schemaVersion":null'), 'null'],
   ])('a schemaVersion that is %s is UNSUPPORTED_SCHEMA', (_label, text, actual) => {
     expect(expectParseError(text)).toMatchObject({ code: 'UNSUPPORTED_SCHEMA', details: { field: 'schemaVersion', actual } });
   });
@@ -333,5 +336,27 @@ describe('the HMAC seal', () => {
       details: { field: 'hmacKey', limit: 32 },
       message: 'INVALID_ARGUMENT: hmacKey must be a Buffer of at least 32 bytes',
     });
+  });
+});
+
+describe('stored schema version 1 records (SPEC §2 "Migration")', () => {
+  it('a sealed version-1 record written by 0.1.0 verifies and is migrated to version 2 on load', () => {
+    const stored = READY_TEXT_V1.replace('"schemaVersion":1,', `"schemaVersion":1,"seal":{"alg":"HMAC-SHA256","keyId":"k1","mac":"${READY_MAC_K1_V1}"},`);
+
+    const record = parseCheckpoint(stored, { hmacKey: KEY_1, keyId: 'k1' });
+
+    expect(record).toEqual({ ...recordIn('ready'), schemaVersion: 2 });
+    expect(serializeCheckpoint(record)).toBe(READY_TEXT);
+  });
+
+  it('a version-1 claim is migrated with deadlineAt null, never a made-up deadline', () => {
+    const v2 = plainCopy(recordIn('executing')) as unknown as { execution: Record<string, unknown> };
+    const { deadlineAt: _dropped, ...v1Execution } = v2.execution;
+    const v1 = { ...v2, schemaVersion: 1, execution: v1Execution };
+
+    const record = parseCheckpoint(canonicalJson(v1));
+
+    expect(record.schemaVersion).toBe(2);
+    expect(record.execution?.deadlineAt).toBeNull();
   });
 });

@@ -8,11 +8,11 @@ import { at, BINDING, caught, FINGERPRINT_Q1, isDeepFrozen, plainCopy, recordIn 
 type Plain = Record<string, any>;
 
 describe('createCheckpoint', () => {
-  it('creates a frozen ready record at revision 0 with schema version 1', () => {
+  it('creates a frozen ready record at revision 0 with schema version 2', () => {
     const record = createCheckpoint(BINDING, { createdAt: at(0) });
 
     expect(record).toEqual({
-      schemaVersion: 1,
+      schemaVersion: 2,
       binding: { namespace: 'tenant-a', callId: 'toolu_01', toolName: 'create_ticket', toolRevision: '3', inputFingerprint: FINGERPRINT_Q1 },
       status: 'ready',
       revision: 0,
@@ -137,8 +137,8 @@ describe('validateCheckpoint', () => {
 
     expect(caught(() => validateCheckpoint(record))).toEqual({
       code: 'UNSUPPORTED_SCHEMA',
-      details: { field: 'schemaVersion', actual: '3', supported: '1' },
-      message: 'UNSUPPORTED_SCHEMA: schemaVersion 3 is not supported; this code reads version 1',
+      details: { field: 'schemaVersion', actual: '3', supported: '2' },
+      message: 'UNSUPPORTED_SCHEMA: schemaVersion 3 is not supported; this code reads version 2',
     });
   });
 

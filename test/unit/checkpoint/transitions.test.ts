@@ -28,12 +28,13 @@ type TransitionName =
   | 'completeDelivery';
 
 const AT = at(10);
+const DEADLINE = at(40);
 const NEW_RESULT = { status: 'created', id: 'T-9' };
 
 /** Each transition called with the owning fence (or a fresh one for claims). */
 const OWNER_CALLS: Record<TransitionName, (record: CheckpointRecord) => TransitionResult> = {
-  claimExecution: (r) => claimExecution(r, { attemptId: 'attempt-2', at: AT }),
-  reclaimExecution: (r) => reclaimExecution(r, { attemptId: 'attempt-2', previousAttemptId: OWNER_ATTEMPT, at: AT }),
+  claimExecution: (r) => claimExecution(r, { attemptId: 'attempt-2', at: AT, deadlineAt: DEADLINE }),
+  reclaimExecution: (r) => reclaimExecution(r, { attemptId: 'attempt-2', previousAttemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE }),
   completeExecution: (r) => completeExecution(r, { attemptId: OWNER_ATTEMPT, at: AT, result: NEW_RESULT }),
   markExecutionUncertain: (r) => markExecutionUncertain(r, { attemptId: OWNER_ATTEMPT, at: AT, reason: 'heartbeat timeout' }),
   claimDelivery: (r) => claimDelivery(r, { deliveryId: 'delivery-2', at: AT }),
@@ -59,12 +60,12 @@ function expectedLegal(name: TransitionName, from: CheckpointRecord): { action: 
     case 'claimExecution':
       return {
         action: 'execute',
-        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null } },
+        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null, deadlineAt: DEADLINE } },
       };
     case 'reclaimExecution':
       return {
         action: 'execute',
-        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: OWNER_ATTEMPT } },
+        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: OWNER_ATTEMPT, deadlineAt: DEADLINE } },
       };
     case 'completeExecution':
       return {
@@ -385,5 +386,25 @@ describe('transitions on records that fail validation', () => {
     const future = { ...plainCopy(recordIn('executing')), schemaVersion: 3 } as unknown as CheckpointRecord;
 
     for (const name of NAMES) expect(caught(() => OWNER_CALLS[name](future)).code).toBe('UNSUPPORTED_SCHEMA');
+  });
+});
+
+describe('the claim declares its deadline (SPEC §7, schema version 2)', () => {
+  it('without deadlineAt the claim records null', () => {
+    expect(claimExecution(recordIn('ready'), { attemptId: 'a', at: AT }).next.execution?.deadlineAt).toBeNull();
+  });
+
+  it.each([
+    ['before the claim', at(5)],
+    ['not a timestamp', 'soon'],
+  ])('a deadlineAt %s is INVALID_ARGUMENT and nothing is built', (_label, deadlineAt) => {
+    expect(caught(() => claimExecution(recordIn('ready'), { attemptId: 'a', at: AT, deadlineAt }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+    expect(caught(() => reclaimExecution(recordIn('executing'), { attemptId: 'b', previousAttemptId: OWNER_ATTEMPT, at: AT, deadlineAt }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+  });
+
+  it('a stored claim whose deadline lies before the claim is INVALID_CHECKPOINT', () => {
+    const record = plainCopy(claimExecution(recordIn('ready'), { attemptId: 'a', at: AT, deadlineAt: DEADLINE }).next) as unknown as { execution: Record<string, unknown> };
+    record.execution.deadlineAt = at(1);
+    expect(caught(() => validateCheckpoint(record))).toMatchObject({ code: 'INVALID_CHECKPOINT', details: { field: 'execution.deadlineAt' } });
   });
 });
