@@ -1,15 +1,20 @@
 /**
  * "Nothing applied" belongs to the call, not to one attempt (SPEC §7). A failure of an attempt
  * may reach the workflow as a nothing-applied code only with evidence that no attempt of the
- * call ever held a claim: this is the first attempt and it sent no claim, or the call's
- * checkpoint (found by namespace and call id, whatever tool revision or input fingerprint it
- * was made under) is absent or `ready`. Otherwise a stored result is delivered, an unfinished
- * claim pauses the run, and a store that cannot be read leaves the call to the next attempt.
+ * call ever held a claim and none ever will: this is the first attempt and it sent no claim, or
+ * the call's checkpoint (found by namespace and call id, whatever tool revision or input
+ * fingerprint it was made under) is absent or `ready` and this attempt stored the refusal as the
+ * call's result (so an earlier attempt that is still about to claim loses its compare-and-swap).
+ * Otherwise a stored result is delivered, an unfinished claim waits for its settle time and then
+ * pauses the run, and a store that cannot be read leaves the call to the next attempt.
  */
+import { randomUUID } from 'node:crypto';
+import { sanitizeReason } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { idempotencyKey } from '../checkpoint/digest';
-import { claimDelivery, completeDelivery, releaseDelivery } from '../checkpoint/transitions';
-import type { CheckpointRecord } from '../checkpoint/types';
+import { fingerprintInput, idempotencyKey } from '../checkpoint/digest';
+import { assertBinding, createCheckpoint } from '../checkpoint/record';
+import { claimDelivery, claimExecution, completeDelivery, completeExecution, releaseDelivery } from '../checkpoint/transitions';
+import type { Binding, CheckpointRecord } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, settleTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
@@ -49,26 +54,87 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
     throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
   }
-  if (record === null || record.status === 'ready') throw error;
-  if (record.status === 'executing' || record.status === 'uncertain') {
-    const now = (deps.clock ?? (() => new Date()))().getTime();
-    const settleAt = settleTime(record, failed.call?.tool ?? deps.tools.get(record.binding.toolName), deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
-    const where = `${record.binding.toolName} revision ${record.binding.toolRevision}`;
-    if (now < settleAt) {
-      // A live holder (another revision during a rolling deploy) may still finish and store its result.
-      throw new CheckpointError(
-        'RECONCILE_PENDING',
-        `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
-        { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
-      );
+  for (let round = 0; round < 3; round += 1) {
+    if (record === null || record.status === 'ready') {
+      if (context.attempt === 1) throw error;
+      if (error.retryable) throw claimUnsettled(error, `attempt ${context.attempt} cannot rule out an earlier attempt that has not claimed yet`);
+      // An earlier attempt of this call may still be about to claim: make "nothing applied" durable first.
+      record = await closeCall(deps, failed, record, error);
+      if (record === null) throw error;
+      continue;
     }
-    throw new CheckpointError(
-      'OUTCOME_UNKNOWN',
-      `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
-      { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+    if (record.status === 'executing' || record.status === 'uncertain') throw unfinishedClaim(deps, failed, record, error);
+    return deliverStored(deps, failed, record);
+  }
+  throw claimUnsettled(error, 'its checkpoint kept changing under this attempt');
+}
+
+/** An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its settle time, then pause. */
+function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord, error: CheckpointError): CheckpointError {
+  const now = (deps.clock ?? (() => new Date()))().getTime();
+  const settleAt = settleTime(record, failed.call?.tool ?? deps.tools.get(record.binding.toolName), deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
+  const where = `${record.binding.toolName} revision ${record.binding.toolRevision}`;
+  if (now < settleAt) {
+    // A live holder (another revision during a rolling deploy) may still finish and store its result.
+    return new CheckpointError(
+      'RECONCILE_PENDING',
+      `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
+      { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
     );
   }
-  return deliverStored(deps, failed, record);
+  return new CheckpointError(
+    'OUTCOME_UNKNOWN',
+    `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
+    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+  );
+}
+
+/**
+ * Makes a refusal durable before a later attempt reports it (SPEC §7): claims the call's `ready`
+ * checkpoint (creating it when absent) under this attempt's fence, with no time to send anything
+ * (its deadline is its claim time), stores the refusal `{ ok: false, error: { type, message } }`
+ * as the call's result and records its delivery. An earlier attempt that was about to claim then
+ * loses its compare-and-swap and never runs the tool.
+ *
+ * @returns null when the refusal is stored (or no checkpoint can be made for this input, in which
+ *   case no attempt can claim one either); otherwise the record another attempt left meanwhile.
+ */
+async function closeCall(deps: FencedToolDeps, failed: FailedAttempt, found: CheckpointRecord | null, error: CheckpointError): Promise<CheckpointRecord | null> {
+  const { store } = deps;
+  const now = (r: CheckpointRecord): string => new Date(Math.max((deps.clock ?? (() => new Date()))().getTime(), Date.parse(r.updatedAt))).toISOString();
+  let record = found;
+  if (record === null) {
+    const binding = refusalBinding(failed);
+    if (binding === null) return null;
+    record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: new Date((deps.clock ?? (() => new Date()))().getTime()).toISOString() }))).record;
+    if (record.status !== 'ready') return record;
+  }
+  const attemptId = failed.call?.attemptId ?? `attempt-${failed.context.attempt}-${randomUUID()}`;
+  const at = now(record);
+  const claim = claimExecution(record, { attemptId, at, deadlineAt: at });
+  const refusal: ToolOutcome = { ok: false, error: { type: error.code, message: sanitizeReason(error.message, error.code) } };
+  const done = completeExecution(claim.next, { attemptId, at: now(claim.next), result: refusal });
+  const delivering = claimDelivery(done.next, { deliveryId: failed.deliveryId, at: now(done.next) });
+  const delivered = completeDelivery(delivering.next, { deliveryId: failed.deliveryId, at: now(delivering.next) });
+  for (const [t, from] of [[claim, record], [done, claim.next], [delivering, done.next], [delivered, delivering.next]] as const) {
+    if (!(await store.compareAndSwap(t.expectedRevision, t.next, from))) {
+      return t === claim ? store.getByCall(record.binding.namespace, record.binding.callId) : null;
+    }
+  }
+  return null;
+}
+
+/** A binding for the refusal of a call that could not be prepared: the tool name the model asked for, revision `refused`, the model's input. Null when the input cannot make one. */
+function refusalBinding(failed: FailedAttempt): Binding | null {
+  if (failed.call !== undefined) return failed.call.binding;
+  try {
+    const address = callAddress(failed.input, failed.context);
+    const binding: Binding = { namespace: address.namespace, callId: address.callId, toolName: failed.input.toolName, toolRevision: 'refused', inputFingerprint: fingerprintInput(failed.input.input) };
+    assertBinding(binding);
+    return binding;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -405,7 +405,27 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
 
       expect(sixth).toEqual({ failure: expect.objectContaining({ type: 'APPROVAL_EXPIRED', nonRetryable: true }) });
       expect(provider.requests).toHaveLength(0);
-      expect((await recordOf(call))?.status ?? 'ready').toBe('ready');
+      // The refusal is the call's durable result: no earlier attempt can claim the call afterwards.
+      expect((await recordOf(call))?.result?.payload).toEqual({ ok: false, error: expect.objectContaining({ type: 'APPROVAL_EXPIRED' }) });
+    });
+
+    test('"nothing applied" from a ready checkpoint is made durable first: an earlier attempt about to claim loses its compare-and-swap and never runs the tool', async () => {
+      const provider = new Provider();
+      const call = newCall();
+      let release!: () => void;
+      const released = new Promise<void>((done) => (release = done));
+      // Attempt 1 created the checkpoint and stalls right before its claim (a slow network path to the store).
+      const first = run(createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'before-claim' ? released : undefined) } }), call, 1);
+      await waitFor(async () => (await recordOf(call))?.status === 'ready');
+
+      // Attempt 2 lands on a worker without the tool: UNKNOWN_TOOL is reported as nothing applied only after the refusal is stored.
+      const second = await run(activities([]), call, 2);
+      release();
+
+      expect(second).toEqual({ failure: expect.objectContaining({ type: 'UNKNOWN_TOOL', nonRetryable: true }) });
+      expect(await first).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING' }) });
+      expect(provider.requests).toHaveLength(0);
+      expect((await recordOf(call))?.result?.payload).toEqual({ ok: false, error: expect.objectContaining({ type: 'UNKNOWN_TOOL' }) });
     });
   });
 
