@@ -86,8 +86,9 @@ export interface ToolDefinition<I = unknown> {
   readonly dedupesByKey?: boolean;
   /**
    * How long the provider remembers an idempotency key, ms (Stripe: 24 h). Required with
-   * `dedupesByKey`. A same-key repeat is a reconciliation only while the call's checkpoint is
-   * younger than this; after that the fence looks up or pauses (SPEC §7 "Keys have a lifetime").
+   * `dedupesByKey`. A same-key repeat is a reconciliation only while it would end (now +
+   * `callDeadlineMs`) before the call's checkpoint is this old; after that the fence looks up or
+   * pauses (SPEC §7 "Keys have a lifetime").
    */
   readonly keyRetentionMs?: number;
   /**

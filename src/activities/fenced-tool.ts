@@ -152,7 +152,10 @@ class Attempt {
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup();
     if (found?.found === true) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
-    const keyLive = tool.dedupesByKey === true && now < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
+    // A same-key repeat is safe only if the provider still remembers the key until the repeat is over:
+    // from now (after the lookup) to the end of its call deadline, within createdAt + keyRetentionMs.
+    const repeatEndsAt = this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
+    const keyLive = tool.dedupesByKey === true && repeatEndsAt <= Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
     if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     const settleAt = settleTime(record, tool, this.marginMs);
     if (now < settleAt && (found !== undefined || record.status === 'executing')) {
