@@ -13,7 +13,7 @@
  */
 import fc from 'fast-check';
 import { fifoScheduler, runSchedule, type AttemptReport, type ScheduleReport } from './interleavings/explore';
-import { describeViolation, Figures, interleavingProperty } from './interleavings/property';
+import { describeViolation, Figures, interleavingProperty, InterleavingViolation } from './interleavings/property';
 import type { AttemptPlan, Scenario } from './interleavings/scenario';
 
 const RUNS = Number(process.env.TTC_INTERLEAVING_RUNS ?? 2_000);
@@ -101,6 +101,27 @@ describe('issue 9 scenario 2: overlapping attempts of a tool with neither lookup
     expect(report.final).toMatchObject({ kind: 'store' });
     expect(report.knownResultsNotStored).toBe(0);
   });
+
+  test('the owner completes from an uncertain mark made under its own fence: its completion reached the store after the settle time, when attempt 3 had marked the call uncertain and paused; a person resolving it gets the stored result', async () => {
+    const report = await runSchedule(
+      scenario({
+        attempts: [attempt({ timeoutMs: 100 }), attempt(), attempt()],
+        storeDelays: [{ match: 'main-tool#1 compareAndSwap r1→completed', delayMs: 15_000, at: 'before' }],
+        resolution: { delayMs: 10_000 },
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
+    expect(report.effects).toBe(1);
+    const [a1, a2, a3] = main(report);
+    expect(failureType(a2)).toBe('RECONCILE_PENDING');
+    expect(a3?.startedAt).toBe(SETTLE);
+    expect(failureType(a3)).toBe('OUTCOME_UNKNOWN');
+    expect(a1?.end).toMatchObject({ ok: true, result: { source: 'executed', outcome: { ok: true, output: { ticketId: 'T-1' } } } });
+    expect(report.final).toMatchObject({ kind: 'paused', type: 'OUTCOME_UNKNOWN' });
+    expect(report.resolution).toBe('applied');
+    expect(report.knownResultsNotStored).toBe(0);
+  });
 });
 
 describe('issue 9 scenario 4: a deduplicating provider forgets keys', () => {
@@ -141,10 +162,10 @@ describe('issue 9 scenario 4: a deduplicating provider forgets keys', () => {
 
 /**
  * Violations the explorer found in the fence of 459d9e9 ("Fence: …"), each reduced by hand to one
- * fixed schedule. They fail until the fence is fixed; reported to the lead (issue 9). The
- * expectations are the invariants, not today's behaviour.
+ * fixed schedule; red on 459d9e9 and 83608bc, fixed in c8ce6ae (A, B) and 42bb6ed (C). The
+ * expectations are the invariants.
  */
-describe('explorer findings (red on 459d9e9: fence bugs, reported)', () => {
+describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6ed)', () => {
   const withLookup = { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE };
 
   test('A. a lookup that READ the provider before the settle time proves no absence, even when its answer arrives after it', async () => {
@@ -164,7 +185,7 @@ describe('explorer findings (red on 459d9e9: fence bugs, reported)', () => {
   });
 
   test('B. the holder never calls execute after its own call deadline (its re-read answer came back late)', async () => {
-    // Attempt 1 claims at 0; the answer of its re-read before execute is delayed to 20,000 (store gate 5). Attempt 3 takes the
+    // Attempt 1 claims at 0; the answer of its re-read before execute is delayed to 20,000. Attempt 3 takes the
     // call over at the settle time 10,500 (its lookup found nothing) and runs the tool; attempt 1 then sends its own request
     // at 20,000, 10 s after its deadline: two effects.
     const report = await runSchedule(
@@ -172,7 +193,7 @@ describe('explorer findings (red on 459d9e9: fence bugs, reported)', () => {
         tool: withLookup,
         attempts: [attempt({ timeoutMs: 1_000 }), attempt(), attempt()],
         requests: [{ latencyMs: 100, answer: 'ok', answerDelayMs: 0 }],
-        storeLatencyMs: [0, 0, 0, 0, 0, 20_000, ...new Array<number>(60).fill(0)],
+        storeDelays: [{ match: 'main-tool#1 get', delayMs: 20_000, at: 'answer' }],
       }),
       fifoScheduler(),
     );
@@ -181,18 +202,65 @@ describe('explorer findings (red on 459d9e9: fence bugs, reported)', () => {
   });
 
   test('C. "nothing applied" from a ready checkpoint is not proof: an earlier attempt\'s claim may still land', async () => {
-    // Attempt 1 created the checkpoint; its claim CAS is delayed to 5,000 (store gate 2). Attempt 2 (t=1,000) lands on a
+    // Attempt 1 created the checkpoint; its claim CAS is delayed to 5,000. Attempt 2 (t=1,000) lands on a
     // worker without the tool: UNKNOWN_TOOL, and the checkpoint reads `ready`, so the run is told nothing applied. At 5,000
     // attempt 1's claim lands and it runs the tool: an effect the run was told did not happen.
     const report = await runSchedule(
       scenario({
         attempts: [attempt({ timeoutMs: 1_000 }), attempt({ worker: 'missing' })],
-        storeLatencyMs: [0, 0, 5_000, ...new Array<number>(60).fill(0)],
+        storeDelays: [{ match: 'main-tool#1 compareAndSwap r0→executing', delayMs: 5_000, at: 'before' }],
+      }),
+      fifoScheduler(),
+    );
+    // Right: the run is not told nothing applied while a claim can still land, or the refusal is made durable first
+    // (the later attempt claims the ready checkpoint and stores the refusal, so the earlier claim loses). Either way no effect
+    // the run was told did not happen.
+    expectClean(report);
+    expect(main(report)[0]?.executes).toBe(0);
+  });
+});
+
+/**
+ * Found by the explorer in the fence of 42bb6ed/e4f6b45 (the durable refusal of closeCall), seed 717661207 path
+ * "933:4:0:1:1:1:1:1:1:1:1:1:1:1:1:1:1:6:5:6:5:1:2:1:2" (shrunk), then fixed by hand. Red until fixed; reported.
+ */
+describe('explorer findings (red on e4f6b45: the refusal claim of a later attempt, reported)', () => {
+  test('D. a store failure after the refusal\'s claim is not "nothing applied": the call is claimed (executing, no result)', async () => {
+    // Attempt 1 creates the checkpoint and dies before its claim. Attempt 2 lands on a worker without the tool: it claims the
+    // ready checkpoint to store the refusal, but the store fails on the refusal's completion. STORE_UNAVAILABLE escapes as
+    // the attempt's failure (a nothing-applied code; the last attempt, so the run is told nothing applied) while the
+    // checkpoint stays executing under the refusal's fence, which any attempt may take over after the margin.
+    const report = await runSchedule(
+      scenario({
+        maxAttempts: 2,
+        attempts: [attempt({ timeoutMs: 1_000, crashAt: 'before-claim' }), attempt({ worker: 'missing' })],
+        storeFailures: [{ match: 'main-tool#2 compareAndSwap r1→completed', kind: 'unavailable' }],
       }),
       fifoScheduler(),
     );
     expectClean(report);
-    expect(report.final?.kind).not.toBe('nothing-applied');
+  });
+
+  test('D\'. a refusal whose completion lost its compare-and-swap is not "nothing applied": another attempt took the claim over and ran the tool', async () => {
+    // Attempt 1 creates the checkpoint (v1) and dies before its claim. Attempt 2 (v1) is slow to read (its createIfAbsent
+    // reaches the store at 4,000) and times out at 1,500. Attempt 3 lands on a worker with revision v2: BINDING_CONFLICT, so
+    // it claims the ready checkpoint for the refusal at 1,500 (deadline = claim time, settle 2,000); its completion reaches
+    // the store only at 11,500. Attempt 2 reads the refusal's claim at 4,000, after its settle time: its lookup finds nothing,
+    // it takes the claim over and runs the tool. Attempt 3's completion then loses, and it reports BINDING_CONFLICT.
+    const report = await runSchedule(
+      scenario({
+        tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE },
+        maxAttempts: 3,
+        attempts: [attempt({ timeoutMs: 1_000, crashAt: 'before-claim' }), attempt({ timeoutMs: 500 }), attempt({ worker: 'new-revision' })],
+        requests: [{ latencyMs: 100, answer: 'ok', answerDelayMs: 0 }],
+        storeDelays: [
+          { match: 'main-tool#2 createIfAbsent', delayMs: 3_000, at: 'before' },
+          { match: 'main-tool#3 compareAndSwap r1→completed', delayMs: 10_000, at: 'before' },
+        ],
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
   });
 });
 
@@ -201,7 +269,10 @@ describe('interleaving explorer', () => {
     const figures = new Figures();
     const details = await fc.check(interleavingProperty({ onReport: (r) => figures.add(r) }), { numRuns: RUNS, seed: process.env.TTC_INTERLEAVING_SEED === undefined ? undefined : Number(process.env.TTC_INTERLEAVING_SEED) });
     process.stdout.write(`interleaving explorer (seed ${details.seed}):\n${figures.format()}\n`);
-    if (details.failed) throw new Error(fc.defaultReportMessage(details) ?? 'property failed');
+    if (details.failed) {
+      const shrunk = details.errorInstance instanceof InterleavingViolation ? `\n\nshrunk schedule:\n${describeViolation(details.errorInstance.report)}` : '';
+      throw new Error(`${fc.defaultReportMessage(details) ?? 'property failed'}${shrunk}`);
+    }
     expect(figures.schedules).toBe(RUNS);
     expect(figures.clean).toBe(true);
   });

@@ -69,6 +69,8 @@ export interface FinalOutcome {
   /** Failure type for a failure (OUTCOME_UNKNOWN, RECONCILE_PENDING, TIMEOUT_START_TO_CLOSE, …). */
   readonly type: string | null;
   readonly at: number;
+  /** The attempt whose completion Temporal accepted (null for a timeout). */
+  readonly by: number | null;
 }
 
 export interface ScheduleReport {
@@ -119,6 +121,8 @@ interface Call {
   readonly returned: Array<{ readonly by: string; readonly outcome: ToolOutcome }>;
   /** First time a committed record of this call was past `ready` (virtual ms). */
   claimedAt: number | null;
+  /** Every fence that held the call's claim (`executing` under it was committed). */
+  readonly claimFences: Set<string>;
   /** The first stored result (virtual ms, payload). */
   stored: { readonly at: number; readonly payload: JsonValue } | null;
   resolution: ScheduleReport['resolution'];
@@ -199,7 +203,7 @@ class World {
   ) {
     this.sim = new Sim(scheduler);
     this.provider = new Provider(this.sim, scenario.tool.dedupesByKey, scenario.tool.keyRetentionMs);
-    this.store = new ExplorerStore(raw, this.sim, { latencyMs: scenario.storeLatencyMs, faults: scenario.storeFaults, outage: scenario.outage }, { committed: (r) => this.committed(r), log: (line) => this.log(line) });
+    this.store = new ExplorerStore(raw, this.sim, { latencyMs: scenario.storeLatencyMs, delays: scenario.storeDelays, failures: scenario.storeFailures, faults: scenario.storeFaults, outage: scenario.outage }, { committed: (r) => this.committed(r), log: (line) => this.log(line) });
   }
 
   async explore(): Promise<ScheduleReport> {
@@ -280,6 +284,7 @@ class World {
       final: null,
       returned: [],
       claimedAt: null,
+      claimFences: new Set(),
       stored: null,
       resolution: null,
     };
@@ -358,11 +363,11 @@ class World {
     // Temporal accepts a completion only from the current attempt, and none after it timed out.
     if (call.final !== null || attempt !== this.current(call) || attempt.timedOut) return;
     if (end.ok) {
-      this.finish(call, { kind: end.result.source as OutcomeKind, type: null, at: this.sim.now });
+      this.finish(call, { kind: end.result.source as OutcomeKind, type: null, at: this.sim.now, by: attempt.n });
       return;
     }
     if (end.nonRetryable || attempt.n >= call.maxAttempts) {
-      this.finish(call, { kind: classify(end.type), type: end.type, at: this.sim.now });
+      this.finish(call, { kind: classify(end.type), type: end.type, at: this.sim.now, by: attempt.n });
       return;
     }
     this.retry(call, attempt.n, end.nextRetryDelayMs);
@@ -377,7 +382,7 @@ class World {
       attempt.env.cancel();
     }
     this.log(`${call.name}#${attempt.n} times out${attempt.cancelled ? ' (its worker is told to cancel)' : ''}`);
-    if (attempt.n >= call.maxAttempts) this.finish(call, { kind: 'paused', type: 'TIMEOUT_START_TO_CLOSE', at: this.sim.now });
+    if (attempt.n >= call.maxAttempts) this.finish(call, { kind: 'paused', type: 'TIMEOUT_START_TO_CLOSE', at: this.sim.now, by: null });
     else this.retry(call, attempt.n, undefined);
   }
 
@@ -525,8 +530,10 @@ class World {
       };
       if (lands) {
         this.sim.timer(plan.latencyMs, `${who} request lands`, () => {
+          const deduplicatedBefore = this.provider.deduplicated;
           const effect = this.provider.land(ctx.idempotencyKey, ctx.attemptId, plan.answer === 'rejected');
-          this.log(`${who}'s request lands: ${effect === null ? 'refused' : effect.fence === ctx.attemptId && effect.at === this.sim.now ? `effect ${effect.n}` : `deduplicated to effect ${effect.n}`}`);
+          const repeat = this.provider.deduplicated > deduplicatedBefore;
+          this.log(`${who}'s request lands: ${repeat ? 'deduplicated to ' : ''}${effect === null ? 'refused' : `effect ${effect.n}`}`);
           if (plan.answer === 'lost' || this.closed) return;
           void this.sim.point(`${who} answer`, plan.answerDelayMs).then(() =>
             answer(() => {
@@ -573,6 +580,7 @@ class World {
     }
     if (record.status === 'executing' && record.execution !== null) this.claimedAtByFence.set(record.execution.attemptId, Date.parse(record.execution.claimedAt) - EPOCH_MS);
     if (record.status !== 'ready' && call.claimedAt === null) call.claimedAt = this.sim.now;
+    if (record.status === 'executing' && record.execution !== null) call.claimFences.add(record.execution.attemptId);
     this.log(`store: ${call.name} → ${record.status} r${record.revision}${record.execution === null ? '' : ` fence ${this.fenceName(record.execution.attemptId, call)}`}`);
     const payload = record.result?.payload ?? null;
     if (call.stored === null) {
@@ -601,9 +609,14 @@ class World {
       this.violations.push({ kind: 'harness', message: `${call.name}: the final checkpoint cannot be read: ${String(error)}` });
     }
     const stored = record?.result?.payload ?? null;
-    if (call.final?.kind === 'nothing-applied' && call.claimedAt !== null) {
-      const when = call.claimedAt <= call.final.at ? 'before' : 'after (by an attempt Temporal had given up on)';
-      this.violations.push({ kind: 'nothing-applied-with-claim', message: `${call.name}: reported nothing applied (${call.final.type}) at t=${call.final.at}, but its checkpoint was claimed at t=${call.claimedAt}, ${when} the report; final status ${record?.status ?? 'none'}` });
+    const final = call.final;
+    if (final?.kind === 'nothing-applied' && call.claimedAt !== null && !this.durableRefusal(call, final, stored)) {
+      const when = call.claimedAt <= final.at ? 'before' : 'after (by an attempt Temporal had given up on)';
+      const fences = [...call.claimFences].map((f) => this.fenceName(f, call)).join(', ') || 'none';
+      this.violations.push({
+        kind: 'nothing-applied-with-claim',
+        message: `${call.name}: reported nothing applied (${final.type}) by attempt ${final.by} at t=${final.at}, but its checkpoint was claimed at t=${call.claimedAt}, ${when} the report, by ${fences}; final status ${record?.status ?? 'none'}, stored result ${JSON.stringify(stored)}`,
+      });
     }
     for (const r of call.returned) {
       if (stored === null || !isDeepStrictEqual(r.outcome, stored)) {
@@ -623,6 +636,22 @@ class World {
         this.violations.push({ kind: 'lost-result', message: `${call.name}: effect ${effect.n} was applied, yet the stored result is ${JSON.stringify(stored)}` });
       }
     }
+  }
+
+  /**
+   * A later attempt may make "nothing applied" durable before it reports it (fence 42bb6ed): it
+   * claims the ready checkpoint itself, with no time to send anything, and stores the refusal as
+   * the call's result, so no other attempt can claim it. Such a claim is the refusal, not an
+   * attempt that could apply the effect: allowed only when every claim the call ever had was the
+   * reporting attempt's, that attempt never called the tool, and the stored result is the refusal
+   * of the reported code.
+   */
+  private durableRefusal(call: Call, final: FinalOutcome, stored: JsonValue | null): boolean {
+    if (final.by === null) return false;
+    const reporter = call.attempts.find((a) => a.n === final.by);
+    const onlyReporter = [...call.claimFences].every((f) => f.startsWith(`attempt-${final.by}-`));
+    const refusal = stored !== null && typeof stored === 'object' && !Array.isArray(stored) && stored.ok === false && (stored.error as { type?: unknown } | null)?.type === final.type;
+    return reporter !== undefined && reporter.executes === 0 && onlyReporter && refusal;
   }
 
   private knownResultsNotStored(): number {

@@ -77,6 +77,15 @@ export interface Scenario {
   /** Virtual latency of the store's calls, before the call reaches the database and before its answer returns (cyclically; 0 = at once). */
   readonly storeLatencyMs: readonly number[];
   readonly storeFaults: readonly StoreFault[];
+  /**
+   * Extra delays for named store calls (fixed schedules of the named tests; the arbitrary leaves
+   * it out): every call whose label (`<activityId>#<attempt> <operation>`, e.g.
+   * `main-tool#1 compareAndSwap r1→completed`) contains `match` waits `delayMs` more before it
+   * reaches the database (`before`) or before its answer returns (`answer`).
+   */
+  readonly storeDelays?: readonly { readonly match: string; readonly delayMs: number; readonly at: 'before' | 'answer' }[];
+  /** Faults for named store calls (fixed schedules of the named tests): every call whose label contains `match` fails. */
+  readonly storeFailures?: readonly { readonly match: string; readonly kind: StoreFaultKind }[];
   /** The store answers STORE_UNAVAILABLE to every call in [from, to) (virtual ms). */
   readonly outage: { readonly from: number; readonly to: number } | null;
   /** A person resolves a paused call `delayMs` after the pause: applied with the provider's result when it has an effect for the call, else absent. */

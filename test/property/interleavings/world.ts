@@ -110,11 +110,13 @@ export interface Effect {
 
 /**
  * The provider: applies an effect when a request lands; optionally deduplicates by idempotency
- * key for `retentionMs` after the key's first effect (then forgets it, as Stripe does after 24 h).
+ * key for `retentionMs` after the key's first answer (then forgets it, as Stripe does after 24 h).
  * `lookup` finds an effect by key whatever the retention (the provider's own records).
  */
 export class Provider {
   readonly effects: Effect[] = [];
+  /** First answer per key and when it was given (what a deduplicating provider remembers). */
+  private readonly answers: Array<{ readonly key: string; readonly at: number; readonly effect: Effect | null }> = [];
   deduplicated = 0;
   rejected = 0;
 
@@ -124,22 +126,29 @@ export class Provider {
     readonly retentionMs: number,
   ) {}
 
-  /** A request lands now. @returns the effect it made or repeated, or null when refused. */
+  /**
+   * A request lands now. A deduplicating provider answers a key it remembers with the first
+   * answer it gave that key (the effect, or the refusal: every request with one key gets one
+   * answer while the key is retained).
+   * @returns the effect it made or repeated, or null when refused.
+   */
   land(key: string, fence: string, refuse: boolean): Effect | null {
     if (this.dedupes) {
-      const remembered = this.effects.find((e) => e.key === key && this.sim.now < e.at + this.retentionMs);
+      const remembered = this.answers.find((a) => a.key === key && this.sim.now < a.at + this.retentionMs);
       if (remembered !== undefined) {
         this.deduplicated += 1;
-        return remembered;
+        return remembered.effect;
       }
     }
+    let effect: Effect | null = null;
     if (refuse) {
       this.rejected += 1;
-      return null;
+    } else {
+      const n = this.effects.length + 1;
+      effect = { n, key, at: this.sim.now, fence, result: { output: { ticketId: `T-${n}` }, receipt: { key, effect: n } } };
+      this.effects.push(effect);
     }
-    const n = this.effects.length + 1;
-    const effect: Effect = { n, key, at: this.sim.now, fence, result: { output: { ticketId: `T-${n}` }, receipt: { key, effect: n } } };
-    this.effects.push(effect);
+    this.answers.push({ key, at: this.sim.now, effect });
     return effect;
   }
 
@@ -161,6 +170,8 @@ export interface StoreObserver {
 /** Store plan of a schedule. */
 export interface StorePlan {
   readonly latencyMs: readonly number[];
+  readonly delays?: readonly { readonly match: string; readonly delayMs: number; readonly at: 'before' | 'answer' }[];
+  readonly failures?: readonly { readonly match: string; readonly kind: StoreFault['kind'] }[];
   readonly faults: readonly StoreFault[];
   readonly outage: { readonly from: number; readonly to: number } | null;
 }
@@ -224,14 +235,20 @@ export class ExplorerStore implements CheckpointStore {
     return list.length === 0 ? 0 : list[this.gates++ % list.length]!;
   }
 
+  private extra(name: string, at: 'before' | 'answer'): number {
+    let ms = 0;
+    for (const d of this.plan.delays ?? []) if (d.at === at && name.includes(d.match)) ms += d.delayMs;
+    return ms;
+  }
+
   private async call<T>(name: string, write: boolean, run: () => Promise<T>, seen?: (value: T) => void): Promise<T> {
     const index = this.calls++;
     name = `${caller()} ${name}`;
-    const before = this.latency();
+    const before = this.latency() + this.extra(name, 'before');
     this.observer.log(`store #${index} ${name}${before > 0 ? ` is delayed ${before} ms` : ''}`);
     await this.sim.point(`store:${name}#${index}`, before);
     const outage = this.plan.outage !== null && this.sim.now >= this.plan.outage.from && this.sim.now < this.plan.outage.to;
-    const fault = outage ? 'unavailable' : this.plan.faults.find((f) => f.call === index)?.kind;
+    const fault = outage ? 'unavailable' : (this.plan.faults.find((f) => f.call === index)?.kind ?? this.plan.failures?.find((f) => name.includes(f.match))?.kind);
     if (fault === 'unavailable' || (fault === 'outcome-unknown-not-applied' && write)) {
       this.faultsInjected += 1;
       this.observer.log(`store #${index} ${name} fails ${fault === 'unavailable' ? `STORE_UNAVAILABLE${outage ? ' (outage)' : ''}` : 'STORE_OUTCOME_UNKNOWN (not written)'}`);
@@ -246,7 +263,7 @@ export class ExplorerStore implements CheckpointStore {
     }
     seen?.(value);
     this.observer.log(`store #${index} ${name} → ${typeof value === 'boolean' ? value : value === null ? 'null' : 'record'}`);
-    const after = this.latency();
+    const after = this.latency() + this.extra(name, 'answer');
     if (after > 0) this.observer.log(`store #${index} ${name}'s answer is delayed ${after} ms`);
     await this.sim.point(`store:${name}#${index}:answer`, after);
     if (fault === 'outcome-unknown-applied' && write) {
