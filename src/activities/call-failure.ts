@@ -116,10 +116,20 @@ async function closeCall(deps: FencedToolDeps, failed: FailedAttempt, found: Che
   const done = completeExecution(claim.next, { attemptId, at: now(claim.next), result: refusal });
   const delivering = claimDelivery(done.next, { deliveryId: failed.deliveryId, at: now(done.next) });
   const delivered = completeDelivery(delivering.next, { deliveryId: failed.deliveryId, at: now(delivering.next) });
-  for (const [t, from] of [[claim, record], [done, claim.next], [delivering, done.next], [delivered, delivering.next]] as const) {
-    if (!(await store.compareAndSwap(t.expectedRevision, t.next, from))) {
-      return t === claim ? store.getByCall(record.binding.namespace, record.binding.callId) : null;
-    }
+  if (!(await store.compareAndSwap(claim.expectedRevision, claim.next, record))) return store.getByCall(record.binding.namespace, record.binding.callId);
+  // From here this attempt holds a claim: only a stored refusal lets it report "nothing applied".
+  let stored: boolean;
+  try {
+    stored = await store.compareAndSwap(done.expectedRevision, done.next, claim.next);
+  } catch (storeError) {
+    throw claimUnsettled(error, `storing the refusal failed (${storeError instanceof Error ? storeError.message : String(storeError)}); its claim holds no request`);
+  }
+  if (!stored) throw claimUnsettled(error, 'another attempt took the refusal\'s claim over before it was stored');
+  try {
+    // The refusal is durable; recording its delivery lets prune remove it later.
+    if (await store.compareAndSwap(delivering.expectedRevision, delivering.next, done.next)) await store.compareAndSwap(delivered.expectedRevision, delivered.next, delivering.next);
+  } catch {
+    // a later attempt redelivers the stored refusal
   }
   return null;
 }

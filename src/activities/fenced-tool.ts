@@ -233,7 +233,6 @@ class Attempt {
     const ctx = Context.current();
     ctx.heartbeat();
     await this.step('after-claim');
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
       throw new CheckpointError('FENCE_CONFLICT', `${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, {
@@ -242,6 +241,7 @@ class Attempt {
       });
     }
     await this.step('before-execute');
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
     const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
     if (this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
