@@ -222,9 +222,9 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
 
 /**
  * Found by the explorer in the fence of 42bb6ed/e4f6b45 (the durable refusal of closeCall), seed 717661207 path
- * "933:4:0:1:1:1:1:1:1:1:1:1:1:1:1:1:1:6:5:6:5:1:2:1:2" (shrunk), then fixed by hand. Red until fixed; reported.
+ * "933:4:0:1:1:1:1:1:1:1:1:1:1:1:1:1:1:6:5:6:5:1:2:1:2" (shrunk), then reduced by hand; fixed in 6270ad6.
  */
-describe('explorer findings (red on e4f6b45: the refusal claim of a later attempt, reported)', () => {
+describe('explorer findings D, D\' (found on e4f6b45, fixed in 6270ad6): the refusal claim of a later attempt', () => {
   test('D. a store failure after the refusal\'s claim is not "nothing applied": the call is claimed (executing, no result)', async () => {
     // Attempt 1 creates the checkpoint and dies before its claim. Attempt 2 lands on a worker without the tool: it claims the
     // ready checkpoint to store the refusal, but the store fails on the refusal's completion. STORE_UNAVAILABLE escapes as
