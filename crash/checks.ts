@@ -53,15 +53,16 @@ export async function countLostResults(rep: Repetition, calls: readonly Scripted
 /**
  * Waits for the run; while it is paused on an unknown outcome, proves the tool does not run
  * again by itself (effects unchanged for {@link PAUSE_HOLD_MS}), then resolves it as the
- * operator would and waits again.
+ * operator would and waits again. A resolution the run refuses is a failed expectation; the
+ * run is then left paused (`resolution: 'refused'`).
  */
 export async function settleWithOperator(
   rep: Repetition,
   handle: WorkflowHandle<typeof agentWorkflow>,
   calls: readonly ScriptedCall[],
   x: Expectations,
-): Promise<{ state: RunState; pauses: Array<{ callId: string; errorType: string; resolution: 'applied' | 'absent' }> }> {
-  const pauses: Array<{ callId: string; errorType: string; resolution: 'applied' | 'absent' }> = [];
+): Promise<{ state: RunState; pauses: Array<{ callId: string; errorType: string; resolution: 'applied' | 'absent' | 'refused' }> }> {
+  const pauses: Array<{ callId: string; errorType: string; resolution: 'applied' | 'absent' | 'refused' }> = [];
   for (;;) {
     const state = await rep.settle(handle);
     if (state.kind !== 'paused' || pauses.length >= calls.length) return { state, pauses };
@@ -69,7 +70,16 @@ export async function settleWithOperator(
     const before = await rep.effectCounts(calls);
     await sleep(PAUSE_HOLD_MS);
     x.equal(await rep.effectCounts(calls), before, `effects while paused on ${paused.callId} (the tool must not run again by itself)`);
-    const resolution = await rep.resolveAsOperator(handle, state.status);
+    let resolution: 'applied' | 'absent';
+    try {
+      resolution = await rep.resolveAsOperator(handle, state.status);
+    } catch (error) {
+      // The run refused the person's resolution (the update failed): it stays paused.
+      const cause = (error as { cause?: { message?: string } }).cause?.message;
+      x.check(false, `the operator's resolution of ${paused.callId} (paused on ${paused.errorType}) was refused: ${cause ?? (error instanceof Error ? error.message : String(error))}`);
+      pauses.push({ callId: paused.callId, errorType: paused.errorType, resolution: 'refused' });
+      return { state, pauses };
+    }
     pauses.push({ callId: paused.callId, errorType: paused.errorType, resolution });
   }
 }

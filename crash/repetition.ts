@@ -10,9 +10,9 @@ import { join, resolve } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { CrashPoint } from '../src/activities/crash-points';
-import type { FencedToolInput } from '../src/activities/contract';
-import { fingerprintInput } from '../src/checkpoint/digest';
-import type { Binding, CheckpointRecord } from '../src/checkpoint/types';
+import type { FencedToolInput, FencedToolResult } from '../src/activities/contract';
+import { callBindingId } from '../src/checkpoint/call-identity';
+import type { CheckpointRecord } from '../src/checkpoint/types';
 import { scriptedRunInput, startAgentRun } from '../src/client';
 import { spawnWorker, type WorkerProcess } from '../src/dev/worker-process';
 import type { agentWorkflow } from '../src/workflows';
@@ -43,6 +43,39 @@ export interface CallEvents {
   readonly failureType: string | null;
   /** Attempt that completed or failed (from ActivityTaskStarted). */
   readonly attempt: number | null;
+  /** What the completed activity returned (a `FencedToolResult`), else null. */
+  readonly result: (FencedToolResult & { readonly storedUnder?: { readonly toolName: string; readonly toolRevision: string } }) | null;
+}
+
+/** One failed attempt of a tool call, as the harness saw it in `pendingActivities` (`lastFailure`). */
+export interface SeenFailure {
+  /** The attempt that failed. */
+  readonly attempt: number;
+  readonly type: string | null;
+  readonly message: string;
+  /** The failure's `nextRetryDelay`, ms, when it set one. */
+  readonly nextRetryDelayMs: number | null;
+  /** When the harness first saw it (local clock, ms since the epoch). */
+  readonly seenAt: number;
+}
+
+/** Watches a run's pending tool activity: every failed attempt and the highest attempt number. */
+export interface AttemptWatch {
+  readonly failures: readonly SeenFailure[];
+  readonly maxAttempt: number;
+  /** Failure types seen, in order, without repeats. */
+  types(): string[];
+  stop(): Promise<void>;
+}
+
+/** Options of {@link Repetition.start}. */
+export interface StartOptions {
+  /** Overrides the tool calls' heartbeat timeout (2 s). */
+  readonly heartbeatTimeoutMs?: number;
+  /** Overrides parts of the activity retry policy (every activity of the run). */
+  readonly retry?: { readonly initialIntervalMs?: number; readonly maximumIntervalMs?: number; readonly maximumAttempts?: number; readonly backoffCoefficient?: number };
+  /** Tools whose calls need a person's approval, with the approval's lifetime. */
+  readonly approvalRequired?: Readonly<Record<string, { readonly expiresAfterMs: number }>>;
 }
 
 export class Repetition {
@@ -57,6 +90,8 @@ export class Repetition {
   private cleaningUp = false;
   private readonly dir: string;
   private seq = 0;
+  /** The run chain of the run (its first execution's run id), once started. */
+  runChainId: string | null = null;
 
   constructor(
     readonly stack: CrashStack,
@@ -115,12 +150,65 @@ export class Repetition {
     return { open: () => writeFileSync(gate, ''), ready };
   }
 
-  /** Starts the run: one model turn asking for `calls`, then the model stops. `heartbeatTimeoutMs` overrides the tool calls' (2 s). */
-  async start(calls: readonly ScriptedCall[], options: { heartbeatTimeoutMs?: number } = {}): Promise<WorkflowHandle<typeof agentWorkflow>> {
+  /** Starts the run: one model turn asking for `calls`, then the model stops. */
+  async start(calls: readonly ScriptedCall[], options: StartOptions = {}): Promise<WorkflowHandle<typeof agentWorkflow>> {
     const config = this.stack.config(this.taskQueue);
-    const input = scriptedRunInput(config, transcriptFor(this.tag, calls), { prompt: `crash harness ${this.scenarioId} #${this.index}` });
-    const activityOptions = options.heartbeatTimeoutMs === undefined ? input.activityOptions : { ...input.activityOptions, heartbeatTimeoutMs: options.heartbeatTimeoutMs };
-    return startAgentRun(this.stack.client, config, { ...input, activityOptions }, this.workflowId);
+    const input = scriptedRunInput(config, transcriptFor(this.tag, calls), {
+      prompt: `crash harness ${this.scenarioId} #${this.index}`,
+      ...(options.approvalRequired ? { approvalRequired: options.approvalRequired } : {}),
+    });
+    const activityOptions = {
+      ...input.activityOptions,
+      ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
+      ...(options.retry === undefined ? {} : { retry: { ...input.activityOptions?.retry, ...options.retry } }),
+    };
+    const handle = await startAgentRun(this.stack.client, config, { ...input, activityOptions }, this.workflowId);
+    this.runChainId = (handle as { firstExecutionRunId?: string }).firstExecutionRunId ?? null;
+    return handle;
+  }
+
+  /**
+   * Watches the run's pending tool activity (polling `describe`) until `stop()`: every failed
+   * attempt (its `lastFailure`) and the highest attempt. Failures of attempts that fail for good
+   * are in history instead (see {@link callEvents}).
+   */
+  watchAttempts(handle: WorkflowHandle<typeof agentWorkflow>, intervalMs = 150): AttemptWatch {
+    const failures: SeenFailure[] = [];
+    let maxAttempt = 0;
+    let running = true;
+    const loop = (async () => {
+      while (running) {
+        const pending = (await handle.describe().catch(() => null))?.raw.pendingActivities ?? [];
+        for (const activity of pending) {
+          if (activity.activityType?.name !== 'runFencedTool') continue;
+          const attempt = activity.attempt ?? 0;
+          maxAttempt = Math.max(maxAttempt, attempt);
+          const failure = activity.lastFailure;
+          if (!failure || attempt < 2 || failures.some((f) => f.attempt === attempt - 1)) continue;
+          const info = failure.applicationFailureInfo ?? failure.cause?.applicationFailureInfo;
+          const delay = info?.nextRetryDelay;
+          failures.push({
+            attempt: attempt - 1,
+            type: info?.type ?? (failure.timeoutFailureInfo ? 'TIMEOUT' : null),
+            message: failure.message ?? '',
+            nextRetryDelayMs: delay == null ? null : tsToMs(delay),
+            seenAt: Date.now(),
+          });
+        }
+        await sleep(intervalMs);
+      }
+    })();
+    return {
+      failures,
+      get maxAttempt() {
+        return maxAttempt;
+      },
+      types: () => [...new Set(failures.map((f) => f.type ?? 'none'))],
+      stop: async () => {
+        running = false;
+        await loop;
+      },
+    };
   }
 
   /**
@@ -180,20 +268,16 @@ export class Repetition {
     );
   }
 
-  /** The binding of a call of this run (as the worker builds it for tenant `demo`). */
-  binding(call: ScriptedCall, callId: string = call.id): Binding {
-    return {
-      namespace: `${this.stack.server().namespace}/demo`,
-      callId: `${this.workflowId}/${callId}`,
-      toolName: call.name,
-      toolRevision: 'v1',
-      inputFingerprint: fingerprintInput(call.input),
-    };
+  /** Where the worker checkpoints a call of this run (tenant `demo`): namespace and binding call id. */
+  address(callId: string): { namespace: string; callId: string } {
+    if (this.runChainId === null) throw new Error('the run has not started: no run chain yet');
+    return { namespace: `${this.stack.server().namespace}/demo`, callId: callBindingId({ runChainId: this.runChainId, workflowId: this.workflowId, callId }) };
   }
 
-  /** The checkpoint of a call, or null. */
-  record(call: ScriptedCall, callId?: string): Promise<CheckpointRecord | null> {
-    return this.stack.inspector.get(this.binding(call, callId));
+  /** The checkpoint of a call (found by call, whatever tool revision or input it was made under), or null. */
+  record(call: ScriptedCall, callId: string = call.id): Promise<CheckpointRecord | null> {
+    const { namespace, callId: bindingCallId } = this.address(callId);
+    return this.stack.inspector.getByCall(namespace, bindingCallId);
   }
 
   /** Polls the checkpoint of `call` until `predicate` holds. */
@@ -228,10 +312,14 @@ export class Repetition {
       const key = String(done?.scheduledEventId ?? failed?.scheduledEventId ?? '');
       const callId = scheduled.get(key);
       if (callId === undefined) continue;
-      if (done) events.set(callId, { completedAt: at, failedAt: null, failureType: null, attempt: started.get(key) ?? null });
+      if (done) {
+        const data = done.result?.payloads?.[0]?.data;
+        const result = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as CallEvents['result']) : null;
+        events.set(callId, { completedAt: at, failedAt: null, failureType: null, attempt: started.get(key) ?? null, result });
+      }
       if (failed) {
         const failure = failed.failure;
-        events.set(callId, { completedAt: null, failedAt: at, failureType: failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? null, attempt: started.get(key) ?? null });
+        events.set(callId, { completedAt: null, failedAt: at, failureType: failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? null, attempt: started.get(key) ?? null, result: null });
       }
     }
     return events;

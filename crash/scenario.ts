@@ -20,6 +20,8 @@ export interface RunOutcome {
   readonly recoveryMs: number | null;
   /** Every expectation that did not hold, as sentences. Empty when the repetition passed. */
   readonly failures: readonly string[];
+  /** What else the repetition saw (attempts, failure types), for the log. */
+  readonly note?: string;
 }
 
 /** One crash scenario. */
@@ -32,6 +34,8 @@ export interface Scenario {
   readonly forced: string;
   /** The expected result, as asserted. */
   readonly expected: string;
+  /** What the recovery time is measured from and to, and what sets it (report text). @default the report's general rule */
+  readonly recovery?: string;
   /** Disturbs shared infrastructure (the dev server, the store): never runs alongside another repetition. */
   readonly exclusive?: boolean;
   run(rep: Repetition): Promise<RunOutcome>;

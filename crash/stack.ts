@@ -20,14 +20,20 @@ import { createTestDatabase, startPostgres, type PostgresServer } from '../test/
 export const STORE_KINDS = ['sqlite', 'postgres'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
 
-/** Timeouts every crash worker and run uses: short, so recovery is quick. */
+/**
+ * Timeouts every crash worker and run uses: short, so recovery is quick. The configuration
+ * wants a heartbeat timeout of at least twice the SQLite busy timeout (a SQLite writer waits
+ * synchronously), and a shutdown grace time of at least the crash tools' call deadline (3 s, 5 s
+ * in the zombie scenarios; crash/tools.ts) plus the fence's margin (5 s); workers are SIGKILLed, so it never delays a run.
+ */
 export const CRASH_TIMEOUTS = {
   TTC_TOOL_HEARTBEAT_TIMEOUT: '2s',
+  TTC_SQLITE_BUSY_TIMEOUT: '1s',
   TTC_TOOL_START_TO_CLOSE_TIMEOUT: '30s',
   TTC_RETRY_INITIAL_INTERVAL: '200ms',
   TTC_RETRY_MAXIMUM_INTERVAL: '1s',
   TTC_RETRY_MAXIMUM_ATTEMPTS: '100',
-  TTC_SHUTDOWN_GRACE_TIME: '1s',
+  TTC_SHUTDOWN_GRACE_TIME: '15s',
 } as const;
 
 /** One store's stack. */

@@ -16,6 +16,8 @@ import { buildWorkflowBundle } from './workflow-bundle';
 export interface CrashSuiteOptions {
   /** Repetitions per scenario and store. */
   readonly runs: number;
+  /** Repetitions per store for some scenarios instead of `runs`, by scenario id. */
+  readonly runsFor?: Readonly<Record<string, number>>;
   readonly stores: readonly StoreKind[];
   /** Scenario ids. @default all */
   readonly scenarios?: readonly string[];
@@ -44,6 +46,7 @@ export interface ScenarioResult {
 /** What {@link runCrashSuite} returns. */
 export interface CrashSuiteResult {
   readonly runs: number;
+  readonly runsFor: Readonly<Record<string, number>>;
   readonly stores: readonly StoreKind[];
   readonly concurrency: number;
   readonly parallelStores: boolean;
@@ -81,7 +84,7 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
     try {
       for (const scenario of scenarios) {
         const concurrency = scenario.exclusive ? 1 : Math.max(1, options.concurrency ?? 2);
-        const outcomes = await runRepetitions(options.runs, concurrency, async (index) => {
+        const outcomes = await runRepetitions(options.runsFor?.[scenario.id] ?? options.runs, concurrency, async (index) => {
           const rep = new Repetition(stack, scenario.id, index);
           const started = Date.now();
           let outcome: RunOutcome;
@@ -94,7 +97,7 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
           }
           const durationMs = Date.now() - started;
           const status = outcome.failures.length === 0 ? 'ok' : 'FAILED';
-          log(`${kind} ${scenario.id} #${index}: ${status} in ${durationMs} ms (effects ${outcome.effectsApplied}, duplicates ${outcome.duplicates}, lost ${outcome.resultsLost}, paused ${outcome.paused}, recovery ${outcome.recoveryMs ?? '-'} ms)`);
+          log(`${kind} ${scenario.id} #${index}: ${status} in ${durationMs} ms (effects ${outcome.effectsApplied}, duplicates ${outcome.duplicates}, lost ${outcome.resultsLost}, paused ${outcome.paused}, recovery ${outcome.recoveryMs ?? '-'} ms)${outcome.note ? `; ${outcome.note}` : ''}`);
           if (outcome.failures.length > 0) {
             for (const failure of outcome.failures) log(`  - ${failure}`);
             const file = rep.path('worker.log');
@@ -119,7 +122,7 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
     results.every((r) => r.outcomes.every((o) => o.failures.length === 0 && o.duplicates === 0 && o.resultsLost === 0 && !o.unknownNotPaused)) &&
     Object.values(providerDuplicates).every((n) => n === 0);
   if (passed) rmSync(workDir, { recursive: true, force: true });
-  return { runs: options.runs, stores: options.stores, concurrency: options.concurrency ?? 2, parallelStores: options.parallelStores ?? false, results, providerDuplicates, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), passed, workDir };
+  return { runs: options.runs, runsFor: options.runsFor ?? {}, stores: options.stores, concurrency: options.concurrency ?? 2, parallelStores: options.parallelStores ?? false, results, providerDuplicates, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), passed, workDir };
 }
 
 /** Runs `count` repetitions, at most `concurrency` at a time, and returns their outcomes in index order. */

@@ -5,5 +5,28 @@ import { serverRestartScenario } from './server-restart';
 import { staleAttemptScenario } from './stale-attempt';
 import { storeOutageScenario } from './store-outage';
 import { windowScenarios } from './windows';
+import { zombieScenarios } from './zombie';
+import { redeployScenarios } from './redeploy';
+import { storeOutageAfterClaimScenario } from './store-outage-after-claim';
+import { approvalExpiryScenario } from './approval-expiry';
 
-export const SCENARIOS: readonly Scenario[] = [...windowScenarios, staleAttemptScenario, repeatedDeliveryScenario, serverRestartScenario, storeOutageScenario];
+/**
+ * The scenarios of SPEC §7 (issue 9): a claim that must settle before a lookup-only tool is
+ * reconciled, zombie attempts, deploys, outages and approval expiry between attempts.
+ */
+export const SECTION_7_SCENARIOS: readonly Scenario[] = [
+  windowScenarios.find((s) => s.id === 'after-claim-lookup-only')!,
+  ...zombieScenarios,
+  ...redeployScenarios,
+  storeOutageAfterClaimScenario,
+  approvalExpiryScenario,
+];
+
+export const SCENARIOS: readonly Scenario[] = [
+  ...windowScenarios,
+  staleAttemptScenario,
+  repeatedDeliveryScenario,
+  serverRestartScenario,
+  storeOutageScenario,
+  ...SECTION_7_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
+];

@@ -5,10 +5,9 @@
  * no email is sent without a durable claim. When the store returns, the run continues and the
  * email is sent once.
  *
- * The run's heartbeat timeout is 10 s here (the configured default), above the SQLite busy
- * timeout (5 s): a synchronous SQLite wait blocks the worker's event loop, and an attempt that
- * outlived its heartbeat timeout while waiting could still claim once the lock is released,
- * racing its own retry (safe, but the send_email would then pause).
+ * A synchronous SQLite wait blocks the worker's event loop; the crash workers' busy timeout
+ * (1 s) is half their heartbeat timeout (2 s), as the configuration requires, so an attempt
+ * waiting for the lock never outlives its heartbeat timeout and races its own retry.
  */
 import { checkEffects, countLostResults, settleWithOperator } from '../checks';
 import type { Repetition } from '../repetition';
@@ -33,7 +32,7 @@ export const storeOutageScenario: Scenario = {
     const restore = await rep.stack.breakStore();
     let restored = false;
     try {
-      const handle = await rep.start([call], { heartbeatTimeoutMs: 10_000 });
+      const handle = await rep.start([call]);
       const failures = new Set<string>();
       let attempts = 0;
       const until = Date.now() + OUTAGE_MS;

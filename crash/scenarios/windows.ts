@@ -1,8 +1,9 @@
 /**
  * SPEC §5's crash windows, one scenario per row and tool kind (issue 5), plus the batch of
  * three calls in one model turn. Tools: `create_ticket` (lookup by key and provider dedupe),
- * `create_ticket_by_key` (provider dedupe only), `send_email` (neither: every run of it sends
- * one more email, so the provider's outbox counts tool executions).
+ * `create_ticket_by_key` (provider dedupe only), `create_ticket_lookup` (lookup only: every
+ * execution is one more ticket), `send_email` (neither: every run of it sends one more email,
+ * so the provider's outbox counts tool executions).
  */
 import { emailCall, ticketCall } from '../transcripts';
 import { crashWindowScenario } from './crash-window';
@@ -19,10 +20,19 @@ export const windowScenarios = [
   }),
   crashWindowScenario({
     id: 'after-claim-lookup',
-    title: 'kill after the claim, before the tool ran (create_ticket, lookup)',
-    expected: 'lookup proves absence, one execution under the same key: one ticket, source executed',
+    title: 'kill after the claim, before the tool ran (create_ticket, lookup and key dedupe)',
+    expected: 'lookup finds nothing; the provider deduplicates by key, so the call is repeated at once with the same key (SPEC §7): one ticket, source same-key-repeat',
     crashAt: { point: 'after-claim', toolName: 'create_ticket' },
     calls: (tag) => [ticketCall(tag, 1)],
+    crashedCall: 0,
+    expectCalls: [{ status: 'completed', source: 'same-key-repeat' }],
+  }),
+  crashWindowScenario({
+    id: 'after-claim-lookup-only',
+    title: 'kill after the claim, before the tool ran (create_ticket_lookup: lookup, no key dedupe)',
+    expected: 'the next attempts wait (RECONCILE_PENDING) until the claim settles (claimedAt + callDeadlineMs + margin); then lookup proves absence and the call runs once more under the same key: one ticket, source executed',
+    crashAt: { point: 'after-claim', toolName: 'create_ticket_lookup' },
+    calls: (tag) => [ticketCall(tag, 1, 'create_ticket_lookup')],
     crashedCall: 0,
     expectCalls: [{ status: 'completed', source: 'executed' }],
   }),
