@@ -19,12 +19,16 @@ import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, typ
 import { DEFAULT_RECONCILE_MARGIN_MS, settleTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 
-/** Everything known about a failed attempt. */
-export interface FailedAttempt {
+/** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */
+export interface CallLocator {
   readonly input: FencedToolInput;
   readonly context: AttemptContext;
   /** Undefined when the call could not be prepared (unknown tool, invalid input). */
   readonly call: PreparedCall | undefined;
+}
+
+/** Everything known about a failed attempt. */
+export interface FailedAttempt extends CallLocator {
   readonly evidence: AttemptEvidence;
   /** A fresh delivery fence for delivering a result stored under another binding. */
   readonly deliveryId: string;
@@ -153,8 +157,8 @@ function refusalBinding(failed: FailedAttempt): Binding | null {
  * a `dedupeByIntent` tool would use (which needs only the tool name and the model's input, so it
  * is found even when the tool is gone). Null when there is none.
  */
-async function findCallRecord(deps: FencedToolDeps, failed: FailedAttempt): Promise<CheckpointRecord | null> {
-  const { input, context, call } = failed;
+export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): Promise<CheckpointRecord | null> {
+  const { input, context, call } = where;
   const callIds = new Set<string>();
   if (call !== undefined) callIds.add(call.binding.callId);
   callIds.add(callAddress(input, context).callId);
@@ -189,18 +193,14 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
     current = done.next;
   }
   const { binding } = current;
-  const address = callAddress(failed.input, failed.context);
   const sameBinding = failed.call !== undefined && failed.call.binding.toolName === binding.toolName && failed.call.binding.toolRevision === binding.toolRevision && failed.call.binding.inputFingerprint === binding.inputFingerprint;
-  const keyCallId = failed.call?.binding.callId === binding.callId ? failed.call.keyCallId : failed.input.callId;
   return {
     callId: failed.input.callId,
     toolName: binding.toolName,
     toolRevision: binding.toolRevision,
     source: 'store',
     outcome: current.result!.payload as ToolOutcome,
-    idempotencyKey: sameBinding
-      ? failed.call!.idempotencyKey
-      : idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: failed.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision }),
+    idempotencyKey: sameBinding ? failed.call!.idempotencyKey : keyOfRecord(failed, binding),
     intentDigest: sameBinding ? failed.call!.intentDigest : null,
     ...(sameBinding ? {} : { storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision } }),
   };
@@ -209,4 +209,24 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
 function claimUnsettled(error: CheckpointError | null, why: string): CheckpointError {
   const cause = error === null ? 'STORE_OUTCOME_UNKNOWN' : error.code;
   return new CheckpointError('RECONCILE_PENDING', `the call may have been claimed (${why}), so ${error === null ? 'this attempt' : `${error.code}`} is not "nothing applied"; the next attempt reads the checkpoint and decides${error === null ? '' : `: ${error.message}`}`, { cause }, { cause: error ?? undefined });
+}
+
+/**
+ * The idempotency key a call's checkpoint was made under (its own tool and revision), derived
+ * without the tool: the key call id is the prepared call's when the binding call ids agree,
+ * otherwise the model's call id, or the intent call id when the record is keyed by intent.
+ */
+export function keyOfRecord(where: CallLocator, binding: Binding): string {
+  const address = callAddress(where.input, where.context);
+  let keyCallId = where.input.callId;
+  if (where.call?.binding.callId === binding.callId) keyCallId = where.call.keyCallId;
+  else if (binding.callId !== address.callId) {
+    try {
+      const intent = intentCallId(where.input.toolName, where.input.input, where.input.intentGeneration ?? 0);
+      if (callAddress(where.input, where.context, intent).callId === binding.callId) keyCallId = intent;
+    } catch {
+      // not an intent-keyed record
+    }
+  }
+  return idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: where.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision });
 }

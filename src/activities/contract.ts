@@ -144,5 +144,6 @@ export interface ResolveToolCallResult {
   readonly toolRevision: string;
   readonly outcome: ToolOutcome;
   readonly idempotencyKey: string;
-  readonly intentDigest: string;
+  /** Null when this worker cannot compute it (the tool is gone). */
+  readonly intentDigest: string | null;
 }

@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
-import { CheckpointError } from '../checkpoint/errors';
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from './contract';
 import type { ToolDefinition } from './define-tool';
 import { toApplicationFailure } from './failures';
-import { settleFailedAttempt } from './call-failure';
+import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './prepare-call';
 
@@ -96,7 +96,15 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     },
     async resolveToolCall(input) {
       try {
-        return await resolveCall(deps, prepare(input), input);
+        const context = attemptContext();
+        let call: PreparedCall | undefined;
+        try {
+          call = prepareCall(tools, input, context);
+        } catch (error) {
+          // A person can resolve a call whose tool was removed or whose input no longer parses after a deploy.
+          if (!isCheckpointError(error, 'UNKNOWN_TOOL') && !isCheckpointError(error, 'INVALID_TOOL_INPUT')) throw error;
+        }
+        return await resolveCall(deps, { input, context, call }, input);
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -134,35 +142,39 @@ function assertApprovedIntent(call: PreparedCall): void {
 /**
  * Stores a person's `applied` resolution of an executing or uncertain call through
  * `completeExecution` under the fence the record holds, then records its delivery. The record
- * is found by call (whatever revision it was made under). Idempotent: a call already completed
- * is delivered again as stored.
+ * is found by call (whatever revision it was made under, also when this worker no longer has the
+ * tool). Idempotent: a call already completed is delivered again as stored.
  */
-async function resolveCall(deps: FencedToolDeps, call: PreparedCall, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-  const record = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
-  if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `call ${call.binding.callId} has no checkpoint to resolve`, { callId: call.binding.callId });
+async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
+  const describe = `call ${JSON.stringify(input.callId)}`;
+  const record = await findCallRecord(deps, where);
+  if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
+  const deliveryId = `delivery-${where.context.attempt}-${randomUUID()}`;
   if (record.status === 'executing' || record.status === 'uncertain') {
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
     const at = new Date(Math.max(Date.now(), Date.parse(record.updatedAt))).toISOString();
     const done = completeExecution(record, { attemptId: record.execution!.attemptId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
-    const claim = claimDelivery(done.next, { deliveryId: call.deliveryId, at });
-    const delivered = completeDelivery(claim.next, { deliveryId: call.deliveryId, at });
+    const claim = claimDelivery(done.next, { deliveryId, at });
+    const delivered = completeDelivery(claim.next, { deliveryId, at });
     for (const [t, from] of [[done, record], [claim, done.next], [delivered, claim.next]] as const) {
       if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next, from))) {
-        throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId} changed while being resolved; retry`, { callId: call.binding.callId });
+        throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${describe} changed while being resolved; retry`, { callId: input.callId });
       }
     }
   }
-  const current = await deps.store.getByCall(call.binding.namespace, call.binding.callId);
+  const current = await deps.store.getByCall(record.binding.namespace, record.binding.callId);
   if (current?.result === null || current === null) {
-    throw new CheckpointError('INVALID_TRANSITION', `call ${call.binding.callId} is ${current?.status ?? 'missing'}; only an executing or uncertain call can be resolved`, { callId: call.binding.callId });
+    throw new CheckpointError('INVALID_TRANSITION', `${describe} is ${current?.status ?? 'missing'}; only an executing or uncertain call can be resolved`, { callId: input.callId });
   }
+  const { binding } = current;
+  const sameTool = where.call !== undefined && where.call.binding.toolRevision === binding.toolRevision && where.call.binding.callId === binding.callId;
   return {
     callId: input.callId,
-    toolName: current.binding.toolName,
-    toolRevision: current.binding.toolRevision,
+    toolName: binding.toolName,
+    toolRevision: binding.toolRevision,
     outcome: current.result.payload as ResolveToolCallResult['outcome'],
-    idempotencyKey: call.idempotencyKey,
-    intentDigest: call.intentDigest,
+    idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
+    intentDigest: sameTool ? where.call!.intentDigest : null,
   };
 }
 

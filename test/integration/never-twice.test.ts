@@ -339,6 +339,25 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       expect(provider.total()).toBe(1);
     });
 
+    test('5. a person resolves a call paused after its tool was removed: resolveToolCall on a worker without the tool stores the result under the original fence', async () => {
+      const provider = new Provider();
+      const call = newCall();
+      const holder = createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } });
+      void run(holder, call, 1);
+      await waitFor(async () => provider.total() === 1);
+      offsetMs = DEADLINE_MS + MARGIN_MS + 1;
+      expect(await run(activities([]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN' }) });
+
+      const result = { ok: true as const, output: { ticketId: 'T-found' }, receipt: null };
+      const resolved = await env(call, 1).run(activities([]).resolveToolCall, { ...call.input, resolution: 'applied', result, reason: 'found in the provider' });
+
+      expect(resolved).toEqual(expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: result, intentDigest: null }));
+      const record = await recordOf(call);
+      expect(record?.status).toBe('delivered');
+      expect(record?.execution?.attemptId).toMatch(/^attempt-1-/);
+      expect(provider.total()).toBe(1);
+    });
+
     test('6. the store fails after the claim and stays down past the retry policy: every attempt is RECONCILE_PENDING (retryable, the run pauses when retries run out), never STORE_UNAVAILABLE', async () => {
       const provider = new Provider();
       const outage = new FlakyStore(store);
