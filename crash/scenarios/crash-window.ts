@@ -5,10 +5,15 @@
  * harness as the operator).
  */
 import type { CrashPoint } from '../../src/activities/crash-points';
+import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fenced-tool';
 import type { CallSource, FinalCallStatus } from '../../src/workflows/types';
 import { checkEffects, countLostResults, settleWithOperator, within } from '../checks';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';
+import { CRASH_CALL_DEADLINE_MS } from '../tools';
 import type { ScriptedCall } from '../transcripts';
+
+/** Tolerance for clock reads between the workers and the Temporal server, ms. */
+const CLOCK_SLACK_MS = 250;
 
 /** A crash-window scenario. */
 export interface CrashWindowSpec {
@@ -24,6 +29,12 @@ export interface CrashWindowSpec {
   readonly expectCalls: ReadonlyArray<{ readonly status: FinalCallStatus; readonly source: CallSource | null }>;
   /** The run must pause on the crashed call; the operator finds the effect `applied` or `absent`. */
   readonly pause?: 'applied' | 'absent';
+  /**
+   * The killed claim must settle first (SPEC §7): the call completes, or pauses, no earlier than
+   * `settleAt` = the claim's deadline (`claimedAt + callDeadlineMs`) + the fence's margin, and a
+   * completion takes the fence over from the killed attempt.
+   */
+  readonly settles?: boolean;
 }
 
 /** Builds the scenario. */
@@ -43,6 +54,7 @@ export function crashWindowScenario(spec: CrashWindowSpec): Scenario {
       const exit = await within(armed.exited, 90_000);
       const killedAt = Date.now();
       x.equal(exit, 'SIGKILL', `the armed worker's exit at ${spec.crashAt.point}`);
+      const atKill = spec.settles ? await rep.record(calls[spec.crashedCall]!) : null;
       standby.open();
       await rep.forgetStickyWorker();
 
@@ -69,6 +81,19 @@ export function crashWindowScenario(spec: CrashWindowSpec): Scenario {
       }
       const event = (await rep.callEvents(handle)).get(calls[spec.crashedCall]!.id);
       const recoveredAt = paused ? event?.failedAt : event?.completedAt;
+      if (spec.settles) {
+        const execution = atKill?.execution;
+        if (x.check(atKill?.status === 'executing' && execution != null, `checkpoint when the worker died: ${atKill?.status ?? 'none'} (expected executing)`)) {
+          const deadlineAt = execution!.deadlineAt === null ? Date.parse(execution!.claimedAt) + CRASH_CALL_DEADLINE_MS : Date.parse(execution!.deadlineAt);
+          const settleAt = deadlineAt + DEFAULT_RECONCILE_MARGIN_MS;
+          if (recoveredAt != null) x.check(recoveredAt >= settleAt - CLOCK_SLACK_MS, `the call ${paused ? 'paused' : 'completed'} ${recoveredAt - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled (${settleAt - Date.parse(execution!.claimedAt)} ms)`);
+          if (!paused) {
+            const final = await rep.record(calls[spec.crashedCall]!);
+            x.equal(final?.execution?.previousAttemptId, execution!.attemptId, 'the fence the completing attempt took over');
+            if (final?.execution != null) x.check(Date.parse(final.execution.claimedAt) >= settleAt - CLOCK_SLACK_MS, `the fence was taken over ${Date.parse(final.execution.claimedAt) - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled`);
+          }
+        }
+      }
       return { ...effects, resultsLost, paused, unknownNotPaused, recoveryMs: recoveredAt == null ? null : recoveredAt - killedAt, failures: x.failures };
     },
   };
