@@ -264,6 +264,30 @@ describe('explorer findings D, D\' (found on e4f6b45, fixed in 6270ad6): the ref
   });
 });
 
+/**
+ * Found by the full run on 6270ad6 (`npm run check:interleavings -- --runs 100000 --seed 20261201 --keep-going`,
+ * schedule 9,075), reduced by hand. Red until fixed; reported.
+ */
+describe('explorer finding E (red on 6270ad6): delivering a stored result after a failed attempt', () => {
+  test('E. a store failure while a later attempt delivers the stored result it found is not "nothing applied"', async () => {
+    // Attempt 1 stores its result and dies. Attempt 2's createIfAbsent fails (STORE_UNAVAILABLE); reading the call's
+    // evidence it finds the stored result and delivers it, but the store fails again on the delivery claim: the second
+    // STORE_UNAVAILABLE escapes, attempt 2 is the last, and the run is told nothing applied: the applied effect is lost.
+    const report = await runSchedule(
+      scenario({
+        maxAttempts: 2,
+        attempts: [attempt({ timeoutMs: 1_000, crashAt: 'after-result-stored' }), attempt()],
+        storeFailures: [
+          { match: 'main-tool#2 createIfAbsent', kind: 'unavailable' },
+          { match: 'main-tool#2 compareAndSwap r2→delivering', kind: 'unavailable' },
+        ],
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
+  });
+});
+
 describe('interleaving explorer', () => {
   test(`${RUNS} random schedules keep the invariants: effects ≤ 1, stored results never change, no nothing-applied after a claim, every returned result is the stored one`, async () => {
     const figures = new Figures();
