@@ -68,7 +68,13 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
       continue;
     }
     if (record.status === 'executing' || record.status === 'uncertain') throw unfinishedClaim(deps, failed, record, error);
-    return deliverStored(deps, failed, record);
+    try {
+      return await deliverStored(deps, failed, record);
+    } catch (deliveryError) {
+      // The result is stored; whatever kept this attempt from delivering it, the next attempt delivers it.
+      if (isCheckpointError(deliveryError, 'RECONCILE_PENDING')) throw deliveryError;
+      throw claimUnsettled(error, `its stored result could not be delivered (${deliveryError instanceof Error ? deliveryError.message : String(deliveryError)})`);
+    }
   }
   throw claimUnsettled(error, 'its checkpoint kept changing under this attempt');
 }

@@ -349,7 +349,7 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       expect(await run(activities([]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN' }) });
 
       const result = { ok: true as const, output: { ticketId: 'T-found' }, receipt: null };
-      const resolved = await env(call, 1).run(activities([]).resolveToolCall, { ...call.input, resolution: 'applied', result, reason: 'found in the provider' });
+      const resolved = await env(call, 1).run(activities([]).resolveToolCall, { ...call.input, resolution: 'applied' as const, result, reason: 'found in the provider' });
 
       expect(resolved).toEqual(expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: result, intentDigest: null }));
       const record = await recordOf(call);
