@@ -266,9 +266,9 @@ describe('explorer findings D, D\' (found on e4f6b45, fixed in 6270ad6): the ref
 
 /**
  * Found by the full run on 6270ad6 (`npm run check:interleavings -- --runs 100000 --seed 20261201 --keep-going`,
- * schedule 9,075), reduced by hand. Red until fixed; reported.
+ * schedule 9,075), reduced by hand; fixed in 5fa1c52.
  */
-describe('explorer finding E (red on 6270ad6): delivering a stored result after a failed attempt', () => {
+describe('explorer finding E (found on 6270ad6, fixed in 5fa1c52): delivering a stored result after a failed attempt', () => {
   test('E. a store failure while a later attempt delivers the stored result it found is not "nothing applied"', async () => {
     // Attempt 1 stores its result and dies. Attempt 2's createIfAbsent fails (STORE_UNAVAILABLE); reading the call's
     // evidence it finds the stored result and delivers it, but the store fails again on the delivery claim: the second
