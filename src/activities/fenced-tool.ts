@@ -235,10 +235,8 @@ class Attempt {
     await this.step('after-claim');
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
-      throw new CheckpointError('FENCE_CONFLICT', `${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, {
-        callId: this.call.input.callId,
-        heldBy: current?.execution?.attemptId ?? null,
-      });
+      // Nothing was sent; the call belongs to the attempt that took it over: the next attempt reads what it left.
+      throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, undefined);
     }
     await this.step('before-execute');
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
@@ -355,6 +353,9 @@ class Attempt {
       };
     } finally {
       clearTimeout(timer);
+      // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
+      // listen to is released (Node keeps such signals alive until they abort).
+      if (!deadline.signal.aborted) deadline.abort(new Error(`${tool.name} call is over`));
     }
   }
 
