@@ -140,27 +140,32 @@ class Attempt {
   }
 
   /**
-   * executing | uncertain, held by another fence: never rerun blindly. A lookup that finds the
-   * effect settles the call at any time (store what it found). A provider that dedupes by key
-   * (within its key retention) is repeated with the same key at once. Otherwise nothing is done
-   * before the holder's settle time; after it, a lookup that finds nothing proves absence (take
-   * over, run once more with the same key), and without lookup the outcome is unknown: pause.
+   * executing | uncertain, held by another fence: never rerun blindly. A provider that dedupes by
+   * key (within its key retention) may be taken over at once: a lookup that finds the effect
+   * settles it, else it is repeated with the same key. Otherwise nothing is written before the
+   * holder's settle time; after it, a lookup that finds the effect settles the call, one that
+   * finds nothing proves absence (take over, run once more with the same key), and without
+   * lookup the outcome is unknown: pause.
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup();
-    if (found?.found === true) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
     // A same-key repeat is safe only if the provider still remembers the key until the repeat is over:
     // from now (after the lookup) to the end of its call deadline, within createdAt + keyRetentionMs.
     const repeatEndsAt = this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
     const keyLive = tool.dedupesByKey === true && repeatEndsAt <= Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
-    if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     const settleAt = settleTime(record, tool, this.marginMs);
+    // A claim is taken over only once its holder's request can no longer be outstanding, or at once for a
+    // same-key repeat (SPEC §7); a lookup that finds the effect then settles the call without a request.
+    const mayTakeOver = keyLive || now >= settleAt;
+    if (found?.found === true && mayTakeOver) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
+    if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     if (now < settleAt && (found !== undefined || record.status === 'executing')) {
+      const lookupSays = found === undefined ? 'it is not reconciled' : found.found ? 'it is not taken over (the holder may still store the effect the lookup found)' : 'a lookup that finds nothing proves no absence';
       throw this.pending(
-        `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so ${found === undefined ? 'it is not reconciled' : 'a lookup that finds nothing proves no absence'} before then`,
+        `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so ${lookupSays} before then`,
         settleAt - now,
       );
     }

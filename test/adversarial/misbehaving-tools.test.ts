@@ -45,6 +45,7 @@ describe('lookups that throw or lie', () => {
     const call = h.newCall();
     void h.run(h.activities([t], { hooks: { step: (p) => (p === 'after-effect' ? never() : undefined) } }), call, 1);
     await waitFor(() => provider.total() === 1);
+    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50; // a non-deduplicating tool's claim is taken over only after it settles
     const out = await h.run(h.activities([t]), call, 2);
     expect(out).toEqual({ result: expect.objectContaining({ source: 'lookup', outcome: expect.objectContaining({ ok: false }) }) });
     expect((await h.recordOf(call))?.result?.payload).toEqual((out as Extract<Outcome, { result: unknown }>).result.outcome);
