@@ -16,7 +16,7 @@ import { assertBinding, createCheckpoint } from '../checkpoint/record';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution, releaseDelivery } from '../checkpoint/transitions';
 import type { Binding, CheckpointRecord } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
-import { DEFAULT_RECONCILE_MARGIN_MS, settleTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */
@@ -81,7 +81,7 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
 
 /** An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its settle time, then pause. */
 function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord, error: CheckpointError): CheckpointError {
-  const now = (deps.clock ?? (() => new Date()))().getTime();
+  const now = fenceNow(deps);
   const settleAt = settleTime(record, failed.call?.tool ?? deps.tools.get(record.binding.toolName), deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
   const where = `${record.binding.toolName} revision ${record.binding.toolRevision}`;
   if (now < settleAt) {
@@ -111,12 +111,12 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
  */
 async function closeCall(deps: FencedToolDeps, failed: FailedAttempt, found: CheckpointRecord | null, error: CheckpointError): Promise<CheckpointRecord | null> {
   const { store } = deps;
-  const now = (r: CheckpointRecord): string => new Date(Math.max((deps.clock ?? (() => new Date()))().getTime(), Date.parse(r.updatedAt))).toISOString();
+  const now = (r: CheckpointRecord): string => transitionTime(deps, r);
   let record = found;
   if (record === null) {
     const binding = refusalBinding(failed);
     if (binding === null) return null;
-    record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: new Date((deps.clock ?? (() => new Date()))().getTime()).toISOString() }))).record;
+    record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: transitionTime(deps) }))).record;
     if (record.status !== 'ready') return record;
   }
   const attemptId = failed.call?.attemptId ?? `attempt-${failed.context.attempt}-${randomUUID()}`;
@@ -183,7 +183,7 @@ export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): 
 
 /** Delivers a stored result under the record's own binding (it may differ from this worker's). */
 async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord): Promise<FencedToolResult> {
-  const at = (r: CheckpointRecord): string => new Date(Math.max((deps.clock ?? (() => new Date()))().getTime(), Date.parse(r.updatedAt))).toISOString();
+  const at = (r: CheckpointRecord): string => transitionTime(deps, r);
   let current = record;
   if (current.status === 'delivering') {
     const release = releaseDelivery(current, { deliveryId: current.delivery!.deliveryId, at: at(current) });

@@ -94,6 +94,20 @@ export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> |
   return deadline + marginMs;
 }
 
+/** The fence's current time in ms since the epoch (`deps.clock`, or the system clock). */
+export function fenceNow(deps: Pick<FencedToolDeps, 'clock'>): number {
+  return (deps.clock ?? (() => new Date()))().getTime();
+}
+
+/**
+ * The time to stamp a transition of `record` with, ISO-8601 UTC: now, never earlier than the
+ * record's `updatedAt` (clocks of workers may disagree; a transition refuses an earlier `at`).
+ */
+export function transitionTime(deps: Pick<FencedToolDeps, 'clock'>, record?: CheckpointRecord): string {
+  const floor = record === undefined ? 0 : Date.parse(record.updatedAt);
+  return new Date(Math.max(fenceNow(deps), floor)).toISOString();
+}
+
 class Attempt {
   private readonly clock: () => Date;
   private readonly marginMs: number;
@@ -453,11 +467,9 @@ class Attempt {
     return this.deps.store.compareAndSwap(t.expectedRevision, t.next, from);
   }
 
-  /** Now, never earlier than the record's `updatedAt` (clocks of workers may disagree). */
+  /** Now, never earlier than the record's `updatedAt` (see {@link transitionTime}). */
   private now(record?: CheckpointRecord): string {
-    const now = this.clock().getTime();
-    const floor = record === undefined ? 0 : Date.parse(record.updatedAt);
-    return new Date(Math.max(now, floor)).toISOString();
+    return transitionTime(this.deps, record);
   }
 }
 

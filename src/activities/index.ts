@@ -13,7 +13,7 @@ import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveTo
 import type { ToolDefinition } from './define-tool';
 import { toApplicationFailure } from './failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
-import { settleCall, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** Options of {@link createToolActivities}. */
@@ -152,7 +152,7 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
   const deliveryId = `delivery-${where.context.attempt}-${randomUUID()}`;
   if (record.status === 'executing' || record.status === 'uncertain') {
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
-    const at = new Date(Math.max(Date.now(), Date.parse(record.updatedAt))).toISOString();
+    const at = transitionTime(deps, record);
     const done = completeExecution(record, { attemptId: record.execution!.attemptId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
     const claim = claimDelivery(done.next, { deliveryId, at });
     const delivered = completeDelivery(claim.next, { deliveryId, at });

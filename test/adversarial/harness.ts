@@ -13,11 +13,13 @@ import { ApplicationFailure, type Logger } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { callBindingId } from '../../src/checkpoint/call-identity';
-import { CheckpointError } from '../../src/checkpoint/errors';
 import { createToolActivities, defineTool, type ToolActivities, type ToolDefinition } from '../../src/activities';
 import type { ToolActivitiesOptions } from '../../src/activities/index';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { FlakyStore, waitFor } from '../helpers/flaky-store';
+
+export { FlakyStore, waitFor };
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 
@@ -182,14 +184,6 @@ export class Harness {
   }
 }
 
-export async function waitFor(predicate: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await predicate()) return;
-    await sleep(10);
-  }
-  throw new Error('condition never held');
-}
 
 export function typeOf(o: Outcome): string {
   if ('result' in o) return `result:${o.result.source}`;
@@ -197,43 +191,3 @@ export function typeOf(o: Outcome): string {
   return `raw:${String((o.raw as Error)?.name)}:${String((o.raw as Error)?.message)}`;
 }
 
-/** A store wrapper that throws the real STORE_UNAVAILABLE on chosen operations. */
-export class FlakyStore implements CheckpointStore {
-  down = false;
-  /** Called before each op; return true to fail it. */
-  failWhen: ((op: string, args: unknown[]) => boolean) | null = null;
-  readonly ops: string[] = [];
-
-  constructor(private readonly inner: CheckpointStore) {}
-
-  private check(op: string, args: unknown[]): void {
-    this.ops.push(op);
-    if (this.down || this.failWhen?.(op, args)) throw new CheckpointError('STORE_UNAVAILABLE', `the test took the store away at ${op}; nothing was written`, {});
-  }
-  async createIfAbsent(record: CheckpointRecord) {
-    this.check('createIfAbsent', [record]);
-    return this.inner.createIfAbsent(record);
-  }
-  async get(...args: Parameters<CheckpointStore['get']>) {
-    this.check('get', args);
-    return this.inner.get(...args);
-  }
-  async getByCall(...args: Parameters<CheckpointStore['getByCall']>) {
-    this.check('getByCall', args);
-    return this.inner.getByCall(...args);
-  }
-  async compareAndSwap(...args: Parameters<CheckpointStore['compareAndSwap']>) {
-    this.check(`cas:${args[1].status}`, args);
-    return this.inner.compareAndSwap(...args);
-  }
-  listByStatus(...args: Parameters<CheckpointStore['listByStatus']>) {
-    return this.inner.listByStatus(...args);
-  }
-  listQuarantined(...args: Parameters<CheckpointStore['listQuarantined']>) {
-    return this.inner.listQuarantined(...args);
-  }
-  prune(...args: Parameters<CheckpointStore['prune']>) {
-    return this.inner.prune(...args);
-  }
-  async close(): Promise<void> {}
-}

@@ -14,10 +14,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { callBindingId } from '../../src/checkpoint/call-identity';
-import { CheckpointError } from '../../src/checkpoint/errors';
 import { createToolActivities, defineTool, ToolError, type ToolActivities, type ToolDefinition } from '../../src/activities';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { FlakyStore, waitFor } from '../helpers/flaky-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 
@@ -363,7 +363,8 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       const outage = new FlakyStore(store);
       const acts = activities([ticketTool(provider)], { store: outage });
       const call = newCall();
-      outage.failCasAfterClaim = true;
+      // The store goes away when the result is about to be stored, after the claim and the effect.
+      outage.failWhen = (op) => (op === 'cas:completed' ? (outage.down = true) : outage.down);
 
       const outcomes = [await run(acts, call, 1)];
       outage.down = true;
@@ -534,55 +535,3 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
     expect((await recordOf(call))?.status).toBe('executing');
   });
 });
-
-/** A store that fails like a database that went away: STORE_UNAVAILABLE on every call while `down`, or on the first result CAS after a claim. */
-class FlakyStore implements CheckpointStore {
-  down = false;
-  failCasAfterClaim = false;
-
-  constructor(private readonly inner: CheckpointStore) {}
-
-  private check(): void {
-    if (this.down) throw new CheckpointError('STORE_UNAVAILABLE', 'the test took the store away; nothing was written', {});
-  }
-
-  async createIfAbsent(record: CheckpointRecord) {
-    this.check();
-    return this.inner.createIfAbsent(record);
-  }
-  async get(...args: Parameters<CheckpointStore['get']>) {
-    this.check();
-    return this.inner.get(...args);
-  }
-  async getByCall(...args: Parameters<CheckpointStore['getByCall']>) {
-    this.check();
-    return this.inner.getByCall(...args);
-  }
-  async compareAndSwap(...args: Parameters<CheckpointStore['compareAndSwap']>) {
-    this.check();
-    if (this.failCasAfterClaim && args[1].status === 'completed') {
-      this.down = true;
-      this.check();
-    }
-    return this.inner.compareAndSwap(...args);
-  }
-  listByStatus(...args: Parameters<CheckpointStore['listByStatus']>) {
-    return this.inner.listByStatus(...args);
-  }
-  listQuarantined(...args: Parameters<CheckpointStore['listQuarantined']>) {
-    return this.inner.listQuarantined(...args);
-  }
-  prune(...args: Parameters<CheckpointStore['prune']>) {
-    return this.inner.prune(...args);
-  }
-  async close(): Promise<void> {}
-}
-
-async function waitFor(predicate: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await predicate()) return;
-    await sleep(20);
-  }
-  throw new Error('condition never held');
-}
