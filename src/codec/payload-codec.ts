@@ -1,0 +1,186 @@
+/**
+ * An optional Temporal payload codec (issue 15 item 8): every payload a worker or client sends to
+ * Temporal (workflow input, activity input and results, queries, updates, the run result) is
+ * encrypted with AES-256-GCM before it leaves the process, so Temporal history holds ciphertext.
+ * Codecs run outside the workflow sandbox (Temporal's data converter: wire <-> codec <-> payload
+ * converter), so workflow code is unaffected.
+ *
+ * Wire form of an encrypted payload:
+ * - `metadata.encoding` = `binary/encrypted`, `metadata["encryption-key-id"]` = the key id;
+ * - `data` = IV (12 random bytes) ‖ ciphertext ‖ GCM tag (16 bytes), where the plaintext is the
+ *   whole original Payload serialized with Temporal's protobuf `Payload.encode` (its metadata is
+ *   encrypted too) and the additional authenticated data binds the key id.
+ *
+ * Rotation: one current key encrypts; every configured key (current and older, by id) decrypts.
+ * Payloads without the `binary/encrypted` encoding pass through `decode` unchanged, so turning
+ * the codec on does not break the older history of running workflows.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { CheckpointError } from '../checkpoint/errors';
+
+/** `metadata.encoding` of an encrypted payload (the value Temporal's encryption samples use). */
+export const PAYLOAD_CODEC_ENCODING = 'binary/encrypted';
+/** Metadata key naming the id of the key a payload is encrypted with. */
+export const PAYLOAD_CODEC_KEY_ID_METADATA = 'encryption-key-id';
+/** Codec keys are AES-256 keys: exactly this many bytes. */
+export const PAYLOAD_CODEC_KEY_BYTES = 32;
+/** Bytes of the random GCM IV at the start of `data`. */
+export const PAYLOAD_CODEC_IV_BYTES = 12;
+/** Bytes of the GCM authentication tag at the end of `data` (never shorter). */
+export const PAYLOAD_CODEC_TAG_BYTES = 16;
+/** What a key id may be: 1 to 128 letters, digits, `_`, `.` or `-` (as the store's key ids). */
+export const PAYLOAD_CODEC_KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
+
+const AAD_PREFIX = 'ttc/temporal-payload/1\n';
+const ENCODING_BYTES = Buffer.from(PAYLOAD_CODEC_ENCODING, 'utf8');
+
+/** Keys of a {@link createPayloadCodec} codec. */
+export interface PayloadCodecKeys {
+  /** Id of the current key, written into every encrypted payload's metadata. */
+  readonly keyId: string;
+  /** The current key (exactly 32 bytes): new payloads are encrypted with it. */
+  readonly key: Uint8Array;
+  /** Older keys by id that still decrypt (rotation). The current id may appear only with the same key. */
+  readonly olderKeys?: Readonly<Record<string, Uint8Array>>;
+}
+
+/**
+ * The AES-256-GCM payload codec. Build one with {@link createPayloadCodec} and pass it as
+ * `dataConverter: { payloadCodecs: [codec] }` to the worker and every client of the namespace.
+ */
+export class AesGcmPayloadCodec implements PayloadCodec {
+  readonly #keyId: string;
+  readonly #keys: ReadonlyMap<string, Buffer>;
+
+  /** @internal use {@link createPayloadCodec}. */
+  constructor(keyId: string, keys: ReadonlyMap<string, Buffer>) {
+    this.#keyId = keyId;
+    this.#keys = keys;
+  }
+
+  /** The id of the key new payloads are encrypted with. */
+  get currentKeyId(): string {
+    return this.#keyId;
+  }
+
+  /** Every key id this codec decrypts (the current one first). */
+  get keyIds(): readonly string[] {
+    return [this.#keyId, ...[...this.#keys.keys()].filter((id) => id !== this.#keyId)];
+  }
+
+  /** Encrypts each whole payload (metadata and data) with the current key. */
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => this.encryptOne(payload));
+  }
+
+  /**
+   * Decrypts each `binary/encrypted` payload; any other payload is returned unchanged.
+   *
+   * @throws {@link CheckpointError} DECRYPTION_FAILED naming the key id (never the key), with
+   *   `details.reason`: `missing-key-id` (no or malformed `encryption-key-id`), `unknown-key`
+   *   (that id is not configured), `malformed` (data shorter than IV + tag, or the plaintext is
+   *   not a Payload) or `authentication-failed` (wrong key, altered IV, ciphertext, tag or key id).
+   */
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => (isEncryptedTemporalPayload(payload) ? this.decryptOne(payload) : payload));
+  }
+
+  private encryptOne(payload: Payload): Payload {
+    const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
+    const iv = randomBytes(PAYLOAD_CODEC_IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#keyId)!, iv, { authTagLength: PAYLOAD_CODEC_TAG_BYTES });
+    cipher.setAAD(additionalData(this.#keyId));
+    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    return {
+      metadata: { [METADATA_ENCODING_KEY]: ENCODING_BYTES, [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(this.#keyId, 'utf8') },
+      data: Buffer.concat([iv, ciphertext, cipher.getAuthTag()]),
+    };
+  }
+
+  private decryptOne(payload: Payload): Payload {
+    const kidBytes = payload.metadata?.[PAYLOAD_CODEC_KEY_ID_METADATA];
+    const keyId = kidBytes ? Buffer.from(kidBytes).toString('utf8') : '';
+    if (!PAYLOAD_CODEC_KEY_ID_PATTERN.test(keyId)) {
+      throw decryptionFailed('missing-key-id', null, `an encrypted Temporal payload has no valid ${PAYLOAD_CODEC_KEY_ID_METADATA} metadata`);
+    }
+    const key = this.#keys.get(keyId);
+    if (key === undefined) {
+      throw decryptionFailed('unknown-key', keyId, `a Temporal payload is encrypted with key id ${JSON.stringify(keyId)}, which is not configured (TTC_PAYLOAD_CODEC_KEY / TTC_PAYLOAD_CODEC_KEYS)`);
+    }
+    const data = Buffer.from(payload.data ?? new Uint8Array(0));
+    if (data.length < PAYLOAD_CODEC_IV_BYTES + PAYLOAD_CODEC_TAG_BYTES) {
+      throw decryptionFailed('malformed', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${data.length} bytes, fewer than its ${PAYLOAD_CODEC_IV_BYTES}-byte IV and ${PAYLOAD_CODEC_TAG_BYTES}-byte tag`);
+    }
+    const iv = data.subarray(0, PAYLOAD_CODEC_IV_BYTES);
+    const tag = data.subarray(data.length - PAYLOAD_CODEC_TAG_BYTES);
+    let plaintext: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: PAYLOAD_CODEC_TAG_BYTES });
+      decipher.setAAD(additionalData(keyId));
+      decipher.setAuthTag(tag);
+      plaintext = Buffer.concat([decipher.update(data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES)), decipher.final()]);
+    } catch (error) {
+      throw decryptionFailed('authentication-failed', keyId, `a Temporal payload does not decrypt with key id ${JSON.stringify(keyId)} (wrong key, or the IV, ciphertext, tag or key id was altered)`, error);
+    }
+    try {
+      return temporal.api.common.v1.Payload.decode(plaintext);
+    } catch (error) {
+      throw decryptionFailed('malformed', keyId, `a Temporal payload decrypted with key id ${JSON.stringify(keyId)} is not a serialized Payload`, error);
+    }
+  }
+}
+
+/**
+ * Validates the keys and builds the codec.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a key that is not exactly 32 bytes, a key
+ *   id that does not match {@link PAYLOAD_CODEC_KEY_ID_PATTERN}, or the current id listed among the
+ *   older keys with another key. Messages name the key id, never the key.
+ */
+export function createPayloadCodec(options: PayloadCodecKeys): AesGcmPayloadCodec {
+  const keys = new Map<string, Buffer>();
+  assertKeyId(options.keyId, 'keyId');
+  assertKey(options.key, 'key');
+  keys.set(options.keyId, Buffer.from(options.key));
+  for (const [id, key] of Object.entries(options.olderKeys ?? {})) {
+    assertKeyId(id, 'olderKeys');
+    assertKey(key, `olderKeys.${id}`);
+    if (id === options.keyId && !Buffer.from(key).equals(keys.get(id)!)) {
+      throw new CheckpointError('INVALID_ARGUMENT', `payload codec key id ${JSON.stringify(id)} is given twice with different keys`, { field: 'olderKeys', keyId: id });
+    }
+    keys.set(id, Buffer.from(key));
+  }
+  return new AesGcmPayloadCodec(options.keyId, keys);
+}
+
+/** True when `payload` says it is encrypted by this codec (`metadata.encoding` = `binary/encrypted`). */
+export function isEncryptedTemporalPayload(payload: Payload): boolean {
+  const encoding = payload.metadata?.[METADATA_ENCODING_KEY];
+  return encoding !== undefined && encoding !== null && Buffer.from(encoding).equals(ENCODING_BYTES);
+}
+
+function additionalData(keyId: string): Buffer {
+  return Buffer.from(`${AAD_PREFIX}${keyId}`, 'utf8');
+}
+
+function decryptionFailed(reason: string, keyId: string | null, message: string, cause?: unknown): CheckpointError {
+  return new CheckpointError('DECRYPTION_FAILED', message, { field: 'temporal.payload', keyId, reason }, cause === undefined ? undefined : { cause });
+}
+
+function assertKeyId(id: unknown, field: string): void {
+  if (typeof id !== 'string' || !PAYLOAD_CODEC_KEY_ID_PATTERN.test(id)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field}: a payload codec key id is 1 to 128 letters, digits, "_", "." or "-", got ${JSON.stringify(typeof id === 'string' ? id.slice(0, 140) : typeof id)}`, { field });
+  }
+}
+
+function assertKey(key: unknown, field: string): void {
+  if (!(key instanceof Uint8Array) || key.length !== PAYLOAD_CODEC_KEY_BYTES) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be exactly ${PAYLOAD_CODEC_KEY_BYTES} bytes (AES-256)`, {
+      field,
+      limit: PAYLOAD_CODEC_KEY_BYTES,
+      actual: key instanceof Uint8Array ? key.length : typeof key,
+    });
+  }
+}
