@@ -9,12 +9,12 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
 import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
+import { KEY_ID_PATTERN, readKeyFromEnv, readKeyringFromEnv } from './key-material';
 
 /** With a SQLite store the tool heartbeat timeout must be at least this many times the busy timeout. */
 export const HEARTBEAT_TO_BUSY_TIMEOUT_RATIO = 2;
 /** Largest `TTC_SQLITE_BUSY_TIMEOUT` (what the SQLite store accepts). */
 const MAX_SQLITE_BUSY_TIMEOUT_MS = 600_000;
-const KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
 
 /** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
 export type DurationInput = number | string;
@@ -90,13 +90,13 @@ export interface ConfigInput {
    * listed by id in `…KEYS` (`id:key,id:key`) stay readable.
    */
   keys?: {
-    /** Name of the environment variable holding the current HMAC seal key (hex or base64, ≥ 32 bytes). @default 'TTC_HMAC_KEY' */
+    /** Name of the environment variable holding the current HMAC seal key (≥ 32 random bytes as `hex:…`, bare hex or `base64:…`; see `src/key-material.ts`). @default 'TTC_HMAC_KEY' */
     hmacKeyEnv?: string;
     /** Id of the current HMAC key, written into every seal. @default 'k1' (env TTC_HMAC_KEY_ID) */
     hmacKeyId?: string;
     /** Name of the environment variable listing older HMAC keys that still verify, `id:key,id:key` (needs the current key too). @default 'TTC_HMAC_KEYS' */
     hmacKeysEnv?: string;
-    /** Name of the environment variable holding the current AES-256-GCM key for result payloads (32 bytes). @default 'TTC_ENCRYPTION_KEY' */
+    /** Name of the environment variable holding the current AES-256-GCM key for result payloads (exactly 32 random bytes, formats as for the HMAC key). @default 'TTC_ENCRYPTION_KEY' */
     encryptionKeyEnv?: string;
     /** Id of the current encryption key, written into every envelope. @default 'e1' (env TTC_ENCRYPTION_KEY_ID) */
     encryptionKeyId?: string;
@@ -190,15 +190,15 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       { field: 'TTC_TOOL_HEARTBEAT_TIMEOUT', toolHeartbeatMs, sqliteBusyTimeoutMs, related: 'TTC_SQLITE_BUSY_TIMEOUT' },
     );
   }
-  const hmacKey = keyFrom(env, hmacKeyEnv, 32, false);
+  const hmacKey = readKeyFromEnv(env, hmacKeyEnv, { minBytes: 32 });
   const hmacKeyId = text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), KEY_ID_PATTERN, 'a key id');
-  const hmacKeys = keyListFrom(env, hmacKeysEnv, 32, false, hmacKey === null ? null : { id: hmacKeyId, key: hmacKey, env: hmacKeyEnv });
+  const hmacKeys = readKeyringFromEnv(env, hmacKeysEnv, { minBytes: 32 }, hmacKey === null ? null : { id: hmacKeyId, key: hmacKey, variable: hmacKeyEnv });
   if (hmacKey === null && Object.keys(hmacKeys).length > 0) {
     throw configError(hmacKeysEnv, `lists older HMAC keys but ${hmacKeyEnv} (the current key) is not set: a store must be able to seal what it writes`);
   }
-  const encryptionKey = keyFrom(env, encryptionKeyEnv, 32, true);
+  const encryptionKey = readKeyFromEnv(env, encryptionKeyEnv, { bytes: 32 });
   const encryptionKeyId = text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), KEY_ID_PATTERN, 'a key id');
-  const encryptionKeys = keyListFrom(env, encryptionKeysEnv, 32, true, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, env: encryptionKeyEnv });
+  const encryptionKeys = readKeyringFromEnv(env, encryptionKeysEnv, { bytes: 32 }, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv });
   return {
     temporal: {
       address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port with a port from 1 to 65535'),
@@ -282,48 +282,6 @@ function duration({ key, value }: { key: string; value: unknown }, bounds: { all
   }
   if (bounds.max !== undefined && ms > bounds.max) throw configError(key, `must be at most ${bounds.max} ms, got ${JSON.stringify(value)} (${ms} ms)`);
   return ms;
-}
-
-function keyFrom(env: NodeJS.ProcessEnv, envKey: string, minBytes: number, exact: boolean): Buffer | null {
-  const raw = env[envKey];
-  if (raw === undefined || raw === '') return null;
-  return decodeKey(raw, envKey, '', minBytes, exact);
-}
-
-/** Hex (even length) or base64/base64url key text; the error never shows the key. */
-function decodeKey(raw: string, envKey: string, what: string, minBytes: number, exact: boolean): Buffer {
-  const key = /^[0-9a-fA-F]+$/.test(raw) && raw.length % 2 === 0 ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (exact ? key.length !== minBytes : key.length < minBytes) {
-    throw configError(envKey, `${what}must hold ${exact ? 'exactly' : 'at least'} ${minBytes} bytes as hex or base64, got ${key.length} bytes`);
-  }
-  return key;
-}
-
-/**
- * Older keys by id from `id:key,id:key` (whitespace around entries ignored). Each id is a key
- * id, each key as for {@link keyFrom}; an id listed twice, or the current key's id with another
- * key, is refused.
- */
-function keyListFrom(env: NodeJS.ProcessEnv, envKey: string, minBytes: number, exact: boolean, current: { id: string; key: Buffer; env: string } | null): Record<string, Buffer> {
-  const raw = env[envKey];
-  const keys = new Map<string, Buffer>();
-  if (raw === undefined || raw.trim() === '') return {};
-  raw.split(',').forEach((entry, index) => {
-    const item = entry.trim();
-    const colon = item.indexOf(':');
-    if (colon < 0) throw configError(envKey, `entry ${index + 1} must be id:key (entries separated by commas), got an entry without ":"`);
-    const id = item.slice(0, colon).trim();
-    const material = item.slice(colon + 1).trim();
-    if (!KEY_ID_PATTERN.test(id)) throw configError(envKey, `entry ${index + 1} has key id ${JSON.stringify(id)}; a key id is 1 to 128 letters, digits, "_", "." or "-"`);
-    if (material === '') throw configError(envKey, `key id ${JSON.stringify(id)} has no key`);
-    const key = decodeKey(material, envKey, `key id ${JSON.stringify(id)} `, minBytes, exact);
-    if (keys.has(id)) throw configError(envKey, `lists key id ${JSON.stringify(id)} twice`);
-    if (current !== null && id === current.id && !key.equals(current.key)) {
-      throw configError(envKey, `lists key id ${JSON.stringify(id)} with another key than ${current.env} (the current key has that id)`);
-    }
-    keys.set(id, key);
-  });
-  return Object.fromEntries(keys);
 }
 
 function configError(key: string, message: string): CheckpointError {

@@ -4,6 +4,7 @@
  * so changing the current key does not quarantine every row. Real SQLite store, opened the way
  * the worker and the CLI open it (`storeOptions(config)`).
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,10 +20,15 @@ import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import { storeOptions } from '../../../src/worker';
 
-const HMAC_1 = Buffer.alloc(32, 0x11).toString('hex');
-const HMAC_2 = Buffer.alloc(48, 0x22).toString('base64');
-const ENC_1 = Buffer.alloc(32, 0x33).toString('hex');
-const ENC_2 = Buffer.alloc(32, 0x44).toString('base64');
+// Random-looking fixed keys (issue 15 item 6 refuses low-entropy keys such as 32 × 0x11); bare hex and `base64:` text.
+const HMAC_1_BYTES = createHash('sha256').update('hmac key 1').digest();
+const HMAC_2_BYTES = createHash('sha512').update('hmac key 2').digest().subarray(0, 48);
+const ENC_1_BYTES = createHash('sha256').update('encryption key 1').digest();
+const ENC_2_BYTES = createHash('sha256').update('encryption key 2').digest();
+const HMAC_1 = HMAC_1_BYTES.toString('hex');
+const HMAC_2 = `base64:${HMAC_2_BYTES.toString('base64')}`;
+const ENC_1 = ENC_1_BYTES.toString('hex');
+const ENC_2 = `base64:${ENC_2_BYTES.toString('base64')}`;
 const AT = '2030-01-01T00:00:00.000Z';
 
 function binding(callId: string): Binding {
@@ -124,8 +130,8 @@ describe('key rotation from configuration (TTC_HMAC_KEYS, TTC_ENCRYPTION_KEYS)',
       { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k3', OLD_SEALS: `k1:${HMAC_1}, k2:${HMAC_2}`, OLD_PAYLOAD_KEYS: `e1:${ENC_1},e2:${ENC_2}` },
     );
 
-    expect(config.keys.hmacKeys).toEqual({ k1: Buffer.from(HMAC_1, 'hex'), k2: Buffer.from(HMAC_2, 'base64') });
-    expect(config.keys.encryptionKeys).toEqual({ e1: Buffer.from(ENC_1, 'hex'), e2: Buffer.from(ENC_2, 'base64') });
+    expect(config.keys.hmacKeys).toEqual({ k1: HMAC_1_BYTES, k2: HMAC_2_BYTES });
+    expect(config.keys.encryptionKeys).toEqual({ e1: ENC_1_BYTES, e2: ENC_2_BYTES });
     expect(config.keys.encryptionKey).toBeNull();
     expect(storeOptions(config)).toMatchObject({ keyId: 'k3', hmacKeys: { k1: expect.any(Buffer), k2: expect.any(Buffer) }, encryptionKeys: { e1: expect.any(Buffer), e2: expect.any(Buffer) } });
   });
@@ -133,12 +139,13 @@ describe('key rotation from configuration (TTC_HMAC_KEYS, TTC_ENCRYPTION_KEYS)',
   test.each<[string, Record<string, string>, string, RegExp]>([
     ['an entry without a colon', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: HMAC_1 }, 'TTC_HMAC_KEYS', /entry 1 must be id:key/],
     ['a bad key id', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k 1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /key id "k 1"/],
-    ['a short HMAC key', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${'ab'.repeat(32)},k0:${'ab'.repeat(16)}` }, 'TTC_HMAC_KEYS', /key id "k0" must hold at least 32 bytes/],
+    ['a short HMAC key', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1},k0:${HMAC_1.slice(0, 32)}` }, 'TTC_HMAC_KEYS', /key id "k0" must hold at least 32 bytes/],
     ['an id listed twice', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1},k1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /lists key id "k1" twice/],
     ['the current id with another key', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k2:${HMAC_1}` }, 'TTC_HMAC_KEYS', /another key than TTC_HMAC_KEY/],
     ['older HMAC keys without a current one', { TTC_HMAC_KEYS: `k1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /TTC_HMAC_KEY \(the current key\) is not set/],
     ['an entry with no key', { TTC_ENCRYPTION_KEYS: 'e1:' }, 'TTC_ENCRYPTION_KEYS', /key id "e1" has no key/],
-    ['an encryption key that is not 32 bytes', { TTC_ENCRYPTION_KEYS: `e1:${'ab'.repeat(31)}` }, 'TTC_ENCRYPTION_KEYS', /must hold exactly 32 bytes/],
+    ['an encryption key that is not 32 bytes', { TTC_ENCRYPTION_KEYS: `e1:${ENC_1.slice(2)}` }, 'TTC_ENCRYPTION_KEYS', /must hold exactly 32 bytes/],
+    ['a bare base64 key (read as lenient base64 before issue 15)', { TTC_HMAC_KEY: HMAC_2.slice('base64:'.length) }, 'TTC_HMAC_KEY', /"base64:" followed by base64/],
     ['the current encryption id with another key', { TTC_ENCRYPTION_KEY: ENC_2, TTC_ENCRYPTION_KEYS: `e1:${ENC_1}` }, 'TTC_ENCRYPTION_KEYS', /another key than TTC_ENCRYPTION_KEY/],
   ])('%s is INVALID_CONFIG naming the variable, without showing key material', (_label, env, variable, says) => {
     const error = configError(env);
