@@ -8,8 +8,9 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config';
 import { startDevServer } from '../dev/dev-server';
-import { openCheckpointStore } from '../stores/open-checkpoint-store';
+import { maskUrl, openCheckpointStore } from '../stores/open-checkpoint-store';
 import { storeKeys } from '../worker';
+import { printLine } from './terminal-safe';
 
 export function registerDev(program: Command): void {
   program
@@ -28,9 +29,9 @@ export function registerDev(program: Command): void {
       const store = await openCheckpointStore(config.store.url, storeKeys(config));
       await store.close();
       const server = await startDevServer({ ip: host, port: Number(port), dbFile, namespace: config.temporal.namespace, uiPort: opts.uiPort ? Number(opts.uiPort) : undefined });
-      console.log(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);
-      console.log(`Checkpoint store ${config.store.url}`);
-      console.log('Press Ctrl-C to stop.');
+      printLine(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);
+      printLine(`Checkpoint store ${maskUrl(config.store.url)}`);
+      printLine('Press Ctrl-C to stop.');
       const stop = async (): Promise<void> => {
         await server.stop();
         process.exit(0);

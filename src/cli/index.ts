@@ -13,11 +13,12 @@ import { registerResolve } from './resolve';
 import { registerShow } from './show';
 import { registerStart } from './start';
 import { registerWorker } from './worker';
+import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
 for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  console.error(isCheckpointError(error) ? error.message : error instanceof Error ? (error.name === 'Error' ? error.message : `${error.name}: ${error.message}`) : String(error));
+  printError(isCheckpointError(error) ? error.message : error instanceof Error ? (error.name === 'Error' ? error.message : `${error.name}: ${error.message}`) : String(error));
   process.exit(1);
 });

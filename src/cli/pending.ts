@@ -11,6 +11,7 @@ import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { runStatusQuery } from '../workflows/messages';
 import { storeKeys } from '../worker';
 import { printTable, withCode } from './table';
+import { printLine } from './terminal-safe';
 
 export function registerPending(program: Command): void {
   program
@@ -57,7 +58,7 @@ export function registerPending(program: Command): void {
         }
       }
       if (rows.length === 0) {
-        console.log('nothing needs a person');
+        printLine('nothing needs a person');
         return;
       }
       printTable(['from', 'status', 'call', 'tool', 'updatedAt', 'why'], rows);

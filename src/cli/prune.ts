@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { storeOptions } from '../worker';
+import { printLine } from './terminal-safe';
 
 export function registerPrune(program: Command): void {
   program
@@ -17,7 +18,7 @@ export function registerPrune(program: Command): void {
       try {
         const olderThan = new Date(Date.now() - config.retention.replayWindowMs).toISOString();
         const deleted = await store.prune({ olderThan });
-        console.log(`pruned ${deleted} delivered checkpoint(s) last updated before ${olderThan}`);
+        printLine(`pruned ${deleted} delivered checkpoint(s) last updated before ${olderThan}`);
       } finally {
         await store.close();
       }

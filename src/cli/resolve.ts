@@ -12,6 +12,7 @@ import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
 import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
 import type { ResolveOutcomeRequest } from '../workflows/types';
+import { printLine } from './terminal-safe';
 
 export function registerResolve(program: Command): void {
   program
@@ -42,7 +43,7 @@ export function registerResolve(program: Command): void {
           const cause = error.cause as { type?: string; message?: string } | undefined;
           throw new Error(`run ${workflowId} refused the resolution of ${callId}: ${cause?.message ?? error.message}`);
         });
-        console.log(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
+        printLine(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
       } finally {
         await close();
       }

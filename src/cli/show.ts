@@ -8,6 +8,7 @@ import { runStatusQuery } from '../workflows/messages';
 import { printTable, withCode } from './table';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
+import { printJson, printLine } from './terminal-safe';
 
 export function registerShow(program: Command): void {
   program
@@ -26,12 +27,12 @@ export function registerShow(program: Command): void {
             throw error;
           });
         if (opts.json) {
-          console.log(JSON.stringify(status, null, 2));
+          printJson(status);
           return;
         }
         const b = status.budget;
-        console.log(`run ${workflowId}: phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
-        if (status.paused) console.log(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
+        printLine(`run ${workflowId}: phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
+        if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
           status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', c.receipt === null ? '' : JSON.stringify(c.receipt), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),

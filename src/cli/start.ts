@@ -8,6 +8,7 @@ import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
 import { durationMs, positiveInteger } from './options';
+import { printError, printJson, printLine } from './terminal-safe';
 
 /** Reads and parses a transcript file. @throws {@link CheckpointError} INVALID_ARGUMENT naming the file. */
 function readTranscriptFile(file: string): unknown {
@@ -43,10 +44,10 @@ export function registerStart(program: Command): void {
       const { client, close } = await connectClient(config);
       try {
         const handle = await startAgentRun(client, config, input, opts.workflowId);
-        console.log(handle.workflowId);
+        printLine(handle.workflowId);
         if (opts.wait) {
-          console.error(`waiting for run ${handle.workflowId} (a paused call waits for \`resolve\`; see \`show ${handle.workflowId}\`)`);
-          console.log(JSON.stringify(await handle.result(), null, 2));
+          printError(`waiting for run ${handle.workflowId} (a paused call waits for \`resolve\`; see \`show ${handle.workflowId}\`)`);
+          printJson(await handle.result());
         }
       } finally {
         await close();

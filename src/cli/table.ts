@@ -1,6 +1,11 @@
-/** Prints rows as an aligned plain-text table. */
-export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[], write: (line: string) => void = console.log): void {
-  const cells = [header, ...rows].map((r) => r.map(String));
+import { printLine, terminalSafe } from './terminal-safe';
+
+/**
+ * Prints rows as an aligned plain-text table. Every cell (and the header) is escaped for the
+ * terminal first (see `terminal-safe.ts`): cells carry model, tool and provider text.
+ */
+export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[], write: (line: string) => void = printLine): void {
+  const cells = [header, ...rows].map((r) => r.map((c) => terminalSafe(String(c))));
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]): string => r.map((c, i) => (typeof rows[0]?.[i] === 'number' ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   write(line(cells[0]!));

@@ -9,6 +9,7 @@ import { createAgentWorker } from '../worker';
 import { loadTools } from './load-tools';
 import { buildModels } from './models';
 import { positiveInteger } from './options';
+import { printLine } from './terminal-safe';
 
 export function registerWorker(program: Command): void {
   program
@@ -22,8 +23,8 @@ export function registerWorker(program: Command): void {
       Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
       const tools = await loadTools(opts.tools);
       const worker = await createAgentWorker({ config, tools, models: buildModels(tools), identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
-      console.log(`worker ${opts.identity ?? process.pid} polling task queue ${config.temporal.taskQueue} on ${config.temporal.address}; tools: ${tools.map((t) => t.name).join(', ')}`);
+      printLine(`worker ${opts.identity ?? process.pid} polling task queue ${config.temporal.taskQueue} on ${config.temporal.address}; tools: ${tools.map((t) => t.name).join(', ')}`);
       await worker.run();
-      console.log('worker stopped');
+      printLine('worker stopped');
     });
 }

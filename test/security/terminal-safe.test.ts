@@ -1,0 +1,63 @@
+/**
+ * Issue 15 item 9, the module: every value the CLI prints is escaped for the terminal, in plain
+ * text (tables, one-line summaries, error messages) and in JSON output.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isTerminalSafe, terminalSafe, terminalSafeJson } from '../../src/cli/terminal-safe';
+import { printTable } from '../../src/cli/table';
+
+/** Independent oracle: the characters that must never reach a terminal raw (LF allowed only where the test says). */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/u;
+
+const HOSTILE = [
+  '\u001b[31mred', // ESC + CSI
+  '\u009b2J', // one-byte CSI (C1)
+  '\u202egnp.exe', // right-to-left override
+  '\u2066iso\u2067iso\u2068iso\u2069', // bidi isolates
+  '\u200emark\u200f', // LRM / RLM
+  'line\u2028para\u2029', // line / paragraph separators
+  'bell\u0007nul\u0000del\u007fnel\u0085', // other C0 / DEL / C1
+  'zero\u200bwidth\ufeff',
+  'new\nline\ttab\rreturn',
+].join('|');
+
+test('item 9: terminalSafe escapes every control, bidi and invisible character as \\uXXXX and keeps other text', () => {
+  const out = terminalSafe(HOSTILE);
+  expect(out).not.toMatch(UNSAFE);
+  expect(isTerminalSafe(out)).toBe(true);
+  expect(isTerminalSafe(HOSTILE)).toBe(false);
+  for (const escaped of ['\\u001b[31m', '\\u009b2J', '\\u202egnp', '\\u2066', '\\u2069', '\\u200e', '\\u200f', '\\u2028', '\\u2029', '\\u0007', '\\u0000', '\\u007f', '\\u0085', '\\u000a', '\\u0009', '\\u000d', '\\u200b', '\\ufeff']) {
+    expect(out).toContain(escaped);
+  }
+  expect(terminalSafe('Grüße, 東京 😀 "quoted" \\ back')).toBe('Grüße, 東京 😀 "quoted" \\ back');
+  expect(terminalSafe('\ud800 lone')).toBe('\\ud800 lone');
+});
+
+test('item 9: terminalSafeJson is valid JSON without raw C1 or bidi characters and parses back to the same value', () => {
+  const value = { [HOSTILE]: [HOSTILE, { nested: HOSTILE }], n: 1, ok: true, none: null };
+  const json = terminalSafeJson(value);
+  // Only the structural line breaks of the indentation stay raw.
+  expect(json.replace(/\n/g, '')).not.toMatch(UNSAFE);
+  expect(json).toContain('\\u009b2J');
+  expect(json).toContain('\\u202egnp.exe');
+  expect(JSON.parse(json)).toEqual(value);
+  expect(terminalSafeJson(value, 0)).not.toMatch(UNSAFE);
+});
+
+test('item 9: table cells are escaped before alignment', () => {
+  const lines: string[] = [];
+  printTable(['call', 'why'], [[`c\u001b]0;title\u0007`, 'x\u202ey'], ['plain', 2]], (l) => lines.push(l));
+  for (const line of lines) expect(line).not.toMatch(UNSAFE);
+  expect(lines[2]).toContain('c\\u001b]0;title\\u0007');
+  expect(lines[2]).toContain('x\\u202ey');
+  expect(lines).toHaveLength(4);
+});
+
+test('item 9: no command-line file prints except through terminal-safe.ts', () => {
+  const dir = join(__dirname, '../../src/cli');
+  const offenders = readdirSync(dir)
+    .filter((f) => f.endsWith('.ts') && f !== 'terminal-safe.ts')
+    .filter((f) => /\b(console\.(log|error|warn|info)|process\.(stdout|stderr)\.write)\b/.test(readFileSync(join(dir, f), 'utf8')));
+  expect(offenders).toEqual([]);
+});
