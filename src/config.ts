@@ -9,6 +9,7 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
 import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
+import { maskUrl } from './stores/mask-url';
 import { KEY_ID_PATTERN, readKeyFromEnv, readKeyringFromEnv } from './key-material';
 
 /** With a SQLite store the tool heartbeat timeout must be at least this many times the busy timeout. */
@@ -179,7 +180,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const hmacKeysEnv = keysEnv.hmacKeysEnv ?? 'TTC_HMAC_KEYS';
   const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
   const encryptionKeysEnv = keysEnv.encryptionKeysEnv ?? 'TTC_ENCRYPTION_KEYS';
-  const storeUrl = text(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'), /^(sqlite:|postgres(ql)?:\/\/)\S+$/, 'sqlite:<path> or postgres://…');
+  const storeUrl = storeUrlFrom(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'));
   const sqliteBusyTimeoutMs = Math.ceil(duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }));
   const toolHeartbeatMs = duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s'));
   if (storeUrl.startsWith('sqlite:') && toolHeartbeatMs < HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs) {
@@ -253,6 +254,12 @@ function text({ key, value }: { key: string; value: unknown }, pattern: RegExp, 
   const parsed = z.string().regex(pattern).safeParse(value);
   if (!parsed.success) throw configError(key, `must be ${expected}, got ${JSON.stringify(value)}`);
   return parsed.data;
+}
+
+/** The store URL; a malformed one is shown masked (see `maskUrl`), never with its password. */
+function storeUrlFrom({ key, value }: { key: string; value: unknown }): string {
+  if (typeof value === 'string' && /^(sqlite:|postgres(ql)?:\/\/)\S+$/.test(value)) return value;
+  throw configError(key, `must be sqlite:<path> or postgres://…, got ${typeof value === 'string' ? JSON.stringify(maskUrl(value)) : typeof value}`);
 }
 
 function optionalPath({ key, value }: { key: string; value: unknown }): string | null {

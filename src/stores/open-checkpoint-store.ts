@@ -3,6 +3,9 @@
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { CheckpointStore, CheckpointStoreOptions } from './checkpoint-store';
+import { maskUrl, parseStoreUrl } from './mask-url';
+
+export { maskUrl } from './mask-url';
 
 /**
  * Opens the store a URL names, runs its migrations and returns it ready to use.
@@ -36,11 +39,14 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     return SqliteCheckpointStore.open(path === ':memory:' ? ':memory:' : path, options);
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch (error) {
-      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not a valid PostgreSQL connection URL`, { field: 'url', url: shown }, { cause: error });
+    const parsed = parseStoreUrl(url);
+    if (parsed === null) {
+      // No cause attached: the URL parser's error carries the whole input, password included.
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        `store URL ${JSON.stringify(shown)} is not a valid PostgreSQL connection URL (postgres://user:password@host:5432/database); percent-encode special characters in the password (@ %40, / %2F, ? %3F, # %23, : %3A, % %25)`,
+        { field: 'url', url: shown },
+      );
     }
     if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
       throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} names no host (postgres://user@host:5432/database)`, { field: 'url', url: shown });
@@ -54,12 +60,4 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     field: 'url',
     url: shown,
   });
-}
-
-/**
- * `url` with the password of any `user:password@` part replaced by `***`, safe for messages
- * and logs. Query parameters named `password` are masked too.
- */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^@/?#]*@/i, '$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
 }
