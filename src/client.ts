@@ -3,7 +3,10 @@
  * connection value comes from the configuration.
  */
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { CheckpointError } from './checkpoint/errors';
+import { codecFromEnv } from './codec/codec-config';
+import { codecDataConverter } from './codec/data-converter';
 import { readTlsFiles, type Config } from './config';
 import { parseTranscript } from './model/transcript';
 import type { agentWorkflow } from './workflows';
@@ -15,19 +18,31 @@ export interface ConnectedClient {
   close(): Promise<void>;
 }
 
+/** Options of {@link connectClient}. */
+export interface ConnectClientOptions {
+  /**
+   * The Temporal payload codec (see `src/codec`); null for none. Every worker and client of the
+   * namespace must use the same codec keys. @default `codecFromEnv(process.env)` (TTC_PAYLOAD_CODEC_KEY…)
+   */
+  readonly payloadCodec?: PayloadCodec | null;
+}
+
 /**
- * Connects a Temporal client to the configured address and namespace.
+ * Connects a Temporal client to the configured address and namespace, with the payload codec
+ * when one is configured (payloads it sends are encrypted, payloads it reads are decrypted).
  *
- * @throws {@link CheckpointError} TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
+ * @throws {@link CheckpointError} INVALID_CONFIG from the codec's environment variables (before
+ *   connecting); TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
  */
-export async function connectClient(config: Config): Promise<ConnectedClient> {
+export async function connectClient(config: Config, options: ConnectClientOptions = {}): Promise<ConnectedClient> {
+  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
   let connection: Connection;
   try {
     connection = await Connection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls), connectTimeout: 5_000 });
   } catch (error) {
     throw temporalUnavailable(config, error);
   }
-  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const client = new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
   return { client, close: () => connection.close() };
 }
 

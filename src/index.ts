@@ -67,6 +67,23 @@ export type { ToolErrorClass, HttpFailureClass } from './activities/error-classe
 export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, scriptedRunInput, startAgentRun } from './client';
+export type { ConnectClientOptions } from './client';
+// Temporal payload codec (issue 15 item 8): AES-256-GCM for everything Temporal stores, and its codec server.
+export {
+  AesGcmPayloadCodec,
+  createPayloadCodec,
+  isEncryptedTemporalPayload,
+  PAYLOAD_CODEC_ENCODING,
+  PAYLOAD_CODEC_IV_BYTES,
+  PAYLOAD_CODEC_KEY_BYTES,
+  PAYLOAD_CODEC_KEY_ID_METADATA,
+  PAYLOAD_CODEC_TAG_BYTES,
+} from './codec/payload-codec';
+export type { PayloadCodecKeys } from './codec/payload-codec';
+export { codecFromEnv, requireCodecFromEnv, PAYLOAD_CODEC_KEY_ENV, PAYLOAD_CODEC_KEY_ID_ENV, PAYLOAD_CODEC_KEYS_ENV, DEFAULT_PAYLOAD_CODEC_KEY_ID } from './codec/codec-config';
+export { codecDataConverter } from './codec/data-converter';
+export { startCodecServer, parseCorsOrigin, DEFAULT_CODEC_SERVER_PORT, DEFAULT_CODEC_SERVER_HOST, MAX_CODEC_REQUEST_BYTES } from './codec/codec-server';
+export type { CodecServerOptions, RunningCodecServer } from './codec/codec-server';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { Config, ConfigInput } from './config';
 export type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from './workflows/types';

@@ -4,10 +4,13 @@
  * Any number of these processes may run side by side. SIGTERM/SIGINT shut down gracefully
  * within the configured grace time, which must cover the longest tool deadline (checked at start).
  */
+import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { CheckpointError } from './checkpoint/errors';
 import type { Config } from './config';
 import { readTlsFiles } from './config';
+import { codecFromEnv } from './codec/codec-config';
+import { codecDataConverter } from './codec/data-converter';
 import { temporalUnavailable } from './client';
 import { createToolActivities, DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
@@ -24,6 +27,11 @@ export interface AgentWorkerOptions {
   readonly identity?: string;
   /** Activities this worker runs at once. @default the SDK's (100) */
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * The Temporal payload codec (see `src/codec`); null for none. Every worker and client of the
+   * namespace must use the same codec keys. @default `codecFromEnv(process.env)` (TTC_PAYLOAD_CODEC_KEY…)
+   */
+  readonly payloadCodec?: PayloadCodec | null;
 }
 
 /** A created, not yet running worker, with what it must close. */
@@ -75,6 +83,7 @@ export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: r
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { config } = options;
   assertShutdownGraceCoversTools(config.timeouts.shutdownGraceMs, options.tools);
+  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
   const store = await openCheckpointStore(config.store.url, storeOptions(config));
   try {
     const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {
@@ -84,6 +93,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
+      ...(dataConverter ? { dataConverter } : {}),
       ...(options.identity ? { identity: options.identity } : {}),
       ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
       ...(config.worker.workflowBundlePath === null ? { workflowsPath: require.resolve('./workflows') } : { workflowBundle: { codePath: config.worker.workflowBundlePath } }),

@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { isCheckpointError } from '../checkpoint/errors';
+import { registerCodecServer } from './codec-server';
 import { registerDemo } from './demo';
 import { registerDev } from './dev';
 import { registerPending } from './pending';
@@ -16,7 +17,7 @@ import { registerWorker } from './worker';
 import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
-for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune]) register(program);
+for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune, registerCodecServer]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   printError(isCheckpointError(error) ? error.message : error instanceof Error ? (error.name === 'Error' ? error.message : `${error.name}: ${error.message}`) : String(error));
