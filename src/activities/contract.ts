@@ -108,7 +108,7 @@ export type DescribeToolCallInput = FencedToolInput;
 /**
  * What `describeToolCall` returns: the frozen identity of a pending call, shown to the person
  * who approves it. An approval is bound to `intentDigest` (see `intentDigest` in
- * `checkpoint/digest.ts`).
+ * `checkpoint/digest.ts`), the digest over `toolName`, `toolRevision`, `arguments` and `target`.
  */
 export interface ToolCallDescription {
   /** Revision of the tool the worker would run. */
@@ -117,6 +117,15 @@ export interface ToolCallDescription {
   readonly intentDigest: string;
   /** The idempotency key `runFencedTool` would hand to the tool for this call id. */
   readonly idempotencyKey: string;
+  /**
+   * The arguments that will run, for the approver to read: the model's input after the tool's
+   * schema (unknown keys stripped, defaults filled), as the RFC 8785 canonical JSON the digest
+   * hashes parses back. `intentDigest` covers exactly these and `execute` receives exactly
+   * these (issue 15 item 2).
+   */
+  readonly arguments: JsonValue;
+  /** The tool's `target(arguments)`, also covered by `intentDigest`; null when the tool declares none. */
+  readonly target: JsonValue;
 }
 
 /** How a person settled an unknown outcome; only `applied` reaches the worker. */

@@ -7,7 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import { canonicalJson } from '../checkpoint/canonical-json';
+import { intentDigest } from '../checkpoint/digest';
 import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
+import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from './contract';
 import type { ToolDefinition } from './define-tool';
@@ -36,7 +39,7 @@ export interface ToolActivitiesOptions {
 export interface ToolActivities {
   /** One fenced attempt of a tool call. Failure types are CheckpointError codes (see `failures.ts`). */
   runFencedTool(input: FencedToolInput): Promise<FencedToolResult>;
-  /** Validates a call and returns its revision, intent digest and idempotency key; writes nothing. */
+  /** Validates a call and returns its revision, intent digest, idempotency key, validated arguments and target; writes nothing. */
   describeToolCall(input: FencedToolInput): Promise<ToolCallDescription>;
   /** Stores a person's resolution of an unknown outcome under the original fence, then delivers it. */
   resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
@@ -89,7 +92,14 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     async describeToolCall(input) {
       try {
         const call = prepare(input);
-        return { toolRevision: call.tool.revision, intentDigest: call.intentDigest, idempotencyKey: call.idempotencyKey };
+        // What the approver reads is what the digest covers: the canonical JSON of the validated
+        // arguments and the target, re-hashed here so a target() that is not deterministic is refused.
+        const args = JSON.parse(canonicalJson(call.args, 'input')) as JsonValue;
+        const target = JSON.parse(canonicalJson(call.tool.target?.(call.args as never) ?? null, 'target')) as JsonValue;
+        if (intentDigest({ toolName: call.tool.name, toolRevision: call.tool.revision, args, target }) !== call.intentDigest) {
+          throw new CheckpointError('INVALID_ARGUMENT', `tool ${call.tool.name}: target() gave another value for the same arguments; the call cannot be shown for approval`, { toolName: call.tool.name, field: 'target' });
+        }
+        return { toolRevision: call.tool.revision, intentDigest: call.intentDigest, idempotencyKey: call.idempotencyKey, arguments: args, target };
       } catch (error) {
         throw toApplicationFailure(error);
       }

@@ -71,7 +71,7 @@ export function callAddress(input: Pick<FencedToolInput, 'tenant' | 'callId' | '
 export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext): PreparedCall {
   const tool = tools.get(input?.toolName);
   if (tool === undefined) {
-    throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (known: ${[...tools.keys()].join(', ')})`, {
+    throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (${tools.size} tools registered; the list stays out of messages, see the worker configuration)`, {
       field: 'toolName',
       actual: String(input?.toolName),
     });

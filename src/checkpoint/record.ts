@@ -11,6 +11,12 @@ const BINDING_FIELDS = ['namespace', 'callId', 'toolName', 'toolRevision', 'inpu
 const RECORD_FIELDS = ['schemaVersion', 'binding', 'status', 'revision', 'createdAt', 'updatedAt', 'execution', 'result', 'delivery'] as const;
 const EXECUTION_FIELDS = ['attemptId', 'claimedAt', 'finishedAt', 'uncertainAt', 'uncertainReason', 'previousAttemptId', 'deadlineAt'] as const;
 const DELIVERY_FIELDS = ['deliveryId', 'claimedAt', 'releasedAt', 'deliveredAt'] as const;
+/**
+ * Longest stored reason in its encrypted (`$enc:A256GCM:…`: base64url of up to 3 UTF-8 bytes per
+ * code unit, plus IV, tag and key id) or wrapped (`$enc:plain:…`) form, in UTF-16 code units
+ * (issue 15 item 7; see `src/stores/payload-cipher.ts`).
+ */
+const MAX_STORED_REASON_LENGTH = 4 * LIMITS.maxReasonLength + 512;
 
 /**
  * Asserts a complete, well-formed binding: every field present, bounded, and
@@ -139,7 +145,9 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
     const finished = status !== 'executing' && status !== 'uncertain';
     if (finished !== (finishedAt !== null)) throw invalid('execution.finishedAt', `finishedAt must be ${finished ? 'set' : 'null'} when status is ${status}`);
     if ((uncertainAt === null) !== (execution.uncertainReason === null)) throw invalid('execution.uncertainReason', 'uncertainAt and uncertainReason are set together');
-    if (execution.uncertainReason !== null && (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > LIMITS.maxReasonLength || !execution.uncertainReason.isWellFormed())) {
+    // A store with an encryption key stores the reason encrypted: '$enc:…' text, longer than the plaintext.
+    const maxReason = typeof execution.uncertainReason === 'string' && execution.uncertainReason.startsWith('$enc:') ? MAX_STORED_REASON_LENGTH : LIMITS.maxReasonLength;
+    if (execution.uncertainReason !== null && (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > maxReason || !execution.uncertainReason.isWellFormed())) {
       throw invalid('execution.uncertainReason', 'uncertainReason must be a bounded string');
     }
     if (status === 'uncertain' && uncertainAt === null) throw invalid('execution.uncertainAt', 'an uncertain record records when it became uncertain');

@@ -9,6 +9,7 @@ import { loadConfig } from '../config';
 import { parseCallBindingId } from '../checkpoint/call-identity';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import { runStatusQuery } from '../workflows/messages';
+import type { PendingCallView } from '../workflows/types';
 import { storeKeys } from '../worker';
 import { printTable, withCode } from './table';
 import { printLine } from './terminal-safe';
@@ -22,6 +23,8 @@ export function registerPending(program: Command): void {
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeKeys(config));
       const rows: (string | number)[][] = [];
+      /** Per call awaiting approval: what will run (validated arguments, target) and, labelled, what the model sent (issue 15 item 2). */
+      const approvals: string[] = [];
       try {
         const staleBefore = new Date(Date.now() - config.timeouts.toolStartToCloseMs).toISOString();
         const records = [
@@ -51,6 +54,7 @@ export function registerPending(program: Command): void {
               if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
               const why = call.status === 'paused' ? withCode(call.errorType, call.reason) : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
               rows.push(['temporal', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
+              if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${execution.workflowId}/${call.callId}`, call));
             }
           }
         } finally {
@@ -62,5 +66,22 @@ export function registerPending(program: Command): void {
         return;
       }
       printTable(['from', 'status', 'call', 'tool', 'updatedAt', 'why'], rows);
+      if (approvals.length > 0) printLine('');
+      for (const line of approvals) printLine(line);
     });
+}
+
+/**
+ * What an approver reads for one call awaiting approval: the validated arguments the intent
+ * digest covers and the tool will receive, the target, and the model's input, marked as not
+ * what runs. The `approveCall` update must name the digest printed here.
+ */
+function approvalLines(call: string, view: PendingCallView): string[] {
+  const json = (value: unknown): string => JSON.stringify(value) ?? 'null';
+  return [
+    `approval of ${call}: ${view.toolName} revision ${view.toolRevision ?? '?'}, intent ${view.intentDigest ?? '?'}`,
+    `  arguments (validated; these run): ${view.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(view.arguments)}`,
+    ...(view.target === null ? [] : [`  target: ${json(view.target)}`]),
+    `  model sent (not run as sent): ${json(view.modelInput)}`,
+  ];
 }

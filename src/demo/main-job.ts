@@ -116,7 +116,7 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
         if (status.phase === 'paused' && status.paused && !resolved.has(`${handle.workflowId}/${status.paused.callId}`)) {
           const call = status.pendingCalls.find((c) => c.callId === status.paused!.callId);
           // The operator checks the provider's outbox for the email the paused call meant to send.
-          const input = call?.input as { to?: string; subject?: string } | undefined;
+          const input = call?.modelInput as { to?: string; subject?: string } | undefined;
           const sent = (await provider.client.listEmails()).find((e) => e.to === input?.to && e.subject === input?.subject);
           log(`run ${handle.workflowId} paused on ${status.paused.callId} (${status.paused.errorType}); operator finds the email ${sent ? `in the outbox (${sent.messageId})` : 'absent'}`);
           await handle.executeUpdate(resolveOutcomeUpdate, {

@@ -17,6 +17,22 @@ export const PAYLOAD_ENCRYPTION_ALGORITHM = 'A256GCM' as const;
 /** AES-256 keys are exactly this many bytes. */
 export const ENCRYPTION_KEY_BYTES = 32;
 
+/** GCM nonces are exactly this many bytes (NIST SP 800-38D §8.2: 96-bit IVs). */
+export const GCM_IV_BYTES = 12;
+
+/** GCM authentication tags are exactly this many bytes; shorter (truncated) tags are refused. */
+export const GCM_TAG_BYTES = 16;
+
+/**
+ * Prefix of an encrypted text field (see {@link PayloadCipher.encryptText}):
+ * `$enc:A256GCM:<iv>:<tag>:<ct>:<kid>` (iv, tag, ct base64url without padding), or
+ * `$enc:plain:<text>` for a plaintext that itself starts with this prefix.
+ */
+export const ENCRYPTED_TEXT_PREFIX = '$enc:';
+const PLAIN_TEXT_PREFIX = `${ENCRYPTED_TEXT_PREFIX}plain:`;
+const CIPHER_TEXT_PREFIX = `${ENCRYPTED_TEXT_PREFIX}${PAYLOAD_ENCRYPTION_ALGORITHM}:`;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
 /**
  * An encrypted payload as stored in `result.payload`: `{ $enc: 'A256GCM', kid, iv, tag, ct }`,
  * where `iv` (12 bytes), `tag` (16 bytes) and `ct` are base64url without padding. The
@@ -74,6 +90,11 @@ export class PayloadCipher {
     this.keys = keys;
   }
 
+  /** @internal the key with id `kid`, if configured. */
+  keyFor(kid: string): Uint8Array | undefined {
+    return this.keys.get(kid);
+  }
+
   /** Whether new payloads are encrypted (a current key is configured). */
   get encrypts(): boolean {
     return this.currentKeyId !== null;
@@ -93,8 +114,8 @@ export class PayloadCipher {
   encrypt(payload: JsonValue, aad: string): JsonValue {
     if (this.currentKeyId === null) return payload;
     const kid = this.currentKeyId;
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv);
+    const iv = randomBytes(GCM_IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv, { authTagLength: GCM_TAG_BYTES });
     cipher.setAAD(additionalData(kid, aad));
     const ct = Buffer.concat([cipher.update(canonicalJson(payload, 'result.payload'), 'utf8'), cipher.final()]);
     const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv.toString('base64url'), tag: cipher.getAuthTag().toString('base64url'), ct: ct.toString('base64url') };
@@ -116,8 +137,59 @@ export class PayloadCipher {
         reason: 'unknown-key',
       });
     }
-    return decryptWith(key, envelope, aad);
+    return JSON.parse(decryptWith(key, envelope, additionalData(envelope.kid, aad), 'result.payload')) as JsonValue;
   }
+
+  /**
+   * Encrypts a free-text field (e.g. `execution.uncertainReason`, which can quote tool or
+   * provider error text) with the current key, as `$enc:A256GCM:<iv>:<tag>:<ct>:<kid>`.
+   * Without a current key the text is returned as is, except that a text starting with
+   * `$enc:` is wrapped as `$enc:plain:<text>` so it is never read as an envelope.
+   *
+   * @param aad the row key; `field` names the field, both bound into the ciphertext.
+   */
+  encryptText(text: string, aad: string, field: string): string {
+    if (this.currentKeyId === null) return protectPlainText(text);
+    const kid = this.currentKeyId;
+    const iv = randomBytes(GCM_IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv, { authTagLength: GCM_TAG_BYTES });
+    cipher.setAAD(textAdditionalData(kid, aad, field));
+    const ct = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+    return `${CIPHER_TEXT_PREFIX}${iv.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}:${ct.toString('base64url')}:${kid}`;
+  }
+}
+
+/**
+ * Wraps a plaintext that starts with `$enc:` as `$enc:plain:<text>` (other text unchanged), so
+ * tool text shaped like an envelope is stored and read back as itself.
+ */
+export function protectPlainText(text: string): string {
+  return text.startsWith(ENCRYPTED_TEXT_PREFIX) ? `${PLAIN_TEXT_PREFIX}${text}` : text;
+}
+
+/**
+ * Reads a free-text field written by {@link PayloadCipher.encryptText} or
+ * {@link protectPlainText}: plain text (written before encryption, or without a key) as is,
+ * `$enc:plain:` unwrapped, `$enc:A256GCM:` decrypted with the key its id names.
+ *
+ * @throws {@link CheckpointError} DECRYPTION_FAILED naming `field` and the key id for a
+ *   malformed envelope, an unknown key id, no keys (`cipher` null), or a failed authentication.
+ */
+export function decryptText(cipher: PayloadCipher | null, text: string, aad: string, field: string): string {
+  if (!text.startsWith(ENCRYPTED_TEXT_PREFIX)) return text;
+  if (text.startsWith(PLAIN_TEXT_PREFIX)) return text.slice(PLAIN_TEXT_PREFIX.length);
+  const parts = text.startsWith(CIPHER_TEXT_PREFIX) ? text.slice(CIPHER_TEXT_PREFIX.length).split(':') : [];
+  const [iv, tag, ct] = parts;
+  const kid = parts.slice(3).join(':');
+  if (parts.length < 4 || kid === '' || ![iv, tag, ct].every((p) => BASE64URL.test(p!))) {
+    throw new CheckpointError('DECRYPTION_FAILED', `${field} starts with ${JSON.stringify(ENCRYPTED_TEXT_PREFIX)} but is not an encrypted text envelope`, { field, reason: 'malformed' });
+  }
+  const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv!, tag: tag!, ct: ct! };
+  const key = cipher?.keyFor(kid);
+  if (key === undefined) {
+    throw new CheckpointError('DECRYPTION_FAILED', `${field} is encrypted with key id ${JSON.stringify(kid)}, which is not configured (set encryptionKey/encryptionKeys)`, { field, keyId: kid, reason: cipher === null ? 'no-keys' : 'unknown-key' });
+  }
+  return decryptWith(key, envelope, textAdditionalData(kid, aad, field), field);
 }
 
 /**
@@ -163,21 +235,43 @@ export function createPayloadCipher(options: PayloadEncryptionOptions = {}): Pay
   return keys.size === 0 ? null : new PayloadCipher(current, keys);
 }
 
-function decryptWith(key: Uint8Array, envelope: EncryptedPayload, aad: string): JsonValue {
-  let text: string;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(envelope.iv, 'base64url'));
-    decipher.setAAD(additionalData(envelope.kid, aad));
-    decipher.setAuthTag(Buffer.from(envelope.tag, 'base64url'));
-    text = Buffer.concat([decipher.update(Buffer.from(envelope.ct, 'base64url')), decipher.final()]).toString('utf8');
-  } catch (error) {
-    throw new CheckpointError('DECRYPTION_FAILED', `result payload does not decrypt with key id ${JSON.stringify(envelope.kid)} (wrong key, altered ciphertext or moved row)`, {
-      field: 'result.payload',
+/**
+ * Decrypts `envelope` with `key` and returns the UTF-8 plaintext. The IV must be exactly 12
+ * bytes and the tag exactly 16 (a truncated tag would let a forger try 2^32 tags instead of
+ * 2^128), each as canonical base64url; anything else fails like a wrong key.
+ */
+function decryptWith(key: Uint8Array, envelope: EncryptedPayload, aad: Buffer, field: string): string {
+  const fail = (cause: unknown, reason: string): CheckpointError =>
+    new CheckpointError('DECRYPTION_FAILED', `${field} does not decrypt with key id ${JSON.stringify(envelope.kid)} (wrong key, altered ciphertext or moved row)`, {
+      field,
       keyId: envelope.kid,
-      reason: 'authentication-failed',
-    }, { cause: error });
+      reason,
+    }, cause === undefined ? undefined : { cause });
+  const iv = strictBase64url(envelope.iv);
+  const tag = strictBase64url(envelope.tag);
+  const ct = strictBase64url(envelope.ct);
+  if (iv === null || iv.length !== GCM_IV_BYTES) throw fail(undefined, 'bad-iv');
+  if (tag === null || tag.length !== GCM_TAG_BYTES) throw fail(undefined, 'bad-tag');
+  if (ct === null) throw fail(undefined, 'malformed');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: GCM_TAG_BYTES });
+    decipher.setAAD(aad);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(ct), decipher.final()]).toString('utf8');
+  } catch (error) {
+    throw fail(error, 'authentication-failed');
   }
-  return JSON.parse(text) as JsonValue;
+}
+
+/** The bytes of canonical unpadded base64url text, else null (no silently ignored characters). */
+function strictBase64url(text: string): Buffer | null {
+  if (typeof text !== 'string' || !BASE64URL.test(text)) return null;
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : null;
+}
+
+function textAdditionalData(kid: string, aad: string, field: string): Buffer {
+  return Buffer.from(`ttc/text/1\n${kid}\n${aad}\n${field}`, 'utf8');
 }
 
 function additionalData(kid: string, aad: string): Buffer {

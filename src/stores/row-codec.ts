@@ -12,7 +12,10 @@ import { deepFreeze, validateCheckpoint } from '../checkpoint/record';
 import { STATUSES, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStoreOptions, QuarantinedRow } from './checkpoint-store';
-import { createPayloadCipher, isEncryptedPayload, missingKeyError, type PayloadCipher } from './payload-cipher';
+import { createPayloadCipher, decryptText, isEncryptedPayload, missingKeyError, protectPlainText, type PayloadCipher } from './payload-cipher';
+
+/** The record field that holds free text from tools and providers, encrypted like the payload. */
+const REASON_FIELD = 'execution.uncertainReason';
 
 /** The columns of one row. `updatedAt` is normalized to `toISOString()` form (ms, UTC). */
 export interface EncodedRow {
@@ -74,8 +77,9 @@ export class RowCodec {
   }
 
   /**
-   * The row for `record`: validated, payload encrypted when a key is configured, serialized
-   * and sealed.
+   * The row for `record`: validated, payload and `execution.uncertainReason` encrypted when a
+   * key is configured (a reason starting with `$enc:` is otherwise wrapped as `$enc:plain:…`),
+   * serialized and sealed.
    *
    * @throws {@link CheckpointError} INVALID_CHECKPOINT / UNSUPPORTED_SCHEMA for an invalid record;
    *   INVALID_ARGUMENT for a plaintext payload shaped like an encryption envelope when no key is set.
@@ -90,6 +94,13 @@ export class RowCodec {
       } else if (isEncryptedPayload(record.result.payload)) {
         throw new CheckpointError('INVALID_ARGUMENT', 'result payload has the exact shape of an encryption envelope ({ $enc, kid, iv, tag, ct }); it cannot be stored unencrypted without ambiguity', { field: 'result.payload' });
       }
+    }
+    const reason = record?.execution?.uncertainReason;
+    if (typeof reason === 'string') {
+      // The reason quotes tool and provider error text: encrypted like the payload (issue 15 item 7).
+      validateCheckpoint(record);
+      const storedReason = this.cipher === null ? protectPlainText(reason) : this.cipher.encryptText(reason, checkpointKey(record.binding), REASON_FIELD);
+      if (storedReason !== reason) stored = { ...stored, execution: { ...stored.execution!, uncertainReason: storedReason } };
     }
     const body = serializeCheckpoint(stored, this.seal);
     return {
@@ -111,7 +122,8 @@ export class RowCodec {
    * (DECRYPTION_FAILED, reason `unencrypted`): this store writes every payload encrypted, so a
    * plaintext one was swapped in for the ciphertext (or written before encryption was turned
    * on). A store with only older keys (`encryptionKeys`, encryption being turned off) reads
-   * plaintext payloads.
+   * plaintext payloads. An `execution.uncertainReason` is decrypted when encrypted; a plaintext
+   * one (written before issue 15 item 7, or without a key) is read as is.
    *
    * @throws {@link CheckpointError} INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or
    *   DECRYPTION_FAILED; the message starts with the row key and `details.key` holds it.
@@ -124,16 +136,24 @@ export class RowCodec {
       if (parsed.status !== row.status) throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
       if (parsed.revision !== Number(row.revision)) throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
       if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt) throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, { field: 'row.updated_at' });
-      if (parsed.result === null) return this.remember(parsed, row.body as string);
-      if (!isEncryptedPayload(parsed.result.payload)) {
-        const current = this.cipher?.currentKey ?? null;
-        if (current !== null) throw unencryptedError(current);
-        return this.remember(parsed, row.body as string);
+      let record: CheckpointRecord = parsed;
+      const reason = parsed.execution?.uncertainReason;
+      if (typeof reason === 'string') {
+        const plain = decryptText(this.cipher, reason, row.key, REASON_FIELD);
+        if (plain !== reason) record = { ...record, execution: { ...record.execution!, uncertainReason: plain } };
       }
-      const envelope = parsed.result.payload;
-      if (this.cipher === null) throw missingKeyError(envelope);
-      const payload: JsonValue = this.cipher.decrypt(envelope, row.key);
-      const record = { ...parsed, result: { payload } };
+      if (parsed.result !== null) {
+        if (!isEncryptedPayload(parsed.result.payload)) {
+          const current = this.cipher?.currentKey ?? null;
+          if (current !== null) throw unencryptedError(current);
+        } else {
+          const envelope = parsed.result.payload;
+          if (this.cipher === null) throw missingKeyError(envelope);
+          const payload: JsonValue = this.cipher.decrypt(envelope, row.key);
+          record = { ...record, result: { payload } };
+        }
+      }
+      if (record === parsed) return this.remember(parsed, row.body as string);
       validateCheckpoint(record);
       return this.remember(deepFreeze(record), row.body as string);
     } catch (error) {

@@ -17,6 +17,8 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -37,6 +39,7 @@ import {
   runStatusQuery,
   type MessageErrorType,
 } from './messages';
+import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
 import { iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
 import type {
   AgentWorkflowInput,
@@ -184,9 +187,18 @@ class AgentRun {
         continue;
       }
       const described = attempt.value;
+      if (described.arguments === undefined && patched(APPROVAL_ARGUMENTS_PATCH)) {
+        // A worker that does not report the validated arguments (older code during a deploy): the
+        // approver could not see what would run, so the call is refused (fail closed). Runs
+        // described before this change replay as they ran (patched() is false for them).
+        call.preFailure = { type: 'INVALID_ARGUMENT', message: `INVALID_ARGUMENT: the worker that described ${call.toolName} call "${call.callId}" did not report its validated arguments; nothing ran` };
+        continue;
+      }
       call.toolRevision = described.toolRevision;
       call.intentDigest = described.intentDigest;
       call.idempotencyKey = described.idempotencyKey;
+      call.arguments = described.arguments;
+      call.target = described.target ?? null;
       call.approval = { expiresAfterMs: policy.expiresAfterMs, expiresAt: Date.now() + policy.expiresAfterMs, decision: null, decidedAt: null, reason: null };
       call.status = 'awaiting-approval';
       registered = true;
@@ -229,11 +241,13 @@ class AgentRun {
     }
     if (this.cancel) return this.cancelStop();
     if (approval.decision === 'rejected') {
-      this.rejectCall(call, `REJECTED: a person rejected the call: ${approval.reason ?? ''}`);
+      // The person's reason is meant for the model (RejectCallRequest.reason).
+      const reason = `REJECTED: a person rejected the call: ${approval.reason ?? ''}`;
+      this.rejectCall(call, reason, reason);
       return 'rejected';
     }
     if (approval.decision === 'expired') {
-      this.rejectCall(call, `APPROVAL_EXPIRED: nobody approved the call before its approval expired at ${iso(expiresAt)}; nothing ran`);
+      this.rejectCall(call, `APPROVAL_EXPIRED: nobody approved the call before its approval expired at ${iso(expiresAt)}; nothing ran`, APPROVAL_EXPIRED_FOR_MODEL);
       return 'rejected';
     }
     const now = Date.now();
@@ -241,6 +255,7 @@ class AgentRun {
       this.rejectCall(
         call,
         `APPROVAL_EXPIRED: the call was approved at ${iso(approval.decidedAt ?? now)} but could not start before its approval expired at ${iso(expiresAt)}; nothing ran`,
+        APPROVAL_EXPIRED_FOR_MODEL,
       );
       return 'rejected';
     }
@@ -283,7 +298,7 @@ class AgentRun {
         const digest = activityFailureDetails(attempt.error)?.intentDigest;
         if (typeof digest === 'string') call.intentDigest = digest;
         if (type === 'APPROVAL_EXPIRED') {
-          this.rejectCall(call, message);
+          this.rejectCall(call, message, APPROVAL_EXPIRED_FOR_MODEL);
           return null;
         }
         if (isNothingApplied(attempt.error)) {
@@ -384,27 +399,47 @@ class AgentRun {
     };
   }
 
+  /**
+   * Records the call's outcome (kept whole in the status and result) and hands it to the model:
+   * a success as the tool's output; an error result as `modelErrorForResult` shows it (a tool's
+   * own error as written, an error the fence stored as a fixed sentence; issue 15 item 4).
+   */
   private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: ToolOutcome, reason: string | null = null): void {
     call.status = status;
     call.outcome = outcome;
     call.receipt = outcome.ok ? outcome.receipt : null;
     call.errorType = null;
     call.reason = reason;
-    this.appendToolMessage(call, outcome.ok ? outcome.output : { error: outcome.error }, !outcome.ok);
+    if (outcome.ok) {
+      this.appendToolMessage(call, outcome.output, false);
+      return;
+    }
+    const shown = modelErrorForResult(outcome.error);
+    if (shown.message !== outcome.error.message) log.warn('tool call ended with an error result; the model reads a short typed message', { callId: call.callId, toolName: call.toolName, errorType: outcome.error.type, detail: outcome.error.message });
+    this.appendToolMessage(call, { error: { type: shown.type, message: shown.message } }, true);
   }
 
+  /**
+   * Fails a call before its tool ran. Operators keep `message` in the status, the result and
+   * the workflow log; the model reads `modelErrorForFailure(errorType, message)`: a fixed short
+   * sentence per failure type, never a store's path, user, host or driver text or a worker's
+   * tool list (issue 15 item 4).
+   */
   private failCall(call: CallState, errorType: string, message: string): void {
     call.status = 'failed';
     call.errorType = errorType;
     call.reason = message;
-    this.appendToolMessage(call, { error: { type: errorType, message } }, true);
+    const shown = modelErrorForFailure(errorType, message);
+    log.warn('tool call failed before its tool ran; the model reads a short typed message', { callId: call.callId, toolName: call.toolName, errorType, detail: message });
+    this.appendToolMessage(call, { error: { type: shown.type, message: shown.message } }, true);
   }
 
-  private rejectCall(call: CallState, reason: string): void {
+  /** Rejects a call nothing ran for: operators keep `reason`; the model reads `modelReason`. */
+  private rejectCall(call: CallState, reason: string, modelReason: string): void {
     call.status = 'rejected';
     call.errorType = USER_REJECTION;
     call.reason = reason;
-    this.appendToolMessage(call, { rejected: true, reason }, true);
+    this.appendToolMessage(call, { rejected: true, reason: modelReason }, true);
   }
 
   private appendToolMessage(call: CallState, content: JsonValue, isError: boolean): void {
@@ -599,6 +634,12 @@ class AgentRun {
 
 /** The error class of a call a person rejected or whose approval expired (see `TOOL_ERROR_CLASSES`). */
 const USER_REJECTION: ToolErrorClass = 'USER_REJECTION';
+
+/** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
+const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';
+
+/** What the model reads when a call's approval expired (the times stay in the status). */
+const APPROVAL_EXPIRED_FOR_MODEL = `APPROVAL_EXPIRED: ${MODEL_ERROR_MESSAGES.APPROVAL_EXPIRED}`;
 
 /** Refuses an update (in a validator) or fails it (in a handler) with a typed ApplicationFailure. */
 function refuse(type: MessageErrorType | string, message: string): never {

@@ -39,6 +39,7 @@ export interface CallState {
   readonly callId: string;
   readonly modelCallId: string;
   readonly toolName: string;
+  /** The arguments as the model sent them (the fence validates them again on every attempt). */
   readonly input: JsonValue;
   readonly turn: number;
   /** 0 for the model's call; n for `<modelCallId>~retryn`. */
@@ -50,6 +51,14 @@ export interface CallState {
   toolRevision: string | null;
   intentDigest: string | null;
   idempotencyKey: string | null;
+  /**
+   * The schema-validated arguments in canonical form, as `describeToolCall` reported them: what
+   * `intentDigest` covers and `execute` receives. Null until a worker described the call (calls
+   * needing approval only).
+   */
+  arguments: JsonValue | null;
+  /** The tool's target for those arguments (also covered by the digest); null when none or not described. */
+  target: JsonValue | null;
   errorType: string | null;
   reason: string | null;
   /** A refusal known before the call's turn in the loop (duplicate id, describe failure). */
@@ -135,6 +144,9 @@ export class RunState {
     while (this.byId.has(retryId(original.modelCallId, attempt))) attempt += 1;
     const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
     retry.approvedIntentDigest = original.approvedIntentDigest;
+    // The rerun runs under the approved digest, hence with the arguments the approver saw.
+    retry.arguments = original.arguments;
+    retry.target = original.target;
     this.byId.set(retry.callId, retry);
     this.calls.splice(this.calls.indexOf(original) + 1, 0, retry);
     const at = this.currentTurn.indexOf(original);
@@ -183,7 +195,9 @@ export class RunState {
       .filter((call) => isLive(call.status))
       .map((call) => ({
         ...(report(call) as CallReport<LiveCallStatus>),
-        input: call.input,
+        arguments: call.arguments,
+        target: call.target,
+        modelInput: call.input,
         approvalExpiresAt: call.approval?.expiresAt != null ? iso(call.approval.expiresAt) : null,
       }));
     const paused = this.paused;
@@ -264,6 +278,8 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
     toolRevision: null,
     intentDigest: null,
     idempotencyKey: null,
+    arguments: null,
+    target: null,
     errorType: null,
     reason: null,
     preFailure: null,

@@ -180,10 +180,24 @@ export const RUN_PHASES = [
 ] as const;
 export type RunPhase = (typeof RUN_PHASES)[number];
 
-/** A call that still needs something, with what a person needs to decide on it. */
+/**
+ * A call that still needs something, with what a person needs to decide on it. An approval is
+ * bound to `intentDigest`, the digest over `toolName`, `toolRevision`, `arguments` and `target`
+ * (SPEC §2): what a person approves is exactly `arguments`, and the fence runs the call only
+ * when it computes the same digest (else APPROVAL_MISMATCH, nothing runs).
+ */
 export interface PendingCallView extends CallReport<LiveCallStatus> {
-  /** The frozen arguments. */
-  readonly input: JsonValue;
+  /**
+   * The arguments that will run: validated by the tool's schema (unknown keys stripped, defaults
+   * filled) in RFC 8785 canonical form, as `describeToolCall` reported them; `intentDigest`
+   * covers them and `execute` receives them. Null until a worker described the call (only calls
+   * needing approval are described before they run).
+   */
+  readonly arguments: JsonValue | null;
+  /** What the effect acts on, from the tool's `target(arguments)`; also covered by the digest. Null when the tool declares none or the call was not described. */
+  readonly target: JsonValue | null;
+  /** What the model sent, before validation. Shown for reference only: it is NOT what runs (see `arguments`). */
+  readonly modelInput: JsonValue;
   /** For a call needing approval: when the approval expires (it must also start running before then). */
   readonly approvalExpiresAt: string | null;
 }
