@@ -104,6 +104,17 @@ export interface ConfigInput {
     /** Name of the environment variable listing older encryption keys that still decrypt, `id:key,id:key`. @default 'TTC_ENCRYPTION_KEYS' */
     encryptionKeysEnv?: string;
   };
+  /** What a worker serves, whatever a workflow's input asks for (issue 15 item 11; see {@link Config.pins}). */
+  pins?: {
+    /** Tenants this worker serves. @default any (env TTC_TENANTS, comma-separated) */
+    tenants?: readonly string[];
+    /** Tools a run on this worker may offer and call. @default every registered tool (env TTC_TOOLS) */
+    tools?: readonly string[];
+    /** Tools whose calls run only with a person's approval. @default none (env TTC_REQUIRE_APPROVAL) */
+    requireApproval?: readonly string[];
+    /** Model adapters `ttc worker` offers (`scripted`, `anthropic`, `openai`). @default the real adapters whose API keys are set (env TTC_MODELS) */
+    models?: readonly string[];
+  };
 }
 
 /** The validated configuration; every duration in ms. */
@@ -134,6 +145,19 @@ export interface Config {
     readonly encryptionKey: Buffer | null;
     readonly encryptionKeyId: string;
     readonly encryptionKeys: Readonly<Record<string, Buffer>>;
+  };
+  /**
+   * Worker pins (issue 15 item 11): the tenant, tools, approval policy and model of a run come
+   * from its workflow input, so whoever can start a workflow chooses them; a pinned worker's
+   * activities refuse input outside its pins (`NOT_PINNED`, `APPROVAL_REQUIRED`). Null: not pinned.
+   * `requireApproval`: tool names whose calls `runFencedTool` refuses without an approved intent digest.
+   * `models`: the adapter names `ttc worker` offers (null: the real adapters whose API keys are set).
+   */
+  readonly pins: {
+    readonly tenants: readonly string[] | null;
+    readonly tools: readonly string[] | null;
+    readonly requireApproval: readonly string[];
+    readonly models: readonly string[] | null;
   };
 }
 
@@ -224,6 +248,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
     keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys },
+    pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
   };
 }
 
@@ -293,4 +318,39 @@ function duration({ key, value }: { key: string; value: unknown }, bounds: { all
 
 function configError(key: string, message: string): CheckpointError {
   return new CheckpointError('INVALID_CONFIG', `${key} ${message}`, { field: key });
+}
+
+// ---- worker pins (issue 15 item 11) ---------------------------------------------------------
+
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const TENANT_PATTERN = /^[^\s,\u0000-\u001f\u007f-\u009f]{1,256}$/;
+
+/**
+ * The pins section: each list from the overrides, else its environment variable (comma-separated,
+ * whitespace around names ignored), else the file. An empty list, a malformed name or a name
+ * listed twice is INVALID_CONFIG naming the variable; `requireApproval` must lie within `tools`
+ * when both are set.
+ */
+function resolvePins(file: NonNullable<ConfigInput['pins']>, env: NodeJS.ProcessEnv, overrides: NonNullable<ConfigInput['pins']>): Config['pins'] {
+  const list = (key: string, fromOverrides: readonly string[] | undefined, fromFile: readonly string[] | undefined, pattern: RegExp, what: string): readonly string[] | null => {
+    const raw = env[key];
+    const names = fromOverrides ?? (raw !== undefined && raw.trim() !== '' ? raw.split(',').map((n) => n.trim()) : fromFile);
+    if (names === undefined) return null;
+    if (!Array.isArray(names) || names.length === 0) throw configError(key, `must list at least one ${what} (comma-separated), got ${JSON.stringify(names)}`);
+    names.forEach((name: unknown, i) => {
+      if (typeof name !== 'string' || !pattern.test(name)) throw configError(key, `entry ${i + 1} must be ${what}, got ${JSON.stringify(name)}`);
+      if (names.indexOf(name) !== i) throw configError(key, `lists ${JSON.stringify(name)} twice`);
+    });
+    return Object.freeze([...names]);
+  };
+  const tools = list('TTC_TOOLS', overrides.tools, file.tools, TOOL_NAME_PATTERN, 'a tool name');
+  const requireApproval = list('TTC_REQUIRE_APPROVAL', overrides.requireApproval, file.requireApproval, TOOL_NAME_PATTERN, 'a tool name') ?? [];
+  const outside = tools === null ? [] : requireApproval.filter((name) => !tools.includes(name));
+  if (outside.length > 0) throw configError('TTC_REQUIRE_APPROVAL', `names ${outside.join(', ')}, which TTC_TOOLS does not pin`);
+  return {
+    tenants: list('TTC_TENANTS', overrides.tenants, file.tenants, TENANT_PATTERN, 'a tenant (no whitespace, commas or control characters, at most 256 characters)'),
+    tools,
+    requireApproval,
+    models: list('TTC_MODELS', overrides.models, file.models, /^[\w.-]{1,64}$/, 'a model adapter name'),
+  };
 }

@@ -1,12 +1,17 @@
 /**
- * The model adapters a worker offers: the scripted model (recorded transcripts, also accepted
- * inline from a client) always, and the real Anthropic and OpenAI adapters when their API
- * keys are in the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`; model ids from
- * `TTC_ANTHROPIC_MODEL`, `TTC_OPENAI_MODEL`).
+ * The model adapters a worker offers (issue 15 item 10: the scripted model is opt-in).
+ *
+ * Which ones: the names given by `ttc worker --models a,b` or `TTC_MODELS` (see `config.ts`),
+ * from {@link MODEL_ADAPTER_NAMES}; when neither is set, the real adapters whose API keys are in
+ * the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`; model ids from `TTC_ANTHROPIC_MODEL`,
+ * `TTC_OPENAI_MODEL`). `scripted` replays recorded transcripts (also accepted inline from a
+ * client); it keeps no per-turn state, but anyone who can start a workflow can run it, so a
+ * production worker offers it only when asked.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ToolDefinition } from '../activities/define-tool';
+import { CheckpointError } from '../checkpoint/errors';
 import { AnthropicModel } from '../model/anthropic-model';
 import type { ModelAdapter } from '../model/model-adapter';
 import { OpenAiModel } from '../model/openai-model';
@@ -17,6 +22,10 @@ import { parseTranscriptJson, type Transcript } from '../model/transcript';
 /** Where the recorded example transcripts live. */
 export const TRANSCRIPTS_DIR = resolve(__dirname, '../../examples/transcripts');
 
+/** The adapters `ttc worker` can offer, by registry name. */
+export const MODEL_ADAPTER_NAMES = ['scripted', 'anthropic', 'openai'] as const;
+export type ModelAdapterName = (typeof MODEL_ADAPTER_NAMES)[number];
+
 /** Reads every `*.json` transcript in `dir`. */
 export function loadTranscripts(dir: string = TRANSCRIPTS_DIR): Transcript[] {
   return readdirSync(dir)
@@ -25,11 +34,41 @@ export function loadTranscripts(dir: string = TRANSCRIPTS_DIR): Transcript[] {
     .map((f) => parseTranscriptJson(readFileSync(join(dir, f), 'utf8'), join(dir, f)));
 }
 
-/** Builds the adapters for `tools`. */
-export function buildModels(tools: readonly ToolDefinition<any>[], env: NodeJS.ProcessEnv = process.env): ModelAdapter[] {
-  const models: ModelAdapter[] = [new ScriptedModel({ transcripts: loadTranscripts() })];
+/** The names in a `--models` value: comma-separated, whitespace around names ignored. */
+export function parseModelNames(value: string): string[] {
+  return value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+}
+
+/**
+ * Builds the adapters for `tools`.
+ *
+ * @param names the adapters to offer (see the module comment); null or undefined: the real
+ *   adapters whose API keys are set.
+ * @throws {@link CheckpointError} INVALID_CONFIG (field `TTC_MODELS`) for an unknown name, a real
+ *   adapter named without its API key, or when the worker would offer no model at all.
+ */
+export function buildModels(tools: readonly ToolDefinition<any>[], env: NodeJS.ProcessEnv = process.env, names?: readonly string[] | null): ModelAdapter[] {
+  const keyOf: Record<Exclude<ModelAdapterName, 'scripted'>, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
+  const chosen = new Set<string>(names ?? (['anthropic', 'openai'] as const).filter((name) => env[keyOf[name]]));
+  for (const name of chosen) {
+    if (!(MODEL_ADAPTER_NAMES as readonly string[]).includes(name)) {
+      throw new CheckpointError('INVALID_CONFIG', `TTC_MODELS / --models names ${JSON.stringify(name)}; a worker offers ${MODEL_ADAPTER_NAMES.join(', ')}`, { field: 'TTC_MODELS' });
+    }
+    if (name !== 'scripted' && !env[keyOf[name as keyof typeof keyOf]]) {
+      throw new CheckpointError('INVALID_CONFIG', `TTC_MODELS / --models names ${name}, but ${keyOf[name as keyof typeof keyOf]} is not set`, { field: 'TTC_MODELS' });
+    }
+  }
+  if (chosen.size === 0) {
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      'this worker would offer no model: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or offer recorded transcripts with --models scripted (TTC_MODELS=scripted)',
+      { field: 'TTC_MODELS' },
+    );
+  }
   const specs = Object.fromEntries(tools.map((t) => [t.name, toolSpecFromZod(t.input, t.description)]));
-  if (env.ANTHROPIC_API_KEY) models.push(new AnthropicModel({ model: env.TTC_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5', tools: specs, baseURL: env.ANTHROPIC_BASE_URL }));
-  if (env.OPENAI_API_KEY) models.push(new OpenAiModel({ model: env.TTC_OPENAI_MODEL ?? 'gpt-4.1', tools: specs, baseURL: env.OPENAI_BASE_URL }));
+  const models: ModelAdapter[] = [];
+  if (chosen.has('scripted')) models.push(new ScriptedModel({ transcripts: loadTranscripts() }));
+  if (chosen.has('anthropic')) models.push(new AnthropicModel({ model: env.TTC_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5', tools: specs, apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL }));
+  if (chosen.has('openai')) models.push(new OpenAiModel({ model: env.TTC_OPENAI_MODEL ?? 'gpt-4.1', tools: specs, apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }));
   return models;
 }

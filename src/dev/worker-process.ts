@@ -16,6 +16,8 @@ export interface SpawnWorkerOptions {
   readonly crashAt?: { readonly point: CrashPoint; readonly toolName?: string; readonly occurrence?: number };
   /** Module exporting the tools. @default the demo tools */
   readonly toolsModule?: string;
+  /** Model adapters the worker offers (`--models`). @default 'scripted' (the main job and the crash and fleet tests replay transcripts) */
+  readonly models?: string;
   /** Activities the worker runs at once (`--max-concurrent-activities`). @default the SDK's */
   readonly maxConcurrentActivities?: number;
   /** Called with each line the worker prints. */
@@ -46,6 +48,7 @@ const CLI = resolve(__dirname, '../cli/index.ts');
 export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
   const args = ['--require', require.resolve('tsx/cjs'), CLI, 'worker', '--identity', options.identity];
   if (options.toolsModule) args.push('--tools', options.toolsModule);
+  args.push('--models', options.models ?? 'scripted');
   if (options.maxConcurrentActivities) args.push('--max-concurrent-activities', String(options.maxConcurrentActivities));
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, NODE_OPTIONS: '' };
   if (options.crashAt) env.TTC_CRASH_AT = formatCrashAt(options.crashAt);

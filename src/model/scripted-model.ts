@@ -1,7 +1,8 @@
 /**
  * A model adapter that replays recorded transcripts (see `transcript.ts`): turn `n` returns the
  * transcript's response `n`, always the same one, so a retried turn activity gets an identical
- * result. It keeps no cursor; the only state is the log of requests it received (for tests).
+ * result. It keeps no cursor and no per-turn state: memory does not grow with the turns it serves
+ * (issue 15 item 10), unless a test opts in with `recordRequests`.
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
@@ -25,9 +26,15 @@ export interface ScriptedModelOptions {
    * response n − 1; a missing one throws `INVALID_ARGUMENT`. Catches agent-loop bugs. @default false
    */
   readonly checkToolResults?: boolean;
+  /**
+   * Tests only: keep a deep copy of every request (see {@link ScriptedModel.requests}). Each copy
+   * holds the whole conversation so far, so memory grows with every turn served: never turn this
+   * on in a worker. @default false
+   */
+  readonly recordRequests?: boolean;
 }
 
-/** One request the scripted model received (a retried turn appears once per attempt). */
+/** One request the scripted model received (a retried turn appears once per attempt); kept only with `recordRequests`. */
 export interface ScriptedRequest {
   /** Id of the transcript that answered. */
   readonly transcript: string;
@@ -51,12 +58,14 @@ export class ScriptedModel implements ModelAdapter {
   private readonly byId = new Map<string, Transcript>();
   private readonly allowInline: boolean;
   private readonly checkToolResults: boolean;
-  private readonly log: ScriptedRequest[] = [];
+  /** Null unless `recordRequests` (tests): the only state that could grow with the turns served. */
+  private readonly log: ScriptedRequest[] | null;
 
   constructor(options: ScriptedModelOptions) {
     this.name = options.name ?? 'scripted';
     this.allowInline = options.allowInline ?? true;
     this.checkToolResults = options.checkToolResults ?? false;
+    this.log = options.recordRequests === true ? [] : null;
     const list: readonly Transcript[] = Array.isArray(options.transcripts)
       ? (options.transcripts as readonly Transcript[])
       : [options.transcripts as Transcript];
@@ -68,8 +77,15 @@ export class ScriptedModel implements ModelAdapter {
     }
   }
 
-  /** Every request received so far, in order (including retried turns). */
+  /**
+   * Every request received so far, in order (including retried turns).
+   *
+   * @throws {@link CheckpointError} INVALID_ARGUMENT unless the model was built with `recordRequests: true`.
+   */
   get requests(): readonly ScriptedRequest[] {
+    if (this.log === null) {
+      throw new CheckpointError('INVALID_ARGUMENT', `scripted model ${this.name} keeps no requests; construct it with recordRequests: true (tests only)`, { field: 'recordRequests' });
+    }
     return this.log;
   }
 
@@ -85,7 +101,7 @@ export class ScriptedModel implements ModelAdapter {
       throw new CheckpointError('INVALID_ARGUMENT', `turn must be a non-negative integer, got ${String(turn)}`, { field: 'turn' });
     }
     const transcript = this.select(input.modelOptions);
-    this.log.push({ transcript: transcript.id, turn, input: structuredClone(input) });
+    this.log?.push({ transcript: transcript.id, turn, input: structuredClone(input) });
     const result = transcript.turns[turn];
     if (result === undefined) {
       throw new CheckpointError(

@@ -29,7 +29,7 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
 
 test('runModelTurn dispatches by adapter name (in an activity context)', async () => {
   const transcript = await loadTranscriptFile(join(__dirname, '../../../examples/transcripts/openai-triage.json'));
-  const scripted = new ScriptedModel({ transcripts: transcript });
+  const scripted = new ScriptedModel({ transcripts: transcript, recordRequests: true });
   const { runModelTurn } = createModelActivities({ adapters: { scripted } });
   const env = new MockActivityEnvironment();
   const result = await env.run(runModelTurn, input(0));

@@ -24,8 +24,8 @@ const input = (turn: number, extra: Partial<ModelTurnInput> = {}): ModelTurnInpu
   ...extra,
 });
 
-test('turn n returns response n and records each request', async () => {
-  const model = new ScriptedModel({ transcripts: ticket });
+test('turn n returns response n and records each request (with recordRequests)', async () => {
+  const model = new ScriptedModel({ transcripts: ticket, recordRequests: true });
   expect(model.name).toBe('scripted');
   const first = await model.turn(input(0));
   expect(first).toBe(ticket.turns[0]);
@@ -39,7 +39,7 @@ test('turn n returns response n and records each request', async () => {
 });
 
 test('recorded inputs are copies: later mutation by the caller does not change them', async () => {
-  const model = new ScriptedModel({ transcripts: ticket });
+  const model = new ScriptedModel({ transcripts: ticket, recordRequests: true });
   const messages: ConversationMessage[] = [user];
   await model.turn({ ...input(0), messages });
   messages.push({ role: 'user', text: 'changed' });
@@ -47,7 +47,7 @@ test('recorded inputs are copies: later mutation by the caller does not change t
 });
 
 test('deterministic across retries: the same turn always gets the same response, in any order', async () => {
-  const model = new ScriptedModel({ transcripts: batch });
+  const model = new ScriptedModel({ transcripts: batch, recordRequests: true });
   const a = await model.turn(input(0));
   const b = await model.turn(input(1));
   const aAgain = await model.turn(input(0)); // a retried attempt of turn 0
