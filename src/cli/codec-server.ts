@@ -8,6 +8,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { requireCodecFromEnv } from '../codec/codec-config';
 import { DEFAULT_CODEC_SERVER_PORT, parseCorsOrigin, startCodecServer } from '../codec/codec-server';
 import { loadConfig } from '../config';
+import { printError, printLine } from './terminal-safe';
 
 export function registerCodecServer(program: Command): void {
   program
@@ -23,10 +24,10 @@ export function registerCodecServer(program: Command): void {
         port: opts.port ?? DEFAULT_CODEC_SERVER_PORT,
         corsOrigins: opts.corsOrigin ?? [],
         namespace: config.temporal.namespace,
-        onError: (error) => console.error(`codec-server: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
+        onError: (error) => printError(`codec-server: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
       });
-      console.log(`codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`);
-      console.log(`use: temporal workflow show --codec-endpoint ${server.url} …, or the Temporal UI's codec server setting`);
+      printLine(`codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`);
+      printLine(`use: temporal workflow show --codec-endpoint ${server.url} …, or the Temporal UI's codec server setting`);
       const stop = (): void => {
         void server.close().then(() => process.exit(0));
       };
