@@ -22,6 +22,8 @@ import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, no
 
 /** Default pool size. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
+/** Default schema of the store's tables. */
+export const DEFAULT_POSTGRES_SCHEMA = 'public';
 /** Default time to wait for a connection, in ms. */
 export const DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
 /** Key of the session advisory lock held while migrating (an arbitrary, fixed bigint). */
@@ -53,11 +55,16 @@ class OutcomeUnknown extends Error {
 export class PostgresCheckpointStore implements CheckpointStore {
   private closed = false;
 
+  private readonly sql: ReturnType<typeof statements>;
+
   private constructor(
     private readonly pool: Pool,
     private readonly where: string,
     private readonly codec: RowCodec,
-  ) {}
+    private readonly schema: string,
+  ) {
+    this.sql = statements(schema);
+  }
 
   /**
    * Connects, runs the migrations and returns the store.
@@ -80,11 +87,15 @@ export class PostgresCheckpointStore implements CheckpointStore {
     if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) {
       throw new CheckpointError('INVALID_ARGUMENT', `connectTimeoutMs must be an integer from 1 to 600,000 ms, got ${String(connectTimeoutMs)}`, { field: 'connectTimeoutMs', limit: 600_000 });
     }
+    const schema = options.postgresSchema ?? DEFAULT_POSTGRES_SCHEMA;
+    if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
+      throw new CheckpointError('INVALID_ARGUMENT', `postgresSchema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters), got ${JSON.stringify(schema)}`, { field: 'postgresSchema' });
+    }
     // Lazily required: a SQLite-only deployment never loads pg.
      
     const pg = require('pg') as typeof import('pg');
     const pool = new pg.Pool({
-      connectionString: url,
+      ...pinnedConnection(url),
       max: poolSize,
       connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
@@ -94,7 +105,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     // An idle client whose server went away emits 'error' on the pool; without a listener
     // Node would crash. The pool drops that client; the next call reconnects or fails closed.
     pool.on('error', () => undefined);
-    const store = new PostgresCheckpointStore(pool, where, codec);
+    const store = new PostgresCheckpointStore(pool, where, codec, schema);
     try {
       await store.migrate();
     } catch (error) {
@@ -107,7 +118,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
     const row = this.codec.encode(record);
     try {
-      const inserted = await this.write(INSERT, insertParams(row), 'ttc_insert');
+      const inserted = await this.write(this.sql.INSERT, insertParams(row), 'ttc_insert');
       if (inserted.rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
@@ -118,13 +129,13 @@ export class PostgresCheckpointStore implements CheckpointStore {
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
-    const rows = await this.read<Row>(GET, [key], 'ttc_get');
+    const rows = await this.read<Row>(this.sql.GET, [key], 'ttc_get');
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
     assertCallArguments(namespace, callId);
-    const rows = await this.read<Row>(GET_BY_CALL, [namespace, callId], 'ttc_get_by_call');
+    const rows = await this.read<Row>(this.sql.GET_BY_CALL, [namespace, callId], 'ttc_get_by_call');
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
@@ -150,7 +161,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     let cursor: [string, string] | null = null;
     while (records.length < limit) {
       const rows: Row[] = await this.read<Row>(
-        `SELECT ${COLUMNS} FROM ttc_checkpoints
+        `SELECT ${COLUMNS} FROM ${this.sql.table}
          WHERE status = ANY($1::text[]) AND ($2::timestamptz IS NULL OR updated_at < $2)
            AND ($3::timestamptz IS NULL OR (updated_at, key) > ($3, $4::text))
          ORDER BY updated_at, key LIMIT $5`,
@@ -172,7 +183,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
-    return scanQuarantined(this.codec, async (after) => (await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
+    return scanQuarantined(this.codec, async (after) => (await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
   }
 
   async prune(options: { olderThan: string }): Promise<number> {
@@ -181,7 +192,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     let cursor: [string, string] | null = null;
     for (;;) {
       const rows: Row[] = await this.read<Row>(
-        `SELECT ${COLUMNS} FROM ttc_checkpoints
+        `SELECT ${COLUMNS} FROM ${this.sql.table}
          WHERE status = 'delivered' AND updated_at < $1 AND ($2::timestamptz IS NULL OR (updated_at, key) > ($2, $3::text))
          ORDER BY updated_at, key LIMIT $4`,
         [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE],
@@ -203,7 +214,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       }
       if (keys.length > 0) {
         try {
-          deleted += (await this.write(PRUNE, [keys, revisions, digests])).rowCount ?? 0;
+          deleted += (await this.write(this.sql.PRUNE, [keys, revisions, digests])).rowCount ?? 0;
         } catch (error) {
           if (!(error instanceof OutcomeUnknown)) throw error;
           throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning; some of ${keys.length} delivered records may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
@@ -264,7 +275,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
 
   /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
   private async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
-    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1 OR (namespace = $2 AND call_id = $3) ORDER BY key = $1 DESC LIMIT 1`, [row.key, row.namespace, row.callId]);
+    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key = $1 OR (namespace = $2 AND call_id = $3) ORDER BY key = $1 DESC LIMIT 1`, [row.key, row.namespace, row.callId]);
     if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: insert of ${row.key} conflicted but the row is gone`, { key: row.key, where: this.where });
     return this.codec.decode(stored(rows[0]));
   }
@@ -275,7 +286,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       const current = await this.reread(row.key, cause);
       if (current !== null) return { created: false, record: current };
       try {
-        if ((await this.write(INSERT, insertParams(row))).rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
+        if ((await this.write(this.sql.INSERT, insertParams(row))).rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
         return { created: false, record: await this.readExisting(row) };
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
@@ -286,8 +297,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
 
   /** Sends the conditional UPDATE: revision-only, or also on the stored body's digest. */
   private sendCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, named = false): Promise<{ rowCount: number | null }> {
-    if (expectedBody === null) return this.write(CAS, casParams(row, expectedRevision), named ? 'ttc_cas' : undefined);
-    return this.write(CAS_BODY, [...casParams(row, expectedRevision), expectedBody], named ? 'ttc_cas_body' : undefined);
+    if (expectedBody === null) return this.write(this.sql.CAS, casParams(row, expectedRevision), named ? 'ttc_cas' : undefined);
+    return this.write(this.sql.CAS_BODY, [...casParams(row, expectedRevision), expectedBody], named ? 'ttc_cas_body' : undefined);
   }
 
   /**
@@ -328,7 +339,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   /** The raw row after a lost write; a failed read makes the write's outcome unknown. */
   private async rereadRow(key: string, cause: unknown): Promise<Row | null> {
     try {
-      return (await this.read<Row>(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`, [key]))[0] ?? null;
+      return (await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key = $1`, [key]))[0] ?? null;
     } catch (error) {
       if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(key, 'write', cause, error);
       throw error;
@@ -341,12 +352,13 @@ export class PostgresCheckpointStore implements CheckpointStore {
     try {
       await client.query('SELECT pg_advisory_lock($1::bigint)', [BigInt(`0x${MIGRATION_LOCK_ID}`).toString()]);
       try {
-        await client.query(`CREATE TABLE IF NOT EXISTS ttc_schema_migrations (
+        await this.checkSchema(client);
+        await client.query(`CREATE TABLE IF NOT EXISTS ${this.sql.migrations} (
           version    integer     NOT NULL PRIMARY KEY,
           name       text        NOT NULL,
           applied_at timestamptz NOT NULL DEFAULT now()
         )`);
-        const applied = (await client.query<{ version: number | null }>('SELECT max(version) AS version FROM ttc_schema_migrations')).rows[0]?.version ?? 0;
+        const applied = (await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${this.sql.migrations}`)).rows[0]?.version ?? 0;
         const latest = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
         if (applied > latest) {
           throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
@@ -355,8 +367,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
           if (step.version <= applied) continue;
           await client.query('BEGIN');
           try {
+            // The released steps name tables unqualified: they are created in the store's schema.
+            await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}, pg_catalog, pg_temp`);
             await client.query(step.sql);
-            await client.query('INSERT INTO ttc_schema_migrations (version, name) VALUES ($1, $2)', [step.version, step.name]);
+            await client.query(`INSERT INTO ${this.sql.migrations} (version, name) VALUES ($1, $2)`, [step.version, step.name]);
             await client.query('COMMIT');
           } catch (error) {
             await client.query('ROLLBACK').catch(() => undefined);
@@ -375,6 +389,32 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
+  /**
+   * Before the first migration in `this.schema`: the schema must exist, and a store table this
+   * role owns in another schema (where an earlier version, following the role's search_path,
+   * created it) is refused rather than silently starting an empty store beside it.
+   */
+  private async checkSchema(client: PoolClient): Promise<void> {
+    const found = await client.query<{ here: boolean; migrated: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) AS here, pg_catalog.to_regclass($2) IS NOT NULL AS migrated`,
+      [this.schema, this.sql.migrations],
+    );
+    if (!found.rows[0]?.here) {
+      throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.where}: schema ${JSON.stringify(this.schema)} does not exist; create it (CREATE SCHEMA ${this.schema} AUTHORIZATION <store role>) or set postgresSchema (TTC_POSTGRES_SCHEMA)`, { field: 'postgresSchema', where: this.where });
+    }
+    if (found.rows[0].migrated) return;
+    const elsewhere = await client.query<{ nspname: string }>(
+      `SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       WHERE c.relname = 'ttc_checkpoints' AND c.relkind = 'r' AND c.relowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) AND n.nspname <> $1
+       ORDER BY n.nspname LIMIT 1`,
+      [this.schema],
+    );
+    const other = elsewhere.rows[0]?.nspname;
+    if (other !== undefined) {
+      throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.where}: this role's ttc_checkpoints table is in schema ${JSON.stringify(other)}, not in the configured schema ${JSON.stringify(this.schema)}; set postgresSchema (TTC_POSTGRES_SCHEMA) to ${JSON.stringify(other)}`, { field: 'postgresSchema', where: this.where, found: other });
+    }
+  }
+
   private unavailable(what: string, error: unknown): CheckpointError {
     const code = driverCode(error);
     const message = error instanceof Error ? error.message : String(error);
@@ -387,18 +427,61 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 }
 
-/** Named (server-side prepared once per connection) hot statements. */
-const GET = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = $1`;
-const GET_BY_CALL = `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = $1 AND call_id = $2`;
-const INSERT = `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`;
-const CAS = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`;
-/** The CAS that also requires the stored body to be the one the caller read (its SHA-256, hex, as `bodyDigest` computes it). */
-const CAS_BODY = `UPDATE ttc_checkpoints SET status = $3, revision = $4, updated_at = $5, body = $6
-  WHERE key = $1 AND revision = $2 AND encode(sha256(convert_to(body, 'UTF8')), 'hex') = $7`;
-/** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
-const PRUNE = `DELETE FROM ttc_checkpoints t USING unnest($1::text[], $2::bigint[], $3::text[]) AS d(key, revision, digest)
-  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered' AND encode(sha256(convert_to(t.body, 'UTF8')), 'hex') = d.digest`;
+/**
+ * The statements of a store whose tables live in `schema`, every table schema-qualified (issue 15
+ * item 12: with the connection's search_path pinned to pg_catalog, nothing a co-tenant creates in
+ * another schema can stand in for our tables or the functions we call).
+ */
+function statements(schema: string) {
+  const t = `${quoteIdent(schema)}.ttc_checkpoints`;
+  return {
+    table: t,
+    migrations: `${quoteIdent(schema)}.ttc_schema_migrations`,
+    /** Named (server-side prepared once per connection) hot statements. */
+    GET: `SELECT ${COLUMNS} FROM ${t} WHERE key = $1`,
+    GET_BY_CALL: `SELECT ${COLUMNS} FROM ${t} WHERE namespace = $1 AND call_id = $2`,
+    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+    CAS: `UPDATE ${t} SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`,
+    /** The CAS that also requires the stored body to be the one the caller read (its SHA-256, hex, as `bodyDigest` computes it). */
+    CAS_BODY: `UPDATE ${t} SET status = $3, revision = $4, updated_at = $5, body = $6
+  WHERE key = $1 AND revision = $2 AND encode(sha256(convert_to(body, 'UTF8')), 'hex') = $7`,
+    /** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
+    PRUNE: `DELETE FROM ${t} t USING unnest($1::text[], $2::bigint[], $3::text[]) AS d(key, revision, digest)
+  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered' AND encode(sha256(convert_to(t.body, 'UTF8')), 'hex') = d.digest`,
+  } as const;
+}
+
+/** A schema name as a quoted SQL identifier (the name is validated to `[a-z_][a-z0-9_]*` first). */
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** The search_path every connection is pinned to: the system catalog only (temporary objects last, never first). */
+export const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp';
+
+/** Schema names accepted for `postgresSchema`: lower-case unquoted SQL identifiers. */
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * The connection string without its `options` parameter, and the startup `options` to send:
+ * the URL's own `options` followed by the pinned search_path (a later `-c` wins), so a
+ * search_path in the URL cannot unpin it.
+ */
+function pinnedConnection(url: string): { connectionString: string; options: string } {
+  const pin = `-c search_path=${PINNED_SEARCH_PATH.replace(/ /g, '')}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // No cause: the parser's error carries the input, password included.
+    throw new CheckpointError('INVALID_ARGUMENT', 'PostgreSQL connection string is not a valid URL (see openCheckpointStore)', { field: 'url' });
+  }
+  const own = parsed.searchParams.get('options');
+  if (own === null) return { connectionString: url, options: pin };
+  parsed.searchParams.delete('options');
+  return { connectionString: parsed.toString(), options: `${own} ${pin}` };
+}
 
 function insertParams(row: EncodedRow): unknown[] {
   return [row.key, row.namespace, row.callId, row.toolName, row.status, row.revision, row.updatedAt, row.body];

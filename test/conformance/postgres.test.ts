@@ -207,7 +207,7 @@ describe('PostgreSQL specifics', () => {
     async function waitForBlockedUpdate(monitor: Client, exclude: number[]): Promise<number> {
       for (let i = 0; i < 400; i += 1) {
         const { rows } = await monitor.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE ttc_checkpoints%' AND datname = current_database()",
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE %ttc_checkpoints%' AND datname = current_database()",
         );
         const blocked = rows.find((r) => !exclude.includes(r.pid));
         if (blocked !== undefined) return blocked.pid;
