@@ -115,33 +115,85 @@ export interface ToolDefinition<I = unknown> {
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /**
- * Checks and returns a tool declaration.
- *
- * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN}) or revision, a missing schema or execute.
+ * A tool as {@link defineTool} returns it: frozen, every field of {@link ToolDefinition} an own
+ * property (absent optional ones own and `undefined`), the flags with definite values. Nothing
+ * the fence reads from a tool comes through `Object.prototype` (issue 15 item 1).
  */
-export function defineTool<I>(tool: ToolDefinition<I>): ToolDefinition<I> {
-  assertIdentifier(tool?.name, 'toolName');
-  if (!TOOL_NAME_PATTERN.test(tool.name)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(tool.name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: tool.name });
+export type DefinedTool<I = unknown> = ToolDefinition<I> & {
+  readonly dedupesByKey: boolean;
+  readonly dedupeByIntent: boolean;
+  readonly callDeadlineMs: number;
+};
+
+/**
+ * Checks a tool declaration and returns it normalised (see {@link DefinedTool}): flags
+ * `dedupesByKey` and `dedupeByIntent` default to false, `callDeadlineMs` to
+ * {@link DEFAULT_CALL_DEADLINE_MS}; `execute`, `lookup` and `target` are bound to the declaration.
+ * Fields are read from the declaration and its own prototypes (a class instance works), never
+ * from `Object.prototype`, so a polluted prototype cannot set a flag. Other own fields are kept
+ * as they are. Idempotent: `createToolActivities` applies it to every tool it is given.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN})
+ *   or revision, a missing schema or execute, a flag of the wrong type, `dedupesByKey` without
+ *   `keyRetentionMs`.
+ */
+export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
+  if (typeof tool !== 'object' || tool === null) throw new CheckpointError('INVALID_ARGUMENT', 'a tool must be an object made with defineTool', { field: 'tool' });
+  const field = (key: keyof ToolDefinition<I>): unknown => declared(tool, key);
+  const name = field('name');
+  assertIdentifier(name, 'toolName');
+  if (!TOOL_NAME_PATTERN.test(name)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: name });
   }
-  assertIdentifier(tool.revision, 'toolRevision');
-  if (typeof (tool.input as { safeParse?: unknown })?.safeParse !== 'function') {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: input must be a zod schema`, { field: 'input' });
+  const revision = field('revision');
+  assertIdentifier(revision, 'toolRevision');
+  const bad = (key: string, what: string): CheckpointError => new CheckpointError('INVALID_ARGUMENT', `tool ${name}: ${key} ${what}`, { field: key });
+  const input = field('input');
+  if (typeof (input as { safeParse?: unknown } | null)?.safeParse !== 'function') throw bad('input', 'must be a zod schema');
+  const method = (key: 'execute' | 'lookup' | 'target', required: boolean): ((...args: never[]) => unknown) | undefined => {
+    const fn = field(key);
+    if (fn === undefined && !required) return undefined;
+    if (typeof fn !== 'function') throw bad(key, 'must be a function');
+    return fn.bind(tool) as (...args: never[]) => unknown;
+  };
+  const execute = method('execute', true);
+  const lookup = method('lookup', false);
+  const target = method('target', false);
+  const description = field('description');
+  if (description !== undefined && typeof description !== 'string') throw bad('description', 'must be a string');
+  const dedupeByIntent = field('dedupeByIntent') ?? false;
+  if (typeof dedupeByIntent !== 'boolean') throw bad('dedupeByIntent', 'must be a boolean');
+  const callDeadlineMs = field('callDeadlineMs') ?? DEFAULT_CALL_DEADLINE_MS;
+  if (!(Number.isSafeInteger(callDeadlineMs) && (callDeadlineMs as number) > 0)) throw bad('callDeadlineMs', 'must be a positive integer');
+  const dedupesByKey = field('dedupesByKey') ?? false;
+  if (typeof dedupesByKey !== 'boolean') throw bad('dedupesByKey', 'must be a boolean');
+  const keyRetentionMs = field('keyRetentionMs');
+  if (keyRetentionMs !== undefined && !(Number.isSafeInteger(keyRetentionMs) && (keyRetentionMs as number) > 0)) throw bad('keyRetentionMs', 'must be a positive integer (ms)');
+  if (dedupesByKey && keyRetentionMs === undefined) {
+    throw bad('keyRetentionMs', 'is required with dedupesByKey: how long the provider remembers a key (e.g. 86,400,000 for 24 h)');
   }
-  if (typeof tool.execute !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: execute must be a function`, { field: 'execute' });
-  if (tool.dedupeByIntent !== undefined && typeof tool.dedupeByIntent !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupeByIntent must be a boolean`, { field: 'dedupeByIntent' });
-  if (tool.lookup !== undefined && typeof tool.lookup !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: lookup must be a function`, { field: 'lookup' });
-  if (tool.callDeadlineMs !== undefined && !(Number.isInteger(tool.callDeadlineMs) && tool.callDeadlineMs > 0)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: callDeadlineMs must be a positive integer`, { field: 'callDeadlineMs' });
+  return Object.freeze({
+    ...tool,
+    name,
+    revision,
+    description: description as string | undefined,
+    input: input as z.ZodType<I>,
+    execute: execute as ToolDefinition<I>['execute'],
+    lookup: lookup as ToolDefinition<I>['lookup'],
+    target: target as ToolDefinition<I>['target'],
+    dedupesByKey,
+    keyRetentionMs: keyRetentionMs as number | undefined,
+    dedupeByIntent,
+    callDeadlineMs: callDeadlineMs as number,
+  });
+}
+
+/** `key` of `tool` from the object or a prototype of its own (a class), never from `Object.prototype`. */
+function declared(tool: object, key: string): unknown {
+  for (let o: object | null = tool; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+    if (Object.hasOwn(o, key)) return Reflect.get(o, key, tool);
   }
-  if (tool.dedupesByKey !== undefined && typeof tool.dedupesByKey !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupesByKey must be a boolean`, { field: 'dedupesByKey' });
-  if (tool.keyRetentionMs !== undefined && !(Number.isSafeInteger(tool.keyRetentionMs) && tool.keyRetentionMs > 0)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: keyRetentionMs must be a positive integer (ms)`, { field: 'keyRetentionMs' });
-  }
-  if (tool.dedupesByKey === true && tool.keyRetentionMs === undefined) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool ${tool.name}: dedupesByKey needs keyRetentionMs, how long the provider remembers a key (e.g. 86,400,000 for 24 h)`, { field: 'keyRetentionMs' });
-  }
-  return Object.freeze({ ...tool });
+  return undefined;
 }
 
 /** The classification of a thrown tool error (`kind`, else `unknown-outcome`). */

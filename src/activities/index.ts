@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
+import { resolveMaxPayloadBytes, resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { intentDigest } from '../checkpoint/digest';
@@ -13,7 +13,8 @@ import { completeExecution, claimDelivery, completeDelivery } from '../checkpoin
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from './contract';
-import type { ToolDefinition } from './define-tool';
+import { defineTool, type ToolDefinition } from './define-tool';
+import { ownProperties, readFencedToolInput, readResolveToolCallInput } from './input-schema';
 import { toApplicationFailure } from './failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
 import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
@@ -25,6 +26,12 @@ export interface ToolActivitiesOptions {
   readonly tools: readonly ToolDefinition<any>[];
   /** UTF-8 JSON bytes of a stored result; validated when the activities are built. @default 65,536, at most 10 MiB */
   readonly maxPayloadBytes?: number;
+  /**
+   * UTF-8 bytes of a call's input as canonical JSON; a larger input is refused with
+   * INVALID_TOOL_INPUT (`too-large`) before anything is written (issue 15 item 3). Give the model
+   * adapters the same value. @default 65,536, at most 10 MiB
+   */
+  readonly maxToolInputBytes?: number;
   /** Every time decision of the fence. @default () => new Date() */
   readonly clock?: () => Date;
   /** Margin added to a holder's call deadline before its claim may be taken over, ms (SPEC §7). @default 5,000 */
@@ -48,16 +55,21 @@ export interface ToolActivities {
 /**
  * Builds the tool activities.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name, or for a bad
- *   `maxPayloadBytes` or `reconcileMarginMs`.
+ * Every tool goes through `defineTool` again (idempotent), so a tool object that bypassed it is
+ * checked and normalised too: its flags are own properties with definite values.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name, for a tool
+ *   `defineTool` refuses, or for a bad `maxPayloadBytes`, `maxToolInputBytes` or `reconcileMarginMs`.
  */
 export function createToolActivities(options: ToolActivitiesOptions): ToolActivities {
   const tools = new Map<string, ToolDefinition<any>>();
-  for (const tool of options.tools) {
+  for (const declared of options.tools) {
+    const tool = defineTool(declared);
     if (tools.has(tool.name)) throw new CheckpointError('INVALID_ARGUMENT', `two tools are named ${JSON.stringify(tool.name)}`, { field: 'tools' });
     tools.set(tool.name, tool);
   }
   resolveMaxPayloadBytes(options.maxPayloadBytes);
+  const limits = { maxToolInputBytes: resolveMaxToolInputBytes(options.maxToolInputBytes) };
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`, { field: 'reconcileMarginMs' });
@@ -71,15 +83,18 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     transientRetry: options.transientRetry,
     hooks: options.hooks,
   };
-  const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext());
+  const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(), limits);
   return {
-    async runFencedTool(input) {
+    async runFencedTool(untrusted) {
       const context = attemptContext();
       const evidence: AttemptEvidence = { claimSent: false, seen: null };
       let call: PreparedCall | undefined;
+      // Own properties only, also on the failure path (issue 15 item 1).
+      let input = ownProperties(untrusted) as unknown as FencedToolInput;
       try {
         try {
-          call = prepareCall(tools, input, context);
+          input = readFencedToolInput(untrusted);
+          call = prepareCall(tools, input, context, limits);
           assertApprovedIntent(call);
           return await settleCall(deps, call, evidence);
         } catch (error) {
@@ -89,8 +104,9 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         throw toApplicationFailure(error);
       }
     },
-    async describeToolCall(input) {
+    async describeToolCall(untrusted) {
       try {
+        const input = readFencedToolInput(untrusted);
         const call = prepare(input);
         // What the approver reads is what the digest covers: the canonical JSON of the validated
         // arguments and the target, re-hashed here so a target() that is not deterministic is refused.
@@ -104,12 +120,13 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         throw toApplicationFailure(error);
       }
     },
-    async resolveToolCall(input) {
+    async resolveToolCall(untrusted) {
       try {
+        const input = readResolveToolCallInput(untrusted);
         const context = attemptContext();
         let call: PreparedCall | undefined;
         try {
-          call = prepareCall(tools, input, context);
+          call = prepareCall(tools, input, context, limits);
         } catch (error) {
           // A person can resolve a call whose tool was removed or whose input no longer parses after a deploy.
           if (!isCheckpointError(error, 'UNKNOWN_TOOL') && !isCheckpointError(error, 'INVALID_TOOL_INPUT')) throw error;

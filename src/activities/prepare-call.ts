@@ -9,6 +9,7 @@ import { callBindingId } from '../checkpoint/call-identity';
 import { CheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../checkpoint/digest';
+import { assertToolInput } from '../checkpoint/model-input';
 import { deepFreeze } from '../checkpoint/record';
 import type { Binding } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
@@ -63,12 +64,22 @@ export function callAddress(input: Pick<FencedToolInput, 'tenant' | 'callId' | '
   return { namespace: `${context.namespace}/${input.tenant}`, callId: callBindingId({ runChainId, workflowId: context.workflowId, callId: keyCallId }), runChainId };
 }
 
+/** Bounds {@link prepareCall} enforces on the model's input. */
+export interface PrepareLimits {
+  /** UTF-8 bytes of the canonical JSON of `input.input`. @default LIMITS.defaultMaxToolInputBytes (65,536) */
+  readonly maxToolInputBytes?: number;
+}
+
 /**
  * Validates `input` against its tool and derives binding, idempotency key and intent digest.
+ * Before the tool's schema sees the model's input, `assertToolInput` refuses `__proto__`,
+ * `constructor` and `prototype` keys at any depth, unsafe integers and inputs over
+ * `limits.maxToolInputBytes` (issue 15 items 1 and 3), also for callers that skip the adapters.
+ * `input` should come from `readFencedToolInput` (every field own).
  *
- * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT, INVALID_ARGUMENT; nothing is written.
+ * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why), INVALID_ARGUMENT; nothing is written.
  */
-export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext): PreparedCall {
+export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext, limits: PrepareLimits = {}): PreparedCall {
   const tool = tools.get(input?.toolName);
   if (tool === undefined) {
     throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (${tools.size} tools registered; the list stays out of messages, see the worker configuration)`, {
@@ -76,6 +87,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       actual: String(input?.toolName),
     });
   }
+  assertToolInput(input.input, `input of ${tool.name} call ${JSON.stringify(input.callId)}`, { maxBytes: limits.maxToolInputBytes });
   const parsed = tool.input.safeParse(input.input);
   if (!parsed.success) {
     throw new CheckpointError('INVALID_TOOL_INPUT', `input of ${tool.name} call ${JSON.stringify(input.callId)} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {

@@ -11,6 +11,12 @@ export const LIMITS = {
   defaultMaxPayloadBytes: 65_536,
   /** `maxPayloadBytes` may be raised to at most 10 MiB. */
   hardMaxPayloadBytes: 10 * 1024 * 1024,
+  /**
+   * @default 65,536 UTF-8 bytes of a tool call's input as the model sent it (the arguments text
+   * of an OpenAI call) and of its canonical JSON (issue 15 item 3); `maxToolInputBytes` may be
+   * set from 1 to `hardMaxPayloadBytes`.
+   */
+  defaultMaxToolInputBytes: 65_536,
   /** Nesting depth: `{}` and `[]` count 1 each; a scalar at the top counts 0. */
   maxDepth: 32,
   /** Values in one payload, counting every container and scalar. */
@@ -202,6 +208,24 @@ export function resolveMaxPayloadBytes(value: number | undefined): number {
   if (!Number.isInteger(value) || value < 1 || value > LIMITS.hardMaxPayloadBytes) {
     throw new CheckpointError('INVALID_ARGUMENT', `maxPayloadBytes must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
       field: 'maxPayloadBytes',
+      limit: LIMITS.hardMaxPayloadBytes,
+      actual: describe(value),
+    });
+  }
+  return value;
+}
+
+/**
+ * Resolves a caller's `maxToolInputBytes` (`createToolActivities`, the model adapters).
+ *
+ * @returns the limit in UTF-8 bytes, {@link LIMITS.defaultMaxToolInputBytes} when absent.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when not an integer in 1…10 MiB.
+ */
+export function resolveMaxToolInputBytes(value: number | undefined): number {
+  if (value === undefined) return LIMITS.defaultMaxToolInputBytes;
+  if (!Number.isInteger(value) || value < 1 || value > LIMITS.hardMaxPayloadBytes) {
+    throw new CheckpointError('INVALID_ARGUMENT', `maxToolInputBytes must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
+      field: 'maxToolInputBytes',
       limit: LIMITS.hardMaxPayloadBytes,
       actual: describe(value),
     });

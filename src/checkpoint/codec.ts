@@ -5,10 +5,10 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { parse as parseAst } from '@humanwhocodes/momoa';
 import { assertIdentifier, LIMITS } from './bounds';
 import { canonicalJson } from './canonical-json';
 import { CheckpointError, isCheckpointError } from './errors';
+import { findDuplicateKey, maxNestingDepth } from './json-text';
 import { migrateCheckpoint, readSchemaVersion } from './migrate';
 import { deepFreeze, isKnownValid, trustValid, validateCheckpoint } from './record';
 import type { CheckpointRecord } from './types';
@@ -120,43 +120,6 @@ function assertCanonical(text: string, value: unknown): void {
     throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint has duplicate key ${JSON.stringify(duplicate.key)} at ${duplicate.path}`, { field: duplicate.path, key: duplicate.key, reason: 'duplicate-key' });
   }
   throw new CheckpointError('INVALID_CHECKPOINT', 'stored checkpoint is not in RFC 8785 canonical form (edited or written by another tool)', { field: '$', reason: 'not-canonical' });
-}
-
-/** Deepest nesting of `[`/`{` in syntactically valid JSON text, outside strings (iterative). */
-function maxNestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i += 1; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) max = Math.max(max, (depth += 1));
-    else if (c === 0x5d || c === 0x7d) depth -= 1;
-  }
-  return max;
-}
-
-/** Walks momoa's AST (iteratively) for the first object with a repeated member name. */
-function findDuplicateKey(text: string): { key: string; path: string } | null {
-  const stack: Array<{ node: any; path: string }> = [{ node: parseAst(text, { mode: 'json' }).body, path: '$' }];
-  while (stack.length > 0) {
-    const { node, path } = stack.pop()!;
-    if (node.type === 'Object') {
-      const seen = new Set<string>();
-      for (const member of node.members) {
-        const key = member.name.value as string;
-        if (seen.has(key)) return { key, path };
-        seen.add(key);
-        stack.push({ node: member.value, path: `${path}.${key}` });
-      }
-    } else if (node.type === 'Array') {
-      node.elements.forEach((element: any, i: number) => stack.push({ node: element.value, path: `${path}[${i}]` }));
-    }
-  }
-  return null;
 }
 
 function verifySeal(record: Record<string, unknown>, seal: unknown, options: ParseOptions): void {

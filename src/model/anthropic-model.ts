@@ -2,6 +2,7 @@
  * Model adapter for the Anthropic Messages API through the official `@anthropic-ai/sdk` client.
  */
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
   sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
@@ -29,6 +30,12 @@ export interface AnthropicModelOptions {
   readonly maxRetries?: number;
   /** Per-request timeout in ms. @default the SDK's (10 minutes) */
   readonly timeoutMs?: number;
+  /**
+   * Bound of one tool call's input in UTF-8 bytes (the arguments text and the canonical JSON);
+   * a larger input fails only its call with INVALID_TOOL_INPUT (`too-large`). Use the same value
+   * as the tool activities' `maxToolInputBytes`. @default 65,536
+   */
+  readonly maxToolInputBytes?: number;
   /** A ready client; `apiKey`, `baseURL`, `maxRetries` and `timeoutMs` are then ignored. */
   readonly client?: Anthropic;
 }
@@ -90,7 +97,7 @@ export function toAnthropicMessages(messages: readonly ConversationMessage[]): A
  * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
  * MODEL_TRANSIENT (408, 429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
  * `details.retryAfterMs`), MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure`
- * classifies them (see `mapSdkError`); `CheckpointError` INVALID_TOOL_INPUT.
+ * classifies them (see `mapSdkError`). A refused tool input fails only its call (`inputError`).
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */
 export class AnthropicModel implements ModelAdapter {
@@ -99,7 +106,9 @@ export class AnthropicModel implements ModelAdapter {
   readonly client: Anthropic;
   private readonly options: AnthropicModelOptions;
 
+  /** @throws CheckpointError INVALID_ARGUMENT for a bad `maxToolInputBytes`. */
   constructor(options: AnthropicModelOptions) {
+    resolveMaxToolInputBytes(options.maxToolInputBytes);
     this.options = options;
     this.name = options.name ?? 'anthropic';
     this.client =
@@ -140,6 +149,7 @@ export class AnthropicModel implements ModelAdapter {
       where: `anthropic response to turn ${input.turn}`,
       live: true,
       details: { provider: 'anthropic', turn: input.turn },
+      maxToolInputBytes: this.options.maxToolInputBytes,
     });
   }
 }

@@ -4,7 +4,7 @@
  * `CheckpointError`s (`checkpoint/errors.ts`).
  */
 export type { ModelAdapter } from './model-adapter';
-export type { ConversationMessage, ModelTurnInput, ModelTurnResult, ToolCallRequest } from './types';
+export type { ConversationMessage, ModelTurnInput, ModelTurnResult, ToolCallRequest, ToolInputError } from './types';
 export {
   TRANSCRIPT_FORMATS,
   TRANSCRIPT_VERSION,

@@ -11,10 +11,10 @@ import type { ModelTurnInput, ModelTurnResult } from './types';
  * - `turn` is called once per activity attempt; a retried attempt repeats the same input, so a
  *   deterministic adapter (the scripted model) must return the same result for the same turn.
  * - The result obeys the {@link ModelTurnResult} invariant (`tool_use` iff tool calls, unique
- *   call ids, object inputs).
+ *   call ids, object inputs; a refused input is `{}` with `inputError`).
  * - Errors: `CheckpointError` with a model code (INVALID_TRANSCRIPT … MODEL_REJECTED, see
- *   `checkpoint/errors.ts`; `retryable` says whether a retry can help) or
- *   `CheckpointError('INVALID_TOOL_INPUT')` for unusable tool arguments. When `signal` aborts,
+ *   `checkpoint/errors.ts`; `retryable` says whether a retry can help). Unusable tool arguments
+ *   fail only their call (`ToolCallRequest.inputError`), never the turn. When `signal` aborts,
  *   the adapter rejects with `signal.reason` (Temporal's `CancelledFailure` in an activity).
  */
 export interface ModelAdapter {

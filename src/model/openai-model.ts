@@ -2,6 +2,7 @@
  * Model adapter for the OpenAI Chat Completions API through the official `openai` client.
  */
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
   sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
@@ -29,6 +30,12 @@ export interface OpenAiModelOptions {
   readonly maxRetries?: number;
   /** Per-request timeout in ms. @default the SDK's (10 minutes) */
   readonly timeoutMs?: number;
+  /**
+   * Bound of one tool call's input in UTF-8 bytes (the arguments text and the canonical JSON);
+   * a larger input fails only its call with INVALID_TOOL_INPUT (`too-large`). Use the same value
+   * as the tool activities' `maxToolInputBytes`. @default 65,536
+   */
+  readonly maxToolInputBytes?: number;
   /** A ready client; `apiKey`, `baseURL`, `maxRetries` and `timeoutMs` are then ignored. */
   readonly client?: OpenAI;
 }
@@ -84,7 +91,7 @@ export function toOpenAiMessages(messages: readonly ConversationMessage[], syste
  * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
  * MODEL_TRANSIENT (408, 429, 5xx, connection — after the SDK's retries; carries `details.retryAfterMs`),
  * MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure` classifies them (see
- * `mapSdkError`); `CheckpointError` INVALID_TOOL_INPUT naming the call id.
+ * `mapSdkError`). Refused tool arguments fail only their call (`inputError`).
  * Aborting `signal` cancels the HTTP request and rejects with `signal.reason`.
  */
 export class OpenAiModel implements ModelAdapter {
@@ -93,7 +100,9 @@ export class OpenAiModel implements ModelAdapter {
   readonly client: OpenAI;
   private readonly options: OpenAiModelOptions;
 
+  /** @throws CheckpointError INVALID_ARGUMENT for a bad `maxToolInputBytes`. */
   constructor(options: OpenAiModelOptions) {
+    resolveMaxToolInputBytes(options.maxToolInputBytes);
     this.options = options;
     this.name = options.name ?? 'openai';
     this.client =
@@ -136,6 +145,7 @@ export class OpenAiModel implements ModelAdapter {
       where: `openai response to turn ${input.turn}`,
       live: true,
       details: { provider: 'openai', turn: input.turn },
+      maxToolInputBytes: this.options.maxToolInputBytes,
     });
   }
 }

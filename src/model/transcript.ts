@@ -27,14 +27,17 @@
  * `openAiCompletionToTurnResult`).
  *
  * Errors: {@link CheckpointError} `INVALID_TRANSCRIPT` for a malformed transcript (details: `transcript`,
- * `turn`, `path`), `MODEL_RESPONSE_INVALID` for a malformed live response, and
- * `CheckpointError('INVALID_TOOL_INPUT')` (details: `callId`, `toolName`) for tool arguments
- * that are not a JSON object. Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
+ * `turn`, `path`), `MODEL_RESPONSE_INVALID` for a malformed live response. A tool call whose
+ * input is refused (not JSON, not an object, a `__proto__`/`constructor`/`prototype` key, a
+ * duplicate key, an unsafe integer, over `maxToolInputBytes`: see `checkpoint/model-input.ts`)
+ * fails alone: it is returned with `input: {}` and `inputError` (INVALID_TOOL_INPUT and a reason),
+ * and the rest of the turn stands. Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
-import { IDENTIFIER_MAX_LENGTH, assertJsonValue } from '../checkpoint/bounds';
+import { IDENTIFIER_MAX_LENGTH } from '../checkpoint/bounds';
+import { checkToolInputValue, parseToolInputText, type ToolInputProblem } from '../checkpoint/model-input';
 import type { JsonValue } from '../checkpoint/types';
 import type { ModelTurnResult, ToolCallRequest } from './types';
 
@@ -153,6 +156,8 @@ export interface ResponseContext {
   /** true for a live provider response (`MODEL_RESPONSE_INVALID`), false for a transcript (`INVALID_TRANSCRIPT`). */
   readonly live: boolean;
   readonly details?: CheckpointErrorDetails;
+  /** Bound of one call's input, UTF-8 bytes (as text and as canonical JSON). @default LIMITS.defaultMaxToolInputBytes (65,536) */
+  readonly maxToolInputBytes?: number;
 }
 
 function formatIssues(error: z.ZodError): { text: string; path: string } {
@@ -173,25 +178,22 @@ function structureError(ctx: ResponseContext, message: string, extra: Checkpoint
   });
 }
 
-function toolInput(value: unknown, callId: string, toolName: string, ctx: ResponseContext): JsonValue {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new CheckpointError(
-      'INVALID_TOOL_INPUT',
-      `${ctx.where}: tool call ${callId} (${toolName}) input is not a JSON object`,
-      { ...ctx.details, callId, toolName },
-    );
-  }
-  try {
-    assertJsonValue(value, `tool call ${callId} input`);
-  } catch (err) {
-    throw new CheckpointError(
-      'INVALID_TOOL_INPUT',
-      `${ctx.where}: tool call ${callId} (${toolName}) input is not acceptable JSON: ${(err as Error).message}`,
-      { ...ctx.details, callId, toolName },
-      { cause: err },
-    );
-  }
-  return value;
+/** A refused call: input `{}` and the refusal the model sees (issue 15 items 1 and 3). */
+function refusedCall(callId: string, toolName: string, found: ToolInputProblem): ToolCallRequest {
+  const message = `INVALID_TOOL_INPUT: tool call ${callId} (${toolName}) input refused (${found.reason}): ${found.message}; the call was not run`;
+  return { callId, toolName, input: {}, inputError: Object.freeze({ type: 'INVALID_TOOL_INPUT', reason: found.reason, message }) };
+}
+
+/** A call whose input is already a value (Anthropic `tool_use.input`), checked by `checkToolInputValue`. */
+function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext): ToolCallRequest {
+  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes });
+  return found === null ? { callId, toolName, input: value as JsonValue } : refusedCall(callId, toolName, found);
+}
+
+/** A call whose input is JSON text (OpenAI `function.arguments`), checked by `parseToolInputText`. */
+function callFromText(callId: string, toolName: string, text: string, ctx: ResponseContext): ToolCallRequest {
+  const parsed = parseToolInputText(text, { maxBytes: ctx.maxToolInputBytes });
+  return parsed.ok ? { callId, toolName, input: parsed.value } : refusedCall(callId, toolName, parsed.problem);
 }
 
 function finish(stopReason: ModelTurnResult['stopReason'], text: string, toolCalls: ToolCallRequest[], ctx: ResponseContext): ModelTurnResult {
@@ -213,7 +215,8 @@ function finish(stopReason: ModelTurnResult['stopReason'], text: string, toolCal
  * Text blocks are concatenated; thinking blocks are ignored.
  *
  * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
- * @throws CheckpointError INVALID_TOOL_INPUT when a `tool_use.input` is not a JSON object.
+ * A `tool_use.input` that `checkToolInputValue` refuses becomes that call's `inputError` (not a
+ * throw); duplicate keys cannot be seen here (the SDK or transcript parser already dropped them).
  */
 export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
   const parsed = anthropicMessageSchema.safeParse(raw);
@@ -227,7 +230,7 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
   for (const block of message.content) {
     if (block.type === 'text') text += block.text;
     else if (block.type === 'tool_use') {
-      calls.push({ callId: block.id, toolName: block.name, input: toolInput(block.input, block.id, block.name, ctx) });
+      calls.push(callFromValue(block.id, block.name, block.input, ctx));
     }
   }
   switch (message.stop_reason) {
@@ -260,7 +263,8 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
  * `refusal` when there is no content.
  *
  * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
- * @throws CheckpointError INVALID_TOOL_INPUT naming the call id when `arguments` is not JSON or not an object.
+ * Arguments that `parseToolInputText` refuses (not JSON, not an object, forbidden or duplicate
+ * keys, an unsafe integer token, over `ctx.maxToolInputBytes`) become that call's `inputError`.
  */
 export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
   const parsed = openAiCompletionSchema.safeParse(raw);
@@ -273,20 +277,7 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
   const rawCalls = choice.message.tool_calls ?? [];
   if (choice.finish_reason === 'function_call') throw structureError(ctx, `legacy finish_reason function_call is not supported`);
   if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx);
-  const calls = rawCalls.map((call): ToolCallRequest => {
-    let args: unknown;
-    try {
-      args = JSON.parse(call.function.arguments);
-    } catch (err) {
-      throw new CheckpointError(
-        'INVALID_TOOL_INPUT',
-        `${ctx.where}: tool call ${call.id} (${call.function.name}) arguments are not valid JSON: ${(err as Error).message}`,
-        { ...ctx.details, callId: call.id, toolName: call.function.name },
-        { cause: err },
-      );
-    }
-    return { callId: call.id, toolName: call.function.name, input: toolInput(args, call.id, call.function.name, ctx) };
-  });
+  const calls = rawCalls.map((call) => callFromText(call.id, call.function.name, call.function.arguments, ctx));
   if (calls.length > 0) return finish('tool_use', text, calls, ctx);
   if (choice.finish_reason === 'tool_calls') throw structureError(ctx, `finish_reason is tool_calls but there are no tool_calls`);
   return finish('end_turn', text, [], ctx);
@@ -301,8 +292,9 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
  * (the agent binds checkpoints to `<workflow id>/<call id>`, so a repeated id would collide).
  *
  * @param source names the transcript in errors (a file path or a label); defaults to its id.
+ * Refused tool inputs are per call (`inputError`), as in the converters.
+ *
  * @throws CheckpointError INVALID_TRANSCRIPT (details: `transcript`, `turn`, `path`).
- * @throws CheckpointError INVALID_TOOL_INPUT (details: `transcript`, `turn`, `callId`).
  */
 export function parseTranscript(value: unknown, source?: string): Transcript {
   const parsed = transcriptSchema.safeParse(value);

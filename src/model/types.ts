@@ -9,8 +9,25 @@ export interface ToolCallRequest {
   /** The provider's tool-call id (Anthropic `toolu_…`, OpenAI `call_…`). */
   readonly callId: string;
   readonly toolName: string;
-  /** Parsed JSON arguments (OpenAI's JSON-string arguments are parsed by the adapter). */
+  /** Parsed JSON arguments (OpenAI's JSON-string arguments are parsed by the adapter); `{}` when `inputError` is set. */
   readonly input: JsonValue;
+  /**
+   * Set by the adapter when it refused this call's input (issue 15 items 1 and 3: not JSON, not
+   * an object, a `__proto__`/`constructor`/`prototype` key, a duplicate key, an unsafe integer,
+   * over `maxToolInputBytes`). Only this call fails: the agent workflow reports it to the model
+   * as a tool error `{ type, message }` and runs the rest of the turn. What the model sent is not
+   * kept (`input` is `{}`).
+   */
+  readonly inputError?: ToolInputError;
+}
+
+/** Why an adapter refused a tool call's input; `message` is what the model sees. */
+export interface ToolInputError {
+  readonly type: 'INVALID_TOOL_INPUT';
+  /** One of `TOOL_INPUT_REFUSALS` (`src/checkpoint/model-input.ts`), e.g. `forbidden-key`. */
+  readonly reason: string;
+  /** `INVALID_TOOL_INPUT: tool call <id> (<tool>) input refused (<reason>): …; the call was not run`. */
+  readonly message: string;
 }
 
 /** A message in the conversation the workflow keeps and hands to the next turn. */
@@ -21,6 +38,8 @@ export type ConversationMessage =
 
 /** Input of one model turn (the `runModelTurn` activity). */
 export interface ModelTurnInput {
+  /** The run's tenant (the agent workflow passes it), so a worker pinned to tenants refuses other turns before calling the model. */
+  readonly tenant?: string;
   /** Which model adapter the worker uses, e.g. `scripted`, `anthropic`, `openai`. */
   readonly model: string;
   /** Opaque adapter options, e.g. the transcript id of the scripted model. */

@@ -119,7 +119,12 @@ export class RunState {
     return this.byId.get(callId);
   }
 
-  /** Registers the tool calls of a new turn as `queued` (a repeated call id is refused up front) and returns them in order; retries added later are not in the returned array. */
+  /**
+   * Registers the tool calls of a new turn as `queued` and returns them in order; retries added
+   * later are not in the returned array. Refused up front, with a `preFailure` the model sees as
+   * its tool result: a repeated call id (DUPLICATE_CALL_ID) and a call whose input the adapter
+   * refused (`inputError`, INVALID_TOOL_INPUT).
+   */
   startTurn(requests: readonly ToolCallRequest[], turn: number): CallState[] {
     this.currentTurn = requests.map((req) => {
       const duplicate = this.byId.has(req.callId);
@@ -131,6 +136,8 @@ export class RunState {
         };
       } else {
         this.byId.set(call.callId, call);
+        // The adapter refused this call's input (issue 15 items 1 and 3): only this call fails.
+        if (req.inputError !== undefined) call.preFailure = { type: req.inputError.type, message: req.inputError.message };
       }
       this.calls.push(call);
       return call;

@@ -148,11 +148,12 @@ describe('Anthropic responses', () => {
     expect(isCheckpointError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
   });
 
-  test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → INVALID_TOOL_INPUT', (_n, input) => {
-    const err = thrown(() => anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01z', name: 'create_ticket', input }], 'tool_use'), ctx));
-    expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
-    expect((err as Error).message).toContain('toolu_01z');
-    expect((err as { details: Record<string, unknown> }).details).toMatchObject({ callId: 'toolu_01z', toolName: 'create_ticket' });
+  test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → that call fails with INVALID_TOOL_INPUT naming it (not-object), the turn stands', (_n, input) => {
+    const r = anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01z', name: 'create_ticket', input }], 'tool_use'), ctx);
+    expect(r.stopReason).toBe('tool_use');
+    expect(r.toolCalls).toEqual([
+      { callId: 'toolu_01z', toolName: 'create_ticket', input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-object', message: expect.stringMatching(/^INVALID_TOOL_INPUT: tool call toolu_01z \(create_ticket\) input refused \(not-object\)/) } },
+    ]);
   });
 });
 
@@ -183,17 +184,17 @@ describe('OpenAI responses', () => {
     expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [] });
   });
 
-  test('arguments that are not JSON → CheckpointError INVALID_TOOL_INPUT naming the call id', () => {
-    const err = thrown(() => openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_ok', 'close_ticket', '{}'), fnCall('call_Bad1', 'create_ticket', '{"title": "x",')] }, 'tool_calls'), ctx));
-    expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
-    expect((err as Error).message).toMatch(/^INVALID_TOOL_INPUT: test response: tool call call_Bad1 \(create_ticket\) arguments are not valid JSON/);
-    expect((err as { details: Record<string, unknown> }).details).toMatchObject({ callId: 'call_Bad1', toolName: 'create_ticket', transcript: 't', turn: 0 });
+  test('arguments that are not JSON → that call fails with INVALID_TOOL_INPUT naming the call id; the other call stands', () => {
+    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_ok', 'close_ticket', '{}'), fnCall('call_Bad1', 'create_ticket', '{"title": "x",')] }, 'tool_calls'), ctx);
+    expect(r.toolCalls[0]).toEqual({ callId: 'call_ok', toolName: 'close_ticket', input: {} });
+    expect(r.toolCalls[1]).toMatchObject({ callId: 'call_Bad1', toolName: 'create_ticket', input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-json' } });
+    expect(r.toolCalls[1]!.inputError!.message).toMatch(/^INVALID_TOOL_INPUT: tool call call_Bad1 \(create_ticket\) input refused \(not-json\): tool input is not valid JSON/);
   });
 
-  test('arguments that are JSON but not an object → INVALID_TOOL_INPUT', () => {
+  test('arguments that are JSON but not an object → that call fails with INVALID_TOOL_INPUT (not-object)', () => {
     for (const args of ['[1,2]', '"text"', 'null', '42']) {
-      const err = thrown(() => openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_x', 'close_ticket', args)] }, 'tool_calls'), ctx));
-      expect(isCheckpointError(err, 'INVALID_TOOL_INPUT')).toBe(true);
+      const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_x', 'close_ticket', args)] }, 'tool_calls'), ctx);
+      expect(r.toolCalls).toEqual([{ callId: 'call_x', toolName: 'close_ticket', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-object' }) }]);
     }
   });
 
@@ -261,10 +262,14 @@ describe('transcript files', () => {
     await expect(loadTranscriptFile('/nonexistent/transcript.json')).rejects.toMatchObject({ name: 'CheckpointError', code: 'INVALID_TRANSCRIPT' });
   });
 
-  test('loadTranscriptFile names the file in errors', async () => {
+  test('loadTranscriptFile names the file in errors; a call with unusable arguments is replayed as that call\'s INVALID_TOOL_INPUT', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'transcript-'));
     const path = join(dir, 'broken.json');
-    writeFileSync(path, JSON.stringify({ ...good, responses: [openai({ tool_calls: [fnCall('call_j', 'x', 'not json')] }, 'tool_calls')] }));
-    await expect(loadTranscriptFile(path)).rejects.toMatchObject({ code: 'INVALID_TOOL_INPUT', details: { transcript: path, turn: 0, callId: 'call_j' } });
+    writeFileSync(path, JSON.stringify({ ...good, responses: [{ nope: true }] }));
+    await expect(loadTranscriptFile(path)).rejects.toMatchObject({ code: 'INVALID_TRANSCRIPT', details: { transcript: path, turn: 0 } });
+    const bad = join(dir, 'bad-arguments.json');
+    writeFileSync(bad, JSON.stringify({ ...good, responses: [openai({ tool_calls: [fnCall('call_j', 'x', 'not json')] }, 'tool_calls')] }));
+    const t = await loadTranscriptFile(bad);
+    expect(t.turns[0]!.toolCalls).toEqual([{ callId: 'call_j', toolName: 'x', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-json' }) }]);
   });
 });

@@ -1,0 +1,113 @@
+/**
+ * The activity input as the fence reads it (issue 15 item 1): a strict zod schema over the
+ * input's own properties only, and a result in which every field is an own property (absent
+ * optional fields are own and `undefined`). So nothing the fence reads from an activity input
+ * (`runChainId`, `expectedIntentDigest`, `approvalExpiresAt`, `intentGeneration(s)`, …) can come
+ * from a polluted `Object.prototype`, and a misspelt field is refused instead of ignored.
+ * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
+ */
+import { z } from 'zod';
+import { CheckpointError } from '../checkpoint/errors';
+import type { JsonValue } from '../checkpoint/types';
+import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from './contract';
+
+const fencedToolInputShape = {
+  tenant: z.string(),
+  callId: z.string(),
+  runChainId: z.string().optional(),
+  toolName: z.string(),
+  input: z.unknown(),
+  expectedIntentDigest: z.string().optional(),
+  approvalExpiresAt: z.string().optional(),
+  intentGeneration: z.number().optional(),
+  // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
+  intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
+};
+
+/** Zod schema of {@link FencedToolInput} (strict: unknown fields are refused). Parse {@link ownProperties} of a value, never the value. */
+export const fencedToolInputSchema = z.strictObject(fencedToolInputShape);
+
+/** Zod schema of {@link ResolveToolCallInput} (strict). `resolution` and `result` are checked where they are used. */
+export const resolveToolCallInputSchema = z.strictObject({
+  ...fencedToolInputShape,
+  resolution: z.string(),
+  result: z.unknown(),
+  reason: z.string(),
+});
+
+// The schemas name exactly the contract's fields: adding a field to the contract without the schema fails to compile.
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
+const fencedKeysMatch: SameKeys<z.infer<typeof fencedToolInputSchema>, FencedToolInput> = true;
+const resolveKeysMatch: SameKeys<z.infer<typeof resolveToolCallInputSchema>, ResolveToolCallInput> = true;
+void fencedKeysMatch;
+void resolveKeysMatch;
+
+/**
+ * A null-prototype copy of `value`'s own enumerable properties (`{}` for a non-object): what
+ * zod parses, since zod reads absent keys through the prototype chain. Also what the failure
+ * path of `runFencedTool` locates a call by when the input does not parse.
+ */
+export function ownProperties(value: unknown): Record<string, unknown> {
+  const copy = Object.create(null) as Record<string, unknown>;
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    for (const [key, v] of Object.entries(value)) copy[key] = v;
+  }
+  return copy;
+}
+
+function parseStrict<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${what} must be an object`, { field: '$' });
+  }
+  const parsed = schema.safeParse(ownProperties(value));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.map(String).join('.') || ((issue as { keys?: string[] }).keys ?? []).join(', ') || '$';
+    throw new CheckpointError('INVALID_ARGUMENT', `${what}: ${field}: ${issue.message}`, { field });
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads a `runFencedTool` / `describeToolCall` input strictly.
+ *
+ * @returns a frozen {@link FencedToolInput} with every field an own property.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field: not an object, a field of
+ *   the wrong type, an unknown field, an `intentGenerations` key that is not an intent digest.
+ */
+export function readFencedToolInput(value: unknown): FencedToolInput {
+  const d = parseStrict(fencedToolInputSchema, value, 'tool activity input');
+  return Object.freeze(fencedFields(d));
+}
+
+/**
+ * Reads a `resolveToolCall` input strictly, as {@link readFencedToolInput} does.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ */
+export function readResolveToolCallInput(value: unknown): ResolveToolCallInput {
+  const d = parseStrict(resolveToolCallInputSchema, value, 'resolveToolCall input');
+  return Object.freeze({
+    ...fencedFields(d),
+    resolution: d.resolution as ResolveToolCallInput['resolution'],
+    result: (Object.hasOwn(d, 'result') ? d.result : undefined) as ToolOutcome,
+    reason: d.reason,
+  });
+}
+
+function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput {
+  // zod leaves absent optional fields out of its output: read them as own properties only.
+  const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
+  const generations = own('intentGenerations');
+  return {
+    tenant: d.tenant,
+    callId: d.callId,
+    runChainId: own('runChainId'),
+    toolName: d.toolName,
+    input: own('input') as JsonValue,
+    expectedIntentDigest: own('expectedIntentDigest'),
+    approvalExpiresAt: own('approvalExpiresAt'),
+    intentGeneration: own('intentGeneration'),
+    intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),
+  };
+}
