@@ -103,6 +103,23 @@ describe('the payload codec on a real Temporal server', () => {
     await expect(handle.query(runStatusQuery)).rejects.toThrow(/binary\/encrypted/);
   });
 
+  it('item 8: `ttc show --json` reads the run through the codec when TTC_PAYLOAD_CODEC_KEY is set, and cannot without it', async () => {
+    const ttc = (env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> =>
+      new Promise((resolve) => {
+        execFile(join(__dirname, '../../node_modules/.bin/tsx'), ['src/cli/index.ts', 'show', workflowId, '--json'], { cwd: join(__dirname, '../..'), env }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const base: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+    for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS']) delete base[name];
+    const [decoded, undecoded] = await Promise.all([ttc({ ...base, ...codecEnv }), ttc(base)]);
+    expect([decoded.code, decoded.stderr]).toEqual([0, '']);
+    expect(decoded.stdout).toContain(receipt.receipt);
+    expect(undecoded.code).toBe(1);
+    expect(undecoded.stdout).not.toContain(receipt.receipt);
+    expect(undecoded.stderr).toMatch(/binary\/encrypted/);
+  });
+
   describe('with the codec server', () => {
     let codecServer: RunningCodecServer;
     beforeAll(async () => {
