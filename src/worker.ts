@@ -102,9 +102,10 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
           store,
           tools: options.tools,
           maxPayloadBytes: config.payload.maxPayloadBytes,
+          ...workerPins(config),
           transientRetry: { initialIntervalMs: config.retry.initialIntervalMs, maximumIntervalMs: config.retry.maximumIntervalMs, maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)) },
         }),
-        ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])) }),
+        ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])), ...workerPins(config) }),
       },
       shutdownGraceTime: config.timeouts.shutdownGraceMs,
     });
@@ -124,6 +125,20 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     await store.close();
     throw error;
   }
+}
+
+/**
+ * The worker's pins from the configuration (TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL; issue 15
+ * item 11): tenants and tools it serves, tools it runs only under an approved intent. Unset pins
+ * are left out (not pinned).
+ */
+export function workerPins(config: Config): { pinnedTenants?: readonly string[]; pinnedTools?: readonly string[]; requireApproval?: readonly string[] } {
+  const { tenants, tools, requireApproval } = config.pins;
+  return {
+    ...(tenants !== null ? { pinnedTenants: tenants } : {}),
+    ...(tools !== null ? { pinnedTools: tools } : {}),
+    ...(requireApproval.length > 0 ? { requireApproval } : {}),
+  };
 }
 
 /**

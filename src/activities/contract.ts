@@ -21,6 +21,8 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'STORE_UNAVAILABLE',
   'APPROVAL_MISMATCH',
   'APPROVAL_EXPIRED',
+  'NOT_PINNED',
+  'APPROVAL_REQUIRED',
 ];
 
 /** Input of one `runFencedTool` activity: one tool call the model asked for. */

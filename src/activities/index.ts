@@ -19,9 +19,10 @@ import { toApplicationFailure } from './failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
 import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './prepare-call';
+import { assertApprovalGiven, assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from './pins';
 
-/** Options of {@link createToolActivities}. */
-export interface ToolActivitiesOptions {
+/** Options of {@link createToolActivities}; the pins (see `./pins`) refuse input outside them with NOT_PINNED / APPROVAL_REQUIRED. */
+export interface ToolActivitiesOptions extends WorkerPins {
   readonly store: CheckpointStore;
   readonly tools: readonly ToolDefinition<any>[];
   /** UTF-8 JSON bytes of a stored result; validated when the activities are built. @default 65,536, at most 10 MiB */
@@ -68,6 +69,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     if (tools.has(tool.name)) throw new CheckpointError('INVALID_ARGUMENT', `two tools are named ${JSON.stringify(tool.name)}`, { field: 'tools' });
     tools.set(tool.name, tool);
   }
+  const pins = resolvePins(options, tools.keys());
   resolveMaxPayloadBytes(options.maxPayloadBytes);
   const limits = { maxToolInputBytes: resolveMaxToolInputBytes(options.maxToolInputBytes) };
   const margin = options.reconcileMarginMs;
@@ -94,7 +96,10 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       try {
         try {
           input = readFencedToolInput(untrusted);
+          assertTenantPinned(pins, input.tenant);
+          assertToolPinned(pins, input.toolName);
           call = prepareCall(tools, input, context, limits);
+          assertApprovalGiven(pins, call.tool.name, input.expectedIntentDigest);
           assertApprovedIntent(call);
           return await settleCall(deps, call, evidence);
         } catch (error) {
@@ -107,6 +112,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     async describeToolCall(untrusted) {
       try {
         const input = readFencedToolInput(untrusted);
+        assertTenantPinned(pins, input.tenant);
+        assertToolPinned(pins, input.toolName);
         const call = prepare(input);
         // What the approver reads is what the digest covers: the canonical JSON of the validated
         // arguments and the target, re-hashed here so a target() that is not deterministic is refused.
@@ -123,6 +130,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     async resolveToolCall(untrusted) {
       try {
         const input = readResolveToolCallInput(untrusted);
+        assertTenantPinned(pins, input.tenant);
         const context = attemptContext();
         let call: PreparedCall | undefined;
         try {

@@ -7,6 +7,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import type { ModelAdapter } from '../model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
 import { toApplicationFailure } from './failures';
+import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from './pins';
 
 /** Options of {@link createModelActivities}. */
 export interface ModelActivitiesOptions {
@@ -17,6 +18,10 @@ export interface ModelActivitiesOptions {
    * a heartbeat timeout can be set. @default a third of the heartbeat timeout, else 5000 ms
    */
   readonly heartbeatIntervalMs?: number;
+  /** Tenants this worker serves: a turn for another tenant (or naming none) is refused with NOT_PINNED before the model is called (issue 15 item 11). @default any */
+  readonly pinnedTenants?: readonly string[];
+  /** Tools this worker serves: a turn offering another tool is refused with NOT_PINNED before the model is called. @default any */
+  readonly pinnedTools?: readonly string[];
 }
 
 /** The activities object for `Worker.create({ activities })`. */
@@ -37,8 +42,10 @@ function activityContext(): Context | undefined {
  *
  * `runModelTurn(input)` picks `adapters[input.model]` and calls `turn(input, signal)` with the
  * activity's cancellation signal, heartbeating meanwhile. Errors:
+ * - a pinned worker (`pinnedTenants`, `pinnedTools`) refuses a turn for another tenant or
+ *   offering another tool → non-retryable `NOT_PINNED`; the model is not called;
  * - unknown `input.model` → non-retryable `ApplicationFailure` of type `UNKNOWN_MODEL`
- *   (details: `{ model, known }`);
+ *   (details: `{ model, known }`): models are pinned by registration;
  * - adapter errors → `toApplicationFailure` (`./failures`): a `CheckpointError` becomes an
  *   `ApplicationFailure` typed by its code, retryability from the code table, `nextRetryDelay`
  *   from `details.retryAfterMs` (MODEL_TRANSIENT with Retry-After); cancellation
@@ -47,8 +54,15 @@ function activityContext(): Context | undefined {
  */
 export function createModelActivities(options: ModelActivitiesOptions): ModelActivities {
   const adapters = new Map(Object.entries(options.adapters));
+  const pins = resolvePins({ pinnedTenants: options.pinnedTenants, pinnedTools: options.pinnedTools }, options.pinnedTools ?? []);
   return {
     async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
+      try {
+        assertTenantPinned(pins, input?.tenant);
+        assertOfferedToolsPinned(pins, input?.tools);
+      } catch (error) {
+        throw toApplicationFailure(error);
+      }
       const adapter = adapters.get(input.model);
       if (adapter === undefined) {
         throw toApplicationFailure(

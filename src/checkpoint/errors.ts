@@ -55,6 +55,17 @@ export const CHECKPOINT_ERROR_CODES = {
    */
   APPROVAL_EXPIRED: { retryable: false },
   /**
+   * The worker is pinned (issue 15 item 11) and the input names a tenant or tool it does not
+   * serve, or a model turn offers such a tool (`details.field`: `tenant`, `toolName`, `tools`).
+   * Raised before any checkpoint write; nothing ran.
+   */
+  NOT_PINNED: { retryable: false },
+  /**
+   * The worker requires approval for this tool (`requireApproval`, issue 15 item 11) and the call
+   * carries no approved intent digest. Raised before any checkpoint write; nothing ran.
+   */
+  APPROVAL_REQUIRED: { retryable: false },
+  /**
    * The call may have been claimed and cannot be settled by this attempt: its outcome is unknown
    * and the tool can reconcile (the checkpoint is marked uncertain), an earlier claim cannot be
    * taken over yet (its holder's request may still be outstanding; `details.retryAfterMs` is

@@ -1,7 +1,8 @@
 /**
  * `pending`: every call that needs a person (SPEC §4 "Command line"): from the store, records
  * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
- * Temporal visibility, running agent runs that are paused or awaiting approval.
+ * Temporal visibility, running agent runs that are paused or awaiting approval. Each row shows
+ * its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`).
  */
 import type { Command } from 'commander';
 import { connectClient } from '../client';
@@ -13,13 +14,15 @@ import type { PendingCallView } from '../workflows/types';
 import { storeKeys } from '../worker';
 import { printTable, withCode } from './table';
 import { printLine } from './terminal-safe';
+import { tenantOfNamespace } from './tenant';
 
 export function registerPending(program: Command): void {
   program
     .command('pending')
     .description('list calls that need a person: uncertain, executing too long, delivering (store) and paused or awaiting approval (Temporal)')
     .option('--no-temporal', 'only read the store')
-    .action(async (opts: { temporal: boolean }) => {
+    .option('--tenant <tenant>', "only this tenant's calls")
+    .action(async (opts: { temporal: boolean; tenant?: string }) => {
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeKeys(config));
       const rows: (string | number)[][] = [];
@@ -33,7 +36,9 @@ export function registerPending(program: Command): void {
         ];
         for (const r of records) {
           const id = parseCallBindingId(r.binding.callId);
-          rows.push(['store', r.status, id === null ? r.binding.callId : `${id.workflowId}/${id.callId}`, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
+          const tenant = tenantOfNamespace(r.binding.namespace);
+          if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
+          rows.push(['store', tenant, r.status, id === null ? r.binding.callId : `${id.workflowId}/${id.callId}`, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
         }
       } finally {
         await store.close();
@@ -47,13 +52,14 @@ export function registerPending(program: Command): void {
               status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
             } catch (error) {
               // One run that cannot answer (no worker polls its task queue) must not hide the others.
-              rows.push(['temporal', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
+              rows.push(['temporal', '?', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
               continue;
             }
+            if (opts.tenant !== undefined && status.tenant !== opts.tenant) continue;
             for (const call of status.pendingCalls) {
               if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
               const why = call.status === 'paused' ? withCode(call.errorType, call.reason) : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
-              rows.push(['temporal', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
+              rows.push(['temporal', status.tenant ?? '?', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
               if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${execution.workflowId}/${call.callId}`, call));
             }
           }
@@ -65,7 +71,7 @@ export function registerPending(program: Command): void {
         printLine('nothing needs a person');
         return;
       }
-      printTable(['from', 'status', 'call', 'tool', 'updatedAt', 'why'], rows);
+      printTable(['from', 'tenant', 'status', 'call', 'tool', 'updatedAt', 'why'], rows);
       if (approvals.length > 0) printLine('');
       for (const line of approvals) printLine(line);
     });

@@ -1,7 +1,7 @@
 /**
  * `resolve <workflowId> <callId>`: tells a paused run how an unknown outcome ended: applied
  * (with the exact result), absent (run it again under a new call id) or abandon (end the run).
- * Checks that the call is the one paused before sending the update; a refusal by the run
+ * Checks that the call is the one paused (and, with `--tenant`, that the run is that tenant's) before sending the update; a refusal by the run
  * (another operator was faster, the run stopped) is printed as the run's own message. Any
  * refusal exits 1.
  */
@@ -13,6 +13,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
 import type { ResolveOutcomeRequest } from '../workflows/types';
 import { printLine } from './terminal-safe';
+import { assertRunTenant } from './tenant';
 
 export function registerResolve(program: Command): void {
   program
@@ -23,7 +24,8 @@ export function registerResolve(program: Command): void {
     .option('--absent', 'the effect did not happen; run the call again under a new call id')
     .option('--abandon', 'give up; the run ends as abandoned')
     .requiredOption('--reason <text>', 'why (kept in the run for audit)')
-    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string }) => {
+    .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
+    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string; tenant?: string }) => {
       const chosen = [opts.applied !== undefined, !!opts.absent, !!opts.abandon].filter(Boolean).length;
       if (chosen !== 1) throw new CheckpointError('INVALID_ARGUMENT', 'choose exactly one of --applied <json>, --absent, --abandon', { field: 'resolution' });
       const request: ResolveOutcomeRequest =
@@ -35,6 +37,7 @@ export function registerResolve(program: Command): void {
       try {
         const handle = client.workflow.getHandle(workflowId);
         const status = await handle.query(runStatusQuery);
+        assertRunTenant(workflowId, status.tenant, opts.tenant);
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
         }

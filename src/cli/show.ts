@@ -1,5 +1,6 @@
 /**
- * `show <workflowId>`: a run's phase, budget and calls (status, source, receipt) as a table.
+ * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
+ * source, receipt) as a table. With `--tenant`, a run of another tenant is refused.
  */
 import type { Command } from 'commander';
 import { connectClient } from '../client';
@@ -9,13 +10,15 @@ import { printTable, withCode } from './table';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
 import { printJson, printLine } from './terminal-safe';
+import { assertRunTenant } from './tenant';
 
 export function registerShow(program: Command): void {
   program
     .command('show <workflowId>')
     .description('show a run: phase, budget, and every call with its status and receipt')
     .option('--json', 'print the status as JSON')
-    .action(async (workflowId: string, opts: { json?: boolean }) => {
+    .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
+    .action(async (workflowId: string, opts: { json?: boolean; tenant?: string }) => {
       const config = loadConfig();
       const { client, close } = await connectClient(config);
       try {
@@ -26,12 +29,13 @@ export function registerShow(program: Command): void {
             if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, { field: 'workflowId' });
             throw error;
           });
+        assertRunTenant(workflowId, status.tenant, opts.tenant);
         if (opts.json) {
           printJson(status);
           return;
         }
         const b = status.budget;
-        printLine(`run ${workflowId}: phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
+        printLine(`run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
         if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],

@@ -114,7 +114,7 @@ class AgentRun {
   }
 
   installHandlers(): void {
-    setHandler(runStatusQuery, () => this.state.view(Date.now()));
+    setHandler(runStatusQuery, () => ({ ...this.state.view(Date.now()), tenant: this.input.tenant }));
     setHandler(cancelRunSignal, (req) => this.requestCancel(req));
     setHandler(approveCallUpdate, (req) => this.approve(req), { validator: (req) => this.validateApprove(req) });
     setHandler(rejectCallUpdate, (req) => this.reject(req), { validator: (req) => this.validateReject(req) });
@@ -148,6 +148,7 @@ class AgentRun {
     this.state.phase = 'model';
     const attempt = await this.callActivity('model', (acts) =>
       acts.runModelTurn({
+        tenant: this.input.tenant,
         model: this.input.model,
         ...(this.input.modelOptions !== undefined ? { modelOptions: this.input.modelOptions } : {}),
         turn: this.state.turns,

@@ -216,6 +216,8 @@ export interface BudgetView {
 
 /** What {@link runStatusQuery} returns. */
 export interface RunStatusView {
+  /** The run's tenant (from its input), so operators see whose run it is. Absent in runs started before issue 15. */
+  readonly tenant?: string;
   readonly phase: RunPhase;
   /** Increments whenever the run advances (a model turn is recorded, a call finishes, the run pauses or resumes). Approvals must carry the current value. */
   readonly stateVersion: number;

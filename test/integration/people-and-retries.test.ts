@@ -388,9 +388,9 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       const pending = await cli('pending');
       expect(pending).toEqual(expect.objectContaining({ code: 0 }));
       const lines = pending.stdout.split('\n');
-      expect(lines[0]).toMatch(/^from\s+status\s+call\s+tool\s+updatedAt\s+why$/);
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^store\\s+uncertain\\s+${handle.workflowId}/e1\\s+send_email\\s+\\d{4}-`)));
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^temporal\\s+paused\\s+${handle.workflowId}/e1\\s+send_email\\s+OUTCOME_UNKNOWN: `)));
+      expect(lines[0]).toMatch(/^from\s+tenant\s+status\s+call\s+tool\s+updatedAt\s+why$/);
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^store\\s+${TENANT}\\s+uncertain\\s+${handle.workflowId}/e1\\s+send_email\\s+\\d{4}-`)));
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^temporal\\s+${TENANT}\\s+paused\\s+${handle.workflowId}/e1\\s+send_email\\s+OUTCOME_UNKNOWN: `)));
 
       const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
       const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox');

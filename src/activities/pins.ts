@@ -1,0 +1,97 @@
+/**
+ * Worker pins (issue 15 item 11): the trust boundary a worker controls. A run's tenant, tool
+ * list, approval policy and model come from its workflow input, so whoever can start a workflow
+ * on the task queue chooses them. A pinned worker's activities refuse input outside the pins,
+ * before any checkpoint is written or any tool or model runs:
+ * - `pinnedTenants`: a call or model turn for another tenant → `NOT_PINNED` (field `tenant`);
+ * - `pinnedTools`: a call of another tool, or a model turn offering one → `NOT_PINNED`
+ *   (field `toolName` / `tools`);
+ * - `requireApproval`: a call of such a tool without the intent digest a person approved
+ *   (`expectedIntentDigest`, set by the agent workflow only after `approveCallUpdate`) →
+ *   `APPROVAL_REQUIRED`.
+ * Models are pinned by registration: `runModelTurn` refuses an adapter the worker does not have
+ * (`UNKNOWN_MODEL`). Configuration: TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL, TTC_MODELS
+ * (`config.ts`).
+ */
+import { CheckpointError } from '../checkpoint/errors';
+
+/** What a worker serves whatever its workflow input asks for; absent or undefined: not pinned. */
+export interface WorkerPins {
+  /** Tenants this worker serves. */
+  readonly pinnedTenants?: readonly string[];
+  /** Tools a run may offer the model and call; each must be registered on the worker. */
+  readonly pinnedTools?: readonly string[];
+  /** Tools whose calls run only under an approved intent digest; each must be registered (and pinned, when tools are). */
+  readonly requireApproval?: readonly string[];
+}
+
+/** Pins checked once, as sets. */
+export interface ResolvedPins {
+  readonly tenants: ReadonlySet<string> | null;
+  readonly tools: ReadonlySet<string> | null;
+  readonly requireApproval: ReadonlySet<string>;
+}
+
+/**
+ * Validates `pins` against the registered tool names.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the option: an empty pin list, an entry
+ *   that is not a non-empty string, a pinned or approval-required tool that is not registered,
+ *   an approval-required tool outside `pinnedTools`.
+ */
+export function resolvePins(pins: WorkerPins, registered: Iterable<string>): ResolvedPins {
+  const known = new Set(registered);
+  const set = (field: keyof WorkerPins, allowEmpty: boolean): Set<string> | null => {
+    const list = pins[field];
+    if (list === undefined) return null;
+    if (!Array.isArray(list) || (!allowEmpty && list.length === 0)) throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty array of names`, { field });
+    for (const name of list as unknown[]) {
+      if (typeof name !== 'string' || name.length === 0) throw new CheckpointError('INVALID_ARGUMENT', `${field} must hold non-empty strings, got ${JSON.stringify(name)}`, { field });
+    }
+    return new Set(list);
+  };
+  const tenants = set('pinnedTenants', false);
+  const tools = set('pinnedTools', false);
+  const requireApproval = set('requireApproval', true) ?? new Set<string>();
+  for (const [field, names] of [['pinnedTools', tools], ['requireApproval', requireApproval]] as const) {
+    const missing = [...(names ?? [])].filter((n) => !known.has(n));
+    if (missing.length > 0) throw new CheckpointError('INVALID_ARGUMENT', `${field} names ${missing.join(', ')}, which this worker does not register`, { field });
+  }
+  const unpinned = tools === null ? [] : [...requireApproval].filter((n) => !tools.has(n));
+  if (unpinned.length > 0) throw new CheckpointError('INVALID_ARGUMENT', `requireApproval names ${unpinned.join(', ')}, which pinnedTools does not pin`, { field: 'requireApproval' });
+  return { tenants, tools, requireApproval };
+}
+
+/** @throws {@link CheckpointError} NOT_PINNED (field `tenant`) unless the worker serves `tenant`. */
+export function assertTenantPinned(pins: ResolvedPins, tenant: unknown): void {
+  if (pins.tenants === null || (typeof tenant === 'string' && pins.tenants.has(tenant))) return;
+  throw new CheckpointError('NOT_PINNED', `this worker does not serve tenant ${JSON.stringify(tenant ?? null)}; nothing was written or run`, { field: 'tenant' });
+}
+
+/** @throws {@link CheckpointError} NOT_PINNED (field `toolName`) unless the worker serves the tool. */
+export function assertToolPinned(pins: ResolvedPins, toolName: unknown): void {
+  if (pins.tools === null || (typeof toolName === 'string' && pins.tools.has(toolName))) return;
+  throw new CheckpointError('NOT_PINNED', `this worker does not serve tool ${JSON.stringify(toolName ?? null)}; nothing was written or run`, { field: 'toolName' });
+}
+
+/** @throws {@link CheckpointError} NOT_PINNED (field `tools`) when a model turn offers a tool the worker does not serve. */
+export function assertOfferedToolsPinned(pins: ResolvedPins, offered: unknown): void {
+  if (pins.tools === null) return;
+  const names: unknown[] = Array.isArray(offered) ? offered : [offered];
+  const outside = names.filter((n) => typeof n !== 'string' || !pins.tools!.has(n));
+  if (outside.length === 0) return;
+  throw new CheckpointError('NOT_PINNED', `the run offers tools this worker does not serve: ${outside.map((n) => JSON.stringify(n)).join(', ')}; the model was not called`, { field: 'tools' });
+}
+
+/**
+ * @throws {@link CheckpointError} APPROVAL_REQUIRED when `toolName` needs approval on this worker
+ *   and the call carries no approved intent digest; nothing was written or run.
+ */
+export function assertApprovalGiven(pins: ResolvedPins, toolName: string, expectedIntentDigest: unknown): void {
+  if (!pins.requireApproval.has(toolName) || (typeof expectedIntentDigest === 'string' && expectedIntentDigest.length > 0)) return;
+  throw new CheckpointError(
+    'APPROVAL_REQUIRED',
+    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (the run's approvalRequired must name it); nothing was written or run`,
+    { field: 'expectedIntentDigest', toolName },
+  );
+}
