@@ -102,6 +102,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
           store,
           tools: options.tools,
           maxPayloadBytes: config.payload.maxPayloadBytes,
+          ...(config.keys.idempotencyKeySecret ? { idempotencyKeySecret: config.keys.idempotencyKeySecret } : {}),
           ...workerPins(config),
           transientRetry: { initialIntervalMs: config.retry.initialIntervalMs, maximumIntervalMs: config.retry.maximumIntervalMs, maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)) },
         }),
@@ -153,7 +154,7 @@ export function storeOptions(config: Config): CheckpointStoreOptions {
     ...(keys.hmacKey && Object.keys(keys.hmacKeys).length > 0 ? { hmacKeys: keys.hmacKeys } : {}),
     ...(keys.encryptionKey ? { encryptionKey: keys.encryptionKey, encryptionKeyId: keys.encryptionKeyId } : {}),
     ...(Object.keys(keys.encryptionKeys).length > 0 ? { encryptionKeys: keys.encryptionKeys } : {}),
-    ...(config.store.url.startsWith('sqlite:') ? { busyTimeoutMs: config.store.sqliteBusyTimeoutMs } : {}),
+    ...(config.store.url.startsWith('sqlite:') ? { busyTimeoutMs: config.store.sqliteBusyTimeoutMs } : { postgresSchema: config.store.postgresSchema }),
   };
 }
 

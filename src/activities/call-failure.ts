@@ -234,5 +234,5 @@ export function keyOfRecord(where: CallLocator, binding: Binding): string {
       // not an intent-keyed record
     }
   }
-  return idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: where.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision });
+  return idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: where.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision }, where.context.idempotencyKeySecret);
 }

@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import { resolveMaxPayloadBytes, resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
-import { intentDigest } from '../checkpoint/digest';
+import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
 import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
@@ -35,6 +35,14 @@ export interface ToolActivitiesOptions extends WorkerPins {
   readonly maxToolInputBytes?: number;
   /** Every time decision of the fence. @default () => new Date() */
   readonly clock?: () => Date;
+  /**
+   * Secret (at least 32 bytes) idempotency keys are derived with: HMAC-SHA-256 keys (`ttc3-…`)
+   * a third party cannot predict (issue 15 item 12; env TTC_IDEMPOTENCY_KEY_SECRET in `ttc worker`).
+   * Every worker of a task queue must use the same secret, set before first use: keys are
+   * recomputed on every attempt, so changing it while calls are in flight changes their keys.
+   * @default none: unkeyed `ttc2-…` keys, as before
+   */
+  readonly idempotencyKeySecret?: Uint8Array;
   /** Margin added to a holder's call deadline before its claim may be taken over, ms (SPEC §7). @default 5,000 */
   readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter, Retry-After honoured). */
@@ -71,6 +79,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   }
   const pins = resolvePins(options, tools.keys());
   resolveMaxPayloadBytes(options.maxPayloadBytes);
+  if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);
+  const keySecret = options.idempotencyKeySecret === undefined ? undefined : Buffer.from(options.idempotencyKeySecret);
   const limits = { maxToolInputBytes: resolveMaxToolInputBytes(options.maxToolInputBytes) };
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
@@ -85,10 +95,10 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     transientRetry: options.transientRetry,
     hooks: options.hooks,
   };
-  const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(), limits);
+  const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(keySecret), limits);
   return {
     async runFencedTool(untrusted) {
-      const context = attemptContext();
+      const context = attemptContext(keySecret);
       const evidence: AttemptEvidence = { claimSent: false, seen: null };
       let call: PreparedCall | undefined;
       // Own properties only, also on the failure path (issue 15 item 1).
@@ -131,7 +141,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       try {
         const input = readResolveToolCallInput(untrusted);
         assertTenantPinned(pins, input.tenant);
-        const context = attemptContext();
+        const context = attemptContext(keySecret);
         let call: PreparedCall | undefined;
         try {
           call = prepareCall(tools, input, context, limits);
@@ -148,11 +158,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
 }
 
 /** The attempt's identity from the activity context. @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow. */
-function attemptContext(): AttemptContext {
+function attemptContext(idempotencyKeySecret: Uint8Array | undefined): AttemptContext {
   const info = Context.current().info;
   const execution = info.workflowExecution;
   if (execution?.workflowId === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
-  return { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId, attempt: info.attempt };
+  return { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId, attempt: info.attempt, ...(idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret }) };
 }
 
 /**

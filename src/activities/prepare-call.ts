@@ -24,6 +24,8 @@ export interface AttemptContext {
   readonly runId: string;
   /** The activity attempt, 1 for the first. */
   readonly attempt: number;
+  /** Secret idempotency keys are derived with (`createToolActivities` option `idempotencyKeySecret`); absent: unkeyed keys. */
+  readonly idempotencyKeySecret?: Uint8Array;
 }
 
 /** Everything one attempt derives from its input and the activity context. */
@@ -113,7 +115,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     input,
     args,
     binding,
-    idempotencyKey: idempotencyKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }),
+    idempotencyKey: idempotencyKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }, context.idempotencyKeySecret),
     intentDigest: digest,
     workflowId: context.workflowId,
     runChainId: address.runChainId,
