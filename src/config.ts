@@ -44,6 +44,12 @@ export interface ConfigInput {
      * store the tool heartbeat timeout must be at least twice this. @default '5s' (env TTC_SQLITE_BUSY_TIMEOUT)
      */
     sqliteBusyTimeout?: DurationInput;
+    /**
+     * PostgreSQL only: the schema holding the store's tables (it must exist; only trusted roles
+     * may have CREATE on it). Tables are schema-qualified and the search_path is pinned.
+     * @default 'public' (env TTC_POSTGRES_SCHEMA)
+     */
+    postgresSchema?: string;
   };
   timeouts?: {
     /** Tool activity start-to-close. @default '60s' (env TTC_TOOL_START_TO_CLOSE_TIMEOUT) */
@@ -103,6 +109,13 @@ export interface ConfigInput {
     encryptionKeyId?: string;
     /** Name of the environment variable listing older encryption keys that still decrypt, `id:key,id:key`. @default 'TTC_ENCRYPTION_KEYS' */
     encryptionKeysEnv?: string;
+    /**
+     * Name of the environment variable holding the secret idempotency keys are derived with
+     * (HMAC-SHA-256, ≥ 32 random bytes, formats as for the HMAC key; see `idempotencyKey`). Unset:
+     * unkeyed keys, as before. Set it before first use: it must not change while calls are in flight.
+     * @default 'TTC_IDEMPOTENCY_KEY_SECRET'
+     */
+    idempotencyKeySecretEnv?: string;
   };
   /** What a worker serves, whatever a workflow's input asks for (issue 15 item 11; see {@link Config.pins}). */
   pins?: {
@@ -125,8 +138,8 @@ export interface Config {
     readonly taskQueue: string;
     readonly tls: { readonly certPath?: string; readonly keyPath?: string; readonly caPath?: string; readonly serverName?: string } | null;
   };
-  /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only. */
-  readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number };
+  /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only, `postgresSchema` to a PostgreSQL store only. */
+  readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number; readonly postgresSchema: string };
   readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
   readonly retry: { readonly initialIntervalMs: number; readonly backoffCoefficient: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
   /** `workflowBundlePath`: a prebuilt workflow bundle file, or null to bundle at start. */
@@ -145,6 +158,8 @@ export interface Config {
     readonly encryptionKey: Buffer | null;
     readonly encryptionKeyId: string;
     readonly encryptionKeys: Readonly<Record<string, Buffer>>;
+    /** Secret for keyed idempotency keys (issue 15 item 12), or null: unkeyed keys. */
+    readonly idempotencyKeySecret: Buffer | null;
   };
   /**
    * Worker pins (issue 15 item 11): the tenant, tools, approval policy and model of a run come
@@ -224,6 +239,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const encryptionKey = readKeyFromEnv(env, encryptionKeyEnv, { bytes: 32 });
   const encryptionKeyId = text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), KEY_ID_PATTERN, 'a key id');
   const encryptionKeys = readKeyringFromEnv(env, encryptionKeysEnv, { bytes: 32 }, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv });
+  const idempotencyKeySecret = readKeyFromEnv(env, keysEnv.idempotencyKeySecretEnv ?? 'TTC_IDEMPOTENCY_KEY_SECRET', { minBytes: 32 });
   return {
     temporal: {
       address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port with a port from 1 to 65535'),
@@ -231,7 +247,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
       tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,
     },
-    store: { url: storeUrl, sqliteBusyTimeoutMs },
+    store: { url: storeUrl, sqliteBusyTimeoutMs, postgresSchema: text(pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'), /^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier (schema name)') },
     timeouts: {
       toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
       toolHeartbeatMs,
@@ -247,7 +263,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     worker: { workflowBundlePath: optionalPath(pick('TTC_WORKFLOW_BUNDLE', o.worker?.workflowBundle, f.worker?.workflowBundle, '')) },
     payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
-    keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys },
+    keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret },
     pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
   };
 }

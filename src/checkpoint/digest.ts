@@ -2,7 +2,7 @@
  * Digests of SPEC §2 "Fingerprints and keys": input fingerprint, idempotency key, intent
  * digest. Uses node:crypto, so workflow code must never import this file.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { assertIdentifier } from './bounds';
 import { canonicalJson } from './canonical-json';
 import { CheckpointError } from './errors';
@@ -29,16 +29,30 @@ export interface IdempotencyKeyParts {
   readonly toolRevision: string;
 }
 
+/** Keyed idempotency keys need a secret of at least this many bytes (RFC 2104 §3: the hash output length). */
+export const MIN_IDEMPOTENCY_KEY_SECRET_BYTES = 32;
+
 /**
  * A stable idempotency key for one logical tool call: the same parts always give the same
  * key, across retries and workers; never random. The parts are hashed as one canonical JSON
- * array, so no two different part lists share a key. Format `ttc2-` + 64 lowercase hex (69
- * characters, safe in an `Idempotency-Key` header).
+ * array, so no two different part lists share a key.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT when a part is missing, empty or too long.
+ * - Without `secret`: `ttc2-` + 64 lowercase hex of SHA-256 (69 characters). Anyone who knows
+ *   the parts (namespace, run chain, workflow id, call id, tool) can compute it.
+ * - With `secret` (at least 32 bytes, e.g. `TTC_IDEMPOTENCY_KEY_SECRET`): `ttc3-` + 64
+ *   lowercase hex of HMAC-SHA-256 keyed with it (issue 15 item 12), so a third party on the
+ *   same provider account cannot predict a key and pre-empt or replay a call under it.
+ *
+ * Both are safe in an `Idempotency-Key` header. The key is recomputed on every attempt, never
+ * stored: every worker must use the same secret (or none), and the secret must not be set,
+ * changed or removed while calls are in flight (a call's lookup and same-key repeat would use
+ * another key than its first request and miss its effect). Set it before first use, or drain.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when a part is missing, empty or too long,
+ *   or `secret` is not a Uint8Array of at least 32 bytes.
  * @see draft-ietf-httpapi-idempotency-key-header §2
  */
-export function idempotencyKey(parts: IdempotencyKeyParts): string {
+export function idempotencyKey(parts: IdempotencyKeyParts, secret?: Uint8Array): string {
   assertIdentifier(parts?.namespace, 'namespace');
   assertIdentifier(parts.runChainId, 'runChainId');
   assertIdentifier(parts.workflowId, 'workflowId');
@@ -46,7 +60,20 @@ export function idempotencyKey(parts: IdempotencyKeyParts): string {
   assertIdentifier(parts.toolName, 'toolName');
   assertIdentifier(parts.toolRevision, 'toolRevision');
   const text = canonicalJson(['ttc/idempotency-key/2', parts.namespace, parts.runChainId, parts.workflowId, parts.callId, parts.toolName, parts.toolRevision]);
-  return `ttc2-${sha256Hex(text)}`;
+  if (secret === undefined) return `ttc2-${sha256Hex(text)}`;
+  assertIdempotencyKeySecret(secret);
+  return `ttc3-${createHmac('sha256', secret).update(text, 'utf8').digest('hex')}`;
+}
+
+/**
+ * Asserts a usable idempotency-key secret: a Uint8Array of at least 32 bytes.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming `idempotencyKeySecret`.
+ */
+export function assertIdempotencyKeySecret(secret: unknown): asserts secret is Uint8Array {
+  if (!(secret instanceof Uint8Array) || secret.length < MIN_IDEMPOTENCY_KEY_SECRET_BYTES) {
+    throw new CheckpointError('INVALID_ARGUMENT', `idempotencyKeySecret must be a Buffer of at least ${MIN_IDEMPOTENCY_KEY_SECRET_BYTES} bytes`, { field: 'idempotencyKeySecret', limit: MIN_IDEMPOTENCY_KEY_SECRET_BYTES });
+  }
 }
 
 /** What a call means to do: the tool, its revision, its canonical arguments and its target. */
