@@ -76,6 +76,8 @@ describe('item 12: keyed idempotency keys', () => {
       await env('wf-plain').run(activities(plainSeen).runFencedTool, call);
 
       expect(keyedSeen).toEqual([idempotencyKey({ ...PARTS, workflowId: 'wf-keyed' }, SECRET)]);
+      expect(keyedSeen[0]).toMatch(/^ttc3-[0-9a-f]{64}$/);
+      expect(keyedSeen[0]).not.toBe(idempotencyKey({ ...PARTS, workflowId: 'wf-keyed' }));
       expect(described.idempotencyKey).toBe(keyedSeen[0]);
       expect(plainSeen).toEqual([idempotencyKey({ ...PARTS, workflowId: 'wf-plain' })]);
     });
