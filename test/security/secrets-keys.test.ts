@@ -8,7 +8,14 @@ import { isCheckpointError, type CheckpointError } from '../../src/checkpoint/er
 import { resolveConfig } from '../../src/config';
 import { parseKeyMaterial, parseKeyring } from '../../src/key-material';
 
-const KEY = randomBytes(32);
+/** A random key whose base64 holds "+" and "/" (so unpadded base64 is not also valid base64url). */
+function randomKey(): Buffer {
+  for (;;) {
+    const key = randomBytes(32);
+    if (/\+/.test(key.toString('base64')) && /\//.test(key.toString('base64'))) return key;
+  }
+}
+const KEY = randomKey();
 const HEX = KEY.toString('hex');
 const B64 = KEY.toString('base64');
 const B64URL = KEY.toString('base64url');
