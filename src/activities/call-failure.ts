@@ -149,7 +149,7 @@ function refusalBinding(failed: FailedAttempt): Binding | null {
   if (failed.call !== undefined) return failed.call.binding;
   try {
     const address = callAddress(failed.input, failed.context);
-    const binding: Binding = { namespace: address.namespace, callId: address.callId, toolName: failed.input.toolName, toolRevision: 'refused', inputFingerprint: fingerprintInput(failed.input.input) };
+    const binding: Binding = { namespace: address.namespace, callId: address.callId, toolName: failed.input.toolName, toolRevision: 'refused', inputFingerprint: fingerprintInput(failed.input.input, failed.context.idempotencyKeySecret) };
     assertBinding(binding);
     return binding;
   } catch {

@@ -107,7 +107,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     callId: address.callId,
     toolName: tool.name,
     toolRevision: tool.revision,
-    inputFingerprint: fingerprintInput(input.input),
+    inputFingerprint: fingerprintInput(input.input, context.idempotencyKeySecret),
   };
   const fence = randomUUID();
   return {

@@ -11,11 +11,25 @@ import { CheckpointError } from './errors';
  * `sha256:` + lowercase hex SHA-256 of the RFC 8785 canonical JSON of `input`, so
  * `{a:1,b:2}` and `{b:2,a:1}` agree and `[1,2]` and `[2,1]` differ.
  *
- * @throws {@link CheckpointError} NOT_JSON or PAYLOAD_TOO_LARGE when `input` is not a bounded JSON value.
+ * With `keySecret` (the worker's idempotency-key secret) the hash also covers a check value of
+ * the secret (HMAC-SHA-256 of a fixed label, never the secret itself), so the binding records
+ * which key derivation the call's requests used. A worker whose secret differs (set, changed or
+ * removed while the call was in flight) computes another binding for the same call and never
+ * looks the call up or repeats it under a key its first request did not carry: it delivers a
+ * stored result or, for an unfinished claim, waits for the settle time and pauses (SPEC §7
+ * "The call owns 'nothing applied'", the same path as a deploy that changed the tool revision).
+ * Without a secret the fingerprint is unchanged from earlier releases.
+ *
+ * @throws {@link CheckpointError} NOT_JSON or PAYLOAD_TOO_LARGE when `input` is not a bounded
+ *   JSON value; INVALID_ARGUMENT for a secret shorter than 32 bytes.
  * @see RFC 8785, SPEC §2
  */
-export function fingerprintInput(input: unknown): string {
-  return `sha256:${sha256Hex(canonicalJson(input, 'input'))}`;
+export function fingerprintInput(input: unknown, keySecret?: Uint8Array): string {
+  const text = canonicalJson(input, 'input');
+  if (keySecret === undefined) return `sha256:${sha256Hex(text)}`;
+  assertIdempotencyKeySecret(keySecret);
+  const check = createHmac('sha256', keySecret).update('ttc/idempotency-key-check/1', 'utf8').digest('hex');
+  return `sha256:${sha256Hex(`ttc/keyed-input/1\n${check}\n${text}`)}`;
 }
 
 /** The logical call an idempotency key names (SPEC §2, §7 "Identity is unambiguous and per run chain"). */
@@ -44,9 +58,12 @@ export const MIN_IDEMPOTENCY_KEY_SECRET_BYTES = 32;
  *   same provider account cannot predict a key and pre-empt or replay a call under it.
  *
  * Both are safe in an `Idempotency-Key` header. The key is recomputed on every attempt, never
- * stored: every worker must use the same secret (or none), and the secret must not be set,
- * changed or removed while calls are in flight (a call's lookup and same-key repeat would use
- * another key than its first request and miss its effect). Set it before first use, or drain.
+ * stored, so every worker of a fleet should use the same secret (or none). A call whose attempts
+ * meet different secrets fails closed: the binding's input fingerprint covers a check value of the
+ * secret (see {@link fingerprintInput}), so a worker with another secret never looks the call up
+ * or repeats it under a key its first request did not carry; it delivers a stored result, or
+ * waits for an unfinished claim's settle time and pauses the run for a person. Set the secret
+ * before first use, or drain in-flight calls before setting, changing or removing it.
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT when a part is missing, empty or too long,
  *   or `secret` is not a Uint8Array of at least 32 bytes.

@@ -8,6 +8,7 @@
  * left), then pauses (OUTCOME_UNKNOWN); a refusal on a later attempt is made durable before it is
  * reported; the tool never runs twice.
  */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { defineTool, type ToolActivities } from '../../src/activities';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
@@ -206,5 +207,45 @@ describe('rolling deploy meets overlapping attempts', () => {
     // Settled: a delivered row is pruned.
     await h.store.prune({ olderThan: new Date(Date.now() + 60_000).toISOString() });
     expect(await h.recordOf(call)).toBeNull();
+  });
+});
+
+describe('idempotency-key secret set, changed or removed between attempts (issue 15 item 12)', () => {
+  const secretA = randomBytes(32);
+  const secretB = randomBytes(32);
+
+  /** Attempt 1 runs with `secret` (or none) until `point`, where its worker dies. */
+  async function diedWith(provider: Provider, secret: Buffer | undefined, point: 'after-result-stored' | 'after-effect'): Promise<{ call: Call; record: CheckpointRecord }> {
+    const call = h.newCall();
+    const tool = ticketTool(provider, { withLookup: true });
+    void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...(secret ? { idempotencyKeySecret: secret } : {}) }), call, 1);
+    const status = point === 'after-effect' ? 'executing' : 'completed';
+    await waitFor(() => provider.total() === 1);
+    let record: CheckpointRecord | undefined;
+    await waitFor(async () => {
+      record = (await h.recordsOfWorkflow(call)).find((r) => r.status === status);
+      return record !== undefined;
+    });
+    return { call, record: record! };
+  }
+
+  test.each([
+    ['set', undefined, secretA],
+    ['changed', secretA, secretB],
+    ['removed', secretA, undefined],
+  ] as const)('secret %s with the claim unfinished (effect applied, worker died): the new worker never looks the call up under its own key; RECONCILE_PENDING until the settle time, then OUTCOME_UNKNOWN; one effect', async (_how, before, after) => {
+    const provider = new Provider();
+    const { call, record } = await diedWith(provider, before, 'after-effect');
+    await expectWaitThenPause(h.activities([ticketTool(provider, { withLookup: true })], after ? { idempotencyKeySecret: after } : {}), call, record, 2);
+    expect(provider.requests).toHaveLength(1);
+    expect(provider.total()).toBe(1);
+  });
+
+  test('secret changed after the result was stored: the stored result is delivered, the tool is not called again', async () => {
+    const provider = new Provider();
+    const { call } = await diedWith(provider, secretA, 'after-result-stored');
+    const out = await h.run(h.activities([ticketTool(provider, { withLookup: true })], { idempotencyKeySecret: secretB }), call, 2);
+    expect(typeOf(out)).toBe('result:store');
+    expect(provider.total()).toBe(1);
   });
 });
