@@ -42,6 +42,8 @@ export const MODEL_ERROR_MESSAGES: Readonly<Record<string, string>> = {
   DUPLICATE_CALL_ID: 'this tool-call id was already used in this conversation; the call was not run',
   PAYLOAD_TOO_LARGE: 'the arguments of the call are too large; nothing ran',
   NOT_JSON: 'the arguments of the call are not JSON; nothing ran',
+  NOT_PINNED: 'this tool or tenant is not served here; nothing ran',
+  APPROVAL_REQUIRED: 'this tool runs only after a person approves the call; nothing ran',
 };
 
 /** The sentence for a failure type the table does not name (nothing was applied). */
