@@ -10,29 +10,36 @@ const SHOWN_PARAMETERS = new Set(['sslmode', 'host', 'port', 'user', 'dbname', '
 /** Query parameters shown by name only, their values masked. */
 const MASKED_PARAMETERS = new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert', 'ssl', 'options', 'client_encoding', 'replication']);
 
+/** Text without a scheme shown as is: a file path (a forgotten `sqlite:` prefix), nothing that can hold `password=`. */
+const PATH_LIKE = /^[\w.~/\\-]{1,1024}$/;
+
 /**
  * `url` safe for messages and logs:
- * - `sqlite:<path>`, or text without `@`, `?` or `#`: unchanged (no user part or query, so no password).
+ * - `sqlite:<path>`: unchanged (a file path, no password).
+ * - text without a scheme that reads as a file path (letters, digits and `. _ ~ / \ -` only):
+ *   unchanged, so a forgotten `sqlite:` prefix is visible. Other text without a scheme (a libpq
+ *   key/value string `host=… password=…`, text with spaces, quotes or `=`) is `***`.
  * - a `postgres://` / `postgresql://` URL that parses (WHATWG URL) with every `@` inside its
  *   user part and no fragment: rebuilt from its parts, with the password as `***` and the value
  *   of every query parameter but a few harmless ones (`sslmode`, `host`, `port`, `user`,
  *   `dbname`, `application_name`, `connect_timeout`, …) as `***`, so `password=` and
  *   `sslpassword=` never show; an unknown parameter (maybe a piece of a password holding a
  *   raw `&`) shows as `***`, name included.
- * - anything else (a URL that does not parse, an `@`, `?` or `#` of a password that was not
- *   percent-encoded and so split the URL elsewhere): only its scheme, as `<scheme>://***`
- *   (or `***` without a scheme). Where a malformed URL's password ends cannot be known, so
- *   nothing after the scheme is shown.
+ * - anything else (a URL of another scheme, a URL that does not parse, such as
+ *   `postgres://user:password` without `@host`, an `@`, `?` or `#` of a password that was not
+ *   percent-encoded and so split the URL elsewhere): only its scheme, as `<scheme>://***`.
+ *   Where a malformed URL's password ends cannot be known, so nothing after the scheme is
+ *   shown. The absence of `@`, `?` and `#` proves nothing: `postgres://app:pw` and
+ *   `host=h password=pw` hold a password without them.
  */
 export function maskUrl(url: string): string {
   if (typeof url !== 'string') return '***';
-  // No user part, query or fragment: nothing in it can be a password.
-  if (url.startsWith('sqlite:') || !/[@?#]/.test(url)) return url;
+  if (url.startsWith('sqlite:')) return url;
+  const scheme = /^([a-z][a-z0-9+.-]{0,31}):/i.exec(url)?.[1];
+  // No scheme: a file path is shown; a key/value connection string (password=…) or other text is not.
+  if (scheme === undefined) return PATH_LIKE.test(url) ? url : '***';
   const parsed = parseStoreUrl(url);
-  if (parsed === null) {
-    const scheme = /^([a-z][a-z0-9+.-]{0,31}):/i.exec(url)?.[1];
-    return scheme === undefined ? '***' : `${scheme}://***`;
-  }
+  if (parsed === null) return `${scheme}://***`;
   const user = parsed.username === '' ? '' : `${parsed.username}${parsed.password === '' ? '' : ':***'}@`;
   const host = `${parsed.hostname}${parsed.port === '' ? '' : `:${parsed.port}`}`;
   const query = [...parsed.searchParams.keys()].map((name) => {
