@@ -231,13 +231,13 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     );
   }
   const hmacKey = readKeyFromEnv(env, hmacKeyEnv, { minBytes: 32 });
-  const hmacKeyId = text(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'), KEY_ID_PATTERN, 'a key id');
+  const hmacKeyId = keyId(pick('TTC_HMAC_KEY_ID', o.keys?.hmacKeyId, f.keys?.hmacKeyId, 'k1'));
   const hmacKeys = readKeyringFromEnv(env, hmacKeysEnv, { minBytes: 32 }, hmacKey === null ? null : { id: hmacKeyId, key: hmacKey, variable: hmacKeyEnv });
   if (hmacKey === null && Object.keys(hmacKeys).length > 0) {
     throw configError(hmacKeysEnv, `lists older HMAC keys but ${hmacKeyEnv} (the current key) is not set: a store must be able to seal what it writes`);
   }
   const encryptionKey = readKeyFromEnv(env, encryptionKeyEnv, { bytes: 32 });
-  const encryptionKeyId = text(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'), KEY_ID_PATTERN, 'a key id');
+  const encryptionKeyId = keyId(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'));
   const encryptionKeys = readKeyringFromEnv(env, encryptionKeysEnv, { bytes: 32 }, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv });
   const idempotencyKeySecret = readKeyFromEnv(env, keysEnv.idempotencyKeySecretEnv ?? 'TTC_IDEMPOTENCY_KEY_SECRET', { minBytes: 32 });
   return {
@@ -295,6 +295,21 @@ function text({ key, value }: { key: string; value: unknown }, pattern: RegExp, 
   const parsed = z.string().regex(pattern).safeParse(value);
   if (!parsed.success) throw configError(key, `must be ${expected}, got ${JSON.stringify(value)}`);
   return parsed.data;
+}
+
+/** Malformed key ids up to this length are quoted in errors; a longer one may be a key pasted into the wrong variable (a 32-byte key is at least 43 characters). */
+const SHOWN_KEY_ID_LENGTH = 32;
+
+/**
+ * A key id (`TTC_HMAC_KEY_ID`, `TTC_ENCRYPTION_KEY_ID`): 1 to 128 letters, digits, `_`, `.` or `-`.
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG naming the variable; the value is quoted only
+ *   when it is short and holds no `:` (never a key in its `hex:` / `base64:` form).
+ */
+function keyId({ key, value }: { key: string; value: unknown }): string {
+  if (typeof value === 'string' && KEY_ID_PATTERN.test(value)) return value;
+  const shown = typeof value === 'string' && value.length <= SHOWN_KEY_ID_LENGTH && !value.includes(':') ? `, got ${JSON.stringify(value)}` : ' (the value is not shown: it may be a key set in the wrong variable)';
+  throw configError(key, `must be a key id (1 to 128 letters, digits, "_", "." or "-")${shown}`);
 }
 
 /** The store URL; a malformed one is shown masked (see `maskUrl`), never with its password. */
