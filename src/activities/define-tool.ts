@@ -78,7 +78,11 @@ export interface ToolDefinition<I = unknown> {
   readonly description?: string;
   /** zod schema; input is validated before any checkpoint is written. */
   readonly input: z.ZodType<I>;
-  /** Performs the effect. Gets a frozen copy of the validated input. */
+  /**
+   * Performs the effect. Gets the validated input as the approver reads it: a frozen copy of
+   * its RFC 8785 canonical JSON parsed back (members in canonical order, `-0` as `0`), the value
+   * the intent digest covers. The schema's output must be JSON.
+   */
   execute(input: Readonly<I>, ctx: ToolContext): Promise<ToolSuccess>;
   /** Finds an earlier effect by `ctx.idempotencyKey`, proving presence or absence. */
   lookup?(ctx: ToolContext): Promise<LookupResult>;

@@ -7,6 +7,7 @@
  * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
  */
 import { z } from 'zod';
+import { parseTimestamp } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from './contract';
@@ -18,7 +19,8 @@ const fencedToolInputShape = {
   toolName: z.string(),
   input: z.unknown(),
   expectedIntentDigest: z.string().optional(),
-  approvalExpiresAt: z.string().optional(),
+  // An expiry that does not parse would never pass (Date.parse gives NaN): refused, fail closed.
+  approvalExpiresAt: z.string().refine(isTimestamp, 'must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z').optional(),
   intentGeneration: z.number().optional(),
   // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
@@ -55,6 +57,16 @@ export function ownProperties(value: unknown): Record<string, unknown> {
   return copy;
 }
 
+/** Whether `value` is an ISO-8601 UTC timestamp `parseTimestamp` accepts. */
+function isTimestamp(value: string): boolean {
+  try {
+    parseTimestamp(value, 'approvalExpiresAt');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function parseStrict<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new CheckpointError('INVALID_ARGUMENT', `${what} must be an object`, { field: '$' });
@@ -73,7 +85,8 @@ function parseStrict<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
  *
  * @returns a frozen {@link FencedToolInput} with every field an own property.
  * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field: not an object, a field of
- *   the wrong type, an unknown field, an `intentGenerations` key that is not an intent digest.
+ *   the wrong type, an unknown field, an `intentGenerations` key that is not an intent digest,
+ *   an `approvalExpiresAt` that is not an ISO-8601 UTC timestamp.
  */
 export function readFencedToolInput(value: unknown): FencedToolInput {
   const d = parseStrict(fencedToolInputSchema, value, 'tool activity input');

@@ -11,7 +11,7 @@ import { canonicalJson } from '../checkpoint/canonical-json';
 import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../checkpoint/digest';
 import { assertToolInput } from '../checkpoint/model-input';
 import { deepFreeze } from '../checkpoint/record';
-import type { Binding } from '../checkpoint/types';
+import type { Binding, JsonValue } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
 import type { ToolDefinition } from './define-tool';
 
@@ -32,7 +32,10 @@ export interface AttemptContext {
 export interface PreparedCall {
   readonly tool: ToolDefinition<any>;
   readonly input: FencedToolInput;
-  /** Frozen, schema-validated arguments: what `execute` gets and the intent digest covers. */
+  /**
+   * Frozen, schema-validated arguments as their RFC 8785 canonical JSON parsed back: what
+   * `describeToolCall` shows, the intent digest covers and `execute` gets (issue 15 item 2).
+   */
   readonly args: unknown;
   /** Binding: the fingerprint covers what the model sent (`input.input`), before schema defaults. */
   readonly binding: Binding;
@@ -79,7 +82,8 @@ export interface PrepareLimits {
  * `limits.maxToolInputBytes` (issue 15 items 1 and 3), also for callers that skip the adapters.
  * `input` should come from `readFencedToolInput` (every field own).
  *
- * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why), INVALID_ARGUMENT; nothing is written.
+ * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why), INVALID_ARGUMENT;
+ *   NOT_JSON or PAYLOAD_TOO_LARGE when the schema's output is not bounded JSON; nothing is written.
  */
 export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext, limits: PrepareLimits = {}): PreparedCall {
   const tool = tools.get(input?.toolName);
@@ -97,7 +101,10 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       callId: String(input.callId),
     });
   }
-  const args = deepFreeze(structuredClone(parsed.data));
+  // What runs is what the approver reads (issue 15 item 2): `describeToolCall` shows the canonical
+  // JSON the digest hashes, so `execute` gets that JSON parsed back, not merely a value with the
+  // same digest (member order as shown, -0 as 0). Not JSON: NOT_JSON / PAYLOAD_TOO_LARGE.
+  const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
   const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
   // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
   const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
