@@ -34,6 +34,15 @@ export function terminalSafe(text: string): string {
   return String(text).replace(UNSAFE_TEXT, escapeChar);
 }
 
+/**
+ * `text` with every unsafe character escaped as by {@link terminalSafe}, except that its line
+ * feeds stay line breaks (a stack trace stays readable, one frame a line); CR, U+2028 and
+ * every other control are escaped, so no line can overwrite or fake another.
+ */
+export function terminalSafeLines(text: string): string {
+  return String(text).split('\n').map(terminalSafe).join('\n');
+}
+
 /** True when `text` holds no character {@link terminalSafe} would escape. */
 export function isTerminalSafe(text: string): boolean {
   return String(text).search(UNSAFE_TEXT) === -1;
@@ -56,6 +65,11 @@ export function printLine(text: string): void {
 /** Prints one line to stderr, escaped with {@link terminalSafe}. */
 export function printError(text: string): void {
   console.error(terminalSafe(text));
+}
+
+/** Writes `text` (lines ending in line feeds, e.g. a log entry) to stderr, escaped with {@link terminalSafeLines}. */
+export function writeErrorLines(text: string): void {
+  process.stderr.write(terminalSafeLines(text));
 }
 
 /** Prints `value` as indented JSON to stdout, escaped with {@link terminalSafeJson}. */

@@ -12,6 +12,7 @@ import { loadTools } from './load-tools';
 import { buildModels, MODEL_ADAPTER_NAMES, parseModelNames } from './models';
 import { positiveInteger } from './options';
 import { printLine } from './terminal-safe';
+import { createWorkerLogger } from './worker-log';
 
 export function registerWorker(program: Command): void {
   program
@@ -23,7 +24,8 @@ export function registerWorker(program: Command): void {
     .option('--max-concurrent-activities <n>', 'activities this worker runs at once (default: the SDK default, 100)', (v) => positiveInteger(v, '--max-concurrent-activities'))
     .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number }) => {
       const config = loadConfig();
-      Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
+      // Worker logs quote tool and provider error text and model-chosen ids: escaped for the terminal.
+      Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'], logger: createWorkerLogger() });
       const tools = await loadTools(opts.tools);
       const models = buildModels(tools, process.env, opts.models !== undefined ? parseModelNames(opts.models) : config.pins.models);
       const worker = await createAgentWorker({ config, tools, models, identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
