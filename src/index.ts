@@ -81,7 +81,9 @@ export {
 } from './codec/payload-codec';
 export type { PayloadCodecKeys } from './codec/payload-codec';
 export { codecFromEnv, requireCodecFromEnv, PAYLOAD_CODEC_KEY_ENV, PAYLOAD_CODEC_KEY_ID_ENV, PAYLOAD_CODEC_KEYS_ENV, DEFAULT_PAYLOAD_CODEC_KEY_ID } from './codec/codec-config';
-export { codecDataConverter } from './codec/data-converter';
+export { codecDataConverter, ENCODED_FAILURE_CONVERTER_PATH } from './codec/data-converter';
+export { buildAgentWorkflowBundle, assertWorkflowBundleEncodesFailures } from './codec/workflow-bundle';
+export type { AgentWorkflowBundleOptions } from './codec/workflow-bundle';
 export { startCodecServer, parseCorsOrigin, DEFAULT_CODEC_SERVER_PORT, DEFAULT_CODEC_SERVER_HOST, MAX_CODEC_REQUEST_BYTES } from './codec/codec-server';
 export type { CodecServerOptions, RunningCodecServer } from './codec/codec-server';
 export { defineConfig, loadConfig, resolveConfig } from './config';

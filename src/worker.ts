@@ -11,6 +11,7 @@ import type { Config } from './config';
 import { readTlsFiles } from './config';
 import { codecFromEnv } from './codec/codec-config';
 import { codecDataConverter } from './codec/data-converter';
+import { assertWorkflowBundleEncodesFailures } from './codec/workflow-bundle';
 import { temporalUnavailable } from './client';
 import { createToolActivities, DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
@@ -76,7 +77,9 @@ export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: r
  * Connects to Temporal and the store and creates the worker.
  *
  * @throws {@link CheckpointError} INVALID_CONFIG when the shutdown grace time does not cover the
- *   longest tool deadline (see {@link assertShutdownGraceCoversTools}; checked before connecting);
+ *   longest tool deadline (see {@link assertShutdownGraceCoversTools}; checked before connecting),
+ *   or when the payload codec is on and the prebuilt workflow bundle (TTC_WORKFLOW_BUNDLE) was
+ *   built without its failure converter (see `assertWorkflowBundleEncodesFailures`);
  *   INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's connection errors when
  *   Temporal is unreachable.
  */
@@ -84,6 +87,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   const { config } = options;
   assertShutdownGraceCoversTools(config.timeouts.shutdownGraceMs, options.tools);
   const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
+  // A prebuilt bundle carries its own failure converter: with the codec it must encode failure text.
+  if (dataConverter !== undefined && config.worker.workflowBundlePath !== null) assertWorkflowBundleEncodesFailures(config.worker.workflowBundlePath);
   const store = await openCheckpointStore(config.store.url, storeOptions(config));
   try {
     const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {

@@ -1,0 +1,66 @@
+/**
+ * Prebuilt workflow bundles and the payload codec (issue 15 items 7/8). A worker that bundles its
+ * workflows at start passes its data converter's `failureConverterPath` to the bundler itself; a
+ * prebuilt bundle (config `worker.workflowBundle`, env TTC_WORKFLOW_BUNDLE) carries the failure
+ * converter it was built with, so for workers with the codec it must be built with
+ * {@link ENCODED_FAILURE_CONVERTER_PATH}, or failures raised in workflow code (a failed run, a
+ * failed update) would keep their text in plaintext. {@link buildAgentWorkflowBundle} builds one;
+ * the worker refuses a bundle without it ({@link assertWorkflowBundleEncodesFailures}).
+ */
+import { readFileSync } from 'node:fs';
+import { bundleWorkflowCode, type Logger } from '@temporalio/worker';
+import { CheckpointError } from '../checkpoint/errors';
+import { ENCODED_FAILURE_CONVERTER_PATH } from './data-converter';
+import { ENCODED_FAILURE_CONVERTER_MARKER } from './failure-converter';
+
+/** Options of {@link buildAgentWorkflowBundle}. */
+export interface AgentWorkflowBundleOptions {
+  /**
+   * True for workers that use the payload codec (TTC_PAYLOAD_CODEC_KEY): the bundle encodes failure
+   * messages and stack traces into payloads the codec encrypts. Such a bundle also runs on a worker
+   * without the codec, but its workflow failures then read "Encoded failure" in the Temporal UI.
+   */
+  readonly encodeFailures: boolean;
+  /** Logger of the bundler (webpack). @default the SDK's (console) */
+  readonly logger?: Logger;
+}
+
+/**
+ * Bundles the agent workflow (`src/workflows`) for `TTC_WORKFLOW_BUNDLE`, with the failure
+ * converter of the payload codec when `encodeFailures` is true. Write the returned code to a file.
+ *
+ * @returns the bundle's code.
+ */
+export async function buildAgentWorkflowBundle(options: AgentWorkflowBundleOptions): Promise<string> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.encodeFailures ? { failureConverterPath: ENCODED_FAILURE_CONVERTER_PATH } : {}),
+  });
+  return code;
+}
+
+/**
+ * Checks that a prebuilt workflow bundle was built with the payload codec's failure converter
+ * (`bundleWorkflowCode({ …, failureConverterPath: ENCODED_FAILURE_CONVERTER_PATH })`), by the
+ * text {@link ENCODED_FAILURE_CONVERTER_MARKER} that converter carries. Called by the worker when
+ * the codec is on and the configuration names a prebuilt bundle.
+ *
+ * @param code the bundle's code. @default read from `codePath`
+ * @throws {@link CheckpointError} INVALID_CONFIG naming TTC_WORKFLOW_BUNDLE when the bundle lacks
+ *   the converter (its workflow failures would keep their text in plaintext) or cannot be read.
+ */
+export function assertWorkflowBundleEncodesFailures(codePath: string, code?: string): void {
+  let text: string;
+  try {
+    text = code ?? readFileSync(codePath, 'utf8');
+  } catch (error) {
+    throw new CheckpointError('INVALID_CONFIG', `TTC_WORKFLOW_BUNDLE: cannot read the workflow bundle ${JSON.stringify(codePath)}`, { field: 'TTC_WORKFLOW_BUNDLE' }, { cause: error });
+  }
+  if (text.includes(ENCODED_FAILURE_CONVERTER_MARKER)) return;
+  throw new CheckpointError(
+    'INVALID_CONFIG',
+    `TTC_WORKFLOW_BUNDLE: the workflow bundle ${JSON.stringify(codePath)} was built without the payload codec's failure converter, so with TTC_PAYLOAD_CODEC_KEY set its workflow failures would reach Temporal in plaintext; rebuild it with buildAgentWorkflowBundle({ encodeFailures: true }) or bundleWorkflowCode({ workflowsPath, failureConverterPath: ENCODED_FAILURE_CONVERTER_PATH })`,
+    { field: 'TTC_WORKFLOW_BUNDLE', reason: 'failure-converter-missing' },
+  );
+}
