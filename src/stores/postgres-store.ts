@@ -363,6 +363,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
         if (applied > latest) {
           throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
         }
+        // The steps run with the store's schema first in the search_path: nothing in it may come from an untrusted role.
+        if (applied < latest) await this.assertTrustedOwners(client, true);
         for (const step of POSTGRES_MIGRATIONS) {
           if (step.version <= applied) continue;
           await client.query('BEGIN');
@@ -402,6 +404,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     if (!found.rows[0]?.here) {
       throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.where}: schema ${JSON.stringify(this.schema)} does not exist; create it (CREATE SCHEMA ${this.schema} AUTHORIZATION <store role>) or set postgresSchema (TTC_POSTGRES_SCHEMA)`, { field: 'postgresSchema', where: this.where });
     }
+    await this.assertTrustedOwners(client, false);
     if (found.rows[0].migrated) return;
     const elsewhere = await client.query<{ nspname: string }>(
       `SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -413,6 +416,42 @@ export class PostgresCheckpointStore implements CheckpointStore {
     if (other !== undefined) {
       throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.where}: this role's ttc_checkpoints table is in schema ${JSON.stringify(other)}, not in the configured schema ${JSON.stringify(this.schema)}; set postgresSchema (TTC_POSTGRES_SCHEMA) to ${JSON.stringify(other)}`, { field: 'postgresSchema', where: this.where, found: other });
     }
+  }
+
+  /**
+   * Refuses objects in the store's schema owned by a role the store does not trust, for a schema
+   * other roles may create in (`public` on PostgreSQL 14 and older grants CREATE to PUBLIC):
+   * - always: the store's tables (`ttc_checkpoints`, `ttc_schema_migrations`) and any relation
+   *   of those names, which a co-tenant could create first and then read or alter;
+   * - with `definitions` (before a migration step, which runs with the store's schema first in
+   *   the search_path): every type, function and operator, which could stand in for
+   *   `pg_catalog.text` or a built-in function the step uses.
+   * Trusted owners: the current role and the roles it is a member of, the schema's owner (who
+   * can drop anything in it anyway) and superusers.
+   *
+   * @throws {@link CheckpointError} INVALID_CONFIG (`details.field` postgresSchema, `owner`, `object`).
+   */
+  private async assertTrustedOwners(client: PoolClient, definitions: boolean): Promise<void> {
+    const found = await client.query<{ kind: string; name: string; owner: string }>(
+      `WITH s AS (SELECT oid, nspowner FROM pg_catalog.pg_namespace WHERE nspname = $1),
+       objects AS (
+         SELECT 'relation' AS kind, c.relname::text AS name, c.relowner AS owner FROM pg_catalog.pg_class c, s WHERE c.relnamespace = s.oid AND c.relname IN ('ttc_checkpoints', 'ttc_schema_migrations')
+         UNION ALL SELECT 'type', t.typname::text, t.typowner FROM pg_catalog.pg_type t, s WHERE $2 AND t.typnamespace = s.oid
+         UNION ALL SELECT 'function', p.proname::text, p.proowner FROM pg_catalog.pg_proc p, s WHERE $2 AND p.pronamespace = s.oid
+         UNION ALL SELECT 'operator', o.oprname::text, o.oprowner FROM pg_catalog.pg_operator o, s WHERE $2 AND o.oprnamespace = s.oid
+       )
+       SELECT o.kind, o.name, r.rolname::text AS owner FROM objects o JOIN pg_catalog.pg_roles r ON r.oid = o.owner, s
+       WHERE o.owner <> s.nspowner AND NOT r.rolsuper AND NOT pg_catalog.pg_has_role(current_user, o.owner, 'MEMBER')
+       ORDER BY o.kind DESC, o.name LIMIT 1`,
+      [this.schema, definitions],
+    );
+    const bad = found.rows[0];
+    if (bad === undefined) return;
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `PostgreSQL ${this.where}: ${bad.kind} ${JSON.stringify(bad.name)} in schema ${JSON.stringify(this.schema)} is owned by role ${JSON.stringify(bad.owner)}, which this store does not trust (not this role, a role it belongs to, the schema's owner or a superuser); another role can create in this schema. Use a schema only the store's role can create in (CREATE SCHEMA ttc AUTHORIZATION <store role>, TTC_POSTGRES_SCHEMA=ttc) or REVOKE CREATE ON SCHEMA ${this.schema} FROM PUBLIC`,
+      { field: 'postgresSchema', where: this.where, owner: bad.owner, object: `${bad.kind} ${bad.name}` },
+    );
   }
 
   private unavailable(what: string, error: unknown): CheckpointError {
