@@ -6,10 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { callBindingId } from '../checkpoint/call-identity';
-import { CheckpointError } from '../checkpoint/errors';
+import { LIMITS } from '../checkpoint/bounds';
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../checkpoint/digest';
-import { assertToolInput } from '../checkpoint/model-input';
+import { assertToolInput, toolInputError } from '../checkpoint/model-input';
 import { deepFreeze } from '../checkpoint/record';
 import type { Binding, JsonValue } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
@@ -82,8 +83,10 @@ export interface PrepareLimits {
  * `limits.maxToolInputBytes` (issue 15 items 1 and 3), also for callers that skip the adapters.
  * `input` should come from `readFencedToolInput` (every field own).
  *
- * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why), INVALID_ARGUMENT;
- *   NOT_JSON or PAYLOAD_TOO_LARGE when the schema's output is not bounded JSON; nothing is written.
+ * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why; `too-large`
+ *   also when the validated arguments, wrapped for the intent digest or the intent call id,
+ *   exceed the depth or value-count bound), INVALID_ARGUMENT; NOT_JSON when the schema's output
+ *   is not JSON; nothing is written.
  */
 export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext, limits: PrepareLimits = {}): PreparedCall {
   const tool = tools.get(input?.toolName);
@@ -93,28 +96,32 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       actual: String(input?.toolName),
     });
   }
-  assertToolInput(input.input, `input of ${tool.name} call ${JSON.stringify(input.callId)}`, { maxBytes: limits.maxToolInputBytes });
+  const what = `input of ${tool.name} call ${JSON.stringify(input.callId)}`;
+  assertToolInput(input.input, what, { maxBytes: limits.maxToolInputBytes });
   const parsed = tool.input.safeParse(input.input);
   if (!parsed.success) {
-    throw new CheckpointError('INVALID_TOOL_INPUT', `input of ${tool.name} call ${JSON.stringify(input.callId)} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
+    throw new CheckpointError('INVALID_TOOL_INPUT', `${what} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
       toolName: tool.name,
       callId: String(input.callId),
     });
   }
-  // What runs is what the approver reads (issue 15 item 2): `describeToolCall` shows the canonical
-  // JSON the digest hashes, so `execute` gets that JSON parsed back, not merely a value with the
-  // same digest (member order as shown, -0 as 0). Not JSON: NOT_JSON / PAYLOAD_TOO_LARGE.
-  const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
-  const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
-  // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
-  const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
+  const { args, digest, keyCallId, inputFingerprint } = refuseOverBounds(what, () => {
+    // What runs is what the approver reads (issue 15 item 2): `describeToolCall` shows the canonical
+    // JSON the digest hashes, so `execute` gets that JSON parsed back, not merely a value with the
+    // same digest (member order as shown, -0 as 0). Not JSON: NOT_JSON.
+    const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
+    const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
+    // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
+    const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
+    return { args, digest, keyCallId, inputFingerprint: fingerprintInput(input.input, context.idempotencyKeySecret) };
+  });
   const address = callAddress(input, context, keyCallId);
   const binding: Binding = {
     namespace: address.namespace,
     callId: address.callId,
     toolName: tool.name,
     toolRevision: tool.revision,
-    inputFingerprint: fingerprintInput(input.input, context.idempotencyKeySecret),
+    inputFingerprint,
   };
   const fence = randomUUID();
   return {
@@ -130,6 +137,24 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     attemptId: `attempt-${context.attempt}-${fence}`,
     deliveryId: `delivery-${context.attempt}-${fence}`,
   };
+}
+
+/**
+ * Runs `derive` (the arguments' canonical form, the intent digest, the intent call id, the input
+ * fingerprint), turning PAYLOAD_TOO_LARGE into the call's INVALID_TOOL_INPUT (`too-large`): an
+ * input within the model-input bounds can still exceed them once the schema fills defaults or the
+ * digest wraps it one level down. Nothing is written yet, so the model reads the refusal (a
+ * nothing-applied code) instead of the run pausing for a person (issue 15 item 3).
+ *
+ * @throws {@link CheckpointError} INVALID_TOOL_INPUT for PAYLOAD_TOO_LARGE; any other error of `derive` as it is.
+ */
+function refuseOverBounds<T>(what: string, derive: () => T): T {
+  try {
+    return derive();
+  } catch (error) {
+    if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE')) throw error;
+    throw toolInputError({ reason: 'too-large', path: '$', message: `the validated arguments are too large to digest (at most ${LIMITS.maxDepth} levels and ${LIMITS.maxValues.toLocaleString('en-US')} JSON values, counting one level and a few values the digest adds): ${error.message}` }, what);
+  }
 }
 
 /**
