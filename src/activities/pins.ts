@@ -1,14 +1,21 @@
 /**
  * Worker pins (issue 15 item 11): the trust boundary a worker controls. A run's tenant, tool
  * list, approval policy and model come from its workflow input, so whoever can start a workflow
- * on the task queue chooses them. A pinned worker's activities refuse input outside the pins,
- * before any checkpoint is written or any tool or model runs:
+ * on the task queue chooses them. A pinned worker's activities refuse input outside the pins
+ * before any tool or model runs. On attempt 1 nothing is written; on a later attempt the refusal
+ * settles like every refusal of a call that an earlier attempt (perhaps on a worker with other
+ * pins) may have claimed: a stored result is delivered, an unfinished claim waits and pauses,
+ * and otherwise the refusal is stored as the call's result first (SPEC §7 "The call owns
+ * 'nothing applied'", `call-failure.ts`):
  * - `pinnedTenants`: a call or model turn for another tenant → `NOT_PINNED` (field `tenant`);
  * - `pinnedTools`: a call of another tool, or a model turn offering one → `NOT_PINNED`
  *   (field `toolName` / `tools`);
  * - `requireApproval`: a call of such a tool without the intent digest a person approved
  *   (`expectedIntentDigest`, set by the agent workflow only after `approveCallUpdate`) →
- *   `APPROVAL_REQUIRED`.
+ *   `APPROVAL_REQUIRED`. This proves only that the caller presented the digest this worker
+ *   computes: any workflow code in the namespace can obtain it from `describeToolCall` and run
+ *   the activity on the task queue directly. It keeps the agent workflow's approval step from
+ *   being skipped; it does not prove a person approved (restrict who runs workers and workflows).
  * Models are pinned by registration: `runModelTurn` refuses an adapter the worker does not have
  * (`UNKNOWN_MODEL`). Configuration: TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL, TTC_MODELS
  * (`config.ts`).
@@ -65,13 +72,13 @@ export function resolvePins(pins: WorkerPins, registered: Iterable<string>): Res
 /** @throws {@link CheckpointError} NOT_PINNED (field `tenant`) unless the worker serves `tenant`. */
 export function assertTenantPinned(pins: ResolvedPins, tenant: unknown): void {
   if (pins.tenants === null || (typeof tenant === 'string' && pins.tenants.has(tenant))) return;
-  throw new CheckpointError('NOT_PINNED', `this worker does not serve tenant ${JSON.stringify(tenant ?? null)}; nothing was written or run`, { field: 'tenant' });
+  throw new CheckpointError('NOT_PINNED', `this worker does not serve tenant ${JSON.stringify(tenant ?? null)}; the tool was not run`, { field: 'tenant' });
 }
 
 /** @throws {@link CheckpointError} NOT_PINNED (field `toolName`) unless the worker serves the tool. */
 export function assertToolPinned(pins: ResolvedPins, toolName: unknown): void {
   if (pins.tools === null || (typeof toolName === 'string' && pins.tools.has(toolName))) return;
-  throw new CheckpointError('NOT_PINNED', `this worker does not serve tool ${JSON.stringify(toolName ?? null)}; nothing was written or run`, { field: 'toolName' });
+  throw new CheckpointError('NOT_PINNED', `this worker does not serve tool ${JSON.stringify(toolName ?? null)}; the tool was not run`, { field: 'toolName' });
 }
 
 /** @throws {@link CheckpointError} NOT_PINNED (field `tools`) when a model turn offers a tool the worker does not serve. */
@@ -85,13 +92,13 @@ export function assertOfferedToolsPinned(pins: ResolvedPins, offered: unknown): 
 
 /**
  * @throws {@link CheckpointError} APPROVAL_REQUIRED when `toolName` needs approval on this worker
- *   and the call carries no approved intent digest; nothing was written or run.
+ *   and the call carries no approved intent digest; the tool was not run.
  */
 export function assertApprovalGiven(pins: ResolvedPins, toolName: string, expectedIntentDigest: unknown): void {
   if (!pins.requireApproval.has(toolName) || (typeof expectedIntentDigest === 'string' && expectedIntentDigest.length > 0)) return;
   throw new CheckpointError(
     'APPROVAL_REQUIRED',
-    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (the run's approvalRequired must name it); nothing was written or run`,
+    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (the run's approvalRequired must name it); the tool was not run`,
     { field: 'expectedIntentDigest', toolName },
   );
 }
