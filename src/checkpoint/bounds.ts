@@ -204,15 +204,7 @@ export function sanitizeReason(text: unknown, fallback: string, maxLength = 2_00
  * @throws {@link CheckpointError} INVALID_ARGUMENT when not an integer in 1…10 MiB.
  */
 export function resolveMaxPayloadBytes(value: number | undefined): number {
-  if (value === undefined) return LIMITS.defaultMaxPayloadBytes;
-  if (!Number.isInteger(value) || value < 1 || value > LIMITS.hardMaxPayloadBytes) {
-    throw new CheckpointError('INVALID_ARGUMENT', `maxPayloadBytes must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
-      field: 'maxPayloadBytes',
-      limit: LIMITS.hardMaxPayloadBytes,
-      actual: describe(value),
-    });
-  }
-  return value;
+  return resolveByteLimit('maxPayloadBytes', value, LIMITS.defaultMaxPayloadBytes);
 }
 
 /**
@@ -222,10 +214,15 @@ export function resolveMaxPayloadBytes(value: number | undefined): number {
  * @throws {@link CheckpointError} INVALID_ARGUMENT when not an integer in 1…10 MiB.
  */
 export function resolveMaxToolInputBytes(value: number | undefined): number {
-  if (value === undefined) return LIMITS.defaultMaxToolInputBytes;
+  return resolveByteLimit('maxToolInputBytes', value, LIMITS.defaultMaxToolInputBytes);
+}
+
+/** `value`, or `fallback` when absent. @throws {@link CheckpointError} INVALID_ARGUMENT naming `field` unless an integer in 1…10 MiB. */
+function resolveByteLimit(field: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 1 || value > LIMITS.hardMaxPayloadBytes) {
-    throw new CheckpointError('INVALID_ARGUMENT', `maxToolInputBytes must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
-      field: 'maxToolInputBytes',
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an integer from 1 to ${LIMITS.hardMaxPayloadBytes} (10 MiB), got ${String(value)}`, {
+      field,
       limit: LIMITS.hardMaxPayloadBytes,
       actual: describe(value),
     });

@@ -4,10 +4,9 @@
  * the retry policy's error classes, Retry-After, unknown outcomes after the request was sent,
  * dedupeByIntent, and the `pending` / `resolve` command line as a user runs it.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -22,11 +21,11 @@ import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../
 import { createDemoTools } from '../../examples/demo-tools';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { runCli, type CliOutput } from '../helpers/cli';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
 
-const ROOT = resolve(__dirname, '../..');
 const TENANT = 'acme';
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
@@ -368,12 +367,8 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       TTC_STORE_URL: storeUrl,
     });
 
-    function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-      return new Promise((done) => {
-        execFile(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: cliEnv(), timeout: 60_000 }, (error, stdout, stderr) => {
-          done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-        });
-      });
+    function cli(...args: string[]): Promise<CliOutput> {
+      return runCli(args, cliEnv());
     }
 
     it('pauses as OUTCOME_UNKNOWN with the email sent once; `pending` lists it; `resolve --applied` resumes the run; resolving again exits 1', async () => {

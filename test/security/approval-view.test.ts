@@ -5,10 +5,9 @@
  * model sent); they are what the intent digest covers and what `execute` receives after the
  * approval; an approval naming any other digest is refused; `ttc pending` prints both.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { z } from 'zod';
@@ -21,11 +20,11 @@ import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow, approveCallUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput, PendingCallView, RunStatusView } from '../../src/workflows/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { runCli } from '../helpers/cli';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(180_000);
 
-const ROOT = resolve(__dirname, '../..');
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
 /** What the model sent (the review's example): two keys the schema strips, no currency. */
@@ -135,12 +134,7 @@ describe('issue 15 item 2: the approval view shows what runs', () => {
   it('item 2: `ttc pending` prints the validated arguments (what runs) and, labelled, what the model sent', async () => {
     const handle = await startTransfer('t2');
     const { pending } = await awaitingApproval(handle);
-    const out = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-      const cliEnv = { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TTC_STORE_URL: storeUrl };
-      execFile(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'src/cli/index.ts'), 'pending'], { cwd: ROOT, env: cliEnv, timeout: 60_000 }, (error, stdout, stderr) => {
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
-    });
+    const out = await runCli(['pending'], { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TTC_STORE_URL: storeUrl });
     expect(out).toEqual(expect.objectContaining({ code: 0 }));
     const lines = out.stdout.split('\n').map((l) => l.trim());
     const json = (v: JsonValue): string => JSON.stringify(v);

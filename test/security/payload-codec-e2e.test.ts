@@ -29,6 +29,7 @@ import type { AgentWorkflowResult } from '../../src/workflows/types';
 import { createDemoTools } from '../../examples/demo-tools';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
+import { runCli, type CliOutput } from '../helpers/cli';
 
 installQuietTemporalRuntime();
 jest.setTimeout(240_000);
@@ -104,12 +105,7 @@ describe('the payload codec on a real Temporal server', () => {
   });
 
   it('item 8: `ttc show --json` reads the run through the codec when TTC_PAYLOAD_CODEC_KEY is set, and cannot without it', async () => {
-    const ttc = (env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> =>
-      new Promise((resolve) => {
-        execFile(join(__dirname, '../../node_modules/.bin/tsx'), ['src/cli/index.ts', 'show', workflowId, '--json'], { cwd: join(__dirname, '../..'), env }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
-        );
-      });
+    const ttc = (env: NodeJS.ProcessEnv): Promise<CliOutput> => runCli(['show', workflowId, '--json'], env);
     const base: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
     for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS']) delete base[name];
     const [decoded, undecoded] = await Promise.all([ttc({ ...base, ...codecEnv }), ttc(base)]);

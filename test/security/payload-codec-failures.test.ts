@@ -14,7 +14,6 @@
  * "Encoded failure" and every payload is encrypted; the client with the codec reads both texts
  * (status query, the run's failure, `ttc show --json`).
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +35,7 @@ import { createAgentWorker, type AgentWorker } from '../../src/worker';
 import { cancelRunSignal, runStatusQuery } from '../../src/workflows/messages';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
+import { runCli } from '../helpers/cli';
 
 installQuietTemporalRuntime();
 jest.setTimeout(300_000);
@@ -211,11 +211,7 @@ describe('failure text in Temporal history with the payload codec on', () => {
     }
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, ...codecEnv };
     delete env.TTC_PAYLOAD_CODEC_KEYS;
-    const shown = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(join(__dirname, '../../node_modules/.bin/tsx'), ['src/cli/index.ts', 'show', workflowId, '--json'], { cwd: join(__dirname, '../..'), env }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+    const shown = await runCli(['show', workflowId, '--json'], env);
     await handle.signal(cancelRunSignal, { reason: 'test over' });
     await handle.result();
     expect([shown.code, shown.stderr]).toEqual([0, '']);

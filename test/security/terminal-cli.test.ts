@@ -6,10 +6,9 @@
  * overrides and isolates, LRM/RLM and line separators. No raw control or bidi character may
  * reach stdout or stderr; the values are shown escaped.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
@@ -19,11 +18,11 @@ import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { runCli, type CliOutput } from '../helpers/cli';
 
 installQuietTemporalRuntime();
 jest.setTimeout(180_000);
 
-const ROOT = resolve(__dirname, '../..');
 const TASK_QUEUE = 'terminal-escapes';
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
@@ -65,13 +64,8 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
   let running: Promise<void>;
   let workflowId: string;
 
-  const cli = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((done) => {
-      const childEnv = { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl, NODE_OPTIONS: '' };
-      execFile(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: childEnv, timeout: 60_000 }, (error, stdout, stderr) => {
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
-    });
+  const cli = (...args: string[]): Promise<CliOutput> =>
+    runCli(args, { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-terminal-'));

@@ -5,10 +5,9 @@
  * activities (users' workflows call them directly) and end to end through the agent workflow on
  * a real Temporal dev server; and `pending`, `show`, `resolve` show and filter by tenant.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -25,11 +24,11 @@ import { workerPins } from '../../src/worker';
 import { agentWorkflow, approveCallUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { runCli, type CliOutput } from '../helpers/cli';
 
 installQuietTemporalRuntime();
 jest.setTimeout(180_000);
 
-const ROOT = resolve(__dirname, '../..');
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 const PINS = { pinnedTenants: ['acme'], pinnedTools: ['create_ticket', 'refund'], requireApproval: ['refund'] } as const;
 
@@ -167,13 +166,8 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
   const start = (overrides: Partial<AgentWorkflowInput>) => env.client.workflow.start(agentWorkflow, { taskQueue: TASK_QUEUE, workflowId: `trust-${++seq}-${Date.now()}`, args: [input(overrides)] });
   const stored = async (): Promise<number> => (await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 1_000 })).length;
 
-  const cli = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((done) => {
-      const childEnv = { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl, NODE_OPTIONS: '' };
-      execFile(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: childEnv, timeout: 60_000 }, (error, stdout, stderr) => {
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
-    });
+  const cli = (...args: string[]): Promise<CliOutput> =>
+    runCli(args, { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-trust-'));
