@@ -30,10 +30,9 @@ function intentTool(provider: Provider, over: Parameters<typeof ticketTool>[1] =
 }
 
 /** Attempt 1 (revision v1) runs until `point`, where its worker dies; returns the call and its checkpoint then. */
-async function diedAt(provider: Provider, point: 'after-result-stored' | 'after-effect', intent: boolean): Promise<{ call: Call; record: CheckpointRecord }> {
+async function diedAt(provider: Provider, point: 'after-result-stored' | 'after-effect', intent: boolean, tool = intent ? intentTool(provider) : ticketTool(provider), over: Parameters<Harness['activities']>[1] = {}): Promise<{ call: Call; record: CheckpointRecord }> {
   const call = h.newCall();
-  const tool = intent ? intentTool(provider) : ticketTool(provider);
-  void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) } }), call, 1);
+  void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...over }), call, 1);
   const status = point === 'after-effect' ? 'executing' : 'completed';
   await waitFor(() => provider.total() === 1);
   let record: CheckpointRecord | undefined;
@@ -215,19 +214,8 @@ describe('idempotency-key secret set, changed or removed between attempts (issue
   const secretB = randomBytes(32);
 
   /** Attempt 1 runs with `secret` (or none) until `point`, where its worker dies. */
-  async function diedWith(provider: Provider, secret: Buffer | undefined, point: 'after-result-stored' | 'after-effect'): Promise<{ call: Call; record: CheckpointRecord }> {
-    const call = h.newCall();
-    const tool = ticketTool(provider, { withLookup: true });
-    void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...(secret ? { idempotencyKeySecret: secret } : {}) }), call, 1);
-    const status = point === 'after-effect' ? 'executing' : 'completed';
-    await waitFor(() => provider.total() === 1);
-    let record: CheckpointRecord | undefined;
-    await waitFor(async () => {
-      record = (await h.recordsOfWorkflow(call)).find((r) => r.status === status);
-      return record !== undefined;
-    });
-    return { call, record: record! };
-  }
+  const diedWith = (provider: Provider, secret: Buffer | undefined, point: 'after-result-stored' | 'after-effect') =>
+    diedAt(provider, point, false, ticketTool(provider, { withLookup: true }), secret ? { idempotencyKeySecret: secret } : {});
 
   test.each([
     ['set', undefined, secretA],
