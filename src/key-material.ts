@@ -62,13 +62,15 @@ export function parseKeyMaterial(variable: string, raw: string, length: KeyLengt
   let key: Buffer;
   if (text.startsWith('hex:')) {
     const digits = text.slice(4);
-    if (!HEX.test(digits)) throw fail('format', 'must be an even number of hex digits after "hex:"');
+    if (!HEX.test(digits)) throw fail('format', `${hexProblem(digits)} after "hex:"`);
     key = Buffer.from(digits, 'hex');
   } else if (text.startsWith('base64:')) {
     const encoded = text.slice(7);
     key = decodeBase64(encoded) ?? (() => { throw fail('format', 'must be canonical base64 (with = padding) or base64url (without padding) after "base64:"'); })();
   } else if (HEX.test(text)) {
     key = Buffer.from(text, 'hex');
+  } else if (/^[0-9a-fA-F]+$/.test(text)) {
+    throw fail('format', `${hexProblem(text)} (base64 needs the "base64:" prefix)`);
   } else {
     throw fail('format', 'must be hex digits ("hex:" prefix optional) or "base64:" followed by base64; other text (a "0x" prefix, an odd number of digits, bare base64) is refused');
   }
@@ -85,6 +87,21 @@ export function parseKeyMaterial(variable: string, raw: string, length: KeyLengt
     throw fail('low-entropy', `decodes to printable text only (a passphrase, not random bytes): use random bytes, e.g. openssl rand -hex ${min}`);
   }
   return key;
+}
+
+/**
+ * Why `digits` is not an even number of hex digits, naming only positions and counts (never
+ * the text): empty, whitespace inside, a character that is not a hex digit (its 1-based
+ * position), or an odd number of digits.
+ */
+function hexProblem(digits: string): string {
+  if (digits.length === 0) return 'has no hex digits';
+  const bad = digits.search(/[^0-9a-fA-F]/);
+  if (bad >= 0) {
+    const what = /\s/.test(digits[bad]!) ? 'whitespace' : 'a character that is not a hex digit (0-9, a-f, A-F)';
+    return `has ${what} at position ${bad + 1} of its hex digits`;
+  }
+  return `must be an even number of hex digits, got ${digits.length} digits`;
 }
 
 /** The bytes of canonical base64 or base64url text, or null when it is neither. */

@@ -6,7 +6,7 @@
  */
 import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { CheckpointError } from './checkpoint/errors';
+import { CheckpointError, isCheckpointError } from './checkpoint/errors';
 import type { Config } from './config';
 import { readTlsFiles } from './config';
 import { codecFromEnv } from './codec/codec-config';
@@ -15,6 +15,7 @@ import { assertWorkflowBundleEncodesFailures } from './codec/workflow-bundle';
 import { temporalUnavailable } from './client';
 import { createToolActivities, DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './activities';
 import { createModelActivities } from './activities/model-turn';
+import { resolvePins, type WorkerPins } from './activities/pins';
 import type { ModelAdapter } from './model/model-adapter';
 import { openCheckpointStore } from './stores/open-checkpoint-store';
 import type { CheckpointStore, CheckpointStoreOptions } from './stores/checkpoint-store';
@@ -78,6 +79,8 @@ export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: r
  *
  * @throws {@link CheckpointError} INVALID_CONFIG when the shutdown grace time does not cover the
  *   longest tool deadline (see {@link assertShutdownGraceCoversTools}; checked before connecting),
+ *   when the pins name tools the worker does not register (see {@link assertWorkerPinsMatchTools};
+ *   checked before connecting),
  *   or when the payload codec is on and the prebuilt workflow bundle (TTC_WORKFLOW_BUNDLE) was
  *   built without its failure converter (see `assertWorkflowBundleEncodesFailures`);
  *   INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's connection errors when
@@ -86,6 +89,7 @@ export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: r
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { config } = options;
   assertShutdownGraceCoversTools(config.timeouts.shutdownGraceMs, options.tools);
+  assertWorkerPinsMatchTools(config, options.tools);
   const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
   // A prebuilt bundle carries its own failure converter: with the codec it must encode failure text.
   if (dataConverter !== undefined && config.worker.workflowBundlePath !== null) assertWorkflowBundleEncodesFailures(config.worker.workflowBundlePath);
@@ -130,6 +134,45 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   } catch (error) {
     await store.close();
     throw error;
+  }
+}
+
+/** The configuration variable of each worker pin option (named in INVALID_CONFIG errors). */
+const PIN_VARIABLES: Readonly<Record<keyof WorkerPins, { variable: string; key: string }>> = {
+  pinnedTenants: { variable: 'TTC_TENANTS', key: 'pins.tenants' },
+  pinnedTools: { variable: 'TTC_TOOLS', key: 'pins.tools' },
+  requireApproval: { variable: 'TTC_REQUIRE_APPROVAL', key: 'pins.requireApproval' },
+};
+
+/**
+ * Checks the configured pins (TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL) against the tools
+ * this worker registers, so that a misconfigured worker fails at start with a configuration
+ * error naming the variable (the activities' own check, for direct API use, stays INVALID_ARGUMENT).
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG with `details.field` the variable: a pinned or
+ *   approval-required tool this worker does not register, or any other pin the activities refuse.
+ */
+export function assertWorkerPinsMatchTools(config: Config, tools: readonly Pick<ToolDefinition<any>, 'name'>[]): void {
+  const registered = tools.map((t) => t.name);
+  const known = new Set(registered);
+  const pins = workerPins(config);
+  for (const option of ['pinnedTools', 'requireApproval'] as const) {
+    const missing = (pins[option] ?? []).filter((name) => !known.has(name));
+    if (missing.length === 0) continue;
+    const { variable, key } = PIN_VARIABLES[option];
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `${variable} (or ${key} in temporal.config.ts) names ${missing.join(', ')}, which this worker does not register; it registers ${registered.length === 0 ? 'no tools' : registered.join(', ')}`,
+      { field: variable, missing, registered },
+    );
+  }
+  try {
+    resolvePins(pins, registered);
+  } catch (error) {
+    if (!isCheckpointError(error, 'INVALID_ARGUMENT')) throw error;
+    const pin = PIN_VARIABLES[error.details.field as keyof WorkerPins] as (typeof PIN_VARIABLES)[keyof WorkerPins] | undefined;
+    const variable = pin?.variable ?? 'TTC_TOOLS';
+    throw new CheckpointError('INVALID_CONFIG', `${variable} is refused by the worker: ${error.message.replace(/^INVALID_ARGUMENT: /, '')}`, { field: variable }, { cause: error });
   }
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
  * The `ttc` command line (SPEC §4 "Command line"). Every value comes from temporal.config.ts
- * and the environment (see src/config.ts). Errors print their code and message and exit 1.
+ * and the environment (see src/config.ts). Errors print their code and message, with the messages
+ * of their causes (a failed run's `NOT_PINNED: …`; see `errors.ts`), escaped, and exit 1.
  */
 import { Command } from 'commander';
-import { isCheckpointError } from '../checkpoint/errors';
 import { registerCodecServer } from './codec-server';
 import { registerDemo } from './demo';
 import { registerDev } from './dev';
@@ -14,12 +14,13 @@ import { registerResolve } from './resolve';
 import { registerShow } from './show';
 import { registerStart } from './start';
 import { registerWorker } from './worker';
+import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
 for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune, registerCodecServer]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  printError(isCheckpointError(error) ? error.message : error instanceof Error ? (error.name === 'Error' ? error.message : `${error.name}: ${error.message}`) : String(error));
+  printError(describeError(error));
   process.exit(1);
 });

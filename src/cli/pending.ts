@@ -2,7 +2,9 @@
  * `pending`: every call that needs a person (SPEC §4 "Command line"): from the store, records
  * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
  * Temporal visibility, running agent runs that are paused or awaiting approval. Each row shows
- * its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`).
+ * its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`). A
+ * run whose status is encrypted by the payload codec while no key is set is listed as
+ * `encrypted` with the hint to set TTC_PAYLOAD_CODEC_KEY.
  */
 import type { Command } from 'commander';
 import { connectClient } from '../client';
@@ -13,6 +15,7 @@ import { runStatusQuery } from '../workflows/messages';
 import type { PendingCallView } from '../workflows/types';
 import { storeKeys } from '../worker';
 import { printTable, withCode } from './table';
+import { explainUndecodable } from './errors';
 import { printLine } from './terminal-safe';
 import { tenantOfNamespace } from './tenant';
 
@@ -52,7 +55,9 @@ export function registerPending(program: Command): void {
               status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
             } catch (error) {
               // One run that cannot answer (no worker polls its task queue) must not hide the others.
-              rows.push(['temporal', '?', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
+              const explained = explainUndecodable(error, 'its status');
+              if (explained !== error) rows.push(['temporal', '?', 'encrypted', execution.workflowId, '', '', (explained as Error).message]);
+              else rows.push(['temporal', '?', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
               continue;
             }
             if (opts.tenant !== undefined && status.tenant !== opts.tenant) continue;

@@ -1,14 +1,16 @@
 /**
  * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
- * source, receipt) as a table. With `--tenant`, a run of another tenant is refused.
+ * source, receipt) as a table and, once the run closed, its close status and (failed) its
+ * failure (`execution` in the JSON). With `--tenant`, a run of another tenant is refused.
  */
 import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { runStatusQuery } from '../workflows/messages';
 import { printTable, withCode } from './table';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
+import { explainUndecodable, runFailureOf, type RunFailure } from './errors';
 import { printJson, printLine } from './terminal-safe';
 import { assertRunTenant } from './tenant';
 
@@ -22,20 +24,20 @@ export function registerShow(program: Command): void {
       const config = loadConfig();
       const { client, close } = await connectClient(config);
       try {
-        const status = await client.workflow
-          .getHandle(workflowId)
-          .query(runStatusQuery)
-          .catch((error: unknown) => {
-            if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, { field: 'workflowId' });
-            throw error;
-          });
+        const handle = client.workflow.getHandle(workflowId);
+        const status = await handle.query(runStatusQuery).catch((error: unknown) => {
+          if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, { field: 'workflowId' });
+          throw explainUndecodable(error, `run ${workflowId}'s status`);
+        });
         assertRunTenant(workflowId, status.tenant, opts.tenant);
+        const execution = await runExecution(handle, workflowId);
         if (opts.json) {
-          printJson(status);
+          printJson({ ...status, execution });
           return;
         }
         const b = status.budget;
         printLine(`run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
+        if (execution.status !== 'RUNNING') printLine(`closed: ${execution.status}${execution.closeTime === null ? '' : ` at ${execution.closeTime}`}${execution.failure === null ? '' : `: ${withCode(execution.failure.type, execution.failure.message)}`}`);
         if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
@@ -45,4 +47,37 @@ export function registerShow(program: Command): void {
         await close();
       }
     });
+}
+
+/** The Temporal side of a run `show` reports next to its status query. */
+export interface RunExecutionView {
+  /** Temporal's execution status: `RUNNING`, `COMPLETED`, `FAILED`, `TERMINATED`, `TIMED_OUT`, `CANCELLED`, `CONTINUED_AS_NEW`, … */
+  readonly status: string;
+  /** When the run closed (ISO 8601), or null while it runs. */
+  readonly closeTime: string | null;
+  /** For a run that closed without completing: its failure (see `runFailureOf`); else null. */
+  readonly failure: RunFailure | null;
+}
+
+/**
+ * The run's execution status and close time (`describe`) and, when it closed failed, terminated,
+ * timed out or cancelled, its failure (from `result()`).
+ *
+ * @throws {@link CheckpointError} DECRYPTION_FAILED (with a hint) when the failure is encrypted
+ *   by the payload codec and no key is set; Temporal's errors otherwise.
+ */
+async function runExecution(handle: WorkflowHandle, workflowId: string): Promise<RunExecutionView> {
+  const description = await handle.describe();
+  const status = description.status.name;
+  const closeTime = description.closeTime?.toISOString() ?? null;
+  if (status === 'RUNNING' || status === 'COMPLETED' || status === 'CONTINUED_AS_NEW') return { status, closeTime, failure: null };
+  const failure = await handle.result().then(
+    () => null,
+    (error: unknown) => {
+      const explained = explainUndecodable(error, `run ${workflowId}'s failure`);
+      if (explained !== error) throw explained;
+      return runFailureOf(error);
+    },
+  );
+  return { status, closeTime, failure };
 }

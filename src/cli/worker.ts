@@ -12,6 +12,7 @@ import { loadTools } from './load-tools';
 import { buildModels, MODEL_ADAPTER_NAMES, parseModelNames } from './models';
 import { positiveInteger } from './options';
 import { printLine } from './terminal-safe';
+import { workerBanner } from './worker-banner';
 import { createWorkerLogger } from './worker-log';
 
 export function registerWorker(program: Command): void {
@@ -29,7 +30,7 @@ export function registerWorker(program: Command): void {
       const tools = await loadTools(opts.tools);
       const models = buildModels(tools, process.env, opts.models !== undefined ? parseModelNames(opts.models) : config.pins.models);
       const worker = await createAgentWorker({ config, tools, models, identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
-      printLine(`worker ${opts.identity ?? process.pid} polling task queue ${config.temporal.taskQueue} on ${config.temporal.address}; tools: ${tools.map((t) => t.name).join(', ')}; models: ${models.map((m) => m.name).join(', ')}`);
+      printLine(workerBanner({ identity: opts.identity ?? process.pid, config, tools: tools.map((t) => t.name), models: models.map((m) => m.name) }));
       await worker.run();
       printLine('worker stopped');
     });
