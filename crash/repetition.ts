@@ -247,8 +247,8 @@ export class Repetition {
    */
   async resolveAsOperator(handle: WorkflowHandle<typeof agentWorkflow>, status: RunStatusView): Promise<'applied' | 'absent'> {
     const paused = status.paused!;
-    const call = status.pendingCalls.find((c) => c.callId === paused.callId) ?? status.calls.find((c) => c.callId === paused.callId);
-    const input = (call as { input?: { to?: string; subject?: string } } | undefined)?.input;
+    // What the model asked to send, as the pending call shows it (`modelInput`; the view has no `input` field since issue 15).
+    const input = status.pendingCalls.find((c) => c.callId === paused.callId)?.modelInput as { to?: string; subject?: string } | undefined;
     const sent = (await this.stack.provider.client.listEmails()).find((e) => e.to === input?.to && e.subject === input?.subject);
     await handle.executeUpdate(resolveOutcomeUpdate, {
       args: [
