@@ -7,7 +7,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import { CheckpointError } from './checkpoint/errors';
 import { codecFromEnv } from './codec/codec-config';
 import { codecDataConverter } from './codec/data-converter';
-import { readTlsFiles, type Config } from './config';
+import { temporalConnectionOptions, type Config } from './config';
 import { parseTranscript } from './model/transcript';
 import type { agentWorkflow } from './workflows';
 import type { AgentWorkflowInput } from './workflows/types';
@@ -31,14 +31,15 @@ export interface ConnectClientOptions {
  * Connects a Temporal client to the configured address and namespace, with the payload codec
  * when one is configured (payloads it sends are encrypted, payloads it reads are decrypted).
  *
- * @throws {@link CheckpointError} INVALID_CONFIG from the codec's environment variables (before
- *   connecting); TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
+ * @throws {@link CheckpointError} INVALID_CONFIG from the codec's environment variables or an
+ *   unreadable TLS file (before connecting); TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
  */
 export async function connectClient(config: Config, options: ConnectClientOptions = {}): Promise<ConnectedClient> {
   const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
+  const connectionOptions = temporalConnectionOptions(config.temporal);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls), connectTimeout: 5_000 });
+    connection = await Connection.connect({ ...connectionOptions, connectTimeout: 5_000 });
   } catch (error) {
     throw temporalUnavailable(config, error);
   }

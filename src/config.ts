@@ -3,7 +3,7 @@
  * value overridable from the environment, validated once with clear errors naming the key.
  * Human-friendly durations ('10s', '5m') are accepted here only and converted to ms once.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
@@ -11,6 +11,9 @@ import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
 import { maskUrl } from './stores/mask-url';
 import { KEY_ID_PATTERN, readKeyFromEnv, readKeyringFromEnv } from './key-material';
+import { resolveTemporalConnection, type TemporalConnection, type TemporalConnectionInput } from './temporal-env-config';
+
+export { temporalConnectionOptions, type TlsInput } from './temporal-env-config';
 
 /** With a SQLite store the tool heartbeat timeout must be at least this many times the busy timeout. */
 export const HEARTBEAT_TO_BUSY_TIMEOUT_RATIO = 2;
@@ -20,20 +23,16 @@ const MAX_SQLITE_BUSY_TIMEOUT_MS = 600_000;
 /** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
 export type DurationInput = number | string;
 
-/** TLS to the Temporal server: `true` for server-only TLS, or PEM file paths for mTLS. */
-export type TlsInput = { certPath?: string; keyPath?: string; caPath?: string; serverName?: string } | boolean;
-
 /** What `temporal.config.ts` may set; every field is optional and has a default. */
 export interface ConfigInput {
-  temporal?: {
-    /** @default '127.0.0.1:7233' (env TEMPORAL_ADDRESS) */
-    address?: string;
-    /** @default 'default' (env TEMPORAL_NAMESPACE) */
-    namespace?: string;
+  /**
+   * The Temporal server. Connection settings (address, namespace, TLS, profile) are configured the
+   * Temporal way, see {@link TemporalConnectionInput}: the standard TEMPORAL_* variables and TOML
+   * profiles override what is set here; the API key comes only from TEMPORAL_API_KEY or a profile.
+   */
+  temporal?: TemporalConnectionInput & {
     /** @default 'agent-tools' (env TEMPORAL_TASK_QUEUE) */
     taskQueue?: string;
-    /** TLS: PEM file paths (env TEMPORAL_TLS_CERT_PATH, TEMPORAL_TLS_KEY_PATH, TEMPORAL_TLS_CA_PATH; TEMPORAL_TLS=true for server-only TLS). */
-    tls?: TlsInput;
   };
   store?: {
     /** @default 'sqlite:.data/checkpoints.db' (env TTC_STORE_URL) */
@@ -132,12 +131,8 @@ export interface ConfigInput {
 
 /** The validated configuration; every duration in ms. */
 export interface Config {
-  readonly temporal: {
-    readonly address: string;
-    readonly namespace: string;
-    readonly taskQueue: string;
-    readonly tls: { readonly certPath?: string; readonly keyPath?: string; readonly caPath?: string; readonly serverName?: string } | null;
-  };
+  /** Connection settings from `@temporalio/envconfig` (see {@link TemporalConnection}; connect with `temporalConnectionOptions`), and the task queue. */
+  readonly temporal: TemporalConnection & { readonly taskQueue: string };
   /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only, `postgresSchema` to a PostgreSQL store only. */
   readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number; readonly postgresSchema: string };
   readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
@@ -213,7 +208,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   };
   const o = overrides;
   const f = file;
-  const tlsInput = o.temporal?.tls ?? tlsFromEnv(env) ?? f.temporal?.tls ?? false;
+  const connection = resolveTemporalConnection(f.temporal ?? {}, env, o.temporal ?? {});
   const keysEnv = { ...f.keys, ...o.keys };
   const hmacKeyEnv = keysEnv.hmacKeyEnv ?? 'TTC_HMAC_KEY';
   const hmacKeysEnv = keysEnv.hmacKeysEnv ?? 'TTC_HMAC_KEYS';
@@ -242,10 +237,8 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const idempotencyKeySecret = readKeyFromEnv(env, keysEnv.idempotencyKeySecretEnv ?? 'TTC_IDEMPOTENCY_KEY_SECRET', { minBytes: 32 });
   return {
     temporal: {
-      address: text(pick('TEMPORAL_ADDRESS', o.temporal?.address, f.temporal?.address, '127.0.0.1:7233'), /^[^\s:]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port with a port from 1 to 65535'),
-      namespace: text(pick('TEMPORAL_NAMESPACE', o.temporal?.namespace, f.temporal?.namespace, 'default'), /^[\w.-]{1,255}$/, 'a namespace name'),
+      ...connection,
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
-      tls: tlsInput === false ? null : tlsInput === true ? {} : tlsInput,
     },
     store: { url: storeUrl, sqliteBusyTimeoutMs, postgresSchema: text(pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'), /^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier (schema name)') },
     timeouts: {
@@ -266,29 +259,6 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret },
     pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
   };
-}
-
-/** Reads a PEM file named by the TLS config, for `NativeConnection`/`Connection` options. */
-export function readTlsFiles(tls: Config['temporal']['tls']): { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } } | undefined {
-  if (tls === null) return undefined;
-  return {
-    serverNameOverride: tls.serverName,
-    serverRootCACertificate: tls.caPath ? readFileSync(tls.caPath) : undefined,
-    clientCertPair: tls.certPath && tls.keyPath ? { crt: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) } : undefined,
-  };
-}
-
-function tlsFromEnv(env: NodeJS.ProcessEnv): TlsInput | undefined {
-  const certPath = env.TEMPORAL_TLS_CERT_PATH;
-  const keyPath = env.TEMPORAL_TLS_KEY_PATH;
-  const caPath = env.TEMPORAL_TLS_CA_PATH;
-  if (certPath || keyPath || caPath) {
-    if (!certPath !== !keyPath) throw configError('TEMPORAL_TLS_CERT_PATH', 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH must be set together');
-    return { certPath, keyPath, caPath, serverName: env.TEMPORAL_TLS_SERVER_NAME };
-  }
-  if (env.TEMPORAL_TLS === undefined || env.TEMPORAL_TLS === '') return undefined;
-  if (env.TEMPORAL_TLS !== 'true' && env.TEMPORAL_TLS !== 'false') throw configError('TEMPORAL_TLS', `must be true or false, got ${JSON.stringify(env.TEMPORAL_TLS)}`);
-  return env.TEMPORAL_TLS === 'true';
 }
 
 function text({ key, value }: { key: string; value: unknown }, pattern: RegExp, expected: string): string {

@@ -8,7 +8,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { CheckpointError, isCheckpointError } from './checkpoint/errors';
 import type { Config } from './config';
-import { readTlsFiles } from './config';
+import { temporalConnectionOptions } from './config';
 import { codecFromEnv } from './codec/codec-config';
 import { codecDataConverter } from './codec/data-converter';
 import { assertWorkflowBundleEncodesFailures } from './codec/workflow-bundle';
@@ -95,7 +95,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   if (dataConverter !== undefined && config.worker.workflowBundlePath !== null) assertWorkflowBundleEncodesFailures(config.worker.workflowBundlePath);
   const store = await openCheckpointStore(config.store.url, storeOptions(config));
   try {
-    const connection = await NativeConnection.connect({ address: config.temporal.address, tls: readTlsFiles(config.temporal.tls) }).catch((error: unknown) => {
+    const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal)).catch((error: unknown) => {
       throw temporalUnavailable(config, error);
     });
     const worker = await Worker.create({
