@@ -89,11 +89,13 @@ export function resolveTemporalConnection(file: TemporalConnectionInput, env: No
     throw new CheckpointError('INVALID_CONFIG', `${key} ${notFound ? `names a profile the TOML file lacks` : 'is not a valid TOML client configuration'}: ${error instanceof Error ? error.message : String(error)}`, { field: key }, { cause: error });
   }
   const profile = profileInUse(profileName, configFile, standardEnv);
-  const from = (envKey: string, field: string): string => (standardEnv[envKey] !== undefined ? envKey : profile ? `${field} of TOML profile "${profile.name}" (${profile.file})` : `temporal.${field}`);
+  /** Where a value came from: the variable when set, else the profile's key when a profile was read, else `temporal.config.ts` (`missing`: where to set it, the variable without a profile). */
+  const from = (envKey: string, tomlField: string, fileField: string, missing = false): string =>
+    standardEnv[envKey] !== undefined ? envKey : profile ? `${tomlField} of TOML profile "${profile.name}" (${profile.file})` : missing ? envKey : `temporal.${fileField}`;
   const address = overrides.address ?? loaded.address ?? file.address ?? '127.0.0.1:7233';
   const namespace = overrides.namespace ?? loaded.namespace ?? file.namespace ?? 'default';
-  checkText(overrides.address !== undefined ? 'temporal.address' : from('TEMPORAL_ADDRESS', 'address'), address, ADDRESS_PATTERN, 'host:port with a port from 1 to 65535');
-  checkText(overrides.namespace !== undefined ? 'temporal.namespace' : from('TEMPORAL_NAMESPACE', 'namespace'), namespace, NAMESPACE_PATTERN, 'a namespace name');
+  checkText(overrides.address !== undefined ? 'temporal.address' : from('TEMPORAL_ADDRESS', 'address', 'address'), address, ADDRESS_PATTERN, 'host:port with a port from 1 to 65535');
+  checkText(overrides.namespace !== undefined ? 'temporal.namespace' : from('TEMPORAL_NAMESPACE', 'namespace', 'namespace'), namespace, NAMESPACE_PATTERN, 'a namespace name');
   const apiKey = loaded.apiKey ?? null;
   const tls = overrides.tls !== undefined ? tlsFromInput(overrides.tls) : mergeTls(tlsFromInput(file.tls), loaded.tls);
   const effectiveTls = tls === undefined ? (apiKey !== null ? {} : null) : tls.disabled === true ? null : tls;
@@ -163,15 +165,16 @@ function mergeTls(base: ClientConfigTLS | undefined, over: ClientConfigTLS | und
   return base === undefined && over === undefined ? undefined : { ...base, ...over };
 }
 
-function checkTlsFiles(tls: ClientConfigTLS, from: (envKey: string, field: string) => string): void {
-  const certKey = from('TEMPORAL_TLS_CLIENT_CERT_PATH', 'tls.client_cert_path');
-  const keyKey = from('TEMPORAL_TLS_CLIENT_KEY_PATH', 'tls.client_key_path');
+function checkTlsFiles(tls: ClientConfigTLS, from: (envKey: string, tomlField: string, fileField: string, missing?: boolean) => string): void {
+  const cert = ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'tls.client_cert_path', 'tls.clientCertPath'] as const;
+  const key = ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'tls.client_key_path', 'tls.clientKeyPath'] as const;
   if ((tls.clientCert === undefined) !== (tls.clientKey === undefined)) {
-    throw configError(tls.clientCert === undefined ? certKey : keyKey, 'is missing: a client certificate and its key (TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH) must be set together');
+    const [envKey, tomlField, fileField] = tls.clientCert === undefined ? cert : key;
+    throw configError(from(envKey, tomlField, fileField, true), 'is missing: a client certificate and its key (TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH) must be set together');
   }
-  const files: [ConfigDataSource | undefined, string][] = [[tls.clientCert, certKey], [tls.clientKey, keyKey], [tls.serverCACert, from('TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'tls.server_ca_cert_path')]];
-  for (const [source, key] of files) {
-    if (source !== undefined && 'path' in source && !existsSync(source.path)) throw configError(key, `must name an existing PEM file, got ${JSON.stringify(source.path)}`);
+  const files: [ConfigDataSource | undefined, string][] = [[tls.clientCert, from(...cert)], [tls.clientKey, from(...key)], [tls.serverCACert, from('TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'tls.server_ca_cert_path', 'tls.serverCaCertPath')]];
+  for (const [source, field] of files) {
+    if (source !== undefined && 'path' in source && !existsSync(source.path)) throw configError(field, `must name an existing PEM file, got ${JSON.stringify(source.path)}`);
   }
 }
 
