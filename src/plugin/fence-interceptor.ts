@@ -1,0 +1,98 @@
+/**
+ * The fence as an activity inbound interceptor (SPEC §8): a call of a fenced activity type runs
+ * through the same fence as a tool (`settleCall`, `settleFailedAttempt`), with the activity
+ * itself (`next`) as the tool's execute step. A stored result is returned without calling
+ * `next`; `next` is called at most once per attempt, and only under this attempt's claim.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
+import type { JsonValue } from '../checkpoint/types';
+import type { FencedToolInput, FencedToolResult } from '../activities/contract';
+import { ToolError, type ToolDefinition } from '../activities/define-tool';
+import { toApplicationFailure } from '../activities/failures';
+import { settleFailedAttempt } from '../activities/call-failure';
+import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
+import { prepareCall, type PreparedCall } from '../activities/prepare-call';
+import { runWithCallContext } from './call-context';
+import { activityCallIdentity, attemptContextOf } from './call-identity';
+import type { FencedActivity } from './options';
+
+/** What the plugin builds once and every fence interceptor shares. */
+export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetry'> {
+  /** The fenced activity types. */
+  readonly fenced: ReadonlyMap<string, FencedActivity>;
+  readonly tenant: string;
+  readonly idempotencyKeySecret?: Uint8Array;
+}
+
+/** `next` is called once per attempt: a transient error is left to Temporal's retry policy, not retried in the attempt. */
+const ONE_CALL = { initialIntervalMs: 1, maximumIntervalMs: 1, maximumAttempts: 1 } as const;
+
+/** Fences the calls of the activity types in `deps.fenced`; every other activity passes through untouched. */
+export class ToolFenceInboundInterceptor implements ActivityInboundCallsInterceptor {
+  constructor(
+    protected readonly ctx: Context,
+    protected readonly deps: FenceDeps,
+  ) {}
+
+  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const activity = this.deps.fenced.get(this.ctx.info.activityType);
+    if (activity === undefined) return next(input);
+    return deliver(await this.fence(activity, input, next));
+  }
+
+  /** One fenced attempt: prepare, settle, or settle the failure by the call's evidence; errors leave as `toApplicationFailure` maps them. */
+  private async fence(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<FencedToolResult> {
+    const { info } = this.ctx;
+    const evidence: AttemptEvidence = { claimSent: false, seen: null };
+    try {
+      const context = attemptContextOf(info, this.deps.idempotencyKeySecret);
+      const identity = activityCallIdentity(info, input.headers);
+      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: input.args as JsonValue } };
+      const tool = withExecute(activity, input, next);
+      const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL };
+      let call: PreparedCall | undefined;
+      try {
+        call = prepareCall(deps.tools, callInput, context);
+        return await settleCall(deps, call, evidence);
+      } catch (error) {
+        return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+      }
+    } catch (error) {
+      throw toApplicationFailure(error);
+    }
+  }
+}
+
+/**
+ * `activity` as a tool whose execute step is `next(input)`, called at most once, inside the
+ * call's `fencedCallContext()`. The activity's return value is the tool's output (undefined is
+ * stored as null); an error it throws is classified by its `kind` (see `ToolError`), else its
+ * outcome is unknown.
+ */
+function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): ToolDefinition<unknown> {
+  let called = false;
+  return {
+    ...activity,
+    async execute(_args, toolContext) {
+      if (called) throw new ToolError('unknown-outcome', `${activity.name}: the fence calls the activity at most once per attempt`);
+      called = true;
+      const value = await runWithCallContext(toolContext, () => next(input));
+      return { output: (value === undefined ? null : value) as JsonValue };
+    },
+  };
+}
+
+/** The activity's result: the stored output as it was stored, or the stored error result as a non-retryable failure. */
+function deliver(result: FencedToolResult): unknown {
+  const { outcome } = result;
+  if (outcome.ok) return outcome.output;
+  throw ApplicationFailure.create({
+    type: outcome.error.type,
+    message: outcome.error.message,
+    nonRetryable: true,
+    details: [{ callId: result.callId, toolName: result.toolName, source: result.source, idempotencyKey: result.idempotencyKey }],
+  });
+}

@@ -1,0 +1,8 @@
+/** The plugin side of the package (Node only): the plugin class, its options and the call accessor. */
+export { ToolCheckpointPlugin, TOOL_CHECKPOINT_PLUGIN_NAME } from './tool-checkpoint-plugin';
+export type { ToolCheckpointPluginOptions, FencedActivityOptions } from './options';
+export { ToolFenceInboundInterceptor } from './fence-interceptor';
+export { fencedCallContext } from './call-context';
+export { CALL_HEADER, readCallHeader } from './call-header';
+export type { CallHeader } from './call-header';
+export type { ActivityCallIdentity } from './call-identity';

@@ -1,0 +1,83 @@
+/**
+ * Options of {@link ToolCheckpointPlugin} (`./tool-checkpoint-plugin`) and their validation.
+ * @experimental while `@temporalio/plugin` is.
+ */
+import { z } from 'zod';
+import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
+import { CheckpointError } from '../checkpoint/errors';
+import { assertIdempotencyKeySecret } from '../checkpoint/digest';
+import type { ToolActivitiesOptions } from '../activities';
+import { defineTool, type LookupResult, type ToolContext, type ToolDefinition } from '../activities/define-tool';
+import type { CheckpointStore } from '../stores/checkpoint-store';
+
+/** How an activity the worker already registers is fenced (by its activity type name). */
+export interface FencedActivityOptions {
+  /** Bump when the activity's meaning changes; part of the binding, the idempotency key and the intent. */
+  readonly revision: string;
+  /** Finds an earlier effect by `ctx.idempotencyKey`: lets a retry after a crash settle the call instead of pausing. */
+  lookup?(ctx: ToolContext): Promise<LookupResult>;
+  /** True when the provider deduplicates by idempotency key (requires `keyRetentionMs`). @default false */
+  readonly dedupesByKey?: boolean;
+  /** How long the provider remembers a key, ms. Required with `dedupesByKey`. */
+  readonly keyRetentionMs?: number;
+  /** Deadline of one call from its claim, ms (see `ToolDefinition.callDeadlineMs`). @default 30,000 */
+  readonly callDeadlineMs?: number;
+  /**
+   * zod schema of the activity's argument array. The fence checkpoints `{ args }` (what the
+   * fingerprint and intent cover); the arguments must be JSON. @default any JSON array, as is
+   */
+  readonly input?: z.ZodType<unknown>;
+}
+
+/**
+ * Options of the tool checkpoint plugin. The pins (`pinnedTenants`, `pinnedTools`,
+ * `requireApproval`) apply to `tools`; a fenced activity is checkpointed under `tenant`.
+ */
+export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions, 'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'> {
+  /** Where checkpoints are kept; opened by the caller (the plugin does no I/O). */
+  readonly store: CheckpointStore;
+  /** `defineTool` tools: each is registered as an activity named by the tool and fenced. @default [] */
+  readonly tools?: readonly ToolDefinition<any>[];
+  /** Activities registered elsewhere (by the user or another plugin) to fence, by activity type. @default {} */
+  readonly fence?: Readonly<Record<string, FencedActivityOptions>>;
+  /** The tenant the checkpoints of fenced activities are kept under. @default 'default' */
+  readonly tenant?: string;
+}
+
+/** A fenced activity type, resolved: the tool shape the fence runs, with `execute` supplied per call. */
+export type FencedActivity = Omit<ToolDefinition<unknown>, 'execute'>;
+
+const NEVER = async (): Promise<never> => {
+  throw new Error('unreachable: the fence interceptor supplies execute per call');
+};
+
+/**
+ * Validates the `fence` option: each entry is checked as `defineTool` checks a tool (name
+ * pattern, revision, flags).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad entry or a name also given in `tools`.
+ */
+export function resolveFencedActivities(options: ToolCheckpointPluginOptions): ReadonlyMap<string, FencedActivity> {
+  const fenced = new Map<string, FencedActivity>();
+  const toolNames = new Set((options.tools ?? []).map((t) => t.name));
+  for (const [name, entry] of Object.entries(options.fence ?? {})) {
+    if (toolNames.has(name)) throw new CheckpointError('INVALID_ARGUMENT', `${JSON.stringify(name)} is both a tool and a fenced activity; name it once`, { field: 'fence' });
+    if (name.startsWith('__temporal_')) throw new CheckpointError('INVALID_ARGUMENT', `activity type ${JSON.stringify(name)} is reserved by Temporal and cannot be fenced`, { field: 'fence' });
+    const { execute: _unused, ...tool } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER });
+    fenced.set(name, tool);
+  }
+  return fenced;
+}
+
+/** Checks the plugin-wide options (the tools are checked by `createToolActivities`). @throws {@link CheckpointError} INVALID_ARGUMENT */
+export function validatePluginOptions(options: ToolCheckpointPluginOptions): void {
+  if (typeof options?.store?.createIfAbsent !== 'function') throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });
+  const tenant = options.tenant ?? 'default';
+  if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw new CheckpointError('INVALID_ARGUMENT', 'tenant must be a non-empty string of at most 256 characters', { field: 'tenant' });
+  resolveMaxPayloadBytes(options.maxPayloadBytes);
+  if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);
+  const margin = options.reconcileMarginMs;
+  if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`, { field: 'reconcileMarginMs' });
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * `ToolCheckpointPlugin`: the fence as a Temporal worker plugin (SPEC §8).
+ *
+ *   const worker = await Worker.create({ ..., plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } })] });
+ *
+ * Register observability plugins (OpenTelemetryPlugin) before this one, agent frameworks after.
+ * With a prebuilt workflow bundle, pass the same plugin to `bundleWorkflowCode({ plugins })`:
+ * Temporal adds the workflow interceptor module only when bundling.
+ */
+import { SimplePlugin } from '@temporalio/plugin';
+import { createToolActivities } from '../activities';
+import type { FencedToolInput, FencedToolResult } from '../activities/contract';
+import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
+import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
+
+/** The plugin's name, in Temporal's `organization.PluginName` form. */
+export const TOOL_CHECKPOINT_PLUGIN_NAME = 'temporal-tool-checkpoint.ToolCheckpointPlugin';
+
+/**
+ * Fences activities: each `tools` entry is registered as an activity named by the tool (input
+ * `FencedToolInput`, result `FencedToolResult`, as `runFencedTool`), and each `fence` entry (an
+ * activity the worker already has, from the user or another plugin) is fenced where it runs, by
+ * an activity inbound interceptor. Construction validates the options and does no I/O.
+ *
+ * @experimental while `@temporalio/plugin` is.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for bad options (see `./options`).
+ */
+export class ToolCheckpointPlugin extends SimplePlugin {
+  /** The options as given (`options` is `SimplePlugin`'s). */
+  readonly checkpointOptions: ToolCheckpointPluginOptions;
+
+  constructor(options: ToolCheckpointPluginOptions) {
+    validatePluginOptions(options);
+    const fenced = resolveFencedActivities(options);
+    const deps: FenceDeps = {
+      store: options.store,
+      fenced,
+      tenant: options.tenant ?? 'default',
+      maxPayloadBytes: options.maxPayloadBytes,
+      clock: options.clock,
+      reconcileMarginMs: options.reconcileMarginMs,
+      hooks: options.hooks,
+      ...(options.idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret: Buffer.from(options.idempotencyKeySecret) }),
+    };
+    super({
+      name: TOOL_CHECKPOINT_PLUGIN_NAME,
+      ...((options.tools ?? []).length > 0 ? { activities: toolActivities(options) } : {}),
+      workerInterceptors: {
+        activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
+        workflowModules: [require.resolve('./workflow-interceptors')],
+      },
+    });
+    this.checkpointOptions = options;
+  }
+}
+
+/** One activity per tool, named by the tool: `runFencedTool` with the tool name fixed. */
+function toolActivities(options: ToolCheckpointPluginOptions): Record<string, (input: FencedToolInput) => Promise<FencedToolResult>> {
+  const { fence: _fence, tenant: _tenant, tools = [], ...rest } = options;
+  const activities = createToolActivities({ ...rest, tools });
+  return Object.fromEntries(tools.map((tool) => [tool.name, (input: FencedToolInput) => activities.runFencedTool({ ...input, toolName: tool.name })]));
+}

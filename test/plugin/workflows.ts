@@ -1,0 +1,22 @@
+/**
+ * A user's plain workflows, unaware of the fence: they call their activities through
+ * `proxyActivities` as any Temporal workflow does. The plugin fences them from the worker.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { PaymentActivities } from './payment-activities';
+
+const { chargeCard, sendInvoice } = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30s',
+  heartbeatTimeout: '3s',
+  retry: { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 10 },
+});
+
+/** Charges a card, then returns the charge. */
+export async function checkoutWorkflow(customer: string, amountCents: number): Promise<{ chargeId: string }> {
+  return chargeCard(customer, amountCents);
+}
+
+/** Sends an invoice through the activity another plugin registers. */
+export async function invoiceWorkflow(customer: string): Promise<{ invoiceId: string }> {
+  return sendInvoice(customer);
+}
