@@ -5,6 +5,9 @@
 import { defineConfig } from './src/config';
 
 export default defineConfig({
+  // Connection settings the Temporal way (@temporalio/envconfig): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+  // TEMPORAL_API_KEY (turns TLS on), TEMPORAL_TLS_* and a TOML profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE,
+  // default ~/.config/temporalio/temporal.toml) override the values here. Secrets (the API key) never go here.
   temporal: { address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'agent-tools' },
   // With SQLite the tool heartbeat timeout must be at least 2 × sqliteBusyTimeout.
   store: { url: 'sqlite:.data/checkpoints.db', sqliteBusyTimeout: '5s' },
