@@ -1,6 +1,7 @@
 /**
  * The contract between the agent workflow and the fenced tool activity: input, result and
- * failure types. Type-only and sandbox-safe: workflow code imports this file.
+ * failure types, the activity names the agent layer reserves. Types, constants and pure helpers
+ * only, sandbox-safe: workflow code imports this file.
  */
 import type { CheckpointErrorCode } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
@@ -68,6 +69,44 @@ export interface FencedToolInput {
    * old checkpoint. @default {}
    */
   readonly intentGenerations?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Input of a tool's own activity (issue 10: each tool is its own activity type, named after the
+ * tool): a {@link FencedToolInput} without `toolName`, since the activity type names the tool.
+ * A `toolName` that is present is overridden by the activity type.
+ */
+export type ToolCallInput = Omit<FencedToolInput, 'toolName'> & { readonly toolName?: string };
+
+/**
+ * The activity names the agent layer registers itself. A tool may not be named after one of
+ * them (its activity would collide): `defineTool` refuses such a tool with INVALID_ARGUMENT.
+ * `runFencedTool` stays registered for runs that scheduled tool calls under it before issue 10.
+ */
+export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool'] as const;
+export type ReservedActivityName = (typeof RESERVED_ACTIVITY_NAMES)[number];
+
+/** Whether `name` is one of {@link RESERVED_ACTIVITY_NAMES}. */
+export function isReservedActivityName(name: string): name is ReservedActivityName {
+  return (RESERVED_ACTIVITY_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * Whether an activity of `agentWorkflow` with this type is a fenced tool call: a tool's own
+ * activity (any type that is not reserved) or, in runs from before issue 10, `runFencedTool`.
+ * For tooling that reads a run's history or pending activities.
+ */
+export function isToolCallActivityType(activityType: string | null | undefined): boolean {
+  if (typeof activityType !== 'string' || activityType.length === 0) return false;
+  return activityType === 'runFencedTool' || !isReservedActivityName(activityType);
+}
+
+/**
+ * The summary the agent workflow gives a tool call's activity (shown by the Temporal UI and
+ * `temporal workflow show`): the tool and the call id it runs under.
+ */
+export function toolCallSummary(toolName: string, callId: string): string {
+  return `${toolName} call ${callId}`;
 }
 
 /** How the activity obtained the result it returns. */

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from './contract';
 import type { ToolErrorClass } from './error-classes';
 
 /** What a tool's `execute` and `lookup` receive besides the input. */
@@ -137,8 +138,9 @@ export type DefinedTool<I = unknown> = ToolDefinition<I> & {
  * from `Object.prototype`, so a polluted prototype cannot set a flag. Other own fields are kept
  * as they are. Idempotent: `createToolActivities` applies it to every tool it is given.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN})
- *   or revision, a missing schema or execute, a flag of the wrong type, `dedupesByKey` without
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN}),
+ *   a name reserved for the agent's own activities (`RESERVED_ACTIVITY_NAMES`, details.reason
+ *   `reserved-activity-name`: each tool is registered as an activity of its name), a bad revision, a missing schema or execute, a flag of the wrong type, `dedupesByKey` without
  *   `keyRetentionMs`.
  */
 export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
@@ -148,6 +150,10 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   assertIdentifier(name, 'toolName');
   if (!TOOL_NAME_PATTERN.test(name)) {
     throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: name });
+  }
+  if (isReservedActivityName(name)) {
+    // Each tool is its own activity type, named after the tool (issue 10).
+    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} is reserved: the tool's activity would collide with the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`, { field: 'toolName', actual: name, reason: 'reserved-activity-name' });
   }
   const revision = field('revision');
   assertIdentifier(revision, 'toolRevision');

@@ -20,6 +20,7 @@ import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } fr
 import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './prepare-call';
 import { assertApprovalGiven, assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from './pins';
+import { toolCallActivities, type ToolCallActivity } from './tool-call-activities';
 
 /** Options of {@link createToolActivities}; the pins (see `./pins`) refuse input outside them with NOT_PINNED / APPROVAL_REQUIRED. */
 export interface ToolActivitiesOptions extends WorkerPins {
@@ -51,8 +52,8 @@ export interface ToolActivitiesOptions extends WorkerPins {
   readonly hooks?: FencedToolDeps['hooks'];
 }
 
-/** The activities object for `Worker.create({ activities })`. */
-export interface ToolActivities {
+/** The fence's own activities (each tool's activity runs `runFencedTool`). */
+export interface FenceActivities {
   /** One fenced attempt of a tool call. Failure types are CheckpointError codes (see `failures.ts`). */
   runFencedTool(input: FencedToolInput): Promise<FencedToolResult>;
   /** Validates a call and returns its revision, intent digest, idempotency key, validated arguments and target; writes nothing. */
@@ -62,13 +63,25 @@ export interface ToolActivities {
 }
 
 /**
+ * The activities object for `Worker.create({ activities })`: the fence's own activities and one
+ * activity per tool, named after the tool (see `./tool-call-activities`). `runFencedTool` stays
+ * registered for runs that scheduled tool calls under it before each tool had its own type.
+ */
+export interface ToolActivities extends FenceActivities {
+  readonly [toolName: string]: ToolCallActivity | FenceActivities[keyof FenceActivities];
+}
+
+/**
  * Builds the tool activities.
  *
  * Every tool goes through `defineTool` again (idempotent), so a tool object that bypassed it is
  * checked and normalised too: its flags are own properties with definite values.
  *
+ * Registers one activity per tool, named after the tool, next to `runFencedTool`,
+ * `describeToolCall` and `resolveToolCall` (see {@link ToolActivities}).
+ *
  * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name, for a tool
- *   `defineTool` refuses, or for a bad `maxPayloadBytes`, `maxToolInputBytes` or `reconcileMarginMs`.
+ *   `defineTool` refuses (a name reserved for the agent's own activities among them), or for a bad `maxPayloadBytes`, `maxToolInputBytes` or `reconcileMarginMs`.
  */
 export function createToolActivities(options: ToolActivitiesOptions): ToolActivities {
   const tools = new Map<string, ToolDefinition<any>>();
@@ -96,7 +109,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     hooks: options.hooks,
   };
   const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(keySecret), limits);
-  return {
+  const fence: FenceActivities = {
     async runFencedTool(untrusted) {
       const context = attemptContext(keySecret);
       const evidence: AttemptEvidence = { claimSent: false, seen: null };
@@ -155,6 +168,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       }
     },
   };
+  return { ...toolCallActivities(tools.keys(), fence.runFencedTool), ...fence };
 }
 
 /** The attempt's identity from the activity context. @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow. */
@@ -224,6 +238,8 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
 }
 
 export { defineTool, ToolError } from './define-tool';
+export { toolCallActivities } from './tool-call-activities';
+export type { ToolCallActivity } from './tool-call-activities';
 export type { LookupResult, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './define-tool';
 export { toApplicationFailure } from './failures';
 export { classifyHttpFailure, TOOL_ERROR_CLASSES } from './error-classes';

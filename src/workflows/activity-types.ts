@@ -6,6 +6,7 @@
  */
 import type {
   DescribeToolCallInput,
+  ToolCallInput,
   FencedToolInput,
   FencedToolResult,
   ResolveToolCallInput,
@@ -15,11 +16,14 @@ import type {
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
 
 /**
- * The activity interface `agentWorkflow` proxies. A worker running `agentWorkflow` must register
- * all four names.
+ * The agent's own activities, which `agentWorkflow` proxies by these names. A worker running
+ * `agentWorkflow` registers all four, plus one activity per tool ({@link ToolCallActivities};
+ * `createToolActivities` registers both).
  * - `runModelTurn`: one model turn (`src/activities/model-turn.ts`).
- * - `runFencedTool`: one fenced tool call (`src/activities/fenced-tool.ts`); fails with an
- *   `ApplicationFailure` whose `type` is a `CheckpointErrorCode`.
+ * - `runFencedTool`: one fenced tool call (`src/activities/fenced-tool.ts`) with the tool name in
+ *   its input; fails with an `ApplicationFailure` whose `type` is a `CheckpointErrorCode`. Runs
+ *   started before issue 10 schedule every tool call under this type; newer runs schedule the
+ *   tool's own activity.
  * - `describeToolCall`: tool revision, intent digest and idempotency key of a call, without
  *   writing or running anything (used for approvals).
  * - `resolveToolCall`: store a person's "applied" result under the original fence and deliver it.
@@ -30,3 +34,9 @@ export type ToolActivities = {
   describeToolCall(input: DescribeToolCallInput): Promise<ToolCallDescription>;
   resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
 };
+
+/**
+ * The tools' own activities: activity type = tool name (`create_ticket`, `send_email`, …), input
+ * the call without `toolName`; each runs one fenced attempt exactly as `runFencedTool` does.
+ */
+export type ToolCallActivities = Readonly<Record<string, (input: ToolCallInput) => Promise<FencedToolResult>>>;

@@ -14,6 +14,7 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  type ActivityOptions,
   CancellationScope,
   condition,
   isCancellation,
@@ -23,13 +24,13 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FencedToolInput, ToolOutcome } from '../activities/contract';
+import { toolCallSummary, type FencedToolInput, type FencedToolResult, type ToolCallInput, type ToolOutcome } from '../activities/contract';
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ModelTurnResult } from '../model/types';
-import type { ToolActivities } from './activity-types';
+import type { ToolActivities, ToolCallActivities } from './activity-types';
 import { activityFailureDetails, activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
-import { activityOptionsFor, validateAgentWorkflowInput, type ActivityKind } from './input';
+import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput, type ActivityKind } from './input';
 import {
   approveCallUpdate,
   cancelRunSignal,
@@ -146,8 +147,8 @@ class AgentRun {
 
   private async modelTurn(): Promise<ModelTurnResult | RunStop> {
     this.state.phase = 'model';
-    const attempt = await this.callActivity('model', (acts) =>
-      acts.runModelTurn({
+    const attempt = await this.callActivity('model', (options) =>
+      agentActivities(options).runModelTurn({
         tenant: this.input.tenant,
         model: this.input.model,
         ...(this.input.modelOptions !== undefined ? { modelOptions: this.input.modelOptions } : {}),
@@ -179,7 +180,7 @@ class AgentRun {
       if (policy === undefined || index >= budgetLeft || call.preFailure !== null || !this.input.tools.includes(call.toolName)) continue;
       const stop = this.stopBefore('describe');
       if (stop) return stop;
-      const attempt = await this.callActivity('describe', (acts) => acts.describeToolCall(this.toolInput(call)));
+      const attempt = await this.callActivity('describe', (options) => agentActivities(options).describeToolCall(this.toolInput(call)));
       if (attempt.kind === 'cancelled') return this.cancelStop();
       if (attempt.kind === 'deadline') return this.deadlineStop();
       if (attempt.kind === 'failed') {
@@ -266,7 +267,7 @@ class AgentRun {
   private async runTool(call: CallState): Promise<RunStop | null> {
     this.state.phase = 'tools';
     call.status = 'running';
-    const attempt = await this.callActivity('tool', (acts) => acts.runFencedTool(this.toolInput(call)));
+    const attempt = await this.scheduleTool(call);
     switch (attempt.kind) {
       case 'ok': {
         const result = attempt.value;
@@ -349,8 +350,8 @@ class AgentRun {
       if (req.resolution !== 'applied') continue;
       const outcome: ToolOutcome = { ok: true, output: req.result, receipt: req.receipt ?? null };
       this.state.phase = 'tools';
-      const attempt = await this.callActivity('resolve', (acts) =>
-        acts.resolveToolCall({ ...this.toolInput(call), resolution: 'applied', result: outcome, reason: req.reason }),
+      const attempt = await this.callActivity('resolve', (options) =>
+        agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution: 'applied', result: outcome, reason: req.reason }),
       );
       if (attempt.kind === 'ok') {
         const stored = attempt.value;
@@ -375,6 +376,25 @@ class AgentRun {
   }
 
   // ---- calls -------------------------------------------------------------------------------
+
+  /**
+   * Runs one fenced attempt of the call as the tool's own activity (type = tool name, summary
+   * naming the call id, the tool's `perTool` activity options). A run whose history predates
+   * per-tool activity types (no {@link TOOL_ACTIVITY_TYPES_PATCH} marker) keeps scheduling
+   * `runFencedTool` with the tool name in its input, so it replays as it ran.
+   */
+  private scheduleTool(call: CallState): Promise<ActivityAttempt<FencedToolResult>> {
+    if (!patched(TOOL_ACTIVITY_TYPES_PATCH)) {
+      return this.callActivity('tool', (options) => agentActivities(options).runFencedTool(this.toolInput(call)));
+    }
+    const { toolName: _toolName, ...input }: ToolCallInput = this.toolInput(call);
+    const summary = toolCallSummary(call.toolName, call.callId);
+    return this.callActivity(
+      'tool',
+      (options) => proxyActivities<ToolCallActivities>({ ...options, summary })[call.toolName]!(input),
+      toolActivityOptions(this.input.activityOptions, call.toolName),
+    );
+  }
 
   /**
    * The activity input of a call: the run chain (`firstExecutionRunId`, so a new chain that
@@ -454,14 +474,18 @@ class AgentRun {
    * Calls one activity in its own cancellation scope (so `cancelRunSignal` can cancel it), with
    * timeouts bounded by the time left before the deadline.
    */
-  private async callActivity<T>(kind: ActivityKind, call: (acts: ToolActivities) => Promise<T>): Promise<ActivityAttempt<T>> {
+  private async callActivity<T>(
+    kind: ActivityKind,
+    call: (options: ActivityOptions) => Promise<T>,
+    opts: AgentWorkflowInput['activityOptions'] = this.input.activityOptions,
+  ): Promise<ActivityAttempt<T>> {
     const remainingMs = this.state.deadlineAt - Date.now();
     if (remainingMs <= 0) return { kind: 'deadline' };
-    const acts = proxyActivities<ToolActivities>(activityOptionsFor(kind, remainingMs, this.input.activityOptions));
+    const options = activityOptionsFor(kind, remainingMs, opts);
     const scope = new CancellationScope();
     this.activeScope = scope;
     try {
-      return { kind: 'ok', value: await scope.run(() => call(acts)) };
+      return { kind: 'ok', value: await scope.run(() => call(options)) };
     } catch (err) {
       if (isCancellation(err)) {
         this.cancel ??= { reason: 'the workflow was cancelled' };
@@ -635,6 +659,17 @@ class AgentRun {
 
 /** The error class of a call a person rejected or whose approval expired (see `TOOL_ERROR_CLASSES`). */
 const USER_REJECTION: ToolErrorClass = 'USER_REJECTION';
+
+/** The agent's own activities with these options. */
+function agentActivities(options: ActivityOptions) {
+  return proxyActivities<ToolActivities>(options);
+}
+
+/**
+ * Patch id: each tool call is scheduled as the tool's own activity type (issue 10). Runs whose
+ * history has no marker (started before) schedule `runFencedTool`, which workers keep registered.
+ */
+const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
 
 /** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';

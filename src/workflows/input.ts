@@ -5,7 +5,8 @@
  * @see SPEC §4 "Agent workflow", SPEC §6
  */
 import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
-import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput } from './types';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../activities/contract';
+import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, ToolActivityOptions } from './types';
 
 /** Per-attempt activity timeout when the input gives none, ms. */
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 60_000;
@@ -33,30 +34,55 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
   for (const [tool, policy] of Object.entries(input.approvalRequired ?? {})) {
     positiveInteger(`approvalRequired.${tool}.expiresAfterMs`, policy?.expiresAfterMs);
   }
+  input.tools.forEach((name, i) => {
+    if (isReservedActivityName(name)) invalid(`tools[${i}]`, `must not be one of the agent's own activity names (${RESERVED_ACTIVITY_NAMES.join(', ')})`, name);
+  });
   const opts = input.activityOptions;
   if (opts !== undefined) {
-    if (opts.startToCloseTimeoutMs !== undefined) positiveInteger('activityOptions.startToCloseTimeoutMs', opts.startToCloseTimeoutMs);
-    if (opts.heartbeatTimeoutMs !== undefined) positiveInteger('activityOptions.heartbeatTimeoutMs', opts.heartbeatTimeoutMs);
-    const retry = opts.retry;
-    if (retry?.initialIntervalMs !== undefined) positiveInteger('activityOptions.retry.initialIntervalMs', retry.initialIntervalMs);
-    if (retry?.maximumIntervalMs !== undefined) positiveInteger('activityOptions.retry.maximumIntervalMs', retry.maximumIntervalMs);
-    if (retry?.maximumAttempts !== undefined && (!Number.isInteger(retry.maximumAttempts) || retry.maximumAttempts < 0)) {
-      invalid('activityOptions.retry.maximumAttempts', 'must be an integer ≥ 0', retry.maximumAttempts);
-    }
-    if (retry?.backoffCoefficient !== undefined && !(retry.backoffCoefficient >= 1)) {
-      invalid('activityOptions.retry.backoffCoefficient', 'must be a number ≥ 1', retry.backoffCoefficient);
+    validateActivityOptions('activityOptions', opts);
+    const perTool = opts.perTool ?? {};
+    if (typeof perTool !== 'object' || perTool === null) invalid('activityOptions.perTool', 'must be an object keyed by tool name', perTool);
+    for (const [tool, toolOptions] of Object.entries(perTool)) {
+      if (!input.tools.includes(tool)) invalid(`activityOptions.perTool.${tool}`, `names a tool the run does not offer (tools: ${input.tools.join(', ')})`, tool);
+      if (typeof toolOptions !== 'object' || toolOptions === null) invalid(`activityOptions.perTool.${tool}`, 'must be an object', toolOptions);
+      validateActivityOptions(`activityOptions.perTool.${tool}`, toolOptions);
     }
   }
+}
+
+function validateActivityOptions(field: string, opts: ToolActivityOptions): void {
+  if (opts.startToCloseTimeoutMs !== undefined) positiveInteger(`${field}.startToCloseTimeoutMs`, opts.startToCloseTimeoutMs);
+  if (opts.heartbeatTimeoutMs !== undefined) positiveInteger(`${field}.heartbeatTimeoutMs`, opts.heartbeatTimeoutMs);
+  const retry = opts.retry;
+  if (retry?.initialIntervalMs !== undefined) positiveInteger(`${field}.retry.initialIntervalMs`, retry.initialIntervalMs);
+  if (retry?.maximumIntervalMs !== undefined) positiveInteger(`${field}.retry.maximumIntervalMs`, retry.maximumIntervalMs);
+  if (retry?.maximumAttempts !== undefined && (!Number.isInteger(retry.maximumAttempts) || retry.maximumAttempts < 0)) {
+    invalid(`${field}.retry.maximumAttempts`, 'must be an integer ≥ 0', retry.maximumAttempts);
+  }
+  if (retry?.backoffCoefficient !== undefined && !(retry.backoffCoefficient >= 1)) {
+    invalid(`${field}.retry.backoffCoefficient`, 'must be a number ≥ 1', retry.backoffCoefficient);
+  }
+}
+
+/**
+ * The options of `toolName`'s activity: the run's activity options with the tool's
+ * `perTool` entry over them, field by field (`retry` merged too).
+ */
+export function toolActivityOptions(opts: AgentActivityOptions | undefined, toolName: string): ToolActivityOptions | undefined {
+  const own = opts?.perTool?.[toolName];
+  if (own === undefined) return opts;
+  const retry = opts?.retry === undefined && own.retry === undefined ? undefined : { ...opts?.retry, ...own.retry };
+  return { ...opts, ...own, ...(retry !== undefined ? { retry } : {}) };
 }
 
 /**
  * Activity options for one activity call, `remainingMs` (> 0) before the run deadline:
  * schedule-to-close is the time left, start-to-close is the configured per-attempt timeout
- * bounded by it, the heartbeat timeout applies to `runFencedTool` only. Tool calls wait for
- * cancellation to complete (so the result says what happened); other activities are
- * cancelled at once.
+ * bounded by it, the heartbeat timeout applies to tool activities only (give a tool call's
+ * options through {@link toolActivityOptions}). Tool calls wait for cancellation to complete (so
+ * the result says what happened); other activities are cancelled at once.
  */
-export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts: AgentActivityOptions | undefined): ActivityOptions {
+export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts: ToolActivityOptions | undefined): ActivityOptions {
   const options: ActivityOptions = {
     startToCloseTimeout: Math.min(opts?.startToCloseTimeoutMs ?? DEFAULT_START_TO_CLOSE_TIMEOUT_MS, remainingMs),
     scheduleToCloseTimeout: remainingMs,

@@ -24,13 +24,24 @@ export interface ActivityRetryInput {
   readonly nonRetryableErrorTypes?: readonly string[];
 }
 
-/** Timeouts and retry for the workflow's activities. Every timeout is also bounded by the run deadline. */
-export interface AgentActivityOptions {
+/** Timeouts and retry of one kind of activity. Every timeout is also bounded by the run deadline. */
+export interface ToolActivityOptions {
   /** Per attempt, ms. @default 60000 */
   readonly startToCloseTimeoutMs?: number;
-  /** Heartbeat timeout of `runFencedTool` only (the fenced activity heartbeats while the tool runs), ms. @default none */
+  /** Heartbeat timeout of the tool activities only (the fenced activity heartbeats while the tool runs), ms. @default none */
   readonly heartbeatTimeoutMs?: number;
   readonly retry?: ActivityRetryInput;
+}
+
+/** Timeouts and retry for the workflow's activities. Every timeout is also bounded by the run deadline. */
+export interface AgentActivityOptions extends ToolActivityOptions {
+  /**
+   * Per tool name (each tool is its own activity type): options of that tool's activity, over
+   * the ones above field by field (`retry` too: a field it leaves out keeps the run's value).
+   * Every key must be one of the run's `tools`. Applies to the tool's activity only, not to
+   * `describeToolCall` / `resolveToolCall`. @default {}
+   */
+  readonly perTool?: Readonly<Record<string, ToolActivityOptions>>;
 }
 
 /** Budgets of one run. All three are required and must be positive integers. */
@@ -127,7 +138,7 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   /** The provider's receipt from a successful outcome, else null. */
   readonly receipt: JsonValue | null;
   readonly outcome: ToolOutcome | null;
-  /** Known once `describeToolCall` or `runFencedTool` answered; else null. */
+  /** Known once `describeToolCall` or the tool's activity answered; else null. */
   readonly toolRevision: string | null;
   readonly intentDigest: string | null;
   readonly idempotencyKey: string | null;

@@ -9,6 +9,9 @@
 import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadHistory } from '../fixtures/histories/load-history';
+import { installQuietTemporalRuntime } from '../helpers/temporal';
+
+installQuietTemporalRuntime();
 
 const FIXTURE = path.join(__dirname, '../fixtures/histories/agent-workflow-run-fenced-tool.json');
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -29,6 +32,6 @@ describe('agentWorkflow replays histories recorded before each tool became its o
   it('replays a run whose tool calls were scheduled as runFencedTool', async () => {
     const history = loadHistory(FIXTURE);
     expect(scheduledTypes(history)).toEqual(['runModelTurn', 'describeToolCall', 'runFencedTool', 'runFencedTool', 'runModelTurn']);
-    await expect(Worker.runReplayHistory({ workflowBundle, logger: quietLogger as never }, history, 'agent-before-issue-10')).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle }, history, 'agent-before-issue-10')).resolves.toBeUndefined();
   });
 });

@@ -22,6 +22,7 @@ import {
   resolveOutcomeUpdate,
   runStatusQuery,
 } from '../../src/workflows';
+import { toolCallActivities } from '../../src/activities/tool-call-activities';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { createTimeSkippingEnv } from '../helpers/temporal';
@@ -154,8 +155,10 @@ async function withRun<T>(
   });
 }
 
+/** The agent's activities plus each tool's own activity (type = tool name), as `createToolActivities` registers them. */
 function activitiesOf(model: ReturnType<typeof scriptedModel>, tools: ReturnType<typeof fakeTools>): ToolActivities {
   return {
+    ...toolCallActivities(baseInput().tools, tools.runFencedTool),
     runModelTurn: model.runModelTurn,
     runFencedTool: tools.runFencedTool,
     describeToolCall: tools.describeToolCall,
@@ -228,7 +231,8 @@ describe('agentWorkflow: the loop', () => {
     const scheduled = events
       .map((e, i) => ({ i, type: e.activityTaskScheduledEventAttributes?.activityType?.name, completed: e.activityTaskCompletedEventAttributes }))
       .filter((e) => e.type !== undefined && e.type !== null);
-    expect(scheduled.map((e) => e.type)).toEqual(['runModelTurn', 'runFencedTool', 'runFencedTool', 'runModelTurn']);
+    // Each tool call is its own activity type, named after the tool (issue 10).
+    expect(scheduled.map((e) => e.type)).toEqual(['runModelTurn', 'create_ticket', 'send_email', 'runModelTurn']);
     const firstToolIndex = scheduled[1]!.i;
     const modelCompletedIndex = events.findIndex((e) => e.activityTaskCompletedEventAttributes != null);
     expect(modelCompletedIndex).toBeGreaterThan(-1);
