@@ -1,0 +1,96 @@
+/**
+ * Issue 10 "done when": a user's plain workflow fenced by the plugin, with a real worker process
+ * SIGKILLed right after the effect (`TTC_CRASH_AT`). A second worker finishes the call: one
+ * effect, and the result the workflow gets is the one the store holds.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
+import { formatCrashAt, type CrashPoint } from '../../src/activities/crash-points';
+import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { readLedger } from './payment-activities';
+import type { PluginWorkerOptions } from './plugin-worker';
+import { checkoutWorkflow } from './workflows';
+
+installQuietTemporalRuntime();
+jest.setTimeout(180_000);
+
+interface Spawned {
+  readonly pid: number;
+  readonly exited: Promise<number | NodeJS.Signals | null>;
+  kill(): void;
+}
+
+/** Starts `plugin-worker.ts` in its own process and resolves once it polls. */
+async function spawnPluginWorker(options: PluginWorkerOptions, crashAt?: CrashPoint): Promise<Spawned> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
+  if (crashAt === undefined) delete env.TTC_CRASH_AT;
+  else env.TTC_CRASH_AT = formatCrashAt({ point: crashAt, toolName: 'chargeCard' });
+  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), require.resolve('./plugin-worker'), JSON.stringify(options)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
+  let output = '';
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(() => fail(new Error(`plugin worker did not start: ${output}`)), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('ready\n')) {
+        clearTimeout(timer);
+        ready();
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then((how) => {
+      clearTimeout(timer);
+      fail(new Error(`plugin worker exited (${String(how)}) before it was ready: ${output}`));
+    });
+  });
+  return { pid: child.pid!, exited, kill: () => child.kill('SIGKILL') };
+}
+
+describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
+  let env: LocalTestEnv;
+  let dir: string;
+  let store: CheckpointStore;
+  const running: Spawned[] = [];
+
+  beforeAll(async () => {
+    env = await createLocalEnv();
+    dir = mkdtempSync(join(tmpdir(), 'ttc-plugin-crash-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+  });
+
+  afterAll(async () => {
+    for (const worker of running) worker.kill();
+    await Promise.all(running.map((w) => w.exited));
+    await store?.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    { crashAt: 'after-result-stored' as const, lookup: false, source: 'the stored result' },
+    { crashAt: 'after-effect' as const, lookup: true, source: 'the lookup, stored then delivered' },
+  ])('killed at $crashAt: one effect, the retry delivers $source', async ({ crashAt, lookup }) => {
+    const taskQueue = `plugin-crash-${crashAt}`;
+    const workflowId = `plugin-crash-${crashAt}`;
+    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${crashAt}.jsonl`), lookup };
+    const doomed = await spawnPluginWorker(options, crashAt);
+    running.push(doomed);
+    const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: ['cus_9', 4_200] });
+    expect(await doomed.exited).toBe('SIGKILL');
+    const effects = readLedger(options.ledger);
+    expect(effects).toEqual([expect.objectContaining({ kind: 'charge', pid: doomed.pid })]);
+
+    const survivor = await spawnPluginWorker(options);
+    running.push(survivor);
+    const result = await handle.result();
+    expect(readLedger(options.ledger)).toEqual(effects);
+    expect(result).toEqual({ chargeId: effects[0]!.id });
+    const record = await store.getByCall('default/default', callBindingId({ runChainId: handle.firstExecutionRunId, workflowId, callId: 'act-1' }));
+    expect(record?.status).toBe('delivered');
+    expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
+    expect(record?.execution?.attemptId).toMatch(lookup ? /^attempt-[2-9]/ : /^attempt-1-/);
+  });
+});

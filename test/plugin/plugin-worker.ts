@@ -1,0 +1,50 @@
+/**
+ * A worker OS process for the SIGKILL test: the user's worker with the plugin fencing
+ * `chargeCard`. Run with `node --require tsx/cjs plugin-worker.ts '<json options>'`; arm
+ * `TTC_CRASH_AT` (e.g. `after-effect:chargeCard`) to make it SIGKILL itself at that fence point.
+ * Prints `ready` once it polls.
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { openCheckpointStore } from '../../src';
+import { ToolCheckpointPlugin } from '../../src/plugin';
+import { chargeLookup, paymentActivities } from './payment-activities';
+
+/** What the test passes as the only argument. */
+export interface PluginWorkerOptions {
+  readonly address: string;
+  readonly taskQueue: string;
+  readonly storeUrl: string;
+  readonly ledger: string;
+  /** Fence `chargeCard` with a lookup by idempotency key in the ledger. */
+  readonly lookup: boolean;
+}
+
+async function main(): Promise<void> {
+  const options = JSON.parse(process.argv[2] ?? '{}') as PluginWorkerOptions;
+  const store = await openCheckpointStore(options.storeUrl);
+  const connection = await NativeConnection.connect({ address: options.address });
+  const plugin = new ToolCheckpointPlugin({
+    store,
+    reconcileMarginMs: 0,
+    fence: { chargeCard: { revision: 'v1', callDeadlineMs: 2_000, ...(options.lookup ? { lookup: chargeLookup(options.ledger) } : {}) } },
+  });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: options.taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    activities: { chargeCard: paymentActivities(options.ledger).chargeCard },
+    plugins: [plugin],
+  });
+  process.stdout.write('ready\n');
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+    await store.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
