@@ -27,7 +27,7 @@ let proxyAddress: string;
 let dir: string;
 let toml: string;
 /** ALPN protocol of every TLS session the proxy accepted. */
-const sessions: (string | false)[] = [];
+const sessions: (string | false | null)[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ttc-envconfig-it-'));
