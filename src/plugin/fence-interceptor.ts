@@ -30,7 +30,14 @@ export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetr
 /** `next` is called once per attempt: a transient error is left to Temporal's retry policy, not retried in the attempt. */
 const ONE_CALL = { initialIntervalMs: 1, maximumIntervalMs: 1, maximumAttempts: 1 } as const;
 
-/** Fences the calls of the activity types in `deps.fenced`; every other activity passes through untouched. */
+/** Activity executions a fence interceptor already holds: a second fence (the plugin given twice) passes them through. */
+const fencing = new WeakSet<Context>();
+
+/**
+ * Fences the calls of the activity types in `deps.fenced`; every other activity passes through
+ * untouched. An execution is fenced once: when the plugin is registered twice (on the worker
+ * and its `NativeConnection`), the outer interceptor fences and the inner one passes through.
+ */
 export class ToolFenceInboundInterceptor implements ActivityInboundCallsInterceptor {
   constructor(
     protected readonly ctx: Context,
@@ -39,7 +46,8 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
 
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     const activity = this.deps.fenced.get(this.ctx.info.activityType);
-    if (activity === undefined) return next(input);
+    if (activity === undefined || fencing.has(this.ctx)) return next(input);
+    fencing.add(this.ctx);
     return deliver(await this.fence(activity, input, next));
   }
 
