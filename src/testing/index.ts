@@ -1,0 +1,11 @@
+/**
+ * `temporal-tool-checkpoint/testing`: helpers for testing fenced tools in your own jest suite.
+ * Node only; the one entry that imports `@temporalio/testing` (install it as a dev dependency).
+ */
+export { createTempSqliteStore } from './temp-store';
+export type { TempCheckpointStore } from './temp-store';
+export { runCrashAndRetry } from './crash-and-retry';
+export type { AttemptOutcome, CrashAndRetryOptions, CrashAndRetryReport } from './crash-and-retry';
+export { createTimeSkippingEnv, TEST_SERVER_PATH_ENV } from './time-skipping';
+export { FENCE_POINTS } from '../activities/crash-points';
+export type { FencePoint } from '../activities/crash-points';

@@ -1,0 +1,33 @@
+/**
+ * Workflow-safe exports: `temporal-tool-checkpoint/workflow`, importable from workflow code
+ * running in Temporal's V8 sandbox. Everything here is reachable from the agent workflow's own
+ * module, so it never reaches Node builtins, `node:crypto` (the digests and the record codec), the
+ * stores, the activity implementations or the root entry (`temporal-tool-checkpoint`), whose
+ * imports the workflow bundler refuses. Guarded by test/workflow-bundle.test.ts and
+ * test/package/pack.test.ts, which bundles a workflow importing this entry from the packed package.
+ *
+ * Re-export `agentWorkflow` from your own workflows module to run it on your worker (a plugin
+ * cannot register workflows); read a fenced activity's failure with the predicates below.
+ */
+export { agentWorkflow } from './workflows/agent-workflow';
+export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './workflows/messages';
+export type { MessageErrorType } from './workflows/messages';
+export {
+  activityFailureDetails,
+  activityFailureMessage,
+  activityFailureType,
+  isCheckpointFailure,
+  isNothingApplied,
+  isOutcomeUnknown,
+  isScheduleToCloseTimeout,
+  isTimeout,
+  NOTHING_APPLIED_CODES,
+} from './workflows/failures';
+export { CHECKPOINT_ERROR_CODES } from './checkpoint/errors';
+export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/errors';
+export { TOOL_ERROR_CLASSES } from './activities/error-classes';
+export type { ToolErrorClass } from './activities/error-classes';
+export type { FencedToolInput, FencedToolResult, ResultSource, ToolOutcome } from './activities/contract';
+export type { ToolActivities } from './workflows/activity-types';
+export type * from './workflows/types';
+export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/types';

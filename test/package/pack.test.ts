@@ -1,0 +1,127 @@
+/**
+ * The installable package (issue 10 "Installable"): `npm pack` (which builds through `prepack`),
+ * then `npm install` of the tarball into a fresh project outside the repository, whose files
+ * import the package by name only. Checks what a user depends on: the tarball holds the built
+ * entries and nothing else, every entry of the `exports` map loads and nothing else does, the
+ * types resolve under both TypeScript resolutions, the workflow-safe entry bundles, and a worker
+ * plus workflow from the installed package fence a tool call on a real dev server.
+ *
+ * Dependencies come from the npm cache or the registry (`--prefer-offline`). Install scripts are
+ * skipped (`--ignore-scripts`: compiling better-sqlite3 takes minutes here), so the consumer uses
+ * the PostgreSQL store of the jest global setup.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+const run = promisify(execFile);
+const ROOT = resolve(__dirname, '../..');
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+const PLUGIN_SOURCE = join(ROOT, 'src/plugin/index.ts');
+const ENTRIES = ['temporal-tool-checkpoint', 'temporal-tool-checkpoint/workflow', 'temporal-tool-checkpoint/testing', ...(existsSync(PLUGIN_SOURCE) ? ['temporal-tool-checkpoint/plugin'] : [])];
+
+jest.setTimeout(600_000);
+
+let dir: string;
+let consumer: string;
+let tarball: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ttc-pack-'));
+  consumer = join(dir, 'consumer');
+  await run('npm', ['pack', '--pack-destination', dir], { cwd: ROOT, maxBuffer: 64 << 20 });
+  const packed = readdirSync(dir).find((f) => f.endsWith('.tgz'));
+  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${dir}`);
+  tarball = join(dir, packed);
+  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', tarball, '@temporalio/testing@1.24.0'], { cwd: consumer, maxBuffer: 64 << 20 });
+});
+
+afterAll(() => {
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('npm pack', () => {
+  test('the tarball holds the built entries with their types, the CLI and the README; no tests, no TypeScript sources', async () => {
+    const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
+    const files = stdout.split('\n').filter(Boolean);
+    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
+      expect(files).toContain(`package/dist/src/${f}`);
+    }
+    expect(files).toContain('package/README.md');
+    expect(files.filter((f) => f.startsWith('package/dist/test') || /\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
+    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md'].includes(f))).toEqual([]);
+  });
+});
+
+describe('installed in a fresh project', () => {
+  test('every entry of the exports map loads by the package name; a path outside the map is refused', async () => {
+    const script = `
+      const out = {};
+      for (const e of ${JSON.stringify(ENTRIES)}) out[e] = Object.keys(require(e));
+      out.version = require('temporal-tool-checkpoint/package.json').version;
+      try { require('temporal-tool-checkpoint/dist/src/stores/sqlite-store'); out.deep = 'loaded'; } catch (e) { out.deep = e.code; }
+      console.log(JSON.stringify(out));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+    const out = JSON.parse(stdout) as Record<string, unknown>;
+    expect(out['temporal-tool-checkpoint']).toEqual(expect.arrayContaining(['createToolActivities', 'defineTool', 'openCheckpointStore', 'CheckpointError']));
+    expect(out['temporal-tool-checkpoint/workflow']).toEqual(expect.arrayContaining(['agentWorkflow', 'isOutcomeUnknown', 'NOTHING_APPLIED_CODES']));
+    expect(out['temporal-tool-checkpoint/testing']).toEqual(expect.arrayContaining(['createTempSqliteStore', 'runCrashAndRetry', 'createTimeSkippingEnv', 'FENCE_POINTS']));
+    if (ENTRIES.includes('temporal-tool-checkpoint/plugin')) expect(out['temporal-tool-checkpoint/plugin']).toEqual(expect.arrayContaining(['ToolCheckpointPlugin']));
+    expect(out.version).toBe(require('../../package.json').version);
+    expect(out.deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+  });
+
+  test('the types of every entry resolve under moduleResolution node10 (typesVersions) and node16 (exports)', async () => {
+    const imports = ENTRIES.map((e, i) => `import * as e${i} from '${e}';\nexport const k${i} = Object.keys(e${i});`).join('\n');
+    const typed = `${imports}
+import { defineTool, type ToolDefinition } from 'temporal-tool-checkpoint';
+import type { CrashAndRetryReport } from 'temporal-tool-checkpoint/testing';
+import type { AgentWorkflowInput } from 'temporal-tool-checkpoint/workflow';
+export const t: ToolDefinition<unknown> | undefined = undefined;
+export type R = CrashAndRetryReport['effects'] & number;
+export type I = AgentWorkflowInput['tenant'];
+export const d = defineTool;
+`;
+    writeFileSync(join(consumer, 'types.ts'), typed);
+    for (const [moduleResolution, module] of [['node10', 'commonjs'], ['node16', 'node16']]) {
+      const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types'), '--module', module!, '--moduleResolution', moduleResolution!, '--target', 'es2022', 'types.ts'];
+      await expect(run(process.execPath, [TSC, ...args], { cwd: consumer }).then(() => moduleResolution)).resolves.toBe(moduleResolution);
+    }
+  });
+
+  test('the ttc command line is installed as a bin and prints its help', async () => {
+    const { stdout } = await run(join(consumer, 'node_modules/.bin/ttc'), ['--help'], { cwd: consumer });
+    expect(stdout).toMatch(/Usage: ttc/);
+  });
+
+  describe('on a real dev server', () => {
+    let server: DevServer;
+    let db: TestDatabase;
+    beforeAll(async () => {
+      server = await startDevServer();
+      db = await createTestDatabase();
+    });
+    afterAll(async () => {
+      await server?.stop({ signal: 'SIGKILL' });
+      await db?.drop();
+    });
+
+    test('a worker and a workflow from the installed package fence a tool call: one effect, the repeated call delivered from the store', async () => {
+      const { stdout } = await run(process.execPath, ['run-worker.js'], { cwd: consumer, env: { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url }, maxBuffer: 64 << 20 });
+      const last = stdout.trim().split('\n').at(-1)!;
+      const { result, effects } = JSON.parse(last) as { result: { first: { source: string; outcome: unknown }; again: { source: string; outcome: unknown }; nothingAppliedCodes: number }; effects: number };
+      expect(effects).toBe(1);
+      expect(result.first.source).toBe('executed');
+      expect(result.again.source).toBe('store');
+      expect(result.again.outcome).toEqual(result.first.outcome);
+      expect(result.first.outcome).toMatchObject({ ok: true, output: { messageId: 'm-1', to: 'a@example.com' } });
+      expect(result.nothingAppliedCodes).toBeGreaterThan(0);
+    });
+  });
+});
