@@ -50,7 +50,9 @@ export async function connectClient(config: Config, options: ConnectClientOption
 /** The typed error for a Temporal server that cannot be reached (TEMPORAL_UNAVAILABLE). */
 export function temporalUnavailable(config: Config, cause: unknown): CheckpointError {
   const why = cause instanceof Error ? cause.message : String(cause);
-  return new CheckpointError('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${config.temporal.address} (TEMPORAL_ADDRESS): ${why}; is \`npm run cli -- dev\` running?`, { address: config.temporal.address }, { cause });
+  const { address, profile, tls } = config.temporal;
+  const source = profile === null ? 'TEMPORAL_ADDRESS' : `TEMPORAL_ADDRESS or TOML profile "${profile.name}" in ${profile.file}`;
+  return new CheckpointError('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is \`npm run cli -- dev\` running?`, { address }, { cause });
 }
 
 /**

@@ -132,6 +132,7 @@ it('TLS is really verified: the same proxy without the profile CA is refused (TE
     (e: unknown) => e,
   );
   expect(isCheckpointError(error, 'TEMPORAL_UNAVAILABLE')).toBe(true);
+  expect((error as Error).message).toContain(`(TEMPORAL_ADDRESS or TOML profile "untrusted" in ${toml}; TLS on)`);
 });
 
 it('TEMPORAL_API_KEY turns TLS on: the plaintext dev server cannot be reached with it', async () => {
@@ -147,6 +148,7 @@ it('TEMPORAL_API_KEY turns TLS on: the plaintext dev server cannot be reached wi
     (e: unknown) => e,
   );
   expect(isCheckpointError(error, 'TEMPORAL_UNAVAILABLE')).toBe(true);
+  expect((error as Error).message).toContain(`cannot reach the Temporal server at ${server.address} (TEMPORAL_ADDRESS; TLS on)`);
 });
 
 /** A throwaway CA (`ca.pem`) and a server certificate for localhost / 127.0.0.1 it signed (`server.pem`, `server.key`). */

@@ -117,6 +117,10 @@ describe('an API key turns TLS on (Temporal Cloud)', () => {
     expect(options).toMatchObject({ apiKey: 'k', tls: false });
   });
 
+  it('TEMPORAL_GRPC_META_* headers reach the connection metadata', () => {
+    expect(temporalConnectionOptions(resolveConfig({}, { TEMPORAL_GRPC_META_X_TENANT: 'acme' }).temporal).metadata).toEqual({ 'x-tenant': 'acme' });
+  });
+
   it('without an API key or TLS settings the connection is plaintext and carries no key', () => {
     const options = temporalConnectionOptions(resolveConfig({}, {}).temporal);
     expect(options).toEqual({ address: '127.0.0.1:7233', tls: false });
