@@ -1,0 +1,88 @@
+/**
+ * Names of the tool activities (issue 10): each tool is registered as an activity of its own
+ * name, so a tool may not take a name the agent's own activities use; the run input's per-tool
+ * activity options must name tools the run offers. No server: the registration object and the
+ * input check are what a worker and a run get.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
+import { createToolActivities, defineTool, toolCallActivities } from '../../src/activities';
+import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract';
+import { CheckpointError } from '../../src/checkpoint/errors';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/input';
+import type { AgentWorkflowInput } from '../../src/workflows/types';
+
+const tool = (name: string) => ({ name, revision: 'v1', input: z.object({}).strict(), execute: async () => ({ output: null }) });
+const unusedStore = {} as CheckpointStore;
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('did not throw');
+}
+
+describe('tool activity names', () => {
+  it.each(RESERVED_ACTIVITY_NAMES)('defineTool and createToolActivities refuse a tool named %s (its activity would replace the agent\'s own)', (name) => {
+    for (const error of [thrown(() => defineTool(tool(name))), thrown(() => createToolActivities({ store: unusedStore, tools: [tool(name)] }))]) {
+      expect(error).toBeInstanceOf(CheckpointError);
+      expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'toolName', actual: name, reason: 'reserved-activity-name' } });
+    }
+    expect(thrown(() => toolCallActivities([name], async () => ({}) as FencedToolResult))).toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
+  it("createToolActivities registers one activity per tool, named after it, next to the fence's own activities", () => {
+    const acts = createToolActivities({ store: unusedStore, tools: [tool('create_ticket'), tool('send_email')] });
+    expect(Object.keys(acts).sort()).toEqual(['create_ticket', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'send_email']);
+    expect(acts.create_ticket!.name).toBe('create_ticket');
+  });
+
+  it("a tool's activity runs the fenced attempt with the tool name from its activity type, whatever the input says", async () => {
+    const seen: FencedToolInput[] = [];
+    const acts = toolCallActivities(['send_email', '__proto__'], async (input) => {
+      seen.push(input);
+      return {} as FencedToolResult;
+    });
+    await acts.send_email!({ tenant: 'acme', callId: 'c1', input: {} });
+    await acts.send_email!({ tenant: 'acme', callId: 'c2', input: {}, toolName: 'refund' });
+    expect(seen.map((i) => [i.callId, i.toolName])).toEqual([
+      ['c1', 'send_email'],
+      ['c2', 'send_email'],
+    ]);
+    expect(Object.keys(acts)).toEqual(['send_email', '__proto__']);
+    expect(Object.getPrototypeOf(acts)).toBe(Object.prototype);
+  });
+
+  it('isToolCallActivityType tells a tool call (its own type, or runFencedTool before issue 10) from the agent\'s other activities', () => {
+    expect(['send_email', 'runFencedTool', 'runModelTurn', 'describeToolCall', 'resolveToolCall', '', null].map(isToolCallActivityType)).toEqual([true, true, false, false, false, false, false]);
+  });
+});
+
+describe('agentWorkflow input: tool names and per-tool activity options', () => {
+  const base: AgentWorkflowInput = { tenant: 'acme', model: 'scripted', prompt: 'hi', tools: ['create_ticket', 'send_email'], budget: { maxTurns: 1, maxToolCalls: 1, deadlineMs: 1_000 } };
+  const refusal = (input: AgentWorkflowInput) => {
+    const error = thrown(() => validateAgentWorkflowInput(input));
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    return error as ApplicationFailure;
+  };
+
+  it('refuses a run offering a tool named like one of the agent\'s activities', () => {
+    expect(refusal({ ...base, tools: ['create_ticket', 'runModelTurn'] })).toMatchObject({ type: 'INVALID_ARGUMENT', nonRetryable: true, details: [{ field: 'tools[1]' }] });
+  });
+
+  it('refuses per-tool options for a tool the run does not offer, and bad values in them, naming the field', () => {
+    expect(refusal({ ...base, activityOptions: { perTool: { refund: {} } } }).details).toEqual([{ field: 'activityOptions.perTool.refund' }]);
+    expect(refusal({ ...base, activityOptions: { perTool: { send_email: { retry: { maximumAttempts: -1 } } } } }).details).toEqual([{ field: 'activityOptions.perTool.send_email.retry.maximumAttempts' }]);
+    expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { perTool: { send_email: { startToCloseTimeoutMs: 5_000 } } } })).not.toThrow();
+  });
+
+  it("a tool's options go over the run's field by field, retry too; other tools keep the run's", () => {
+    const opts = { startToCloseTimeoutMs: 60_000, heartbeatTimeoutMs: 5_000, retry: { maximumAttempts: 1, initialIntervalMs: 1_000 }, perTool: { send_email: { startToCloseTimeoutMs: 10_000, retry: { maximumAttempts: 5 } } } };
+    expect(toolActivityOptions(opts, 'send_email')).toMatchObject({ startToCloseTimeoutMs: 10_000, heartbeatTimeoutMs: 5_000, retry: { maximumAttempts: 5, initialIntervalMs: 1_000 } });
+    expect(toolActivityOptions(opts, 'create_ticket')).toBe(opts);
+    expect(toolActivityOptions(undefined, 'create_ticket')).toBeUndefined();
+  });
+});
