@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimplePlugin } from '@temporalio/plugin';
 import { Worker } from '@temporalio/worker';
+import { z } from 'zod';
 import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
 import { ToolCheckpointPlugin } from '../../src/plugin';
-import type { FencePoint } from '../../src/activities';
+import { defineTool, type FencePoint } from '../../src/activities';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { paymentActivities, readLedger } from './payment-activities';
-import { checkoutWorkflow, invoiceWorkflow } from './workflows';
+import { checkoutWorkflow, invoiceWorkflow, ticketWorkflow } from './workflows';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
@@ -150,5 +151,33 @@ describe('ToolCheckpointPlugin on a real server', () => {
     expect(readLedger(ledger)).toEqual([expect.objectContaining({ id: result.chargeId, idempotencyKey: null })]);
     expect(probe.seen).toEqual([]);
     expect(await checkpointOf('plugin-unfenced-1', 1)).toBeNull();
+  });
+
+  it('registers each defineTool tool as an activity named by the tool, fenced', async () => {
+    let executions = 0;
+    const createTicket = defineTool({
+      name: 'create_ticket',
+      revision: 'v1',
+      input: z.object({ title: z.string() }).strict(),
+      async execute(input) {
+        executions += 1;
+        return { output: { ticketId: `T-${input.title}` } };
+      },
+    });
+    const probe = failOnceAt('after-result-stored');
+    const result = await withWorker(
+      {
+        connection: env.nativeConnection,
+        taskQueue: 'plugin-tools',
+        workflowsPath: require.resolve('./workflows'),
+        plugins: [new ToolCheckpointPlugin({ store, tools: [createTicket], hooks: probe.hooks })],
+      },
+      () => env.client.workflow.execute(ticketWorkflow, { workflowId: 'plugin-tools-1', taskQueue: 'plugin-tools', args: [{ tenant: 'acme', callId: 'call-1', toolName: 'create_ticket', input: { title: 'printer' } }] }),
+    );
+    expect(executions).toBe(1);
+    expect(result).toMatchObject({ toolName: 'create_ticket', source: 'store', outcome: { ok: true, output: { ticketId: 'T-printer' } } });
+    const history = await env.client.workflow.getHandle('plugin-tools-1').fetchHistory();
+    const scheduled = history.events?.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    expect(scheduled).toEqual(['create_ticket']);
   });
 });

@@ -3,6 +3,7 @@
  * `proxyActivities` as any Temporal workflow does. The plugin fences them from the worker.
  */
 import { proxyActivities } from '@temporalio/workflow';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
 import type { PaymentActivities } from './payment-activities';
 
 const { chargeCard, sendInvoice } = proxyActivities<PaymentActivities>({
@@ -19,4 +20,10 @@ export async function checkoutWorkflow(customer: string, amountCents: number): P
 /** Sends an invoice through the activity another plugin registers. */
 export async function invoiceWorkflow(customer: string): Promise<{ invoiceId: string }> {
   return sendInvoice(customer);
+}
+
+/** Calls the `create_ticket` tool the plugin registers as its own activity type. */
+export async function ticketWorkflow(input: FencedToolInput): Promise<FencedToolResult> {
+  const { create_ticket } = proxyActivities<Record<'create_ticket', (input: FencedToolInput) => Promise<FencedToolResult>>>({ startToCloseTimeout: '30s', retry: { initialInterval: '100ms', maximumAttempts: 5 } });
+  return create_ticket(input);
 }
