@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile, type ClientConfigTLS, type ConfigDataSource } from '@temporalio/envconfig';
+import { loadClientConfig, loadClientConfigProfile, toClientOptions, type ClientConfigProfile, type ClientConfigTLS, type ConfigDataSource } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { CheckpointError } from './checkpoint/errors';
 
@@ -139,10 +139,12 @@ function nonEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && (e[1] !== '' || e[0].startsWith('TEMPORAL_GRPC_META_'))));
 }
 
-/** The profile and file envconfig read, or null when no file was found (then only the environment applied). */
+/** The profile and file envconfig read, or null when it read none (no file, or no "default" profile in it): then only the environment applied. */
 function profileInUse(name: string | undefined, configFile: string | undefined, env: Record<string, string>): TemporalConnection['profile'] {
   const path = configFile ?? defaultConfigFile(env);
-  return path !== undefined && existsSync(path) ? { name: name ?? 'default', file: resolve(path) } : null;
+  if (path === undefined || !existsSync(path)) return null;
+  const profileName = name ?? 'default';
+  return profileName in loadClientConfig({ configSource: { path }, overrideEnvVars: env }).profiles ? { name: profileName, file: resolve(path) } : null;
 }
 
 /** envconfig's default file on Linux and macOS-like homes: `$XDG_CONFIG_HOME` or `~/.config`, then `temporalio/temporal.toml`. */

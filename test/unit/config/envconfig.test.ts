@@ -75,6 +75,12 @@ describe('TOML profiles (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE)', () => {
     expect(temporal).toMatchObject({ address: 'env.example:7000', namespace: 'env-ns' });
   });
 
+  it('a file without a "default" profile, and no TEMPORAL_PROFILE: no profile is in use, temporal.config.ts applies', () => {
+    const noDefault = join(dir, 'no-default.toml');
+    writeFileSync(noDefault, '[profile.other]\naddress = "other.example:7233"\n');
+    expect(resolveConfig({ temporal: { address: 'file.example:7233' } }, { TEMPORAL_CONFIG_FILE: noDefault }).temporal).toMatchObject({ address: 'file.example:7233', profile: null });
+  });
+
   it('a profile the file lacks is INVALID_CONFIG naming TEMPORAL_PROFILE', () => {
     const error = configError(() => resolveConfig({}, { TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'prod' }));
     expect(error.details).toEqual({ field: 'TEMPORAL_PROFILE' });
