@@ -1,19 +1,22 @@
 // Workflow code for bench/overhead-bench.ts (runs in the workflow sandbox).
 import { proxyActivities } from '@temporalio/workflow';
-import type { FencedToolInput, FencedToolResult } from '../src/activities/contract';
+import { toolCallSummary, type FencedToolResult, type ToolCallInput } from '../src/activities/contract';
 
 interface BenchActivities {
   plainTool(input: { i: number }): Promise<{ ok: true; output: { i: number } }>;
-  runFencedTool(input: FencedToolInput): Promise<FencedToolResult>;
+  /** The fenced `echo` tool: its own activity type, as `agentWorkflow` schedules a tool (issue 10). */
+  echo(input: ToolCallInput): Promise<FencedToolResult>;
 }
 
-const activities = proxyActivities<BenchActivities>({ startToCloseTimeout: '30 seconds', heartbeatTimeout: '10 seconds' });
+const options = { startToCloseTimeout: '30 seconds', heartbeatTimeout: '10 seconds' } as const;
+const activities = proxyActivities<BenchActivities>(options);
 
-/** N sequential tool calls, either plain activities or fenced ones. */
+/** N sequential tool calls, either plain activities or fenced ones (with a summary, as agentWorkflow gives them). */
 export async function sequentialCalls(mode: 'plain' | 'fenced', n: number): Promise<number> {
   for (let i = 0; i < n; i += 1) {
+    const callId = `call-${i}`;
     if (mode === 'plain') await activities.plainTool({ i });
-    else await activities.runFencedTool({ tenant: 'bench', callId: `call-${i}`, toolName: 'echo', input: { i } });
+    else await proxyActivities<BenchActivities>({ ...options, summary: toolCallSummary('echo', callId) }).echo({ tenant: 'bench', callId, input: { i } });
   }
   return n;
 }

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { CrashPoint } from '../src/activities/crash-points';
-import type { FencedToolInput, FencedToolResult } from '../src/activities/contract';
+import { isToolCallActivityType, type FencedToolInput, type FencedToolResult } from '../src/activities/contract';
 import { callBindingId } from '../src/checkpoint/call-identity';
 import type { CheckpointRecord } from '../src/checkpoint/types';
 import { scriptedRunInput, startAgentRun } from '../src/client';
@@ -180,7 +180,7 @@ export class Repetition {
       while (running) {
         const pending = (await handle.describe().catch(() => null))?.raw.pendingActivities ?? [];
         for (const activity of pending) {
-          if (activity.activityType?.name !== 'runFencedTool') continue;
+          if (!isToolCallActivityType(activity.activityType?.name)) continue;
           const attempt = activity.attempt ?? 0;
           maxAttempt = Math.max(maxAttempt, attempt);
           const failure = activity.lastFailure;
@@ -301,9 +301,9 @@ export class Repetition {
       const id = String(event.eventId);
       const at = tsToMs(event.eventTime);
       const s = event.activityTaskScheduledEventAttributes;
-      if (s && s.activityType?.name === 'runFencedTool') {
+      if (s && isToolCallActivityType(s.activityType?.name)) {
         const data = s.input?.payloads?.[0]?.data;
-        if (data) scheduled.set(id, (JSON.parse(Buffer.from(data).toString('utf8')) as FencedToolInput).callId);
+        if (data) scheduled.set(id, (JSON.parse(Buffer.from(data).toString('utf8')) as Pick<FencedToolInput, 'callId'>).callId);
       }
       const st = event.activityTaskStartedEventAttributes;
       if (st) started.set(String(st.scheduledEventId), st.attempt ?? 0);

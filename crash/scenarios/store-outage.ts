@@ -13,6 +13,7 @@ import { checkEffects, countLostResults, settleWithOperator } from '../checks';
 import type { Repetition } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';
 import { emailCall } from '../transcripts';
+import { isToolCallActivityType } from '../../src/activities/contract';
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
@@ -39,7 +40,7 @@ export const storeOutageScenario: Scenario = {
       while (Date.now() < until) {
         const pending = (await handle.describe().catch(() => null))?.raw.pendingActivities ?? [];
         for (const activity of pending) {
-          if (activity.activityType?.name !== 'runFencedTool') continue;
+          if (!isToolCallActivityType(activity.activityType?.name)) continue;
           attempts = Math.max(attempts, activity.attempt ?? 0);
           const type = activity.lastFailure?.applicationFailureInfo?.type;
           if (type) failures.add(type);
