@@ -15,7 +15,7 @@ import { ToolCheckpointPlugin } from '../../src/plugin';
 import { defineTool, type FencePoint } from '../../src/activities';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { paymentActivities, readLedger } from './payment-activities';
-import { checkoutWorkflow, invoiceWorkflow, ticketWorkflow } from './workflows';
+import { chargeEachRunWorkflow, checkoutWorkflow, invoiceWorkflow, ticketWorkflow } from './workflows';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
@@ -179,5 +179,23 @@ describe('ToolCheckpointPlugin on a real server', () => {
     const history = await env.client.workflow.getHandle('plugin-tools-1').fetchHistory();
     const scheduled = history.events?.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
     expect(scheduled).toEqual(['create_ticket']);
+  });
+
+  it('gives calls of a continued-as-new run their own identity (sequence numbers restart, the chain does not)', async () => {
+    const ledger = join(dir, 'ledger-5.jsonl');
+    const result = await withWorker(
+      {
+        connection: env.nativeConnection,
+        taskQueue: 'plugin-can',
+        workflowsPath: require.resolve('./workflows'),
+        activities: { chargeCard: paymentActivities(ledger).chargeCard },
+        plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } })],
+      },
+      () => env.client.workflow.execute(chargeEachRunWorkflow, { workflowId: 'plugin-can-1', taskQueue: 'plugin-can', args: ['cus_5', 3] }),
+    );
+    const effects = readLedger(ledger);
+    expect(effects).toHaveLength(3);
+    expect(new Set(effects.map((e) => e.idempotencyKey)).size).toBe(3);
+    expect(result).toEqual({ chargeId: effects[2]!.id });
   });
 });

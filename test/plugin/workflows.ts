@@ -2,7 +2,7 @@
  * A user's plain workflows, unaware of the fence: they call their activities through
  * `proxyActivities` as any Temporal workflow does. The plugin fences them from the worker.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities } from '@temporalio/workflow';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
 import type { PaymentActivities } from './payment-activities';
 
@@ -26,4 +26,11 @@ export async function invoiceWorkflow(customer: string): Promise<{ invoiceId: st
 export async function ticketWorkflow(input: FencedToolInput): Promise<FencedToolResult> {
   const { create_ticket } = proxyActivities<Record<'create_ticket', (input: FencedToolInput) => Promise<FencedToolResult>>>({ startToCloseTimeout: '30s', retry: { initialInterval: '100ms', maximumAttempts: 5 } });
   return create_ticket(input);
+}
+
+/** Charges once per run, over `runs` runs of one chain (continue-as-new restarts the activity sequence numbers). */
+export async function chargeEachRunWorkflow(customer: string, runs: number): Promise<{ chargeId: string }> {
+  const charge = await chargeCard(customer, runs);
+  if (runs > 1) return continueAsNew<typeof chargeEachRunWorkflow>(customer, runs - 1);
+  return charge;
 }
