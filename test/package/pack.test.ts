@@ -4,25 +4,26 @@
  * import the package by name only. Checks what a user depends on: the tarball holds the built
  * entries and nothing else, every entry of the `exports` map loads and nothing else does, the
  * types resolve under both TypeScript resolutions, the workflow-safe entry bundles, and a worker
- * plus workflow from the installed package fence a tool call on a real dev server.
+ * plus workflow from the installed package, with the plugin fencing a plain activity, survive a
+ * SIGKILL after the effect on a real dev server.
  *
  * Dependencies come from the npm cache or the registry (`--prefer-offline`). Install scripts are
  * skipped (`--ignore-scripts`: compiling better-sqlite3 takes minutes here), so the consumer uses
  * the PostgreSQL store of the jest global setup.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
-const PLUGIN_SOURCE = join(ROOT, 'src/plugin/index.ts');
-const ENTRIES = ['temporal-tool-checkpoint', 'temporal-tool-checkpoint/workflow', 'temporal-tool-checkpoint/testing', ...(existsSync(PLUGIN_SOURCE) ? ['temporal-tool-checkpoint/plugin'] : [])];
+const ENTRIES = ['temporal-tool-checkpoint', 'temporal-tool-checkpoint/workflow', 'temporal-tool-checkpoint/plugin', 'temporal-tool-checkpoint/workflow-interceptors', 'temporal-tool-checkpoint/testing'];
 
 jest.setTimeout(600_000);
 
@@ -50,7 +51,7 @@ describe('npm pack', () => {
   test('the tarball holds the built entries with their types, the CLI and the README; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
-    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
+    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'plugin/index.js', 'plugin/index.d.ts', 'plugin/workflow-interceptors.js', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
       expect(files).toContain(`package/dist/src/${f}`);
     }
     expect(files).toContain('package/README.md');
@@ -72,7 +73,8 @@ describe('installed in a fresh project', () => {
     expect(out['temporal-tool-checkpoint']).toEqual(expect.arrayContaining(['createToolActivities', 'defineTool', 'openCheckpointStore', 'CheckpointError']));
     expect(out['temporal-tool-checkpoint/workflow']).toEqual(expect.arrayContaining(['agentWorkflow', 'isOutcomeUnknown', 'NOTHING_APPLIED_CODES']));
     expect(out['temporal-tool-checkpoint/testing']).toEqual(expect.arrayContaining(['createTempSqliteStore', 'runCrashAndRetry', 'createTimeSkippingEnv', 'FENCE_POINTS']));
-    if (ENTRIES.includes('temporal-tool-checkpoint/plugin')) expect(out['temporal-tool-checkpoint/plugin']).toEqual(expect.arrayContaining(['ToolCheckpointPlugin']));
+    expect(out['temporal-tool-checkpoint/plugin']).toEqual(expect.arrayContaining(['ToolCheckpointPlugin']));
+    expect(out['temporal-tool-checkpoint/workflow-interceptors']).toEqual(['interceptors']);
     expect(out.version).toBe(require('../../package.json').version);
     expect(out.deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
@@ -82,6 +84,8 @@ describe('installed in a fresh project', () => {
     const typed = `${imports}
 import { defineTool, type ToolDefinition } from 'temporal-tool-checkpoint';
 import type { CrashAndRetryReport } from 'temporal-tool-checkpoint/testing';
+import type { ToolCheckpointPluginOptions } from 'temporal-tool-checkpoint/plugin';
+export type F = ToolCheckpointPluginOptions['fence'];
 import type { AgentWorkflowInput } from 'temporal-tool-checkpoint/workflow';
 export const t: ToolDefinition<unknown> | undefined = undefined;
 export type R = CrashAndRetryReport['effects'] & number;
@@ -112,16 +116,29 @@ export const d = defineTool;
       await db?.drop();
     });
 
-    test('a worker and a workflow from the installed package fence a tool call: one effect, the repeated call delivered from the store', async () => {
-      const { stdout } = await run(process.execPath, ['run-worker.js'], { cwd: consumer, env: { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url }, maxBuffer: 64 << 20 });
-      const last = stdout.trim().split('\n').at(-1)!;
-      const { result, effects } = JSON.parse(last) as { result: { first: { source: string; outcome: unknown }; again: { source: string; outcome: unknown }; nothingAppliedCodes: number }; effects: number };
-      expect(effects).toBe(1);
-      expect(result.first.source).toBe('executed');
-      expect(result.again.source).toBe('store');
-      expect(result.again.outcome).toEqual(result.first.outcome);
-      expect(result.first.outcome).toMatchObject({ ok: true, output: { messageId: 'm-1', to: 'a@example.com' } });
+    test('a plain activity fenced by the plugin from the installed package: worker SIGKILLed after the effect, a second worker delivers the looked-up result; one effect', async () => {
+      const env = { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url, LEDGER: join(dir, 'ledger.jsonl'), WORKFLOW_ID: `consumer-email-${Date.now()}`, TASK_QUEUE: `consumer-${Date.now()}` };
+      const killed = await run(process.execPath, ['run-worker.js', 'start'], { cwd: consumer, env: { ...env, TTC_CRASH_AT: 'after-effect:sendEmail' } }).then(
+        () => 'exited',
+        (error: { signal?: string }) => error.signal,
+      );
+      expect(killed).toBe('SIGKILL');
+      const clean: NodeJS.ProcessEnv = { ...env };
+      delete clean.TTC_CRASH_AT;
+      const { stdout } = await run(process.execPath, ['run-worker.js', 'finish'], { cwd: consumer, env: clean, maxBuffer: 64 << 20 });
+      const { result } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: { email: { messageId: string }; nothingAppliedCodes: number } };
+      const ledger = readFileSync(env.LEDGER, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messageId: string; idempotencyKey: string | null });
+      expect(ledger).toHaveLength(1);
+      expect(ledger[0]!.idempotencyKey).toMatch(/^ttc/);
+      expect(result.email).toEqual({ messageId: ledger[0]!.messageId });
       expect(result.nothingAppliedCodes).toBeGreaterThan(0);
+      const store = await openCheckpointStore(db.url);
+      try {
+        const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 100 });
+        expect(records.map((r) => [r.binding.toolName, r.status, r.result?.payload])).toEqual([['sendEmail', 'delivered', { ok: true, output: result.email, receipt: null }]]);
+      } finally {
+        await store.close();
+      }
     });
   });
 });

@@ -1,0 +1,77 @@
+/**
+ * Testing fenced tools in your own jest suite, with the public entries only:
+ * `temporal-tool-checkpoint/testing` runs one call through a crash after its effect (no server),
+ * and a worker with `ToolCheckpointPlugin` runs a plain workflow on the time-skipping server.
+ * Set TEMPORAL_TEST_SERVER_PATH to run the server offline; without it the SDK downloads one.
+ */
+import { Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { defineTool, type ToolDefinition } from 'temporal-tool-checkpoint';
+import { ToolCheckpointPlugin } from 'temporal-tool-checkpoint/plugin';
+import { createTempSqliteStore, createTimeSkippingEnv, runCrashAndRetry, type TempCheckpointStore } from 'temporal-tool-checkpoint/testing';
+import { findSent, outbox, send, sendWelcomeEmail } from './activities';
+
+jest.setTimeout(120_000);
+
+/** The same effect as a `defineTool` tool, with or without the provider's lookup. */
+function welcomeTool(withLookup: boolean): ToolDefinition<{ to: string }> {
+  return defineTool({
+    name: 'send_welcome_email',
+    revision: 'v1',
+    input: z.object({ to: z.string() }),
+    callDeadlineMs: 1_000,
+    async execute(input, ctx) {
+      return { output: send(input.to, ctx.idempotencyKey) };
+    },
+    ...(withLookup ? { lookup: findSent } : {}),
+  });
+}
+
+beforeEach(() => {
+  outbox.length = 0;
+});
+
+describe('a crash right after the effect, then a retry', () => {
+  test('with a lookup: the retry finds the sent email by its key and delivers it; one email', async () => {
+    const report = await runCrashAndRetry({ tool: welcomeTool(true), input: { to: 'ada@example.com' }, activities: { reconcileMarginMs: 0 } });
+    expect(report).toMatchObject({ crashed: true, effects: 1, retry: { result: { source: 'lookup', outcome: { ok: true, output: { messageId: 'msg-1' } } } } });
+    expect(outbox).toHaveLength(1);
+  });
+
+  test('without a lookup: the retry never sends again; it pauses the call for a person (OUTCOME_UNKNOWN)', async () => {
+    const report = await runCrashAndRetry({ tool: welcomeTool(false), input: { to: 'ada@example.com' }, activities: { reconcileMarginMs: 0 } });
+    expect(report).toMatchObject({ crashed: true, effects: 1, retry: { failure: { type: 'OUTCOME_UNKNOWN' } } });
+    expect(outbox).toHaveLength(1);
+  });
+});
+
+describe('a plain workflow on the time-skipping server, its activity fenced by the plugin', () => {
+  let env: TestWorkflowEnvironment;
+  let temp: TempCheckpointStore;
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    temp = await createTempSqliteStore();
+  });
+  afterAll(async () => {
+    await env?.teardown();
+    await temp?.close();
+  });
+
+  test('the activity runs once under an idempotency key, and its result is stored and delivered', async () => {
+    const plugin = new ToolCheckpointPlugin({ store: temp.store, fence: { sendWelcomeEmail: { revision: 'v1', lookup: findSent } } });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: 'signup',
+      workflowsPath: require.resolve('./workflows'),
+      activities: { sendWelcomeEmail },
+      plugins: [plugin],
+    });
+    const result = await worker.runUntil(env.client.workflow.execute('signupWorkflow', { taskQueue: 'signup', workflowId: `signup-${Date.now()}`, args: ['ada@example.com'] }));
+    expect(result).toEqual({ messageId: 'msg-1' });
+    expect(outbox).toEqual([{ to: 'ada@example.com', messageId: 'msg-1', idempotencyKey: expect.stringMatching(/^ttc/) }]);
+    const [record, ...others] = await temp.store.listByStatus(['delivered', 'completed', 'executing', 'uncertain'], { limit: 10 });
+    expect(others).toEqual([]);
+    expect(record).toMatchObject({ status: 'delivered', binding: { toolName: 'sendWelcomeEmail' }, result: { payload: { ok: true, output: result } } });
+  });
+});
