@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
@@ -102,6 +103,18 @@ export const d = defineTool;
   test('the ttc command line is installed as a bin and prints its help', async () => {
     const { stdout } = await run(join(consumer, 'node_modules/.bin/ttc'), ['--help'], { cwd: consumer });
     expect(stdout).toMatch(/Usage: ttc/);
+  });
+
+  test("the testing entry's example runs in the fresh project with jest, against the installed package", async () => {
+    // Install scripts were skipped: give better-sqlite3 the binary this repository built for the same version and Node.
+    const version = (p: string): string => (JSON.parse(readFileSync(join(p, 'node_modules/better-sqlite3/package.json'), 'utf8')) as { version: string }).version;
+    expect(version(consumer)).toBe(version(ROOT));
+    cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true });
+    cpSync(join(ROOT, 'examples/testing'), join(consumer, 'example'), { recursive: true, filter: (f) => !f.endsWith('jest.config.js') });
+    const config = { rootDir: consumer, roots: ['<rootDir>/example'], testEnvironment: 'node', transform: { '^.+\\.ts$': [require.resolve('ts-jest'), { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }] } };
+    const env = { ...process.env, TEMPORAL_TEST_SERVER_PATH: temporalTestServerPath(ROOT) };
+    const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], { cwd: consumer, env, maxBuffer: 64 << 20 });
+    expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
   });
 
   describe('on a real dev server', () => {
