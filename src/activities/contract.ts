@@ -79,11 +79,12 @@ export interface FencedToolInput {
 export type ToolCallInput = Omit<FencedToolInput, 'toolName'> & { readonly toolName?: string };
 
 /**
- * The activity names the agent layer registers itself. A tool may not be named after one of
- * them (its activity would collide): `defineTool` refuses such a tool with INVALID_ARGUMENT.
- * `runFencedTool` stays registered for runs that scheduled tool calls under it before issue 10.
+ * The activity names a tool may not take, since each tool is registered as an activity of its
+ * name: the ones the agent layer registers itself (`runFencedTool` stays registered for runs that
+ * scheduled tool calls under it before issue 10) and `default`, which the Temporal worker runs for
+ * every activity type nothing else registers. `defineTool` refuses them with INVALID_ARGUMENT.
  */
-export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool'] as const;
+export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default'] as const;
 export type ReservedActivityName = (typeof RESERVED_ACTIVITY_NAMES)[number];
 
 /** Whether `name` is one of {@link RESERVED_ACTIVITY_NAMES}. */
@@ -100,6 +101,13 @@ export function isToolCallActivityType(activityType: string | null | undefined):
   if (typeof activityType !== 'string' || activityType.length === 0) return false;
   return activityType === 'runFencedTool' || !isReservedActivityName(activityType);
 }
+
+/**
+ * The failure type the Temporal worker gives an activity whose type it does not register
+ * (`ApplicationFailure` `NotFoundError`). The agent workflow makes it non-retryable for tool
+ * activities and reports the call as UNKNOWN_TOOL: the activity never ran, nothing was applied.
+ */
+export const ACTIVITY_NOT_REGISTERED = 'NotFoundError';
 
 /**
  * The summary the agent workflow gives a tool call's activity (shown by the Temporal UI and

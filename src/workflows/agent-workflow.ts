@@ -24,7 +24,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { toolCallSummary, type FencedToolInput, type FencedToolResult, type ToolCallInput, type ToolOutcome } from '../activities/contract';
+import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type FencedToolResult, type ToolCallInput, type ToolOutcome } from '../activities/contract';
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ModelTurnResult } from '../model/types';
@@ -267,7 +267,8 @@ class AgentRun {
   private async runTool(call: CallState): Promise<RunStop | null> {
     this.state.phase = 'tools';
     call.status = 'running';
-    const attempt = await this.scheduleTool(call);
+    const ownType = patched(TOOL_ACTIVITY_TYPES_PATCH);
+    const attempt = await this.scheduleTool(call, ownType);
     switch (attempt.kind) {
       case 'ok': {
         const result = attempt.value;
@@ -297,6 +298,11 @@ class AgentRun {
       case 'failed': {
         const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
         const message = activityFailureMessage(attempt.error);
+        if (ownType && type === ACTIVITY_NOT_REGISTERED) {
+          // No worker function ran: the run offers a tool the worker does not register.
+          this.failCall(call, 'UNKNOWN_TOOL', `UNKNOWN_TOOL: the worker does not register tool "${call.toolName}" (activity type ${call.toolName}); nothing ran (${message})`);
+          return null;
+        }
         const digest = activityFailureDetails(attempt.error)?.intentDigest;
         if (typeof digest === 'string') call.intentDigest = digest;
         if (type === 'APPROVAL_EXPIRED') {
@@ -379,19 +385,21 @@ class AgentRun {
 
   /**
    * Runs one fenced attempt of the call as the tool's own activity (type = tool name, summary
-   * naming the call id, the tool's `perTool` activity options). A run whose history predates
-   * per-tool activity types (no {@link TOOL_ACTIVITY_TYPES_PATCH} marker) keeps scheduling
-   * `runFencedTool` with the tool name in its input, so it replays as it ran.
+   * naming the call id, the tool's `perTool` activity options; an activity type no worker
+   * registers fails at once, see {@link ACTIVITY_NOT_REGISTERED}). A run whose history predates
+   * per-tool activity types (`ownType` false: no {@link TOOL_ACTIVITY_TYPES_PATCH} marker) keeps
+   * scheduling `runFencedTool` with the tool name in its input, so it replays as it ran.
    */
-  private scheduleTool(call: CallState): Promise<ActivityAttempt<FencedToolResult>> {
-    if (!patched(TOOL_ACTIVITY_TYPES_PATCH)) {
-      return this.callActivity('tool', (options) => agentActivities(options).runFencedTool(this.toolInput(call)));
-    }
+  private scheduleTool(call: CallState, ownType: boolean): Promise<ActivityAttempt<FencedToolResult>> {
+    if (!ownType) return this.callActivity('tool', (options) => agentActivities(options).runFencedTool(this.toolInput(call)));
     const { toolName: _toolName, ...input }: ToolCallInput = this.toolInput(call);
     const summary = toolCallSummary(call.toolName, call.callId);
     return this.callActivity(
       'tool',
-      (options) => proxyActivities<ToolCallActivities>({ ...options, summary })[call.toolName]!(input),
+      (options) => {
+        const nonRetryableErrorTypes = [...(options.retry?.nonRetryableErrorTypes ?? []), ACTIVITY_NOT_REGISTERED];
+        return proxyActivities<ToolCallActivities>({ ...options, summary, retry: { ...options.retry, nonRetryableErrorTypes } })[call.toolName]!(input);
+      },
       toolActivityOptions(this.input.activityOptions, call.toolName),
     );
   }

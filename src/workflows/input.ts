@@ -100,7 +100,8 @@ function toRetryPolicy(retry: ActivityRetryInput): RetryPolicy {
   if (retry.initialIntervalMs !== undefined) policy.initialInterval = retry.initialIntervalMs;
   if (retry.backoffCoefficient !== undefined) policy.backoffCoefficient = retry.backoffCoefficient;
   if (retry.maximumIntervalMs !== undefined) policy.maximumInterval = retry.maximumIntervalMs;
-  if (retry.maximumAttempts !== undefined) policy.maximumAttempts = retry.maximumAttempts;
+  // 0 means unlimited (ActivityRetryInput); the SDK refuses 0 and fails the workflow task, so it is left out.
+  if (retry.maximumAttempts !== undefined && retry.maximumAttempts > 0) policy.maximumAttempts = retry.maximumAttempts;
   if (retry.nonRetryableErrorTypes !== undefined) policy.nonRetryableErrorTypes = [...retry.nonRetryableErrorTypes];
   return policy;
 }

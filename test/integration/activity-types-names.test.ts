@@ -10,7 +10,7 @@ import { createToolActivities, defineTool, toolCallActivities } from '../../src/
 import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/input';
+import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/input';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 
 const tool = (name: string) => ({ name, revision: 'v1', input: z.object({}).strict(), execute: async () => ({ output: null }) });
@@ -84,5 +84,9 @@ describe('agentWorkflow input: tool names and per-tool activity options', () => 
     expect(toolActivityOptions(opts, 'send_email')).toMatchObject({ startToCloseTimeoutMs: 10_000, heartbeatTimeoutMs: 5_000, retry: { maximumAttempts: 5, initialIntervalMs: 1_000 } });
     expect(toolActivityOptions(opts, 'create_ticket')).toBe(opts);
     expect(toolActivityOptions(undefined, 'create_ticket')).toBeUndefined();
+  });
+
+  it('maximumAttempts 0 (unlimited) reaches Temporal as no limit, never as 0 (which the SDK refuses, failing the workflow task)', () => {
+    expect(activityOptionsFor('tool', 10_000, { retry: { maximumAttempts: 0, initialIntervalMs: 100 } }).retry).toEqual({ initialInterval: 100 });
   });
 });

@@ -89,7 +89,7 @@ describe('each tool is its own activity type (real server, real activities)', ()
   });
 
   /** Runs one agent run to its end on a fresh task queue; returns its result and history. */
-  async function run(script: ModelTurnResult[], activityOptions?: AgentWorkflowInput['activityOptions']) {
+  async function run(script: ModelTurnResult[], activityOptions?: AgentWorkflowInput['activityOptions'], offered: readonly string[] = ['create_ticket', 'send_email']) {
     const taskQueue = `activity-types-${++seq}`;
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -103,7 +103,7 @@ describe('each tool is its own activity type (real server, real activities)', ()
         model: 'scripted',
         modelOptions: { script } as never,
         prompt: 'Open a ticket and tell the customer.',
-        tools: ['create_ticket', 'send_email'],
+        tools: offered,
         budget: { maxTurns: 4, maxToolCalls: 4, deadlineMs: 60_000 },
         ...(activityOptions !== undefined ? { activityOptions } : {}),
       };
@@ -185,5 +185,21 @@ describe('each tool is its own activity type (real server, real activities)', ()
     const startToClose = (eventId: string) => events.find((e) => String(e.eventId) === eventId)?.activityTaskScheduledEventAttributes?.startToCloseTimeout?.seconds;
     expect(Number(startToClose(email.eventId))).toBe(15);
     expect(Number(startToClose(ticket.eventId))).toBe(20);
+  });
+
+  it('a tool the run offers but no worker registers fails at once as UNKNOWN_TOOL (nothing ran), and the run goes on', async () => {
+    const { result, events } = await run(
+      [{ stopReason: 'tool_use', text: 'on it', toolCalls: [call('toolu_1', 'refund', { amount: 5 }), call('toolu_2', 'send_email', { to: 'a@b.c' })] }],
+      { retry: { maximumAttempts: 0 } },
+      ['refund', 'send_email'],
+    );
+    expect(result.calls[0]).toMatchObject({ callId: 'toolu_1', status: 'failed', errorType: 'UNKNOWN_TOOL' });
+    expect(result.calls[1]).toMatchObject({ callId: 'toolu_2', status: 'completed' });
+    expect(effects).toEqual(['send_email:a@b.c']);
+    const refund = scheduled(events).find((a) => a.type === 'refund')!;
+    expect(refund.retry?.nonRetryableErrorTypes).toContain('NotFoundError');
+    const failed = events.find((e) => String(e.activityTaskFailedEventAttributes?.scheduledEventId) === refund.eventId)?.activityTaskFailedEventAttributes;
+    expect(failed?.failure?.applicationFailureInfo?.type).toBe('NotFoundError');
+    expect(events.filter((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === refund.eventId).map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
   });
 });
