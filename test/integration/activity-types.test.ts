@@ -4,6 +4,7 @@
  * agent's actions, each tool call's activity carries a summary naming its call id, and a tool's
  * own retry policy (`activityOptions.perTool`) is the one Temporal applies to it.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
+import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
@@ -112,7 +114,7 @@ describe('each tool is its own activity type (real server, real activities)', ()
       const handle = env.client.workflow.getHandle<typeof agentWorkflow>(workflowId);
       const result = await handle.result();
       const events = (await handle.fetchHistory()).events ?? [];
-      return { result, events };
+      return { result, events, workflowId };
     });
   }
 
@@ -127,7 +129,7 @@ describe('each tool is its own activity type (real server, real activities)', ()
   }
 
   it("schedules each tool call as an activity named after the tool, with a summary naming the call id; history reads as the agent's actions", async () => {
-    const { result, events } = await run([
+    const { result, events, workflowId } = await run([
       { stopReason: 'tool_use', text: 'on it', toolCalls: [call('toolu_1', 'create_ticket', { title: 'printer' }), call('toolu_2', 'send_email', { to: 'a@b.c' })] },
     ]);
 
@@ -144,6 +146,10 @@ describe('each tool is its own activity type (real server, real activities)', ()
     // The activity type names the tool; the input carries the call, not the tool name.
     expect(acts[1]!.input).toMatchObject({ tenant: 'acme', callId: 'toolu_1', input: { title: 'printer' } });
     expect(acts[1]!.input).not.toHaveProperty('toolName');
+    // What an operator reads with `temporal workflow show`: the tools by name, each with its call.
+    const shown = execFileSync(temporalCliPath(), ['workflow', 'show', '--workflow-id', workflowId, '--address', env.devServer.address, '--namespace', env.devServer.namespace, '--output', 'json'], { encoding: 'utf8' });
+    const shownTypes = [...shown.matchAll(/"activityType":\s*\{\s*"name":\s*"([^"]+)"/g)].map((m) => m[1]);
+    expect(shownTypes).toEqual(['runModelTurn', 'create_ticket', 'send_email', 'runModelTurn']);
     // The run recorded the patch marker that makes replays of it schedule the tools' own types.
     expect(events.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')).toBe(true);
   });
