@@ -5,6 +5,38 @@ const { builtinModules } = require('node:module');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+/** Modules of src/plugin that run on the Node side (the worker), never in the workflow sandbox. */
+const NODE_SIDE_PLUGIN_MODULES = ['index', 'tool-checkpoint-plugin', 'fence-interceptor', 'options', 'call-context', 'call-identity'];
+
+/**
+ * The workflow-sandbox import rules for `files`, whose path to `src/` is `toSrc` ('../' or './'):
+ * nothing Node-only, no drivers, no Node-side project code (stores, digests, activities beyond the
+ * contract, the plugin's Node side, the testing entry, the root barrel). `extra`: more patterns.
+ */
+function sandboxRules(files, toSrc, extra = []) {
+  const src = (names) => names.flatMap((name) => [`${toSrc}${name}`, `${toSrc}${name}/**`]);
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code runs in the Temporal sandbox: no Node builtins' })),
+          patterns: [
+            { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/plugin', '@temporalio/envconfig', '@temporalio/testing', 'pg', 'better-sqlite3'], message: 'workflow code must not import Node-side packages' },
+            { group: [...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']), ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`)], message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel' },
+            { regex: `^${toSrc.replace(/\./g, '\\.')}(activities|model|plugin)/?$`, message: 'workflow code must not import the activities, model or plugin barrels (Node-side)' },
+            { group: [`${toSrc}activities/*`, `!${toSrc}activities/contract`, `!${toSrc}activities/error-classes`], message: 'workflow code imports only the sandbox-safe activities/contract and activities/error-classes' },
+            { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
+            { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `${toSrc}plugin/${m}`), message: "workflow code must not import the plugin's Node side (fence interceptor, plugin class, options, activity context)" },
+            ...extra,
+          ],
+        },
+      ],
+    },
+  };
+}
+
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', '**/*.js'] },
   ...tseslint.configs.recommended,
@@ -18,24 +50,13 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
-  {
-    // The workflow sandbox: nothing Node-only, no drivers, no Node-side project code.
-    files: ['src/workflows/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code runs in the Temporal sandbox: no Node builtins' })),
-          patterns: [
-            { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', 'pg', 'better-sqlite3'], message: 'workflow code must not import Node-side packages' },
-            { group: ['../stores/**', '../stores', '../checkpoint/digest', '../checkpoint/codec', '../index', '../cli/**', '../dev/**', '../config', '../worker', '../client'], message: 'workflow code must not reach node:crypto, stores or the root barrel' },
-            { group: ['../activities/*', '!../activities/contract', '!../activities/error-classes'], message: 'workflow code imports only the sandbox-safe activities/contract and activities/error-classes' },
-            { group: ['../model/*', '!../model/types'], message: 'workflow code imports only model/types' },
-          ],
-        },
-      ],
-    },
-  },
+  // The workflow sandbox: the agent workflow, the workflow-safe entry and the plugin's workflow
+  // interceptor module (with the call header it shares with the Node side).
+  sandboxRules(['src/workflows/**/*.ts'], '../'),
+  sandboxRules(['src/workflow.ts'], './'),
+  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts'], '../', [
+    { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `./${m}`), message: "the plugin's workflow side must not import the plugin's Node side" },
+  ]),
   {
     // The pure protocol core: no Temporal, no drivers, no stores or activities, no filesystem, no env or clock.
     files: ['src/checkpoint/**/*.ts'],
