@@ -7,19 +7,28 @@
  * (`firstExecutionRunId`). The fence interceptor reads it only for fenced activity types.
  */
 import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
-import { callIdOf, withCallHeader } from './call-header';
+import { callIdOf, withCallHeader, type CallHeader } from './call-header';
 
 class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
+  /**
+   * Local activity calls by their argument array: a local activity retried after a backoff timer
+   * (past `localRetryThreshold`) is scheduled again by the SDK under a new sequence number, with the
+   * same `args` array and `attempt` > 1; it keeps the call of its first schedule (replay repeats this).
+   */
+  private readonly localCalls = new WeakMap<unknown[], CallHeader>();
+
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleActivity'] & {}> {
     return next({ ...input, headers: withCallHeader(input.headers, callOf(input.seq)) });
   }
 
   scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] & {}> {
-    return next({ ...input, headers: withCallHeader(input.headers, callOf(input.seq)) });
+    const call = (input.attempt > 1 ? this.localCalls.get(input.args) : undefined) ?? callOf(input.seq);
+    this.localCalls.set(input.args, call);
+    return next({ ...input, headers: withCallHeader(input.headers, call) });
   }
 }
 
-function callOf(seq: number): { callId: string; runChainId: string } {
+function callOf(seq: number): CallHeader {
   const info = workflowInfo();
   return { callId: callIdOf(seq, info.continuedFromExecutionRunId), runChainId: info.firstExecutionRunId };
 }
