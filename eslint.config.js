@@ -6,7 +6,7 @@ const { builtinModules } = require('node:module');
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 /** Modules of src/plugin that run on the Node side (the worker), never in the workflow sandbox. */
-const NODE_SIDE_PLUGIN_MODULES = ['index', 'tool-checkpoint-plugin', 'fence-interceptor', 'options', 'call-context', 'call-identity'];
+const NODE_SIDE_PLUGIN_MODULES = ['index', 'tool-checkpoint-plugin', 'fence-interceptor', 'options', 'call-context', 'call-identity', 'approval-activity'];
 
 /**
  * The workflow-sandbox import rules for `files`, whose path to `src/` is `toSrc` ('../' or './'):
@@ -54,7 +54,7 @@ module.exports = tseslint.config(
   // interceptor module (with the call header it shares with the Node side).
   sandboxRules(['src/workflows/**/*.ts'], '../'),
   sandboxRules(['src/workflow.ts'], './'),
-  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts'], '../', [
+  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts', 'src/plugin/approval-scope.ts', 'src/plugin/approval-describe.ts', 'src/plugin/approval-contract.ts'], '../', [
     { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `./${m}`), message: "the plugin's workflow side must not import the plugin's Node side" },
   ]),
   {

@@ -31,3 +31,9 @@ export type { FencedToolInput, FencedToolResult, ResultSource, ToolOutcome } fro
 export type { ToolActivities } from './workflows/activity-types';
 export type * from './workflows/types';
 export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/types';
+// Approved calls through the plugin: describe a fenced call for a person, run it under the digest they approved.
+export { withApprovedIntent } from './plugin/approval-scope';
+export { fencedCallDescriber } from './plugin/approval-describe';
+export type { FencedCallDescriber } from './plugin/approval-describe';
+export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/approval-contract';
+export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/approval-contract';

@@ -82,9 +82,10 @@ export type ToolCallInput = Omit<FencedToolInput, 'toolName'> & { readonly toolN
  * The activity names a tool may not take, since each tool is registered as an activity of its
  * name: the ones the agent layer registers itself (`runFencedTool` stays registered for runs that
  * scheduled tool calls under it before issue 10) and `default`, which the Temporal worker runs for
- * every activity type nothing else registers. `defineTool` refuses them with INVALID_ARGUMENT.
+ * every activity type nothing else registers, and `describeFencedCall`, which `ToolCheckpointPlugin`
+ * registers with fenced activities. `defineTool` refuses them with INVALID_ARGUMENT.
  */
-export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default'] as const;
+export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default', 'describeFencedCall'] as const;
 export type ReservedActivityName = (typeof RESERVED_ACTIVITY_NAMES)[number];
 
 /** Whether `name` is one of {@link RESERVED_ACTIVITY_NAMES}. */

@@ -188,7 +188,7 @@ function attemptContext(idempotencyKeySecret: Uint8Array | undefined): AttemptCo
  *
  * @throws {@link CheckpointError} APPROVAL_MISMATCH when the digests differ; nothing was written or run.
  */
-function assertApprovedIntent(call: PreparedCall): void {
+export function assertApprovedIntent(call: PreparedCall): void {
   const expected = call.input.expectedIntentDigest;
   if (expected === undefined || expected === call.intentDigest) return;
   throw new CheckpointError(

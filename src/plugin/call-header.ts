@@ -17,14 +17,31 @@ export interface CallHeader {
   readonly callId: string;
   /** The workflow's `firstExecutionRunId`. */
   readonly runChainId: string;
+  /**
+   * For a call scheduled inside `withApprovedIntent` (`./approval-scope`): the intent digest a
+   * person approved. The fence refuses the call with APPROVAL_MISMATCH when it computes another.
+   */
+  readonly approvedIntentDigest?: string;
+  /** With {@link approvedIntentDigest}: when the approval expires, ISO-8601 UTC (APPROVAL_EXPIRED at or after it). */
+  readonly approvalExpiresAt?: string;
 }
 
-/** `headers` with the call header added (the input's other headers unchanged). */
+/** `headers` with the call header added (the input's other headers unchanged); the approval fields only when set. */
 export function withCallHeader(headers: Headers, call: CallHeader): Headers {
-  return { ...headers, [CALL_HEADER]: defaultPayloadConverter.toPayload({ callId: call.callId, runChainId: call.runChainId }) };
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt } = call;
+  const value = {
+    callId,
+    runChainId,
+    ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest }),
+    ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
+  };
+  return { ...headers, [CALL_HEADER]: defaultPayloadConverter.toPayload(value) };
 }
 
-/** The call header of `headers`, or undefined when it is absent or malformed. */
+/**
+ * The call header of `headers`, or undefined when it is absent or malformed (an identity field
+ * that is not a non-empty string, or an approval field present and not a non-empty string).
+ */
 export function readCallHeader(headers: Headers | undefined): CallHeader | undefined {
   const payload = headers?.[CALL_HEADER];
   if (payload === undefined) return undefined;
@@ -34,12 +51,22 @@ export function readCallHeader(headers: Headers | undefined): CallHeader | undef
   } catch {
     return undefined;
   }
-  const { callId, runChainId } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
-  if (typeof callId !== 'string' || callId === '' || typeof runChainId !== 'string' || runChainId === '') return undefined;
-  return { callId, runChainId };
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
+  if (!isText(callId) || !isText(runChainId)) return undefined;
+  if ((approvedIntentDigest !== undefined && !isText(approvedIntentDigest)) || (approvalExpiresAt !== undefined && !isText(approvalExpiresAt))) return undefined;
+  return {
+    callId,
+    runChainId,
+    ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest }),
+    ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
+  };
 }
 
 /** The call id of the activity command `seq` in a run continued from `continuedFromExecutionRunId` (see {@link CallHeader.callId}). */
 export function callIdOf(seq: number, continuedFromExecutionRunId: string | undefined): string {
   return continuedFromExecutionRunId === undefined ? `act-${seq}` : `act-${seq}@${continuedFromExecutionRunId}`;
+}
+
+function isText(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
 }

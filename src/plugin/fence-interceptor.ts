@@ -15,6 +15,8 @@ import { toApplicationFailure } from '../activities/failures';
 import { settleFailedAttempt } from '../activities/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/prepare-call';
+import { assertApprovedIntent } from '../activities';
+import { approvalFromHeaders } from './approval-activity';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
 import type { FencedActivity } from './options';
@@ -58,12 +60,15 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
     try {
       const context = attemptContextOf(info, this.deps.idempotencyKeySecret);
       const identity = activityCallIdentity(info, input.headers);
-      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: input.args as JsonValue } };
+      // An approval from `withApprovedIntent` rides in the call header: checked as runFencedTool checks it.
+      const approval = approvalFromHeaders(input.headers);
+      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: input.args as JsonValue }, ...approval };
       const tool = withExecute(activity, input, next);
       const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL };
       let call: PreparedCall | undefined;
       try {
         call = prepareCall(deps.tools, callInput, context);
+        assertApprovedIntent(call);
         return await settleCall(deps, call, evidence);
       } catch (error) {
         return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);

@@ -6,3 +6,5 @@ export { fencedCallContext } from './call-context';
 export { CALL_HEADER, readCallHeader } from './call-header';
 export type { CallHeader } from './call-header';
 export type { ActivityCallIdentity } from './call-identity';
+export { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
+export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './approval-contract';

@@ -10,6 +10,8 @@
 import { SimplePlugin } from '@temporalio/plugin';
 import { createToolActivities } from '../activities';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
+import { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
+import { describeFencedCallActivity } from './approval-activity';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
 
@@ -44,7 +46,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     };
     super({
       name: TOOL_CHECKPOINT_PLUGIN_NAME,
-      ...((options.tools ?? []).length > 0 ? { activities: toolActivities(options) } : {}),
+      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities(options), ...describeActivity(deps) } } : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
         workflowModules: [require.resolve('./workflow-interceptors')],
@@ -54,9 +56,15 @@ export class ToolCheckpointPlugin extends SimplePlugin {
   }
 }
 
+/** With fenced activity types: `describeFencedCall`, which gives a workflow a call's intent digest to show a person (`fencedCallDescriber`). */
+function describeActivity(deps: FenceDeps): Record<string, ReturnType<typeof describeFencedCallActivity>> {
+  return deps.fenced.size > 0 ? { [DESCRIBE_FENCED_CALL_ACTIVITY]: describeFencedCallActivity(deps) } : {};
+}
+
 /** One activity per tool, named by the tool: `runFencedTool` with the tool name fixed. */
 function toolActivities(options: ToolCheckpointPluginOptions): Record<string, (input: FencedToolInput) => Promise<FencedToolResult>> {
   const { fence: _fence, tenant: _tenant, tools = [], ...rest } = options;
+  if (tools.length === 0) return {};
   const activities = createToolActivities({ ...rest, tools });
   return Object.fromEntries(tools.map((tool) => [tool.name, (input: FencedToolInput) => activities.runFencedTool({ ...input, toolName: tool.name })]));
 }

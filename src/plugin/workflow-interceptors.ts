@@ -4,9 +4,12 @@
  *
  * Every scheduled activity (and local activity) gets the call header (`./call-header`): a call id
  * from the activity's command sequence number, deterministic on replay, and the run chain
- * (`firstExecutionRunId`). The fence interceptor reads it only for fenced activity types.
+ * (`firstExecutionRunId`), and, inside `withApprovedIntent` (`./approval-scope`), the approved
+ * intent digest and its expiry: workflow state only, so the header is the same on replay. The
+ * fence interceptor reads it only for fenced activity types.
  */
 import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
+import { currentApprovalScope } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from './call-header';
 
 class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
@@ -30,7 +33,7 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
 
 function callOf(seq: number): CallHeader {
   const info = workflowInfo();
-  return { callId: callIdOf(seq, info.continuedFromExecutionRunId), runChainId: info.firstExecutionRunId };
+  return { callId: callIdOf(seq, info.continuedFromExecutionRunId), runChainId: info.firstExecutionRunId, ...currentApprovalScope() };
 }
 
 /** The workflow interceptors of the tool checkpoint plugin. */
