@@ -86,7 +86,8 @@ export function resolveTemporalConnection(file: TemporalConnectionInput, env: No
   } catch (error) {
     const notFound = error instanceof Error && /^Profile '.*' not found/.test(error.message);
     const key = notFound ? (standardEnv.TEMPORAL_PROFILE !== undefined && overrides.profile === undefined ? 'TEMPORAL_PROFILE' : 'temporal.profile') : fileKey;
-    throw new CheckpointError('INVALID_CONFIG', `${key} ${notFound ? `names a profile the TOML file lacks` : 'is not a valid TOML client configuration'}: ${error instanceof Error ? error.message : String(error)}`, { field: key }, { cause: error });
+    // No cause: the TOML parser's message quotes the offending line, which may hold the API key.
+    throw new CheckpointError('INVALID_CONFIG', `${key} ${notFound ? `names a profile the TOML file lacks` : 'is not a valid TOML client configuration'}: ${loadErrorSummary(error)}`, { field: key });
   }
   const profile = profileInUse(profileName, configFile, standardEnv);
   /** Where a value came from: the variable when set, else the profile's key when a profile was read, else `temporal.config.ts` (`missing`: where to set it, the variable without a profile). */
@@ -178,6 +179,13 @@ function checkTlsFiles(tls: ClientConfigTLS, from: (envKey: string, tomlField: s
   for (const [source, field] of files) {
     if (source !== undefined && 'path' in source && !existsSync(source.path)) throw configError(field, `must name an existing PEM file, got ${JSON.stringify(source.path)}`);
   }
+}
+
+/** The first line of an envconfig load error and, for a TOML syntax error, its line and column: never the quoted source line (it may hold `api_key`). */
+function loadErrorSummary(error: unknown): string {
+  const first = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.trim();
+  const at = error as { line?: unknown; column?: unknown };
+  return typeof at.line === 'number' && typeof at.column === 'number' ? `${first} (line ${at.line}, column ${at.column})` : first;
 }
 
 function checkText(key: string, value: unknown, pattern: RegExp, expected: string): void {
