@@ -81,8 +81,8 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
 
 /**
  * `activity` as a tool whose execute step is `next(input)`, called at most once, inside the
- * call's `fencedCallContext()`. The activity's return value is the tool's output (undefined is
- * stored as null); an error it throws is classified by its `kind` (see `ToolError`), else its
+ * call's `fencedCallContext()`. The activity's return value, as Temporal would send it ({@link asSent}),
+ * is the tool's output; an error it throws is classified by its `kind` (see `ToolError`), else its
  * outcome is unknown.
  */
 function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): ToolDefinition<unknown> {
@@ -92,10 +92,24 @@ function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next
     async execute(_args, toolContext) {
       if (called) throw new ToolError('unknown-outcome', `${activity.name}: the fence calls the activity at most once per attempt`);
       called = true;
-      const value = await runWithCallContext(toolContext, () => next(input));
-      return { output: (value === undefined ? null : value) as JsonValue };
+      return { output: asSent(await runWithCallContext(toolContext, () => next(input))) };
     },
   };
+}
+
+/**
+ * An activity's result as Temporal's default payload converter sends it (JSON: a `Date` as its ISO
+ * string, `undefined` properties dropped, `toJSON` honoured), which is what the workflow receives
+ * unfenced; undefined is null. A value JSON cannot hold (BigInt, a cycle) is kept, and refused as NOT_JSON when stored.
+ */
+function asSent(value: unknown): JsonValue {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return value as JsonValue;
+  }
+  return text === undefined ? null : (JSON.parse(text) as JsonValue);
 }
 
 /** The activity's result: the stored output as it was stored, or the stored error result as a non-retryable failure. */
