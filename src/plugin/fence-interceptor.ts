@@ -62,7 +62,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       const identity = activityCallIdentity(info, input.headers);
       // An approval from `withApprovedIntent` rides in the call header: checked as runFencedTool checks it.
       const approval = approvalFromHeaders(input.headers);
-      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: input.args as JsonValue }, ...approval };
+      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: asSent(input.args) }, ...approval };
       const tool = withExecute(activity, input, next);
       const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL };
       let call: PreparedCall | undefined;

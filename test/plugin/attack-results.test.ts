@@ -52,6 +52,21 @@ describe('a fenced activity returning what Temporal sends as JSON', () => {
     expect(calls).toBe(1);
   });
 
+  it('fences a call with an undefined argument (Temporal sends it; the fence fingerprints it as null) and runs the activity once', async () => {
+    const plugin = new ToolCheckpointPlugin({ store, fence: { createOrder: { revision: 'v1' } } });
+    const interceptors = plugin.configureWorker({ taskQueue: 'unit' } as WorkerOptions).interceptors?.activity ?? [];
+    const seen: unknown[][] = [];
+    const activity = async (...args: unknown[]): Promise<unknown> => {
+      seen.push(args);
+      return { id: `ord_${seen.length}` };
+    };
+    const results: unknown[] = [];
+    for (const attempt of [1, 2]) results.push(await new MockActivityEnvironment({ ...INFO, activityId: 'undefined-arg', attempt }, { interceptors }).run(activity, 'cus_1', undefined));
+    expect(results).toEqual([{ id: 'ord_1' }, { id: 'ord_1' }]);
+    // The activity itself receives its arguments unchanged.
+    expect(seen).toEqual([['cus_1', undefined]]);
+  });
+
   it('still refuses a BigInt result (Temporal cannot send it either), non-retryably, without running the activity again', async () => {
     const plugin = new ToolCheckpointPlugin({ store, fence: { createOrder: { revision: 'v1' } } });
     const interceptors = plugin.configureWorker({ taskQueue: 'unit' } as WorkerOptions).interceptors?.activity ?? [];
