@@ -16,6 +16,7 @@ import { settleFailedAttempt } from '../activities/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/prepare-call';
 import { assertApprovedIntent } from '../activities';
+import { assertApprovalGiven, type ResolvedPins } from '../activities/pins';
 import { approvalFromHeaders } from './approval-activity';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
@@ -27,6 +28,8 @@ export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetr
   readonly fenced: ReadonlyMap<string, FencedActivity>;
   readonly tenant: string;
   readonly idempotencyKeySecret?: Uint8Array;
+  /** Fenced activity types that run only under an approved intent digest (`requireApproval`, see `./approval-pins`). @default none */
+  readonly approvalPins?: ResolvedPins;
 }
 
 /** `next` is called once per attempt: a transient error is left to Temporal's retry policy, not retried in the attempt. */
@@ -68,6 +71,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       let call: PreparedCall | undefined;
       try {
         call = prepareCall(deps.tools, callInput, context);
+        if (this.deps.approvalPins !== undefined) assertApprovalGiven(this.deps.approvalPins, call.tool.name, callInput.expectedIntentDigest);
         assertApprovedIntent(call);
         return await settleCall(deps, call, evidence);
       } catch (error) {

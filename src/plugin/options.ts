@@ -30,8 +30,9 @@ export interface FencedActivityOptions {
 }
 
 /**
- * Options of the tool checkpoint plugin. The pins (`pinnedTenants`, `pinnedTools`,
- * `requireApproval`) apply to `tools`; a fenced activity is checkpointed under `tenant`.
+ * Options of the tool checkpoint plugin. The pins (`pinnedTenants`, `pinnedTools`) apply to
+ * `tools`; `requireApproval` may also name `fence` entries, whose calls then run only inside
+ * `withApprovedIntent` (`./approval-pins`). A fenced activity is checkpointed under `tenant`.
  */
 export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions, 'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'> {
   /** Where checkpoints are kept; opened by the caller (the plugin does no I/O). */

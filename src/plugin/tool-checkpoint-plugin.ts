@@ -12,6 +12,7 @@ import { createToolActivities } from '../activities';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
 import { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
+import { splitApprovalPins } from './approval-pins';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
 
@@ -34,6 +35,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
   constructor(options: ToolCheckpointPluginOptions) {
     validatePluginOptions(options);
     const fenced = resolveFencedActivities(options);
+    const approvalPins = splitApprovalPins(options, fenced.keys());
     const deps: FenceDeps = {
       store: options.store,
       fenced,
@@ -42,11 +44,12 @@ export class ToolCheckpointPlugin extends SimplePlugin {
       clock: options.clock,
       reconcileMarginMs: options.reconcileMarginMs,
       hooks: options.hooks,
+      approvalPins: approvalPins.fenced,
       ...(options.idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret: Buffer.from(options.idempotencyKeySecret) }),
     };
     super({
       name: TOOL_CHECKPOINT_PLUGIN_NAME,
-      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities(options), ...describeActivity(deps) } } : {}),
+      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities({ ...options, requireApproval: approvalPins.tools }), ...describeActivity(deps) } } : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
         workflowModules: [require.resolve('./workflow-interceptors')],

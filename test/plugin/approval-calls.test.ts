@@ -10,11 +10,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
 import { CALL_HEADER, ToolCheckpointPlugin } from '../../src/plugin';
 import type { ApprovedIntent, FencedCallDescription } from '../../src/workflow';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { checkoutWorkflow } from './workflows';
 import { approveChargeUpdate, approvedCheckoutWorkflow, pendingChargeQuery, type ApprovedCheckoutResult } from './approval-workflows';
 import { paymentActivities, readLedger } from './payment-activities';
 
@@ -40,8 +43,8 @@ describe('approved calls through ToolCheckpointPlugin', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function plugin(): ToolCheckpointPlugin {
-    return new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } });
+  function plugin(requireApproval?: string[]): ToolCheckpointPlugin {
+    return new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } }, ...(requireApproval ? { requireApproval } : {}) });
   }
 
   /**
@@ -49,7 +52,7 @@ describe('approved calls through ToolCheckpointPlugin', () => {
    * from history, so the header must come from workflow state). `approve` turns the description
    * the workflow shows into the approval a person sends.
    */
-  async function runApproved(workflowId: string, approve: (d: FencedCallDescription) => ApprovedIntent) {
+  async function runApproved(workflowId: string, approve: (d: FencedCallDescription) => ApprovedIntent, requireApproval?: string[]) {
     const ledger = join(dir, `${workflowId}.jsonl`);
     const { chargeCard } = paymentActivities(ledger);
     let calls = 0;
@@ -64,7 +67,7 @@ describe('approved calls through ToolCheckpointPlugin', () => {
           return chargeCard(customer, amountCents);
         },
       },
-      plugins: [plugin()],
+      plugins: [plugin(requireApproval)],
     });
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(approvedCheckoutWorkflow, { workflowId, taskQueue: workflowId, args: ['cus_9', 4_200] });
@@ -134,5 +137,37 @@ describe('approved calls through ToolCheckpointPlugin', () => {
   it('replays the approved run with the plugin without nondeterminism (the header comes from workflow state)', async () => {
     const history = await env.client.workflow.getHandle('approval-ok').fetchHistory();
     await expect(Worker.runReplayHistory({ workflowsPath: require.resolve('./approval-workflows'), plugins: [plugin()] }, history, 'approval-ok')).resolves.toBeUndefined();
+  });
+
+  it('with the worker pin requireApproval on a fenced activity, a call outside withApprovedIntent is refused with APPROVAL_REQUIRED and an approved one runs', async () => {
+    const ledger = join(dir, 'approval-pin-plain.jsonl');
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: 'approval-pin-plain',
+      workflowsPath: require.resolve('./workflows'),
+      activities: { chargeCard: paymentActivities(ledger).chargeCard },
+      plugins: [plugin(['chargeCard'])],
+    });
+    const refused = await worker.runUntil(
+      env.client.workflow.execute(checkoutWorkflow, { workflowId: 'approval-pin-plain', taskQueue: 'approval-pin-plain', args: ['cus_10', 500] }).then(
+        () => null,
+        (error: unknown) => error,
+      ),
+    );
+    expect(refused).toBeInstanceOf(WorkflowFailedError);
+    const activityFailure = (refused as WorkflowFailedError).cause;
+    expect(activityFailure).toBeInstanceOf(ActivityFailure);
+    expect((activityFailure as ActivityFailure).cause).toBeInstanceOf(ApplicationFailure);
+    expect(((activityFailure as ActivityFailure).cause as ApplicationFailure).type).toBe('APPROVAL_REQUIRED');
+    expect(readLedger(ledger)).toEqual([]);
+    expect(await checkpointOf('approval-pin-plain', 1)).toBeNull();
+
+    const approved = await runApproved('approval-pin-approved', (d) => ({ intentDigest: d.intentDigest }), ['chargeCard']);
+    expect(approved.result.failureType).toBeNull();
+    expect(approved.calls).toBe(1);
+  });
+
+  it('refuses a requireApproval name that is neither a tool nor a fenced activity', () => {
+    expect(() => plugin(['refundCard'])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'requireApproval' }) }));
   });
 });
