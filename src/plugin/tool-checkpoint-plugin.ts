@@ -8,11 +8,13 @@
  * Temporal adds the workflow interceptor module only when bundling.
  */
 import { SimplePlugin } from '@temporalio/plugin';
+import type { WorkerOptions } from '@temporalio/worker';
 import { createToolActivities } from '../activities';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
 import { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
 import { splitApprovalPins } from './approval-pins';
+import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
 
@@ -56,6 +58,12 @@ export class ToolCheckpointPlugin extends SimplePlugin {
       },
     });
     this.checkpointOptions = options;
+  }
+
+  /** Adds the fence to the worker; refuses a worker activity named like one this plugin registers (see `./activity-collisions`). */
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    refuseActivityCollisions(options.activities, this.options.activities);
+    return super.configureWorker(options);
   }
 }
 
