@@ -31,8 +31,10 @@ export interface FencedActivityOptions {
 
 /**
  * Options of the tool checkpoint plugin. The pins (`pinnedTenants`, `pinnedTools`) apply to
- * `tools`; `requireApproval` may also name `fence` entries, whose calls then run only inside
- * `withApprovedIntent` (`./approval-pins`). A fenced activity is checkpointed under `tenant`.
+ * `tools` per call, and to `fence` entries when the plugin is built: `pinnedTools` must pin every
+ * `fence` entry and `pinnedTenants` must name `tenant` (`./fence-pins`). `requireApproval` may
+ * also name `fence` entries, whose calls then run only inside `withApprovedIntent`
+ * (`./approval-pins`). A fenced activity is checkpointed under `tenant`.
  */
 export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions, 'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'> {
   /** Where checkpoints are kept; opened by the caller (the plugin does no I/O). */

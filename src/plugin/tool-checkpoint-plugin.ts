@@ -3,9 +3,14 @@
  *
  *   const worker = await Worker.create({ ..., plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } })] });
  *
- * Register observability plugins (OpenTelemetryPlugin) before this one, agent frameworks after.
- * With a prebuilt workflow bundle, pass the same plugin to `bundleWorkflowCode({ plugins })`:
- * Temporal adds the workflow interceptor module only when bundling.
+ * Order: register observability plugins (`OpenTelemetryPlugin`) before this one, agent frameworks
+ * after. The first plugin's activity interceptor is the outermost, so OTel's `RunActivity` span
+ * then wraps the fence: its checkpoint decisions, the activity's one execution and a retry that
+ * returns the stored result. Registered after this plugin, OTel sees only the attempts that call
+ * the activity (a stored result is returned before OTel's interceptor runs: no span).
+ * Prebuilt workflow bundles: pass the same plugin to `bundleWorkflowCode({ plugins })`; Temporal
+ * adds workflow interceptor modules only when bundling. Without it the `_ttc-call` header is
+ * missing and the fence falls back to `activity-<activityId>` within the run (see `./call-identity`).
  */
 import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -14,6 +19,7 @@ import type { FencedToolInput, FencedToolResult } from '../activities/contract';
 import { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
 import { splitApprovalPins } from './approval-pins';
+import { toolPinsAfterFence } from './fence-pins';
 import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
@@ -28,7 +34,8 @@ export const TOOL_CHECKPOINT_PLUGIN_NAME = 'temporal-tool-checkpoint.ToolCheckpo
  * an activity inbound interceptor. Construction validates the options and does no I/O.
  *
  * @experimental while `@temporalio/plugin` is.
- * @throws {@link CheckpointError} INVALID_ARGUMENT for bad options (see `./options`).
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for bad options (see `./options`), or pins the
+ *   `fence` entries or `tenant` fall outside (see `./fence-pins`).
  */
 export class ToolCheckpointPlugin extends SimplePlugin {
   /** The options as given (`options` is `SimplePlugin`'s). */
@@ -38,6 +45,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     validatePluginOptions(options);
     const fenced = resolveFencedActivities(options);
     const approvalPins = splitApprovalPins(options, fenced.keys());
+    const pinnedTools = toolPinsAfterFence(options, fenced.keys());
     const deps: FenceDeps = {
       store: options.store,
       fenced,
@@ -51,7 +59,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     };
     super({
       name: TOOL_CHECKPOINT_PLUGIN_NAME,
-      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities({ ...options, requireApproval: approvalPins.tools }), ...describeActivity(deps) } } : {}),
+      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities({ ...options, pinnedTools, requireApproval: approvalPins.tools }), ...describeActivity(deps) } } : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
         workflowModules: [require.resolve('./workflow-interceptors')],
