@@ -80,6 +80,24 @@ describe('installed in a fresh project', () => {
     expect(out.deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
+  test("the Temporal SDK is a peer: the package uses the project's one copy of each @temporalio package; @temporalio/testing is an optional peer", async () => {
+    const sdk = ['activity', 'client', 'common', 'envconfig', 'plugin', 'worker', 'workflow', 'testing'].map((n) => `@temporalio/${n}`);
+    const script = `
+      const path = require('node:path');
+      const pkgDir = path.dirname(require.resolve('temporal-tool-checkpoint/package.json'));
+      const pkg = require('temporal-tool-checkpoint/package.json');
+      const at = (paths) => Object.fromEntries(${JSON.stringify(sdk)}.map((n) => [n, require.resolve(n, { paths })]));
+      console.log(JSON.stringify({ fromPackage: at([pkgDir]), fromProject: at([process.cwd()]), nested: require('node:fs').existsSync(path.join(pkgDir, 'node_modules/@temporalio')), peers: pkg.peerDependencies, meta: pkg.peerDependenciesMeta, deps: Object.keys(pkg.dependencies) }));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+    const out = JSON.parse(stdout) as { fromPackage: Record<string, string>; fromProject: Record<string, string>; nested: boolean; peers: Record<string, string>; meta: Record<string, unknown>; deps: string[] };
+    expect(out.fromPackage).toEqual(out.fromProject);
+    expect(out.nested).toBe(false);
+    expect(Object.keys(out.peers).sort()).toEqual(sdk.sort());
+    expect(Object.values(out.peers)).toEqual(Object.values(out.peers).map(() => '~1.24.0'));
+    expect(out.meta).toEqual({ '@temporalio/testing': { optional: true } });
+    expect(out.deps.filter((d) => sdk.includes(d))).toEqual([]);
+  });
+
   test('the types of every entry resolve under moduleResolution node10 (typesVersions) and node16 (exports)', async () => {
     const imports = ENTRIES.map((e, i) => `import * as e${i} from '${e}';\nexport const k${i} = Object.keys(e${i});`).join('\n');
     const typed = `${imports}
