@@ -2,7 +2,9 @@
  * Issue 15 item 8, end to end on a real Temporal dev server: an agent run (scripted model, the
  * example tools against the demo provider) on a worker and a client that use the payload codec.
  * Temporal history read raw (a client without the codec) holds only ciphertext: the tool's
- * receipt, the ticket id and the workflow input appear nowhere; the run result and the status
+ * receipt, the ticket id and the workflow input appear nowhere, the tool name only as its
+ * activity type, and the one plaintext payload is agentWorkflow's patch id (see
+ * test/helpers/raw-history); the run result and the status
  * query reach only the client with the codec. The codec server decodes a raw history payload over
  * HTTP, and the Temporal CLI prints the decoded result through `--codec-endpoint`.
  */
@@ -13,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Payload } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { connectClient, scriptedRunInput, startAgentRun, type ConnectedClient } from '../../src/client';
 import { codecFromEnv } from '../../src/codec/codec-config';
 import { startCodecServer, type RunningCodecServer } from '../../src/codec/codec-server';
@@ -30,6 +31,7 @@ import { createDemoTools } from '../../examples/demo-tools';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
+import { rawHistoryView, stripPlaintextLabels, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(240_000);
@@ -85,13 +87,20 @@ describe('the payload codec on a real Temporal server', () => {
     expect(JSON.stringify(status)).toContain(receipt.receipt);
   });
 
-  it('item 8: history read raw holds only binary/encrypted payloads: no receipt, ticket id, run input or JSON anywhere', async () => {
+  it('item 8: history read raw holds only binary/encrypted payloads: no receipt, ticket id, run input or JSON anywhere but the labels Temporal reads', async () => {
     const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
-    const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
+    // Plaintext by design: the tool name as the activity type, and the patch id of agentWorkflow's
+    // per-tool activity types (its core_patch marker and TemporalChangeVersion, written past the codec).
+    const { history: rest, bytes, labels } = rawHistoryView(history);
+    expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
+    expect(new Set(labels.patchIds)).toEqual(new Set([TOOL_ACTIVITY_TYPES_PATCH]));
     for (const text of [receipt.receipt, receipt.ticketId, INPUT_TEXT, 'create_ticket', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
-    const payloads = payloadsIn(history);
-    // Workflow input, model turn and tool activity inputs and results, the run result.
-    expect(payloads.length).toBeGreaterThanOrEqual(6);
+    // The tool activity's summary ("create_ticket call <callId>") is a payload the codec encrypts.
+    const toolScheduled = rest.events!.find((e) => e.activityTaskScheduledEventAttributes && e.userMetadata?.summary);
+    expect(toolScheduled?.userMetadata?.summary).toBeTruthy();
+    const payloads = payloadsIn(rest);
+    // Workflow input, model turn and tool activity inputs and results, the tool summary, the run result.
+    expect(payloads.length).toBeGreaterThanOrEqual(7);
     for (const payload of payloads) {
       expect(Buffer.from(payload.metadata!.encoding!).toString()).toBe('binary/encrypted');
       expect(Buffer.from(payload.metadata!['encryption-key-id']!).toString()).toBe('e2e-1');
@@ -138,7 +147,10 @@ describe('the payload codec on a real Temporal server', () => {
       const show = async (extra: string[]): Promise<{ encodings: string[]; texts: string[] }> => {
         const { stdout } = await promisify(execFile)(temporalCliPath(), ['workflow', 'show', '--workflow-id', workflowId, '--address', server.address, '--namespace', server.namespace, '--output', 'json', ...extra], { maxBuffer: 16 * 1024 * 1024 });
         // The CLI prints payloads as protobuf JSON: metadata values and data in base64.
-        const payloads = jsonPayloadsIn(JSON.parse(stdout));
+        const history: unknown = JSON.parse(stdout);
+        // The patch marker and TemporalChangeVersion stay json/plain either way (see test/helpers/raw-history).
+        expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([TOOL_ACTIVITY_TYPES_PATCH]));
+        const payloads = jsonPayloadsIn(history);
         return { encodings: payloads.map((p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString()), texts: payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')) };
       };
       const decoded = await show(['--codec-endpoint', codecServer.url]);
@@ -146,9 +158,10 @@ describe('the payload codec on a real Temporal server', () => {
       expect(new Set(decoded.encodings)).toEqual(new Set(['json/plain']));
       expect(decoded.texts.some((t) => t.includes(receipt.receipt))).toBe(true);
       expect(decoded.texts.some((t) => t.includes(INPUT_TEXT))).toBe(true);
+      expect(decoded.texts.some((t) => t.includes('create_ticket call '))).toBe(true);
       const undecoded = await show([]);
       expect(new Set(undecoded.encodings)).toEqual(new Set(['binary/encrypted']));
-      expect(undecoded.texts.some((t) => t.includes(receipt.receipt) || t.includes(INPUT_TEXT))).toBe(false);
+      expect(undecoded.texts.some((t) => t.includes(receipt.receipt) || t.includes(INPUT_TEXT) || t.includes('create_ticket'))).toBe(false);
     });
   });
 });

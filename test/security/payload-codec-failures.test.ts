@@ -12,7 +12,9 @@
  * provider's refusal text (MODEL_REJECTED: the activity fails and the run fails with it). The
  * history read raw (a client without the codec) holds neither text anywhere, every failure reads
  * "Encoded failure" and every payload is encrypted; the client with the codec reads both texts
- * (status query, the run's failure, `ttc show --json`).
+ * (status query, the run's failure, `ttc show --json`). The tool name is plaintext only as the
+ * tool's activity type (each tool is its own activity type), with agentWorkflow's patch id
+ * (test/helpers/raw-history): both are stripped before the search.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +38,7 @@ import { cancelRunSignal, runStatusQuery } from '../../src/workflows/messages';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli } from '../helpers/cli';
+import { rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH, type PlaintextLabels } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(300_000);
@@ -44,7 +47,7 @@ jest.setTimeout(300_000);
 const TOOL_ERROR_TEXT = 'ACME-SECRET-ERROR-TEXT card 4242 declined by upstream';
 /** A model provider's refusal text. */
 const MODEL_ERROR_TEXT = 'ACME-SECRET-MODEL-TEXT prompt flagged for account 77';
-/** The tool's name and the model call's input, which are tool data too. */
+/** The tool's name (plaintext only as its activity type) and the model call's input, which are tool data too. */
 const TOOL_NAME = 'charge_card_secret';
 const TOOL_INPUT_TEXT = 'ACME-SECRET-INPUT-TEXT';
 /** Text in a run's input that the workflow's own input check quotes in its failure. */
@@ -118,14 +121,17 @@ describe('failure text in Temporal history with the payload codec on', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The raw history of a run as protobuf bytes, and every failure and payload in it. */
-  async function rawHistory(workflowId: string): Promise<{ bytes: Buffer; failures: temporal.api.failure.v1.IFailure[]; payloads: Payload[] }> {
-    const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
-    const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
+  /**
+   * The raw history of a run without its plaintext labels (activity types, agentWorkflow's patch
+   * id: test/helpers/raw-history) as protobuf bytes, every failure and payload in it, and the labels.
+   */
+  async function rawHistory(workflowId: string): Promise<{ bytes: Buffer; failures: temporal.api.failure.v1.IFailure[]; payloads: Payload[]; labels: PlaintextLabels }> {
+    const { history, bytes, labels } = rawHistoryView(await raw.client.workflow.getHandle(workflowId).fetchHistory());
+    expect(labels.patchIds.filter((id) => id !== TOOL_ACTIVITY_TYPES_PATCH)).toEqual([]);
     const failures: temporal.api.failure.v1.IFailure[] = [];
     const payloads: Payload[] = [];
     collect(history, failures, payloads);
-    return { bytes, failures, payloads };
+    return { bytes, failures, payloads, labels };
   }
 
   function expectNoText(bytes: Buffer, texts: readonly string[]): void {
@@ -143,7 +149,7 @@ describe('failure text in Temporal history with the payload codec on', () => {
 
   for (const taskQueue of ['at-start', 'prebuilt']) {
     describe(`workflows ${taskQueue === 'at-start' ? 'bundled at worker start' : 'from a prebuilt bundle (TTC_WORKFLOW_BUNDLE)'}`, () => {
-      it('items 7/8: a tool failing with provider text (OUTCOME_UNKNOWN pause): raw history holds neither the text nor the tool name; the status query with the codec shows the reason', async () => {
+      it('items 7/8: a tool failing with provider text (OUTCOME_UNKNOWN pause): raw history holds neither the text nor the tool name outside its activity type; the status query with the codec shows the reason', async () => {
         const workflowId = `codec-fail-tool-${taskQueue}-${Date.now()}`;
         const handle = await withCodec.client.workflow.start('agentWorkflow', { taskQueue, workflowId, args: [runInput(false)] });
         let status: RunStatusView | null = null;
@@ -156,8 +162,9 @@ describe('failure text in Temporal history with the payload codec on', () => {
         await handle.signal(cancelRunSignal, { reason: 'test over' });
         expect((await handle.result()).status).toBe('cancelled');
 
-        const { bytes, failures, payloads } = await rawHistory(workflowId);
-        expectNoText(bytes, [TOOL_ERROR_TEXT, 'ACME-SECRET', TOOL_NAME, 'upstream answered 502']);
+        const { bytes, failures, payloads, labels } = await rawHistory(workflowId);
+        expect(labels.activityTypes).toContain(TOOL_NAME);
+        expectNoText(bytes, [TOOL_ERROR_TEXT, 'ACME-SECRET', TOOL_NAME, 'upstream answered 502', 'json/plain']);
         expectEncodedFailures(failures, payloads);
       });
 
@@ -172,7 +179,7 @@ describe('failure text in Temporal history with the payload codec on', () => {
         expect(messageChain(failure)).toContain(MODEL_ERROR_TEXT);
 
         const { bytes, failures, payloads } = await rawHistory(workflowId);
-        expectNoText(bytes, [MODEL_ERROR_TEXT, 'ACME-SECRET', 'the model provider refused']);
+        expectNoText(bytes, [MODEL_ERROR_TEXT, 'ACME-SECRET', 'the model provider refused', 'json/plain']);
         expectEncodedFailures(failures, payloads);
         // The client without the codec cannot read the failure text either.
         const rawFailure = await raw.client.workflow.getHandle(workflowId).result().then(
