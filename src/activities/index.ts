@@ -168,7 +168,12 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       }
     },
   };
-  return { ...toolCallActivities(tools.keys(), fence.runFencedTool), ...fence };
+  // `default` runs every activity type this worker does not register as a call of that tool: after a
+  // deploy that removed a tool, its calls still settle by their evidence (a stored result is delivered,
+  // an unfinished claim waits and pauses; SPEC §7 "The call owns 'nothing applied'"), never as a bare
+  // "activity not registered" that the workflow would report as nothing applied.
+  const unregisteredTool: ToolCallActivity = (input) => fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
+  return { ...toolCallActivities(tools.keys(), fence.runFencedTool), default: unregisteredTool, ...fence };
 }
 
 /** The attempt's identity from the activity context. @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow. */

@@ -205,7 +205,8 @@ describe('each tool is its own activity type (real server, real activities)', ()
     const refund = scheduled(events).find((a) => a.type === 'refund')!;
     expect(refund.retry?.nonRetryableErrorTypes).toContain('NotFoundError');
     const failed = events.find((e) => String(e.activityTaskFailedEventAttributes?.scheduledEventId) === refund.eventId)?.activityTaskFailedEventAttributes;
-    expect(failed?.failure?.applicationFailureInfo?.type).toBe('NotFoundError');
+    // The worker's `default` activity settles an unregistered tool's call by its evidence (no claim on attempt 1: nothing ran).
+    expect(failed?.failure?.applicationFailureInfo?.type).toBe('UNKNOWN_TOOL');
     expect(events.filter((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === refund.eventId).map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
   });
 });
