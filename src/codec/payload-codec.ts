@@ -15,7 +15,7 @@
  * Payloads without the `binary/encrypted` encoding pass through `decode` unchanged, so turning
  * the codec on does not break the older history of running workflows.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { GCM_IV_BYTES, GCM_TAG_BYTES, gcmOpen, gcmSeal } from '../aes-gcm';
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { CheckpointError } from '../checkpoint/errors';
@@ -27,9 +27,9 @@ export const PAYLOAD_CODEC_KEY_ID_METADATA = 'encryption-key-id';
 /** Codec keys are AES-256 keys: exactly this many bytes. */
 export const PAYLOAD_CODEC_KEY_BYTES = 32;
 /** Bytes of the random GCM IV at the start of `data`. */
-export const PAYLOAD_CODEC_IV_BYTES = 12;
+export const PAYLOAD_CODEC_IV_BYTES = GCM_IV_BYTES;
 /** Bytes of the GCM authentication tag at the end of `data` (never shorter). */
-export const PAYLOAD_CODEC_TAG_BYTES = 16;
+export const PAYLOAD_CODEC_TAG_BYTES = GCM_TAG_BYTES;
 /** What a key id may be: 1 to 128 letters, digits, `_`, `.` or `-` (as the store's key ids). */
 export const PAYLOAD_CODEC_KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
 
@@ -89,13 +89,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   private encryptOne(payload: Payload): Payload {
     const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
-    const iv = randomBytes(PAYLOAD_CODEC_IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#keyId)!, iv, { authTagLength: PAYLOAD_CODEC_TAG_BYTES });
-    cipher.setAAD(additionalData(this.#keyId));
-    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    const { iv, ct, tag } = gcmSeal(this.#keys.get(this.#keyId)!, plaintext, additionalData(this.#keyId));
     return {
       metadata: { [METADATA_ENCODING_KEY]: ENCODING_BYTES, [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(this.#keyId, 'utf8') },
-      data: Buffer.concat([iv, ciphertext, cipher.getAuthTag()]),
+      data: Buffer.concat([iv, ct, tag]),
     };
   }
 
@@ -117,10 +114,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const tag = data.subarray(data.length - PAYLOAD_CODEC_TAG_BYTES);
     let plaintext: Buffer;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: PAYLOAD_CODEC_TAG_BYTES });
-      decipher.setAAD(additionalData(keyId));
-      decipher.setAuthTag(tag);
-      plaintext = Buffer.concat([decipher.update(data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES)), decipher.final()]);
+      plaintext = gcmOpen(key, iv, data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES), tag, additionalData(keyId));
     } catch (error) {
       throw decryptionFailed('authentication-failed', keyId, `a Temporal payload does not decrypt with key id ${JSON.stringify(keyId)} (wrong key, or the IV, ciphertext, tag or key id was altered)`, error);
     }

@@ -5,7 +5,7 @@
  * checkpoint; it decrypts after parsing. The envelope names its key id, so keys can rotate:
  * new writes use the current key, older key ids stay readable while their keys are configured.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { GCM_IV_BYTES, GCM_TAG_BYTES, gcmOpen, gcmSeal } from '../aes-gcm';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { CheckpointError } from '../checkpoint/errors';
@@ -17,11 +17,8 @@ export const PAYLOAD_ENCRYPTION_ALGORITHM = 'A256GCM' as const;
 /** AES-256 keys are exactly this many bytes. */
 export const ENCRYPTION_KEY_BYTES = 32;
 
-/** GCM nonces are exactly this many bytes (NIST SP 800-38D §8.2: 96-bit IVs). */
-export const GCM_IV_BYTES = 12;
-
-/** GCM authentication tags are exactly this many bytes; shorter (truncated) tags are refused. */
-export const GCM_TAG_BYTES = 16;
+/** GCM IV and tag lengths, bytes: exactly 12 and 16; truncated tags are refused (see `../aes-gcm`). */
+export { GCM_IV_BYTES, GCM_TAG_BYTES };
 
 /**
  * Prefix of an encrypted text field (see {@link PayloadCipher.encryptText}):
@@ -114,11 +111,8 @@ export class PayloadCipher {
   encrypt(payload: JsonValue, aad: string): JsonValue {
     if (this.currentKeyId === null) return payload;
     const kid = this.currentKeyId;
-    const iv = randomBytes(GCM_IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv, { authTagLength: GCM_TAG_BYTES });
-    cipher.setAAD(additionalData(kid, aad));
-    const ct = Buffer.concat([cipher.update(canonicalJson(payload, 'result.payload'), 'utf8'), cipher.final()]);
-    const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv.toString('base64url'), tag: cipher.getAuthTag().toString('base64url'), ct: ct.toString('base64url') };
+    const { iv, ct, tag } = gcmSeal(this.keys.get(kid)!, canonicalJson(payload, 'result.payload'), additionalData(kid, aad));
+    const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv.toString('base64url'), tag: tag.toString('base64url'), ct: ct.toString('base64url') };
     return envelope as unknown as JsonValue;
   }
 
@@ -151,11 +145,8 @@ export class PayloadCipher {
   encryptText(text: string, aad: string, field: string): string {
     if (this.currentKeyId === null) return protectPlainText(text);
     const kid = this.currentKeyId;
-    const iv = randomBytes(GCM_IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.keys.get(kid)!, iv, { authTagLength: GCM_TAG_BYTES });
-    cipher.setAAD(textAdditionalData(kid, aad, field));
-    const ct = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-    return `${CIPHER_TEXT_PREFIX}${iv.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}:${ct.toString('base64url')}:${kid}`;
+    const { iv, ct, tag } = gcmSeal(this.keys.get(kid)!, text, textAdditionalData(kid, aad, field));
+    return `${CIPHER_TEXT_PREFIX}${iv.toString('base64url')}:${tag.toString('base64url')}:${ct.toString('base64url')}:${kid}`;
   }
 }
 
@@ -254,10 +245,7 @@ function decryptWith(key: Uint8Array, envelope: EncryptedPayload, aad: Buffer, f
   if (tag === null || tag.length !== GCM_TAG_BYTES) throw fail(undefined, 'bad-tag');
   if (ct === null) throw fail(undefined, 'malformed');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: GCM_TAG_BYTES });
-    decipher.setAAD(aad);
-    decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(ct), decipher.final()]).toString('utf8');
+    return gcmOpen(key, iv, ct, tag, aad).toString('utf8');
   } catch (error) {
     throw fail(error, 'authentication-failed');
   }

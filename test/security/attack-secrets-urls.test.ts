@@ -8,6 +8,7 @@ import { inspect } from 'node:util';
 import { isCheckpointError, type CheckpointError } from '../../src/checkpoint/errors';
 import { resolveConfig } from '../../src/config';
 import { maskUrl, openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { failure } from '../helpers/failure';
 
 const SECRET = 'Hq7vPw2Zk';
 
@@ -16,15 +17,6 @@ function shown(error: CheckpointError): string {
   return [error.message, JSON.stringify(error.details), inspect(error, { depth: 8 })].join('\n');
 }
 
-async function failure(run: () => Promise<unknown> | unknown): Promise<CheckpointError> {
-  try {
-    await run();
-  } catch (error) {
-    if (isCheckpointError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a CheckpointError');
-}
 
 const LEAKY = [
   ['a libpq key/value connection string', `host=db.internal port=5432 user=app password=${SECRET} dbname=ttc`],

@@ -19,6 +19,7 @@ import type { ModelTurnInput } from '../../src/model/types';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow } from '../../src/workflows';
+import { cleanPrototype, naiveMerge } from '../helpers/prototype';
 import { createTimeSkippingEnv, installQuietTemporalRuntime } from '../helpers/temporal';
 
 installQuietTemporalRuntime();
@@ -45,26 +46,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const PROTO_KEYS = Object.getOwnPropertyNames(Object.prototype);
-function prototypeAdditions(): string[] {
-  const added = Object.getOwnPropertyNames(Object.prototype).filter((k) => !PROTO_KEYS.includes(k));
-  for (const k of added) delete (Object.prototype as Record<string, unknown>)[k];
-  return added;
-}
 
-/** A naive deep merge, as tools write them. */
-function naiveMerge(target: Record<string, any>, source: Record<string, any>): Record<string, any> {
-  for (const key in source) {
-    const value = source[key];
-    if (typeof value === 'object' && value !== null) {
-      if (typeof target[key] !== 'object' || target[key] === null) target[key] = {};
-      naiveMerge(target[key], value);
-    } else {
-      target[key] = value;
-    }
-  }
-  return target;
-}
 
 /** Replays OpenAI chat.completion responses through the adapter's real conversion; records each request. */
 function replayOpenAi(responses: readonly unknown[]): ModelAdapter & { requests: ModelTurnInput[] } {
@@ -129,7 +111,7 @@ test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a
       args: [{ tenant: 'acme', model: 'replay', prompt: 'Open a ticket.', tools: ['create_ticket'], budget: { maxTurns: 3, maxToolCalls: 10, deadlineMs: 60 * 60 * 1000 } }],
     }),
   );
-  const polluted = prototypeAdditions();
+  const polluted = cleanPrototype();
 
   expect(polluted).toEqual([]);
   expect(result.status).toBe('completed');

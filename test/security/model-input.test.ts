@@ -11,6 +11,7 @@ import { isCheckpointError } from '../../src/checkpoint/errors';
 import { anthropicMessageToTurnResult, openAiCompletionToTurnResult, parseTranscript, type ResponseContext } from '../../src/model/transcript';
 import type { ToolCallRequest } from '../../src/model/types';
 import { Gate, Harness, Provider, typeOf, waitFor } from '../adversarial/harness';
+import { cleanPrototype, naiveMerge } from '../helpers/prototype';
 
 jest.setTimeout(120_000);
 
@@ -23,30 +24,10 @@ beforeEach(() => {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-const PROTO_KEYS = Object.getOwnPropertyNames(Object.prototype).sort();
-/** Removes anything a failing test left on Object.prototype, so one failure does not cascade. */
-function cleanPrototype(): string[] {
-  const added = Object.getOwnPropertyNames(Object.prototype).filter((k) => !PROTO_KEYS.includes(k));
-  for (const k of added) delete (Object.prototype as Record<string, unknown>)[k];
-  return added;
-}
 afterEach(() => {
   cleanPrototype();
 });
 
-/** A naive deep merge, as tools write them: `for…in` and recursion, no key checks. */
-function naiveMerge(target: Record<string, any>, source: Record<string, any>): Record<string, any> {
-  for (const key in source) {
-    const value = source[key];
-    if (typeof value === 'object' && value !== null) {
-      if (typeof target[key] !== 'object' || target[key] === null) target[key] = {};
-      naiveMerge(target[key], value);
-    } else {
-      target[key] = value;
-    }
-  }
-  return target;
-}
 
 /** The issue's tool: a free-form `options` field; the whole input is deep-merged into defaults. */
 function mergeTool(name = 'create_ticket', extra: Partial<ToolDefinition<any>> = {}): ToolDefinition<any> {

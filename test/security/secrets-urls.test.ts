@@ -9,9 +9,10 @@ import { writeFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { isCheckpointError, type CheckpointError } from '../../src/checkpoint/errors';
+import type { CheckpointError } from '../../src/checkpoint/errors';
 import { resolveConfig } from '../../src/config';
 import { maskUrl, openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { failure } from '../helpers/failure';
 import { startPostgres, withClient, type PostgresServer } from '../helpers/postgres';
 
 const A = 'Pw4aXq';
@@ -28,15 +29,6 @@ function expectNoSecret(text: string, parts: readonly string[] = [A, B]): void {
   for (const part of parts) expect(text).not.toContain(part);
 }
 
-async function failure(run: () => Promise<unknown> | unknown): Promise<CheckpointError> {
-  try {
-    await run();
-  } catch (error) {
-    if (isCheckpointError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a CheckpointError');
-}
 
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
