@@ -45,6 +45,14 @@ export interface FencedToolDeps {
   readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter). */
   readonly transientRetry?: { readonly initialIntervalMs: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
+  /**
+   * The tool's execute step is a user's activity (the plugin's fence interceptor calls `next`),
+   * which may ignore the abort signal: instead of racing it against the call deadline, the holder
+   * renews its claim's deadline while it runs (SPEC §7: a claim is taken over only once its
+   * holder's request can no longer be outstanding), and the fence leaves the activity's heartbeat
+   * details to the activity. @default false
+   */
+  readonly executeIsUserActivity?: boolean;
   /** Test-only hooks (the interleaving explorer): `step` is awaited at every {@link FencePoint}. */
   readonly hooks?: { step?(point: FencePoint, attemptId: string): Promise<void> | void };
 }

@@ -67,7 +67,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       const approval = approvalFromHeaders(input.headers);
       const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: asSent(input.args) }, ...approval };
       const tool = withExecute(activity, input, next);
-      const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL };
+      const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL, executeIsUserActivity: true };
       let call: PreparedCall | undefined;
       try {
         call = prepareCall(deps.tools, callInput, context);
