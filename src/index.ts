@@ -33,6 +33,7 @@ export {
   completeExecution,
   markExecutionUncertain,
   reclaimExecution,
+  renewExecution,
   releaseDelivery,
 } from './checkpoint/transitions';
 export { MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint } from './checkpoint/codec';

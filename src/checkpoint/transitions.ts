@@ -40,6 +40,30 @@ function deadlineOf(deadlineAt: string | undefined, at: string): string | null {
 }
 
 /**
+ * executing → executing: the holder of the fence declares a later deadline while its request
+ * is still running (a user's activity that may not honour the abort signal: SPEC §7, a claim is
+ * taken over only once its holder's request can no longer be outstanding). The claim time and
+ * every other field stay; only `deadlineAt` moves, and never earlier.
+ *
+ * @param args.attemptId must be the owning fence.
+ * @param args.deadlineAt the new deadline, ISO-8601 UTC, not before `at` nor before the current deadline.
+ * @returns action `execute` (the holder goes on running its request).
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another attempt holds the fence, whatever the
+ *   status; INVALID_TRANSITION from any status but `executing`; INVALID_ARGUMENT for a deadline
+ *   before `at` or before the current one.
+ */
+export function renewExecution(record: CheckpointRecord, args: { attemptId: string; at: string; deadlineAt: string }): TransitionResult {
+  const at = begin(record, args, 'renewExecution', ['executing'], { field: 'attemptId', fence: args?.attemptId });
+  assertFence(record, 'attemptId', args.attemptId, 'renewExecution');
+  const deadlineAt = deadlineOf(args.deadlineAt, at);
+  const current = record.execution!.deadlineAt;
+  if (deadlineAt === null || (current !== null && Date.parse(deadlineAt) < Date.parse(current))) {
+    throw new CheckpointError('INVALID_ARGUMENT', `renewExecution: deadlineAt ${String(args.deadlineAt)} is before the current deadline ${String(current)}; a renewal never shortens a claim`, { field: 'deadlineAt', actual: args.deadlineAt ?? null });
+  }
+  return finish(record, at, 'execute', { execution: { ...record.execution!, deadlineAt } });
+}
+
+/**
  * executing | uncertain → executing under a new fence, after reconciliation proved the
  * earlier attempt's effect absent, or for a provider that deduplicates by idempotency key.
  * Any later write by `previousAttemptId` is a FENCE_CONFLICT. Never automatic: the caller

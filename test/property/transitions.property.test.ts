@@ -15,6 +15,7 @@ import {
   markExecutionUncertain,
   parseCheckpoint,
   reclaimExecution,
+  renewExecution,
   releaseDelivery,
   serializeCheckpoint,
   validateCheckpoint,
@@ -47,7 +48,7 @@ class CasCell {
   }
 }
 
-const TRANSITIONS = ['claimExecution', 'reclaimExecution', 'completeExecution', 'markExecutionUncertain', 'claimDelivery', 'releaseDelivery', 'completeDelivery'] as const;
+const TRANSITIONS = ['claimExecution', 'reclaimExecution', 'renewExecution', 'completeExecution', 'markExecutionUncertain', 'claimDelivery', 'releaseDelivery', 'completeDelivery'] as const;
 type TransitionName = (typeof TRANSITIONS)[number];
 const ATTEMPTS = ['attempt-a', 'attempt-b', 'attempt-c'] as const;
 const DELIVERIES = ['delivery-a', 'delivery-b', 'delivery-c'] as const;
@@ -82,6 +83,8 @@ function apply(step: Step, record: CheckpointRecord, at: string): TransitionResu
       return claimExecution(record, { attemptId: step.attemptId, at });
     case 'reclaimExecution':
       return reclaimExecution(record, { attemptId: step.attemptId, previousAttemptId: step.previousAttemptId, at });
+    case 'renewExecution':
+      return renewExecution(record, { attemptId: step.attemptId, at, deadlineAt: at });
     case 'completeExecution':
       return completeExecution(record, { attemptId: step.attemptId, at, result: step.result });
     case 'markExecutionUncertain':
@@ -98,6 +101,7 @@ function apply(step: Step, record: CheckpointRecord, at: string): TransitionResu
 const ALLOWED_FROM: Record<TransitionName, readonly Status[]> = {
   claimExecution: ['ready'],
   reclaimExecution: ['executing', 'uncertain'],
+  renewExecution: ['executing'],
   completeExecution: ['executing', 'uncertain'],
   markExecutionUncertain: ['executing'],
   claimDelivery: ['completed'],
@@ -108,6 +112,7 @@ const ALLOWED_FROM: Record<TransitionName, readonly Status[]> = {
 /** The fence a finishing transition presents, and the one the record holds (undefined: none of that kind). */
 function fences(step: Step, record: CheckpointRecord): { presented: string; held: string | undefined } | null {
   switch (step.transition) {
+    case 'renewExecution':
     case 'completeExecution':
     case 'markExecutionUncertain':
       return { presented: step.attemptId, held: record.execution?.attemptId };

@@ -9,6 +9,7 @@ import {
   completeExecution,
   markExecutionUncertain,
   reclaimExecution,
+  renewExecution,
   releaseDelivery,
   STATUSES,
   validateCheckpoint,
@@ -406,5 +407,35 @@ describe('the claim declares its deadline (SPEC §7, schema version 2)', () => {
     const record = plainCopy(claimExecution(recordIn('ready'), { attemptId: 'a', at: AT, deadlineAt: DEADLINE }).next) as unknown as { execution: Record<string, unknown> };
     record.execution.deadlineAt = at(1);
     expect(caught(() => validateCheckpoint(record))).toMatchObject({ code: 'INVALID_CHECKPOINT', details: { field: 'execution.deadlineAt' } });
+  });
+});
+
+describe('renewExecution: the holder of a running claim declares a later deadline (SPEC §7)', () => {
+  const claimed = claimExecution(recordIn('ready'), { attemptId: OWNER_ATTEMPT, at: at(1), deadlineAt: at(20) }).next;
+
+  it('moves only deadlineAt (claim time, fence and status kept), revision + 1, action execute', () => {
+    const renewed = renewExecution(claimed, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE });
+    expect(renewed.action).toBe('execute');
+    expect(renewed.expectedRevision).toBe(claimed.revision);
+    expect(renewed.next).toEqual({ ...claimed, revision: claimed.revision + 1, updatedAt: AT, execution: { ...claimed.execution, deadlineAt: DEADLINE } });
+  });
+
+  it('never shortens a claim: a deadline before the current one is INVALID_ARGUMENT', () => {
+    expect(caught(() => renewExecution(claimed, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(15) }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+  });
+
+  it('a deadline before the renewal itself is INVALID_ARGUMENT', () => {
+    const open = claimExecution(recordIn('ready'), { attemptId: OWNER_ATTEMPT, at: at(1) }).next;
+    expect(caught(() => renewExecution(open, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(5) }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+  });
+
+  it('only the holder renews: another attempt gets FENCE_CONFLICT, also after a takeover', () => {
+    expect(caught(() => renewExecution(claimed, { attemptId: 'attempt-2', at: AT, deadlineAt: DEADLINE }))).toMatchObject({ code: 'FENCE_CONFLICT' });
+    const taken = reclaimExecution(claimed, { attemptId: 'attempt-2', previousAttemptId: OWNER_ATTEMPT, at: at(30), deadlineAt: at(50) }).next;
+    expect(caught(() => renewExecution(taken, { attemptId: OWNER_ATTEMPT, at: at(31), deadlineAt: at(60) }))).toMatchObject({ code: 'FENCE_CONFLICT' });
+  });
+
+  it.each(['ready', 'uncertain', 'completed', 'delivering', 'delivered'] as const)('from %s it is INVALID_TRANSITION (an uncertain claim is reconciled, never renewed)', (status) => {
+    expect(caught(() => renewExecution(recordIn(status), { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE }))).toMatchObject({ code: 'INVALID_TRANSITION' });
   });
 });
