@@ -22,6 +22,7 @@ import {
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
+import { ClaimRenewal } from './claim-renewal';
 import { crashPoint, type FencePoint } from './crash-points';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind, type LookupResult, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
 import type { PreparedCall } from './prepare-call';
@@ -258,7 +259,9 @@ class Attempt {
    */
   private async runAndStore(claimed: CheckpointRecord, source: ResultSource): Promise<Step> {
     const ctx = Context.current();
-    ctx.heartbeat();
+    // A user's activity owns its heartbeat details: keep the previous attempt's, which it may resume from.
+    if (this.deps.executeIsUserActivity === true) ctx.heartbeat(ctx.info.heartbeatDetails);
+    else ctx.heartbeat();
     await this.step('after-claim');
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
@@ -272,10 +275,10 @@ class Attempt {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
       throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
     }
-    const outcome = await this.invoke(current, source);
+    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invokeUserActivity(current) : { ...(await this.invoke(current, source)), record: current };
     await this.step('after-effect');
-    if (outcome.kind === 'unknown') return this.recordUnknown(current, outcome.reason);
-    return this.store(current, outcome.value, source);
+    if (outcome.kind === 'unknown') return this.recordUnknown(record, outcome.reason);
+    return this.store(record, outcome.value, source);
   }
 
   /** The tool's outcome is unknown: mark the checkpoint uncertain under this fence, then reconcile-pending or pause. */
@@ -324,11 +327,56 @@ class Attempt {
   }
 
   /**
+   * Calls a user's activity (`deps.executeIsUserActivity`) once, renewing the claim while it runs
+   * (see `./claim-renewal`): the activity may ignore the abort signal, so the fence waits for it
+   * however long it takes instead of declaring the outcome unknown at the deadline while it may
+   * still apply its effect. Its heartbeats are its own (no fence heartbeats while it runs).
+   * @returns the outcome, and the record as the last renewal left it.
+   */
+  private async invokeUserActivity(claimed: CheckpointRecord): Promise<Invoked & { record: CheckpointRecord }> {
+    const { tool } = this.call;
+    const renewal = new ClaimRenewal({
+      store: this.deps.store,
+      claimed,
+      attemptId: this.call.attemptId,
+      deadlineMs: tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS,
+      now: (record) => this.now(record),
+      nowMs: () => this.clock().getTime(),
+    });
+    const signal = AbortSignal.any([Context.current().cancellationSignal, renewal.signal]);
+    renewal.start();
+    let outcome: Invoked;
+    try {
+      const value = await tool.execute(this.call.args as never, this.context(signal));
+      outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
+    } catch (error) {
+      outcome = this.classified(error);
+    }
+    const record = await renewal.stop();
+    return { ...outcome, record };
+  }
+
+  /**
+   * A tool error by its `kind` (see `ToolError`): an unknown outcome unless it says otherwise (a
+   * transient error of class OUTCOME_UNKNOWN, a keyed request answered 409, is unknown too);
+   * `rejected` and an exhausted `transient` are the call's final error result.
+   */
+  private classified(error: unknown): Invoked {
+    const { tool } = this.call;
+    const kind = toolErrorKind(error);
+    const raw = error instanceof Error ? error.message : String(error);
+    const type = (error as { type?: unknown } | null)?.type;
+    if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
+    const message = sanitizeReason(raw, `${tool.name} failed without a message`);
+    return { kind: 'done', value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } } };
+  }
+
+  /**
    * Calls `execute` with heartbeats, retrying transient failures with full-jitter backoff and
    * Retry-After, until the call deadline (claim time + `callDeadlineMs`), when `ctx.signal`
    * aborts and the fence stops waiting: the outcome is then unknown.
    */
-  private async invoke(claimed: CheckpointRecord, source: ResultSource): Promise<{ kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string }> {
+  private async invoke(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked> {
     const { tool } = this.call;
     const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
     const deadlineAt = Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
@@ -361,23 +409,17 @@ class Attempt {
       if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
         return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
       }
-      const kind = toolErrorKind(error);
+      const outcome = this.classified(error);
+      if (outcome.kind === 'unknown' || toolErrorKind(error) !== 'transient') return outcome;
       const raw = error instanceof Error ? error.message : String(error);
-      const type = (error as { type?: unknown } | null)?.type;
-      // A transient error whose class is OUTCOME_UNKNOWN (a keyed request answered 409: the first may be in flight) is never a final error.
-      if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
-      const message = sanitizeReason(raw, `${tool.name} failed without a message`);
-      if (kind === 'transient' && mayBeApplied && !cancellation.aborted) {
+      if (mayBeApplied && !cancellation.aborted) {
         return { kind: 'unknown', reason: sanitizeReason(`${raw} (after ${source === 'same-key-repeat' ? 'a same-key repeat' : 'the provider said the key was in flight'}, a failure proves nothing about an earlier request)`, `${tool.name} failed after a same-key repeat`) };
       }
-      if (kind === 'transient' && cancellation.aborted) {
+      if (cancellation.aborted) {
         // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
-        throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${message}); the call is left to the next attempt`);
+        throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${sanitizeReason(raw, `${tool.name} failed without a message`)}); the call is left to the next attempt`);
       }
-      return {
-        kind: 'done',
-        value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } },
-      };
+      return outcome;
     } finally {
       clearTimeout(timer);
       // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
@@ -482,3 +524,6 @@ class Attempt {
 }
 
 const DEADLINE = Symbol('call deadline');
+
+/** What one call of the tool came to: an outcome to store, or unknown. */
+type Invoked = { kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string };
