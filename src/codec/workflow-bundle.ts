@@ -1,14 +1,19 @@
 /**
- * Prebuilt workflow bundles and the payload codec (issue 15 items 7/8). A worker that bundles its
- * workflows at start passes its data converter's `failureConverterPath` to the bundler itself; a
- * prebuilt bundle (config `worker.workflowBundle`, env TTC_WORKFLOW_BUNDLE) carries the failure
- * converter it was built with, so for workers with the codec it must be built with
- * {@link ENCODED_FAILURE_CONVERTER_PATH}, or failures raised in workflow code (a failed run, a
- * failed update) would keep their text in plaintext. {@link buildAgentWorkflowBundle} builds one;
- * the worker refuses a bundle without it ({@link assertWorkflowBundleEncodesFailures}).
+ * Prebuilt workflow bundles (issue 15 items 7/8, issue 10). A worker that bundles its workflows at
+ * start passes its data converter's `failureConverterPath` and its plugins' workflow interceptor
+ * modules to the bundler itself; a prebuilt bundle (config `worker.workflowBundle`, env
+ * TTC_WORKFLOW_BUNDLE) carries only what it was built with:
+ * - the failure converter: for workers with the codec it must be built with
+ *   {@link ENCODED_FAILURE_CONVERTER_PATH}, or failures raised in workflow code (a failed run, a
+ *   failed update) would keep their text in plaintext; the worker refuses a bundle without it
+ *   ({@link assertWorkflowBundleEncodesFailures});
+ * - the plugins' workflow interceptor modules: Temporal 1.24 adds a plugin's `workflowModules` to a
+ *   worker only when it bundles (`workflowsPath`), so a bundle for a worker with
+ *   `ToolCheckpointPlugin` must be built with the plugin, or its activities get no call header.
+ * {@link buildAgentWorkflowBundle} builds one with both.
  */
 import { readFileSync } from 'node:fs';
-import { bundleWorkflowCode, type Logger } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundlerPlugin, type Logger } from '@temporalio/worker';
 import { CheckpointError } from '../checkpoint/errors';
 import { ENCODED_FAILURE_CONVERTER_PATH } from './data-converter';
 import { ENCODED_FAILURE_CONVERTER_MARKER } from './failure-converter';
@@ -23,11 +28,26 @@ export interface AgentWorkflowBundleOptions {
   readonly encodeFailures: boolean;
   /** Logger of the bundler (webpack). @default the SDK's (console) */
   readonly logger?: Logger;
+  /**
+   * Plugins to bundle with, passed to `bundleWorkflowCode({ plugins })`: each plugin's
+   * `configureBundler` runs, which adds its workflow interceptor modules to the bundle. Pass the
+   * same plugins the worker that loads the bundle gets, `ToolCheckpointPlugin` included: Temporal
+   * adds a plugin's workflow interceptor modules to a worker with a prebuilt bundle only this way.
+   * Without `ToolCheckpointPlugin` here, its fence falls back to the call id
+   * `activity-<activityId>` within the run (see `src/plugin/call-identity`). A plugin's
+   * `configureBundler` may change any bundler option, the failure converter included;
+   * `createAgentWorker` still refuses a bundle without the codec's converter when the codec is on.
+   * @default none
+   */
+  readonly plugins?: readonly BundlerPlugin[];
 }
 
 /**
  * Bundles the agent workflow (`src/workflows`) for `TTC_WORKFLOW_BUNDLE`, with the failure
- * converter of the payload codec when `encodeFailures` is true. Write the returned code to a file.
+ * converter of the payload codec when `encodeFailures` is true and the workflow interceptor modules
+ * of `plugins`. Write the returned code to a file.
+ *
+ *   const code = await buildAgentWorkflowBundle({ encodeFailures: true, plugins: [new ToolCheckpointPlugin({ store, tools })] });
  *
  * @returns the bundle's code.
  */
@@ -36,6 +56,7 @@ export async function buildAgentWorkflowBundle(options: AgentWorkflowBundleOptio
     workflowsPath: require.resolve('../workflows'),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.encodeFailures ? { failureConverterPath: ENCODED_FAILURE_CONVERTER_PATH } : {}),
+    ...(options.plugins !== undefined && options.plugins.length > 0 ? { plugins: [...options.plugins] } : {}),
   });
   return code;
 }
