@@ -18,6 +18,7 @@ import { prepareCall, type PreparedCall } from '../activities/prepare-call';
 import { assertApprovedIntent } from '../activities';
 import { assertApprovalGiven, type ResolvedPins } from '../activities/pins';
 import { approvalFromHeaders } from './approval-activity';
+import { classifyActivityError } from './error-classification';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
 import type { FencedActivity } from './options';
@@ -86,8 +87,9 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
 /**
  * `activity` as a tool whose execute step is `next(input)`, called at most once, inside the
  * call's `fencedCallContext()`. The activity's return value, as Temporal would send it ({@link asSent}),
- * is the tool's output; an error it throws is classified by its `kind` (see `ToolError`), else its
- * outcome is unknown.
+ * is the tool's output; an error it throws is classified by the entry's `classifyError` (see
+ * `./error-classification`): `rejected` is stored as the call's error result, `unknown-outcome`
+ * is reconciled or pauses.
  */
 function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): ToolDefinition<unknown> {
   let called = false;
@@ -96,7 +98,13 @@ function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next
     async execute(_args, toolContext) {
       if (called) throw new ToolError('unknown-outcome', `${activity.name}: the fence calls the activity at most once per attempt`);
       called = true;
-      return { output: asSent(await runWithCallContext(toolContext, () => next(input))) };
+      let value: unknown;
+      try {
+        value = await runWithCallContext(toolContext, () => next(input));
+      } catch (error) {
+        throw classifyActivityError(activity.classifyError, error);
+      }
+      return { output: asSent(value) };
     },
   };
 }

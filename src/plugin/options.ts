@@ -7,8 +7,9 @@ import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import { assertIdempotencyKeySecret } from '../checkpoint/digest';
 import type { ToolActivitiesOptions } from '../activities';
-import { defineTool, type LookupResult, type ToolContext, type ToolDefinition } from '../activities/define-tool';
+import { defineTool, type LookupResult, type ToolContext, type ToolDefinition, type ToolErrorKind } from '../activities/define-tool';
 import type { CheckpointStore } from '../stores/checkpoint-store';
+import { defaultClassifyError, type ErrorClassifier } from './error-classification';
 
 /** How an activity the worker already registers is fenced (by its activity type name). */
 export interface FencedActivityOptions {
@@ -27,6 +28,30 @@ export interface FencedActivityOptions {
    * fingerprint and intent cover); the arguments must be JSON. @default any JSON array, as is
    */
   readonly input?: z.ZodType<unknown>;
+  /**
+   * How an error the activity throws is classified (SPEC §4 "Fenced tool activity"): called once
+   * with the error as thrown, after the activity ran under this attempt's claim.
+   * - `rejected`: the call's final error result. It is stored (`{ ok: false, error: { type,
+   *   message } }`, type: the error's `type`, else the name of an `Error` subclass that sets one,
+   *   else `BUSINESS_REJECTION`) and every attempt of the call, this one and any later, fails
+   *   with a non-retryable `ApplicationFailure` of that type and message (its `details`, `cause`
+   *   and `category` are not stored). The activity never runs again for this call.
+   * - `unknown-outcome`: the effect may have been applied. The call is reconciled by `lookup`, or
+   *   repeated with the same key when `dedupesByKey`, on a later attempt; without either it
+   *   pauses (OUTCOME_UNKNOWN, see the plugin's `onUnknownOutcome`).
+   * - `transient`: the fence calls the activity at most once per attempt (no in-attempt retry for
+   *   a user's activity), so a transient error is the call's final error result too, stored with
+   *   type `TRANSIENT_EXHAUSTED` and the error's message: later attempts deliver it and do not
+   *   run the activity again. To have such an error retried instead, classify it
+   *   `unknown-outcome` and give a `lookup`: a later attempt that finds no effect runs the
+   *   activity once more under the same idempotency key.
+   *
+   * A classifier that throws, or returns anything else, means `unknown-outcome`.
+   * @default {@link defaultClassifyError}: an error's own `kind` (see `ToolError`) if it has one;
+   *   an `ApplicationFailure` with `nonRetryable: true` is `rejected` (as unfenced, Temporal would
+   *   fail it without a retry); anything else is `unknown-outcome`.
+   */
+  classifyError?(error: unknown): ToolErrorKind;
 }
 
 /**
@@ -47,8 +72,11 @@ export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions,
   readonly tenant?: string;
 }
 
-/** A fenced activity type, resolved: the tool shape the fence runs, with `execute` supplied per call. */
-export type FencedActivity = Omit<ToolDefinition<unknown>, 'execute'>;
+/**
+ * A fenced activity type, resolved: the tool shape the fence runs, with `execute` supplied per
+ * call, and the entry's error classifier (bound to the entry; {@link defaultClassifyError} when it gives none).
+ */
+export type FencedActivity = Omit<ToolDefinition<unknown>, 'execute'> & { readonly classifyError: ErrorClassifier };
 
 const NEVER = async (): Promise<never> => {
   throw new Error('unreachable: the fence interceptor supplies execute per call');
@@ -66,10 +94,24 @@ export function resolveFencedActivities(options: ToolCheckpointPluginOptions): R
   for (const [name, entry] of Object.entries(options.fence ?? {})) {
     if (toolNames.has(name)) throw new CheckpointError('INVALID_ARGUMENT', `${JSON.stringify(name)} is both a tool and a fenced activity; name it once`, { field: 'fence' });
     if (name.startsWith('__temporal_')) throw new CheckpointError('INVALID_ARGUMENT', `activity type ${JSON.stringify(name)} is reserved by Temporal and cannot be fenced`, { field: 'fence' });
-    const { execute: _unused, ...tool } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER });
-    fenced.set(name, tool);
+    const { execute: _unused, classifyError: _declared, ...tool } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER }) as ToolDefinition<unknown> & { classifyError?: unknown };
+    fenced.set(name, { ...tool, classifyError: classifierOf(name, entry) });
   }
   return fenced;
+}
+
+/** The entry's `classifyError`, bound to the entry (own or from its class, never from `Object.prototype`), or the default. @throws {@link CheckpointError} INVALID_ARGUMENT when it is not a function. */
+function classifierOf(name: string, entry: FencedActivityOptions): ErrorClassifier {
+  let declared: unknown;
+  for (let o: object | null = entry; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+    if (Object.hasOwn(o, 'classifyError')) {
+      declared = Reflect.get(o, 'classifyError', entry);
+      break;
+    }
+  }
+  if (declared === undefined) return defaultClassifyError;
+  if (typeof declared !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `fence entry ${JSON.stringify(name)}: classifyError must be a function`, { field: 'classifyError' });
+  return declared.bind(entry) as ErrorClassifier;
 }
 
 /** Checks the plugin-wide options (the tools are checked by `createToolActivities`). @throws {@link CheckpointError} INVALID_ARGUMENT */
