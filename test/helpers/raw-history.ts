@@ -2,7 +2,10 @@
  * Temporal history as a reader without the payload codec sees it, for tests asserting what
  * Temporal can read. With the codec on, every payload the SDK hands to the codec is encrypted
  * (inputs, results, failures, activity summaries in `userMetadata`). Three kinds of plaintext
- * remain, all labels that Temporal must read or that the SDK writes past the codec:
+ * remain on a worker without `ToolCheckpointPlugin` (its `_ttc-call` activity header is a fourth:
+ * the SDK encodes workflow completions with `skipHeaders`; see
+ * test/plugin/bundle-plugins-header-history.test.ts), all labels that Temporal must read or that
+ * the SDK writes past the codec:
  *
  * - activity type names (`activityType.name` of ActivityTaskScheduled events and of activity
  *   failures): each tool is its own activity type, so the tool name is plaintext;

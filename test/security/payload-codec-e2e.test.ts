@@ -4,7 +4,8 @@
  * Temporal history read raw (a client without the codec) holds only ciphertext: the tool's
  * receipt, the ticket id and the workflow input appear nowhere, the tool name only as its
  * activity type, and the one plaintext payload is agentWorkflow's patch id (see
- * test/helpers/raw-history); the run result and the status
+ * test/helpers/raw-history; this worker has no ToolCheckpointPlugin, whose `_ttc-call` headers
+ * would be plaintext too); the run result and the status
  * query reach only the client with the codec. The codec server decodes a raw history payload over
  * HTTP, and the Temporal CLI prints the decoded result through `--codec-endpoint`.
  */
