@@ -2,7 +2,9 @@
  * The fence as an activity inbound interceptor (SPEC §8): a call of a fenced activity type runs
  * through the same fence as a tool (`settleCall`, `settleFailedAttempt`), with the activity
  * itself (`next`) as the tool's execute step. A stored result is returned without calling
- * `next`; `next` is called at most once per attempt, and only under this attempt's claim.
+ * `next`; `next` is called at most once per attempt, and only under this attempt's claim. A call
+ * of one of the plugin's own tools (which fence themselves) gets only the approval of its call
+ * header merged into its input (`./tool-approval`).
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from '@temporalio/activity';
@@ -15,10 +17,12 @@ import { toApplicationFailure } from '../activities/failures';
 import { settleFailedAttempt } from '../activities/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/prepare-call';
+import { ownProperties } from '../activities/input-schema';
 import { assertApprovedIntent } from '../activities';
 import { assertApprovalGiven, type ResolvedPins } from '../activities/pins';
 import { approvalFromHeaders } from './approval-activity';
 import { classifyActivityError } from './error-classification';
+import { toolArgsWithHeaderApproval } from './tool-approval';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
 import type { FencedActivity } from './options';
@@ -31,6 +35,12 @@ export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetr
   readonly idempotencyKeySecret?: Uint8Array;
   /** Fenced activity types that run only under an approved intent digest (`requireApproval`, see `./approval-pins`). @default none */
   readonly approvalPins?: ResolvedPins;
+  /**
+   * The plugin's `defineTool` tools by name (each registered as an activity of its name, input
+   * `FencedToolInput`): the fence merges the approval of a call's header into such a call's
+   * input (`./tool-approval`) before the tool's activity runs. @default none
+   */
+  readonly toolNames?: ReadonlySet<string>;
 }
 
 /** `next` is called once per attempt: a transient error is left to Temporal's retry policy, not retried in the attempt. */
@@ -40,8 +50,8 @@ const ONE_CALL = { initialIntervalMs: 1, maximumIntervalMs: 1, maximumAttempts: 
 const fencing = new WeakSet<Context>();
 
 /**
- * Fences the calls of the activity types in `deps.fenced`; every other activity passes through
- * untouched. An execution is fenced once: when the plugin is registered twice (on the worker
+ * Fences the calls of the activity types in `deps.fenced`, hands the calls of the plugin's tools
+ * (`deps.toolNames`) their header's approval; every other activity passes through untouched. An execution is fenced once: when the plugin is registered twice (on the worker
  * and its `NativeConnection`), the outer interceptor fences and the inner one passes through.
  */
 export class ToolFenceInboundInterceptor implements ActivityInboundCallsInterceptor {
@@ -51,10 +61,38 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
   ) {}
 
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    if (this.deps.toolNames?.has(this.ctx.info.activityType) === true) return this.runTool(input, next);
     const activity = this.deps.fenced.get(this.ctx.info.activityType);
     if (activity === undefined || fencing.has(this.ctx)) return next(input);
     fencing.add(this.ctx);
     return deliver(await this.fence(activity, input, next));
+  }
+
+  /**
+   * A call of one of the plugin's tools (which fences itself, as `runFencedTool`): the approval
+   * of its call header (`withApprovedIntent`) is merged into its input (`./tool-approval`), so
+   * the tool runs only if its intent digest is the approved one and the approval has not expired.
+   * A call refused here (the input carries another approval: APPROVAL_MISMATCH; a malformed call
+   * header: INVALID_ARGUMENT) never reaches the tool, and is settled by the call's evidence as
+   * `runFencedTool` settles such a refusal (see `settleFailedAttempt`): on a first attempt
+   * nothing is written and the refusal fails the activity non-retryably.
+   */
+  private async runTool(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const toolName = this.ctx.info.activityType;
+    let args: unknown[];
+    try {
+      args = toolArgsWithHeaderApproval(toolName, input.args, input.headers);
+    } catch (refusal) {
+      try {
+        const context = attemptContextOf(this.ctx.info, this.deps.idempotencyKeySecret);
+        const callInput = { ...ownProperties(input.args[0]), toolName } as unknown as FencedToolInput;
+        const deps: FencedToolDeps = { ...this.deps, tools: new Map() };
+        return await settleFailedAttempt(deps, { input: callInput, context, call: undefined, evidence: { claimSent: false, seen: null }, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, refusal);
+      } catch (error) {
+        throw toApplicationFailure(error);
+      }
+    }
+    return next({ ...input, args });
   }
 
   /** One fenced attempt: prepare, settle, or settle the failure by the call's evidence; errors leave as `toApplicationFailure` maps them. */

@@ -114,6 +114,17 @@ function classifierOf(name: string, entry: FencedActivityOptions): ErrorClassifi
   return declared.bind(entry) as ErrorClassifier;
 }
 
+/** What the plugin's options decide about the fence interceptor beyond the `fence` entries: spread into its `FenceDeps`. */
+export interface FenceSettings {
+  /** The names of the plugin's `tools` (see `FenceDeps.toolNames`). */
+  readonly toolNames: ReadonlySet<string>;
+}
+
+/** The {@link FenceSettings} of validated plugin options (see {@link validatePluginOptions}). */
+export function resolveFenceSettings(options: ToolCheckpointPluginOptions): FenceSettings {
+  return { toolNames: new Set((options.tools ?? []).map((tool) => tool.name)) };
+}
+
 /** Checks the plugin-wide options (the tools are checked by `createToolActivities`). @throws {@link CheckpointError} INVALID_ARGUMENT */
 export function validatePluginOptions(options: ToolCheckpointPluginOptions): void {
   if (typeof options?.store?.createIfAbsent !== 'function') throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });

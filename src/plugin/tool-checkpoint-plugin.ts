@@ -22,7 +22,7 @@ import { splitApprovalPins } from './approval-pins';
 import { toolPinsAfterFence } from './fence-pins';
 import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
-import { resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
+import { resolveFenceSettings, resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
 
 /** The plugin's name, in Temporal's `organization.PluginName` form. */
 export const TOOL_CHECKPOINT_PLUGIN_NAME = 'temporal-tool-checkpoint.ToolCheckpointPlugin';
@@ -55,6 +55,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
       reconcileMarginMs: options.reconcileMarginMs,
       hooks: options.hooks,
       approvalPins: approvalPins.fenced,
+      ...resolveFenceSettings(options),
       ...(options.idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret: Buffer.from(options.idempotencyKeySecret) }),
     };
     super({

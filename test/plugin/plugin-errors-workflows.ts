@@ -1,8 +1,10 @@
 /**
- * A user's plain workflows for the plugin-errors tests: they call one activity by name through
+ * A user's plain workflows for the plugin-errors and plugin-tool-approval tests: they call one activity by name through
  * `proxyActivities`, as any Temporal workflow does, and let its failure fail the workflow.
  */
 import { proxyActivities } from '@temporalio/workflow';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import { withApprovedIntent, type ApprovedIntent } from '../../src/workflow';
 
 type AnyActivities = Record<string, (...args: unknown[]) => Promise<unknown>>;
 
@@ -14,4 +16,13 @@ export async function callActivityWorkflow(activity: string, ...args: unknown[])
     retry: { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 10 },
   });
   return activities[activity]!(...args);
+}
+
+/** Calls the plugin's tool `tool` with `input` inside `withApprovedIntent(approval)` (at most 5 attempts). */
+export async function approvedToolWorkflow(tool: string, input: Omit<FencedToolInput, 'toolName'>, approval: ApprovedIntent): Promise<FencedToolResult> {
+  const tools = proxyActivities<Record<string, (input: Omit<FencedToolInput, 'toolName'>) => Promise<FencedToolResult>>>({
+    startToCloseTimeout: '30s',
+    retry: { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 5 },
+  });
+  return withApprovedIntent(approval, () => tools[tool]!(input));
 }
