@@ -11,6 +11,7 @@ import { registerDev } from './dev';
 import { registerPending } from './pending';
 import { registerPrune } from './prune';
 import { registerResolve } from './resolve';
+import { registerResolveInStore } from './resolve-in-store';
 import { registerShow } from './show';
 import { registerStart } from './start';
 import { registerWorker } from './worker';
@@ -18,7 +19,7 @@ import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
-for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerPrune, registerCodecServer]) register(program);
+for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerResolveInStore, registerPrune, registerCodecServer]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   printError(describeError(error));
