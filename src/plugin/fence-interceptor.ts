@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
+import { isCheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
 import { ToolError, type ToolDefinition } from '../activities/define-tool';
@@ -25,7 +26,7 @@ import { classifyActivityError } from './error-classification';
 import { toolArgsWithHeaderApproval } from './tool-approval';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
-import type { FencedActivity } from './options';
+import { DEFAULT_UNKNOWN_OUTCOME_RETRY_MS, type FencedActivity } from './options';
 
 /** What the plugin builds once and every fence interceptor shares. */
 export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetry'> {
@@ -41,6 +42,14 @@ export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetr
    * input (`./tool-approval`) before the tool's activity runs. @default none
    */
   readonly toolNames?: ReadonlySet<string>;
+  /**
+   * `'wait'`: a call paused as OUTCOME_UNKNOWN (in a fenced activity or a plugin tool) fails its
+   * attempt retryably after {@link unknownOutcomeRetryMs} instead of non-retryably (see the
+   * plugin option `onUnknownOutcome`). @default 'fail'
+   */
+  readonly onUnknownOutcome?: 'fail' | 'wait';
+  /** With `onUnknownOutcome: 'wait'`, the next-retry delay, ms. @default 300,000 */
+  readonly unknownOutcomeRetryMs?: number;
 }
 
 /** `next` is called once per attempt: a transient error is left to Temporal's retry policy, not retried in the attempt. */
@@ -89,10 +98,15 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         const deps: FencedToolDeps = { ...this.deps, tools: new Map() };
         return await settleFailedAttempt(deps, { input: callInput, context, call: undefined, evidence: { claimSent: false, seen: null }, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, refusal);
       } catch (error) {
-        throw toApplicationFailure(error);
+        throw this.failure(error);
       }
     }
-    return next({ ...input, args });
+    try {
+      return await next({ ...input, args });
+    } catch (error) {
+      // The tool's activity maps its own errors; only a pause changes, under 'wait'.
+      throw this.waitIfPaused(error);
+    }
   }
 
   /** One fenced attempt: prepare, settle, or settle the failure by the call's evidence; errors leave as `toApplicationFailure` maps them. */
@@ -117,9 +131,45 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
     } catch (error) {
-      throw toApplicationFailure(error);
+      throw this.failure(error);
     }
   }
+
+  /**
+   * What the activity throws for `error`: `toApplicationFailure(error)`, except that under
+   * `onUnknownOutcome: 'wait'` a pause (OUTCOME_UNKNOWN, from this fence or from a tool's
+   * `runFencedTool`) becomes retryable (see {@link waitingFailure}). Every other failure keeps its retryability.
+   */
+  private failure(error: unknown): unknown {
+    return this.waitIfPaused(toApplicationFailure(error));
+  }
+
+  /** `error` itself, or under `onUnknownOutcome: 'wait'`, a pause as a retryable failure (see {@link waitingFailure}). */
+  private waitIfPaused(error: unknown): unknown {
+    if (this.deps.onUnknownOutcome !== 'wait' || !isPause(error)) return error;
+    return waitingFailure(error, this.deps.unknownOutcomeRetryMs ?? DEFAULT_UNKNOWN_OUTCOME_RETRY_MS);
+  }
+}
+
+/** A pause for a person: the fence's OUTCOME_UNKNOWN, as `toApplicationFailure` maps it (a user's own error of that type is classified, never thrown as is). */
+function isPause(failure: unknown): failure is ApplicationFailure {
+  return failure instanceof ApplicationFailure && failure.type === 'OUTCOME_UNKNOWN' && isCheckpointError(failure.cause, 'OUTCOME_UNKNOWN');
+}
+
+/**
+ * `paused` as a retryable failure (SPEC §8 last point, `onUnknownOutcome: 'wait'`): type
+ * OUTCOME_UNKNOWN, the same details (call id, tool, idempotency key, reason), `nextRetryDelay`
+ * `retryMs`, and a message that says the call waits for a person to store its outcome.
+ */
+function waitingFailure(paused: ApplicationFailure, retryMs: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'OUTCOME_UNKNOWN',
+    message: `${paused.message}; onUnknownOutcome 'wait': the call is tried again every ${retryMs} ms and delivers its outcome once a person has stored it`,
+    nonRetryable: false,
+    details: paused.details ?? undefined,
+    nextRetryDelay: retryMs,
+    cause: paused.cause,
+  });
 }
 
 /**

@@ -70,7 +70,40 @@ export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions,
   readonly fence?: Readonly<Record<string, FencedActivityOptions>>;
   /** The tenant the checkpoints of fenced activities are kept under. @default 'default' */
   readonly tenant?: string;
+  /**
+   * What an attempt does when its call's outcome is unknown and cannot be settled here (SPEC §8
+   * last point): an earlier attempt may have applied the effect, and neither `lookup` nor a
+   * same-key repeat (`dedupesByKey`) can tell, so only a person can. Applies to every call this
+   * plugin fences: `fence` entries and `tools`.
+   * - `'fail'`: the activity fails non-retryably with an `ApplicationFailure` of type
+   *   `OUTCOME_UNKNOWN` whose `details[0]` names the call (`callId`, `toolName`,
+   *   `idempotencyKey`, `intentDigest`, `reason`). Your workflow sees it at once and decides:
+   *   catch it, wait for a signal, compensate, or fail. The default, because a pause is visible
+   *   at once and nothing depends on a retry policy: under `'wait'` a `maximumAttempts` or a
+   *   `scheduleToCloseTimeout` (the agent workflow bounds its activities by its deadline) later
+   *   turns the wait into a failure anyway, quietly and long after the fact.
+   * - `'wait'`: the attempt fails retryably (type `OUTCOME_UNKNOWN`, same details,
+   *   `nextRetryDelay` = {@link unknownOutcomeRetryMs}) and writes nothing new. Every later
+   *   attempt reads the checkpoint again: once a person has stored the call's outcome (the record
+   *   is `completed`), the next attempt delivers it and the workflow continues as if the call had
+   *   returned it; the activity is not run again. The activity's retry policy still applies:
+   *   `maximumAttempts`, `scheduleToCloseTimeout`, and `OUTCOME_UNKNOWN` in
+   *   `nonRetryableErrorTypes` end the wait with that failure. Meant for your own workflows,
+   *   which have no `resolve` update; `agentWorkflow` has one and expects `'fail'`.
+   * Other failures keep their retryability.
+   * @default 'fail'
+   */
+  readonly onUnknownOutcome?: 'fail' | 'wait';
+  /**
+   * With `onUnknownOutcome: 'wait'`: the delay before the next attempt re-reads the checkpoint,
+   * ms; a positive safe integer. Each attempt reads the store once and writes nothing.
+   * @default 300,000 (5 minutes)
+   */
+  readonly unknownOutcomeRetryMs?: number;
 }
+
+/** Default `unknownOutcomeRetryMs`: 300,000 ms (5 minutes). */
+export const DEFAULT_UNKNOWN_OUTCOME_RETRY_MS = 300_000;
 
 /**
  * A fenced activity type, resolved: the tool shape the fence runs, with `execute` supplied per
@@ -118,14 +151,32 @@ function classifierOf(name: string, entry: FencedActivityOptions): ErrorClassifi
 export interface FenceSettings {
   /** The names of the plugin's `tools` (see `FenceDeps.toolNames`). */
   readonly toolNames: ReadonlySet<string>;
+  /** `onUnknownOutcome`, resolved (see `FenceDeps.onUnknownOutcome`). */
+  readonly onUnknownOutcome: 'fail' | 'wait';
+  /** `unknownOutcomeRetryMs`, resolved, ms. */
+  readonly unknownOutcomeRetryMs: number;
 }
 
 /** The {@link FenceSettings} of validated plugin options (see {@link validatePluginOptions}). */
 export function resolveFenceSettings(options: ToolCheckpointPluginOptions): FenceSettings {
-  return { toolNames: new Set((options.tools ?? []).map((tool) => tool.name)) };
+  return {
+    toolNames: new Set((options.tools ?? []).map((tool) => tool.name)),
+    onUnknownOutcome: (ownOption(options, 'onUnknownOutcome') as 'fail' | 'wait' | undefined) ?? 'fail',
+    unknownOutcomeRetryMs: (ownOption(options, 'unknownOutcomeRetryMs') as number | undefined) ?? DEFAULT_UNKNOWN_OUTCOME_RETRY_MS,
+  };
 }
 
-/** Checks the plugin-wide options (the tools are checked by `createToolActivities`). @throws {@link CheckpointError} INVALID_ARGUMENT */
+/** An option given on `options` itself, never read through a polluted `Object.prototype`. */
+function ownOption(options: ToolCheckpointPluginOptions, key: keyof ToolCheckpointPluginOptions): unknown {
+  return Object.hasOwn(options, key) ? options[key] : undefined;
+}
+
+/**
+ * Checks the plugin-wide options (the tools are checked by `createToolActivities`).
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (`details.field` names the option): no store, a bad `tenant`,
+ *   `maxPayloadBytes`, `idempotencyKeySecret` or `reconcileMarginMs`, an `onUnknownOutcome` other than
+ *   `'fail'`/`'wait'`, an `unknownOutcomeRetryMs` that is not a positive safe integer.
+ */
 export function validatePluginOptions(options: ToolCheckpointPluginOptions): void {
   if (typeof options?.store?.createIfAbsent !== 'function') throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });
   const tenant = options.tenant ?? 'default';
@@ -135,5 +186,13 @@ export function validatePluginOptions(options: ToolCheckpointPluginOptions): voi
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`, { field: 'reconcileMarginMs' });
+  }
+  const onUnknownOutcome = ownOption(options, 'onUnknownOutcome');
+  if (onUnknownOutcome !== undefined && onUnknownOutcome !== 'fail' && onUnknownOutcome !== 'wait') {
+    throw new CheckpointError('INVALID_ARGUMENT', `onUnknownOutcome must be 'fail' or 'wait', got ${typeof onUnknownOutcome === 'string' ? JSON.stringify(onUnknownOutcome) : typeof onUnknownOutcome}`, { field: 'onUnknownOutcome' });
+  }
+  const retryMs = ownOption(options, 'unknownOutcomeRetryMs');
+  if (retryMs !== undefined && !(Number.isSafeInteger(retryMs) && (retryMs as number) > 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `unknownOutcomeRetryMs must be a positive integer (ms), got ${String(retryMs)}`, { field: 'unknownOutcomeRetryMs' });
   }
 }

@@ -1,6 +1,7 @@
 /**
- * A user's plain workflows for the plugin-errors and plugin-tool-approval tests: they call one activity by name through
- * `proxyActivities`, as any Temporal workflow does, and let its failure fail the workflow.
+ * A user's plain workflows for the plugin-errors, plugin-tool-approval and plugin-unknown-outcome
+ * tests: they call one activity by name through `proxyActivities`, as any Temporal workflow
+ * does, and let its failure fail the workflow.
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
@@ -15,6 +16,12 @@ export async function callActivityWorkflow(activity: string, ...args: unknown[])
     heartbeatTimeout: '10s',
     retry: { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 10 },
   });
+  return activities[activity]!(...args);
+}
+
+/** Calls `activity` with `args` under the default retry policy (unlimited attempts; 100 ms between them unless the failure says otherwise) and returns its result. */
+export async function callUntilDoneWorkflow(activity: string, ...args: unknown[]): Promise<unknown> {
+  const activities = proxyActivities<AnyActivities>({ startToCloseTimeout: '30s', heartbeatTimeout: '10s', retry: { initialInterval: '100ms', backoffCoefficient: 1 } });
   return activities[activity]!(...args);
 }
 
