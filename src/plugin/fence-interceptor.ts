@@ -60,8 +60,9 @@ const fencing = new WeakSet<Context>();
 
 /**
  * Fences the calls of the activity types in `deps.fenced`, hands the calls of the plugin's tools
- * (`deps.toolNames`) their header's approval; every other activity passes through untouched. An execution is fenced once: when the plugin is registered twice (on the worker
- * and its `NativeConnection`), the outer interceptor fences and the inner one passes through.
+ * (`deps.toolNames`) their header's approval; every other activity passes through untouched. An
+ * execution is fenced once: when the plugin is registered twice (on the worker and its
+ * `NativeConnection`), the outer interceptor fences and the inner one passes through.
  */
 export class ToolFenceInboundInterceptor implements ActivityInboundCallsInterceptor {
   constructor(
