@@ -54,6 +54,12 @@ export const TOOL_ERROR_CLASSES = {
    * those retries run out.
    */
   OUTCOME_UNKNOWN: { retryable: false },
+  /**
+   * A person settled an unknown outcome in the store as not applied (`ttc resolve-in-store
+   * --not-applied`, `resolveCallInStore`): the fenced activity's next attempt fails with this
+   * type, non-retryably, and your workflow decides whether to make a new call.
+   */
+  RESOLVED_NOT_APPLIED: { retryable: false },
 } as const;
 
 /** A tool error class name. */

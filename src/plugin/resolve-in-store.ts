@@ -24,13 +24,14 @@ import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { ToolOutcome } from '../activities/contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fenced-tool';
 import { callAddress } from '../activities/prepare-call';
+import type { ToolErrorClass } from '../activities/error-classes';
 
 /**
  * The failure type a workflow receives for a call resolved `{ failed }` without a `type`: a
  * person settled the call as not applied (or as not to be delivered as a success). Delivered as a
  * non-retryable `ApplicationFailure` of this type by the fence (see `fence-interceptor.ts`).
  */
-export const RESOLVED_NOT_APPLIED = 'RESOLVED_NOT_APPLIED';
+export const RESOLVED_NOT_APPLIED = 'RESOLVED_NOT_APPLIED' satisfies ToolErrorClass;
 
 /** The tenant a fenced activity is checkpointed under when the plugin names none (`ToolCheckpointPluginOptions.tenant`). */
 export const DEFAULT_PLUGIN_TENANT = 'default';

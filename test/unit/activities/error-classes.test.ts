@@ -18,6 +18,7 @@ describe('TOOL_ERROR_CLASSES', () => {
       USER_REJECTION: { retryable: false },
       UNKNOWN_TOOL: { retryable: false },
       OUTCOME_UNKNOWN: { retryable: false },
+      RESOLVED_NOT_APPLIED: { retryable: false },
     });
   });
 
