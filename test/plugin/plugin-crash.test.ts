@@ -3,51 +3,18 @@
  * SIGKILLed right after the effect (`TTC_CRASH_AT`). A second worker finishes the call: one
  * effect, and the result the workflow gets is the one the store holds.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
-import { formatCrashAt, type CrashPoint } from '../../src/activities/crash-points';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { readLedger } from './payment-activities';
 import type { PluginWorkerOptions } from './plugin-worker';
+import { spawnPluginWorker, type Spawned } from './plugin-worker-process';
 import { checkoutWorkflow } from './workflows';
 
 installQuietTemporalRuntime();
 jest.setTimeout(180_000);
-
-interface Spawned {
-  readonly pid: number;
-  readonly exited: Promise<number | NodeJS.Signals | null>;
-  kill(): void;
-}
-
-/** Starts `plugin-worker.ts` in its own process and resolves once it polls. */
-async function spawnPluginWorker(options: PluginWorkerOptions, crashAt?: CrashPoint): Promise<Spawned> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
-  if (crashAt === undefined) delete env.TTC_CRASH_AT;
-  else env.TTC_CRASH_AT = formatCrashAt({ point: crashAt, toolName: 'chargeCard' });
-  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), require.resolve('./plugin-worker'), JSON.stringify(options)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
-  let output = '';
-  await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(() => fail(new Error(`plugin worker did not start: ${output}`)), 60_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('ready\n')) {
-        clearTimeout(timer);
-        ready();
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    void exited.then((how) => {
-      clearTimeout(timer);
-      fail(new Error(`plugin worker exited (${String(how)}) before it was ready: ${output}`));
-    });
-  });
-  return { pid: child.pid!, exited, kill: () => child.kill('SIGKILL') };
-}
 
 describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
   let env: LocalTestEnv;

@@ -8,49 +8,23 @@
  * and the next attempt delivers that result: the workflow completes with it, the charge ran once.
  * Real dev server, real SQLite store, real processes.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
-import { formatCrashAt } from '../../src/activities/crash-points';
 import { ToolCheckpointPlugin } from '../../src/plugin';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { runCli } from '../helpers/cli';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { paymentActivities, readLedger } from './payment-activities';
-import type { PluginWorkerOptions } from './plugin-worker';
+import { spawnPluginWorker } from './plugin-worker-process';
 import { checkoutWorkflow } from './workflows';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(180_000);
-
-/** Starts `plugin-worker.ts` (the plugin fencing `chargeCard`, call deadline 2 s, margin 0) in its own process, armed to SIGKILL itself after the effect; resolves once it polls. */
-async function spawnDoomedWorker(options: PluginWorkerOptions): Promise<{ pid: number; exited: Promise<number | NodeJS.Signals | null>; kill(): void }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', TTC_CRASH_AT: formatCrashAt({ point: 'after-effect', toolName: 'chargeCard' }) };
-  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), require.resolve('./plugin-worker'), JSON.stringify(options)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
-  let output = '';
-  await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(() => fail(new Error(`plugin worker did not start: ${output}`)), 60_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('ready\n')) {
-        clearTimeout(timer);
-        ready();
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    void exited.then((how) => {
-      clearTimeout(timer);
-      fail(new Error(`plugin worker exited (${String(how)}) before it was ready: ${output}`));
-    });
-  });
-  return { pid: child.pid!, exited, kill: () => child.kill('SIGKILL') };
-}
 
 describe("resolve-in-store end to end: a user's workflow waits on an unknown outcome until a person resolves it", () => {
   let env: LocalTestEnv;
@@ -78,7 +52,7 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
     const taskQueue = 'resolve-in-store-e2e';
     const workflowId = 'resolve-in-store-e2e';
     const ledger = join(dir, 'ledger.jsonl');
-    const worker1 = await spawnDoomedWorker({ address: env.devServer.address, taskQueue, storeUrl, ledger, lookup: false });
+    const worker1 = await spawnPluginWorker({ address: env.devServer.address, taskQueue, storeUrl, ledger, lookup: false }, 'after-effect');
     doomed.push(worker1);
     const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: ['cus_7', 4_200] });
     expect(await worker1.exited).toBe('SIGKILL');
