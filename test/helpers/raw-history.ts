@@ -18,6 +18,7 @@
  * or the Temporal CLI's protobuf JSON) and returns what it removed, so a test can search the rest
  * for data and require every remaining payload to be encrypted.
  */
+import type { Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 
 /** The patch id agentWorkflow records before scheduling a tool as its own activity type. */
@@ -98,4 +99,20 @@ function jsonPlain(payload: unknown, where: string): unknown {
 function bytesOf(value: unknown): Buffer {
   if (value instanceof Uint8Array) return Buffer.from(value);
   return Buffer.from(typeof value === 'string' ? value : '', 'base64');
+}
+
+/** Every Payload in a decoded protobuf message (anything with `data` bytes and a `metadata` map). */
+export function payloadsIn(value: unknown, found: Payload[] = []): Payload[] {
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return found;
+  if (Array.isArray(value)) {
+    for (const item of value) payloadsIn(item, found);
+    return found;
+  }
+  const record = value as Record<string, unknown>;
+  if (record.data instanceof Uint8Array && typeof record.metadata === 'object' && record.metadata !== null) {
+    found.push(record as Payload);
+    return found;
+  }
+  for (const key of Object.keys(record)) payloadsIn(record[key], found);
+  return found;
 }

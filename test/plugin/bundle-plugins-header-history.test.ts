@@ -32,6 +32,7 @@ import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow } from '../../src/workflows';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 import type { FencedCallDescription } from '../../src/workflow';
+import { payloadsIn } from '../helpers/raw-history';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 import { approveChargeUpdate, approvedCheckoutWorkflow, pendingChargeQuery, type ApprovedCheckoutResult } from './approval-workflows';
@@ -53,22 +54,6 @@ function takeCallHeaders(history: temporal.api.history.v1.IHistory): { activityT
     delete attributes.header!.fields![CALL_HEADER];
     return [{ activityType: attributes.activityType?.name ?? '(stripped)', encoding: Buffer.from(payload.metadata?.encoding ?? []).toString(), value: defaultPayloadConverter.fromPayload(payload), raw: Buffer.from(payload.data ?? []) }];
   });
-}
-
-/** Every Payload in a decoded protobuf message. */
-function payloadsIn(value: unknown, found: Payload[] = []): Payload[] {
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return found;
-  if (Array.isArray(value)) {
-    for (const item of value) payloadsIn(item, found);
-    return found;
-  }
-  const record = value as Record<string, unknown>;
-  if (record.data instanceof Uint8Array && typeof record.metadata === 'object' && record.metadata !== null) {
-    found.push(record as Payload);
-    return found;
-  }
-  for (const key of Object.keys(record)) payloadsIn(record[key], found);
-  return found;
 }
 
 const encodingOf = (payload: Payload): string => Buffer.from(payload.metadata?.encoding ?? []).toString();

@@ -15,7 +15,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Payload } from '@temporalio/common';
 import { connectClient, scriptedRunInput, startAgentRun, type ConnectedClient } from '../../src/client';
 import { codecFromEnv } from '../../src/codec/codec-config';
 import { startCodecServer, type RunningCodecServer } from '../../src/codec/codec-server';
@@ -29,6 +28,7 @@ import { createAgentWorker, type AgentWorker } from '../../src/worker';
 import { runStatusQuery } from '../../src/workflows/messages';
 import type { AgentWorkflowResult } from '../../src/workflows/types';
 import { createDemoTools } from '../../examples/demo-tools';
+import { payloadsIn } from '../helpers/raw-history';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
@@ -166,22 +166,6 @@ describe('the payload codec on a real Temporal server', () => {
     });
   });
 });
-
-/** Every Payload in a decoded protobuf message (anything with `data` bytes and a `metadata` map). */
-function payloadsIn(value: unknown, found: Payload[] = []): Payload[] {
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return found;
-  if (Array.isArray(value)) {
-    for (const item of value) payloadsIn(item, found);
-    return found;
-  }
-  const record = value as Record<string, unknown>;
-  if (record.data instanceof Uint8Array && typeof record.metadata === 'object' && record.metadata !== null) {
-    found.push(record as Payload);
-    return found;
-  }
-  for (const key of Object.keys(record)) payloadsIn(record[key], found);
-  return found;
-}
 
 /** Every payload in protobuf JSON (an object with a base64 `data` string and a `metadata` object). */
 function jsonPayloadsIn(value: unknown, found: { metadata: Record<string, string>; data: string }[] = []): { metadata: Record<string, string>; data: string }[] {
