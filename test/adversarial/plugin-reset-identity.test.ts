@@ -1,0 +1,135 @@
+/**
+ * Adversarial (issue 10, identity): a workflow RESET keeps `firstExecutionRunId` and restarts the
+ * activity sequence numbers, so the reset run's activity calls get the SAME call ids (`act-<seq>`
+ * in the same run chain) as the original run's. When the reset run takes another path (the
+ * signal after the reset point differs), its call `act-N` is a different call: another amount,
+ * or even another activity type. The fence sees BINDING_CONFLICT (another fingerprint / tool) and
+ * `settleFailedAttempt` treats BINDING_CONFLICT as "a deploy changed the binding" and DELIVERS THE
+ * OLD CALL'S STORED RESULT: the workflow receives a charge of 100 as the result of its charge of
+ * 200 (or a charge as the result of its refund), and the new effect is never applied.
+ *
+ * Real dev server, real SQLite store.
+ */
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
+import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
+import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { actionSignal, amountSignal, chargeOrRefund, chargeSignalledAmount, type AdvActivities } from './plugin-workflows';
+
+installQuietTemporalRuntime('ERROR');
+jest.setTimeout(120_000);
+
+interface Entry { kind: string; amountCents: number; id: string; key: string | null }
+
+function ledgerActivities(file: string): AdvActivities {
+  const read = (): Entry[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry) : []);
+  const apply = (kind: string, amountCents: number): Entry => {
+    const entry = { kind, amountCents, id: `${kind}-${read().length + 1}`, key: fencedCallContext()?.idempotencyKey ?? null };
+    appendFileSync(file, `${JSON.stringify(entry)}\n`);
+    return entry;
+  };
+  return {
+    async chargeCard(_customer, amountCents) {
+      const e = apply('charge', amountCents);
+      return { chargeId: e.id, amountCents };
+    },
+    async refundCard(_customer, amountCents) {
+      const e = apply('refund', amountCents);
+      return { refundId: e.id, amountCents };
+    },
+  };
+}
+
+function readLedger(file: string): Entry[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry) : [];
+}
+
+describe('plugin identity under workflow reset', () => {
+  let env: LocalTestEnv;
+  let dir: string;
+  let store: CheckpointStore;
+
+  beforeAll(async () => {
+    env = await createLocalEnv();
+    dir = mkdtempSync(join(tmpdir(), 'ttc-adv-reset-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Resets `workflowId` to its first workflow task completion without reapplying signals; returns the new run id. */
+  async function resetToFirstTask(workflowId: string, runId: string): Promise<string> {
+    const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const firstTask = history.events!.find((e) => e.workflowTaskCompletedEventAttributes != null)!;
+    const response = await env.client.workflowService.resetWorkflowExecution({
+      namespace: env.namespace ?? 'default',
+      workflowExecution: { workflowId, runId },
+      reason: 'adversarial test: re-run from before the signal',
+      workflowTaskFinishEventId: firstTask.eventId,
+      requestId: randomUUID(),
+      resetReapplyType: 2, // RESET_REAPPLY_TYPE_NONE: the old signal is not reapplied
+    });
+    return response.runId!;
+  }
+
+  async function run<T>(taskQueue: string, ledger: string, body: () => Promise<T>): Promise<T> {
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath: require.resolve('./plugin-workflows'),
+      activities: ledgerActivities(ledger),
+      plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' }, refundCard: { revision: 'v1' } } })],
+    });
+    return worker.runUntil(body());
+  }
+
+  it('a reset run that charges ANOTHER amount gets a charge of that amount, not the old charge', async () => {
+    const ledger = join(dir, 'ledger-amount.jsonl');
+    const taskQueue = 'adv-reset-amount';
+    const workflowId = 'adv-reset-amount-1';
+    const { first, second } = await run(taskQueue, ledger, async () => {
+      const handle = await env.client.workflow.start(chargeSignalledAmount, { workflowId, taskQueue, args: ['cus_1'] });
+      await handle.signal(amountSignal, 100);
+      const first = await handle.result();
+      const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
+      const reset = env.client.workflow.getHandle(workflowId, newRunId);
+      await reset.signal(amountSignal, 200);
+      const second = await reset.result();
+      return { first, second };
+    });
+    expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
+    // The reset run asked for a charge of 200: it must have been charged (or refused), never answered with the 100 charge.
+    expect(second).not.toEqual(first);
+    expect(second.amountCents).toBe(200);
+    expect(readLedger(ledger).map((e) => e.amountCents)).toEqual([100, 200]);
+  });
+
+  it('a reset run that REFUNDS instead of charging never receives the old charge as its refund result', async () => {
+    const ledger = join(dir, 'ledger-kind.jsonl');
+    const taskQueue = 'adv-reset-kind';
+    const workflowId = 'adv-reset-kind-1';
+    const { first, second } = await run(taskQueue, ledger, async () => {
+      const handle = await env.client.workflow.start(chargeOrRefund, { workflowId, taskQueue, args: ['cus_2'] });
+      await handle.signal(actionSignal, 'charge');
+      const first = await handle.result();
+      const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
+      const reset = env.client.workflow.getHandle(workflowId, newRunId);
+      await reset.signal(actionSignal, 'refund');
+      const second = await reset.result();
+      return { first, second };
+    });
+    expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
+    // refundCard's result must be a refund.
+    expect(second).not.toEqual(first);
+    expect(second).toMatchObject({ refundId: expect.any(String) });
+    expect(readLedger(ledger).map((e) => e.kind)).toEqual(['charge', 'refund']);
+  });
+});
