@@ -35,3 +35,21 @@ export async function chargeOrRefund(customer: string): Promise<unknown> {
   await condition(() => action !== undefined);
   return action === 'charge' ? chargeCard(customer, 100) : refundCard(customer, 100);
 }
+
+export interface ShapeActivities {
+  thumbnail(id: string): Promise<Uint8Array>;
+  deleteFile(id: string): Promise<void>;
+}
+
+/** What the workflow sees of an activity returning bytes and one returning nothing. */
+export async function resultShapes(id: string): Promise<{ bytesIsUint8Array: boolean; bytesType: string; deleteIsUndefined: boolean; deleteValue: string }> {
+  const { thumbnail, deleteFile } = proxyActivities<ShapeActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '100ms', maximumAttempts: 3 } });
+  const bytes = await thumbnail(id);
+  const deleted = await deleteFile(id);
+  return {
+    bytesIsUint8Array: bytes instanceof Uint8Array,
+    bytesType: Object.prototype.toString.call(bytes),
+    deleteIsUndefined: deleted === undefined,
+    deleteValue: String(deleted),
+  };
+}
