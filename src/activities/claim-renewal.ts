@@ -31,12 +31,16 @@ export interface ClaimRenewalOptions {
 
 /**
  * Renews a claim every third of its deadline until {@link stop}. When the claim is lost (another
- * attempt or a person changed the record) or its deadline passes without a renewal (the store
- * did not answer), {@link signal} aborts and renewal ends; the attempt's result is then refused
- * by the fence (FENCE_CONFLICT) or stored as usual if the claim is still held.
+ * attempt or a person changed the record), {@link signal} aborts and renewal ends; the attempt's
+ * result is then refused by the fence (FENCE_CONFLICT). When its deadline passes without a
+ * renewal (the store did not answer), {@link signal} aborts too, but renewal goes on: the claim
+ * cannot be taken over before that deadline plus the margin, and a renewal that lands before
+ * then keeps it (a takeover in between makes the renewal's compare-and-swap lose: a real loss).
  */
 export class ClaimRenewal {
   private readonly lost = new AbortController();
+  /** Set on a real loss of the claim (not on a lapse): renewal ends. */
+  private gone = false;
   private latest: CheckpointRecord;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> = Promise.resolve();
@@ -69,7 +73,7 @@ export class ClaimRenewal {
   }
 
   private async renew(): Promise<void> {
-    if (this.stopped || this.lost.signal.aborted) return;
+    if (this.stopped || this.gone) return;
     const { store, attemptId, deadlineMs } = this.options;
     try {
       for (let round = 0; round < 4 && !this.stopped; round += 1) {
@@ -95,11 +99,16 @@ export class ClaimRenewal {
   private loseIfLapsed(): void {
     const deadlineAt = this.latest.execution?.deadlineAt;
     if (deadlineAt !== null && deadlineAt !== undefined && this.options.nowMs() >= Date.parse(deadlineAt)) {
-      this.lose(`the claim's deadline ${deadlineAt} passed without a renewal (the store did not answer)`);
+      this.abort(`the claim's deadline ${deadlineAt} passed without a renewal (the store did not answer); renewal goes on`);
     }
   }
 
   private lose(reason: string): void {
-    if (!this.lost.signal.aborted) this.lost.abort(new Error(`the fence no longer holds this call: ${reason}`));
+    this.gone = true;
+    this.abort(`the fence no longer holds this call: ${reason}`);
+  }
+
+  private abort(reason: string): void {
+    if (!this.lost.signal.aborted) this.lost.abort(new Error(reason));
   }
 }
