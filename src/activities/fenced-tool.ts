@@ -184,7 +184,13 @@ class Attempt {
     // same-key repeat (SPEC §7); a lookup that finds the effect then settles the call without a request.
     const mayTakeOver = keyLive || now >= settleAt;
     if (found?.found === true && mayTakeOver) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
-    if (keyLive) return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
+    if (keyLive) {
+      // The repeat may be the first request the provider sees (the holder may have sent nothing): not after the approval expired.
+      if (this.approvalExpired()) {
+        throw this.outcomeUnknown(`an earlier attempt claimed this call and did not finish, and the call's approval expired at ${this.call.input.approvalExpiresAt}, so it is not repeated with the same key; resolve it as absent to run it again under a new approval, or abandon`);
+      }
+      return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
+    }
     if (now < settleAt && (found !== undefined || record.status === 'executing')) {
       const lookupSays = found === undefined ? 'it is not reconciled' : found.found ? 'it is not taken over (the holder may still store the effect the lookup found)' : 'a lookup that finds nothing proves no absence';
       throw this.pending(
