@@ -67,6 +67,7 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
       if (record === null) throw error;
       continue;
     }
+    if (!isSameCall(failed, record)) throw differentCall(failed, record, error);
     if (record.status === 'executing' || record.status === 'uncertain') throw unfinishedClaim(deps, failed, record, error);
     try {
       return await deliverStored(deps, failed, record);
@@ -77,6 +78,33 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     }
   }
   throw claimUnsettled(error, 'its checkpoint kept changing under this attempt');
+}
+
+/**
+ * Whether `record` was made for this call, whatever tool revision or schema it was made under: the
+ * same tool name and the same model input (its fingerprint with this worker's idempotency key
+ * secret, or without one: a secret added or removed since). A record at this call id made for
+ * another tool or other input is another call (a workflow reset reuses activity sequence numbers;
+ * a model reuses a call id): its result is never this call's (SPEC §2 "never a cache hit").
+ */
+function isSameCall(failed: FailedAttempt, record: CheckpointRecord): boolean {
+  if (record.binding.toolName !== failed.input.toolName) return false;
+  const secret = failed.context.idempotencyKeySecret;
+  try {
+    const fingerprints = [fingerprintInput(failed.input.input, secret), ...(secret === undefined ? [] : [fingerprintInput(failed.input.input)])];
+    return fingerprints.includes(record.binding.inputFingerprint);
+  } catch {
+    return false;
+  }
+}
+
+/** The call id holds another call's checkpoint: nothing of it is delivered or reconciled here (non-retryable BINDING_CONFLICT). */
+function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: CheckpointError): CheckpointError {
+  return new CheckpointError(
+    'BINDING_CONFLICT',
+    `call ${JSON.stringify(failed.input?.callId)} already has a checkpoint for another call (${record.binding.toolName} revision ${record.binding.toolRevision}, other input or another idempotency key secret; a workflow reset reuses activity sequence numbers): its result is not this call's, and this call is not run (${error.code})`,
+    { callId: String(failed.input?.callId), toolName: failed.input.toolName, storedToolName: record.binding.toolName, storedToolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+  );
 }
 
 /** An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its settle time, then pause. */

@@ -4,9 +4,14 @@
  * in the same run chain) as the original run's. When the reset run takes another path (the
  * signal after the reset point differs), its call `act-N` is a different call: another amount,
  * or even another activity type. The fence sees BINDING_CONFLICT (another fingerprint / tool) and
- * `settleFailedAttempt` treats BINDING_CONFLICT as "a deploy changed the binding" and DELIVERS THE
- * OLD CALL'S STORED RESULT: the workflow receives a charge of 100 as the result of its charge of
- * 200 (or a charge as the result of its refund), and the new effect is never applied.
+ * `settleFailedAttempt` treated BINDING_CONFLICT as "a deploy changed the binding" and DELIVERED THE
+ * OLD CALL'S STORED RESULT: the workflow received a charge of 100 as the result of its charge of
+ * 200 (or a charge as the result of its refund), and the new effect was never applied.
+ *
+ * The rule now: a stored result is delivered to a call only when it was made for the same tool
+ * and the same input (any revision); another call at the same call id fails closed with a
+ * non-retryable BINDING_CONFLICT, and nothing runs. (Giving a reset run's calls their own
+ * identity, so they run, is a follow-up.)
  *
  * Real dev server, real SQLite store.
  */
@@ -22,6 +27,15 @@ import { actionSignal, amountSignal, chargeOrRefund, chargeSignalledAmount, type
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(120_000);
+
+/** The `type` of every ApplicationFailure in an error's cause chain. */
+function causeTypes(error: unknown): string[] {
+  const types: string[] = [];
+  for (let e = error as { type?: unknown; cause?: unknown } | undefined; e !== undefined && e !== null; e = e.cause as typeof e) {
+    if (typeof e.type === 'string') types.push(e.type);
+  }
+  return types;
+}
 
 interface Entry { kind: string; amountCents: number; id: string; key: string | null }
 
@@ -91,7 +105,7 @@ describe('plugin identity under workflow reset', () => {
     return worker.runUntil(body());
   }
 
-  it('a reset run that charges ANOTHER amount gets a charge of that amount, not the old charge', async () => {
+  it('a reset run that charges ANOTHER amount never gets the old charge: BINDING_CONFLICT, nothing run', async () => {
     const ledger = join(dir, 'ledger-amount.jsonl');
     const taskQueue = 'adv-reset-amount';
     const workflowId = 'adv-reset-amount-1';
@@ -102,17 +116,20 @@ describe('plugin identity under workflow reset', () => {
       const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
       const reset = env.client.workflow.getHandle(workflowId, newRunId);
       await reset.signal(amountSignal, 200);
-      const second = await reset.result();
+      const second = await reset.result().then(
+        (value: unknown) => ({ value, failure: undefined }),
+        (error: unknown) => ({ value: undefined, failure: error }),
+      );
       return { first, second };
     });
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
-    // The reset run asked for a charge of 200: it must have been charged (or refused), never answered with the 100 charge.
-    expect(second).not.toEqual(first);
-    expect(second.amountCents).toBe(200);
-    expect(readLedger(ledger).map((e) => e.amountCents)).toEqual([100, 200]);
+    // The reset run asked for a charge of 200: never answered with the 100 charge; refused, nothing run.
+    expect(second.value).toBeUndefined();
+    expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
+    expect(readLedger(ledger).map((e) => e.amountCents)).toEqual([100]);
   });
 
-  it('a reset run that REFUNDS instead of charging never receives the old charge as its refund result', async () => {
+  it('a reset run that REFUNDS instead of charging never receives the old charge as its refund result: BINDING_CONFLICT, nothing run', async () => {
     const ledger = join(dir, 'ledger-kind.jsonl');
     const taskQueue = 'adv-reset-kind';
     const workflowId = 'adv-reset-kind-1';
@@ -123,13 +140,16 @@ describe('plugin identity under workflow reset', () => {
       const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
       const reset = env.client.workflow.getHandle(workflowId, newRunId);
       await reset.signal(actionSignal, 'refund');
-      const second = await reset.result();
+      const second = await reset.result().then(
+        (value: unknown) => ({ value, failure: undefined }),
+        (error: unknown) => ({ value: undefined, failure: error }),
+      );
       return { first, second };
     });
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
-    // refundCard's result must be a refund.
-    expect(second).not.toEqual(first);
-    expect(second).toMatchObject({ refundId: expect.any(String) });
-    expect(readLedger(ledger).map((e) => e.kind)).toEqual(['charge', 'refund']);
+    // refundCard never receives the charge as its result; refused, nothing run.
+    expect(second.value).toBeUndefined();
+    expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
+    expect(readLedger(ledger).map((e) => e.kind)).toEqual(['charge']);
   });
 });
