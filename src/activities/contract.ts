@@ -122,12 +122,16 @@ export function toolCallSummary(toolName: string, callId: string): string {
 export const RESULT_SOURCES = ['executed', 'store', 'lookup', 'same-key-repeat'] as const;
 export type ResultSource = (typeof RESULT_SOURCES)[number];
 
+/** How a stored output encodes a result JSON cannot hold, by Temporal's payload encoding names (see `ToolSuccess.encoding`). */
+export type ResultEncoding = 'binary/plain' | 'binary/null';
+
 /**
  * The payload stored in the checkpoint and redelivered byte for byte: a success with the
- * tool's output (and the provider's receipt, if any) or a handler error the model should see.
+ * tool's output (and the provider's receipt, if any; `encoding` for a fenced activity's bytes or
+ * undefined) or a handler error the model should see.
  */
 export type ToolOutcome =
-  | { readonly ok: true; readonly output: JsonValue; readonly receipt: JsonValue }
+  | { readonly ok: true; readonly output: JsonValue; readonly receipt: JsonValue; readonly encoding?: ResultEncoding }
   | { readonly ok: false; readonly error: { readonly type: string; readonly message: string } };
 
 /** Result of one `runFencedTool` activity. */

@@ -2,6 +2,7 @@
  * Declaring a tool once (SPEC §4 "Fenced tool activity"): name, revision, input schema,
  * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
  */
+import type { ResultEncoding } from './contract';
 import type { z } from 'zod';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
@@ -35,7 +36,15 @@ export interface ToolContext {
 export interface ToolSuccess {
   readonly output: JsonValue;
   readonly receipt?: JsonValue;
+  /**
+   * How `output` encodes a result JSON cannot hold, named by Temporal's payload encodings: set by
+   * the plugin's fence for an activity that returned a `Uint8Array` (`binary/plain`: `output` is
+   * its base64) or `undefined` (`binary/null`: `output` is null), so the workflow receives what it
+   * would unfenced. @default absent (output is the result)
+   */
+  readonly encoding?: ResultEncoding;
 }
+
 
 /** What `lookup` found for the idempotency key: the earlier effect's result, or proof of its absence. */
 export type LookupResult = ({ readonly found: true } & ToolSuccess) | { readonly found: false };

@@ -354,7 +354,7 @@ class Attempt {
     let outcome: Invoked;
     try {
       const value = await tool.execute(this.call.args as never, this.context(signal));
-      outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
+      outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null, ...(value.encoding === undefined ? {} : { encoding: value.encoding }) } };
     } catch (error) {
       outcome = this.classified(error);
     }

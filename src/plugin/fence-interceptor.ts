@@ -193,6 +193,8 @@ function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next
       } catch (error) {
         throw classifyActivityError(activity.classifyError, error);
       }
+      if (value instanceof Uint8Array) return { output: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64'), encoding: 'binary/plain' };
+      if (value === undefined) return { output: null, encoding: 'binary/null' };
       return { output: asSent(value) };
     },
   };
@@ -201,7 +203,7 @@ function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next
 /**
  * An activity's result as Temporal's default payload converter sends it (JSON: a `Date` as its ISO
  * string, `undefined` properties dropped, `toJSON` honoured), which is what the workflow receives
- * unfenced; undefined is null. A value JSON cannot hold (BigInt, a cycle) is kept, and refused as NOT_JSON when stored.
+ * unfenced (a top-level `Uint8Array` or `undefined` is stored with its `encoding` by `withExecute`). A value JSON cannot hold (BigInt, a cycle) is kept, and refused as NOT_JSON when stored.
  */
 function asSent(value: unknown): JsonValue {
   let text: string | undefined;
@@ -213,10 +215,14 @@ function asSent(value: unknown): JsonValue {
   return text === undefined ? null : (JSON.parse(text) as JsonValue);
 }
 
-/** The activity's result: the stored output as it was stored, or the stored error result as a non-retryable failure. */
+/** The activity's result: the stored output as it was stored (bytes and undefined restored by their `encoding`), or the stored error result as a non-retryable failure. */
 function deliver(result: FencedToolResult): unknown {
   const { outcome } = result;
-  if (outcome.ok) return outcome.output;
+  if (outcome.ok) {
+    if (outcome.encoding === 'binary/plain' && typeof outcome.output === 'string') return new Uint8Array(Buffer.from(outcome.output, 'base64'));
+    if (outcome.encoding === 'binary/null') return undefined;
+    return outcome.output;
+  }
   throw ApplicationFailure.create({
     type: outcome.error.type,
     message: outcome.error.message,
