@@ -67,7 +67,9 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
       if (record === null) throw error;
       continue;
     }
-    if (!isSameCall(failed, record)) throw differentCall(failed, record, error);
+    // A fenced user activity's call id is its workflow's command sequence number (`act-N`), which a
+    // workflow reset reuses for whatever the reset run schedules there: only the same call gets its result.
+    if (deps.executeIsUserActivity === true && !isSameCall(failed, record)) throw differentCall(failed, record, error);
     if (record.status === 'executing' || record.status === 'uncertain') throw unfinishedClaim(deps, failed, record, error);
     try {
       return await deliverStored(deps, failed, record);
@@ -82,10 +84,13 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
 
 /**
  * Whether `record` was made for this call, whatever tool revision or schema it was made under: the
- * same tool name and the same model input (its fingerprint with this worker's idempotency key
- * secret, or without one: a secret added or removed since). A record at this call id made for
- * another tool or other input is another call (a workflow reset reuses activity sequence numbers;
- * a model reuses a call id): its result is never this call's (SPEC §2 "never a cache hit").
+ * same tool name and the same input (its fingerprint with this worker's idempotency key secret, or
+ * without one: a secret added or removed since). Applied to fenced user activities, whose call ids
+ * a workflow reset reuses: a record there made for another activity or other arguments is another
+ * call, and its result is never this call's (SPEC §2 "never a cache hit"). A secret changed from
+ * one value to another mid-call cannot be told apart from other arguments: that call fails closed.
+ * (Agent tool calls keep delivering a result stored under another binding, SPEC §7: their call ids
+ * come from the model turn recorded in history, not from sequence numbers.)
  */
 function isSameCall(failed: FailedAttempt, record: CheckpointRecord): boolean {
   if (record.binding.toolName !== failed.input.toolName) return false;
@@ -102,7 +107,7 @@ function isSameCall(failed: FailedAttempt, record: CheckpointRecord): boolean {
 function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: CheckpointError): CheckpointError {
   return new CheckpointError(
     'BINDING_CONFLICT',
-    `call ${JSON.stringify(failed.input?.callId)} already has a checkpoint for another call (${record.binding.toolName} revision ${record.binding.toolRevision}, other input or another idempotency key secret; a workflow reset reuses activity sequence numbers): its result is not this call's, and this call is not run (${error.code})`,
+    `call ${JSON.stringify(failed.input?.callId)} already has a checkpoint for another call (${record.binding.toolName} revision ${record.binding.toolRevision}, other arguments or another idempotency key secret; a workflow reset reuses activity sequence numbers): its result is not this call's, and this call is not run (${error.code})`,
     { callId: String(failed.input?.callId), toolName: failed.input.toolName, storedToolName: record.binding.toolName, storedToolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
   );
 }

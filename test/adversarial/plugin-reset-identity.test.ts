@@ -79,6 +79,16 @@ describe('plugin identity under workflow reset', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Waits until the run's first workflow task completed, so the signal lands after the reset point (not in that task). */
+  async function firstTaskCompleted(handle: { fetchHistory(): Promise<{ events?: Array<{ workflowTaskCompletedEventAttributes?: unknown }> | null }> }): Promise<void> {
+    for (let i = 0; i < 200; i += 1) {
+      const { events } = await handle.fetchHistory();
+      if (events?.some((e) => e.workflowTaskCompletedEventAttributes != null)) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error('the first workflow task did not complete');
+  }
+
   /** Resets `workflowId` to its first workflow task completion without reapplying signals; returns the new run id. */
   async function resetToFirstTask(workflowId: string, runId: string): Promise<string> {
     const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -111,6 +121,7 @@ describe('plugin identity under workflow reset', () => {
     const workflowId = 'adv-reset-amount-1';
     const { first, second } = await run(taskQueue, ledger, async () => {
       const handle = await env.client.workflow.start(chargeSignalledAmount, { workflowId, taskQueue, args: ['cus_1'] });
+      await firstTaskCompleted(handle);
       await handle.signal(amountSignal, 100);
       const first = await handle.result();
       const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
@@ -135,6 +146,7 @@ describe('plugin identity under workflow reset', () => {
     const workflowId = 'adv-reset-kind-1';
     const { first, second } = await run(taskQueue, ledger, async () => {
       const handle = await env.client.workflow.start(chargeOrRefund, { workflowId, taskQueue, args: ['cus_2'] });
+      await firstTaskCompleted(handle);
       await handle.signal(actionSignal, 'charge');
       const first = await handle.result();
       const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
