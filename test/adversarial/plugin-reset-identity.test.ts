@@ -19,6 +19,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import type { SignalDefinition } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
@@ -115,53 +116,46 @@ describe('plugin identity under workflow reset', () => {
     return worker.runUntil(body());
   }
 
-  it('a reset run that charges ANOTHER amount never gets the old charge: BINDING_CONFLICT, nothing run', async () => {
-    const ledger = join(dir, 'ledger-amount.jsonl');
-    const taskQueue = 'adv-reset-amount';
-    const workflowId = 'adv-reset-amount-1';
-    const { first, second } = await run(taskQueue, ledger, async () => {
-      const handle = await env.client.workflow.start(chargeSignalledAmount, { workflowId, taskQueue, args: ['cus_1'] });
+  /**
+   * Runs `workflow` on a fresh task queue, signals `before`, waits for its result, resets it to its
+   * first workflow task (the signal not reapplied) and signals `after` to the reset run.
+   * @returns the first run's result and the reset run's value or failure.
+   */
+  async function runThenReset<A>(name: string, workflow: typeof chargeSignalledAmount | typeof chargeOrRefund, signal: SignalDefinition<[A]>, before: A, after: A) {
+    const ledger = join(dir, `ledger-${name}.jsonl`);
+    const taskQueue = `adv-reset-${name}`;
+    const workflowId = `adv-reset-${name}-1`;
+    const outcome = await run(taskQueue, ledger, async () => {
+      const handle = await env.client.workflow.start(workflow, { workflowId, taskQueue, args: [`cus_${name}`] });
       await firstTaskCompleted(handle);
-      await handle.signal(amountSignal, 100);
+      await handle.signal(signal, before);
       const first = await handle.result();
-      const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
-      const reset = env.client.workflow.getHandle(workflowId, newRunId);
-      await reset.signal(amountSignal, 200);
+      const reset = env.client.workflow.getHandle(workflowId, await resetToFirstTask(workflowId, handle.firstExecutionRunId));
+      await reset.signal(signal, after);
       const second = await reset.result().then(
         (value: unknown) => ({ value, failure: undefined }),
         (error: unknown) => ({ value: undefined, failure: error }),
       );
       return { first, second };
     });
+    return { ...outcome, ledger: readLedger(ledger) };
+  }
+
+  it('a reset run that charges ANOTHER amount never gets the old charge: BINDING_CONFLICT, nothing run', async () => {
+    const { first, second, ledger } = await runThenReset('amount', chargeSignalledAmount, amountSignal, 100, 200);
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
     // The reset run asked for a charge of 200: never answered with the 100 charge; refused, nothing run.
     expect(second.value).toBeUndefined();
     expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
-    expect(readLedger(ledger).map((e) => e.amountCents)).toEqual([100]);
+    expect(ledger.map((e) => e.amountCents)).toEqual([100]);
   });
 
   it('a reset run that REFUNDS instead of charging never receives the old charge as its refund result: BINDING_CONFLICT, nothing run', async () => {
-    const ledger = join(dir, 'ledger-kind.jsonl');
-    const taskQueue = 'adv-reset-kind';
-    const workflowId = 'adv-reset-kind-1';
-    const { first, second } = await run(taskQueue, ledger, async () => {
-      const handle = await env.client.workflow.start(chargeOrRefund, { workflowId, taskQueue, args: ['cus_2'] });
-      await firstTaskCompleted(handle);
-      await handle.signal(actionSignal, 'charge');
-      const first = await handle.result();
-      const newRunId = await resetToFirstTask(workflowId, handle.firstExecutionRunId);
-      const reset = env.client.workflow.getHandle(workflowId, newRunId);
-      await reset.signal(actionSignal, 'refund');
-      const second = await reset.result().then(
-        (value: unknown) => ({ value, failure: undefined }),
-        (error: unknown) => ({ value: undefined, failure: error }),
-      );
-      return { first, second };
-    });
+    const { first, second, ledger } = await runThenReset('kind', chargeOrRefund, actionSignal, 'charge', 'refund');
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
     // refundCard never receives the charge as its result; refused, nothing run.
     expect(second.value).toBeUndefined();
     expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
-    expect(readLedger(ledger).map((e) => e.kind)).toEqual(['charge']);
+    expect(ledger.map((e) => e.kind)).toEqual(['charge']);
   });
 });
