@@ -1,9 +1,10 @@
 /** The plugin side of the package (Node only): the plugin class, its options and the call accessor. */
 export { ToolCheckpointPlugin, TOOL_CHECKPOINT_PLUGIN_NAME } from './tool-checkpoint-plugin';
+export { DEFAULT_PLUGIN_TENANT } from './options';
 export type { ToolCheckpointPluginOptions, FencedActivityOptions } from './options';
 export { defaultClassifyError } from './error-classification';
 export type { ErrorClassifier } from './error-classification';
-export { resolveCallInStore, storeResolutionOf, RESOLVED_NOT_APPLIED, DEFAULT_PLUGIN_TENANT, RESOLVE_SCAN_LIMIT } from './resolve-in-store';
+export { resolveCallInStore, storeResolutionOf, RESOLVED_NOT_APPLIED, RESOLVE_SCAN_LIMIT } from './resolve-in-store';
 export type { ResolveCallInStoreArgs, ResolveCallInStoreOptions, ResolvedInStore, ResolvedOutcome, StoreResolution, StoreResolutionAudit } from './resolve-in-store';
 export { ToolFenceInboundInterceptor } from './fence-interceptor';
 export { fencedCallContext } from './call-context';

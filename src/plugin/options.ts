@@ -105,6 +105,9 @@ export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions,
 /** Default `unknownOutcomeRetryMs`: 300,000 ms (5 minutes). */
 export const DEFAULT_UNKNOWN_OUTCOME_RETRY_MS = 300_000;
 
+/** The tenant a fenced activity is checkpointed under when the plugin names none (`ToolCheckpointPluginOptions.tenant`). */
+export const DEFAULT_PLUGIN_TENANT = 'default';
+
 /**
  * A fenced activity type, resolved: the tool shape the fence runs, with `execute` supplied per
  * call, and the entry's error classifier (bound to the entry; {@link defaultClassifyError} when it gives none).
@@ -179,7 +182,7 @@ function ownOption(options: ToolCheckpointPluginOptions, key: keyof ToolCheckpoi
  */
 export function validatePluginOptions(options: ToolCheckpointPluginOptions): void {
   if (typeof options?.store?.createIfAbsent !== 'function') throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });
-  const tenant = options.tenant ?? 'default';
+  const tenant = options.tenant ?? DEFAULT_PLUGIN_TENANT;
   if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw new CheckpointError('INVALID_ARGUMENT', 'tenant must be a non-empty string of at most 256 characters', { field: 'tenant' });
   resolveMaxPayloadBytes(options.maxPayloadBytes);
   if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);

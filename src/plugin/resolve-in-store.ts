@@ -25,6 +25,7 @@ import type { ToolOutcome } from '../activities/contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fenced-tool';
 import { callAddress } from '../activities/prepare-call';
 import type { ToolErrorClass } from '../activities/error-classes';
+import { DEFAULT_PLUGIN_TENANT } from './options';
 
 /**
  * The failure type a workflow receives for a call resolved `{ failed }` without a `type`: a
@@ -33,8 +34,6 @@ import type { ToolErrorClass } from '../activities/error-classes';
  */
 export const RESOLVED_NOT_APPLIED = 'RESOLVED_NOT_APPLIED' satisfies ToolErrorClass;
 
-/** The tenant a fenced activity is checkpointed under when the plugin names none (`ToolCheckpointPluginOptions.tenant`). */
-export const DEFAULT_PLUGIN_TENANT = 'default';
 
 /** How many records of a status group a lookup without `runChainId` reads at most (`listByStatus` limit). */
 export const RESOLVE_SCAN_LIMIT = 10_000;

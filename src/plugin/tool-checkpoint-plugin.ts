@@ -22,7 +22,7 @@ import { splitApprovalPins } from './approval-pins';
 import { toolPinsAfterFence } from './fence-pins';
 import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
-import { resolveFenceSettings, resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
+import { DEFAULT_PLUGIN_TENANT, resolveFenceSettings, resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
 
 /** The plugin's name, in Temporal's `organization.PluginName` form. */
 export const TOOL_CHECKPOINT_PLUGIN_NAME = 'temporal-tool-checkpoint.ToolCheckpointPlugin';
@@ -49,7 +49,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     const deps: FenceDeps = {
       store: options.store,
       fenced,
-      tenant: options.tenant ?? 'default',
+      tenant: options.tenant ?? DEFAULT_PLUGIN_TENANT,
       maxPayloadBytes: options.maxPayloadBytes,
       clock: options.clock,
       reconcileMarginMs: options.reconcileMarginMs,
