@@ -69,7 +69,41 @@ export interface FencedToolInput {
    * old checkpoint. @default {}
    */
   readonly intentGenerations?: Readonly<Record<string, number>>;
+  /**
+   * Set by agent runs started with issue 11 (claim check): a successful output whose JSON text
+   * is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation log in
+   * the side store and the activity returns an {@link OutputRef} in its place, so history never
+   * holds it. Absent: the output is returned inline, whatever its size (older runs, plugin calls).
+   */
+  readonly resultByReference?: { readonly inlineMaxBytes: number };
 }
+
+/**
+ * A reference to a value kept in the run's conversation log in the side store instead of in
+ * workflow history (the claim-check pattern). The log is the run chain's (tenant, workflow id,
+ * first execution run id); `key` names the entry, `bytes` is the UTF-8 length of the value's
+ * JSON text, `digest` is `sha256:<hex>` of that text (the reader checks it: CONVERSATION_CONFLICT).
+ */
+export interface OutputRef {
+  readonly key: string;
+  readonly bytes: number;
+  readonly digest: string;
+}
+
+/**
+ * A tool outcome as an agent run receives it: the {@link ToolOutcome}, or, for a success whose
+ * output was too large to carry in history, the output's {@link OutputRef} (with the receipt,
+ * which stays small and inline so a person can reconcile from the status alone).
+ */
+export type DeliveredOutcome = ToolOutcome | { readonly ok: true; readonly outputRef: OutputRef; readonly receipt: JsonValue };
+
+/**
+ * What the agent's tool activities (`runFencedTool`, each tool's own activity) and
+ * `resolveToolCall` return to an agent run: the fence's result with the outcome as delivered
+ * ({@link DeliveredOutcome}: by reference when the input asked for `resultByReference` and the
+ * output is over its threshold).
+ */
+export type Delivered<R extends { readonly outcome: ToolOutcome }> = Omit<R, 'outcome'> & { readonly outcome: DeliveredOutcome };
 
 /**
  * Input of a tool's own activity (issue 10: each tool is its own activity type, named after the

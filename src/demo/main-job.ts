@@ -151,7 +151,7 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
       let wrongResults = 0;
       for (const call of result.calls) {
         let count = 0;
-        const output = call.outcome?.ok ? (call.outcome.output as { ticketId?: string; messageId?: string }) : null;
+        const output = call.outcome?.ok && 'output' in call.outcome ? (call.outcome.output as { ticketId?: string; messageId?: string }) : null;
         if (call.toolName === 'create_ticket' && call.idempotencyKey) {
           count = effects.byIdempotencyKey[call.idempotencyKey] ?? 0;
           const ticket = await provider.client.findTicketByKey(call.idempotencyKey);

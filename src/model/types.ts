@@ -2,6 +2,7 @@
  * What a model turn returns to the agent workflow, independent of the provider format.
  * Type-only and sandbox-safe: workflow code imports this file.
  */
+import type { OutputRef } from '../activities/contract';
 import type { JsonValue } from '../checkpoint/types';
 
 /** One tool call the model asked for in a turn. */
@@ -36,6 +37,32 @@ export type ConversationMessage =
   | { readonly role: 'assistant'; readonly text: string; readonly toolCalls: readonly ToolCallRequest[] }
   | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly content: JsonValue; readonly isError: boolean };
 
+/**
+ * A message as the workflow hands it to the model-turn activity when the conversation lives in
+ * the side store: a tool message may carry `contentRef` (its output, kept in the conversation
+ * log, see `OutputRef`) instead of `content`. The activity resolves every reference before the
+ * adapter sees the conversation; adapters only ever receive {@link ConversationMessage}s.
+ */
+export type LoggedMessage =
+  | Exclude<ConversationMessage, { readonly role: 'tool' }>
+  | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly content: JsonValue; readonly isError: boolean }
+  | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly contentRef: OutputRef; readonly isError: boolean };
+
+/**
+ * The conversation by reference (issue 11): the first `logged` messages are already in the run
+ * chain's conversation log in the side store; `append` are the messages after them (the last
+ * assistant turn and its tool results, usually), which the activity writes to the log at
+ * `logged`, `logged + 1`, … (idempotently: an equal entry is kept, a different one is
+ * CONVERSATION_CONFLICT) before it reads the whole conversation back for the model.
+ */
+export interface ConversationRef {
+  /** The run chain (`workflowInfo().firstExecutionRunId`); with the tenant and workflow id it names the log. */
+  readonly runChainId: string;
+  /** How many messages the log already holds for this run chain (≥ 0). */
+  readonly logged: number;
+  readonly append: readonly LoggedMessage[];
+}
+
 /** Input of one model turn (the `runModelTurn` activity). */
 export interface ModelTurnInput {
   /** The run's tenant (the agent workflow passes it), so a worker pinned to tenants refuses other turns before calling the model. */
@@ -46,7 +73,13 @@ export interface ModelTurnInput {
   readonly modelOptions?: JsonValue;
   /** 0-based index of this turn within the run. */
   readonly turn: number;
-  readonly messages: readonly ConversationMessage[];
+  /**
+   * The whole conversation inline (runs before issue 11, unit tests). Exactly one of `messages`
+   * and `conversation` is given.
+   */
+  readonly messages?: readonly ConversationMessage[];
+  /** The conversation by reference, read from the side store by the activity (issue 11). */
+  readonly conversation?: ConversationRef;
   /** Names of the tools the model may call. */
   readonly tools: readonly string[];
   /**
@@ -61,16 +94,26 @@ export interface ModelTurnInput {
  *
  * Invariant (enforced by every adapter): `stopReason === 'tool_use'` exactly when
  * `toolCalls` is non-empty; call ids are unique within the turn and every `input` is a JSON
- * object. A turn cut off by the token limit is `max_tokens` with no tool calls (a truncated
- * call is never handed out).
+ * object. A response cut off (`max_tokens`) or refused (`refusal`) never hands out a tool call:
+ * its calls are dropped and counted in `droppedToolCalls`.
  */
 export interface ModelTurnResult {
   /**
-   * `tool_use` when the model asked for tools; `end_turn` when it is done (Anthropic
-   * `end_turn`/`stop_sequence`/`refusal`, OpenAI `stop`/`content_filter`); `max_tokens` when
-   * it was cut off (Anthropic `max_tokens`/`model_context_window_exceeded`, OpenAI `length`).
+   * - `tool_use`: the model asked for tools;
+   * - `end_turn`: it is done (Anthropic `end_turn`/`stop_sequence`, OpenAI `stop`);
+   * - `max_tokens`: it was cut off (Anthropic `max_tokens`/`model_context_window_exceeded`,
+   *   OpenAI `length`); the agent workflow ends the run `incomplete` / `model-truncated`;
+   * - `refusal`: the provider refused or filtered the answer (Anthropic `refusal`, OpenAI
+   *   `content_filter` or a `refusal` message); the run ends `incomplete` / `model-refused`;
+   * - `pause_turn`: Anthropic paused a long turn; the workflow sends the conversation back as
+   *   it stands and the model continues in the next turn.
    */
-  readonly stopReason: 'tool_use' | 'end_turn' | 'max_tokens';
+  readonly stopReason: ModelStopReason;
   readonly text: string;
   readonly toolCalls: readonly ToolCallRequest[];
+  /** How many tool calls a `max_tokens` or `refusal` response held that were dropped (never run). @default 0 */
+  readonly droppedToolCalls?: number;
 }
+
+/** Why a model turn ended, across providers (see {@link ModelTurnResult.stopReason}). */
+export type ModelStopReason = 'tool_use' | 'end_turn' | 'max_tokens' | 'refusal' | 'pause_turn';

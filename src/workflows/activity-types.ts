@@ -5,6 +5,7 @@
  * @see SPEC §4 "Agent workflow"
  */
 import type {
+  Delivered,
   DescribeToolCallInput,
   ToolCallInput,
   FencedToolInput,
@@ -30,13 +31,16 @@ import type { ModelTurnInput, ModelTurnResult } from '../model/types';
  */
 export type ToolActivities = {
   runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult>;
-  runFencedTool(input: FencedToolInput): Promise<FencedToolResult>;
+  runFencedTool(input: FencedToolInput): Promise<AgentToolResult>;
   describeToolCall(input: DescribeToolCallInput): Promise<ToolCallDescription>;
-  resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
+  resolveToolCall(input: ResolveToolCallInput): Promise<Delivered<ResolveToolCallResult>>;
 };
+
+/** A fenced tool call's result as an agent run receives it: a large output by reference when the input asked for it (issue 11). */
+export type AgentToolResult = Delivered<FencedToolResult>;
 
 /**
  * The tools' own activities: activity type = tool name (`create_ticket`, `send_email`, …), input
  * the call without `toolName`; each runs one fenced attempt exactly as `runFencedTool` does.
  */
-export type ToolCallActivities = Readonly<Record<string, (input: ToolCallInput) => Promise<FencedToolResult>>>;
+export type ToolCallActivities = Readonly<Record<string, (input: ToolCallInput) => Promise<AgentToolResult>>>;

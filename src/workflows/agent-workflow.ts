@@ -17,6 +17,7 @@ import {
   type ActivityOptions,
   CancellationScope,
   condition,
+  continueAsNew,
   isCancellation,
   log,
   patched,
@@ -24,13 +25,14 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type FencedToolResult, type ToolCallInput, type ToolOutcome } from '../activities/contract';
+import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type DeliveredOutcome, type FencedToolInput, type ToolCallInput, type ToolOutcome } from '../activities/contract';
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
-import type { ConversationMessage, ModelTurnResult } from '../model/types';
-import type { ToolActivities, ToolCallActivities } from './activity-types';
+import type { LoggedMessage, ModelTurnResult, ToolCallRequest } from '../model/types';
+import type { AgentToolResult, ToolActivities, ToolCallActivities } from './activity-types';
+import { Conversation } from './conversation';
 import { activityFailureDetails, activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
-import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput, type ActivityKind } from './input';
+import { activityOptionsFor, DEFAULT_MAX_CONVERSATION_BYTES, runLimits, toolActivityOptions, validateAgentWorkflowInput, type ActivityKind } from './input';
 import {
   approveCallUpdate,
   cancelRunSignal,
@@ -46,11 +48,13 @@ import type {
   AgentWorkflowInput,
   AgentWorkflowResult,
   ApprovalDecisionResult,
+  ContinuedRun,
   ApproveCallRequest,
   CancelRunRequest,
   RejectCallRequest,
   ResolveOutcomeRequest,
   ResolveOutcomeResult,
+  RunLimits,
 } from './types';
 
 /**
@@ -75,12 +79,22 @@ import type {
  */
 export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWorkflowResult> {
   validateAgentWorkflowInput(input);
-  const run = new AgentRun(input, Date.now());
+  // Runs whose history has no marker (started before issue 11) keep the conversation inline,
+  // results inline, ids as the model gave them and one call at a time, so they replay as they ran.
+  const longRuns = patched(LONG_RUNS_PATCH);
+  const run = new AgentRun(input, Date.now(), longRuns);
   run.installHandlers();
-  const result = await run.execute();
+  const end = await run.execute();
   await condition(allHandlersFinished);
-  return result;
+  if (end.kind === 'result') return end.result;
+  // A signal or update that came in while handlers finished: a cancel still wins.
+  const cancelled = run.cancelledResult();
+  if (cancelled !== null) return cancelled;
+  return continueAsNew<typeof agentWorkflow>({ ...input, continued: end.continued });
 }
+
+/** How `AgentRun.execute` ends: with the run's result, or by handing over to a new run. */
+type RunEnd = { readonly kind: 'result'; readonly result: AgentWorkflowResult } | { readonly kind: 'continue'; readonly continued: ContinuedRun };
 
 /** A resolution accepted by `resolveOutcomeUpdate`, waiting for the loop to act on it. */
 interface PendingResolution {
@@ -98,62 +112,98 @@ type ActivityAttempt<T> =
 
 class AgentRun {
   private readonly state: RunState;
-  private readonly messages: ConversationMessage[];
+  private readonly conversation: Conversation;
   private readonly approvalRequired: NonNullable<AgentWorkflowInput['approvalRequired']>;
-  private finalText = '';
+  private readonly limits: Required<RunLimits>;
+  private readonly maxConversationBytes: number;
+  private finalText: string;
   private cancel: { readonly reason: string } | null = null;
-  private activeScope: CancellationScope | null = null;
+  private readonly activeScopes = new Set<CancellationScope>();
   private resolution: PendingResolution | null = null;
+  /** Calls whose outcome became unknown while other calls of the turn ran; they pause one by one after. */
+  private deferredPauses: CallState[] = [];
+  private readonly continuations: number;
 
   constructor(
     private readonly input: AgentWorkflowInput,
-    startedAt: number,
+    now: number,
+    private readonly longRuns: boolean,
   ) {
-    this.state = new RunState(input.budget, startedAt);
-    this.messages = [{ role: 'user', text: input.prompt }];
+    const continued = input.continued;
+    this.state = new RunState(input.budget, continued?.startedAt ?? now, continued);
+    this.conversation = new Conversation(longRuns, continued?.conversation);
+    if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
+    this.finalText = continued?.finalText ?? '';
+    this.continuations = continued?.continuations ?? 0;
     this.approvalRequired = input.approvalRequired ?? {};
+    this.limits = runLimits(input);
+    this.maxConversationBytes = input.budget.maxConversationBytes ?? DEFAULT_MAX_CONVERSATION_BYTES;
   }
 
   installHandlers(): void {
-    setHandler(runStatusQuery, () => ({ ...this.state.view(Date.now()), tenant: this.input.tenant }));
+    setHandler(runStatusQuery, () => ({
+      ...this.state.view(Date.now()),
+      tenant: this.input.tenant,
+      ...(this.longRuns
+        ? {
+            continuations: this.continuations,
+            earlierCalls: this.state.earlierCalls,
+            conversation: { messages: this.conversation.messages, bytes: this.conversation.bytes, maxBytes: this.maxConversationBytes, byReference: true },
+          }
+        : {}),
+    }));
     setHandler(cancelRunSignal, (req) => this.requestCancel(req));
     setHandler(approveCallUpdate, (req) => this.approve(req), { validator: (req) => this.validateApprove(req) });
     setHandler(rejectCallUpdate, (req) => this.reject(req), { validator: (req) => this.validateReject(req) });
     setHandler(resolveOutcomeUpdate, (req) => this.acceptResolution(req), { validator: (req) => this.validateResolution(req) });
   }
 
-  async execute(): Promise<AgentWorkflowResult> {
+  async execute(): Promise<RunEnd> {
     for (;;) {
       const beforeModel = this.stopBefore('model');
-      if (beforeModel) return this.finish(beforeModel);
+      if (beforeModel) return this.end(beforeModel);
+      if (this.longRuns && this.shouldContinueAsNew()) return { kind: 'continue', continued: this.handOver() };
       const turn = await this.modelTurn();
-      if ('status' in turn) return this.finish(turn);
-      if (turn.toolCalls.length === 0) return this.finish({ status: 'completed', because: 'model-stopped', reason: null });
-
-      const calls = this.state.startTurn(turn.toolCalls, this.state.turns - 1);
-      const approvalsStop = await this.prepareApprovals(calls);
-      if (approvalsStop) return this.finish(approvalsStop);
-      for (const call of calls) {
-        const beforeTool = this.stopBefore('tool');
-        if (beforeTool) return this.finish(beforeTool);
-        this.state.toolCallsUsed += 1;
-        const stop = await this.processCall(call);
-        if (stop) return this.finish(stop);
+      if ('status' in turn) return this.end(turn);
+      const modelStop = this.modelStop(turn);
+      if (modelStop) return this.end(modelStop);
+      if (turn.toolCalls.length === 0) {
+        // Anthropic `pause_turn`: the model continues in the next turn, from the conversation as it stands.
+        if (turn.stopReason === 'pause_turn') continue;
+        return this.end({ status: 'completed', because: 'model-stopped', reason: null });
       }
+      const calls = this.state.turnCalls();
+      const approvalsStop = await this.prepareApprovals(calls);
+      if (approvalsStop) return this.end(approvalsStop);
+      const width = this.longRuns ? Math.min(this.input.toolConcurrency ?? calls.length, calls.length) : 1;
+      const stop = width > 1 ? await this.runConcurrently([...calls], width) : await this.runInOrder([...calls]);
+      if (stop) return this.end(stop);
+      // The model reads the results in its own order, whatever order they finished in.
+      for (const call of this.state.turnCalls()) if (call.message !== null) this.conversation.add(call.message);
     }
+  }
+
+  /** A run that was cancelled while its handlers finished, as a result (else null). */
+  cancelledResult(): AgentWorkflowResult | null {
+    return this.cancel === null ? null : this.finish(this.cancelStop());
+  }
+
+  private end(stop: RunStop): RunEnd {
+    return { kind: 'result', result: this.finish(stop) };
   }
 
   // ---- steps -------------------------------------------------------------------------------
 
   private async modelTurn(): Promise<ModelTurnResult | RunStop> {
     this.state.phase = 'model';
+    const runChainId = workflowInfo().firstExecutionRunId;
     const attempt = await this.callActivity('model', (options) =>
       agentActivities(options).runModelTurn({
         tenant: this.input.tenant,
         model: this.input.model,
         ...(this.input.modelOptions !== undefined ? { modelOptions: this.input.modelOptions } : {}),
         turn: this.state.turns,
-        messages: [...this.messages],
+        ...this.conversation.turnInput(runChainId),
         tools: this.input.tools,
       }),
     );
@@ -161,11 +211,98 @@ class AgentRun {
     if (attempt.kind === 'deadline') return this.deadlineStop();
     if (attempt.kind === 'failed') throw attempt.error;
     const turn = attempt.value;
+    this.conversation.turnTaken();
     this.state.turns += 1;
-    this.messages.push({ role: 'assistant', text: turn.text, toolCalls: turn.toolCalls });
     this.finalText = turn.text;
+    // A truncated or refused answer hands out no call (the adapters drop them); guard anyway.
+    const requests = turn.stopReason === 'max_tokens' || turn.stopReason === 'refusal' ? [] : turn.toolCalls;
+    const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns);
+    // The conversation names each call by the id it runs under (unique per conversation).
+    const toolCalls: ToolCallRequest[] = requests.map((req, i) => (calls[i]!.callId === req.callId ? req : { ...req, callId: calls[i]!.callId }));
+    this.conversation.add({ role: 'assistant', text: turn.text, toolCalls });
     this.state.bump();
     return turn;
+  }
+
+  /** The stop a model answer asks for: cut off (`max_tokens`) or refused (`refusal`): `incomplete`, nothing of it runs. */
+  private modelStop(turn: ModelTurnResult): RunStop | null {
+    const dropped = turn.droppedToolCalls ?? 0;
+    const notRun = dropped > 0 ? `; ${dropped} tool call${dropped === 1 ? '' : 's'} of that answer did not run` : '';
+    if (turn.stopReason === 'max_tokens') {
+      return { status: 'incomplete', because: 'model-truncated', reason: `the model's answer was cut off at its output token limit${notRun}` };
+    }
+    if (turn.stopReason === 'refusal') {
+      return { status: 'incomplete', because: 'model-refused', reason: `the model refused to answer, or the provider filtered its answer${notRun}` };
+    }
+    return null;
+  }
+
+  /** Runs the calls of a turn one at a time, in the model's order (runs before issue 11, `toolConcurrency: 1`). */
+  private async runInOrder(calls: readonly CallState[]): Promise<RunStop | null> {
+    for (const call of calls) {
+      const beforeTool = this.stopBefore('tool');
+      if (beforeTool) return beforeTool;
+      this.state.toolCallsUsed += 1;
+      const stop = await this.processCall(call, false);
+      if (stop) return stop;
+    }
+    return null;
+  }
+
+  /**
+   * Runs the calls of a turn `width` at a time (issue 11). Each call counts against the budget
+   * when it starts; once the budget, the deadline or a cancel stops the turn, no further call
+   * starts and the running ones settle. A call whose outcome is unknown does not hold the others
+   * up: once every call has settled, the run pauses on each such call in turn.
+   */
+  private async runConcurrently(calls: readonly CallState[], width: number): Promise<RunStop | null> {
+    let next = 0;
+    let stop: RunStop | null = null;
+    const lane = async (): Promise<void> => {
+      while (stop === null && next < calls.length) {
+        const call = calls[next++]!;
+        const beforeTool = this.stopBefore('tool');
+        if (beforeTool) {
+          stop = beforeTool;
+          return;
+        }
+        this.state.toolCallsUsed += 1;
+        const callStop = await this.processCall(call, true);
+        if (callStop) stop ??= callStop;
+      }
+    };
+    await Promise.all(Array.from({ length: width }, lane));
+    const deferred = this.deferredPauses;
+    this.deferredPauses = [];
+    if (stop !== null && (stop as RunStop).status !== 'budget-exhausted') return stop;
+    // A budget stop still waits for a person on every unknown outcome of the turn, as one call at a time would.
+    for (const call of deferred) {
+      const pauseStop = await this.awaitResolution(call);
+      if (pauseStop) return pauseStop;
+    }
+    return stop;
+  }
+
+  /** Whether to continue as new before the next model turn (server suggestion or the run's limits). */
+  private shouldContinueAsNew(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= this.limits.continueAsNewAfterEvents || info.historySize >= this.limits.continueAsNewAfterHistoryBytes;
+  }
+
+  /** What the next run starts from (between turns: no call is live). */
+  private handOver(): ContinuedRun {
+    return {
+      continuations: this.continuations + 1,
+      startedAt: this.state.startedAt,
+      stateVersion: this.state.stateVersion,
+      turns: this.state.turns,
+      toolCallsUsed: this.state.toolCallsUsed,
+      finalText: this.finalText,
+      intentGenerations: { ...this.state.intentGenerations },
+      usedCallIds: this.state.usedCallIds(),
+      conversation: this.conversation.state(),
+      earlierCalls: this.state.callCounts(),
+    };
   }
 
   /**
@@ -209,7 +346,7 @@ class AgentRun {
     return null;
   }
 
-  private async processCall(call: CallState): Promise<RunStop | null> {
+  private async processCall(call: CallState, deferPause: boolean): Promise<RunStop | null> {
     if (!this.input.tools.includes(call.toolName)) {
       this.failCall(call, 'UNKNOWN_TOOL', `UNKNOWN_TOOL: the model asked for tool "${call.toolName}", which this run does not offer (tools: ${this.input.tools.join(', ')})`);
       return null;
@@ -222,7 +359,7 @@ class AgentRun {
       const decision = await this.awaitApproval(call);
       if (decision !== 'approved') return decision === 'rejected' ? null : decision;
     }
-    return this.runTool(call);
+    return this.runTool(call, deferPause);
   }
 
   /** Waits for the call's decision; expiry and the deadline end the wait. */
@@ -264,7 +401,7 @@ class AgentRun {
     return 'approved';
   }
 
-  private async runTool(call: CallState): Promise<RunStop | null> {
+  private async runTool(call: CallState, deferPause = false): Promise<RunStop | null> {
     this.state.phase = 'tools';
     call.status = 'running';
     const ownType = patched(TOOL_ACTIVITY_TYPES_PATCH);
@@ -313,17 +450,27 @@ class AgentRun {
           this.failCall(call, type, message);
           return null;
         }
-        return this.pauseOn(call, type, message);
+        this.markPaused(call, type, message);
+        if (deferPause) {
+          this.deferredPauses.push(call);
+          return null;
+        }
+        return this.awaitResolution(call);
       }
     }
   }
 
-  /** The run waits durably until a person resolves the call, cancels, or the deadline passes. */
-  private async pauseOn(call: CallState, errorType: string, message: string): Promise<RunStop | null> {
+  /** Marks a call whose outcome is unknown as paused (the run waits on it in {@link awaitResolution}). */
+  private markPaused(call: CallState, errorType: string, message: string): void {
     call.status = 'paused';
     call.errorType = errorType;
     call.reason = message;
     call.pausedAt = Date.now();
+    this.state.bump();
+  }
+
+  /** The run waits durably until a person resolves the call, cancels, or the deadline passes. */
+  private async awaitResolution(call: CallState): Promise<RunStop | null> {
     this.state.paused = call;
     this.state.phase = 'paused';
     this.state.bump();
@@ -390,7 +537,7 @@ class AgentRun {
    * per-tool activity types (`ownType` false: no {@link TOOL_ACTIVITY_TYPES_PATCH} marker) keeps
    * scheduling `runFencedTool` with the tool name in its input, so it replays as it ran.
    */
-  private scheduleTool(call: CallState, ownType: boolean): Promise<ActivityAttempt<FencedToolResult>> {
+  private scheduleTool(call: CallState, ownType: boolean): Promise<ActivityAttempt<AgentToolResult>> {
     if (!ownType) return this.callActivity('tool', (options) => agentActivities(options).runFencedTool(this.toolInput(call)));
     const { toolName: _toolName, ...input }: ToolCallInput = this.toolInput(call);
     const summary = toolCallSummary(call.toolName, call.callId);
@@ -425,6 +572,7 @@ class AgentRun {
       ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
+      ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.limits.inlineResultMaxBytes } } : {}),
     };
   }
 
@@ -433,12 +581,17 @@ class AgentRun {
    * a success as the tool's output; an error result as `modelErrorForResult` shows it (a tool's
    * own error as written, an error the fence stored as a fixed sentence; issue 15 item 4).
    */
-  private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: ToolOutcome, reason: string | null = null): void {
+  private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: DeliveredOutcome, reason: string | null = null): void {
     call.status = status;
     call.outcome = outcome;
     call.receipt = outcome.ok ? outcome.receipt : null;
     call.errorType = null;
     call.reason = reason;
+    if (outcome.ok && 'outputRef' in outcome) {
+      // The output stays in the side store; the model-turn activity reads it (claim check).
+      this.setToolMessage(call, { role: 'tool', callId: call.modelCallId, toolName: call.toolName, contentRef: outcome.outputRef, isError: false });
+      return;
+    }
     if (outcome.ok) {
       this.appendToolMessage(call, outcome.output, false);
       return;
@@ -472,7 +625,12 @@ class AgentRun {
   }
 
   private appendToolMessage(call: CallState, content: JsonValue, isError: boolean): void {
-    this.messages.push({ role: 'tool', callId: call.modelCallId, toolName: call.toolName, content, isError });
+    this.setToolMessage(call, { role: 'tool', callId: call.modelCallId, toolName: call.toolName, content, isError });
+  }
+
+  /** Keeps the call's tool message; the turn hands them to the model in the model's order. */
+  private setToolMessage(call: CallState, message: LoggedMessage): void {
+    call.message = message;
     this.state.bump();
   }
 
@@ -491,7 +649,7 @@ class AgentRun {
     if (remainingMs <= 0) return { kind: 'deadline' };
     const options = activityOptionsFor(kind, remainingMs, opts);
     const scope = new CancellationScope();
-    this.activeScope = scope;
+    this.activeScopes.add(scope);
     try {
       return { kind: 'ok', value: await scope.run(() => call(options)) };
     } catch (err) {
@@ -502,7 +660,7 @@ class AgentRun {
       if (isScheduleToCloseTimeout(err) || (isTimeout(err) && Date.now() >= this.state.deadlineAt)) return { kind: 'deadline' };
       return { kind: 'failed', error: err };
     } finally {
-      this.activeScope = null;
+      this.activeScopes.delete(scope);
     }
   }
 
@@ -515,6 +673,13 @@ class AgentRun {
     }
     if (step === 'tool' && this.state.toolCallsUsed >= maxToolCalls) {
       return { status: 'budget-exhausted', because: 'max-tool-calls', reason: `the model used all ${maxToolCalls} tool calls of its budget` };
+    }
+    if (step === 'model' && this.conversation.bytes > this.maxConversationBytes) {
+      return {
+        status: 'budget-exhausted',
+        because: 'max-conversation-bytes',
+        reason: `the conversation holds ${this.conversation.bytes} bytes, over its budget of ${this.maxConversationBytes} bytes; the next model turn was not taken`,
+      };
     }
     return null;
   }
@@ -543,6 +708,7 @@ class AgentRun {
       turns: this.state.turns,
       stoppedBecause: stop.because,
       reason: stop.reason,
+      ...(this.continuations > 0 ? { continued: { continuations: this.continuations, earlierCalls: this.state.earlierCalls } } : {}),
     };
   }
 
@@ -552,7 +718,7 @@ class AgentRun {
     if (this.state.stopped !== null || this.cancel !== null) return;
     const reason = typeof req?.reason === 'string' && req.reason.length > 0 ? req.reason : 'cancelled';
     this.cancel = { reason };
-    this.activeScope?.cancel();
+    for (const scope of this.activeScopes) scope.cancel();
   }
 
   private validateApprove(req: ApproveCallRequest): void {
@@ -678,6 +844,13 @@ function agentActivities(options: ActivityOptions) {
  * history has no marker (started before) schedule `runFencedTool`, which workers keep registered.
  */
 const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
+
+/**
+ * Patch id (issue 11): the conversation and large tool outputs by reference in the side store,
+ * concurrent calls of a turn, turn-scoped ids for reused call ids, continue-as-new. Runs whose
+ * history has no marker keep the old command sequence.
+ */
+const LONG_RUNS_PATCH = 'ttc-long-runs';
 
 /** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';

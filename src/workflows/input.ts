@@ -6,7 +6,22 @@
  */
 import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
 import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../activities/contract';
-import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, ToolActivityOptions } from './types';
+import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, RunLimits, ToolActivityOptions } from './types';
+
+/** {@link RunLimits} with every default filled in (issue 11). */
+export const DEFAULT_LIMITS: Required<RunLimits> = {
+  inlineResultMaxBytes: 16_384,
+  continueAsNewAfterEvents: 10_000,
+  continueAsNewAfterHistoryBytes: 10 * 1024 * 1024,
+};
+
+/** Default of `AgentBudget.maxConversationBytes`: 32 MiB. */
+export const DEFAULT_MAX_CONVERSATION_BYTES = 32 * 1024 * 1024;
+
+/** The run's limits: `input.limits` over {@link DEFAULT_LIMITS}, field by field. */
+export function runLimits(input: AgentWorkflowInput): Required<RunLimits> {
+  return { ...DEFAULT_LIMITS, ...input.limits };
+}
 
 /** Per-attempt activity timeout when the input gives none, ms. */
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 60_000;
@@ -31,6 +46,15 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
   positiveInteger('budget.maxTurns', input.budget.maxTurns);
   positiveInteger('budget.maxToolCalls', input.budget.maxToolCalls);
   positiveInteger('budget.deadlineMs', input.budget.deadlineMs);
+  if (input.budget.maxConversationBytes !== undefined) positiveInteger('budget.maxConversationBytes', input.budget.maxConversationBytes);
+  if (input.toolConcurrency !== undefined) positiveInteger('toolConcurrency', input.toolConcurrency);
+  if (input.limits !== undefined) {
+    if (typeof input.limits !== 'object' || input.limits === null) invalid('limits', 'must be an object', input.limits);
+    for (const key of Object.keys(input.limits)) {
+      if (!(key in DEFAULT_LIMITS)) invalid(`limits.${key}`, `is not a limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`, key);
+      positiveInteger(`limits.${key}`, (input.limits as Record<string, unknown>)[key]);
+    }
+  }
   for (const [tool, policy] of Object.entries(input.approvalRequired ?? {})) {
     positiveInteger(`approvalRequired.${tool}.expiresAfterMs`, policy?.expiresAfterMs);
   }

@@ -5,15 +5,17 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
-import type { ToolOutcome } from '../activities/contract';
+import type { DeliveredOutcome } from '../activities/contract';
 import type { JsonValue } from '../checkpoint/types';
-import type { ToolCallRequest } from '../model/types';
+import type { LoggedMessage, ToolCallRequest } from '../model/types';
 import type {
   AgentBudget,
   CallReport,
   CallSummary,
   CallSource,
   CallStatus,
+  ContinuedRun,
+  EarlierCalls,
   FinalCallStatus,
   LiveCallStatus,
   PendingCallView,
@@ -47,7 +49,7 @@ export interface CallState {
   status: CallStatus;
   source: CallSource | null;
   receipt: JsonValue | null;
-  outcome: ToolOutcome | null;
+  outcome: DeliveredOutcome | null;
   toolRevision: string | null;
   intentDigest: string | null;
   idempotencyKey: string | null;
@@ -67,6 +69,8 @@ export interface CallState {
   /** The intent digest a person approved; passed to `runFencedTool` as `expectedIntentDigest` (also for reruns after `absent`). */
   approvedIntentDigest: string | null;
   pausedAt: number | null;
+  /** The tool message for the model, once the call has one; handed over in the model's order after the turn. */
+  message: LoggedMessage | null;
 }
 
 /** How the run stopped. */
@@ -78,6 +82,7 @@ export interface RunStop {
 
 const PHASE_OF_STATUS: Readonly<Record<RunStatus, RunPhase>> = {
   completed: 'completed',
+  incomplete: 'incomplete',
   'budget-exhausted': 'budget-exhausted',
   'deadline-exceeded': 'deadline-exceeded',
   cancelled: 'cancelled',
@@ -95,14 +100,54 @@ export class RunState {
   paused: CallState | null = null;
   /** The current generation per intent digest, raised when a person proves a call's effect absent (dedupeByIntent tools). */
   readonly intentGenerations: Record<string, number> = {};
+  /** Calls that finished in earlier runs of the chain (continue-as-new), counted. */
+  readonly earlierCalls: EarlierCalls;
   private readonly calls: CallState[] = [];
   private readonly byId = new Map<string, CallState>();
+  /** Call ids used in earlier runs of the chain (their calls are not in `calls`). */
+  private readonly usedBefore: ReadonlySet<string>;
   private currentTurn: CallState[] = [];
 
+  /**
+   * @param budget the run's budgets
+   * @param startedAt workflow time the run (or, with `continued`, its chain) started, ms
+   * @param continued what an earlier run of the chain handed over (continue-as-new), if any
+   */
   constructor(
     readonly budget: AgentBudget,
     readonly startedAt: number,
-  ) {}
+    continued?: ContinuedRun,
+  ) {
+    this.usedBefore = new Set(continued?.usedCallIds ?? []);
+    this.earlierCalls = continued?.earlierCalls ?? { ran: 0, notRun: 0, unknown: 0 };
+    if (continued !== undefined) {
+      this.stateVersion = continued.stateVersion;
+      this.turns = continued.turns;
+      this.toolCallsUsed = continued.toolCallsUsed;
+      Object.assign(this.intentGenerations, continued.intentGenerations);
+    }
+  }
+
+  /** Whether a call id was used before in this chain. */
+  private used(callId: string): boolean {
+    return this.byId.has(callId) || this.usedBefore.has(callId);
+  }
+
+  /** Every call id used in the chain so far, for the next run (continue-as-new). */
+  usedCallIds(): string[] {
+    return [...this.usedBefore, ...this.calls.map((call) => call.callId)];
+  }
+
+  /** Earlier runs' counts plus this run's finished calls (call between turns, when none is live). */
+  callCounts(): EarlierCalls {
+    const own = summarizeCalls(this.calls.filter((call) => !isLive(call.status)).map((call) => report(call) as CallReport<FinalCallStatus>));
+    return { ran: this.earlierCalls.ran + own.ran.length, notRun: this.earlierCalls.notRun + own.notRun.length, unknown: this.earlierCalls.unknown + own.unknown.length };
+  }
+
+  /** The calls of the current turn in the model's order, retries after `absent` right after their original. */
+  turnCalls(): readonly CallState[] {
+    return this.currentTurn;
+  }
 
   /** Run deadline, ms since the epoch (workflow time). */
   get deadlineAt(): number {
@@ -125,15 +170,22 @@ export class RunState {
    * its tool result: a repeated call id (DUPLICATE_CALL_ID) and a call whose input the adapter
    * refused (`inputError`, INVALID_TOOL_INPUT).
    */
-  startTurn(requests: readonly ToolCallRequest[], turn: number): CallState[] {
+  startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false): CallState[] {
     this.currentTurn = requests.map((req) => {
-      const duplicate = this.byId.has(req.callId);
-      const call = newCall(req.callId, req.callId, req.toolName, req.input, turn, 0);
+      const reused = this.used(req.callId);
+      // Issue 11: a provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
+      // turn-scoped id, so each call has its own checkpoint and ids in history stay unique.
+      // A repeat within one turn is still refused, under a unique id of its own.
+      const sameTurn = requests.some((other) => other !== req && other.callId === req.callId && requests.indexOf(other) < requests.indexOf(req));
+      const callId = scopeIds && reused ? this.scopedId(req.callId, turn) : req.callId;
+      const duplicate = scopeIds ? sameTurn : reused;
+      const call = newCall(callId, callId, req.toolName, req.input, turn, 0);
       if (duplicate) {
         call.preFailure = {
           type: 'DUPLICATE_CALL_ID',
           message: `DUPLICATE_CALL_ID: the model reused tool-call id "${req.callId}" in this run; the call was not run`,
         };
+        if (scopeIds) this.byId.set(call.callId, call);
       } else {
         this.byId.set(call.callId, call);
         // The adapter refused this call's input (issue 15 items 1 and 3): only this call fails.
@@ -145,10 +197,18 @@ export class RunState {
     return [...this.currentTurn];
   }
 
+  /** `<id>_t<turn>`, with `_<n>` added until no call of the chain used it. */
+  private scopedId(callId: string, turn: number): string {
+    const base = `${callId}_t${turn}`;
+    let candidate = base;
+    for (let n = 2; this.used(candidate); n += 1) candidate = `${base}_${n}`;
+    return candidate;
+  }
+
   /** Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). */
   addRetry(original: CallState): CallState {
     let attempt = original.attempt + 1;
-    while (this.byId.has(retryId(original.modelCallId, attempt))) attempt += 1;
+    while (this.used(retryId(original.modelCallId, attempt))) attempt += 1;
     const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
     retry.approvedIntentDigest = original.approvedIntentDigest;
     // The rerun runs under the approved digest, hence with the arguments the approver saw.
@@ -293,6 +353,7 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
     approval: null,
     approvedIntentDigest: null,
     pausedAt: null,
+    message: null,
   };
 }
 

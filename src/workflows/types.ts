@@ -7,7 +7,8 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
-import type { ResultSource, ToolCallResolution, ToolOutcome } from '../activities/contract';
+import type { DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
+import type { LoggedMessage } from '../model/types';
 import type { JsonValue } from '../checkpoint/types';
 
 /** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
@@ -52,6 +53,73 @@ export interface AgentBudget {
   readonly maxToolCalls: number;
   /** Total run deadline in ms of workflow time, from the start of the run. */
   readonly deadlineMs: number;
+  /**
+   * Most UTF-8 bytes the conversation may hold (every message's JSON, tool outputs kept by
+   * reference counted at their full size). A model turn that would send more is not taken: the
+   * run stops `budget-exhausted` / `max-conversation-bytes` (issue 11). @default 33,554,432 (32 MiB)
+   */
+  readonly maxConversationBytes?: number;
+}
+
+/**
+ * Size limits of a run (issue 11: Temporal refuses a payload over 2 MB and a history over
+ * 50 MB). Every field optional; each must be a positive integer. Runs started before issue 11
+ * replay with their old behaviour (patch `ttc-long-runs`).
+ */
+export interface RunLimits {
+  /**
+   * A tool output whose JSON text is longer than this (UTF-8 bytes) stays in the side store's
+   * conversation log and reaches history, the status query and the result as an `OutputRef`
+   * (claim check). @default 16,384
+   */
+  readonly inlineResultMaxBytes?: number;
+  /**
+   * The run continues as new (between model turns, once every handler has finished) when its
+   * history holds this many events, or earlier when the server sets `continueAsNewSuggested`.
+   * @default 10,000
+   */
+  readonly continueAsNewAfterEvents?: number;
+  /** …or when its history holds this many bytes (`workflowInfo().historySize`). @default 10,485,760 (10 MiB) */
+  readonly continueAsNewAfterHistoryBytes?: number;
+}
+
+/**
+ * What a run hands to the run it continues as (issue 11). Carried between model turns, when no
+ * call is pending: budgets used, the state version (so approvals read before keep their
+ * meaning), intent generations, every call id used (call identity: a reused id gets a
+ * turn-scoped one), the conversation's place in the side store and counts of the calls of
+ * earlier runs (their details stay in those runs' histories and results). Set by the workflow
+ * itself; never pass it when starting a run.
+ */
+export interface ContinuedRun {
+  /** How many times the chain has continued as new, counting this one. */
+  readonly continuations: number;
+  /** Workflow time the chain started, ms since the epoch (the deadline counts from it). */
+  readonly startedAt: number;
+  readonly stateVersion: number;
+  readonly turns: number;
+  readonly toolCallsUsed: number;
+  readonly finalText: string;
+  readonly intentGenerations: Readonly<Record<string, number>>;
+  /** Every call id used so far in the chain, model ids and `~retryN` ids. */
+  readonly usedCallIds: readonly string[];
+  readonly conversation: ConversationState;
+  /** Calls that finished in earlier runs of the chain, counted by {@link CallSummary} group. */
+  readonly earlierCalls: EarlierCalls;
+}
+
+/** Where the conversation stands: `logged` messages in the side store, `pending` not yet written, `bytes` in all. */
+export interface ConversationState {
+  readonly logged: number;
+  readonly pending: readonly LoggedMessage[];
+  readonly bytes: number;
+}
+
+/** Counts of calls that finished in earlier runs of a chain, by {@link CallSummary} group. */
+export interface EarlierCalls {
+  readonly ran: number;
+  readonly notRun: number;
+  readonly unknown: number;
 }
 
 /** Approval policy of one tool: a pending call must be approved within `expiresAfterMs` and must start running before then. */
@@ -75,14 +143,27 @@ export interface AgentWorkflowInput {
   /** Tools whose calls need a person's approval, by tool name. @default {} */
   readonly approvalRequired?: Readonly<Record<string, ApprovalPolicy>>;
   readonly activityOptions?: AgentActivityOptions;
+  /**
+   * How many tool calls of one model turn run at once (issue 11). Results reach the model in
+   * the model's order whatever order they finish in. A positive integer. @default every call of the turn
+   */
+  readonly toolConcurrency?: number;
+  readonly limits?: RunLimits;
+  /** Set by the workflow when it continues as new; see {@link ContinuedRun}. */
+  readonly continued?: ContinuedRun;
 }
 
 /** How a run ended. */
-export const RUN_STATUSES = ['completed', 'budget-exhausted', 'deadline-exceeded', 'cancelled', 'abandoned'] as const;
+export const RUN_STATUSES = ['completed', 'incomplete', 'budget-exhausted', 'deadline-exceeded', 'cancelled', 'abandoned'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-/** Why a run stopped: the model ended its turn, a budget or the deadline ran out, a person cancelled or abandoned. */
-export const STOP_REASONS = ['model-stopped', 'max-turns', 'max-tool-calls', 'deadline', 'cancel', 'abandon'] as const;
+/**
+ * Why a run stopped: the model ended its turn, its answer was cut off (`model-truncated`:
+ * Anthropic `max_tokens`, OpenAI `length`) or refused (`model-refused`: `refusal`,
+ * `content_filter`) — both end the run `incomplete` and none of that answer's calls runs — a
+ * budget or the deadline ran out, a person cancelled or abandoned.
+ */
+export const STOP_REASONS = ['model-stopped', 'model-truncated', 'model-refused', 'max-turns', 'max-tool-calls', 'max-conversation-bytes', 'deadline', 'cancel', 'abandon'] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
 /**
@@ -137,7 +218,8 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly source: CallSource | null;
   /** The provider's receipt from a successful outcome, else null. */
   readonly receipt: JsonValue | null;
-  readonly outcome: ToolOutcome | null;
+  /** The outcome as delivered: a large output is an `OutputRef` to the side store (see `RunLimits.inlineResultMaxBytes`). */
+  readonly outcome: DeliveredOutcome | null;
   /** Known once `describeToolCall` or the tool's activity answered; else null. */
   readonly toolRevision: string | null;
   readonly intentDigest: string | null;
@@ -175,6 +257,11 @@ export interface AgentWorkflowResult {
   readonly stoppedBecause: StopReason;
   /** The cancel or abandon reason, or a sentence about the budget or deadline; null when the model stopped. */
   readonly reason: string | null;
+  /**
+   * Set when the run continued as new: how many times, and the calls that finished in the
+   * earlier runs (counted; `calls` and `summary` hold this run's calls). Absent otherwise.
+   */
+  readonly continued?: { readonly continuations: number; readonly earlierCalls: EarlierCalls };
 }
 
 /** What the run is doing now. */
@@ -184,6 +271,7 @@ export const RUN_PHASES = [
   'awaiting-approval',
   'paused',
   'completed',
+  'incomplete',
   'cancelled',
   'budget-exhausted',
   'deadline-exceeded',
@@ -242,6 +330,12 @@ export interface RunStatusView {
   readonly paused: { readonly callId: string; readonly toolName: string; readonly errorType: string; readonly reason: string; readonly pausedAt: string } | null;
   /** Set once the run has stopped. */
   readonly stoppedBecause: StopReason | null;
+  /** How many times the run continued as new (0 for a first run). Absent in runs started before issue 11. */
+  readonly continuations?: number;
+  /** Calls that finished in earlier runs of the chain (counted). Absent in runs started before issue 11. */
+  readonly earlierCalls?: EarlierCalls;
+  /** The conversation's size and where it lives. Absent in runs started before issue 11. */
+  readonly conversation?: { readonly messages: number; readonly bytes: number; readonly maxBytes: number; readonly byReference: boolean };
 }
 
 /** Payload of `approveCallUpdate`: binds the approval to the call's frozen intent and the run's state. */

@@ -25,6 +25,7 @@ import {
 import { toolCallActivities } from '../../src/activities/tool-call-activities';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import { conversationFake } from '../helpers/conversation-fake';
 import { createTimeSkippingEnv } from '../helpers/temporal';
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -58,10 +59,11 @@ function endTurn(text: string): ModelTurnResult {
 /** A model that answers turn n with script[n] and records every request. */
 function scriptedModel(script: readonly ModelTurnResult[]) {
   const requests: ModelTurnInput[] = [];
+  const conversation = conversationFake();
   return {
     requests,
     async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
-      requests.push(input);
+      requests.push({ ...input, messages: conversation.messagesOf(input) });
       const turn = script[requests.length - 1];
       if (turn === undefined) {
         throw ApplicationFailure.create({ type: 'SCRIPT_EXHAUSTED', message: `scripted model has no turn ${requests.length - 1}`, nonRetryable: true });
@@ -137,6 +139,8 @@ function baseInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowIn
     prompt: 'Please handle ticket 42.',
     tools: ['create_ticket', 'send_email', 'refund', 'lookup'],
     budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 60 * 60 * 1000 },
+    // One call at a time, so these tests read in order; concurrent calls have their own tests.
+    toolConcurrency: 1,
     ...overrides,
   };
 }
@@ -259,7 +263,7 @@ describe('agentWorkflow: the loop', () => {
       expect.objectContaining({ callId: 'c1', status: 'failed', errorType: 'INVALID_TOOL_INPUT' }),
       expect.objectContaining({ callId: 'c2', status: 'failed', errorType: 'UNKNOWN_TOOL' }),
     ]);
-    const toolMessages = model.requests[1]!.messages.filter((m) => m.role === 'tool');
+    const toolMessages = model.requests[1]!.messages!.filter((m) => m.role === 'tool');
     expect(toolMessages).toEqual([
       { role: 'tool', callId: 'c1', toolName: 'create_ticket', isError: true, content: { error: { type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: title must be a string' } } },
       expect.objectContaining({ callId: 'c2', isError: true, content: { error: { type: 'UNKNOWN_TOOL', message: 'UNKNOWN_TOOL: no tool of this name is available; nothing ran' } } }),

@@ -22,6 +22,7 @@ import { createDemoTools } from '../../examples/demo-tools';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
+import { conversationFake } from '../helpers/conversation-fake';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
@@ -40,9 +41,10 @@ function toolTurn(...toolCalls: ToolCallRequest[]): ModelTurnResult {
 
 /** Answers turn n with `modelOptions.script[n]`, and ends the conversation after the script. Records what it saw. */
 const modelRequests = new Map<string, ModelTurnInput[]>();
+const conversation = conversationFake();
 async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
   const workflowId = Context.current().info.workflowExecution?.workflowId ?? 'unknown';
-  modelRequests.set(workflowId, [...(modelRequests.get(workflowId) ?? []), input]);
+  modelRequests.set(workflowId, [...(modelRequests.get(workflowId) ?? []), { ...input, messages: conversation.messagesOf(input) }]);
   const script = (input.modelOptions as { script?: ModelTurnResult[] } | undefined)?.script ?? [];
   return script[input.turn] ?? { stopReason: 'end_turn', text: 'done', toolCalls: [] };
 }

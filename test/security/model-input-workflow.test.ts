@@ -121,13 +121,13 @@ test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a
     ['call_big', 'failed', 'INVALID_TOOL_INPUT'],
     ['call_good', 'completed', null],
   ]);
-  const toolMessages = model.requests[1]!.messages.filter((m) => m.role === 'tool');
+  const toolMessages = model.requests[1]!.messages!.filter((m) => m.role === 'tool');
   expect(toolMessages.map((m) => [m.callId, m.isError, (m.content as { error?: { type?: string } }).error?.type ?? null])).toEqual([
     ['call_poisoned', true, 'INVALID_TOOL_INPUT'],
     ['call_big', true, 'INVALID_TOOL_INPUT'],
     ['call_good', false, null],
   ]);
   // What the model sent for a refused call is not carried on: the assistant message holds `{}`.
-  const assistant = model.requests[1]!.messages.find((m) => m.role === 'assistant');
+  const assistant = model.requests[1]!.messages!.find((m) => m.role === 'assistant');
   expect(assistant?.role === 'assistant' && assistant.toolCalls.map((c) => c.input)).toEqual([{}, {}, { title: 'printer on fire' }]);
 });
