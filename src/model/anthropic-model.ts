@@ -5,10 +5,11 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
-  sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+  sdkClientOptions, mapSdkError, parseSdkTurnOptions, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { anthropicMessageToTurnResult } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
+import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 
 /** Options of {@link AnthropicModel}. */
 export interface AnthropicModelOptions {
@@ -46,7 +47,8 @@ export interface AnthropicModelOptions {
  * `tool_use` block per call (an assistant message with neither is dropped: the API rejects
  * empty content); tool → a `tool_result` block (`tool_use_id`, text content, `is_error`).
  * Consecutive tool results share one user message, results first; a user text right after them
- * joins that message.
+ * joins that message. Names and ids are copied as they are: {@link AnthropicModel.buildRequest}
+ * first maps them to ones the API accepts (`toWireConversation`, `wire-names.ts`).
  */
 export function toAnthropicMessages(messages: readonly ConversationMessage[]): Anthropic.MessageParam[] {
   const out: Array<{ role: 'user' | 'assistant'; content: Anthropic.ContentBlockParam[] }> = [];
@@ -116,12 +118,20 @@ export class AnthropicModel implements ModelAdapter {
       new Anthropic(sdkClientOptions(options));
   }
 
-  /** The request body a turn sends (exposed for tests and logging). */
+  /**
+   * The request body a turn sends (exposed for tests and logging). Tool names (offered and in
+   * history) and call ids go through `wire-names.ts` so the API accepts them: valid ones are sent
+   * unchanged, others as a deterministic valid form, ids unique per conversation, pairs kept.
+   *
+   * @throws CheckpointError INVALID_ARGUMENT when `input.messages` is absent (the model-turn
+   * activity resolves the conversation before calling an adapter), MISSING_TOOL_SPEC,
+   * INVALID_MODEL_OPTIONS.
+   */
   buildRequest(input: ModelTurnInput): Anthropic.MessageCreateParamsNonStreaming {
     const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
     const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
       ({ name, spec }): Anthropic.Tool => ({
-        name,
+        name: wireToolName(name),
         ...(spec.description === undefined ? {} : { description: spec.description }),
         input_schema: spec.inputSchema as Anthropic.Tool.InputSchema,
       }),
@@ -130,7 +140,7 @@ export class AnthropicModel implements ModelAdapter {
     return {
       model: turnOptions.model ?? this.options.model,
       max_tokens: turnOptions.maxTokens ?? this.options.maxTokens ?? 1024,
-      messages: toAnthropicMessages(input.messages),
+      messages: toAnthropicMessages(toWireConversation(requireMessages(input, this.name), 'anthropic')),
       ...(system === undefined ? {} : { system }),
       ...(tools.length === 0 ? {} : { tools }),
     };
@@ -150,6 +160,7 @@ export class AnthropicModel implements ModelAdapter {
       live: true,
       details: { provider: 'anthropic', turn: input.turn },
       maxToolInputBytes: this.options.maxToolInputBytes,
+      toolNameFromWire: toolNameFromWire(input.tools),
     });
   }
 }

@@ -5,10 +5,11 @@ import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
-  sdkClientOptions, mapSdkError, parseSdkTurnOptions, toolResultText } from './sdk-common';
+  sdkClientOptions, mapSdkError, parseSdkTurnOptions, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { openAiCompletionToTurnResult } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
+import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 
 /** Options of {@link OpenAiModel}. */
 export interface OpenAiModelOptions {
@@ -45,7 +46,9 @@ export interface OpenAiModelOptions {
  * user → `{role: 'user', content}`; assistant → `{role: 'assistant', content (null when empty),
  * tool_calls[{id, type: 'function', function: {name, arguments: JSON text}}]}`; tool →
  * `{role: 'tool', tool_call_id, content}`. OpenAI has no error flag on tool messages, so an
- * error result whose content is a string is sent as `Error: <text>`.
+ * error result whose content is a string is sent as `Error: <text>`. Names and ids are copied as
+ * they are: {@link OpenAiModel.buildRequest} first maps them to ones the API accepts
+ * (`toWireConversation`, `wire-names.ts`).
  */
 export function toOpenAiMessages(messages: readonly ConversationMessage[], system?: string): OpenAI.ChatCompletionMessageParam[] {
   const out: OpenAI.ChatCompletionMessageParam[] = system === undefined ? [] : [{ role: 'system', content: system }];
@@ -110,14 +113,22 @@ export class OpenAiModel implements ModelAdapter {
       new OpenAI(sdkClientOptions(options));
   }
 
-  /** The request body a turn sends (exposed for tests and logging). */
+  /**
+   * The request body a turn sends (exposed for tests and logging). Tool names (offered and in
+   * history) and call ids go through `wire-names.ts` so the API accepts them: valid ones are sent
+   * unchanged, others as a deterministic valid form, ids unique per conversation, pairs kept.
+   *
+   * @throws CheckpointError INVALID_ARGUMENT when `input.messages` is absent (the model-turn
+   * activity resolves the conversation before calling an adapter), MISSING_TOOL_SPEC,
+   * INVALID_MODEL_OPTIONS.
+   */
   buildRequest(input: ModelTurnInput): OpenAI.ChatCompletionCreateParamsNonStreaming {
     const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
     const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
       ({ name, spec }): OpenAI.ChatCompletionFunctionTool => ({
         type: 'function',
         function: {
-          name,
+          name: wireToolName(name),
           ...(spec.description === undefined ? {} : { description: spec.description }),
           parameters: spec.inputSchema as OpenAI.FunctionParameters,
         },
@@ -126,7 +137,7 @@ export class OpenAiModel implements ModelAdapter {
     const maxTokens = turnOptions.maxTokens ?? this.options.maxTokens;
     return {
       model: turnOptions.model ?? this.options.model,
-      messages: toOpenAiMessages(input.messages, input.system ?? this.options.system),
+      messages: toOpenAiMessages(toWireConversation(requireMessages(input, this.name), 'openai'), input.system ?? this.options.system),
       ...(tools.length === 0 ? {} : { tools }),
       ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
     };
@@ -146,6 +157,7 @@ export class OpenAiModel implements ModelAdapter {
       live: true,
       details: { provider: 'openai', turn: input.turn },
       maxToolInputBytes: this.options.maxToolInputBytes,
+      toolNameFromWire: toolNameFromWire(input.tools),
     });
   }
 }

@@ -23,7 +23,8 @@ export interface ScriptedModelOptions {
   readonly allowInline?: boolean;
   /**
    * Check, for turn n > 0, that the conversation holds a `tool` message for every tool call of
-   * response n − 1; a missing one throws `INVALID_ARGUMENT`. Catches agent-loop bugs. @default false
+   * response n − 1; a missing one (or an absent `messages`) throws `INVALID_ARGUMENT`. Catches
+   * agent-loop bugs. @default false
    */
   readonly checkToolResults?: boolean;
   /**
@@ -48,6 +49,11 @@ export interface ScriptedRequest {
  * - `{ "transcript": "<id>" }` — a transcript registered at construction;
  * - `{ "transcript": { …transcript file… } }` — inline (unless `allowInline: false`);
  * - omitted — allowed when exactly one transcript is registered.
+ *
+ * The transcript decides the stop reason and `droppedToolCalls` of each turn (`max_tokens`,
+ * `refusal`, `pause_turn` scripted in the provider's wire terms: see `transcript.ts`). A
+ * transcript's invalid turn is refused when it is parsed, as INVALID_TRANSCRIPT (not retryable),
+ * never at turn time. `input.messages` is read only by `checkToolResults`.
  *
  * Errors: `CheckpointError` SCRIPT_EXHAUSTED (details `transcript`, `turn`, `responses`) when the
  * turn is past the end of the transcript; INVALID_MODEL_OPTIONS for a bad or unknown selection;
@@ -148,6 +154,9 @@ export class ScriptedModel implements ModelAdapter {
   }
 
   private assertToolResults(transcript: Transcript, input: ModelTurnInput): void {
+    if (input.messages === undefined) {
+      throw new CheckpointError('INVALID_ARGUMENT', `checkToolResults needs the resolved conversation in messages (turn ${input.turn})`, { field: 'messages' });
+    }
     const answered = new Set(input.messages.flatMap((m) => (m.role === 'tool' ? [m.callId] : [])));
     for (const call of transcript.turns[input.turn - 1]?.toolCalls ?? []) {
       if (!answered.has(call.callId)) {

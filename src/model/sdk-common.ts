@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { classifyHttpFailure, type HttpFailureClass } from '../activities/error-classes';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
+import type { ConversationMessage, ModelTurnInput } from './types';
 
 /** Which adapter family raised an error (`details.provider`). */
 export type ModelProvider = 'anthropic' | 'openai' | 'scripted';
@@ -167,4 +168,20 @@ export function sdkClientOptions(options: { readonly apiKey?: string; readonly b
     maxRetries: options.maxRetries ?? 2,
     ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
   };
+}
+
+/**
+ * The turn's conversation. The model-turn activity always resolves it (from `messages` or the
+ * side-store `conversation`) before calling an adapter, so an absent one is a programming error.
+ *
+ * @throws CheckpointError INVALID_ARGUMENT (`details.field: 'messages'`) when `input.messages` is absent.
+ */
+export function requireMessages(input: ModelTurnInput, adapter: string): readonly ConversationMessage[] {
+  if (input.messages === undefined) {
+    throw new CheckpointError('INVALID_ARGUMENT', `model adapter ${adapter} needs the resolved conversation in messages (turn ${input.turn})`, {
+      adapter,
+      field: 'messages',
+    });
+  }
+  return input.messages;
 }

@@ -11,27 +11,53 @@
  *   "id": "anthropic-ticket",
  *   "format": "anthropic-messages",          // or "openai-chat-completions"
  *   "description": "optional free text",
+ *   "allowCallIdReuse": false,               // optional, see below
  *   "responses": [ <Messages API response>, <Messages API response>, … ]
  * }
  * ```
  *
  * - `anthropic-messages`: each response is a Messages API `Message` (`type: 'message'`,
  *   `role: 'assistant'`, `content` blocks `text` / `tool_use {id, name, input}` (several
- *   allowed) / `thinking` / `redacted_thinking` (ignored), `stop_reason`).
+ *   allowed); any other block type (`thinking`, `redacted_thinking`, server tool blocks such as
+ *   `server_tool_use`, …) is ignored; `stop_reason`).
  * - `openai-chat-completions`: each response is a `chat.completion` object; `choices[0]` is used:
- *   `message.content`, `message.tool_calls[{id, type: 'function', function: {name, arguments}}]`
- *   with `arguments` a JSON string, `finish_reason`.
+ *   `message.content`, `message.refusal`, `message.tool_calls[{id, type: 'function', function:
+ *   {name, arguments}}]` with `arguments` a JSON string (`""` or blanks mean `{}`; a JSON object
+ *   instead of a string, as some OpenAI-compatible servers send, is taken as the input),
+ *   `finish_reason`.
+ * - `allowCallIdReuse` (optional, default `false`): when `true`, a tool-call id may appear again
+ *   in a later response, as providers that number calls per turn do (`ollama_0`, `list_dir:0`);
+ *   when `false` such a transcript is refused (a typo in a hand-written transcript, usually).
+ *   Ids stay unique within one response either way.
+ *
+ * Every stop reason of {@link ModelTurnResult} is scripted in the provider's own terms (see the
+ * converters for the whole mapping), and `droppedToolCalls` is the number of tool calls such a
+ * response holds:
+ *
+ * | result `stopReason` | `anthropic-messages` `stop_reason`      | `openai-chat-completions`                          |
+ * |---------------------|-----------------------------------------|----------------------------------------------------|
+ * | `tool_use`          | `tool_use`                              | any `tool_calls` (finish `tool_calls` or `stop`)   |
+ * | `end_turn`          | `end_turn`, `stop_sequence`             | finish `stop`, no `tool_calls`                     |
+ * | `max_tokens`        | `max_tokens`, `model_context_window_exceeded` | finish `length`                              |
+ * | `refusal`           | `refusal`                               | finish `content_filter`, or a non-null `refusal`   |
+ * | `pause_turn`        | `pause_turn`                            | —                                                  |
+ *
+ * e.g. a refusal that dropped two calls: `{"type":"message","role":"assistant","content":[two
+ * tool_use blocks],"stop_reason":"refusal"}` → `{stopReason:'refusal', toolCalls:[], droppedToolCalls:2}`.
  *
  * Extra fields (usage, model, system_fingerprint, …) are allowed and ignored. The same
  * converters check live SDK responses (`anthropicMessageToTurnResult`,
  * `openAiCompletionToTurnResult`).
  *
- * Errors: {@link CheckpointError} `INVALID_TRANSCRIPT` for a malformed transcript (details: `transcript`,
- * `turn`, `path`), `MODEL_RESPONSE_INVALID` for a malformed live response. A tool call whose
+ * Errors: {@link CheckpointError} `INVALID_TRANSCRIPT` (not retryable) for a malformed transcript
+ * (details: `transcript`, `turn`, `path`); for a malformed live response (bad shape, unknown stop
+ * reason, a call id twice in one turn, …) `MODEL_TRANSIENT` with `details.reason:
+ * 'invalid-response'` (retryable: the next response may be fine). A tool call whose
  * input is refused (not JSON, not an object, a `__proto__`/`constructor`/`prototype` key, a
  * duplicate key, an unsafe integer, over `maxToolInputBytes`: see `checkpoint/model-input.ts`)
  * fails alone: it is returned with `input: {}` and `inputError` (INVALID_TOOL_INPUT and a reason),
- * and the rest of the turn stands. Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
+ * and the rest of the turn stands. Tool names are passed through (an unknown or made-up one is the
+ * workflow's to answer, UNKNOWN_TOOL). Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -39,7 +65,7 @@ import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/erro
 import { IDENTIFIER_MAX_LENGTH } from '../checkpoint/bounds';
 import { checkToolInputValue, parseToolInputText, type ToolInputProblem } from '../checkpoint/model-input';
 import type { JsonValue } from '../checkpoint/types';
-import type { ModelTurnResult, ToolCallRequest } from './types';
+import type { ModelStopReason, ModelTurnResult, ToolCallRequest } from './types';
 
 /** The transcript format version this code reads and writes. */
 export const TRANSCRIPT_VERSION = 1 as const;
@@ -61,8 +87,19 @@ const anthropicToolUseBlock = z.looseObject({
   name: toolNameSchema,
   input: z.unknown(),
 });
-const anthropicThinkingBlock = z.looseObject({ type: z.literal('thinking') });
-const anthropicRedactedThinkingBlock = z.looseObject({ type: z.literal('redacted_thinking') });
+/**
+ * Content blocks: `text` and `tool_use` are checked by their schemas; any other block type
+ * (`thinking`, `redacted_thinking`, server tool blocks, future types) is allowed and ignored.
+ */
+const anthropicContent = z.array(z.looseObject({ type: z.string() })).superRefine((blocks, refine) => {
+  blocks.forEach((block, index) => {
+    const schema = block.type === 'text' ? anthropicTextBlock : block.type === 'tool_use' ? anthropicToolUseBlock : null;
+    const checked = schema?.safeParse(block);
+    for (const issue of checked?.error?.issues ?? []) {
+      refine.addIssue({ code: 'custom', message: issue.message, path: [index, ...issue.path] });
+    }
+  });
+});
 
 /** Anthropic stop reasons as of the installed SDK. */
 const ANTHROPIC_STOP_REASONS = [
@@ -81,9 +118,7 @@ export const anthropicMessageSchema = z.looseObject({
   type: z.literal('message'),
   role: z.literal('assistant'),
   model: z.string().optional(),
-  content: z.array(
-    z.discriminatedUnion('type', [anthropicTextBlock, anthropicToolUseBlock, anthropicThinkingBlock, anthropicRedactedThinkingBlock]),
-  ),
+  content: anthropicContent,
   stop_reason: z.enum(ANTHROPIC_STOP_REASONS).nullable(),
 });
 /** An Anthropic Messages API response as this code reads it. */
@@ -92,7 +127,8 @@ export type AnthropicMessageWire = z.infer<typeof anthropicMessageSchema>;
 const openAiToolCall = z.looseObject({
   id: callIdSchema,
   type: z.literal('function'),
-  function: z.looseObject({ name: toolNameSchema, arguments: z.string() }),
+  /** `arguments` is JSON text per the API; anything else is judged per call (see `callFromArguments`). */
+  function: z.looseObject({ name: toolNameSchema, arguments: z.unknown() }),
 });
 const openAiChoice = z.looseObject({
   index: z.number().int().nonnegative(),
@@ -122,6 +158,7 @@ export const transcriptSchema = z.discriminatedUnion('format', [
     id: z.string().min(1).max(256),
     format: z.literal('anthropic-messages'),
     description: z.string().optional(),
+    allowCallIdReuse: z.boolean().optional(),
     responses: z.array(anthropicMessageSchema).min(1),
   }),
   z.strictObject({
@@ -129,6 +166,7 @@ export const transcriptSchema = z.discriminatedUnion('format', [
     id: z.string().min(1).max(256),
     format: z.literal('openai-chat-completions'),
     description: z.string().optional(),
+    allowCallIdReuse: z.boolean().optional(),
     responses: z.array(openAiCompletionSchema).min(1),
   }),
 ]);
@@ -153,12 +191,23 @@ export interface Transcript {
 export interface ResponseContext {
   /** Human description, e.g. `transcript "x" response 2` or `anthropic response to turn 3`. */
   readonly where: string;
-  /** true for a live provider response (`MODEL_RESPONSE_INVALID`), false for a transcript (`INVALID_TRANSCRIPT`). */
+  /**
+   * true for a live provider response (a malformed one is `MODEL_TRANSIENT`, `details.reason:
+   * 'invalid-response'`: retryable), false for a transcript (`INVALID_TRANSCRIPT`: not retryable).
+   */
   readonly live: boolean;
   readonly details?: CheckpointErrorDetails;
   /** Bound of one call's input, UTF-8 bytes (as text and as canonical JSON). @default LIMITS.defaultMaxToolInputBytes (65,536) */
   readonly maxToolInputBytes?: number;
+  /**
+   * Maps a tool name as the provider sent it back to the workflow's name (the SDK adapters send
+   * offered tools under `wireToolName`s, see `wire-names.ts`). @default identity
+   */
+  readonly toolNameFromWire?: (name: string) => string;
 }
+
+/** `details.reason` of the `MODEL_TRANSIENT` error a malformed live response raises. */
+export const INVALID_RESPONSE_REASON = 'invalid-response';
 
 function formatIssues(error: z.ZodError): { text: string; path: string } {
   const first = error.issues[0];
@@ -172,10 +221,15 @@ function formatIssues(error: z.ZodError): { text: string; path: string } {
 }
 
 function structureError(ctx: ResponseContext, message: string, extra: CheckpointErrorDetails = {}): CheckpointError {
-  return new CheckpointError(ctx.live ? 'MODEL_RESPONSE_INVALID' : 'INVALID_TRANSCRIPT', `${ctx.where}: ${message}`, {
-    ...ctx.details,
-    ...extra,
-  });
+  if (ctx.live) {
+    // Retryable (issue 11): a provider's next response to the same request may well be valid.
+    return new CheckpointError('MODEL_TRANSIENT', `${ctx.where}: invalid response: ${message}`, {
+      ...ctx.details,
+      ...extra,
+      reason: INVALID_RESPONSE_REASON,
+    });
+  }
+  return new CheckpointError('INVALID_TRANSCRIPT', `${ctx.where}: ${message}`, { ...ctx.details, ...extra });
 }
 
 /** A refused call: input `{}` and the refusal the model sees (issue 15 items 1 and 3). */
@@ -190,31 +244,53 @@ function callFromValue(callId: string, toolName: string, value: unknown, ctx: Re
   return found === null ? { callId, toolName, input: value as JsonValue } : refusedCall(callId, toolName, found);
 }
 
-/** A call whose input is JSON text (OpenAI `function.arguments`), checked by `parseToolInputText`. */
-function callFromText(callId: string, toolName: string, text: string, ctx: ResponseContext): ToolCallRequest {
-  const parsed = parseToolInputText(text, { maxBytes: ctx.maxToolInputBytes });
+/**
+ * A call whose input is OpenAI `function.arguments`: JSON text checked by `parseToolInputText`;
+ * an empty or blank string is `{}` (OpenAI sends `""` for a tool without parameters); a
+ * non-string (some OpenAI-compatible servers send the object itself) is checked as a value.
+ */
+function callFromArguments(callId: string, toolName: string, args: unknown, ctx: ResponseContext): ToolCallRequest {
+  if (typeof args !== 'string') return callFromValue(callId, toolName, args, ctx);
+  if (args.trim() === '') return { callId, toolName, input: {} };
+  const parsed = parseToolInputText(args, { maxBytes: ctx.maxToolInputBytes });
   return parsed.ok ? { callId, toolName, input: parsed.value } : refusedCall(callId, toolName, parsed.problem);
 }
 
-function finish(stopReason: ModelTurnResult['stopReason'], text: string, toolCalls: ToolCallRequest[], ctx: ResponseContext): ModelTurnResult {
+/**
+ * The frozen result. Call ids must be unique within the turn (else a structure error: the
+ * tool results could not be paired); `dropped` > 0 is reported as `droppedToolCalls`.
+ */
+function finish(stopReason: ModelStopReason, text: string, toolCalls: ToolCallRequest[], ctx: ResponseContext, dropped = 0): ModelTurnResult {
   const seen = new Set<string>();
   for (const call of toolCalls) {
     if (seen.has(call.callId)) throw structureError(ctx, `tool call id ${call.callId} appears twice`, { callId: call.callId });
     seen.add(call.callId);
   }
-  return Object.freeze({ stopReason, text, toolCalls: Object.freeze(toolCalls.map((c) => Object.freeze(c))) });
+  return Object.freeze({
+    stopReason,
+    text,
+    toolCalls: Object.freeze(toolCalls.map((c) => Object.freeze(c))),
+    ...(dropped > 0 ? { droppedToolCalls: dropped } : {}),
+  });
 }
 
 /**
  * Converts one Anthropic Messages API response to a {@link ModelTurnResult}.
  *
- * `stop_reason` mapping: `tool_use` → `tool_use` (needs at least one `tool_use` block);
- * `end_turn`/`stop_sequence`/`refusal` → `end_turn` (no `tool_use` blocks allowed);
- * `max_tokens`/`model_context_window_exceeded` → `max_tokens` (tool_use blocks dropped: they may
- * be truncated); `pause_turn` and `null` are rejected (no server tools, no streaming here).
- * Text blocks are concatenated; thinking blocks are ignored.
+ * `stop_reason` mapping (Messages API reference, "stop reasons"):
+ * - `tool_use` → `tool_use` (needs at least one `tool_use` block);
+ * - `end_turn`/`stop_sequence` → `end_turn` (no `tool_use` blocks allowed);
+ * - `max_tokens`/`model_context_window_exceeded` → `max_tokens`: `tool_use` blocks dropped (they
+ *   may be truncated) and counted in `droppedToolCalls`;
+ * - `refusal` → `refusal`: `tool_use` blocks dropped and counted (nothing of a refused answer runs);
+ * - `pause_turn` → `pause_turn`: text kept, `tool_use` blocks dropped and counted; the caller sends
+ *   the conversation back and the model continues;
+ * - `null` (streaming only) → rejected.
+ * Text blocks are concatenated; every other block type is ignored. Tool names pass through
+ * `ctx.toolNameFromWire`.
  *
- * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
+ * @throws CheckpointError INVALID_TRANSCRIPT (transcript) / MODEL_TRANSIENT with `details.reason:
+ * 'invalid-response'` (live) for a malformed response, including a call id twice in the turn.
  * A `tool_use.input` that `checkToolInputValue` refuses becomes that call's `inputError` (not a
  * throw); duplicate keys cannot be seen here (the SDK or transcript parser already dropped them).
  */
@@ -225,28 +301,32 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
     throw structureError(ctx, `not an Anthropic Messages response: ${text}`, { path });
   }
   const message = parsed.data;
+  const nameOf = ctx.toolNameFromWire ?? ((name: string) => name);
   let text = '';
-  const calls: ToolCallRequest[] = [];
+  const blocks: Array<{ id: string; name: string; input: unknown }> = [];
   for (const block of message.content) {
-    if (block.type === 'text') text += block.text;
-    else if (block.type === 'tool_use') {
-      calls.push(callFromValue(block.id, block.name, block.input, ctx));
-    }
+    // The schema checked text and tool_use blocks (anthropicContent).
+    if (block.type === 'text') text += block['text'] as string;
+    else if (block.type === 'tool_use') blocks.push({ id: block['id'] as string, name: block['name'] as string, input: block['input'] });
   }
+  const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx));
   switch (message.stop_reason) {
     case 'tool_use':
-      if (calls.length === 0) throw structureError(ctx, `stop_reason is tool_use but there is no tool_use block`);
-      return finish('tool_use', text, calls, ctx);
+      if (blocks.length === 0) throw structureError(ctx, `stop_reason is tool_use but there is no tool_use block`);
+      return finish('tool_use', text, calls(), ctx);
     case 'end_turn':
     case 'stop_sequence':
-    case 'refusal':
-      if (calls.length > 0) {
-        throw structureError(ctx, `stop_reason is ${message.stop_reason} but there are ${calls.length} tool_use blocks`);
+      if (blocks.length > 0) {
+        throw structureError(ctx, `stop_reason is ${message.stop_reason} but there are ${blocks.length} tool_use blocks`);
       }
       return finish('end_turn', text, [], ctx);
     case 'max_tokens':
     case 'model_context_window_exceeded':
-      return finish('max_tokens', text, [], ctx);
+      return finish('max_tokens', text, [], ctx, blocks.length);
+    case 'refusal':
+      return finish('refusal', text, [], ctx, blocks.length);
+    case 'pause_turn':
+      return finish('pause_turn', text, [], ctx, blocks.length);
     default:
       throw structureError(ctx, `unsupported stop_reason ${JSON.stringify(message.stop_reason)}`);
   }
@@ -254,17 +334,27 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
 
 /**
  * Converts one OpenAI Chat Completions response to a {@link ModelTurnResult}, reading
- * `choices[0]`. Each `function.arguments` JSON string is parsed and must be a JSON object.
+ * `choices[0]`.
  *
- * `finish_reason` mapping: `length` → `max_tokens` (tool calls dropped, their arguments may be
- * truncated); any tool calls present → `tool_use` (OpenAI answers `stop` with tool calls when
- * `tool_choice` forces a function); `tool_calls` without calls → rejected; `stop` and
- * `content_filter` → `end_turn`; legacy `function_call` → rejected. Text is `content`, or
- * `refusal` when there is no content.
+ * Mapping (Chat Completions reference, `finish_reason` and `message.refusal`), in this order:
+ * - `function_call` (legacy) → rejected;
+ * - `length` → `max_tokens`: tool calls dropped (their arguments may be cut) and counted in
+ *   `droppedToolCalls`;
+ * - `content_filter`, or a non-null `message.refusal` → `refusal`: tool calls dropped and counted;
+ * - any tool calls → `tool_use` (OpenAI answers `stop` with tool calls when `tool_choice`
+ *   forces a function); `tool_calls` without calls → rejected;
+ * - `stop` → `end_turn`.
+ * Text is `content`, or `refusal` when there is no content. Tool names pass through
+ * `ctx.toolNameFromWire`.
  *
- * @throws CheckpointError INVALID_TRANSCRIPT / MODEL_RESPONSE_INVALID (per `ctx.live`) for a malformed response.
- * Arguments that `parseToolInputText` refuses (not JSON, not an object, forbidden or duplicate
- * keys, an unsafe integer token, over `ctx.maxToolInputBytes`) become that call's `inputError`.
+ * Per call, never for the whole turn: `arguments` `""` or blank → `{}` (a tool without
+ * parameters); arguments that `parseToolInputText` refuses (not JSON, not an object, forbidden or
+ * duplicate keys, an unsafe integer token, over `ctx.maxToolInputBytes`) → that call's
+ * `inputError`; a non-string `arguments` is checked as a value (an object is accepted, anything
+ * else is `not-object`).
+ *
+ * @throws CheckpointError INVALID_TRANSCRIPT (transcript) / MODEL_TRANSIENT with `details.reason:
+ * 'invalid-response'` (live) for a malformed response, including a call id twice in the turn.
  */
 export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
   const parsed = openAiCompletionSchema.safeParse(raw);
@@ -273,11 +363,14 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
     throw structureError(ctx, `not an OpenAI chat.completion response: ${text}`, { path });
   }
   const choice = parsed.data.choices[0]!;
+  const nameOf = ctx.toolNameFromWire ?? ((name: string) => name);
   const text = choice.message.content ?? choice.message.refusal ?? '';
   const rawCalls = choice.message.tool_calls ?? [];
   if (choice.finish_reason === 'function_call') throw structureError(ctx, `legacy finish_reason function_call is not supported`);
-  if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx);
-  const calls = rawCalls.map((call) => callFromText(call.id, call.function.name, call.function.arguments, ctx));
+  if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx, rawCalls.length);
+  const refused = choice.message.refusal !== undefined && choice.message.refusal !== null;
+  if (choice.finish_reason === 'content_filter' || refused) return finish('refusal', text, [], ctx, rawCalls.length);
+  const calls = rawCalls.map((call) => callFromArguments(call.id, nameOf(call.function.name), call.function.arguments, ctx));
   if (calls.length > 0) return finish('tool_use', text, calls, ctx);
   if (choice.finish_reason === 'tool_calls') throw structureError(ctx, `finish_reason is tool_calls but there are no tool_calls`);
   return finish('end_turn', text, [], ctx);
@@ -288,8 +381,9 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
 
 /**
  * Validates a transcript value (already JSON-parsed) and converts every response.
- * Checks, beyond each response's shape: tool-call ids are unique across the whole transcript
- * (the agent binds checkpoints to `<workflow id>/<call id>`, so a repeated id would collide).
+ * Checks, beyond each response's shape: tool-call ids are unique within each response, and
+ * across the whole transcript unless the file says `allowCallIdReuse: true` (a provider that
+ * numbers calls per turn; the agent workflow must then scope a call's checkpoint by turn).
  *
  * @param source names the transcript in errors (a file path or a label); defaults to its id.
  * Refused tool inputs are per call (`inputError`), as in the converters.
@@ -323,7 +417,7 @@ export function parseTranscript(value: unknown, source?: string): Transcript {
       file.format === 'anthropic-messages' ? anthropicMessageToTurnResult(response, ctx) : openAiCompletionToTurnResult(response, ctx);
     for (const call of result.toolCalls) {
       const earlier = seen.get(call.callId);
-      if (earlier !== undefined) {
+      if (earlier !== undefined && file.allowCallIdReuse !== true) {
         throw new CheckpointError(
           'INVALID_TRANSCRIPT',
           `${ctx.where}: tool call id ${call.callId} was already used in response ${earlier}`,

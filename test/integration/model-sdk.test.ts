@@ -183,10 +183,11 @@ describe('Anthropic SDK adapter', () => {
     expect((err as CheckpointError).details).toMatchObject({ status: 401, errorType: 'authentication_error' });
   });
 
-  test('a 200 with a malformed body → MODEL_RESPONSE_INVALID', async () => {
+  test('a 200 with a malformed body → MODEL_TRANSIENT (invalid-response): the next response may be fine', async () => {
     server.enqueue('anthropic', ok({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'x' }], stop_reason: 'tool_use' }));
     const err = await anthropicModel().turn(turnInput('anthropic', 4, [user])).catch((e: unknown) => e);
-    expect(isCheckpointError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
+    expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
+    expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response', provider: 'anthropic', turn: 4 });
     expect((err as Error).message).toContain('anthropic response to turn 4');
   });
 

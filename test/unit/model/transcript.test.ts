@@ -8,6 +8,7 @@ import {
   openAiCompletionToTurnResult,
   parseTranscript,
   parseTranscriptJson,
+  INVALID_RESPONSE_REASON,
   type ResponseContext,
 } from '../../../src/model/transcript';
 
@@ -114,24 +115,43 @@ describe('Anthropic responses', () => {
   test.each([
     ['end_turn', 'end_turn'],
     ['stop_sequence', 'end_turn'],
-    ['refusal', 'end_turn'],
+    ['refusal', 'refusal'],
+    ['pause_turn', 'pause_turn'],
     ['max_tokens', 'max_tokens'],
     ['model_context_window_exceeded', 'max_tokens'],
   ])('stop_reason %s → %s', (wire, mapped) => {
     expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx).stopReason).toBe(mapped);
   });
 
-  test('max_tokens drops a possibly truncated tool_use', () => {
-    const r = anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'send_email', input: {} }], 'max_tokens'), ctx);
-    expect(r).toEqual({ stopReason: 'max_tokens', text: '', toolCalls: [] });
+  test.each([['max_tokens', 'max_tokens'], ['model_context_window_exceeded', 'max_tokens'], ['refusal', 'refusal'], ['pause_turn', 'pause_turn']])(
+    '%s drops every tool_use (none runs) and counts them in droppedToolCalls; text kept',
+    (wire, mapped) => {
+      const blocks = [
+        { type: 'text', text: 'partial' },
+        { type: 'tool_use', id: 'toolu_01a', name: 'send_email', input: {} },
+        { type: 'tool_use', id: 'toolu_01b', name: 'send_email', input: 'not even an object' },
+      ];
+      expect(anthropicMessageToTurnResult(anthropic(blocks, wire), ctx)).toEqual({ stopReason: mapped, text: 'partial', toolCalls: [], droppedToolCalls: 2 });
+      expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx)).toEqual({ stopReason: mapped, text: 'x', toolCalls: [] });
+    },
+  );
+
+  test('server tool blocks and unknown block types are ignored (a pause_turn with web search)', () => {
+    const blocks = [
+      { type: 'text', text: 'Searching.' },
+      { type: 'server_tool_use', id: 'srvtoolu_01', name: 'web_search', input: { query: 'x' } },
+      { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01', content: [] },
+    ];
+    expect(anthropicMessageToTurnResult(anthropic(blocks, 'pause_turn'), ctx)).toEqual({ stopReason: 'pause_turn', text: 'Searching.', toolCalls: [] });
   });
 
   test.each<[string, unknown, RegExp]>([
     ['tool_use without a tool_use block', anthropic([{ type: 'text', text: 'x' }], 'tool_use'), /no tool_use block/],
     ['end_turn with a tool_use block', anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }], 'end_turn'), /1 tool_use blocks/],
-    ['pause_turn', anthropic([], 'pause_turn'), /unsupported stop_reason "pause_turn"/],
+    ['an unknown stop_reason', anthropic([], 'compaction'), /\$\.stop_reason/],
     ['null stop_reason', anthropic([], null), /unsupported stop_reason null/],
-    ['an unknown block type', anthropic([{ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} }], 'end_turn'), /\$\.content\[0\]/],
+    ['a text block without text', anthropic([{ type: 'text' }], 'end_turn'), /\$\.content\[0\]\.text/],
+    ['a block without type', anthropic([{ text: 'x' }], 'end_turn'), /\$\.content\[0\]\.type/],
     ['a tool_use without id', anthropic([{ type: 'tool_use', name: 'x', input: {} }], 'tool_use'), /\$\.content\[0\]\.id/],
     ['a wrong role', { ...anthropic([], 'end_turn'), role: 'user' }, /\$\.role/],
     ['the OpenAI format', openai({ content: 'hi' }, 'stop'), /not an Anthropic Messages response/],
@@ -143,9 +163,16 @@ describe('Anthropic responses', () => {
     expect((err as Error).message).toMatch(/^INVALID_TRANSCRIPT: test response: /);
   });
 
-  test('a live response uses MODEL_RESPONSE_INVALID', () => {
-    const err = thrown(() => anthropicMessageToTurnResult({ type: 'message' }, { where: 'live', live: true }));
-    expect(isCheckpointError(err, 'MODEL_RESPONSE_INVALID')).toBe(true);
+  test('a malformed live response is MODEL_TRANSIENT (retryable) with details.reason invalid-response; the same in a transcript is INVALID_TRANSCRIPT (not retryable)', () => {
+    const dup = anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }, { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} }], 'tool_use');
+    for (const raw of [{ type: 'message' }, dup]) {
+      const err = thrown(() => anthropicMessageToTurnResult(raw, { where: 'live', live: true, details: { provider: 'anthropic', turn: 3 } }));
+      expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
+      expect(err).toMatchObject({ retryable: true, details: { reason: INVALID_RESPONSE_REASON, provider: 'anthropic', turn: 3 } });
+      const recorded = thrown(() => anthropicMessageToTurnResult(raw, ctx));
+      expect(isCheckpointError(recorded, 'INVALID_TRANSCRIPT')).toBe(true);
+      expect(recorded).toMatchObject({ retryable: false });
+    }
   });
 
   test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → that call fails with INVALID_TOOL_INPUT naming it (not-object), the turn stands', (_n, input) => {
@@ -180,8 +207,40 @@ describe('OpenAI responses', () => {
 
   test('stop → end_turn with content; refusal text used when there is no content; length → max_tokens', () => {
     expect(openAiCompletionToTurnResult(openai({ content: 'done' }, 'stop'), ctx)).toEqual({ stopReason: 'end_turn', text: 'done', toolCalls: [] });
-    expect(openAiCompletionToTurnResult(openai({ refusal: 'no' }, 'stop'), ctx).text).toBe('no');
-    expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [] });
+    expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [], droppedToolCalls: 1 });
+    expect(openAiCompletionToTurnResult(openai({ content: 'trunc' }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [] });
+  });
+
+  test('content_filter, or a non-null message.refusal with any finish_reason → refusal; tool calls dropped and counted; the refusal text is the text', () => {
+    const calls = [fnCall('call_a', 'close_ticket', '{"ticketId":"T"}'), fnCall('call_b', 'close_ticket', 'nope')];
+    expect(openAiCompletionToTurnResult(openai({ refusal: 'I cannot help with that.' }, 'stop'), ctx)).toEqual({ stopReason: 'refusal', text: 'I cannot help with that.', toolCalls: [] });
+    expect(openAiCompletionToTurnResult(openai({ content: 'par', tool_calls: calls }, 'content_filter'), ctx)).toEqual({ stopReason: 'refusal', text: 'par', toolCalls: [], droppedToolCalls: 2 });
+    expect(openAiCompletionToTurnResult(openai({ refusal: 'no', tool_calls: calls }, 'tool_calls'), ctx)).toEqual({ stopReason: 'refusal', text: 'no', toolCalls: [], droppedToolCalls: 2 });
+    expect(openAiCompletionToTurnResult(openai({ content: 'ok', refusal: null }, 'stop'), ctx).stopReason).toBe('end_turn');
+  });
+
+  test.each([[''], ['   '], ['\n\t ']])('arguments %j (a tool without parameters) → input {}', (args) => {
+    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_e', 'list_tickets', args)] }, 'tool_calls'), ctx);
+    expect(r).toEqual({ stopReason: 'tool_use', text: '', toolCalls: [{ callId: 'call_e', toolName: 'list_tickets', input: {} }] });
+  });
+
+  test('arguments that are not a string: an object is the input (OpenAI-compatible servers); an array, null or a number fails only that call', () => {
+    const call = (id: string, args: unknown) => ({ id, type: 'function', function: { name: 'close_ticket', arguments: args } });
+    const r = openAiCompletionToTurnResult(openai({ tool_calls: [call('call_o', { ticketId: 'T' }), call('call_a', [1]), call('call_n', null), call('call_9', 9), call('call_u', undefined)] }, 'tool_calls'), ctx);
+    expect(r.toolCalls[0]).toEqual({ callId: 'call_o', toolName: 'close_ticket', input: { ticketId: 'T' } });
+    for (const c of r.toolCalls.slice(1)) expect(c).toMatchObject({ input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-object' } });
+  });
+
+  test('made-up tool names pass through unchanged (the workflow answers UNKNOWN_TOOL), inner calls not unpacked; toolNameFromWire maps offered names back', () => {
+    const args = JSON.stringify({ tool_uses: [{ recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T' } }] });
+    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_p', 'multi_tool_use.parallel', args), fnCall('call_w', 'files_read_0123456789', '{}')] }, 'tool_calls'), {
+      ...ctx,
+      toolNameFromWire: (name) => (name === 'files_read_0123456789' ? 'files.read' : name),
+    });
+    expect(r.toolCalls).toEqual([
+      { callId: 'call_p', toolName: 'multi_tool_use.parallel', input: JSON.parse(args) },
+      { callId: 'call_w', toolName: 'files.read', input: {} },
+    ]);
   });
 
   test('arguments that are not JSON → that call fails with INVALID_TOOL_INPUT naming the call id; the other call stands', () => {
@@ -204,7 +263,7 @@ describe('OpenAI responses', () => {
     ['a custom tool call', openai({ tool_calls: [{ id: 'call_c', type: 'custom', custom: { name: 'x', input: 'y' } }] }, 'tool_calls'), /\$\.choices\[0\]\.message\.tool_calls\[0\]/],
     ['no choices', { ...openai({}, 'stop'), choices: [] }, /\$\.choices/],
     ['the Anthropic format', anthropic([], 'end_turn'), /not an OpenAI chat\.completion response/],
-    ['arguments as an object, not a string', openai({ tool_calls: [{ id: 'call_o', type: 'function', function: { name: 'x', arguments: { a: 1 } } }] }, 'tool_calls'), /arguments/],
+    ['a tool call without id', openai({ tool_calls: [{ type: 'function', function: { name: 'x', arguments: '{}' } }] }, 'tool_calls'), /tool_calls\[0\]\.id/],
     ['a duplicate call id', openai({ tool_calls: [fnCall('call_d', 'x', '{}'), fnCall('call_d', 'x', '{}')] }, 'tool_calls'), /call_d appears twice/],
   ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
     const err = thrown(() => openAiCompletionToTurnResult(raw, ctx));
@@ -255,6 +314,55 @@ describe('transcript files', () => {
     const err = thrown(() => parseTranscript(value));
     expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
     expect((err as Error).message).toMatch(/call_same was already used in response 0/);
+  });
+
+  test('allowCallIdReuse: true accepts an id reused in a later response (list_dir:0 every turn), never within one', () => {
+    const value = {
+      ...good,
+      allowCallIdReuse: true,
+      responses: [
+        openai({ tool_calls: [fnCall('list_dir:0', 'list_dir', '{"path":"/"}')] }, 'tool_calls'),
+        openai({ tool_calls: [fnCall('list_dir:0', 'list_dir', '{"path":"/tmp"}')] }, 'tool_calls'),
+        openai({ content: 'done' }, 'stop'),
+      ],
+    };
+    const t = parseTranscript(value);
+    expect(t.turns.map((turn) => turn.toolCalls.map((c) => c.callId))).toEqual([['list_dir:0'], ['list_dir:0'], []]);
+    const within = { ...value, responses: [openai({ tool_calls: [fnCall('list_dir:0', 'list_dir', '{}'), fnCall('list_dir:0', 'list_dir', '{}')] }, 'tool_calls')] };
+    expect(isCheckpointError(thrown(() => parseTranscript(within)), 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(isCheckpointError(thrown(() => parseTranscript({ ...value, allowCallIdReuse: 'yes' })), 'INVALID_TRANSCRIPT')).toBe(true);
+  });
+
+  test('every stop reason and droppedToolCalls can be scripted, in both formats', () => {
+    const toolUse = { type: 'tool_use', id: 'toolu_01x', name: 'send_email', input: {} };
+    const a = parseTranscript({
+      version: 1,
+      id: 'stops-anthropic',
+      format: 'anthropic-messages',
+      responses: ['tool_use', 'max_tokens', 'refusal', 'pause_turn', 'end_turn'].map((stop, i) =>
+        anthropic(stop === 'end_turn' ? [{ type: 'text', text: 'bye' }] : [{ type: 'text', text: stop }, { ...toolUse, id: `toolu_0${i}` }], stop),
+      ),
+    });
+    expect(a.turns.map((t) => [t.stopReason, t.toolCalls.length, t.droppedToolCalls ?? 0])).toEqual([
+      ['tool_use', 1, 0],
+      ['max_tokens', 0, 1],
+      ['refusal', 0, 1],
+      ['pause_turn', 0, 1],
+      ['end_turn', 0, 0],
+    ]);
+    const o = parseTranscript({
+      ...good,
+      responses: [
+        openai({ tool_calls: [fnCall('call_1', 'x', '{}'), fnCall('call_2', 'x', '{}')] }, 'length'),
+        openai({ tool_calls: [fnCall('call_3', 'x', '{}')] }, 'content_filter'),
+        openai({ refusal: 'No.' }, 'stop'),
+      ],
+    });
+    expect(o.turns.map((t) => [t.stopReason, t.toolCalls.length, t.droppedToolCalls ?? 0])).toEqual([
+      ['max_tokens', 0, 2],
+      ['refusal', 0, 1],
+      ['refusal', 0, 0],
+    ]);
   });
 
   test('text that is not JSON, and a missing file', async () => {
