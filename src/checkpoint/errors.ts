@@ -74,6 +74,14 @@ export const CHECKPOINT_ERROR_CODES = {
    * "failed, safe to resend": if the retries run out, the run pauses for a person (SPEC §7).
    */
   RECONCILE_PENDING: { retryable: true },
+  /**
+   * A conversation-log entry (issue 11, claim check) already holds another value than the one
+   * being written at the same (log, key), or a value read by reference does not match its
+   * reference's bytes or digest. Nothing of the refused write was stored.
+   */
+  CONVERSATION_CONFLICT: { retryable: false },
+  /** A conversation-log entry that must exist (a message index or an output reference) is not in the store. */
+  CONVERSATION_ENTRY_MISSING: { retryable: false },
   // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a
   // model response are INVALID_TOOL_INPUT, which the tool side already owns.
   /** A transcript file or value does not match the transcript format (details name the path). */

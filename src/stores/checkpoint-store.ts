@@ -6,8 +6,11 @@
  * Layer 2: imports the pure core (`../checkpoint`) and node:crypto; never Temporal.
  */
 import type { CheckpointErrorCode } from '../checkpoint/errors';
-import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
+import type { ConversationEntry } from './entry-codec';
 import type { PayloadEncryptionOptions } from './payload-cipher';
+
+export type { ConversationEntry } from './entry-codec';
 
 /** What `createIfAbsent` returns: `created` is false when a record already existed (it is returned, never overwritten). */
 export interface CreateResult {
@@ -66,6 +69,17 @@ export interface CheckpointStoreOptions extends PayloadEncryptionOptions {
   readonly postgresSchema?: string;
   /** PostgreSQL: how long to wait for a connection, in ms. @default 5,000 */
   readonly connectTimeoutMs?: number;
+}
+
+/** Options of `prune`. */
+export interface PruneOptions {
+  /** Delete delivered checkpoints whose `updatedAt` is before this ISO-8601 UTC time (the end of the replay window). */
+  readonly olderThan: string;
+  /**
+   * Also delete every conversation log (issue 11) whose newest entry was written before this
+   * ISO-8601 UTC time: the whole log, all its entries. Absent: conversation logs are kept.
+   */
+  readonly conversationsOlderThan?: string;
 }
 
 /** Options of `listQuarantined`. */
@@ -139,9 +153,42 @@ export interface CheckpointStore {
    * of the replay window). Never deletes ready, executing, uncertain, completed or delivering,
    * and never a quarantined row (each candidate is parsed and verified first, outside any write
    * lock, and then deleted only if its key, revision, status and body are still the verified ones).
-   * @returns the number of records deleted.
+   * With `conversationsOlderThan`, also deletes each conversation log whose newest entry was
+   * written before it, in one statement (damaged entries of such a log go with it: the log is
+   * past retention).
+   * @returns the number of checkpoint records deleted plus, with `conversationsOlderThan`, the
+   *   number of conversation logs deleted (each log counts once, whatever its entries).
+   * @throws {@link CheckpointError} INVALID_ARGUMENT for a time that is not ISO-8601 UTC (`details.field`).
    */
-  prune(options: { olderThan: string }): Promise<number>;
+  prune(options: PruneOptions): Promise<number>;
+  /**
+   * Writes conversation-log entries (issue 11, claim check: the agent's conversation and large
+   * tool outputs live here instead of in workflow history), insert-if-absent, all in one
+   * transaction. An entry that already holds the identical value (RFC 8785 canonical JSON
+   * equality, after decryption) is left as it is, so a retried write succeeds; an entry holding
+   * a different value fails the whole call and nothing of it is written. Bodies are encoded like
+   * records (sealed and encrypted when configured) and bound to `(logId, key)` (see `./entry-codec`).
+   *
+   * @param logId the log (e.g. `conversationLogId(...)`): 1 to 256 characters, no control characters.
+   * @param entries at most 10,000; each key 1 to 2,100 characters, each value bounded JSON of at
+   *   most 10 MiB + 64 KiB (UTF-8 bytes of its canonical JSON).
+   * @throws {@link CheckpointError} CONVERSATION_CONFLICT (non-retryable) when a key holds, or the
+   *   call gives it, another value; INVALID_ARGUMENT, NOT_JSON, PAYLOAD_TOO_LARGE for bad
+   *   arguments; a quarantine code when an existing entry it must compare with is damaged;
+   *   STORE_UNAVAILABLE / STORE_OUTCOME_UNKNOWN as every method.
+   */
+  putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void>;
+  /**
+   * The values of `keys` in `logId`, in the order of `keys` (a repeated key is returned each
+   * time). Large key lists are read in chunks (no single statement takes them all).
+   *
+   * @param keys at most 100,000.
+   * @throws {@link CheckpointError} CONVERSATION_ENTRY_MISSING (non-retryable, `details.key`) when
+   *   a key has no entry; INVALID_CHECKPOINT / INTEGRITY_FAILURE / UNSUPPORTED_SCHEMA /
+   *   DECRYPTION_FAILED (`details.quarantined`) for a damaged entry, which is left as it is;
+   *   INVALID_ARGUMENT for bad arguments; STORE_UNAVAILABLE.
+   */
+  getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]>;
   /** Releases connections and file handles. Idempotent. */
   close(): Promise<void>;
 }

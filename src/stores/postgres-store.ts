@@ -14,9 +14,10 @@
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
+import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
 import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
@@ -31,6 +32,14 @@ export const MIGRATION_LOCK_ID = '7467636b70740001';
 
 const COLUMNS = 'key, status, revision, updated_at, body';
 const PAGE = 500;
+/** Keys per conversation read (one `= ANY($2)` array each). */
+const KEY_CHUNK = 1_000;
+
+interface EntryRow extends QueryResultRow {
+  entry_key: string;
+  body: unknown;
+  bytes: string;
+}
 const MAX_RESOLVE_ROUNDS = 5;
 
 interface Row extends QueryResultRow {
@@ -56,14 +65,17 @@ export class PostgresCheckpointStore implements CheckpointStore {
   private closed = false;
 
   private readonly sql: ReturnType<typeof statements>;
+  private readonly entries: EntryCodec;
 
   private constructor(
     private readonly pool: Pool,
     private readonly where: string,
     private readonly codec: RowCodec,
     private readonly schema: string,
+    options: CheckpointStoreOptions,
   ) {
     this.sql = statements(schema);
+    this.entries = new EntryCodec(options);
   }
 
   /**
@@ -105,7 +117,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     // An idle client whose server went away emits 'error' on the pool; without a listener
     // Node would crash. The pool drops that client; the next call reconnects or fails closed.
     pool.on('error', () => undefined);
-    const store = new PostgresCheckpointStore(pool, where, codec, schema);
+    const store = new PostgresCheckpointStore(pool, where, codec, schema, options);
     try {
       await store.migrate();
     } catch (error) {
@@ -186,9 +198,18 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return scanQuarantined(this.codec, async (after) => (await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
   }
 
-  async prune(options: { olderThan: string }): Promise<number> {
+  async prune(options: PruneOptions): Promise<number> {
     const olderThan = normalizeTimestamp(options?.olderThan, 'olderThan');
+    const conversationsOlderThan = options.conversationsOlderThan === undefined ? undefined : normalizeTimestamp(options.conversationsOlderThan, 'conversationsOlderThan');
     let deleted = 0;
+    if (conversationsOlderThan !== undefined) {
+      try {
+        deleted += await this.transaction(async (client) => Number((await client.query<{ n: number }>(this.sql.PRUNE_LOGS, [conversationsOlderThan])).rows[0]?.n ?? 0));
+      } catch (error) {
+        if (!(error instanceof OutcomeUnknown)) throw error;
+        throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning conversation logs; they may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
+      }
+    }
     let cursor: [string, string] | null = null;
     for (;;) {
       const rows: Row[] = await this.read<Row>(
@@ -226,10 +247,91 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
+  /**
+   * One transaction: insert the entries that are absent (`ON CONFLICT DO NOTHING`, in key
+   * order), then read and compare the ones that existed; any difference rolls everything back.
+   * A concurrent writer of the same key is waited for by the insert, so the comparison sees its
+   * committed value. A lost connection re-sends the whole (idempotent) call; when that cannot
+   * settle it the call throws STORE_OUTCOME_UNKNOWN.
+   */
+  async putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void> {
+    const encoded = encodeEntries(this.entries, logId, entries);
+    if (encoded.length === 0) return;
+    let lost: unknown;
+    for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
+      try {
+        await this.transaction((client) => this.insertEntries(client, logId, encoded));
+        return;
+      } catch (error) {
+        if (error instanceof OutcomeUnknown) lost = error.driverError;
+        else if (lost !== undefined && isCheckpointError(error, 'STORE_UNAVAILABLE')) break;
+        else throw error;
+      }
+    }
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while writing ${encoded.length} entries of conversation log ${logId}; they may be written (the write is idempotent: send it again)`, { logId, where: this.where }, { cause: lost });
+  }
+
+  async getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {
+    assertGetArguments(logId, keys);
+    const unique = [...new Set(keys)];
+    const found = new Map<string, JsonValue>();
+    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+      const rows = await this.read<EntryRow>(this.sql.GET_ENTRIES, [logId, unique.slice(i, i + KEY_CHUNK)], 'ttc_get_entries');
+      for (const row of rows) found.set(row.entry_key, this.entries.decode({ logId, key: row.entry_key, body: row.body, bytes: row.bytes }).value);
+    }
+    return keys.map((key) => {
+      if (!found.has(key)) throw entryMissing(logId, key);
+      return found.get(key)!;
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.pool.end();
+  }
+
+  private async insertEntries(client: PoolClient, logId: string, encoded: readonly EncodedEntry[]): Promise<void> {
+    const inserted = await client.query<{ entry_key: string }>(this.sql.INSERT_ENTRIES, [logId, encoded.map((e) => e.key), encoded.map((e) => e.body), encoded.map((e) => e.bytes), new Date().toISOString()]);
+    const fresh = new Set(inserted.rows.map((r) => r.entry_key));
+    const existing = encoded.filter((e) => !fresh.has(e.key));
+    if (existing.length === 0) return;
+    const rows = (await client.query<EntryRow>(this.sql.GET_ENTRIES, [logId, existing.map((e) => e.key)])).rows;
+    const stored = new Map(rows.map((r) => [r.entry_key, r]));
+    for (const entry of existing) {
+      const row = stored.get(entry.key);
+      // Not inserted yet not there: deleted by a concurrent prune; the retry of the call settles it.
+      if (row === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: conversation log ${logId} entry ${entry.key} conflicted on insert but is gone (pruned meanwhile); nothing of this write was stored, send it again`, { logId, key: entry.key, where: this.where });
+      if (this.entries.decode({ logId, key: entry.key, body: row.body, bytes: row.bytes }).text !== entry.text) throw conversationConflict(logId, entry.key);
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one connection: COMMIT when it returns, ROLLBACK when it
+   * throws (its CheckpointError is rethrown as is).
+   * @throws OutcomeUnknown when the connection failed after BEGIN was sent; STORE_UNAVAILABLE for other driver errors (rolled back).
+   */
+  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      if (isConnectionError(error)) {
+        broken = error as Error;
+        throw new OutcomeUnknown(error);
+      }
+      await client.query('ROLLBACK').catch((rollback: unknown) => {
+        broken = rollback as Error;
+      });
+      if (isCheckpointError(error)) throw error;
+      throw this.unavailable('write', error);
+    } finally {
+      client.release(broken);
+    }
   }
 
   /** Runs a read-only statement (`name`: prepared per connection). @throws STORE_UNAVAILABLE for any driver error. */
@@ -421,7 +523,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
   /**
    * Refuses objects in the store's schema owned by a role the store does not trust, for a schema
    * other roles may create in (`public` on PostgreSQL 14 and older grants CREATE to PUBLIC):
-   * - always: the store's tables (`ttc_checkpoints`, `ttc_schema_migrations`) and any relation
+   * - always: the store's tables (`ttc_checkpoints`, `ttc_schema_migrations`,
+   *   `ttc_conversation_entries`) and any relation
    *   of those names, which a co-tenant could create first and then read or alter;
    * - with `definitions` (before a migration step, which runs with the store's schema first in
    *   the search_path): every type, function and operator, which could stand in for
@@ -435,7 +538,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     const found = await client.query<{ kind: string; name: string; owner: string }>(
       `WITH s AS (SELECT oid, nspowner FROM pg_catalog.pg_namespace WHERE nspname = $1),
        objects AS (
-         SELECT 'relation' AS kind, c.relname::text AS name, c.relowner AS owner FROM pg_catalog.pg_class c, s WHERE c.relnamespace = s.oid AND c.relname IN ('ttc_checkpoints', 'ttc_schema_migrations')
+         SELECT 'relation' AS kind, c.relname::text AS name, c.relowner AS owner FROM pg_catalog.pg_class c, s WHERE c.relnamespace = s.oid AND c.relname IN ('ttc_checkpoints', 'ttc_schema_migrations', 'ttc_conversation_entries')
          UNION ALL SELECT 'type', t.typname::text, t.typowner FROM pg_catalog.pg_type t, s WHERE $2 AND t.typnamespace = s.oid
          UNION ALL SELECT 'function', p.proname::text, p.proowner FROM pg_catalog.pg_proc p, s WHERE $2 AND p.pronamespace = s.oid
          UNION ALL SELECT 'operator', o.oprname::text, o.oprowner FROM pg_catalog.pg_operator o, s WHERE $2 AND o.oprnamespace = s.oid
@@ -473,6 +576,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
  */
 function statements(schema: string) {
   const t = `${quoteIdent(schema)}.ttc_checkpoints`;
+  const c = `${quoteIdent(schema)}.ttc_conversation_entries`;
   return {
     table: t,
     migrations: `${quoteIdent(schema)}.ttc_schema_migrations`,
@@ -488,6 +592,15 @@ function statements(schema: string) {
     /** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
     PRUNE: `DELETE FROM ${t} t USING unnest($1::text[], $2::bigint[], $3::text[]) AS d(key, revision, digest)
   WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered' AND encode(sha256(convert_to(t.body, 'UTF8')), 'hex') = d.digest`,
+    /** Inserts the absent entries of one log in key order; returns the keys inserted. */
+    INSERT_ENTRIES: `INSERT INTO ${c} (log_id, entry_key, body, bytes, created_at)
+  SELECT $1, u.k, u.b, u.n, $5::timestamptz FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(k, b, n) ORDER BY u.k
+  ON CONFLICT DO NOTHING RETURNING entry_key`,
+    GET_ENTRIES: `SELECT entry_key, body, bytes FROM ${c} WHERE log_id = $1 AND entry_key = ANY($2::text[])`,
+    /** Deletes every log whose newest entry is older than $1; returns how many logs. */
+    PRUNE_LOGS: `WITH stale AS (SELECT log_id FROM ${c} GROUP BY log_id HAVING max(created_at) < $1::timestamptz),
+  gone AS (DELETE FROM ${c} e USING stale WHERE e.log_id = stale.log_id RETURNING e.log_id)
+  SELECT count(DISTINCT log_id)::int AS n FROM gone`,
   } as const;
 }
 

@@ -11,9 +11,10 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import type { Binding, CheckpointRecord, Status } from '../checkpoint/types';
+import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from './checkpoint-store';
+import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
 import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
@@ -40,8 +41,16 @@ interface Row {
   body: unknown;
 }
 
+interface EntryRow {
+  entry_key: string;
+  body: unknown;
+  bytes: unknown;
+}
+
 const COLUMNS = 'key, status, revision, updated_at, body';
 const PAGE = 500;
+/** Keys per conversation read: below SQLite's default limit of 32,766 bound parameters (999 before 3.32). */
+const KEY_CHUNK = 500;
 const MAX_SNAPSHOT_RETRIES = 20;
 
 /**
@@ -55,14 +64,17 @@ export class SqliteCheckpointStore implements CheckpointStore {
   private closed = false;
   private commits = 0;
   private writes = 0;
+  private readonly entries: EntryCodec;
 
   private constructor(
     private readonly db: BetterSqlite3.Database,
     private readonly path: string,
     private readonly codec: RowCodec,
     private readonly busyTimeoutMs: number,
+    options: CheckpointStoreOptions,
   ) {
     this.statements = prepare(db);
+    this.entries = new EntryCodec(options);
   }
 
   /**
@@ -92,7 +104,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
       // The body digest a compare-and-swap with `expected` matches.
       db.function('ttc_sha256', { deterministic: true }, (body: unknown) => (typeof body === 'string' ? bodyDigest(body) : null));
       migrate(db);
-      return new SqliteCheckpointStore(db, path, codec, busyTimeoutMs);
+      return new SqliteCheckpointStore(db, path, codec, busyTimeoutMs, options);
     } catch (error) {
       try {
         db?.close();
@@ -180,9 +192,18 @@ export class SqliteCheckpointStore implements CheckpointStore {
    * transaction deletes the verified rows by key, revision, status and exact body, so a row
    * that changed (or was damaged) after it was decoded is left alone.
    */
-  async prune(options: { olderThan: string }): Promise<number> {
+  async prune(options: PruneOptions): Promise<number> {
     const olderThan = normalizeTimestamp(options?.olderThan, 'olderThan');
+    const conversationsOlderThan = options.conversationsOlderThan === undefined ? undefined : normalizeTimestamp(options.conversationsOlderThan, 'conversationsOlderThan');
     let deleted = 0;
+    if (conversationsOlderThan !== undefined) {
+      // One write transaction: the logs counted are exactly the logs deleted.
+      deleted += (await this.write(() => {
+        const logs = (this.statements.staleLogs.get(conversationsOlderThan) as { n: number }).n;
+        if (logs > 0) this.statements.deleteStaleLogs.run(conversationsOlderThan);
+        return logs;
+      })) as number;
+    }
     let cursor: [string, string] = ['', ''];
     for (;;) {
       const rows = this.read(() => this.statements.pruneCandidates.all(olderThan, ...cursor, PAGE) as Row[]);
@@ -205,6 +226,41 @@ export class SqliteCheckpointStore implements CheckpointStore {
       const last = rows[rows.length - 1]!;
       cursor = [last.updated_at, last.key];
     }
+  }
+
+  /**
+   * Every existing entry is read, decoded and compared inside the write transaction (`BEGIN
+   * IMMEDIATE` holds the lock) before anything is inserted, so a conflict or a damaged entry
+   * fails the call with nothing of it written.
+   */
+  async putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void> {
+    const encoded = encodeEntries(this.entries, logId, entries);
+    if (encoded.length === 0) return;
+    const createdAt = new Date().toISOString();
+    await this.write(() => {
+      const fresh: EncodedEntry[] = [];
+      for (const entry of encoded) {
+        const existing = this.statements.getEntry.get(logId, entry.key) as EntryRow | undefined;
+        if (existing === undefined) fresh.push(entry);
+        else if (this.entries.decode({ logId, key: entry.key, body: existing.body, bytes: existing.bytes }).text !== entry.text) throw conversationConflict(logId, entry.key);
+      }
+      for (const entry of fresh) this.statements.insertEntry.run({ logId, key: entry.key, body: entry.body, bytes: entry.bytes, createdAt });
+    });
+  }
+
+  async getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {
+    assertGetArguments(logId, keys);
+    const unique = [...new Set(keys)];
+    const found = new Map<string, JsonValue>();
+    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+      const chunk = unique.slice(i, i + KEY_CHUNK);
+      const rows = this.read(() => this.db.prepare(`SELECT entry_key, body, bytes FROM ttc_conversation_entries WHERE log_id = ? AND entry_key IN (${chunk.map(() => '?').join(', ')})`).all(logId, ...chunk) as EntryRow[]);
+      for (const row of rows) found.set(row.entry_key, this.entries.decode({ logId, key: row.entry_key, body: row.body, bytes: row.bytes }).value);
+    }
+    return keys.map((key) => {
+      if (!found.has(key)) throw entryMissing(logId, key);
+      return found.get(key)!;
+    });
   }
 
   async close(): Promise<void> {
@@ -282,6 +338,9 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 }
 
+/** The conversation logs whose newest entry is older than the bound parameter. */
+const STALE_LOGS = 'SELECT log_id FROM ttc_conversation_entries GROUP BY log_id HAVING max(created_at) < ?';
+
 function prepare(db: BetterSqlite3.Database) {
   return {
     begin: db.prepare('BEGIN IMMEDIATE'),
@@ -307,6 +366,10 @@ function prepare(db: BetterSqlite3.Database) {
       `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
     ),
     delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND status = 'delivered' AND body = @body`),
+    getEntry: db.prepare('SELECT entry_key, body, bytes FROM ttc_conversation_entries WHERE log_id = ? AND entry_key = ?'),
+    insertEntry: db.prepare('INSERT INTO ttc_conversation_entries (log_id, entry_key, body, bytes, created_at) VALUES (@logId, @key, @body, @bytes, @createdAt)'),
+    staleLogs: db.prepare(`SELECT count(*) AS n FROM (${STALE_LOGS})`),
+    deleteStaleLogs: db.prepare(`DELETE FROM ttc_conversation_entries WHERE log_id IN (${STALE_LOGS})`),
   };
 }
 

@@ -58,6 +58,17 @@ async function freshTarget(): Promise<StoreTarget> {
         await c.query("SELECT bt_index_check(index => i.indexrelid, heapallindexed => true) FROM pg_index i WHERE i.indrelid = 'ttc_checkpoints'::regclass");
         return 'ok';
       },
+      async entryBody(logId, key) {
+        const { rows } = await (await raw()).query<{ body: string }>('SELECT body FROM ttc_conversation_entries WHERE log_id = $1 AND entry_key = $2', [logId, key]);
+        return rows[0]?.body ?? null;
+      },
+      async updateEntry(logId, key, columns) {
+        const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
+        await (await raw()).query(`UPDATE ttc_conversation_entries SET ${sets.map(([c], i) => `${c} = $${i + 3}`).join(', ')} WHERE log_id = $1 AND entry_key = $2`, [logId, key, ...sets.map(([, v]) => v)]);
+      },
+      async entryCount() {
+        return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_conversation_entries')).rows[0]!.n);
+      },
     },
     async dispose() {
       for (const store of stores) await store.close();
@@ -116,7 +127,10 @@ describe('PostgreSQL specifics', () => {
       await Promise.all(stores.map((s) => s.close()));
 
       const rows = await withClient(fresh.url, async (c) => (await c.query('SELECT version, name FROM ttc_schema_migrations ORDER BY version')).rows);
-      expect(rows).toEqual([{ version: 1, name: 'create ttc_checkpoints' }]);
+      expect(rows).toEqual([
+        { version: 1, name: 'create ttc_checkpoints' },
+        { version: 2, name: 'create ttc_conversation_entries' },
+      ]);
     } finally {
       await fresh.drop();
     }

@@ -50,6 +50,17 @@ async function freshTarget(options: CheckpointStoreOptions = {}): Promise<StoreT
       async integrity() {
         return db().pragma('integrity_check', { simple: true }) as string;
       },
+      async entryBody(logId, key) {
+        const row = db().prepare('SELECT body FROM ttc_conversation_entries WHERE log_id = ? AND entry_key = ?').get(logId, key) as { body: string } | undefined;
+        return row?.body ?? null;
+      },
+      async updateEntry(logId, key, columns) {
+        const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
+        db().prepare(`UPDATE ttc_conversation_entries SET ${sets.map(([c]) => `${c} = @${c}`).join(', ')} WHERE log_id = @logId AND entry_key = @key`).run({ ...Object.fromEntries(sets), logId, key });
+      },
+      async entryCount() {
+        return (db().prepare('SELECT count(*) AS n FROM ttc_conversation_entries').get() as { n: number }).n;
+      },
     },
     async dispose() {
       for (const store of stores) await store.close();
@@ -90,7 +101,7 @@ describe('SQLite specifics', () => {
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
     expect(db.pragma('busy_timeout', { simple: true })).toBe(1_234);
-    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
     await store.close();
   });
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import canonicalize from 'canonicalize';
 import { fingerprintInput } from '../../src/checkpoint/digest';
-import { isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
+import { CHECKPOINT_ERROR_CODES, isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
 import { createCheckpoint } from '../../src/checkpoint/record';
 import { decideCheckpoint } from '../../src/checkpoint/decide';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
@@ -37,6 +37,12 @@ export interface RawAccess {
   count(): Promise<number>;
   /** The database's own consistency check: 'ok' when the file/table and its indexes are sound. */
   integrity(): Promise<string>;
+  /** The stored body of a conversation entry, or null. */
+  entryBody(logId: string, key: string): Promise<string | null>;
+  /** Overwrites columns of one conversation entry, bypassing the store (`createdAt` ISO-8601 UTC). */
+  updateEntry(logId: string, key: string, columns: { readonly body?: string; readonly createdAt?: string }): Promise<void>;
+  /** How many conversation entries the table holds. */
+  entryCount(): Promise<number>;
 }
 
 /** A fresh, empty database of one store kind. */
@@ -436,6 +442,156 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
 
       test('prune needs an ISO-8601 UTC olderThan: INVALID_ARGUMENT', async () => {
         expect((await expectCode(store.prune({ olderThan: '2020-01-01' }), 'INVALID_ARGUMENT')).details.field).toBe('olderThan');
+      });
+    });
+
+    describe('conversation log (issue 11, claim check)', () => {
+      const LOG = 'log-a';
+      const E1 = { encryptionKey: Buffer.alloc(32, 1), encryptionKeyId: 'enc-1' } as const;
+      const message = (text: string) => ({ role: 'user', text });
+
+      test('put then get returns the values in key order; a retried put of the same values is idempotent', async () => {
+        await store.putConversationEntries(LOG, [
+          { key: 'm/000000000', value: message('hello') },
+          { key: 'm/000000001', value: { role: 'tool', content: { n: 1, s: 'ä' } } },
+        ]);
+        await store.putConversationEntries(LOG, [
+          { key: 'm/000000001', value: { content: { s: 'ä', n: 1 }, role: 'tool' } }, // same value, other key order
+          { key: 'm/000000002', value: message('again') },
+        ]);
+
+        expect(await store.getConversationEntries(LOG, ['m/000000002', 'm/000000000', 'm/000000001', 'm/000000000'])).toEqual([message('again'), message('hello'), { role: 'tool', content: { n: 1, s: 'ä' } }, message('hello')]);
+        expect(await target.raw.entryCount()).toBe(3);
+        expect(await store.getConversationEntries(LOG, [])).toEqual([]);
+      });
+
+      test('a different value at an existing key is CONVERSATION_CONFLICT (non-retryable); the first value stays and nothing of that call is written', async () => {
+        await store.putConversationEntries(LOG, [{ key: 'm/000000000', value: message('first') }]);
+
+        const error = await expectCode(
+          store.putConversationEntries(LOG, [
+            { key: 'm/000000001', value: message('would be new') },
+            { key: 'm/000000000', value: message('second') },
+          ]),
+          'CONVERSATION_CONFLICT',
+        );
+
+        expect(CHECKPOINT_ERROR_CODES[error.code as CheckpointErrorCode].retryable).toBe(false);
+        expect(error.details).toMatchObject({ logId: LOG, key: 'm/000000000' });
+        expect(await store.getConversationEntries(LOG, ['m/000000000'])).toEqual([message('first')]);
+        await expectCode(store.getConversationEntries(LOG, ['m/000000001']), 'CONVERSATION_ENTRY_MISSING');
+        expect(await target.raw.entryCount()).toBe(1);
+        await expectCode(store.putConversationEntries(LOG, [{ key: 'k', value: 1 }, { key: 'k', value: 2 }]), 'CONVERSATION_CONFLICT');
+      });
+
+      test('concurrent writers of one key with different values: exactly one value is stored, the other writer gets CONVERSATION_CONFLICT', async () => {
+        const other = await target.open();
+        const results = await Promise.allSettled([store.putConversationEntries(LOG, [{ key: 'r/x', value: 'a' }]), other.putConversationEntries(LOG, [{ key: 'r/x', value: 'b' }])]);
+
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
+        expect(isCheckpointError(rejected.reason, 'CONVERSATION_CONFLICT')).toBe(true);
+        const [stored] = await store.getConversationEntries(LOG, ['r/x']);
+        expect(stored).toBe(results[0]!.status === 'fulfilled' ? 'a' : 'b');
+      });
+
+      test('a missing key is CONVERSATION_ENTRY_MISSING (non-retryable) naming it; another log does not see the entries', async () => {
+        await store.putConversationEntries(LOG, [{ key: 'm/000000000', value: 1 }]);
+
+        const error = await expectCode(store.getConversationEntries(LOG, ['m/000000000', 'm/000000001']), 'CONVERSATION_ENTRY_MISSING');
+        expect(CHECKPOINT_ERROR_CODES[error.code as CheckpointErrorCode].retryable).toBe(false);
+        expect(error.details).toMatchObject({ logId: LOG, key: 'm/000000001' });
+        await expectCode(store.getConversationEntries('log-b', ['m/000000000']), 'CONVERSATION_ENTRY_MISSING');
+      });
+
+      test('many keys are read in chunks, in the order asked', async () => {
+        const keys = Array.from({ length: 1_234 }, (_, i) => `m/${String(i).padStart(9, '0')}`);
+        await store.putConversationEntries(LOG, keys.map((key, i) => ({ key, value: i })));
+
+        const reversed = [...keys].reverse();
+        expect(await store.getConversationEntries(LOG, reversed)).toEqual(reversed.map((_, i) => keys.length - 1 - i));
+      });
+
+      test('bad arguments are INVALID_ARGUMENT; a value that is not JSON is NOT_JSON; nothing written', async () => {
+        expect((await expectCode(store.putConversationEntries('', [{ key: 'a', value: 1 }]), 'INVALID_ARGUMENT')).details.field).toBe('logId');
+        expect((await expectCode(store.putConversationEntries(LOG, [{ key: 'a\n', value: 1 }]), 'INVALID_ARGUMENT')).details.field).toBe('key');
+        expect((await expectCode(store.getConversationEntries(LOG, ['']), 'INVALID_ARGUMENT')).details.field).toBe('key');
+        await expectCode(store.putConversationEntries(LOG, [{ key: 'a', value: Number.NaN }]), 'NOT_JSON');
+        expect(await target.raw.entryCount()).toBe(0);
+      });
+
+      test('round trip with sealing and encryption: the body holds no plaintext and reads back exactly; without the keys it does not read', async () => {
+        const s = await target.open({ ...HMAC, ...E1 });
+        const secret = { role: 'tool', content: { card: '4242-4242', big: 'x'.repeat(200_000) } };
+        await s.putConversationEntries(LOG, [{ key: 'r/call-1', value: secret }]);
+        await s.putConversationEntries(LOG, [{ key: 'r/call-1', value: secret }]); // idempotent under encryption (fresh IV each write)
+
+        const body = (await target.raw.entryBody(LOG, 'r/call-1'))!;
+        expect(body).not.toContain('4242');
+        expect(JSON.parse(body)).toMatchObject({ entry: 1, log: LOG, key: 'r/call-1', seal: { alg: 'HMAC-SHA256', keyId: 'seal-1' } });
+        expect(await s.getConversationEntries(LOG, ['r/call-1'])).toEqual([secret]);
+        await expectCode(s.putConversationEntries(LOG, [{ key: 'r/call-1', value: { ...secret, content: 'other' } }]), 'CONVERSATION_CONFLICT');
+
+        const unsealedReader = await target.open(E1);
+        expect((await expectCode(unsealedReader.getConversationEntries(LOG, ['r/call-1']), 'INTEGRITY_FAILURE')).details.reason).toBe('unknown-key');
+        const noEncryption = await target.open(HMAC);
+        expect((await expectCode(noEncryption.getConversationEntries(LOG, ['r/call-1']), 'DECRYPTION_FAILED')).details.quarantined).toBe(true);
+      });
+
+      describe('a damaged entry is a quarantine error naming it, never a wrong value, and is left as it is', () => {
+        const cases: Array<{ name: string; code: CheckpointErrorCode; options: CheckpointStoreOptions; damage: (body: string, moved: string) => string }> = [
+          { name: 'tampered sealed value (seal kept)', code: 'INTEGRITY_FAILURE', options: HMAC, damage: (b) => edit(b, (v) => (v.value = { role: 'user', text: 'forged' })) },
+          { name: 'seal removed while a key is configured', code: 'INTEGRITY_FAILURE', options: HMAC, damage: (b) => edit(b, (v) => delete v.seal) },
+          { name: 'unsealed value edited: bytes no longer match', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => edit(b, (v) => (v.value = { role: 'user', text: 'forged!' })) },
+          { name: 'truncated', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => b.slice(0, -3) },
+          { name: 'not canonical (whitespace)', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => ` ${b}` },
+          { name: "another entry's sealed body moved here", code: 'INVALID_CHECKPOINT', options: HMAC, damage: (_b, moved) => moved },
+          { name: "another entry's ciphertext moved here (body relabelled)", code: 'DECRYPTION_FAILED', options: E1, damage: (b, moved) => edit(b, (v) => (v.enc = (JSON.parse(moved) as { enc: string }).enc)) },
+          { name: 'plaintext swapped in for the ciphertext', code: 'DECRYPTION_FAILED', options: E1, damage: (b) => edit(b, (v) => {
+            delete v.enc;
+            v.value = { role: 'user', text: 'hello' };
+          }) },
+          { name: 'an unknown entry format', code: 'UNSUPPORTED_SCHEMA', options: {}, damage: (b) => edit(b, (v) => (v.entry = 2)) },
+        ];
+        test.each(cases)('$name → $code', async ({ code, options, damage }) => {
+          const s = await target.open(options);
+          await s.putConversationEntries(LOG, [
+            { key: 'm/000000000', value: { role: 'user', text: 'hello' } },
+            { key: 'm/000000001', value: { role: 'user', text: 'other' } },
+          ]);
+          const moved = (await target.raw.entryBody(LOG, 'm/000000001'))!;
+          const damaged = damage((await target.raw.entryBody(LOG, 'm/000000000'))!, moved);
+          await target.raw.updateEntry(LOG, 'm/000000000', { body: damaged });
+
+          const error = await expectCode(s.getConversationEntries(LOG, ['m/000000000']), code);
+          expect(error.details).toMatchObject({ logId: LOG, key: 'm/000000000', quarantined: true });
+          expect(error.message).toContain('m/000000000');
+          // A retried write of the original value does not repair or overwrite it either.
+          await expectCode(s.putConversationEntries(LOG, [{ key: 'm/000000000', value: { role: 'user', text: 'hello' } }]), code);
+          expect(await target.raw.entryBody(LOG, 'm/000000000')).toBe(damaged);
+        });
+      });
+
+      test('prune without conversationsOlderThan keeps every log; with it, deletes the logs whose newest entry is older, whole', async () => {
+        await store.putConversationEntries('old', [{ key: 'm/000000000', value: 1 }, { key: 'm/000000001', value: 2 }]);
+        await store.putConversationEntries('mixed', [{ key: 'm/000000000', value: 1 }, { key: 'm/000000001', value: 2 }]);
+        await store.putConversationEntries('new', [{ key: 'm/000000000', value: 1 }]);
+        for (const [log, key] of [['old', 'm/000000000'], ['old', 'm/000000001'], ['mixed', 'm/000000000']] as const) await target.raw.updateEntry(log, key, { createdAt: at(0) });
+        await target.raw.updateEntry('mixed', 'm/000000001', { createdAt: at(100) });
+        await target.raw.updateEntry('new', 'm/000000000', { createdAt: at(100) });
+        const delivered = await driveTo(store, makeBinding('pruned-too'), 'delivered', 0);
+
+        expect(await store.prune({ olderThan: at(50) })).toBe(1);
+        expect(await target.raw.entryCount()).toBe(5);
+
+        expect(await store.prune({ olderThan: at(50), conversationsOlderThan: at(50) })).toBe(1); // the log "old"
+        expect(await store.get(delivered.binding)).toBeNull();
+        await expectCode(store.getConversationEntries('old', ['m/000000000']), 'CONVERSATION_ENTRY_MISSING');
+        expect(await store.getConversationEntries('mixed', ['m/000000000', 'm/000000001'])).toEqual([1, 2]);
+        expect(await store.getConversationEntries('new', ['m/000000000'])).toEqual([1]);
+        expect(await target.raw.entryCount()).toBe(3);
+        expect(await store.prune({ olderThan: at(50), conversationsOlderThan: at(50) })).toBe(0);
+        expect((await expectCode(store.prune({ olderThan: at(50), conversationsOlderThan: 'last week' }), 'INVALID_ARGUMENT')).details.field).toBe('conversationsOlderThan');
       });
     });
 

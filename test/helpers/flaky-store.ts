@@ -59,5 +59,13 @@ export class FlakyStore implements CheckpointStore {
   prune(...args: Parameters<CheckpointStore['prune']>) {
     return this.inner.prune(...args);
   }
+  async putConversationEntries(...args: Parameters<CheckpointStore['putConversationEntries']>) {
+    this.check('putConversationEntries', args);
+    return this.inner.putConversationEntries(...args);
+  }
+  async getConversationEntries(...args: Parameters<CheckpointStore['getConversationEntries']>) {
+    this.check('getConversationEntries', args);
+    return this.inner.getConversationEntries(...args);
+  }
   async close(): Promise<void> {}
 }

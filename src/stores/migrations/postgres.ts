@@ -27,4 +27,19 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX ttc_checkpoints_call ON ttc_checkpoints (namespace, call_id);
     `,
   },
+  {
+    version: 2,
+    name: 'create ttc_conversation_entries',
+    // Issue 11 (claim check): the run chain's conversation and large tool outputs, insert-only.
+    sql: `
+      CREATE TABLE ttc_conversation_entries (
+        log_id     text        NOT NULL,
+        entry_key  text        NOT NULL,
+        body       text        NOT NULL,
+        bytes      bigint      NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (log_id, entry_key)
+      );
+    `,
+  },
 ];

@@ -25,4 +25,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX ttc_checkpoints_call ON ttc_checkpoints (namespace, call_id);
     `,
   },
+  {
+    version: 2,
+    name: 'create ttc_conversation_entries',
+    // Issue 11 (claim check): the run chain's conversation and large tool outputs, insert-only.
+    // created_at is ISO-8601 UTC text (toISOString), which sorts in time order.
+    sql: `
+      CREATE TABLE ttc_conversation_entries (
+        log_id     TEXT    NOT NULL,
+        entry_key  TEXT    NOT NULL,
+        body       TEXT    NOT NULL,
+        bytes      INTEGER NOT NULL,
+        created_at TEXT    NOT NULL,
+        PRIMARY KEY (log_id, entry_key)
+      );
+    `,
+  },
 ];

@@ -13,7 +13,7 @@ import { Context } from '@temporalio/activity';
 import type fc from 'fast-check';
 import { CheckpointError } from '../../../src/checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue } from '../../../src/checkpoint/types';
-import type { CheckpointStore, CreateResult, ListOptions, ListQuarantinedOptions, QuarantinedRow } from '../../../src/stores/checkpoint-store';
+import type { CheckpointStore, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../../../src/stores/checkpoint-store';
 import type { Status } from '../../../src/checkpoint/types';
 import type { StoreFault } from './scenario';
 
@@ -222,8 +222,16 @@ export class ExplorerStore implements CheckpointStore {
     return this.inner.listQuarantined(options);
   }
 
-  prune(options: { olderThan: string }): Promise<number> {
+  prune(options: PruneOptions): Promise<number> {
     return this.inner.prune(options);
+  }
+
+  putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void> {
+    return this.inner.putConversationEntries(logId, entries);
+  }
+
+  getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {
+    return this.inner.getConversationEntries(logId, keys);
   }
 
   close(): Promise<void> {
