@@ -140,3 +140,41 @@ test('buildRequest of both adapters (no network)', () => {
     max_completion_tokens: 7,
   });
 });
+
+test('buildRequest sends names and ids the APIs accept, pairs kept, without changing the conversation', () => {
+  const tools = { list_dir: { inputSchema: { type: 'object' as const } } };
+  const messages: ConversationMessage[] = [
+    { role: 'user', text: 'go' },
+    { role: 'assistant', text: '', toolCalls: [{ callId: 'list_dir:0', toolName: 'multi_tool_use.parallel', input: {} }] },
+    { role: 'tool', callId: 'list_dir:0', toolName: 'multi_tool_use.parallel', content: 'UNKNOWN_TOOL', isError: true },
+  ];
+  const frozen = structuredClone(messages);
+  const turn = { model: 'x', turn: 1, messages, tools: ['list_dir'] };
+  const a = new AnthropicModel({ model: 'claude-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9' }).buildRequest(turn);
+  const [, assistant, results] = a.messages as unknown as Array<{ content: Array<Record<string, unknown>> }>;
+  expect(assistant!.content[0]).toMatchObject({ type: 'tool_use', id: expect.stringMatching(/^list_dir_0_[0-9a-f]{10}$/), name: expect.stringMatching(/^multi_tool_use_parallel_[0-9a-f]{10}$/) });
+  expect(results!.content[0]!['tool_use_id']).toBe(assistant!.content[0]!['id']);
+  const o = new OpenAiModel({ model: 'gpt-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1' }).buildRequest(turn);
+  const call = (o.messages[1] as { tool_calls: Array<{ id: string }> }).tool_calls[0]!;
+  expect(call.id).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
+  expect((o.messages[2] as { tool_call_id: string }).tool_call_id).toBe(call.id);
+  expect(messages).toEqual(frozen);
+});
+
+test('the SDK adapters refuse a turn without resolved messages (INVALID_ARGUMENT, before any request)', () => {
+  const tools = { list_dir: { inputSchema: { type: 'object' as const } } };
+  const turn = { model: 'x', turn: 0, tools: ['list_dir'] };
+  for (const model of [
+    new AnthropicModel({ model: 'claude-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9' }),
+    new OpenAiModel({ model: 'gpt-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1' }),
+  ]) {
+    let err: unknown;
+    try {
+      model.buildRequest(turn);
+    } catch (e) {
+      err = e;
+    }
+    expect(isCheckpointError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect(err).toMatchObject({ details: { field: 'messages' } });
+  }
+});

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { isCheckpointError, type CheckpointError } from '../../../src/checkpoint/errors';
 import { ScriptedModel } from '../../../src/model/scripted-model';
 import { loadTranscriptFile, type Transcript } from '../../../src/model/transcript';
+import type { JsonValue } from '../../../src/checkpoint/types';
 import type { ConversationMessage, ModelTurnInput } from '../../../src/model/types';
 
 const EXAMPLES = join(__dirname, '../../../examples/transcripts');
@@ -122,4 +123,41 @@ test('an invalid turn index and an aborted signal', async () => {
   const reason = new Error('cancelled by test');
   controller.abort(reason);
   await expect(model.turn(input(0), controller.signal)).rejects.toBe(reason);
+});
+
+test('messages are optional for the scripted model, except with checkToolResults (INVALID_ARGUMENT)', async () => {
+  const { messages: _dropped, ...withoutMessages } = input(1);
+  expect((await new ScriptedModel({ transcripts: triage }).turn(withoutMessages)).stopReason).toBe('end_turn');
+  await expect(new ScriptedModel({ transcripts: triage, checkToolResults: true }).turn(withoutMessages)).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    details: { field: 'messages' },
+  });
+});
+
+test('a transcript scripts refusal, max_tokens and pause_turn with droppedToolCalls, and reused ids when it allows them', async () => {
+  const msg = (content: unknown[], stop_reason: string) => ({ type: 'message', role: 'assistant', content, stop_reason });
+  const use = (id: string) => ({ type: 'tool_use', id, name: 'close_ticket', input: { ticketId: 'T' } });
+  const transcript = {
+    version: 1,
+    id: 'quirks',
+    format: 'anthropic-messages',
+    allowCallIdReuse: true,
+    responses: [
+      msg([use('ollama_0')], 'tool_use'),
+      msg([use('ollama_0')], 'tool_use'),
+      msg([{ type: 'text', text: 'Searching' }], 'pause_turn'),
+      msg([use('ollama_1'), use('ollama_2')], 'max_tokens'),
+      msg([{ type: 'text', text: 'No.' }, use('ollama_3')], 'refusal'),
+    ],
+  };
+  const model = new ScriptedModel({ transcripts: [] });
+  const results = [];
+  for (let turn = 0; turn < 5; turn++) results.push(await model.turn(input(turn, { modelOptions: { transcript } as unknown as JsonValue })));
+  expect(results.map((r) => [r.stopReason, r.toolCalls.map((c) => c.callId), r.droppedToolCalls ?? 0])).toEqual([
+    ['tool_use', ['ollama_0'], 0],
+    ['tool_use', ['ollama_0'], 0],
+    ['pause_turn', [], 0],
+    ['max_tokens', [], 2],
+    ['refusal', [], 1],
+  ]);
 });
