@@ -3,199 +3,26 @@
 // script runs out, and a fenced-tool stub that records every call.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import type {
-  FencedToolInput,
-  FencedToolResult,
-  ResolveToolCallInput,
-  ResolveToolCallResult,
-  ToolCallDescription,
-} from '../../src/activities/contract';
-import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
+import { Worker } from '@temporalio/worker';
+import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
 import {
-  agentWorkflow,
-  approveCallUpdate,
-  cancelRunSignal,
-  rejectCallUpdate,
-  resolveOutcomeUpdate,
-  runStatusQuery,
-} from '../../src/workflows';
-import { toolCallActivities } from '../../src/activities/tool-call-activities';
-import type { ToolActivities } from '../../src/workflows/activity-types';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
-import { conversationFake } from '../helpers/conversation-fake';
-import { createTimeSkippingEnv } from '../helpers/temporal';
+  activitiesOf,
+  baseInput,
+  call,
+  callStatuses,
+  deferred,
+  endTurn,
+  fakeTools,
+  outcomeUnknown,
+  scriptedModel,
+  toolTurn,
+  updateFailureType,
+  useAgentTestEnv,
+  waitForStatus,
+} from '../helpers/agent-harness';
 
-const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
-let env: TestWorkflowEnvironment;
-let workflowBundle: WorkflowBundleWithSourceMap;
-let queueSeq = 0;
-
-beforeAll(async () => {
-  [env, workflowBundle] = await Promise.all([
-    createTimeSkippingEnv(),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }),
-  ]);
-}, 120_000);
-
-afterAll(async () => {
-  await env?.teardown();
-});
-
-// ---- fakes ---------------------------------------------------------------------------------
-
-function call(callId: string, toolName: string, input: Record<string, unknown> = {}): ToolCallRequest {
-  return { callId, toolName, input: input as ToolCallRequest['input'] };
-}
-function toolTurn(text: string, ...toolCalls: ToolCallRequest[]): ModelTurnResult {
-  return { stopReason: 'tool_use', text, toolCalls };
-}
-function endTurn(text: string): ModelTurnResult {
-  return { stopReason: 'end_turn', text, toolCalls: [] };
-}
-
-/** A model that answers turn n with script[n] and records every request. */
-function scriptedModel(script: readonly ModelTurnResult[]) {
-  const requests: ModelTurnInput[] = [];
-  const conversation = conversationFake();
-  return {
-    requests,
-    async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
-      requests.push({ ...input, messages: conversation.messagesOf(input) });
-      const turn = script[requests.length - 1];
-      if (turn === undefined) {
-        throw ApplicationFailure.create({ type: 'SCRIPT_EXHAUSTED', message: `scripted model has no turn ${requests.length - 1}`, nonRetryable: true });
-      }
-      return turn;
-    },
-  };
-}
-
-type ToolBehaviour = (input: FencedToolInput, attempt: number) => Promise<FencedToolResult | undefined>;
-
-function digestOf(input: FencedToolInput): string {
-  return `sha256:fake:${input.toolName}:${JSON.stringify(input.input)}`;
-}
-
-function okResult(input: FencedToolInput): FencedToolResult {
-  return {
-    callId: input.callId,
-    toolName: input.toolName,
-    toolRevision: '1',
-    source: 'executed',
-    outcome: { ok: true, output: { did: input.toolName, callId: input.callId }, receipt: { receiptId: `r-${input.callId}` } },
-    idempotencyKey: `key-${input.callId}`,
-    intentDigest: digestOf(input),
-  };
-}
-
-/** Fenced-tool stubs that record calls; `behaviour` may throw or return a result (undefined = ok). */
-function fakeTools(behaviour: ToolBehaviour = async () => undefined) {
-  const runs: FencedToolInput[] = [];
-  const described: FencedToolInput[] = [];
-  const resolved: ResolveToolCallInput[] = [];
-  let resolveBehaviour: (input: ResolveToolCallInput) => Promise<void> = async () => undefined;
-  return {
-    runs,
-    described,
-    resolved,
-    onResolve(fn: (input: ResolveToolCallInput) => Promise<void>) {
-      resolveBehaviour = fn;
-    },
-    async runFencedTool(input: FencedToolInput): Promise<FencedToolResult> {
-      runs.push(input);
-      return (await behaviour(input, Context.current().info.attempt)) ?? okResult(input);
-    },
-    async describeToolCall(input: FencedToolInput): Promise<ToolCallDescription> {
-      described.push(input);
-      return { toolRevision: '1', intentDigest: digestOf(input), idempotencyKey: `key-${input.callId}`, arguments: input.input, target: null };
-    },
-    async resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-      resolved.push(input);
-      await resolveBehaviour(input);
-      return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome: input.result, idempotencyKey: `key-${input.callId}`, intentDigest: digestOf(input) };
-    },
-  };
-}
-
-function outcomeUnknown(message = 'send_email: the request may have been sent; the provider has no lookup'): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'OUTCOME_UNKNOWN', message: `OUTCOME_UNKNOWN: ${message}`, nonRetryable: true });
-}
-
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-// ---- harness -------------------------------------------------------------------------------
-
-function baseInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
-  return {
-    tenant: 'acme',
-    model: 'scripted',
-    prompt: 'Please handle ticket 42.',
-    tools: ['create_ticket', 'send_email', 'refund', 'lookup'],
-    budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 60 * 60 * 1000 },
-    // One call at a time, so these tests read in order; concurrent calls have their own tests.
-    toolConcurrency: 1,
-    ...overrides,
-  };
-}
-
-/** Runs `body` with a worker on a fresh task queue and a started agent run. */
-async function withRun<T>(
-  activities: ToolActivities,
-  input: AgentWorkflowInput,
-  body: (handle: WorkflowHandle<typeof agentWorkflow>) => Promise<T>,
-): Promise<T> {
-  const taskQueue = `agent-${++queueSeq}-${Date.now()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle, activities });
-  return worker.runUntil(async () => {
-    const handle = await env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `run-${taskQueue}`, args: [input] });
-    return body(handle);
-  });
-}
-
-/** The agent's activities plus each tool's own activity (type = tool name), as `createToolActivities` registers them. */
-function activitiesOf(model: ReturnType<typeof scriptedModel>, tools: ReturnType<typeof fakeTools>): ToolActivities {
-  return {
-    ...toolCallActivities(baseInput().tools, tools.runFencedTool),
-    runModelTurn: model.runModelTurn,
-    runFencedTool: tools.runFencedTool,
-    describeToolCall: tools.describeToolCall,
-    resolveToolCall: tools.resolveToolCall,
-  };
-}
-
-/** Polls the status query (real time) until `predicate` holds. */
-async function waitForStatus(handle: WorkflowHandle, predicate: (s: RunStatusView) => boolean, timeoutMs = 20_000): Promise<RunStatusView> {
-  const until = Date.now() + timeoutMs;
-  let last: RunStatusView | undefined;
-  while (Date.now() < until) {
-    last = await handle.query(runStatusQuery);
-    if (predicate(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`status never matched; last: ${JSON.stringify(last)}`);
-}
-
-/** The failure type with which an update was refused or failed. */
-async function updateFailureType(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (err) {
-    const cause = (err as { cause?: { type?: string } }).cause;
-    return cause?.type ?? `untyped: ${String(err)}`;
-  }
-  throw new Error('the update was accepted');
-}
-
-function callStatuses(calls: readonly { callId: string; status: string }[]): Record<string, string> {
-  return Object.fromEntries(calls.map((c) => [c.callId, c.status]));
-}
+const harness = useAgentTestEnv();
+const withRun = harness.withRun.bind(harness);
 
 // ---- tests ---------------------------------------------------------------------------------
 
@@ -243,7 +70,7 @@ describe('agentWorkflow: the loop', () => {
     expect(modelCompletedIndex).toBeLessThan(firstToolIndex);
 
     // The history replays deterministically against the same workflow code.
-    await Worker.runReplayHistory({ workflowBundle }, history);
+    await Worker.runReplayHistory({ workflowBundle: harness.workflowBundle }, history);
   });
 
   it('a failure that proves nothing applied (INVALID_TOOL_INPUT) and a tool the run does not offer are shown to the model; the run goes on', async () => {
@@ -647,7 +474,7 @@ describe('agentWorkflow: approvals', () => {
     const result = await withRun(activitiesOf(model, tools), approvalInput(60_000), async (handle) => {
       const first = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       const digest1 = first.pendingCalls[0]!.intentDigest!;
-      await env.sleep(61_000);
+      await harness.env.sleep(61_000);
       const second = await waitForStatus(handle, (s) => s.pendingCalls.some((c) => c.callId === 'r2' && c.status === 'awaiting-approval'));
       expect(callStatuses(second.calls)).toEqual({ r1: 'rejected', r2: 'awaiting-approval' });
       expect(await updateFailureType(handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: digest1, stateVersion: second.stateVersion }] }))).toBe(
@@ -674,7 +501,7 @@ describe('agentWorkflow: approvals', () => {
       if (input.callId === 'l1') {
         lookupStarted.resolve();
         await approved.promise;
-        await env.sleep(120_000); // two minutes of server time pass while the lookup runs
+        await harness.env.sleep(120_000); // two minutes of server time pass while the lookup runs
       }
       return undefined;
     });

@@ -1,0 +1,74 @@
+// Issue 11, continue-as-new, on a real dev server (queries and updates racing a
+// continue-as-new are only faithful there): the chain carries the conversation, budgets, the
+// state version and call identity; approve, resolve and the status query keep working.
+import { approveCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
+import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
+
+const harness = useAgentTestEnv('dev');
+const withRun = harness.withRun.bind(harness);
+
+describe('agentWorkflow: continue-as-new', () => {
+  const turns = (n: number) => [...Array.from({ length: n }, (_, i) => toolTurn(`turn ${i}`, call(`t${i}`, 'lookup', { i }))), endTurn('all done')];
+
+  it('continues as new between turns, carrying the conversation, budgets, the state version and call identity', async () => {
+    const model = scriptedModel(turns(8));
+    const tools = fakeTools();
+    const input = baseInput({ budget: { maxTurns: 20, maxToolCalls: 20, deadlineMs: 3_600_000 }, limits: { continueAsNewAfterEvents: 20 } });
+    const { result, status } = await withRun(activitiesOf(model, tools), input, async (handle) => ({ result: await handle.result(), status: await handle.query(runStatusQuery) }));
+    expect(result.status).toBe('completed');
+    expect(result.turns).toBe(9);
+    expect(result.continued!.continuations).toBeGreaterThanOrEqual(2);
+    // Every call ran once; this run's calls plus the counted earlier ones are all eight.
+    expect(tools.runs.map((r) => r.callId)).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    expect(result.calls.length + result.continued!.earlierCalls.ran).toBe(8);
+    expect(status.budget.toolCallsUsed).toBe(8);
+    expect(status.continuations).toBe(result.continued!.continuations);
+    // The last turn saw the whole conversation: the prompt, 8 × (assistant + tool), in order.
+    const last = model.requests[8]!.messages!;
+    expect(last).toHaveLength(17);
+    expect(last.filter((m) => m.role === 'tool').map((m) => m.role === 'tool' && m.callId)).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    // The chain shares one run chain id: the checkpoints of every run are the chain's.
+    expect(new Set(tools.runs.map((r) => r.runChainId)).size).toBe(1);
+  });
+
+  it('the budget counts across runs: maxToolCalls stops the chain at the same call it would stop one run', async () => {
+    const model = scriptedModel(turns(8));
+    const tools = fakeTools();
+    const input = baseInput({ budget: { maxTurns: 20, maxToolCalls: 5, deadlineMs: 3_600_000 }, limits: { continueAsNewAfterEvents: 20 } });
+    const result = await withRun(activitiesOf(model, tools), input, (handle) => handle.result());
+    expect(result.status).toBe('budget-exhausted');
+    expect(result.stoppedBecause).toBe('max-tool-calls');
+    expect(tools.runs).toHaveLength(5);
+    expect(result.continued!.continuations).toBeGreaterThanOrEqual(1);
+  });
+
+  it('approve, show and resolve keep working on a run that continued as new', async () => {
+    const model = scriptedModel([...turns(5).slice(0, 5), toolTurn('refund', call('r1', 'refund', { amount: 3 })), toolTurn('email', call('e1', 'send_email')), endTurn('done')]);
+    const tools = fakeTools(async (input) => {
+      if (input.callId === 'e1') throw outcomeUnknown();
+      return undefined;
+    });
+    const input = baseInput({
+      budget: { maxTurns: 20, maxToolCalls: 20, deadlineMs: 3_600_000 },
+      limits: { continueAsNewAfterEvents: 20 },
+      approvalRequired: { refund: { expiresAfterMs: 3_600_000 } },
+    });
+    const result = await withRun(activitiesOf(model, tools), input, async (handle) => {
+      const waiting = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
+      expect(waiting.continuations).toBeGreaterThanOrEqual(1);
+      expect(waiting.budget.toolCallsUsed).toBe(6);
+      const pending = waiting.pendingCalls[0]!;
+      await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion }] });
+      const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
+      expect(paused.paused?.callId).toBe('e1');
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-9' }, reason: 'in the outbox' }] });
+      return handle.result();
+    });
+    expect(result.status).toBe('completed');
+    expect(tools.runs.map((r) => r.callId)).toEqual(['t0', 't1', 't2', 't3', 't4', 'r1', 'e1']);
+    // r1 was approved and ran once, e1 resolved applied; all seven counted across the chain (each run's result lists its own calls).
+    const ran = result.calls.filter((c) => c.status === 'completed' || c.status === 'resolved-applied').length;
+    expect(ran + result.continued!.earlierCalls.ran).toBe(7);
+    expect(result.continued!.earlierCalls.notRun + result.continued!.earlierCalls.unknown).toBe(0);
+  });
+});
