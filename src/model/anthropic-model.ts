@@ -96,7 +96,9 @@ export function toAnthropicMessages(messages: readonly ConversationMessage[]): A
  * (`name`, `description`, `input_schema` from {@link ToolSpecs}), the converted conversation and
  * the system prompt; converts the response with `anthropicMessageToTurnResult`.
  *
- * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * Errors: `CheckpointError` INVALID_ARGUMENT (no resolved `messages`), MISSING_TOOL_SPEC,
+ * INVALID_MODEL_OPTIONS, MODEL_TRANSIENT with `details.reason: 'invalid-response'` for a malformed
+ * response (retryable: the next response may be fine; a call id twice in one turn included),
  * MODEL_TRANSIENT (408, 429, 529 overloaded, 5xx, connection — after the SDK's retries; carries
  * `details.retryAfterMs`), MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure`
  * classifies them (see `mapSdkError`). A refused tool input fails only its call (`inputError`).

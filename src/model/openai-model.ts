@@ -91,7 +91,9 @@ export function toOpenAiMessages(messages: readonly ConversationMessage[], syste
  * tools as `{type: 'function', function: {name, description, parameters}}`, converts the
  * response's `choices[0]` with `openAiCompletionToTurnResult` (arguments parsed from JSON text).
  *
- * Errors: `CheckpointError` MISSING_TOOL_SPEC, INVALID_MODEL_OPTIONS, MODEL_RESPONSE_INVALID,
+ * Errors: `CheckpointError` INVALID_ARGUMENT (no resolved `messages`), MISSING_TOOL_SPEC,
+ * INVALID_MODEL_OPTIONS, MODEL_TRANSIENT with `details.reason: 'invalid-response'` for a malformed
+ * response (retryable: the next response may be fine; a call id twice in one turn included),
  * MODEL_TRANSIENT (408, 429, 5xx, connection — after the SDK's retries; carries `details.retryAfterMs`),
  * MODEL_REJECTED (other 4xx, 409 included), as `classifyHttpFailure` classifies them (see
  * `mapSdkError`). Refused tool arguments fail only their call (`inputError`).

@@ -94,8 +94,8 @@ export interface ModelTurnInput {
  *
  * Invariant (enforced by every adapter): `stopReason === 'tool_use'` exactly when
  * `toolCalls` is non-empty; call ids are unique within the turn and every `input` is a JSON
- * object. A response cut off (`max_tokens`) or refused (`refusal`) never hands out a tool call:
- * its calls are dropped and counted in `droppedToolCalls`.
+ * object. A response cut off (`max_tokens`), refused (`refusal`) or paused (`pause_turn`) never
+ * hands out a tool call: its calls are dropped and counted in `droppedToolCalls`.
  */
 export interface ModelTurnResult {
   /**
@@ -111,7 +111,10 @@ export interface ModelTurnResult {
   readonly stopReason: ModelStopReason;
   readonly text: string;
   readonly toolCalls: readonly ToolCallRequest[];
-  /** How many tool calls a `max_tokens` or `refusal` response held that were dropped (never run). @default 0 */
+  /**
+   * How many tool calls a `max_tokens`, `refusal` or `pause_turn` response held that were dropped
+   * (never run, not answered in the conversation). Absent when none. @default 0
+   */
   readonly droppedToolCalls?: number;
 }
 
