@@ -115,7 +115,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
           ...workerPins(config),
           transientRetry: { initialIntervalMs: config.retry.initialIntervalMs, maximumIntervalMs: config.retry.maximumIntervalMs, maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)) },
         }),
-        ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])), ...workerPins(config) }),
+        ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])), store, ...workerPins(config) }),
       },
       shutdownGraceTime: config.timeouts.shutdownGraceMs,
     });

@@ -166,7 +166,20 @@ export type ResultEncoding = 'binary/plain' | 'binary/null';
  */
 export type ToolOutcome =
   | { readonly ok: true; readonly output: JsonValue; readonly receipt: JsonValue; readonly encoding?: ResultEncoding }
-  | { readonly ok: false; readonly error: { readonly type: string; readonly message: string } };
+  | {
+      readonly ok: false;
+      readonly error: {
+        readonly type: string;
+        readonly message: string;
+        /**
+         * The provider's receipt (ticket id, message id, …) of a tool that ran but whose result
+         * could not be stored (`type` PAYLOAD_TOO_LARGE or NOT_JSON, issue 11): kept so a person
+         * can reconcile the effect. Only a receipt that is JSON of at most 4,096 UTF-8 bytes is
+         * kept (`TOO_LARGE_RECEIPT_MAX_BYTES`). Absent for every other error.
+         */
+        readonly receipt?: JsonValue;
+      };
+    };
 
 /** Result of one `runFencedTool` activity. */
 export interface FencedToolResult {

@@ -12,7 +12,8 @@ import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
 import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from './contract';
+import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract';
+import { conversationLogId, deliverOutput } from './conversation-log';
 import { defineTool, type ToolDefinition } from './define-tool';
 import { ownProperties, readFencedToolInput, readResolveToolCallInput } from './input-schema';
 import { toApplicationFailure } from './failures';
@@ -54,11 +55,24 @@ export interface ToolActivitiesOptions extends WorkerPins {
 
 /** The fence's own activities (each tool's activity runs `runFencedTool`). */
 export interface FenceActivities {
-  /** One fenced attempt of a tool call. Failure types are CheckpointError codes (see `failures.ts`). */
+  /**
+   * One fenced attempt of a tool call. Failure types are CheckpointError codes (see `failures.ts`).
+   * With `input.resultByReference`, a successful output over `inlineMaxBytes` is written to the
+   * run chain's conversation log and returned as an `OutputRef` (see {@link deliverOutput}); a
+   * failure to write it is RECONCILE_PENDING (retryable, never "nothing applied": the call has a
+   * stored result) or CONVERSATION_CONFLICT / a quarantine code (non-retryable).
+   */
+  runFencedTool(input: FencedToolInput & Required<Pick<FencedToolInput, 'resultByReference'>>): Promise<Delivered<FencedToolResult>>;
+  /** Without `resultByReference` (the plugin, older runs): the outcome as stored. */
   runFencedTool(input: FencedToolInput): Promise<FencedToolResult>;
   /** Validates a call and returns its revision, intent digest, idempotency key, validated arguments and target; writes nothing. */
   describeToolCall(input: FencedToolInput): Promise<ToolCallDescription>;
-  /** Stores a person's resolution of an unknown outcome under the original fence, then delivers it. */
+  /**
+   * Stores a person's resolution of an unknown outcome under the original fence, then delivers
+   * it (by reference above the threshold when `input.resultByReference` is given, as `runFencedTool`).
+   */
+  resolveToolCall(input: ResolveToolCallInput & Required<Pick<ResolveToolCallInput, 'resultByReference'>>): Promise<Delivered<ResolveToolCallResult>>;
+  /** Without `resultByReference`: the outcome as stored. */
   resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
 }
 
@@ -109,29 +123,35 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     hooks: options.hooks,
   };
   const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(keySecret), limits);
-  const fence: FenceActivities = {
-    async runFencedTool(untrusted) {
-      const context = attemptContext(keySecret);
-      const evidence: AttemptEvidence = { claimSent: false, seen: null };
-      let call: PreparedCall | undefined;
-      // Own properties only, also on the failure path (issue 15 item 1).
-      let input = ownProperties(untrusted) as unknown as FencedToolInput;
+  const runFencedTool = async (untrusted: FencedToolInput): Promise<Delivered<FencedToolResult>> => {
+    const context = attemptContext(keySecret);
+    const evidence: AttemptEvidence = { claimSent: false, seen: null };
+    let call: PreparedCall | undefined;
+    // Own properties only, also on the failure path (issue 15 item 1).
+    let input = ownProperties(untrusted) as unknown as FencedToolInput;
+    let parsed = false;
+    try {
+      let result: FencedToolResult;
       try {
-        try {
-          input = readFencedToolInput(untrusted);
-          assertTenantPinned(pins, input.tenant);
-          assertToolPinned(pins, input.toolName);
-          call = prepareCall(tools, input, context, limits);
-          assertApprovalGiven(pins, call.tool.name, input.expectedIntentDigest);
-          assertApprovedIntent(call);
-          return await settleCall(deps, call, evidence);
-        } catch (error) {
-          return await settleFailedAttempt(deps, { input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
-        }
+        input = readFencedToolInput(untrusted);
+        parsed = true;
+        assertTenantPinned(pins, input.tenant);
+        assertToolPinned(pins, input.toolName);
+        call = prepareCall(tools, input, context, limits);
+        assertApprovalGiven(pins, call.tool.name, input.expectedIntentDigest);
+        assertApprovedIntent(call);
+        result = await settleCall(deps, call, evidence);
       } catch (error) {
-        throw toApplicationFailure(error);
+        result = await settleFailedAttempt(deps, { input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
-    },
+      // An input that did not parse has no trustworthy threshold: its result is returned inline.
+      return parsed ? await delivered(options.store, input, context, result) : result;
+    } catch (error) {
+      throw toApplicationFailure(error);
+    }
+  };
+  const fence: FenceActivities = {
+    runFencedTool: runFencedTool as FenceActivities['runFencedTool'],
     async describeToolCall(untrusted) {
       try {
         const input = readFencedToolInput(untrusted);
@@ -150,7 +170,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         throw toApplicationFailure(error);
       }
     },
-    async resolveToolCall(untrusted) {
+    resolveToolCall: (async (untrusted: ResolveToolCallInput): Promise<Delivered<ResolveToolCallResult>> => {
       try {
         const input = readResolveToolCallInput(untrusted);
         assertTenantPinned(pins, input.tenant);
@@ -162,11 +182,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
           // A person can resolve a call whose tool was removed or whose input no longer parses after a deploy.
           if (!isCheckpointError(error, 'UNKNOWN_TOOL') && !isCheckpointError(error, 'INVALID_TOOL_INPUT')) throw error;
         }
-        return await resolveCall(deps, { input, context, call }, input);
+        return await delivered(options.store, input, context, await resolveCall(deps, { input, context, call }, input));
       } catch (error) {
         throw toApplicationFailure(error);
       }
-    },
+    }) as FenceActivities['resolveToolCall'],
   };
   // `default` runs every activity type this worker does not register as a call of that tool: after a
   // deploy that removed a tool, its calls still settle by their evidence (a stored result is delivered,
@@ -174,6 +194,28 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   // "activity not registered" that the workflow would report as nothing applied.
   const unregisteredTool: ToolCallActivity = (input) => fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
   return { ...toolCallActivities(tools.keys(), fence.runFencedTool), default: unregisteredTool, ...fence };
+}
+
+/**
+ * `result` as an agent run receives it (issue 11, claim check): unchanged without
+ * `input.resultByReference`; else its outcome through `deliverOutput` into the run chain's
+ * conversation log, named from the activity context (namespace, workflow id), the input's tenant
+ * and run chain (the context's run id when the input names none, as the binding does).
+ *
+ * The call has a stored result by now, so a failure to write the log must never read as
+ * "nothing applied": a code of {@link NOTHING_APPLIED_CODES} (STORE_UNAVAILABLE among them)
+ * becomes RECONCILE_PENDING (retryable: the next attempt redelivers the stored result).
+ */
+async function delivered<R extends { readonly callId: string; readonly outcome: ToolOutcome }>(store: CheckpointStore, input: FencedToolInput, context: AttemptContext, result: R): Promise<R | Delivered<R>> {
+  const byReference = input.resultByReference;
+  if (byReference === undefined) return result;
+  try {
+    const logId = conversationLogId({ namespace: context.namespace, tenant: input.tenant, workflowId: context.workflowId, runChainId: input.runChainId ?? context.runId });
+    return { ...result, outcome: await deliverOutput(store, logId, input.callId, result.outcome, byReference.inlineMaxBytes) };
+  } catch (error) {
+    if (!isCheckpointError(error) || !NOTHING_APPLIED_CODES.includes(error.code)) throw error;
+    throw new CheckpointError('RECONCILE_PENDING', `call ${JSON.stringify(input.callId)} has a stored result, but it could not be handed over by reference (${error.message}); the next attempt delivers it again`, { callId: input.callId, cause: error.code }, { cause: error });
+  }
 }
 
 /** The attempt's identity from the activity context. @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow. */

@@ -24,6 +24,8 @@ const fencedToolInputShape = {
   intentGeneration: z.number().optional(),
   // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
+  // Issue 11 (claim check): outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
+  resultByReference: z.strictObject({ inlineMaxBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).optional(),
 };
 
 /** Zod schema of {@link FencedToolInput} (strict: unknown fields are refused). Parse {@link ownProperties} of a value, never the value. */
@@ -112,6 +114,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
   // zod leaves absent optional fields out of its output: read them as own properties only.
   const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
   const generations = own('intentGenerations');
+  const byReference = own('resultByReference');
   return {
     tenant: d.tenant,
     callId: d.callId,
@@ -122,5 +125,6 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     approvalExpiresAt: own('approvalExpiresAt'),
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),
+    resultByReference: byReference === undefined ? undefined : Object.freeze({ inlineMaxBytes: byReference.inlineMaxBytes }),
   };
 }

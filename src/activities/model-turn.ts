@@ -6,8 +6,11 @@ import { Context } from '@temporalio/activity';
 import { CheckpointError } from '../checkpoint/errors';
 import type { ModelAdapter } from '../model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
+import type { CheckpointStore } from '../stores/checkpoint-store';
+import { activityConversationLogId, type ExplicitLogScope } from './conversation-log';
 import { toApplicationFailure } from './failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from './pins';
+import { loadConversation } from './turn-conversation';
 
 /** Options of {@link createModelActivities}. */
 export interface ModelActivitiesOptions {
@@ -22,6 +25,17 @@ export interface ModelActivitiesOptions {
   readonly pinnedTenants?: readonly string[];
   /** Tools this worker serves: a turn offering another tool is refused with NOT_PINNED before the model is called. @default any */
   readonly pinnedTools?: readonly string[];
+  /**
+   * The side store holding the run chains' conversation logs (issue 11, claim check): required
+   * for a turn whose input gives `conversation` instead of `messages` (the tool activities'
+   * store, so outputs they deliver by reference are found). @default none: such turns fail INVALID_CONFIG
+   */
+  readonly store?: CheckpointStore;
+  /**
+   * Tests only: the namespace and workflow id a conversation log is named with when
+   * `runModelTurn` is called outside an activity context. Inside one, the context's are used.
+   */
+  readonly outsideActivity?: ExplicitLogScope;
 }
 
 /** The activities object for `Worker.create({ activities })`. */
@@ -50,6 +64,17 @@ function activityContext(): Context | undefined {
  *   `ApplicationFailure` typed by its code, retryability from the code table, `nextRetryDelay`
  *   from `details.retryAfterMs` (MODEL_TRANSIENT with Retry-After); cancellation
  *   (`CancelledFailure`, the signal's reason) passes through; anything else is `UNEXPECTED`.
+ * - exactly one of `input.messages` and `input.conversation` must be given → else non-retryable
+ *   INVALID_ARGUMENT (`details.field` `conversation`); the model is not called;
+ * - `input.conversation` (issue 11, claim check): the activity writes `append` to the run chain's
+ *   conversation log, reads the whole conversation back and resolves every output by reference
+ *   (see `loadConversation`), and the adapter receives `{ ...input, messages, conversation:
+ *   undefined }`. The log is named from the activity context's namespace and workflow id, the
+ *   input's `tenant` (required here: INVALID_ARGUMENT) and `conversation.runChainId`. Without
+ *   `options.store` → non-retryable INVALID_CONFIG. Store errors map through
+ *   `toApplicationFailure`: STORE_UNAVAILABLE is retryable, CONVERSATION_CONFLICT and
+ *   CONVERSATION_ENTRY_MISSING are not. The whole log is read each turn (memory and time
+ *   proportional to the conversation, which is sent to the model anyway).
  * Works outside an activity context too (no heartbeats, no cancellation), for tests.
  */
 export function createModelActivities(options: ModelActivitiesOptions): ModelActivities {
@@ -82,7 +107,7 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
         timer = setInterval(() => ctx.heartbeat({ turn: input.turn }), every);
       }
       try {
-        return await adapter.turn(input, ctx?.cancellationSignal);
+        return await adapter.turn(await withMessages(options, input), ctx?.cancellationSignal);
       } catch (err) {
         throw toApplicationFailure(err);
       } finally {
@@ -90,4 +115,28 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
       }
     },
   };
+}
+
+/**
+ * `input` with its conversation as `messages`: as given, or read by reference from the store.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (both or neither of messages and conversation;
+ *   no tenant), INVALID_CONFIG (no store), and the errors of `loadConversation`.
+ */
+async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInput): Promise<ModelTurnInput> {
+  const hasMessages = input.messages !== undefined;
+  const hasConversation = input.conversation !== undefined;
+  if (hasMessages === hasConversation) {
+    throw new CheckpointError('INVALID_ARGUMENT', `a model turn takes exactly one of messages and conversation, got ${hasMessages ? 'both' : 'neither'}`, { field: 'conversation' });
+  }
+  if (!hasConversation) return input;
+  if (options.store === undefined) {
+    throw new CheckpointError('INVALID_CONFIG', 'this turn gives its conversation by reference (issue 11), but the worker built createModelActivities without a store; pass the checkpoint store', { field: 'store' });
+  }
+  if (typeof input.tenant !== 'string' || input.tenant.length === 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });
+  }
+  const logId = activityConversationLogId(input.tenant, input.conversation!.runChainId, options.outsideActivity);
+  const messages = await loadConversation(options.store, logId, input.conversation!);
+  return { ...input, messages, conversation: undefined };
 }

@@ -6,10 +6,14 @@
  * name taken from the activity type. Node side (registered on the worker).
  */
 import { CheckpointError } from '../checkpoint/errors';
-import { isReservedActivityName, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult, type ToolCallInput } from './contract';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES, type Delivered, type FencedToolInput, type FencedToolResult, type ToolCallInput } from './contract';
 
-/** A tool's own activity: one fenced attempt of a call of that tool. */
-export type ToolCallActivity = (input: ToolCallInput) => Promise<FencedToolResult>;
+/**
+ * A tool's own activity: one fenced attempt of a call of that tool. With
+ * `input.resultByReference` (agent runs of issue 11) a large output comes back by reference
+ * ({@link Delivered}); without it the outcome is the stored one.
+ */
+export type ToolCallActivity = (input: ToolCallInput) => Promise<Delivered<FencedToolResult>>;
 
 /**
  * One activity per tool name, each `(input) => runFencedTool({ ...input, toolName })`: the
@@ -21,7 +25,7 @@ export type ToolCallActivity = (input: ToolCallInput) => Promise<FencedToolResul
  * @throws {@link CheckpointError} INVALID_ARGUMENT (details.reason `reserved-activity-name`) when a
  *   name is one of {@link RESERVED_ACTIVITY_NAMES}: the activity would replace the agent's own.
  */
-export function toolCallActivities(toolNames: Iterable<string>, runFencedTool: (input: FencedToolInput) => Promise<FencedToolResult>): Record<string, ToolCallActivity> {
+export function toolCallActivities(toolNames: Iterable<string>, runFencedTool: (input: FencedToolInput) => Promise<Delivered<FencedToolResult>>): Record<string, ToolCallActivity> {
   const activities: Record<string, ToolCallActivity> = {};
   for (const toolName of toolNames) {
     if (isReservedActivityName(toolName)) {

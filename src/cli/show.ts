@@ -7,6 +7,8 @@ import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { runStatusQuery } from '../workflows/messages';
+import type { CallReport } from '../workflows/types';
+import type { JsonValue } from '../checkpoint/types';
 import { printTable, withCode } from './table';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
@@ -41,7 +43,7 @@ export function registerShow(program: Command): void {
         if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
-          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', c.receipt === null ? '' : JSON.stringify(c.receipt), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),
+          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', receiptOf(c) === null ? '' : JSON.stringify(receiptOf(c)), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),
         );
       } finally {
         await close();
@@ -80,4 +82,14 @@ async function runExecution(handle: WorkflowHandle, workflowId: string): Promise
     },
   );
   return { status, closeTime, failure };
+}
+
+/**
+ * The receipt shown for a call: a success's, or the one an error result kept because the tool
+ * ran but its result could not be stored (PAYLOAD_TOO_LARGE / NOT_JSON, issue 11), so a person
+ * can reconcile from `ttc show` alone.
+ */
+export function receiptOf(call: Pick<CallReport, 'receipt' | 'outcome'>): JsonValue | null {
+  if (call.receipt !== null) return call.receipt;
+  return call.outcome !== null && !call.outcome.ok ? (call.outcome.error.receipt ?? null) : null;
 }

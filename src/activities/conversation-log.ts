@@ -1,0 +1,137 @@
+/**
+ * The run chain's conversation log (issue 11, claim check): where an agent run's conversation and
+ * its large tool outputs live in the side store instead of in workflow history. One log per run
+ * chain, named by {@link conversationLogId}; messages at `m/<index>` (9 digits), tool outputs at
+ * `r/<callId>`. Activities name the log from their own context (namespace, workflow id) plus the
+ * input's tenant and run chain, so a workflow can never name another run's log.
+ *
+ * Node side (node:crypto through the digest module); workflow code imports only `./contract`.
+ */
+import { Context } from '@temporalio/activity';
+import { LIMITS, utf8ByteLength } from '../checkpoint/bounds';
+import { canonicalJson } from '../checkpoint/canonical-json';
+import { sha256Hex } from '../checkpoint/digest';
+import { CheckpointError } from '../checkpoint/errors';
+import type { JsonValue } from '../checkpoint/types';
+import type { CheckpointStore } from '../stores/checkpoint-store';
+import type { DeliveredOutcome, OutputRef, ToolOutcome } from './contract';
+
+/** The parts that name a log: the Temporal namespace and workflow id (from the activity context), the tenant and the run chain (`firstExecutionRunId`). */
+export interface ConversationLogParts {
+  readonly namespace: string;
+  readonly tenant: string;
+  readonly workflowId: string;
+  readonly runChainId: string;
+}
+
+/** Digits of a message index in its key (`m/000000012`): room for a billion messages, and keys sort in index order. */
+export const MESSAGE_INDEX_DIGITS = 9;
+
+/** Bounds of a value by reference: looser than a payload's (see `stores/entry-codec.ts`); bytes are what caps it. */
+const REF_BOUNDS = { maxDepth: LIMITS.maxDepth + 8, maxValues: 1_000_000 } as const;
+
+/**
+ * The log id of a run chain: lowercase hex SHA-256 of the RFC 8785 canonical JSON of
+ * `['ttc/conversation-log/1', namespace, tenant, workflowId, runChainId]`. Stable across
+ * processes and releases; 64 characters.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the part that is missing or not a non-empty string.
+ */
+export function conversationLogId(parts: ConversationLogParts): string {
+  for (const field of ['namespace', 'tenant', 'workflowId', 'runChainId'] as const) {
+    const value = parts?.[field];
+    if (typeof value !== 'string' || value.length === 0) throw new CheckpointError('INVALID_ARGUMENT', `conversation log: ${field} is required and must be a non-empty string`, { field });
+  }
+  return sha256Hex(canonicalJson(['ttc/conversation-log/1', parts.namespace, parts.tenant, parts.workflowId, parts.runChainId]));
+}
+
+/** Where the activity runs, when it runs outside an activity context (unit tests): the namespace and workflow id the log is named with. */
+export interface ExplicitLogScope {
+  readonly namespace: string;
+  readonly workflowId: string;
+  /** The run chain when the input names none. */
+  readonly runId?: string;
+}
+
+/**
+ * The log id for an activity of the current workflow: namespace and workflow id from the
+ * activity context (`workflowNamespace`, `workflowExecution.workflowId`), so the input cannot
+ * name another workflow's log; `runChainId` defaults to the context's run id, as a tool call's
+ * binding does. Outside an activity context (unit tests) `outside` supplies them.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow's activity without `outside`, or for a missing part.
+ */
+export function activityConversationLogId(tenant: string, runChainId: string | undefined, outside?: ExplicitLogScope): string {
+  let scope: ExplicitLogScope | undefined;
+  try {
+    const info = Context.current().info;
+    const execution = info.workflowExecution;
+    if (execution?.workflowId !== undefined) scope = { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId };
+  } catch {
+    scope = outside; // not in an activity
+  }
+  if (scope === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'the conversation log is named from the activity context: run inside a workflow activity (or give the scope explicitly in tests)', { field: 'workflowId' });
+  return conversationLogId({ namespace: scope.namespace, tenant, workflowId: scope.workflowId, runChainId: runChainId ?? scope.runId ?? '' });
+}
+
+/** The key of message `index` (0-based): `m/` + the index zero-padded to 9 digits. @throws {@link CheckpointError} INVALID_ARGUMENT unless 0 ≤ index < 10⁹. */
+export function messageKey(index: number): string {
+  if (!Number.isSafeInteger(index) || index < 0 || index >= 10 ** MESSAGE_INDEX_DIGITS) {
+    throw new CheckpointError('INVALID_ARGUMENT', `message index must be an integer from 0 to ${10 ** MESSAGE_INDEX_DIGITS - 1}, got ${String(index)}`, { field: 'index' });
+  }
+  return `m/${String(index).padStart(MESSAGE_INDEX_DIGITS, '0')}`;
+}
+
+/** The key of a tool call's output: `r/<callId>` (the call id the activity ran under, unique within the run chain). */
+export function outputKey(callId: string): string {
+  return `r/${callId}`;
+}
+
+/**
+ * The reference to `value` stored at `key`: `bytes` is the UTF-8 length of the value's RFC 8785
+ * canonical JSON text, `digest` is `sha256:` + hex SHA-256 of that text.
+ *
+ * @throws {@link CheckpointError} NOT_JSON / PAYLOAD_TOO_LARGE for a value that is not bounded JSON.
+ */
+export function outputRefFor(key: string, value: JsonValue): OutputRef {
+  const text = canonicalJson(value, 'output', REF_BOUNDS);
+  return { key, bytes: utf8ByteLength(text), digest: `sha256:${sha256Hex(text)}` };
+}
+
+/**
+ * Whether `value` is what `ref` stands for (same canonical bytes and digest).
+ *
+ * @throws {@link CheckpointError} CONVERSATION_CONFLICT (non-retryable) when it is not.
+ */
+export function assertMatchesRef(logId: string, ref: OutputRef, value: JsonValue): void {
+  const actual = outputRefFor(ref.key, value);
+  if (actual.bytes !== ref.bytes || actual.digest !== ref.digest) {
+    throw new CheckpointError('CONVERSATION_CONFLICT', `conversation log ${logId} entry ${ref.key} is ${actual.bytes} bytes with digest ${actual.digest}, but its reference says ${ref.bytes} bytes with digest ${ref.digest}`, {
+      logId,
+      key: ref.key,
+      field: 'contentRef',
+    });
+  }
+}
+
+/**
+ * A tool outcome as an agent run receives it (claim check): a success whose output's canonical
+ * JSON is longer than `inlineMaxBytes` UTF-8 bytes is written to the log at `r/<callId>` and
+ * returned as `{ ok: true, outputRef, receipt }`; anything else is returned unchanged: an output
+ * at or under the threshold, every error outcome, and an output with an `encoding` (a fenced
+ * user activity's bytes, which the plugin never sends by reference). The receipt always stays
+ * inline. Idempotent: a retried delivery writes the same entry again (the stored result is
+ * redelivered byte for byte).
+ *
+ * @param inlineMaxBytes positive integer, UTF-8 bytes.
+ * @throws {@link CheckpointError} from `putConversationEntries`: CONVERSATION_CONFLICT when
+ *   `r/<callId>` holds another output, the store codes; INVALID_ARGUMENT for a bad threshold.
+ */
+export async function deliverOutput(store: CheckpointStore, logId: string, callId: string, outcome: ToolOutcome, inlineMaxBytes: number): Promise<DeliveredOutcome> {
+  if (!Number.isSafeInteger(inlineMaxBytes) || inlineMaxBytes < 1) throw new CheckpointError('INVALID_ARGUMENT', `inlineMaxBytes must be a positive integer, got ${String(inlineMaxBytes)}`, { field: 'resultByReference.inlineMaxBytes' });
+  if (!outcome.ok || outcome.encoding !== undefined) return outcome;
+  const ref = outputRefFor(outputKey(callId), outcome.output);
+  if (ref.bytes <= inlineMaxBytes) return outcome;
+  await store.putConversationEntries(logId, [{ key: ref.key, value: outcome.output }]);
+  return { ok: true, outputRef: ref, receipt: outcome.receipt };
+}
