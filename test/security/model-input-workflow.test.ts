@@ -102,7 +102,7 @@ test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle,
-    activities: { ...createModelActivities({ adapters: { replay: model } }), ...createToolActivities({ store, tools: [createTicket] }) },
+    activities: { ...createModelActivities({ adapters: { replay: model }, store }), ...createToolActivities({ store, tools: [createTicket] }) },
   });
   const result = await worker.runUntil(
     env.client.workflow.execute(agentWorkflow, {

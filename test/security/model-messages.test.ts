@@ -113,11 +113,14 @@ describe('issue 15 item 4: what reaches the model', () => {
     seq += 1;
     const taskQueue = `item4-${seq}-${Date.now()}`;
     const model = new AnthropicModel({ model: 'claude-sonnet-4-6', tools: SPECS, apiKey: API_KEY, baseURL: llm.anthropicBaseURL, maxRetries: 0 });
+    // The conversation log (issue 11) lives in a healthy store: these tests break only the tools' store.
+    const conversationStore = await openCheckpointStore(`sqlite:${join(dir, `conversation-${seq}.db`)}`);
+    stores.push(conversationStore);
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
-      activities: { ...createToolActivities({ store, tools }), ...createModelActivities({ adapters: { anthropic: model } }) },
+      activities: { ...createToolActivities({ store, tools }), ...createModelActivities({ adapters: { anthropic: model }, store: conversationStore }) },
     });
     const before = llm.requestsFor('anthropic').length;
     llm.enqueue('anthropic', toolUse(`toolu_${seq}`, name, input), endTurn());

@@ -183,7 +183,7 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
       workflowBundle: bundle,
       activities: {
         ...createToolActivities({ store, tools: countingTools(executions), ...PINS }),
-        ...createModelActivities({ adapters: { scripted: model }, pinnedTenants: PINS.pinnedTenants, pinnedTools: PINS.pinnedTools }),
+        ...createModelActivities({ adapters: { scripted: model }, store, pinnedTenants: PINS.pinnedTenants, pinnedTools: PINS.pinnedTools }),
       },
     });
     running = worker.run();
