@@ -10,6 +10,7 @@ import type { CheckpointStore } from '../stores/checkpoint-store';
 import { activityConversationLogId, type ExplicitLogScope } from './conversation-log';
 import { toApplicationFailure } from './failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from './pins';
+import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
 import { loadConversation } from './turn-conversation';
 
 /** Options of {@link createModelActivities}. */
@@ -31,6 +32,12 @@ export interface ModelActivitiesOptions {
    * store, so outputs they deliver by reference are found). @default none: such turns fail INVALID_CONFIG
    */
   readonly store?: CheckpointStore;
+  /**
+   * Bytes of conversations this worker keeps in memory between turns, so a turn reads only the
+   * messages added since the last one (see `ConversationCache`); 0 reads the whole log every
+   * turn. @default 67,108,864 (64 MiB)
+   */
+  readonly conversationCacheBytes?: number;
   /**
    * Tests only: the namespace and workflow id a conversation log is named with when
    * `runModelTurn` is called outside an activity context. Inside one, the context's are used.
@@ -80,6 +87,11 @@ function activityContext(): Context | undefined {
 export function createModelActivities(options: ModelActivitiesOptions): ModelActivities {
   const adapters = new Map(Object.entries(options.adapters));
   const pins = resolvePins({ pinnedTenants: options.pinnedTenants, pinnedTools: options.pinnedTools }, options.pinnedTools ?? []);
+  const cacheBytes = options.conversationCacheBytes ?? DEFAULT_CONVERSATION_CACHE_BYTES;
+  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `conversationCacheBytes must be a non-negative integer (bytes), got ${String(cacheBytes)}`, { field: 'conversationCacheBytes' });
+  }
+  const cache = new ConversationCache(cacheBytes);
   return {
     async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
       try {
@@ -107,7 +119,7 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
         timer = setInterval(() => ctx.heartbeat({ turn: input.turn }), every);
       }
       try {
-        return await adapter.turn(await withMessages(options, input), ctx?.cancellationSignal);
+        return await adapter.turn(await withMessages(options, input, cache), ctx?.cancellationSignal);
       } catch (err) {
         throw toApplicationFailure(err);
       } finally {
@@ -123,7 +135,7 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
  * @throws {@link CheckpointError} INVALID_ARGUMENT (both or neither of messages and conversation;
  *   no tenant), INVALID_CONFIG (no store), and the errors of `loadConversation`.
  */
-async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInput): Promise<ModelTurnInput> {
+async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInput, cache: ConversationCache): Promise<ModelTurnInput> {
   const hasMessages = input.messages !== undefined;
   const hasConversation = input.conversation !== undefined;
   if (hasMessages === hasConversation) {
@@ -137,6 +149,6 @@ async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInp
     throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });
   }
   const logId = activityConversationLogId(input.tenant, input.conversation!.runChainId, options.outsideActivity);
-  const messages = await loadConversation(options.store, logId, input.conversation!);
+  const messages = await loadConversation(options.store, logId, input.conversation!, cache);
   return { ...input, messages, conversation: undefined };
 }

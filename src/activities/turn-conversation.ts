@@ -12,6 +12,7 @@ import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ConversationRef, LoggedMessage } from '../model/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { OutputRef } from './contract';
+import type { ConversationCache } from './conversation-cache';
 import { assertMatchesRef, messageKey } from './conversation-log';
 
 /**
@@ -27,7 +28,7 @@ import { assertMatchesRef, messageKey } from './conversation-log';
  *   lacks a message or output (pruned, or `logged` is wrong); the store's codes (STORE_UNAVAILABLE
  *   is retryable).
  */
-export async function loadConversation(store: CheckpointStore, logId: string, ref: ConversationRef): Promise<ConversationMessage[]> {
+export async function loadConversation(store: CheckpointStore, logId: string, ref: ConversationRef, cache?: ConversationCache): Promise<ConversationMessage[]> {
   assertConversationRef(ref);
   if (ref.append.length > 0) {
     await store.putConversationEntries(
@@ -36,18 +37,26 @@ export async function loadConversation(store: CheckpointStore, logId: string, re
     );
   }
   const total = ref.logged + ref.append.length;
-  const logged = (await store.getConversationEntries(logId, Array.from({ length: total }, (_, i) => messageKey(i)))) as unknown as LoggedMessage[];
+  // Only what this worker has not read before (entries are immutable: see ConversationCache).
+  const known = cache?.prefix(logId, total) ?? [];
+  const logged = (await store.getConversationEntries(
+    logId,
+    Array.from({ length: total - known.length }, (_, i) => messageKey(known.length + i)),
+  )) as unknown as LoggedMessage[];
   logged.forEach(assertStoredMessage);
   const refs = logged.flatMap((m) => ('contentRef' in m ? [m.contentRef] : []));
   const outputs = refs.length === 0 ? [] : await store.getConversationEntries(logId, refs.map((r) => r.key));
   let next = 0;
-  return logged.map((message) => {
+  const read = logged.map((message): ConversationMessage => {
     if (!('contentRef' in message)) return message as ConversationMessage;
     const { contentRef, ...rest } = message;
     const content = outputs[next++]!;
     assertMatchesRef(logId, contentRef, content);
     return { ...rest, content };
   });
+  const messages = [...known, ...read];
+  cache?.store(logId, messages);
+  return messages;
 }
 
 /**

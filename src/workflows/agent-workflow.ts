@@ -584,7 +584,7 @@ class AgentRun {
   private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: DeliveredOutcome, reason: string | null = null): void {
     call.status = status;
     call.outcome = outcome;
-    call.receipt = outcome.ok ? outcome.receipt : null;
+    call.receipt = outcome.ok ? outcome.receipt : (outcome.error.receipt ?? null);
     call.errorType = null;
     call.reason = reason;
     if (outcome.ok && 'outputRef' in outcome) {

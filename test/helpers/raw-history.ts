@@ -23,6 +23,8 @@ import { temporal } from '@temporalio/proto';
 
 /** The patch id agentWorkflow records before scheduling a tool as its own activity type. */
 export const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
+/** The patch id of issue 11 (conversation by reference, concurrent calls, continue-as-new), marked at the start of every new run. */
+export const LONG_RUNS_PATCH = 'ttc-long-runs';
 
 /** What {@link stripPlaintextLabels} removed. */
 export interface PlaintextLabels {

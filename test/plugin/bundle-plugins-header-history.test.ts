@@ -34,7 +34,7 @@ import type { AgentWorkflowInput } from '../../src/workflows/types';
 import type { FencedCallDescription } from '../../src/workflow';
 import { payloadsIn } from '../helpers/raw-history';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
-import { rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
+import { LONG_RUNS_PATCH, rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 import { approveChargeUpdate, approvedCheckoutWorkflow, pendingChargeQuery, type ApprovedCheckoutResult } from './approval-workflows';
 import { paymentActivities, readLedger } from './payment-activities';
 
@@ -118,7 +118,7 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
     // In the bytes Temporal stores, the header is readable as is.
     expect(wire.includes(Buffer.from(`"callId":"act-2","runChainId":"${firstRunId}"`))).toBe(true);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
-    expect(new Set(labels.patchIds)).toEqual(new Set([TOOL_ACTIVITY_TYPES_PATCH]));
+    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
     for (const text of [SECRET_PROMPT, SECRET_TITLE, 'T-000001', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
     const payloads = payloadsIn(history);
     expect(payloads.length).toBeGreaterThanOrEqual(7);
