@@ -40,6 +40,13 @@ export function registerShow(program: Command): void {
         const b = status.budget;
         printLine(`run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
         if (execution.status !== 'RUNNING') printLine(`closed: ${execution.status}${execution.closeTime === null ? '' : ` at ${execution.closeTime}`}${execution.failure === null ? '' : `: ${withCode(execution.failure.type, execution.failure.message)}`}`);
+        if (status.conversation !== undefined) {
+          const earlier = status.earlierCalls;
+          const continued = (status.continuations ?? 0) > 0 && earlier !== undefined
+            ? `; continued as new ${status.continuations} times, earlier runs: ${earlier.ran} calls ran, ${earlier.notRun} not run, ${earlier.unknown} unknown (details in those runs)`
+            : '';
+          printLine(`conversation: ${status.conversation.messages} messages, ${status.conversation.bytes} of ${status.conversation.maxBytes} bytes, in the side store${continued}`);
+        }
         if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],

@@ -1,10 +1,26 @@
 // Issue 11, continue-as-new, on a real dev server (queries and updates racing a
 // continue-as-new are only faithful there): the chain carries the conversation, budgets, the
 // state version and call identity; approve, resolve and the status query keep working.
-import { approveCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { approveCallUpdate, runStatusQuery } from '../../src/workflows';
+import { runCli, type CliOutput } from '../helpers/cli';
+import type { LocalTestEnv } from '../helpers/temporal';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
 
 const harness = useAgentTestEnv('dev');
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ttc-can-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** `ttc <args>` against this file's dev server, as a user would run it. */
+function cli(...args: string[]): Promise<CliOutput> {
+  const server = (harness.env as LocalTestEnv).devServer;
+  return runCli(args, { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` });
+}
 const withRun = harness.withRun.bind(harness);
 
 describe('agentWorkflow: continue-as-new', () => {
@@ -61,7 +77,13 @@ describe('agentWorkflow: continue-as-new', () => {
       await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion }] });
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
       expect(paused.paused?.callId).toBe('e1');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-9' }, reason: 'in the outbox' }] });
+      // The command line addresses the workflow id, whichever run of the chain is current.
+      const shown = await cli('show', handle.workflowId);
+      expect(shown.stderr).toBe('');
+      expect(shown.stdout).toMatch(/continued as new [1-9]\d* times/);
+      expect(shown.stdout).toContain('paused on e1 (send_email)');
+      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', '{"messageId":"m-9"}', '--reason', 'in the outbox');
+      expect([resolved.code, resolved.stderr]).toEqual([0, '']);
       return handle.result();
     });
     expect(result.status).toBe('completed');
