@@ -30,7 +30,7 @@ import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage, ModelTurnResult, ToolCallRequest } from '../model/types';
 import type { AgentToolResult, ToolActivities, ToolCallActivities } from './activity-types';
-import { Conversation } from './conversation';
+import { Conversation, utf8Length } from './conversation';
 import { activityFailureDetails, activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
 import { activityOptionsFor, DEFAULT_MAX_CONVERSATION_BYTES, runLimits, toolActivityOptions, validateAgentWorkflowInput, type ActivityKind } from './input';
 import {
@@ -286,7 +286,12 @@ class AgentRun {
   /** Whether to continue as new before the next model turn (server suggestion or the run's limits). */
   private shouldContinueAsNew(): boolean {
     const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength >= this.limits.continueAsNewAfterEvents || info.historySize >= this.limits.continueAsNewAfterHistoryBytes;
+    return (
+      info.continueAsNewSuggested ||
+      info.historyLength >= this.limits.continueAsNewAfterEvents ||
+      info.historySize >= this.limits.continueAsNewAfterHistoryBytes ||
+      utf8Length(JSON.stringify(this.state.finalCallsSoFar())) >= this.limits.continueAsNewAfterStateBytes
+    );
   }
 
   /** What the next run starts from (between turns: no call is live). */

@@ -10,9 +10,10 @@ import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, RunL
 
 /** {@link RunLimits} with every default filled in (issue 11). */
 export const DEFAULT_LIMITS: Required<RunLimits> = {
-  inlineResultMaxBytes: 16_384,
+  inlineResultMaxBytes: 4_096,
   continueAsNewAfterEvents: 10_000,
   continueAsNewAfterHistoryBytes: 10 * 1024 * 1024,
+  continueAsNewAfterStateBytes: 1024 * 1024,
 };
 
 /** Default of `AgentBudget.maxConversationBytes`: 32 MiB. */

@@ -245,6 +245,11 @@ export class RunState {
     this.bump();
   }
 
+  /** Every call of this run as the status query reports it (between turns, when none is live, as the result would). */
+  finalCallsSoFar(): CallReport[] {
+    return this.calls.map(report);
+  }
+
   /** Every call with its final status; call after {@link stop}. */
   finalCalls(): CallReport<FinalCallStatus>[] {
     return this.calls.map((call) => report(call) as CallReport<FinalCallStatus>);

@@ -70,7 +70,7 @@ export interface RunLimits {
   /**
    * A tool output whose JSON text is longer than this (UTF-8 bytes) stays in the side store's
    * conversation log and reaches history, the status query and the result as an `OutputRef`
-   * (claim check). @default 16,384
+   * (claim check). @default 4,096
    */
   readonly inlineResultMaxBytes?: number;
   /**
@@ -81,6 +81,12 @@ export interface RunLimits {
   readonly continueAsNewAfterEvents?: number;
   /** …or when its history holds this many bytes (`workflowInfo().historySize`). @default 10,485,760 (10 MiB) */
   readonly continueAsNewAfterHistoryBytes?: number;
+  /**
+   * …or when this run's calls, as the status query and the result report them, take this many
+   * UTF-8 bytes of JSON, so neither nears Temporal's 2 MB payload limit (each run reports its own
+   * calls; earlier runs' are counted). @default 1,048,576 (1 MiB)
+   */
+  readonly continueAsNewAfterStateBytes?: number;
 }
 
 /**

@@ -47,6 +47,18 @@ describe('agentWorkflow: continue-as-new', () => {
     expect(new Set(tools.runs.map((r) => r.runChainId)).size).toBe(1);
   });
 
+  it("continues as new when this run's call reports grow past continueAsNewAfterStateBytes, so the status and result stay small", async () => {
+    const model = scriptedModel(turns(6));
+    const tools = fakeTools();
+    const input = baseInput({ budget: { maxTurns: 20, maxToolCalls: 20, deadlineMs: 3_600_000 }, limits: { continueAsNewAfterStateBytes: 1_500 } });
+    const { result, status } = await withRun(activitiesOf(model, tools), input, async (handle) => ({ result: await handle.result(), status: await handle.query(runStatusQuery) }));
+    expect(result.status).toBe('completed');
+    expect(result.continued!.continuations).toBeGreaterThanOrEqual(1);
+    expect(result.calls.length + result.continued!.earlierCalls.ran).toBe(6);
+    // Each run hands over once its reports pass the bound: no run reports much more than it.
+    expect(Buffer.byteLength(JSON.stringify(status.calls))).toBeLessThan(3_000);
+  });
+
   it('the budget counts across runs: maxToolCalls stops the chain at the same call it would stop one run', async () => {
     const model = scriptedModel(turns(8));
     const tools = fakeTools();
