@@ -31,11 +31,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../src/activities/contract';
 import { toolCallActivities } from '../src/activities/tool-call-activities';
-import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../src/model/types';
-import { agentWorkflow, approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../src/workflows';
+import type { ModelTurnInput, ModelTurnResult } from '../src/model/types';
+import { agentWorkflow, approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate } from '../src/workflows';
 import type { ToolActivities } from '../src/workflows/activity-types';
-import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../src/workflows/types';
+import type { AgentWorkflowInput, AgentWorkflowResult } from '../src/workflows/types';
 import { historyToJson, loadHistory } from '../test/fixtures/histories/load-history';
+import { call, deferred, digestOf, endTurn, okResult, outcomeUnknown, toolTurn, waitForStatus } from '../test/helpers/agent-fakes';
 import { conversationFake } from '../test/helpers/conversation-fake';
 import { createLocalEnv, createTimeSkippingEnv, installQuietTemporalRuntime } from '../test/helpers/temporal';
 
@@ -53,37 +54,6 @@ const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, 
 
 // ---- stubs ---------------------------------------------------------------------------------
 
-function call(callId: string, toolName: string, input: Record<string, unknown> = {}): ToolCallRequest {
-  return { callId, toolName, input: input as ToolCallRequest['input'] };
-}
-function toolTurn(text: string, ...toolCalls: ToolCallRequest[]): ModelTurnResult {
-  return { stopReason: 'tool_use', text, toolCalls };
-}
-function endTurn(text: string): ModelTurnResult {
-  return { stopReason: 'end_turn', text, toolCalls: [] };
-}
-function digestOf(input: { toolName: string; input: unknown }): string {
-  return `sha256:fake:${input.toolName}:${JSON.stringify(input.input)}`;
-}
-function okResult(input: FencedToolInput): FencedToolResult {
-  return {
-    callId: input.callId,
-    toolName: input.toolName,
-    toolRevision: '1',
-    source: 'executed',
-    outcome: { ok: true, output: { did: input.toolName, callId: input.callId }, receipt: { receiptId: `r-${input.callId}` } },
-    idempotencyKey: `key-${input.callId}`,
-    intentDigest: digestOf(input),
-  };
-}
-function outcomeUnknown(): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'OUTCOME_UNKNOWN', message: 'OUTCOME_UNKNOWN: send_email: the request may have been sent; the provider has no lookup', nonRetryable: true });
-}
-function deferred(): { promise: Promise<void>; resolve(): void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function baseInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
@@ -368,21 +338,6 @@ function statuses(result: AgentWorkflowResult): Record<string, string> {
 }
 function expectEqual(what: string, actual: unknown, expected: unknown): void {
   if (JSON.stringify(actual) !== JSON.stringify(expected)) throw new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-}
-
-async function waitForStatus(handle: Handle, predicate: (s: RunStatusView) => boolean, timeoutMs = 30_000): Promise<RunStatusView> {
-  const until = Date.now() + timeoutMs;
-  let last: RunStatusView | undefined;
-  while (Date.now() < until) {
-    try {
-      last = await handle.query(runStatusQuery);
-      if (predicate(last)) return last;
-    } catch {
-      // between runs of a chain, or before the first workflow task: ask again
-    }
-    await sleep(50);
-  }
-  throw new Error(`status never matched; last: ${JSON.stringify(last)}`);
 }
 
 /** Every run of the chain that starts at `firstRunId`, in order, following each run's ContinuedAsNew event. */

@@ -8,12 +8,15 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../../src/activities/contract';
-import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
-import { agentWorkflow, runStatusQuery } from '../../src/workflows';
+import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
+import { agentWorkflow } from '../../src/workflows';
 import { toolCallActivities } from '../../src/activities/tool-call-activities';
 import type { ToolActivities } from '../../src/workflows/activity-types';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { conversationFake } from './conversation-fake';
+import { digestOf, okResult } from './agent-fakes';
+
+export { call, deferred, digestOf, endTurn, okResult, outcomeUnknown, toolTurn, waitForStatus } from './agent-fakes';
 import { createLocalEnv, createTimeSkippingEnv } from './temporal';
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -55,16 +58,6 @@ export function useAgentTestEnv(server: 'time-skipping' | 'dev' = 'time-skipping
 
 // ---- fakes ---------------------------------------------------------------------------------
 
-export function call(callId: string, toolName: string, input: Record<string, unknown> = {}): ToolCallRequest {
-  return { callId, toolName, input: input as ToolCallRequest['input'] };
-}
-export function toolTurn(text: string, ...toolCalls: ToolCallRequest[]): ModelTurnResult {
-  return { stopReason: 'tool_use', text, toolCalls };
-}
-export function endTurn(text: string): ModelTurnResult {
-  return { stopReason: 'end_turn', text, toolCalls: [] };
-}
-
 /** A model that answers turn n with script[n] and records every request. */
 export function scriptedModel(script: readonly ModelTurnResult[]) {
   const requests: ModelTurnInput[] = [];
@@ -83,22 +76,6 @@ export function scriptedModel(script: readonly ModelTurnResult[]) {
 }
 
 export type ToolBehaviour = (input: FencedToolInput, attempt: number) => Promise<FencedToolResult | undefined>;
-
-export function digestOf(input: FencedToolInput): string {
-  return `sha256:fake:${input.toolName}:${JSON.stringify(input.input)}`;
-}
-
-export function okResult(input: FencedToolInput): FencedToolResult {
-  return {
-    callId: input.callId,
-    toolName: input.toolName,
-    toolRevision: '1',
-    source: 'executed',
-    outcome: { ok: true, output: { did: input.toolName, callId: input.callId }, receipt: { receiptId: `r-${input.callId}` } },
-    idempotencyKey: `key-${input.callId}`,
-    intentDigest: digestOf(input),
-  };
-}
 
 /** Fenced-tool stubs that record calls; `behaviour` may throw or return a result (undefined = ok). */
 export function fakeTools(behaviour: ToolBehaviour = async () => undefined) {
@@ -129,16 +106,6 @@ export function fakeTools(behaviour: ToolBehaviour = async () => undefined) {
   };
 }
 
-export function outcomeUnknown(message = 'send_email: the request may have been sent; the provider has no lookup'): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'OUTCOME_UNKNOWN', message: `OUTCOME_UNKNOWN: ${message}`, nonRetryable: true });
-}
-
-export function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
 // ---- harness -------------------------------------------------------------------------------
 
 export function baseInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
@@ -163,18 +130,6 @@ export function activitiesOf(model: ReturnType<typeof scriptedModel>, tools: Pic
     describeToolCall: tools.describeToolCall,
     resolveToolCall: tools.resolveToolCall,
   };
-}
-
-/** Polls the status query (real time) until `predicate` holds. */
-export async function waitForStatus(handle: WorkflowHandle, predicate: (s: RunStatusView) => boolean, timeoutMs = 20_000): Promise<RunStatusView> {
-  const until = Date.now() + timeoutMs;
-  let last: RunStatusView | undefined;
-  while (Date.now() < until) {
-    last = await handle.query(runStatusQuery);
-    if (predicate(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`status never matched; last: ${JSON.stringify(last)}`);
 }
 
 /** The failure type with which an update was refused or failed. */
