@@ -21,7 +21,8 @@ import { assertMatchesRef, messageKey } from './conversation-log';
  * reference), reads `m/0 … m/<logged + append.length - 1>`, and resolves each `contentRef` by
  * reading the entry its `key` names and checking its `bytes` and `digest`.
  *
- * @returns the conversation as the adapter receives it (no `contentRef` left).
+ * @returns the conversation as the adapter receives it (no `contentRef` left), deeply frozen:
+ *   with a cache, later turns of this worker are handed the same message objects.
  * @throws {@link CheckpointError} INVALID_ARGUMENT for a malformed `ref` or stored message;
  *   CONVERSATION_CONFLICT (non-retryable) when an index already holds another message or an
  *   output does not match its reference; CONVERSATION_ENTRY_MISSING (non-retryable) when the log
@@ -54,6 +55,8 @@ export async function loadConversation(store: CheckpointStore, logId: string, re
     assertMatchesRef(logId, contentRef, content);
     return { ...rest, content };
   });
+  // Read-only from here on: the same objects may serve later turns of this worker (ConversationCache).
+  for (const message of read) deepFreeze(message);
   const messages = [...known, ...read];
   cache?.store(logId, messages);
   return messages;
@@ -83,6 +86,15 @@ function assertStoredMessage(message: LoggedMessage, index: number): void {
       throw invalid(`conversation message ${index}: contentRef must be { key, bytes, digest } on a tool message without content`, 'contentRef');
     }
   }
+}
+
+/** Freezes a JSON value and everything in it (strings need nothing), so no adapter can edit what later turns read. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 function invalid(message: string, field: string): CheckpointError {

@@ -8,6 +8,8 @@ import type { ModelTurnInput, ModelTurnResult } from './types';
  * A model backend the `runModelTurn` activity dispatches to by `ModelTurnInput.model`.
  *
  * Contract:
+ * - `input` is read-only: a conversation read by reference is deeply frozen (a worker hands the
+ *   same messages to later turns, see `ConversationCache`); build the provider request anew.
  * - `turn` is called once per activity attempt; a retried attempt repeats the same input, so a
  *   deterministic adapter (the scripted model) must return the same result for the same turn.
  * - The result obeys the {@link ModelTurnResult} invariant (`tool_use` iff tool calls, unique

@@ -123,6 +123,8 @@ class AgentRun {
   /** Calls whose outcome became unknown while other calls of the turn ran; they pause one by one after. */
   private deferredPauses: CallState[] = [];
   private readonly continuations: number;
+  /** Turns taken before this run started (0, or what an earlier run of the chain took). */
+  private readonly turnsAtStart: number;
 
   constructor(
     private readonly input: AgentWorkflowInput,
@@ -135,6 +137,7 @@ class AgentRun {
     if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
     this.finalText = continued?.finalText ?? '';
     this.continuations = continued?.continuations ?? 0;
+    this.turnsAtStart = continued?.turns ?? 0;
     this.approvalRequired = input.approvalRequired ?? {};
     this.limits = runLimits(input);
     this.maxConversationBytes = input.budget.maxConversationBytes ?? DEFAULT_MAX_CONVERSATION_BYTES;
@@ -162,7 +165,9 @@ class AgentRun {
     for (;;) {
       const beforeModel = this.stopBefore('model');
       if (beforeModel) return this.end(beforeModel);
-      if (this.longRuns && this.shouldContinueAsNew()) return { kind: 'continue', continued: this.handOver() };
+      // Only after a turn of its own: a run must make progress whatever it was handed (a handover
+      // larger than a bound would otherwise continue as new again and again).
+      if (this.longRuns && this.state.turns > this.turnsAtStart && this.shouldContinueAsNew()) return { kind: 'continue', continued: this.handOver() };
       const turn = await this.modelTurn();
       if ('status' in turn) return this.end(turn);
       const modelStop = this.modelStop(turn);
@@ -304,7 +309,7 @@ class AgentRun {
       toolCallsUsed: this.state.toolCallsUsed,
       finalText: this.finalText,
       intentGenerations: { ...this.state.intentGenerations },
-      usedCallIds: this.state.usedCallIds(),
+      usedCallIdHashes: this.state.usedCallIdHashes(),
       conversation: this.conversation.state(),
       earlierCalls: this.state.callCounts(),
     };
@@ -577,8 +582,18 @@ class AgentRun {
       ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
-      ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.limits.inlineResultMaxBytes } } : {}),
+      ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.inlineMaxBytes() } } : {}),
     };
+  }
+
+  /**
+   * The inline threshold of this turn's calls: `limits.inlineResultMaxBytes`, lowered for a wide
+   * turn so that its outputs together stay under {@link TURN_INLINE_BYTES} (what the next model
+   * turn's input and a handover carry stays bounded however many calls a turn makes).
+   */
+  private inlineMaxBytes(): number {
+    const calls = Math.max(1, this.state.turnCalls().length);
+    return Math.max(MIN_INLINE_BYTES, Math.min(this.limits.inlineResultMaxBytes, Math.floor(TURN_INLINE_BYTES / calls)));
   }
 
   /**
@@ -856,6 +871,12 @@ const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
  * history has no marker keep the old command sequence.
  */
 const LONG_RUNS_PATCH = 'ttc-long-runs';
+
+/** Most bytes of tool outputs one turn carries inline (the rest go by reference). */
+const TURN_INLINE_BYTES = 256 * 1024;
+
+/** The inline threshold never goes below this (a short output by reference costs more than it saves). */
+const MIN_INLINE_BYTES = 256;
 
 /** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';

@@ -25,6 +25,7 @@ import type {
   StopReason,
 } from './types';
 import { LIVE_CALL_STATUSES } from './types';
+import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
 
 /** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
 export interface ApprovalState {
@@ -104,7 +105,7 @@ export class RunState {
   readonly earlierCalls: EarlierCalls;
   private readonly calls: CallState[] = [];
   private readonly byId = new Map<string, CallState>();
-  /** Call ids used in earlier runs of the chain (their calls are not in `calls`). */
+  /** Hashes of the call ids used in earlier runs of the chain (their calls are not in `calls`; see `call-id-hashes.ts`). */
   private readonly usedBefore: ReadonlySet<string>;
   private currentTurn: CallState[] = [];
 
@@ -118,7 +119,7 @@ export class RunState {
     readonly startedAt: number,
     continued?: ContinuedRun,
   ) {
-    this.usedBefore = new Set(continued?.usedCallIds ?? []);
+    this.usedBefore = unpackCallIdHashes(continued?.usedCallIdHashes ?? '');
     this.earlierCalls = continued?.earlierCalls ?? { ran: 0, notRun: 0, unknown: 0 };
     if (continued !== undefined) {
       this.stateVersion = continued.stateVersion;
@@ -130,12 +131,12 @@ export class RunState {
 
   /** Whether a call id was used before in this chain. */
   private used(callId: string): boolean {
-    return this.byId.has(callId) || this.usedBefore.has(callId);
+    return this.byId.has(callId) || this.usedBefore.has(callIdHash(callId));
   }
 
-  /** Every call id used in the chain so far, for the next run (continue-as-new). */
-  usedCallIds(): string[] {
-    return [...this.usedBefore, ...this.calls.map((call) => call.callId)];
+  /** Every call id used in the chain so far, hashed and packed, for the next run (continue-as-new). */
+  usedCallIdHashes(): string {
+    return packCallIdHashes(new Set([...this.usedBefore, ...this.calls.map((call) => callIdHash(call.callId))]));
   }
 
   /** Earlier runs' counts plus this run's finished calls (call between turns, when none is live). */

@@ -107,8 +107,11 @@ export interface ContinuedRun {
   readonly toolCallsUsed: number;
   readonly finalText: string;
   readonly intentGenerations: Readonly<Record<string, number>>;
-  /** Every call id used so far in the chain, model ids and `~retryN` ids. */
-  readonly usedCallIds: readonly string[];
+  /**
+   * Every call id used so far in the chain (model ids, turn-scoped and `~retryN` ids), as 8-hex
+   * FNV-1a hashes concatenated: 8 bytes per call whatever the ids' length (`call-id-hashes.ts`).
+   */
+  readonly usedCallIdHashes: string;
   readonly conversation: ConversationState;
   /** Calls that finished in earlier runs of the chain, counted by {@link CallSummary} group. */
   readonly earlierCalls: EarlierCalls;

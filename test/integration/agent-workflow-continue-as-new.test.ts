@@ -59,6 +59,16 @@ describe('agentWorkflow: continue-as-new', () => {
     expect(Buffer.byteLength(JSON.stringify(status.calls))).toBeLessThan(3_000);
   });
 
+  it('an id the provider reuses every turn gets a checkpoint per turn across runs of the chain too', async () => {
+    const model = scriptedModel([...Array.from({ length: 6 }, (_, i) => toolTurn(`turn ${i}`, call('ollama_0', 'lookup', { i }))), endTurn('done')]);
+    const tools = fakeTools();
+    const input = baseInput({ budget: { maxTurns: 20, maxToolCalls: 20, deadlineMs: 3_600_000 }, limits: { continueAsNewAfterEvents: 20 } });
+    const result = await withRun(activitiesOf(model, tools), input, (handle) => handle.result());
+    expect(result.status).toBe('completed');
+    expect(result.continued!.continuations).toBeGreaterThanOrEqual(2);
+    expect(tools.runs.map((r) => [r.callId, r.input])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [i === 0 ? 'ollama_0' : `ollama_0_t${i}`, { i }]));
+  });
+
   it('the budget counts across runs: maxToolCalls stops the chain at the same call it would stop one run', async () => {
     const model = scriptedModel(turns(8));
     const tools = fakeTools();
