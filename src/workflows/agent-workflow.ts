@@ -645,7 +645,8 @@ class AgentRun {
   }
 
   private appendToolMessage(call: CallState, content: JsonValue, isError: boolean): void {
-    this.setToolMessage(call, { role: 'tool', callId: call.modelCallId, toolName: call.toolName, content, isError });
+    const shown = this.longRuns && isError ? clipTexts(content, this.inlineMaxBytes()) : content;
+    this.setToolMessage(call, { role: 'tool', callId: call.modelCallId, toolName: call.toolName, content: shown, isError });
   }
 
   /** Keeps the call's tool message; the turn hands them to the model in the model's order. */
@@ -871,6 +872,18 @@ const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
  * history has no marker keep the old command sequence.
  */
 const LONG_RUNS_PATCH = 'ttc-long-runs';
+
+/**
+ * An error or rejection as the model reads it in a wide turn: each string cut to `maxChars`
+ * (with `…`), so a turn of many failing calls stays under {@link TURN_INLINE_BYTES} like its
+ * outputs do; the whole text stays in the call's status and result for operators.
+ */
+function clipTexts(content: JsonValue, maxChars: number): JsonValue {
+  if (typeof content === 'string') return content.length <= maxChars ? content : `${content.slice(0, Math.max(0, maxChars - 1))}…`;
+  if (Array.isArray(content)) return content.map((item) => clipTexts(item, maxChars));
+  if (typeof content === 'object' && content !== null) return Object.fromEntries(Object.entries(content).map(([key, value]) => [key, clipTexts(value, maxChars)]));
+  return content;
+}
 
 /** Most bytes of tool outputs one turn carries inline (the rest go by reference). */
 const TURN_INLINE_BYTES = 256 * 1024;
