@@ -32,7 +32,7 @@ import { payloadsIn } from '../helpers/raw-history';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
-import { rawHistoryView, stripPlaintextLabels, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
+import { LONG_RUNS_PATCH, rawHistoryView, stripPlaintextLabels, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(240_000);
@@ -94,7 +94,7 @@ describe('the payload codec on a real Temporal server', () => {
     // per-tool activity types (its core_patch marker and TemporalChangeVersion, written past the codec).
     const { history: rest, bytes, labels } = rawHistoryView(history);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
-    expect(new Set(labels.patchIds)).toEqual(new Set([TOOL_ACTIVITY_TYPES_PATCH]));
+    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
     for (const text of [receipt.receipt, receipt.ticketId, INPUT_TEXT, 'create_ticket', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
     // The tool activity's summary ("create_ticket call <callId>") is a payload the codec encrypts.
     const toolScheduled = rest.events!.find((e) => e.activityTaskScheduledEventAttributes && e.userMetadata?.summary);
@@ -150,7 +150,7 @@ describe('the payload codec on a real Temporal server', () => {
         // The CLI prints payloads as protobuf JSON: metadata values and data in base64.
         const history: unknown = JSON.parse(stdout);
         // The patch marker and TemporalChangeVersion stay json/plain either way (see test/helpers/raw-history).
-        expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([TOOL_ACTIVITY_TYPES_PATCH]));
+        expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
         const payloads = jsonPayloadsIn(history);
         return { encodings: payloads.map((p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString()), texts: payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')) };
       };

@@ -38,7 +38,7 @@ import { cancelRunSignal, runStatusQuery } from '../../src/workflows/messages';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli } from '../helpers/cli';
-import { rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH, type PlaintextLabels } from '../helpers/raw-history';
+import { LONG_RUNS_PATCH, rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH, type PlaintextLabels } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(300_000);
@@ -127,7 +127,7 @@ describe('failure text in Temporal history with the payload codec on', () => {
    */
   async function rawHistory(workflowId: string): Promise<{ bytes: Buffer; failures: temporal.api.failure.v1.IFailure[]; payloads: Payload[]; labels: PlaintextLabels }> {
     const { history, bytes, labels } = rawHistoryView(await raw.client.workflow.getHandle(workflowId).fetchHistory());
-    expect(labels.patchIds.filter((id) => id !== TOOL_ACTIVITY_TYPES_PATCH)).toEqual([]);
+    expect(labels.patchIds.filter((id) => id !== TOOL_ACTIVITY_TYPES_PATCH && id !== LONG_RUNS_PATCH)).toEqual([]);
     const failures: temporal.api.failure.v1.IFailure[] = [];
     const payloads: Payload[] = [];
     collect(history, failures, payloads);
