@@ -45,8 +45,10 @@ export { openCheckpointStore, maskUrl } from './stores/open-checkpoint-store';
 export type {
   CheckpointStore,
   CheckpointStoreOptions,
+  ConversationEntry,
   CreateResult,
   ListOptions,
+  PruneOptions,
   ListQuarantinedOptions,
   QuarantinedRow,
 } from './stores/checkpoint-store';
@@ -60,9 +62,13 @@ export type { EncryptedPayload, PayloadEncryptionOptions } from './stores/payloa
 // Temporal integration (SPEC §4): activities, worker and client entry points, configuration.
 export { createToolActivities, defineTool, ToolError, toApplicationFailure } from './activities';
 export type { LookupResult, ToolActivities, ToolActivitiesOptions, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities';
-export type { FencedToolInput, FencedToolResult, ToolOutcome, ResultSource } from './activities/contract';
+export type { Delivered, DeliveredOutcome, FencedToolInput, FencedToolResult, OutputRef, ToolOutcome, ResultSource } from './activities/contract';
 export { NOTHING_APPLIED_CODES } from './activities/contract';
 export { createModelActivities } from './activities/model-turn';
+export type { ModelActivitiesOptions } from './activities/model-turn';
+// Issue 11: the conversation log (claim check) a run's conversation and large outputs live in.
+export { conversationLogId } from './activities/conversation-log';
+export { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './activities/conversation-cache';
 export { TOOL_ERROR_CLASSES, classifyHttpFailure } from './activities/error-classes';
 export type { ToolErrorClass, HttpFailureClass } from './activities/error-classes';
 export { createAgentWorker } from './worker';
@@ -89,6 +95,6 @@ export { startCodecServer, parseCorsOrigin, DEFAULT_CODEC_SERVER_PORT, DEFAULT_C
 export type { CodecServerOptions, RunningCodecServer } from './codec/codec-server';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { Config, ConfigInput } from './config';
-export type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from './workflows/types';
+export type { AgentWorkflowInput, AgentWorkflowResult, ContinuedRun, RunLimits, RunStatusView } from './workflows/types';
 /** Absolute path for `Worker.create({ workflowsPath })`. */
 export const workflowsPath = require.resolve('./workflows');
