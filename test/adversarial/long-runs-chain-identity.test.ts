@@ -9,21 +9,18 @@
  *    never the proven-absent generation); a later call with id `e1` and ANOTHER intent must run.
  * 2. A cancel sent while the chain hands over (continue-as-new after every turn) is never lost.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../src/activities';
 import { createModelActivities } from '../../src/activities/model-turn';
 import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow, cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { waitForStatus } from '../helpers/agent-harness';
-import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(240_000);
@@ -39,23 +36,15 @@ class Script implements ModelAdapter {
 }
 
 describe('continue-as-new keeps call identity and intent generations (real fence)', () => {
+  let real: RealAgentEnv;
   let env: LocalTestEnv;
-  let dir: string;
   let store: CheckpointStore;
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ttc-adv-chain-'));
-    [env, store, bundle] = await Promise.all([
-      createLocalEnv(),
-      openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`),
-      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } }),
-    ]);
+    real = await startRealAgentEnv('ttc-adv-chain-');
+    ({ env, store, bundle } = real);
   }, 120_000);
-  afterAll(async () => {
-    await store?.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => real?.stop());
 
   async function withWorker<T>(name: string, adapter: ModelAdapter, tools: Parameters<typeof createToolActivities>[0]['tools'], body: (taskQueue: string) => Promise<T>): Promise<T> {
     const taskQueue = `${name}-${Date.now()}`;

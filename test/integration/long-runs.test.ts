@@ -2,21 +2,18 @@
 // 300-turn run whose tool returns 60 KiB each time completes, continues as new, and keeps the
 // history bytes per turn flat (the conversation and the outputs stay in the side store); the
 // model reads the whole conversation back by reference every turn.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
 import { createModelActivities } from '../../src/activities/model-turn';
 import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
-import { createLocalEnv, type LocalTestEnv } from '../helpers/temporal';
+import type { LocalTestEnv } from '../helpers/temporal';
+import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';
 
 const TURNS = 300;
 const PAGE_BYTES = 60 * 1024;
@@ -65,25 +62,17 @@ interface RunFigures {
 }
 
 describe('long runs (issue 11): 300 turns of 60 KiB results on a real server', () => {
+  let real: RealAgentEnv;
   let env: LocalTestEnv;
-  let dir: string;
   let store: CheckpointStore;
   let bundle: WorkflowBundleWithSourceMap;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ttc-long-runs-'));
-    [env, store, bundle] = await Promise.all([
-      createLocalEnv(),
-      openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`),
-      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } }),
-    ]);
+    real = await startRealAgentEnv('ttc-long-runs-');
+    ({ env, store, bundle } = real);
   }, 120_000);
 
-  afterAll(async () => {
-    await store?.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => real?.stop());
 
   /** Every run of the chain that ends in `lastRunId`, oldest first, with its history figures. */
   async function chainFigures(workflowId: string, lastRunId: string): Promise<RunFigures[]> {

@@ -7,10 +7,7 @@
  * the providers accept (`^[a-zA-Z0-9_-]{1,64}$`, OpenAI ids ≤ 40), ids unique, and every tool
  * result paired with a call of the assistant message just before it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
 import { createModelActivities } from '../../src/activities/model-turn';
@@ -18,11 +15,12 @@ import { AnthropicModel } from '../../src/model/anthropic-model';
 import { OpenAiModel } from '../../src/model/openai-model';
 import { toolSpecFromZod, type ToolSpecs } from '../../src/model/tool-specs';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow } from '../../src/workflows';
 import type { AgentWorkflowInput, AgentWorkflowResult } from '../../src/workflows/types';
 import { LoopbackLlm, ok, type LoopbackApi } from '../helpers/loopback-llm';
-import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { completion, message, toolUse, type FnCall } from '../helpers/provider-wire';
+import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';
 
 // ERROR: the workflow's WARN per failed call and the worker's per failed activity attempt are expected here.
 installQuietTemporalRuntime('ERROR');
@@ -88,50 +86,10 @@ const TOOL_NAMES = ['list_tickets', 'close_ticket', 'list_dir'];
 // ---------------------------------------------------------------------------------------------
 // Wire bodies as the providers send them
 
-interface FnCall {
-  readonly id: string;
-  readonly name: string;
-  readonly arguments: string;
-}
-function completion(message: { content?: string | null; calls?: FnCall[] }, finish_reason: string): unknown {
-  return {
-    id: 'chatcmpl-quirk-wf',
-    object: 'chat.completion',
-    created: 1767261600,
-    model: 'gpt-4o-2024-08-06',
-    choices: [{
-      index: 0,
-      message: {
-        role: 'assistant',
-        content: message.content ?? null,
-        refusal: null,
-        ...(message.calls ? { tool_calls: message.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
-        annotations: [],
-      },
-      logprobs: null,
-      finish_reason,
-    }],
-    usage: { prompt_tokens: 80, completion_tokens: 20, total_tokens: 100 },
-    system_fingerprint: 'fp_loopback',
-  };
-}
 const fnCall = (id: string, name: string, args: string): FnCall => ({ id, name, arguments: args });
 const openAiCalls = (...calls: FnCall[]) => ok(completion({ calls }, 'tool_calls'));
 const openAiText = (text: string) => ok(completion({ content: text }, 'stop'));
 
-function message(content: unknown[], stop_reason: string): unknown {
-  return {
-    id: 'msg_01QuirkWorkflow',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content,
-    stop_reason,
-    stop_sequence: null,
-    usage: { input_tokens: 80, output_tokens: 20 },
-  };
-}
-const toolUse = (id: string, name: string, input: unknown) => ({ type: 'tool_use', id, name, input });
 const text = (t: string) => ({ type: 'text', text: t });
 const anthropicText = (t: string) => ok(message([text(t)], 'end_turn'));
 
@@ -208,26 +166,18 @@ function anthropicPairs(body: unknown): Pair[] {
 // ---------------------------------------------------------------------------------------------
 // The dev server, the store, the bundle (once); a loopback server per test.
 
+let real: RealAgentEnv;
 let env: LocalTestEnv;
-let dir: string;
 let store: CheckpointStore;
 let bundle: WorkflowBundleWithSourceMap;
 let server: LoopbackLlm;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'ttc-quirks-wf-'));
-  [env, store, bundle] = await Promise.all([
-    createLocalEnv(),
-    openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } }),
-  ]);
+  real = await startRealAgentEnv('ttc-quirks-wf-');
+  ({ env, store, bundle } = real);
 }, 180_000);
 
-afterAll(async () => {
-  await store?.close();
-  await env?.teardown();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => real?.stop());
 
 beforeEach(async () => {
   effects = [];

@@ -17,6 +17,7 @@ import { parseTranscript } from '../../src/model/transcript';
 import type { JsonValue } from '../../src/checkpoint/types';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { LoopbackLlm, ok } from '../helpers/loopback-llm';
+import { completion, message, toolUse } from '../helpers/provider-wire';
 
 const API_KEY = 'sk-loopback-quirks';
 const obj = (properties: Record<string, unknown> = {}, required: string[] = []) => ({ type: 'object' as const, properties: properties as never, required, additionalProperties: false });
@@ -49,46 +50,6 @@ const user: ConversationMessage = { role: 'user', text: 'Tidy up the tickets.' }
 // ---------------------------------------------------------------------------------------------
 // Wire bodies as the providers send them
 
-interface FnCall {
-  id: string;
-  name: string;
-  arguments: unknown;
-}
-function completion(message: { content?: string | null; refusal?: string | null; calls?: FnCall[] }, finish_reason: string): unknown {
-  return {
-    id: 'chatcmpl-quirk',
-    object: 'chat.completion',
-    created: 1767261600,
-    model: 'gpt-4o-2024-08-06',
-    choices: [{
-      index: 0,
-      message: {
-        role: 'assistant',
-        content: message.content ?? null,
-        refusal: message.refusal ?? null,
-        ...(message.calls ? { tool_calls: message.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
-        annotations: [],
-      },
-      logprobs: null,
-      finish_reason,
-    }],
-    usage: { prompt_tokens: 80, completion_tokens: 20, total_tokens: 100 },
-    system_fingerprint: 'fp_loopback',
-  };
-}
-function message(content: unknown[], stop_reason: string): unknown {
-  return {
-    id: 'msg_01QuirkLoopback',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content,
-    stop_reason,
-    stop_sequence: null,
-    usage: { input_tokens: 80, output_tokens: 20 },
-  };
-}
-const toolUse = (id: string, name: string, input: unknown) => ({ type: 'tool_use', id, name, input });
 
 /** The conversation as the agent workflow keeps it after a turn: the assistant message and one result per call. */
 function after(history: readonly ConversationMessage[], result: ModelTurnResult, content: (toolName: string) => { content: string | Record<string, string>; isError: boolean }): ConversationMessage[] {
