@@ -155,6 +155,9 @@ export class Repetition {
     const config = this.stack.config(this.taskQueue);
     const input = scriptedRunInput(config, transcriptFor(this.tag, calls), {
       prompt: `crash harness ${this.scenarioId} #${this.index}`,
+      // The windows are defined in call order ("kill after the effects of the first two"):
+      // one call at a time, as before issue 11 made a turn's calls run concurrently by default.
+      toolConcurrency: 1,
       ...(options.approvalRequired ? { approvalRequired: options.approvalRequired } : {}),
     });
     const activityOptions = {

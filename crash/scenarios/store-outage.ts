@@ -2,7 +2,8 @@
  * The side store becomes unavailable before a send_email is claimed: PostgreSQL is stopped
  * (pg_ctl stop -m fast), or the SQLite file is held under `BEGIN EXCLUSIVE` by another
  * connection so no write can take the lock. Every attempt fails closed (STORE_UNAVAILABLE):
- * no email is sent without a durable claim. When the store returns, the run continues and the
+ * no email is sent without a durable claim. Since issue 11 the run's first model turn reads its
+ * conversation from the store, so it is usually the model turn that fails closed and waits. When the store returns, the run continues and the
  * email is sent once.
  *
  * A synchronous SQLite wait blocks the worker's event loop; the crash workers' busy timeout
@@ -35,12 +36,16 @@ export const storeOutageScenario: Scenario = {
     try {
       const handle = await rep.start([call]);
       const failures = new Set<string>();
+      const kinds = new Set<string>();
       let attempts = 0;
       const until = Date.now() + OUTAGE_MS;
       while (Date.now() < until) {
         const pending = (await handle.describe().catch(() => null))?.raw.pendingActivities ?? [];
+        // The model turn needs the store too since issue 11 (it reads the conversation from it):
+        // whichever of the run's activities is pending must fail closed.
         for (const activity of pending) {
-          if (!isToolCallActivityType(activity.activityType?.name)) continue;
+          const kind = isToolCallActivityType(activity.activityType?.name) ? 'tool call' : activity.activityType?.name ?? 'activity';
+          kinds.add(kind);
           attempts = Math.max(attempts, activity.attempt ?? 0);
           const type = activity.lastFailure?.applicationFailureInfo?.type;
           if (type) failures.add(type);
@@ -48,7 +53,10 @@ export const storeOutageScenario: Scenario = {
         await sleep(250);
       }
       x.equal(await rep.effectCounts([call]), [0], 'emails sent while the store was unavailable');
-      x.check(failures.has('STORE_UNAVAILABLE'), `the tool call failed closed with STORE_UNAVAILABLE while the store was down (saw ${[...failures].join(', ') || 'no failure'} over ${attempts} attempt(s))`);
+      x.check(
+        failures.has('STORE_UNAVAILABLE'),
+        `the run's activities (${[...kinds].join(', ') || 'none seen'}) failed closed with STORE_UNAVAILABLE while the store was down (saw ${[...failures].join(', ') || 'no failure'} over ${attempts} attempt(s))`,
+      );
       await restore();
       restored = true;
       const restoredAt = Date.now();
