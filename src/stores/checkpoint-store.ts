@@ -124,8 +124,9 @@ export interface CheckpointStore {
    * Replaces the record with `next`'s key only if its stored revision is `expectedRevision`
    * and, when `expected` is given, its stored body is still exactly the body `expected` was
    * read from (or written as), atomically: one conditional UPDATE on the key, the revision
-   * column and a SHA-256 of the body. `next.revision` must be `expectedRevision + 1` (what
-   * every transition returns).
+   * column and a SHA-256 of the body. `next.revision` must be above `expectedRevision`:
+   * `expectedRevision + 1` for one transition, + n for n transitions composed into one write
+   * (`../checkpoint/compose`, SPEC §9).
    *
    * `expected` is the record the transition was computed from, as this store instance returned
    * it (`get`, `getByCall`, `createIfAbsent`, `listByStatus`) or wrote it (a `next` whose CAS

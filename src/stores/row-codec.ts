@@ -276,8 +276,9 @@ export function assertCallArguments(namespace: unknown, callId: unknown): void {
 }
 
 /**
- * Checks the arguments of `compareAndSwap`: an integer `expectedRevision` and a valid `next`
- * with `revision === expectedRevision + 1`.
+ * Checks the arguments of `compareAndSwap`: an integer `expectedRevision` and a `next` with a
+ * higher revision (`expectedRevision + 1` for one transition, + n for n composed ones: see
+ * `../checkpoint/compose`).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT.
  */
@@ -285,8 +286,8 @@ export function assertCasArguments(expectedRevision: unknown, next: CheckpointRe
   if (typeof expectedRevision !== 'number' || !Number.isSafeInteger(expectedRevision) || expectedRevision < 0) {
     throw new CheckpointError('INVALID_ARGUMENT', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`, { field: 'expectedRevision' });
   }
-  if (typeof next !== 'object' || next === null || next.revision !== expectedRevision + 1) {
-    throw new CheckpointError('INVALID_ARGUMENT', `next.revision must be expectedRevision + 1 (${expectedRevision + 1}), got ${String((next as { revision?: unknown } | null)?.revision)}`, {
+  if (typeof next !== 'object' || next === null || typeof next.revision !== 'number' || !(next.revision > expectedRevision)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `next.revision must be above expectedRevision (at least ${expectedRevision + 1}), got ${String((next as { revision?: unknown } | null)?.revision)}`, {
       field: 'next.revision',
       expected: expectedRevision + 1,
     });

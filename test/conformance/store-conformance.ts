@@ -225,7 +225,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await target.raw.count()).toBe(0);
       });
 
-      test('next.revision must be expectedRevision + 1: INVALID_ARGUMENT, nothing written', async () => {
+      test('next.revision must be above expectedRevision: INVALID_ARGUMENT, nothing written', async () => {
         const binding = makeBinding();
         const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: at(0) }))).record;
         const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
