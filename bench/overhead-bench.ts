@@ -1,123 +1,306 @@
 /**
- * `npm run bench:overhead` (issue 4): the same workflow with N sequential tool calls, as plain
- * activities and as fenced activities (SQLite store, PostgreSQL store), on one Temporal dev
- * server in one run. Prints latency per call, the fenced/plain ratio, and durable writes per
- * fresh call. Rounds are interleaved (plain, sqlite, postgres, plain, …) so drift hits all
- * three alike. Options: BENCH_CALLS (default 100), BENCH_ROUNDS (default 5).
+ * `npm run bench:overhead` (issues 4 and 12): what the fence costs per tool call, against honest
+ * baselines, side by side in one run.
+ *
+ *  1. The same workflow with N sequential tool calls as plain activities and as fenced
+ *     activities (SQLite store, PostgreSQL store), on two Temporal dev servers at once: one
+ *     persistent (`--db-filename`, what `ttc dev` runs) and one in-memory (no database file,
+ *     where a plain activity is fastest, so the store's share shows). Rounds are interleaved
+ *     (every server × variant once per round) so drift hits all alike. Per server and variant:
+ *     ms per call, ratio to plain on the same server, durable writes per fresh call (store
+ *     operations that wrote: an insert that created, a compare-and-swap that won, a conversation
+ *     append), transitions per fresh call (revision steps those writes carried: composed writes
+ *     carry several), fsyncs per call the SQLite store counted, and store ms per call.
+ *  2. The floor, in the same rounds: one fsync'd SQLite commit and one PostgreSQL autocommit
+ *     insert (bench/durable-floor.ts); store ms per call is printed as a multiple of 2 × floor
+ *     (a fresh call needs two durable writes: the claim and the result).
+ *  3. Event-loop delay (`perf_hooks.monitorEventLoopDelay`, resolution 1 ms) of this process,
+ *     which hosts the workers, while one worker runs 16 concurrent calls, per variant.
+ *  4. The targets of issue 12, met or not.
+ *
+ * Options (environment): BENCH_CALLS calls per workflow (default 100), BENCH_ROUNDS (default 5),
+ * BENCH_SERVERS (default `persistent,memory`), BENCH_FLOOR_WRITES floor samples per store per
+ * round (default 100), BENCH_ELD_CALLS calls in the event-loop section (default 640),
+ * BENCH_ELD_CONCURRENCY (default 16), BENCH_SKIP_POSTGRES=1, DATABASE_URL (else a private
+ * PostgreSQL server is started), BENCH_MARKDOWN=1 (tables as Markdown, for docs/performance.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, openCheckpointStore, type CheckpointRecord, type CheckpointStore } from '../src';
-import { startDevServer } from '../src/dev/dev-server';
-import { startPostgres } from '../test/helpers/postgres';
-import { printTable } from '../src/cli/table';
+import { startDevServer, type DevServer } from '../src/dev/dev-server';
+import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from '../test/helpers/postgres';
+import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, type FloorSampler } from './durable-floor';
+import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SERVERS = (process.env.BENCH_SERVERS ?? 'persistent,memory').split(',').map((s) => s.trim()) as Array<'persistent' | 'memory'>;
+const FLOOR_WRITES = Number(process.env.BENCH_FLOOR_WRITES ?? 100);
+const ELD_CALLS = Number(process.env.BENCH_ELD_CALLS ?? 640);
+const ELD_CONCURRENCY = Number(process.env.BENCH_ELD_CONCURRENCY ?? 16);
+const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
 
+/** Targets of issue 12. */
+const TARGET_RATIO_MEMORY = 1.1;
+const TARGET_STORE_MS = { sqlite: 1.0, postgres: 2.0 } as const;
+/** "never blocks the worker's event loop for longer than a few milliseconds": read as p99 ≤ 5 ms. */
+const TARGET_ELD_P99_MS = 5;
+
+/** What the counting wrapper saw. */
 interface Counter {
+  /** Store operations that wrote durably (insert that created, compare-and-swap that won, conversation append). */
   writes: number;
-  /** Wall time spent inside store calls, ms. */
+  /** Revision steps those writes carried (a composed compare-and-swap of +3 is 3). */
+  transitions: number;
+  /** Store operations of any kind (reads included). */
+  operations: number;
+  /** Wall time spent inside store calls, ms (reads included). */
   storeMs: number;
 }
+const zero = (): Counter => ({ writes: 0, transitions: 0, operations: 0, storeMs: 0 });
 
-/** Counts durable writes (create-if-absent that created, successful compare-and-swaps) and time spent in the store. */
-function countingStore(store: CheckpointStore, counter: Counter): CheckpointStore {
-  const timed = async <T>(work: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await work();
-    } finally {
-      counter.storeMs += performance.now() - started;
-    }
-  };
-  return {
-    createIfAbsent: async (record: CheckpointRecord) => {
-      const r = await timed(() => store.createIfAbsent(record));
-      if (r.created) counter.writes += 1;
-      return r;
+/**
+ * Wraps every method of `store` (a Proxy, so methods added later are timed too) and counts
+ * durable writes: `createIfAbsent` that created (one insert, however many steps the inserted
+ * record carries: `createClaimed` inserts create + claim, revision 1), `compareAndSwap` that
+ * returned true (one conditional UPDATE, whatever `next.revision - expectedRevision` is), and
+ * `putConversationEntries` with entries. `counter()` is read at every call, so the caller can
+ * swap counters between phases.
+ */
+function countingStore(store: CheckpointStore, counter: () => Counter): CheckpointStore {
+  return new Proxy(store, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      if (prop === 'close') return method.bind(target);
+      return async (...args: unknown[]) => {
+        const c = counter();
+        const started = performance.now();
+        try {
+          const result = await method.apply(target, args);
+          if (prop === 'createIfAbsent' && (result as { created: boolean }).created) {
+            c.writes += 1;
+            c.transitions += 1 + (result as { record: CheckpointRecord }).record.revision;
+          } else if (prop === 'compareAndSwap' && result === true) {
+            c.writes += 1;
+            c.transitions += (args[1] as CheckpointRecord).revision - (args[0] as number);
+          } else if (prop === 'putConversationEntries' && (args[1] as unknown[]).length > 0) {
+            c.writes += 1;
+          }
+          return result;
+        } finally {
+          c.operations += 1;
+          c.storeMs += performance.now() - started;
+        }
+      };
     },
-    compareAndSwap: async (expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord) => {
-      const ok = await timed(() => store.compareAndSwap(expectedRevision, next, expected));
-      if (ok) counter.writes += 1;
-      return ok;
-    },
-    get: (b) => store.get(b),
-    listByStatus: (s, o) => store.listByStatus(s, o),
-    prune: (o) => store.prune(o),
-    close: () => store.close(),
-  } as CheckpointStore;
+  });
+}
+
+type StoreKind = 'sqlite' | 'postgres';
+
+interface Variant {
+  readonly server: 'persistent' | 'memory';
+  readonly name: string;
+  readonly kind: StoreKind | null;
+  readonly queue: string;
+  readonly counter: Counter;
+  /** ms per call of each round. */
+  readonly samples: number[];
+  /** fsyncs the database saw during the measured rounds. */
+  fsyncs: number;
+  readonly client: Client;
+}
+
+interface StoreUnderTest {
+  readonly kind: StoreKind;
+  readonly store: CheckpointStore;
+  /** fsyncs the database has done so far (SQLite: the store's commits; PostgreSQL: pg_stat_wal.wal_sync), or null when unknown. */
+  fsyncs(): Promise<number | null>;
+  readonly floor: FloorSampler;
+  readonly floorSamples: number[];
 }
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-overhead-'));
-  const server = await startDevServer();
-  const pg = process.env.DATABASE_URL ? null : await startPostgres();
-  const pgUrl = process.env.DATABASE_URL ?? pg!.url;
-  const echo = defineTool({ name: 'echo', revision: 'v1', input: z.object({ i: z.number().int() }), async execute(input) {
-    return { output: { i: input.i } };
-  } });
-  const connection = await NativeConnection.connect({ address: server.address });
-  const client = new Client({ connection: await (await import('@temporalio/client')).Connection.connect({ address: server.address }) });
-  const variants: Array<{ name: string; queue: string; counter: Counter; store?: CheckpointStore }> = [
-    { name: 'plain activity', queue: 'bench-plain', counter: { writes: 0, storeMs: 0 } },
-    { name: 'fenced (SQLite)', queue: 'bench-sqlite', counter: { writes: 0, storeMs: 0 }, store: await openCheckpointStore(`sqlite:${join(dir, 'bench.db')}`) },
-    { name: 'fenced (PostgreSQL)', queue: 'bench-postgres', counter: { writes: 0, storeMs: 0 }, store: await openCheckpointStore(pgUrl) },
-  ];
-  const workers = await Promise.all(
-    variants.map((v) =>
-      Worker.create({
-        connection,
-        taskQueue: v.queue,
-        workflowsPath: require.resolve('./overhead-workflows'),
-        activities: {
-          plainTool: async (input: { i: number }) => ({ ok: true as const, output: { i: input.i } }),
-          ...(v.store ? createToolActivities({ store: countingStore(v.store, v.counter), tools: [echo] }) : {}),
-        },
-      }),
-    ),
-  );
-  const running = workers.map((w) => w.run());
-  const samples = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+  const cleanups: Array<() => Promise<unknown>> = [];
   try {
-    const runOnce = async (v: (typeof variants)[number], n: number, tag: string): Promise<number> => {
-      const started = performance.now();
-      await client.workflow.execute('sequentialCalls', { taskQueue: v.queue, workflowId: `${v.queue}-${tag}-${Date.now()}`, args: [v.store ? 'fenced' : 'plain', n] });
-      return (performance.now() - started) / n;
-    };
-    for (const v of variants) await runOnce(v, 10, 'warmup');
-    for (const v of variants) Object.assign(v.counter, { writes: 0, storeMs: 0 });
-    for (let round = 0; round < ROUNDS; round += 1) {
-      for (const v of variants) samples.get(v.name)!.push(await runOnce(v, CALLS, `r${round}`));
+    // Side stores and their floors.
+    const stores: StoreUnderTest[] = [];
+    const sqlite = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    cleanups.push(() => sqlite.close());
+    const sqliteStats = (sqlite as unknown as { stats?: () => { commits: number } }).stats;
+    const sqliteFloorSampler = sqliteFloor(dir);
+    cleanups.push(() => sqliteFloorSampler.close());
+    stores.push({ kind: 'sqlite', store: sqlite, fsyncs: async () => (typeof sqliteStats === 'function' ? sqliteStats.call(sqlite).commits : null), floor: sqliteFloorSampler, floorSamples: [] });
+    if (!SKIP_POSTGRES) {
+      let pgServer: PostgresServer | undefined;
+      if (!process.env.DATABASE_URL) {
+        pgServer = await startPostgres();
+        cleanups.push(() => pgServer!.stop());
+      }
+      const database: TestDatabase = await createTestDatabase(process.env.DATABASE_URL ?? pgServer!.url);
+      cleanups.push(() => database.drop());
+      const postgres = await openCheckpointStore(database.url, { poolSize: ELD_CONCURRENCY });
+      cleanups.push(() => postgres.close());
+      const floor = await postgresFloor(database.url);
+      cleanups.push(() => floor.close());
+      // pg_stat_wal is reported by backends late (when idle a while, or at exit): not attributable to one round, so not counted here (bench:store reads it after closing its pool).
+      stores.push({ kind: 'postgres', store: postgres, fsyncs: async () => null, floor, floorSamples: [] });
     }
+
+    const echo = defineTool({ name: 'echo', revision: 'v1', input: z.object({ i: z.number().int() }), async execute(input) {
+      return { output: { i: input.i } };
+    } });
+
+    // Dev servers, each with one worker per variant.
+    const servers = new Map<string, DevServer>();
+    const variants: Variant[] = [];
+    const workers: Worker[] = [];
+    let current: Map<Variant, Counter> | null = null;
+    for (const label of SERVERS) {
+      const server = await startDevServer(label === 'persistent' ? { dbFile: join(dir, 'temporal.db') } : {});
+      cleanups.push(() => server.stop({ signal: 'SIGKILL' }));
+      servers.set(label, server);
+      const connection = await NativeConnection.connect({ address: server.address });
+      cleanups.push(() => connection.close());
+      const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+      cleanups.push(() => client.connection.close());
+      for (const s of [null, ...stores]) {
+        const name = s === null ? 'plain activity' : `fenced (${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`;
+        const variant: Variant = { server: label, name, kind: s?.kind ?? null, queue: `bench-${label}-${s?.kind ?? 'plain'}`, counter: zero(), samples: [], fsyncs: 0, client };
+        variants.push(variant);
+        const counted = s === null ? null : countingStore(s.store, () => current?.get(variant) ?? variant.counter);
+        workers.push(
+          await Worker.create({
+            connection,
+            taskQueue: variant.queue,
+            workflowsPath: require.resolve('./overhead-workflows'),
+            activities: {
+              plainTool: async (input: { i: number }) => ({ ok: true as const, output: { i: input.i } }),
+              ...(counted ? createToolActivities({ store: counted, tools: [echo] }) : {}),
+            },
+          }),
+        );
+      }
+    }
+    const running = workers.map((w) => w.run());
+    cleanups.push(async () => {
+      for (const w of workers) w.shutdown();
+      await Promise.all(running);
+    });
+
+    const runWorkflow = async (v: Variant, type: 'sequentialCalls' | 'concurrentCalls', args: unknown[], tag: string): Promise<number> => {
+      const started = performance.now();
+      await v.client.workflow.execute(type, { taskQueue: v.queue, workflowId: `${v.queue}-${tag}-${Date.now()}`, args: [v.kind ? 'fenced' : 'plain', ...args] });
+      return performance.now() - started;
+    };
+
+    // Warm-up (workflow bundle, connections, JIT), then the interleaved rounds.
+    const scratch = new Map<Variant, Counter>(variants.map((v) => [v, zero()]));
+    current = scratch;
+    for (const v of variants) await runWorkflow(v, 'sequentialCalls', [10], 'warmup');
+    for (const s of stores) await s.floor.sample(10);
+    current = null;
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const v of variants) {
+        const store = stores.find((s) => s.kind === v.kind);
+        const before = await store?.fsyncs();
+        v.samples.push((await runWorkflow(v, 'sequentialCalls', [CALLS], `r${round}`)) / CALLS);
+        const after = await store?.fsyncs();
+        if (typeof before === 'number' && typeof after === 'number') v.fsyncs += after - before;
+        else v.fsyncs = Number.NaN;
+      }
+      for (const s of stores) s.floorSamples.push(...(await s.floor.sample(FLOOR_WRITES)));
+    }
+
+    // Event-loop delay under 16 concurrent calls, on the in-memory server when there is one.
+    const eldServer = SERVERS.includes('memory') ? 'memory' : SERVERS[0]!;
+    const eld: Array<{ v: Variant; callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number }> = [];
+    for (const v of variants.filter((x) => x.server === eldServer)) {
+      const counter = zero();
+      current = new Map([[v, counter]]);
+      const histogram = monitorEventLoopDelay({ resolution: 1 });
+      histogram.enable();
+      const ms = await runWorkflow(v, 'concurrentCalls', [ELD_CALLS, ELD_CONCURRENCY], 'eld');
+      histogram.disable();
+      current = null;
+      eld.push({ v, callsPerSecond: ELD_CALLS / (ms / 1000), p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6, storeMs: counter.storeMs / ELD_CALLS });
+    }
+
+    // Report.
+    const calls = CALLS * ROUNDS;
+    const floorOf = new Map(stores.map((s) => [s.kind, mean(s.floorSamples)]));
+    heading(`bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `a ${s === 'memory' ? 'in-memory' : 'persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`);
+    printRunHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
+    console.log('');
+    table(
+      ['server', 'variant', 'ms per call (median of rounds)', 'min', 'max', 'ratio to plain', 'durable writes per fresh call', 'transitions per fresh call', 'fsyncs per call (SQLite commits)', 'store ms per call', 'store ms ÷ (2 × floor)'],
+      variants.map((v) => {
+        const plain = median(variants.find((p) => p.server === v.server && p.kind === null)!.samples);
+        const floor = v.kind ? floorOf.get(v.kind)! : Number.NaN;
+        return [
+          v.server === 'memory' ? 'in-memory' : 'persistent',
+          v.name,
+          fixed(median(v.samples)),
+          fixed(Math.min(...v.samples)),
+          fixed(Math.max(...v.samples)),
+          fixed(median(v.samples) / plain, 3),
+          v.kind ? fixed(v.counter.writes / calls) : '0',
+          v.kind ? fixed(v.counter.transitions / calls) : '0',
+          v.kind ? fixed(v.fsyncs / calls) : '0',
+          v.kind ? fixed(v.counter.storeMs / calls, 3) : '0',
+          v.kind ? `${fixed(v.counter.storeMs / calls / (2 * floor), 2)}×` : '–',
+        ];
+      }),
+    );
+    console.log(`\nstore ms per call: wall time inside store calls (reads included) per call; every call is fresh (a new call id). durable writes: an insert that created, a compare-and-swap that won, a conversation append. transitions: the revision steps they carried. fsyncs (database): SQLite commits the store counted (– for PostgreSQL: pg_stat_wal is reported late, see bench:store).`);
+
+    heading(`The floor: one durable write on this machine (${FLOOR_WRITES} writes per store per round, ${ROUNDS} rounds, interleaved with the rounds above; ${FLOOR_ROW_BYTES}-byte rows)`);
+    table(
+      ['write', 'mean ms', 'p50 ms', 'p99 ms', '2 × floor (mean) ms'],
+      stores.map((s) => [s.floor.label, fixed(mean(s.floorSamples), 3), fixed(median(s.floorSamples), 3), fixed(quantile(s.floorSamples, 0.99), 3), fixed(2 * mean(s.floorSamples), 3)]),
+    );
+
+    heading(`Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls, ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay, resolution 1 ms; the process also hosts the idle workers of the other variants and the client)`);
+    table(
+      ['variant', 'calls/s', 'store ms per call', 'event-loop delay p50 ms', 'p99 ms', 'max ms'],
+      eld.map((e) => [e.v.name, fixed(e.callsPerSecond, 0), e.v.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max)]),
+    );
+
+    heading('Targets (issue 12)');
+    const targets: Array<[string, string, boolean]> = [];
+    const memoryPlain = variants.find((v) => v.server === 'memory' && v.kind === null);
+    for (const v of variants.filter((x) => x.kind !== null)) {
+      if (v.server === 'memory' && memoryPlain) {
+        const ratio = median(v.samples) / median(memoryPlain.samples);
+        targets.push([`${v.name}: fenced/plain ≤ ${TARGET_RATIO_MEMORY.toFixed(2)} on the in-memory server`, fixed(ratio, 3), ratio <= TARGET_RATIO_MEMORY]);
+      }
+    }
+    for (const v of variants.filter((x) => x.kind !== null && x.server === (SERVERS.includes('memory') ? 'memory' : SERVERS[0]))) {
+      const storeMs = v.counter.storeMs / calls;
+      targets.push([`${v.name}: store ms per fresh call ≤ ${TARGET_STORE_MS[v.kind!].toFixed(1)}`, fixed(storeMs, 3), storeMs <= TARGET_STORE_MS[v.kind!]]);
+      const writes = v.counter.writes / calls;
+      targets.push([`${v.name}: ≤ 2 durable writes per fresh call`, fixed(writes), writes <= 2]);
+    }
+    for (const e of eld.filter((x) => x.v.kind !== null)) {
+      targets.push([`${e.v.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`, `${fixed(e.p99)} ms (max ${fixed(e.max)} ms)`, e.p99 <= TARGET_ELD_P99_MS]);
+    }
+    table(['target', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
   } finally {
-    for (const w of workers) w.shutdown();
-    await Promise.all(running);
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error('cleanup:', error));
+    rmSync(dir, { recursive: true, force: true });
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const plain = median(samples.get('plain activity')!);
-  console.log(`\n${CALLS} sequential tool calls per workflow, ${ROUNDS} interleaved rounds, one dev server (${server.address}); median per call:\n`);
-  printTable(
-    ['variant', 'ms per call (median)', 'min', 'max', 'ratio to plain', 'durable writes per fresh call', 'store ms per call'],
-    variants.map((v) => {
-      const xs = samples.get(v.name)!;
-      return [v.name, median(xs).toFixed(2), Math.min(...xs).toFixed(2), Math.max(...xs).toFixed(2), (median(xs) / plain).toFixed(3), v.store ? (v.counter.writes / (CALLS * ROUNDS)).toFixed(2) : '0', v.store ? (v.counter.storeMs / (CALLS * ROUNDS)).toFixed(2) : '0'];
-    }),
-  );
-  for (const v of variants) await v.store?.close();
-  await connection.close();
-  await client.connection.close();
-  await server.stop({ signal: 'SIGKILL' });
-  await pg?.stop();
-  rmSync(dir, { recursive: true, force: true });
 }
 
-main().catch((error) => {
+main().catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

@@ -20,3 +20,18 @@ export async function sequentialCalls(mode: 'plain' | 'fenced', n: number): Prom
   }
   return n;
 }
+
+/** N tool calls with `width` in flight at all times (the event-loop section: 16 concurrent calls on one worker). */
+export async function concurrentCalls(mode: 'plain' | 'fenced', n: number, width: number): Promise<number> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < n) {
+      const i = next++;
+      const callId = `call-${i}`;
+      if (mode === 'plain') await activities.plainTool({ i });
+      else await proxyActivities<BenchActivities>({ ...options, summary: toolCallSummary('echo', callId) }).echo({ tenant: 'bench', callId, input: { i } });
+    }
+  };
+  await Promise.all(Array.from({ length: width }, lane));
+  return n;
+}

@@ -1,17 +1,27 @@
 /**
- * Side-store benchmark (`npm run bench:store`): full call lifecycles per second (create →
- * claim → complete → claim delivery → complete delivery, five durable writes each) for SQLite
- * (a file with crash-safe settings: WAL, synchronous = FULL) and PostgreSQL (fsync on), at 1,
- * 4 and 16 concurrent clients in one process, plus durable writes per lifecycle: fsynced
- * commits (SQLite: the store's commit count; PostgreSQL: `pg_stat_wal.wal_sync`).
+ * Side-store benchmark (`npm run bench:store`): call lifecycles per second for SQLite (a file
+ * with crash-safe settings: WAL, synchronous = FULL) and PostgreSQL (fsync on), at 1, 4 and 16
+ * concurrent clients in one process, plus durable writes per lifecycle: fsynced commits (SQLite:
+ * the store's commit count; PostgreSQL: `pg_stat_wal.wal_sync`, read after the measured pool
+ * has closed, since backends report it late).
+ *
+ * Two lifecycles (SPEC §9, issue 12):
+ *  - `fresh call (2 writes)`, what the fence does for a fresh call now: insert the claimed record
+ *    (`createClaimed`: create + claimExecution, revision 1), then one compare-and-swap of
+ *    `completeAndDeliver` (completeExecution + claimDelivery + completeDelivery, revision 4),
+ *    passing the record read as `expected`, as the fence does;
+ *  - `5 writes (before issue 12)`, for comparison: create → claim → complete → claim delivery →
+ *    complete delivery, one write each.
  *
  * PostgreSQL: DATABASE_URL when set, else a private server started with
  * `test/helpers/postgres.ts`. Environment: BENCH_SECONDS (per row, default 3),
- * BENCH_SKIP_POSTGRES=1 to measure SQLite only.
+ * BENCH_SKIP_POSTGRES=1 to measure SQLite only, BENCH_SKIP_OLD=1 to skip the 5-write rows,
+ * BENCH_MARKDOWN=1 to print the table as Markdown.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { completeAndDeliver, createClaimed } from '../src/checkpoint/compose';
 import { fingerprintInput } from '../src/checkpoint/digest';
 import { createCheckpoint } from '../src/checkpoint/record';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution } from '../src/checkpoint/transitions';
@@ -19,13 +29,29 @@ import type { CheckpointStore, CheckpointStoreOptions } from '../src/stores/chec
 import { openCheckpointStore } from '../src/stores/open-checkpoint-store';
 import type { SqliteCheckpointStore } from '../src/stores/sqlite-store';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
+import { printRunHeader, table, verdict } from './report';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CLIENTS = [1, 4, 16] as const;
+const SKIP_OLD = process.env.BENCH_SKIP_OLD === '1';
 const SEALED: CheckpointStoreOptions = { hmacKey: Buffer.alloc(32, 1), keyId: 'bench-seal', encryptionKey: Buffer.alloc(32, 2), encryptionKeyId: 'bench-enc' };
+
+type Kind = 'fresh' | 'five';
+const KINDS: Record<Kind, { label: string; writes: number; run: (store: CheckpointStore, client: number, n: number) => Promise<void> }> = {
+  fresh: { label: 'fresh call (2 writes)', writes: 2, run: freshCall },
+  five: { label: '5 writes (before issue 12)', writes: 5, run: lifecycle },
+};
+
+/** The rows to measure per store: the fresh-call lifecycle at every client count and sealed + encrypted at 16; the old one at 1 and 16. */
+const PLAN: ReadonlyArray<readonly [Kind, number, CheckpointStoreOptions, string]> = [
+  ...CLIENTS.map((c) => ['fresh', c, {}, 'plain'] as const),
+  ['fresh', 16, SEALED, 'sealed+encrypted'] as const,
+  ...(SKIP_OLD ? [] : ([1, 16] as const).map((c) => ['five', c, {}, 'plain'] as const)),
+];
 
 interface Row {
   store: string;
+  kind: Kind;
   clients: number;
   options: string;
   lifecycles: number;
@@ -33,7 +59,20 @@ interface Row {
   durableWrites: number;
 }
 
-/** One full lifecycle through the store; throws if any compare-and-swap loses (nothing competes here). */
+/**
+ * A fresh call as the fence makes it (SPEC §9): the claimed record inserted, then the result and
+ * this attempt's delivery in one compare-and-swap. Throws if either write does not apply.
+ */
+async function freshCall(store: CheckpointStore, client: number, n: number): Promise<void> {
+  const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
+  const attemptId = `a${client}-${n}`;
+  const { created, record } = await store.createIfAbsent(createClaimed(binding, { attemptId, at: new Date().toISOString() }));
+  if (!created) throw new Error('the claim insert found a record with no competitor');
+  const done = completeAndDeliver(record, { attemptId, deliveryId: `d${client}-${n}`, at: new Date().toISOString(), result: { ticket: `T-${n}`, ok: true } });
+  if (!(await store.compareAndSwap(done.expectedRevision, done.next, record))) throw new Error('a compare-and-swap lost with no competitor');
+}
+
+/** The lifecycle before issue 12: five writes (create, then four compare-and-swaps); throws if any compare-and-swap loses (nothing competes here). */
 async function lifecycle(store: CheckpointStore, client: number, n: number): Promise<void> {
   const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
   const now = (): string => new Date().toISOString();
@@ -52,14 +91,14 @@ async function lifecycle(store: CheckpointStore, client: number, n: number): Pro
 }
 
 /** Runs `clients` concurrent loops for `seconds`; returns lifecycles completed and the elapsed time. */
-async function drive(store: CheckpointStore, clients: number, seconds: number): Promise<{ lifecycles: number; seconds: number }> {
+async function drive(store: CheckpointStore, kind: Kind, clients: number, seconds: number): Promise<{ lifecycles: number; seconds: number }> {
   const started = process.hrtime.bigint();
   const deadline = started + BigInt(Math.round(seconds * 1e9));
   let lifecycles = 0;
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
       for (let n = 0; process.hrtime.bigint() < deadline; n += 1) {
-        await lifecycle(store, client, n);
+        await KINDS[kind].run(store, client, n);
         lifecycles += 1;
       }
     }),
@@ -70,12 +109,14 @@ async function drive(store: CheckpointStore, clients: number, seconds: number): 
 async function benchSqlite(rows: Row[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-'));
   try {
-    for (const [clients, options, label] of [...CLIENTS.map((c) => [c, {}, 'plain'] as const), [16, SEALED, 'sealed+encrypted'] as const]) {
-      const store = (await openCheckpointStore(`sqlite:${join(dir, `bench-${clients}-${label}.db`)}`, options)) as SqliteCheckpointStore;
-      await drive(store, clients, 0.3);
-      const before = store.stats().commits;
-      const run = await drive(store, clients, SECONDS);
-      rows.push({ store: 'SQLite (file, WAL, synchronous=FULL)', clients, options: label, ...run, durableWrites: (store.stats().commits - before) / run.lifecycles });
+    for (const [kind, clients, options, label] of PLAN) {
+      const store = (await openCheckpointStore(`sqlite:${join(dir, `bench-${kind}-${clients}-${label}.db`)}`, options)) as SqliteCheckpointStore;
+      // The store's commit counter, when this version of the store has one.
+      const commits = (): number => (typeof store.stats === 'function' ? store.stats().commits : Number.NaN);
+      await drive(store, kind, clients, 0.3);
+      const before = commits();
+      const run = await drive(store, kind, clients, SECONDS);
+      rows.push({ store: 'SQLite (file, WAL, synchronous=FULL)', kind, clients, options: label, ...run, durableWrites: (commits() - before) / run.lifecycles });
       await store.close();
     }
   } finally {
@@ -91,16 +132,23 @@ async function benchPostgres(rows: Row[]): Promise<void> {
     base = server.url;
   }
   try {
-    for (const [clients, options, label] of [...CLIENTS.map((c) => [c, {}, 'plain'] as const), [16, SEALED, 'sealed+encrypted'] as const]) {
+    for (const [kind, clients, options, label] of PLAN) {
       const database = await createTestDatabase(base);
+      // Backends report their WAL statistics late (when idle for a while, or at exit): warm up on
+      // one pool, close it, and read pg_stat_wal only after the measured pool has closed too.
+      const walSyncs = async (): Promise<number> => {
+        await new Promise((r) => setTimeout(r, 500));
+        return withClient(database.url, async (c) => Number((await c.query<{ n: string }>('SELECT wal_sync AS n FROM pg_stat_wal')).rows[0]!.n));
+      };
+      const warm = await openCheckpointStore(database.url, { ...options, poolSize: clients });
+      await drive(warm, kind, clients, 0.3);
+      await warm.close();
       const store = await openCheckpointStore(database.url, { ...options, poolSize: clients });
-      await drive(store, clients, 0.3);
-      const walSyncs = async (): Promise<number> => withClient(database.url, async (c) => Number((await c.query<{ n: string }>('SELECT wal_sync AS n FROM pg_stat_wal')).rows[0]!.n));
       const before = await walSyncs();
-      const run = await drive(store, clients, SECONDS);
-      const after = await walSyncs();
-      rows.push({ store: 'PostgreSQL (pool, fsync on)', clients, options: label, ...run, durableWrites: (after - before) / run.lifecycles });
+      const run = await drive(store, kind, clients, SECONDS);
       await store.close();
+      const after = await walSyncs();
+      rows.push({ store: 'PostgreSQL (pool, fsync on)', kind, clients, options: label, ...run, durableWrites: (after - before) / run.lifecycles });
       await database.drop();
     }
   } finally {
@@ -108,19 +156,34 @@ async function benchPostgres(rows: Row[]): Promise<void> {
   }
 }
 
+/** Targets of issue 12: lifecycles/s of a fresh call at 1 and 16 clients, sealed + encrypted within 1.5× of plain. */
+const TARGETS: Record<string, { 1: number; 16: number }> = { SQLite: { 1: 1_500, 16: 5_000 }, PostgreSQL: { 1: 500, 16: 2_000 } };
+
 function print(rows: Row[]): void {
-  const header = ['store', 'clients', 'records', 'lifecycles/s', 'writes/s', 'durable writes/lifecycle'];
-  const body = rows.map((r) => [r.store, String(r.clients), r.options, Math.round(r.lifecycles / r.seconds).toLocaleString('en-US'), Math.round((5 * r.lifecycles) / r.seconds).toLocaleString('en-US'), r.durableWrites.toFixed(2)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 || i === 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  body.forEach((b) => console.log(line(b)));
-  console.log(`\n${SECONDS}s per row after a 0.3s warm-up; a lifecycle is 5 store writes (1 insert + 4 compare-and-swaps); durable writes = fsynced commits (SQLite: group commits of the store; PostgreSQL: pg_stat_wal.wal_sync).`);
+  table(
+    ['store', 'lifecycle', 'clients', 'records', 'lifecycles/s', 'writes/s', 'durable writes/lifecycle (database)'],
+    rows.map((r) => [r.store, KINDS[r.kind].label, r.clients, r.options, Math.round(r.lifecycles / r.seconds).toLocaleString('en-US'), Math.round((KINDS[r.kind].writes * r.lifecycles) / r.seconds).toLocaleString('en-US'), Number.isFinite(r.durableWrites) ? r.durableWrites.toFixed(2) : '–']),
+  );
+  console.log(`\n${SECONDS}s per row after a 0.3s warm-up. A fresh call is 2 store writes (the claimed insert, one compare-and-swap); the old lifecycle 5 (1 insert + 4 compare-and-swaps). durable writes = fsynced commits (SQLite: group commits of the store; PostgreSQL: pg_stat_wal.wal_sync read after the pool closed, server-wide: includes the WAL writer's background syncs).\n`);
+  const targets: Array<[string, string, boolean]> = [];
+  const rate = (r: Row): number => r.lifecycles / r.seconds;
+  for (const [store, byClients] of Object.entries(TARGETS)) {
+    const of = (clients: number, options: string): Row | undefined => rows.find((r) => r.store.startsWith(store) && r.kind === 'fresh' && r.clients === clients && r.options === options);
+    for (const clients of [1, 16] as const) {
+      const row = of(clients, 'plain');
+      if (row) targets.push([`${store}: ≥ ${byClients[clients].toLocaleString('en-US')} fresh-call lifecycles/s at ${clients} client${clients === 1 ? '' : 's'}`, Math.round(rate(row)).toLocaleString('en-US'), rate(row) >= byClients[clients]]);
+    }
+    const plain = of(16, 'plain');
+    const sealed = of(16, 'sealed+encrypted');
+    if (plain && sealed) targets.push([`${store}: sealed + encrypted within 1.5× of plain (16 clients)`, `${(rate(plain) / rate(sealed)).toFixed(2)}×`, rate(plain) / rate(sealed) <= 1.5]);
+  }
+  table(['target (issue 12)', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
 }
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
+  printRunHeader(`BENCH_SECONDS=${SECONDS} npm run bench:store`);
+  console.log('');
   await benchSqlite(rows);
   if (process.env.BENCH_SKIP_POSTGRES !== '1') await benchPostgres(rows);
   print(rows);
