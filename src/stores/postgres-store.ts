@@ -2,14 +2,31 @@
  * The fleet side store (SPEC §3): PostgreSQL through the `pg` driver and a connection pool.
  * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (and, when the caller
  * passes the record it read, `AND` the SHA-256 of the stored body is that record's; success only
- * when exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus a read.
- * The store creates and upgrades its own table with the versioned steps in `./migrations`,
- * under an advisory lock so concurrent openers do not race.
+ * when exactly one row changed); create-if-absent is one `INSERT … ON CONFLICT DO NOTHING` that
+ * also returns the row it conflicted with. The store creates and upgrades its own table with the
+ * versioned steps in `./migrations`, in one transaction under a transaction-scoped advisory lock
+ * so concurrent openers do not race.
+ *
+ * One round trip per write (issue 12, SPEC §9): every single statement (create-if-absent, CAS,
+ * get, prune) is sent unnamed, as one Parse/Bind/Describe/Execute/Sync flight, autocommitted, with
+ * no BEGIN/COMMIT around it. Only multi-statement work (a conversation-log write, the migration)
+ * runs in a transaction; there BEGIN is pipelined with the first statement (`pg`'s `pipeline`
+ * client option).
+ *
+ * Transaction-mode poolers (PgBouncer `pool_mode = transaction`, RDS Proxy, Supabase and Neon
+ * poolers; issue 12): the store keeps no state in a server session. No named prepared statements
+ * (they live on one server connection; through a pooler they collide, `42P05`, or are missing,
+ * `26000`), no session advisory lock, no session `SET`, and no startup `options` (PgBouncer refuses
+ * an unknown startup parameter unless `ignore_startup_parameters` lists it, and then drops it):
+ * every table, function, operator and type in every statement is qualified (`./pg-statements`),
+ * so nothing depends on the search_path. A URL's own `options` parameter is passed on as given.
  *
  * Fail closed: while the database cannot be reached every call throws STORE_UNAVAILABLE and
- * nothing is claimed. A write whose connection was lost after sending has an unknown outcome;
- * it is settled by re-reading the row (and re-sending the same conditional statement, which can
- * apply at most once), never assumed either way; if that is impossible the call throws
+ * nothing is claimed. A statement the server or the pooler refused wrote nothing: STORE_UNAVAILABLE,
+ * naming the pooler problem when there is one (`details.driverCode` the SQLSTATE, `details.pooler`).
+ * A write whose connection was lost after sending has an unknown outcome (`./pg-errors` tells the
+ * two apart); it is settled by re-reading the row (and re-sending the same conditional statement,
+ * which can apply at most once), never assumed either way; if that is impossible the call throws
  * STORE_OUTCOME_UNKNOWN.
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
@@ -19,6 +36,8 @@ import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
+import { classifyPgError } from './pg-errors';
+import { pgStatements, quoteIdent, type PgStatements } from './pg-statements';
 import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default pool size. */
@@ -27,10 +46,14 @@ export const DEFAULT_POSTGRES_POOL_SIZE = 10;
 export const DEFAULT_POSTGRES_SCHEMA = 'public';
 /** Default time to wait for a connection, in ms. */
 export const DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
-/** Key of the session advisory lock held while migrating (an arbitrary, fixed bigint). */
+/**
+ * Key of the transaction-scoped advisory lock (`pg_advisory_xact_lock`) held while migrating (an
+ * arbitrary, fixed bigint). Transaction-scoped, not a session lock: through a transaction-mode
+ * pooler a session lock stays on whichever server connection took it, and the unlock runs on
+ * another (the next opener then waits for ever).
+ */
 export const MIGRATION_LOCK_ID = '7467636b70740001';
 
-const COLUMNS = 'key, status, revision, updated_at, body';
 const PAGE = 500;
 /** Keys per conversation read (one `= ANY($2)` array each). */
 const KEY_CHUNK = 1_000;
@@ -50,6 +73,14 @@ interface Row extends QueryResultRow {
   body: unknown;
 }
 
+interface CreateRow extends Row {
+  inserted: boolean;
+}
+
+interface PutEntryRow extends EntryRow {
+  inserted: boolean;
+}
+
 /** Thrown inside the store when a statement's outcome is unknown; never leaves the store. */
 class OutcomeUnknown extends Error {
   constructor(readonly driverError: unknown) {
@@ -64,7 +95,7 @@ class OutcomeUnknown extends Error {
 export class PostgresCheckpointStore implements CheckpointStore {
   private closed = false;
 
-  private readonly sql: ReturnType<typeof statements>;
+  private readonly sql: PgStatements;
   private readonly entries: EntryCodec;
 
   private constructor(
@@ -74,7 +105,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     private readonly schema: string,
     options: CheckpointStoreOptions,
   ) {
-    this.sql = statements(schema);
+    this.sql = pgStatements(schema);
     this.entries = new EntryCodec(options);
   }
 
@@ -107,7 +138,9 @@ export class PostgresCheckpointStore implements CheckpointStore {
      
     const pg = require('pg') as typeof import('pg');
     const pool = new pg.Pool({
-      ...pinnedConnection(url),
+      connectionString: checkedUrl(url),
+      // BEGIN is sent with the first statement of a transaction (one round trip); single statements are unaffected.
+      pipeline: true,
       max: poolSize,
       connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
@@ -127,27 +160,31 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return store;
   }
 
+  /**
+   * One statement, one round trip: the insert, and when it conflicts the row it conflicted with
+   * (a second read only when that row was committed concurrently, after the statement's snapshot).
+   */
   async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
     const row = this.codec.encode(record);
+    let rows: CreateRow[];
     try {
-      const inserted = await this.write(this.sql.INSERT, insertParams(row), 'ttc_insert');
-      if (inserted.rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
+      rows = (await this.write<CreateRow>(this.sql.CREATE, insertParams(row))).rows;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       return this.settleInsert(row, record, error.driverError);
     }
-    return { created: false, record: await this.readExisting(row) };
+    return this.created(row, record, rows);
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
-    const rows = await this.read<Row>(this.sql.GET, [key], 'ttc_get');
+    const rows = await this.read<Row>(this.sql.GET, [key]);
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
     assertCallArguments(namespace, callId);
-    const rows = await this.read<Row>(this.sql.GET_BY_CALL, [namespace, callId], 'ttc_get_by_call');
+    const rows = await this.read<Row>(this.sql.GET_BY_CALL, [namespace, callId]);
     return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
   }
 
@@ -156,7 +193,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     const row = this.codec.encode(next);
     const expectedBody = this.codec.expectedBodyDigest(expectedRevision, row.key, expected);
     try {
-      const swapped = (await this.sendCas(row, expectedRevision, expectedBody, true)).rowCount === 1;
+      const swapped = (await this.sendCas(row, expectedRevision, expectedBody)).rowCount === 1;
       if (swapped) this.codec.remember(next, row.body);
       return swapped;
     } catch (error) {
@@ -172,13 +209,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     const records: CheckpointRecord[] = [];
     let cursor: [string, string] | null = null;
     while (records.length < limit) {
-      const rows: Row[] = await this.read<Row>(
-        `SELECT ${COLUMNS} FROM ${this.sql.table}
-         WHERE status = ANY($1::text[]) AND ($2::timestamptz IS NULL OR updated_at < $2)
-           AND ($3::timestamptz IS NULL OR (updated_at, key) > ($3, $4::text))
-         ORDER BY updated_at, key LIMIT $5`,
-        [wanted, olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE],
-      );
+      const rows: Row[] = await this.read<Row>(this.sql.LIST, [wanted, olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE]);
       for (const row of rows) {
         try {
           records.push(this.codec.decode(stored(row)));
@@ -195,7 +226,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async listQuarantined(options: ListQuarantinedOptions = {}): Promise<QuarantinedRow[]> {
-    return scanQuarantined(this.codec, async (after) => (await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key > $1 ORDER BY key LIMIT $2`, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
+    return scanQuarantined(this.codec, async (after) => (await this.read<Row>(this.sql.SCAN, [after, PAGE])).map(stored), PAGE, resolveLimit(options.limit));
   }
 
   async prune(options: PruneOptions): Promise<number> {
@@ -204,7 +235,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
     let deleted = 0;
     if (conversationsOlderThan !== undefined) {
       try {
-        deleted += await this.transaction(async (client) => Number((await client.query<{ n: number }>(this.sql.PRUNE_LOGS, [conversationsOlderThan])).rows[0]?.n ?? 0));
+        // One statement (atomic on its own): no BEGIN/COMMIT around it.
+        deleted += Number((await this.write<{ n: number }>(this.sql.PRUNE_LOGS, [conversationsOlderThan])).rows[0]?.n ?? 0);
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
         throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning conversation logs; they may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
@@ -212,12 +244,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
     let cursor: [string, string] | null = null;
     for (;;) {
-      const rows: Row[] = await this.read<Row>(
-        `SELECT ${COLUMNS} FROM ${this.sql.table}
-         WHERE status = 'delivered' AND updated_at < $1 AND ($2::timestamptz IS NULL OR (updated_at, key) > ($2, $3::text))
-         ORDER BY updated_at, key LIMIT $4`,
-        [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE],
-      );
+      const rows: Row[] = await this.read<Row>(this.sql.PRUNABLE, [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE]);
       const keys: string[] = [];
       const revisions: number[] = [];
       const digests: string[] = [];
@@ -248,11 +275,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * One transaction: insert the entries that are absent (`ON CONFLICT DO NOTHING`, in key
-   * order), then read and compare the ones that existed; any difference rolls everything back.
-   * A concurrent writer of the same key is waited for by the insert, so the comparison sees its
-   * committed value. A lost connection re-sends the whole (idempotent) call; when that cannot
-   * settle it the call throws STORE_OUTCOME_UNKNOWN.
+   * One transaction, two round trips: BEGIN pipelined with one statement that inserts the
+   * entries that are absent (`ON CONFLICT DO NOTHING`, in key order) and returns the ones that
+   * existed; they are compared, and any difference rolls everything back; else COMMIT. A
+   * concurrent writer of the same key is waited for by the insert; its entry, committed after
+   * the statement's snapshot, is read once more before comparing. A lost connection re-sends the
+   * whole (idempotent) call; when that cannot settle it the call throws STORE_OUTCOME_UNKNOWN.
    */
   async putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void> {
     const encoded = encodeEntries(this.entries, logId, entries);
@@ -276,7 +304,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     const unique = [...new Set(keys)];
     const found = new Map<string, JsonValue>();
     for (let i = 0; i < unique.length; i += KEY_CHUNK) {
-      const rows = await this.read<EntryRow>(this.sql.GET_ENTRIES, [logId, unique.slice(i, i + KEY_CHUNK)], 'ttc_get_entries');
+      const rows = await this.read<EntryRow>(this.sql.GET_ENTRIES, [logId, unique.slice(i, i + KEY_CHUNK)]);
       for (const row of rows) found.set(row.entry_key, this.entries.decode({ logId, key: row.entry_key, body: row.body, bytes: row.bytes }).value);
     }
     return keys.map((key) => {
@@ -292,12 +320,18 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   private async insertEntries(client: PoolClient, logId: string, encoded: readonly EncodedEntry[]): Promise<void> {
-    const inserted = await client.query<{ entry_key: string }>(this.sql.INSERT_ENTRIES, [logId, encoded.map((e) => e.key), encoded.map((e) => e.body), encoded.map((e) => e.bytes), new Date().toISOString()]);
-    const fresh = new Set(inserted.rows.map((r) => r.entry_key));
+    const put = await client.query<PutEntryRow>(this.sql.PUT_ENTRIES, [logId, encoded.map((e) => e.key), encoded.map((e) => e.body), encoded.map((e) => e.bytes), new Date().toISOString()]);
+    const fresh = new Set<string>();
+    const stored = new Map<string, EntryRow>();
+    for (const r of put.rows) {
+      if (r.inserted) fresh.add(r.entry_key);
+      else stored.set(r.entry_key, r);
+    }
     const existing = encoded.filter((e) => !fresh.has(e.key));
     if (existing.length === 0) return;
-    const rows = (await client.query<EntryRow>(this.sql.GET_ENTRIES, [logId, existing.map((e) => e.key)])).rows;
-    const stored = new Map(rows.map((r) => [r.entry_key, r]));
+    // Conflicted with an entry committed after the statement's snapshot: read it (a new snapshot).
+    const unseen = existing.filter((e) => !stored.has(e.key)).map((e) => e.key);
+    if (unseen.length > 0) for (const r of (await client.query<EntryRow>(this.sql.GET_ENTRIES, [logId, unseen])).rows) stored.set(r.entry_key, r);
     for (const entry of existing) {
       const row = stored.get(entry.key);
       // Not inserted yet not there: deleted by a concurrent prune; the retry of the call settles it.
@@ -307,20 +341,31 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * Runs `work` in one transaction on one connection: COMMIT when it returns, ROLLBACK when it
-   * throws (its CheckpointError is rethrown as is).
-   * @throws OutcomeUnknown when the connection failed after BEGIN was sent; STORE_UNAVAILABLE for other driver errors (rolled back).
+   * Runs `work` in one transaction on one connection: BEGIN is pipelined with `work`'s first
+   * statement (sent in the same flight, pg's pipeline mode), COMMIT when it returns, ROLLBACK when
+   * it throws (its CheckpointError is rethrown as is). Through a transaction-mode pooler the
+   * whole transaction runs on one server connection (the pooler holds it until COMMIT/ROLLBACK).
+   * @throws OutcomeUnknown when the connection was lost after BEGIN was sent; STORE_UNAVAILABLE
+   *   for a refused statement (rolled back, nothing written).
    */
   private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
-      const result = await work(client);
+      // Not awaited: `work`'s first statement goes out behind it. Should BEGIN fail, every
+      // statement behind it fails too (only a broken or aborted session refuses a BEGIN).
+      const begun = client.query('BEGIN');
+      begun.catch(() => undefined);
+      let result: T;
+      try {
+        result = await work(client);
+      } finally {
+        await begun;
+      }
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      if (isConnectionError(error)) {
+      if (classifyPgError(error).kind === 'lost' && !isCheckpointError(error)) {
         broken = error as Error;
         throw new OutcomeUnknown(error);
       }
@@ -334,33 +379,36 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
-  /** Runs a read-only statement (`name`: prepared per connection). @throws STORE_UNAVAILABLE for any driver error. */
-  private async read<R extends QueryResultRow>(text: string, values: unknown[], name?: string): Promise<R[]> {
+  /** Runs one read-only statement, unnamed (one round trip). @throws STORE_UNAVAILABLE for any driver error. */
+  private async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     const client = await this.connect();
     try {
-      const result = await client.query<R>({ text, values, ...(name === undefined ? {} : { name }) });
+      const result = await client.query<R>({ text, values });
       client.release();
       return result.rows;
     } catch (error) {
-      client.release(isConnectionError(error) ? (error as Error) : undefined);
+      client.release(classifyPgError(error).kind === 'lost' || isFatal(error) ? (error as Error) : undefined);
       throw this.unavailable('read', error);
     }
   }
 
   /**
-   * Runs one autocommitted write statement (`name` makes it a per-connection prepared statement).
-   * @throws OutcomeUnknown when the connection failed after the statement was handed to it;
-   *   STORE_UNAVAILABLE when it was never sent or the server refused it (nothing written).
+   * Runs one autocommitted write statement, unnamed: Parse/Bind/Describe/Execute/Sync in one
+   * flight, no BEGIN/COMMIT (one round trip).
+   * @throws OutcomeUnknown when the connection was lost after the statement was handed to it
+   *   (`./pg-errors`: `lost`); STORE_UNAVAILABLE when it was never sent or the server or a pooler
+   *   refused it (nothing written).
    */
-  private async write(text: string, values: unknown[], name?: string): Promise<{ rowCount: number | null }> {
+  private async write<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
     const client = await this.connect();
     try {
-      const result = await client.query({ text, values, ...(name === undefined ? {} : { name }) });
+      const result = await client.query<R>({ text, values });
       client.release();
       return result;
     } catch (error) {
-      const lost = isConnectionError(error);
-      client.release(lost ? (error as Error) : undefined);
+      const lost = classifyPgError(error).kind === 'lost';
+      // A refused statement leaves the connection usable unless the server or pooler closed it (FATAL).
+      client.release(lost || isFatal(error) ? (error as Error) : undefined);
       if (lost) throw new OutcomeUnknown(error);
       throw this.unavailable('write', error);
     }
@@ -375,32 +423,47 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
+  /** The answer of the CREATE statement: inserted, the row it conflicted with, or (concurrent commit) a read of that row. */
+  private async created(row: EncodedRow, record: CheckpointRecord, rows: readonly CreateRow[]): Promise<CreateResult> {
+    const first = rows[0];
+    if (first?.inserted === true) return { created: true, record: this.codec.remember(record, row.body) };
+    if (first !== undefined) return { created: false, record: this.codec.decode(stored(first)) };
+    return { created: false, record: await this.readExisting(row) };
+  }
+
   /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
   private async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
-    const rows = await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key = $1 OR (namespace = $2 AND call_id = $3) ORDER BY key = $1 DESC LIMIT 1`, [row.key, row.namespace, row.callId]);
+    const rows = await this.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId]);
     if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: insert of ${row.key} conflicted but the row is gone`, { key: row.key, where: this.where });
     return this.codec.decode(stored(rows[0]));
   }
 
-  /** The insert's connection was lost: re-read, re-sending the (idempotent) insert while the row is absent. */
+  /**
+   * The insert's connection was lost: re-read, re-sending the (idempotent) insert while the row
+   * is absent. A re-send the server or a pooler refuses leaves the lost insert's outcome unknown
+   * (it may still commit on the server): STORE_OUTCOME_UNKNOWN, never STORE_UNAVAILABLE.
+   */
   private async settleInsert(row: EncodedRow, record: CheckpointRecord, cause: unknown): Promise<CreateResult> {
     for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
       const current = await this.reread(row.key, cause);
       if (current !== null) return { created: false, record: current };
+      let rows: CreateRow[];
       try {
-        if ((await this.write(this.sql.INSERT, insertParams(row))).rowCount === 1) return { created: true, record: this.codec.remember(record, row.body) };
-        return { created: false, record: await this.readExisting(row) };
+        rows = (await this.write<CreateRow>(this.sql.CREATE, insertParams(row))).rows;
       } catch (error) {
-        if (!(error instanceof OutcomeUnknown)) throw error;
+        if (error instanceof OutcomeUnknown) continue;
+        if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(row.key, 'insert', cause, error);
+        throw error;
       }
+      return this.created(row, record, rows);
     }
     throw this.outcomeUnknown(row.key, 'insert', cause);
   }
 
   /** Sends the conditional UPDATE: revision-only, or also on the stored body's digest. */
-  private sendCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, named = false): Promise<{ rowCount: number | null }> {
-    if (expectedBody === null) return this.write(this.sql.CAS, casParams(row, expectedRevision), named ? 'ttc_cas' : undefined);
-    return this.write(this.sql.CAS_BODY, [...casParams(row, expectedRevision), expectedBody], named ? 'ttc_cas_body' : undefined);
+  private sendCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null): Promise<{ rowCount: number | null }> {
+    if (expectedBody === null) return this.write(this.sql.CAS, casParams(row, expectedRevision));
+    return this.write(this.sql.CAS_BODY, [...casParams(row, expectedRevision), expectedBody]);
   }
 
   /**
@@ -427,7 +490,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
       try {
         if ((await this.sendCas(row, expectedRevision, expectedBody)).rowCount === 1) return won(row.body);
       } catch (error) {
-        if (!(error instanceof OutcomeUnknown)) throw error;
+        if (error instanceof OutcomeUnknown) continue;
+        // The re-send was refused, so it wrote nothing; the lost one may still commit: unknown.
+        if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(row.key, 'compare-and-swap', cause, error);
+        throw error;
       }
     }
     throw this.outcomeUnknown(row.key, 'compare-and-swap', cause);
@@ -441,51 +507,66 @@ export class PostgresCheckpointStore implements CheckpointStore {
   /** The raw row after a lost write; a failed read makes the write's outcome unknown. */
   private async rereadRow(key: string, cause: unknown): Promise<Row | null> {
     try {
-      return (await this.read<Row>(`SELECT ${COLUMNS} FROM ${this.sql.table} WHERE key = $1`, [key]))[0] ?? null;
+      return (await this.read<Row>(this.sql.GET, [key]))[0] ?? null;
     } catch (error) {
       if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(key, 'write', cause, error);
       throw error;
     }
   }
 
+  /**
+   * Creates or upgrades the tables: one transaction on one connection (through a
+   * transaction-mode pooler, one server connection until COMMIT) holding the
+   * transaction-scoped advisory lock {@link MIGRATION_LOCK_ID}, with the search_path set for
+   * this transaction only (`SET LOCAL`: pg_catalog for the checks, the store's schema first for
+   * each released step, whose SQL names tables unqualified). BEGIN, SET LOCAL and the lock go out
+   * in one flight. READ COMMITTED whatever the role's default, so each statement after the lock
+   * sees what a concurrent opener committed before releasing it.
+   *
+   * @throws {@link CheckpointError} UNSUPPORTED_SCHEMA, INVALID_CONFIG (see `checkSchema`,
+   *   `assertTrustedOwners`), STORE_UNAVAILABLE for driver errors (rolled back).
+   */
   private async migrate(): Promise<void> {
     const client = await this.connect();
     let broken: Error | undefined;
+    const lockId = BigInt(`0x${MIGRATION_LOCK_ID}`).toString();
     try {
-      await client.query('SELECT pg_advisory_lock($1::bigint)', [BigInt(`0x${MIGRATION_LOCK_ID}`).toString()]);
-      try {
-        await this.checkSchema(client);
-        await client.query(`CREATE TABLE IF NOT EXISTS ${this.sql.migrations} (
-          version    integer     NOT NULL PRIMARY KEY,
-          name       text        NOT NULL,
-          applied_at timestamptz NOT NULL DEFAULT now()
-        )`);
-        const applied = (await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${this.sql.migrations}`)).rows[0]?.version ?? 0;
-        const latest = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
-        if (applied > latest) {
-          throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
-        }
-        // The steps run with the store's schema first in the search_path: nothing in it may come from an untrusted role.
-        if (applied < latest) await this.assertTrustedOwners(client, true);
-        for (const step of POSTGRES_MIGRATIONS) {
-          if (step.version <= applied) continue;
-          await client.query('BEGIN');
-          try {
-            // The released steps name tables unqualified: they are created in the store's schema.
-            await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}, pg_catalog, pg_temp`);
-            await client.query(step.sql);
-            await client.query(`INSERT INTO ${this.sql.migrations} (version, name) VALUES ($1, $2)`, [step.version, step.name]);
-            await client.query('COMMIT');
-          } catch (error) {
-            await client.query('ROLLBACK').catch(() => undefined);
-            throw error;
-          }
-        }
-      } finally {
-        await client.query('SELECT pg_advisory_unlock($1::bigint)', [BigInt(`0x${MIGRATION_LOCK_ID}`).toString()]);
+      const flight = [
+        client.query('BEGIN ISOLATION LEVEL READ COMMITTED'),
+        client.query('SET LOCAL search_path TO pg_catalog, pg_temp'),
+        client.query('SELECT pg_catalog.pg_advisory_xact_lock($1::pg_catalog.int8)', [lockId]),
+      ];
+      for (const sent of flight) sent.catch(() => undefined);
+      for (const sent of flight) await sent;
+      await this.checkSchema(client);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${this.sql.migrations} (
+        version    pg_catalog.int4        NOT NULL PRIMARY KEY,
+        name       pg_catalog.text        NOT NULL,
+        applied_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+      )`);
+      const applied = (await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${this.sql.migrations}`)).rows[0]?.version ?? 0;
+      const latest = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
+      if (applied > latest) {
+        throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
       }
+      // The steps run with the store's schema first in the search_path: nothing in it may come from an untrusted role.
+      if (applied < latest) await this.assertTrustedOwners(client, true);
+      for (const step of POSTGRES_MIGRATIONS) {
+        if (step.version <= applied) continue;
+        // The released steps name tables unqualified: they are created in the store's schema.
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}, pg_catalog, pg_temp`);
+        await client.query(step.sql);
+        await client.query('SET LOCAL search_path TO pg_catalog, pg_temp');
+        await client.query(`INSERT INTO ${this.sql.migrations} (version, name) VALUES ($1, $2)`, [step.version, step.name]);
+      }
+      await client.query('COMMIT');
     } catch (error) {
-      if (isConnectionError(error)) broken = error as Error;
+      if (classifyPgError(error).kind === 'lost' && !isCheckpointError(error)) broken = error as Error;
+      else {
+        await client.query('ROLLBACK').catch((rollback: unknown) => {
+          broken = rollback as Error;
+        });
+      }
       if (isCheckpointError(error)) throw error;
       throw this.unavailable('migrate', error);
     } finally {
@@ -557,10 +638,22 @@ export class PostgresCheckpointStore implements CheckpointStore {
     );
   }
 
+  /**
+   * STORE_UNAVAILABLE for a statement that was never sent or was refused (nothing written).
+   * `details.driverCode`: the SQLSTATE or errno; `details.pooler`: set when a connection pooler
+   * refused it or caused the refusal (issue 12), with a sentence naming the problem.
+   */
   private unavailable(what: string, error: unknown): CheckpointError {
-    const code = driverCode(error);
+    const failure = classifyPgError(error);
+    const code = failure.code;
     const message = error instanceof Error ? error.message : String(error);
-    return new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL ${this.where} failed to ${what}: ${code === undefined ? '' : `${code} `}${message}; nothing was written, nothing may be claimed or executed`, { where: this.where, driverCode: code ?? null }, { cause: error });
+    const hint = failure.pooler === null ? '' : ` (${failure.pooler}; the store needs no session state and works through transaction-mode poolers: check the pooler's settings and log)`;
+    return new CheckpointError(
+      'STORE_UNAVAILABLE',
+      `PostgreSQL ${this.where} failed to ${what}: ${code === null ? '' : `${code} `}${message}${hint}; nothing was written, nothing may be claimed or executed`,
+      { where: this.where, driverCode: code, ...(failure.pooler === null ? {} : { pooler: failure.pooler }) },
+      { cause: error },
+    );
   }
 
   private outcomeUnknown(key: string, what: string, cause: unknown, reread?: unknown): CheckpointError {
@@ -569,70 +662,25 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 }
 
-/**
- * The statements of a store whose tables live in `schema`, every table schema-qualified (issue 15
- * item 12: with the connection's search_path pinned to pg_catalog, nothing a co-tenant creates in
- * another schema can stand in for our tables or the functions we call).
- */
-function statements(schema: string) {
-  const t = `${quoteIdent(schema)}.ttc_checkpoints`;
-  const c = `${quoteIdent(schema)}.ttc_conversation_entries`;
-  return {
-    table: t,
-    migrations: `${quoteIdent(schema)}.ttc_schema_migrations`,
-    /** Named (server-side prepared once per connection) hot statements. */
-    GET: `SELECT ${COLUMNS} FROM ${t} WHERE key = $1`,
-    GET_BY_CALL: `SELECT ${COLUMNS} FROM ${t} WHERE namespace = $1 AND call_id = $2`,
-    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-    CAS: `UPDATE ${t} SET status = $3, revision = $4, updated_at = $5, body = $6 WHERE key = $1 AND revision = $2`,
-    /** The CAS that also requires the stored body to be the one the caller read (its SHA-256, hex, as `bodyDigest` computes it). */
-    CAS_BODY: `UPDATE ${t} SET status = $3, revision = $4, updated_at = $5, body = $6
-  WHERE key = $1 AND revision = $2 AND encode(sha256(convert_to(body, 'UTF8')), 'hex') = $7`,
-    /** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
-    PRUNE: `DELETE FROM ${t} t USING unnest($1::text[], $2::bigint[], $3::text[]) AS d(key, revision, digest)
-  WHERE t.key = d.key AND t.revision = d.revision AND t.status = 'delivered' AND encode(sha256(convert_to(t.body, 'UTF8')), 'hex') = d.digest`,
-    /** Inserts the absent entries of one log in key order; returns the keys inserted. */
-    INSERT_ENTRIES: `INSERT INTO ${c} (log_id, entry_key, body, bytes, created_at)
-  SELECT $1, u.k, u.b, u.n, $5::timestamptz FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(k, b, n) ORDER BY u.k
-  ON CONFLICT DO NOTHING RETURNING entry_key`,
-    GET_ENTRIES: `SELECT entry_key, body, bytes FROM ${c} WHERE log_id = $1 AND entry_key = ANY($2::text[])`,
-    /** Deletes every log whose newest entry is older than $1; returns how many logs. */
-    PRUNE_LOGS: `WITH stale AS (SELECT log_id FROM ${c} GROUP BY log_id HAVING max(created_at) < $1::timestamptz),
-  gone AS (DELETE FROM ${c} e USING stale WHERE e.log_id = stale.log_id RETURNING e.log_id)
-  SELECT count(DISTINCT log_id)::int AS n FROM gone`,
-  } as const;
-}
-
-/** A schema name as a quoted SQL identifier (the name is validated to `[a-z_][a-z0-9_]*` first). */
-function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-/** The search_path every connection is pinned to: the system catalog only (temporary objects last, never first). */
-export const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp';
-
 /** Schema names accepted for `postgresSchema`: lower-case unquoted SQL identifiers. */
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
- * The connection string without its `options` parameter, and the startup `options` to send:
- * the URL's own `options` followed by the pinned search_path (a later `-c` wins), so a
- * search_path in the URL cannot unpin it.
+ * The connection string as given, once checked to parse as a URL. Its own `options` parameter
+ * (if any) reaches the server unchanged; the store adds none (issue 12: PgBouncer refuses an
+ * unknown startup parameter, 08P01 "unsupported startup parameter: options", unless
+ * `ignore_startup_parameters` lists it, and then drops it; no statement relies on it).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (without the parser's message, which holds the password).
  */
-function pinnedConnection(url: string): { connectionString: string; options: string } {
-  const pin = `-c search_path=${PINNED_SEARCH_PATH.replace(/ /g, '')}`;
-  let parsed: URL;
+function checkedUrl(url: string): string {
   try {
-    parsed = new URL(url);
+    new URL(url);
   } catch {
     // No cause: the parser's error carries the input, password included.
     throw new CheckpointError('INVALID_ARGUMENT', 'PostgreSQL connection string is not a valid URL (see openCheckpointStore)', { field: 'url' });
   }
-  const own = parsed.searchParams.get('options');
-  if (own === null) return { connectionString: url, options: pin };
-  parsed.searchParams.delete('options');
-  return { connectionString: parsed.toString(), options: `${own} ${pin}` };
+  return url;
 }
 
 function insertParams(row: EncodedRow): unknown[] {
@@ -647,17 +695,8 @@ function stored(row: Row): StoredRow {
   return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : String(row.updated_at), body: row.body };
 }
 
-function driverCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/** Network-level failures and server shutdowns: after sending, the outcome of a write is unknown. */
-const CONNECTION_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
-
-function isConnectionError(error: unknown): boolean {
-  const code = driverCode(error);
-  if (code !== undefined && (CONNECTION_ERRNOS.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03')) return true;
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|not queryable|connection timeout|Query read timeout/i.test(message);
+/** A FATAL (or PANIC) error: the server or the pooler closes the connection after it. */
+function isFatal(error: unknown): boolean {
+  const severity = (error as { severity?: unknown } | null)?.severity;
+  return severity === 'FATAL' || severity === 'PANIC';
 }

@@ -1,0 +1,110 @@
+/**
+ * The SQL of the PostgreSQL store (issue 12 and issue 15 item 12), sent as unnamed statements
+ * (no server-side prepared statement outlives its own Parse/Bind/Execute/Sync, so a
+ * transaction-mode pooler may run each on any server connection).
+ *
+ * Every name is qualified, so no statement depends on the session's `search_path` (which a
+ * transaction-mode pooler does not carry from one statement to the next, and which a role's or
+ * database's default may point at a schema other roles create in): tables by the store's schema,
+ * functions, operators and types by `pg_catalog` (`OPERATOR(pg_catalog.=)`,
+ * `pg_catalog.encode(...)`, `$1::pg_catalog.text[]`). A co-tenant's `public.convert_to(text,
+ * text)` or `=` operator is never chosen (CVE-2018-1058's pattern). `ORDER BY` and `ON CONFLICT`
+ * take their operators from the column types' default operator classes, not from the path.
+ */
+
+/** The columns of `ttc_checkpoints` every read returns. */
+export const ROW_COLUMNS = 'key, status, revision, updated_at, body';
+
+/** `pg_catalog`'s comparison operators, qualified. */
+const EQ = 'OPERATOR(pg_catalog.=)';
+const LT = 'OPERATOR(pg_catalog.<)';
+const GT = 'OPERATOR(pg_catalog.>)';
+
+/** The SHA-256 (lower-case hex) of a text column's UTF-8 bytes, as `bodyDigest` computes it in JS. */
+const digest = (column: string): string => `pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(${column}, 'UTF8')), 'hex')`;
+
+/** A schema name as a quoted SQL identifier (the name is validated to `[a-z_][a-z0-9_]*` first). */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** The statements of a store whose tables live in `schema` (validated by the caller). */
+export function pgStatements(schema: string) {
+  const t = `${quoteIdent(schema)}.ttc_checkpoints`;
+  const c = `${quoteIdent(schema)}.ttc_conversation_entries`;
+  return {
+    table: t,
+    entries: c,
+    migrations: `${quoteIdent(schema)}.ttc_schema_migrations`,
+    /** One record by key: `$1` key. */
+    GET: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} $1::pg_catalog.text`,
+    /** One record by (namespace, call id): `$1`, `$2`. */
+    GET_BY_CALL: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE namespace ${EQ} $1::pg_catalog.text AND call_id ${EQ} $2::pg_catalog.text`,
+    /**
+     * Create-if-absent in one statement: inserts the row unless its key or (namespace, call id)
+     * exists, and returns either one row `inserted = true` or the row it conflicted with
+     * (`inserted = false`, its key first) when that row is visible to the statement's snapshot.
+     * No row at all: the conflicting row was committed by a concurrent writer after the snapshot
+     * was taken; read it with {@link EXISTING}. `$1`..`$8`: key, namespace, call id, tool name,
+     * status, revision, updated_at, body.
+     */
+    CREATE: `WITH ins AS (
+  INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+  VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text)
+  ON CONFLICT DO NOTHING RETURNING true AS inserted
+)
+SELECT true AS inserted, NULL::pg_catalog.text AS key, NULL::pg_catalog.text AS status, NULL::pg_catalog.int8 AS revision, NULL::pg_catalog.timestamptz AS updated_at, NULL::pg_catalog.text AS body FROM ins
+UNION ALL
+(SELECT false, ${ROW_COLUMNS} FROM ${t}
+  WHERE NOT EXISTS (SELECT FROM ins) AND (key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text))
+  ORDER BY (key ${EQ} $1::pg_catalog.text) DESC LIMIT 1)`,
+    /** The row an insert conflicted with: the same key first, else the (namespace, call id) holder. `$1`..`$3`. */
+    EXISTING: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text) ORDER BY (key ${EQ} $1::pg_catalog.text) DESC LIMIT 1`,
+    /** The compare-and-swap: `$1` key, `$2` expected revision, `$3`..`$6` status, revision, updated_at, body. */
+    CAS: `UPDATE ${t} SET status = $3::pg_catalog.text, revision = $4::pg_catalog.int8, updated_at = $5::pg_catalog.timestamptz, body = $6::pg_catalog.text
+  WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8`,
+    /** The CAS that also requires the stored body to be the one the caller read: `$7` its SHA-256 (hex). */
+    CAS_BODY: `UPDATE ${t} SET status = $3::pg_catalog.text, revision = $4::pg_catalog.int8, updated_at = $5::pg_catalog.timestamptz, body = $6::pg_catalog.text
+  WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8 AND ${digest('body')} ${EQ} $7::pg_catalog.text`,
+    /** A page of records by status: `$1` statuses, `$2` older-than or null, `$3`/`$4` the cursor (updated_at, key) or null, `$5` page size. */
+    LIST: `SELECT ${ROW_COLUMNS} FROM ${t}
+  WHERE status ${EQ} ANY ($1::pg_catalog.text[]) AND ($2::pg_catalog.timestamptz IS NULL OR updated_at ${LT} $2::pg_catalog.timestamptz)
+    AND ($3::pg_catalog.timestamptz IS NULL OR (updated_at, key) ${GT} ($3::pg_catalog.timestamptz, $4::pg_catalog.text))
+  ORDER BY updated_at, key LIMIT $5::pg_catalog.int8`,
+    /** A page of rows in key order after `$1`, `$2` rows. */
+    SCAN: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${GT} $1::pg_catalog.text ORDER BY key LIMIT $2::pg_catalog.int8`,
+    /** A page of delivered rows older than `$1`, after the cursor `$2`/`$3`, `$4` rows. */
+    PRUNABLE: `SELECT ${ROW_COLUMNS} FROM ${t}
+  WHERE status ${EQ} 'delivered'::pg_catalog.text AND updated_at ${LT} $1::pg_catalog.timestamptz
+    AND ($2::pg_catalog.timestamptz IS NULL OR (updated_at, key) ${GT} ($2::pg_catalog.timestamptz, $3::pg_catalog.text))
+  ORDER BY updated_at, key LIMIT $4::pg_catalog.int8`,
+    /** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */
+    PRUNE: `DELETE FROM ${t} AS t USING ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.int8[]), pg_catalog.unnest($3::pg_catalog.text[])) AS d(key, revision, digest)
+  WHERE t.key ${EQ} d.key AND t.revision ${EQ} d.revision AND t.status ${EQ} 'delivered'::pg_catalog.text AND ${digest('t.body')} ${EQ} d.digest`,
+    /**
+     * Inserts the absent entries of log `$1` in key order (`$2` keys, `$3` bodies, `$4` byte
+     * counts, `$5` created_at) and, in the same statement, returns each key it inserted
+     * (`inserted = true`) and each entry of `$2` that already existed and is visible to the
+     * statement's snapshot (`inserted = false`, with body and bytes). A key in neither list was
+     * committed concurrently after the snapshot: read it with {@link GET_ENTRIES}.
+     */
+    PUT_ENTRIES: `WITH ins AS (
+  INSERT INTO ${c} (log_id, entry_key, body, bytes, created_at)
+  SELECT $1::pg_catalog.text, u.k, u.b, u.n, $5::pg_catalog.timestamptz
+  FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.int8[])) AS u(k, b, n) ORDER BY u.k
+  ON CONFLICT DO NOTHING RETURNING entry_key
+)
+SELECT entry_key, true AS inserted, NULL::pg_catalog.text AS body, NULL::pg_catalog.int8 AS bytes FROM ins
+UNION ALL
+SELECT e.entry_key, false, e.body, e.bytes FROM ${c} AS e WHERE e.log_id ${EQ} $1::pg_catalog.text AND e.entry_key ${EQ} ANY ($2::pg_catalog.text[])`,
+    /** Entries of log `$1` with keys in `$2`. */
+    GET_ENTRIES: `SELECT entry_key, body, bytes FROM ${c} WHERE log_id ${EQ} $1::pg_catalog.text AND entry_key ${EQ} ANY ($2::pg_catalog.text[])`,
+    /** Deletes every log whose newest entry is older than `$1`, in one statement; returns how many logs. */
+    PRUNE_LOGS: `WITH stale AS (SELECT log_id FROM ${c} GROUP BY log_id HAVING pg_catalog.max(created_at) ${LT} $1::pg_catalog.timestamptz),
+  gone AS (DELETE FROM ${c} AS e USING stale WHERE e.log_id ${EQ} stale.log_id RETURNING e.log_id)
+SELECT pg_catalog.count(DISTINCT log_id)::pg_catalog.int4 AS n FROM gone`,
+  } as const;
+}
+
+/** The statements of one store. */
+export type PgStatements = ReturnType<typeof pgStatements>;
