@@ -61,8 +61,10 @@ interface Counter {
   operations: number;
   /** Wall time spent inside store calls, ms (reads included). */
   storeMs: number;
+  /** Per store method: calls and ms (the profile of where store time goes). */
+  byMethod: Map<string, { calls: number; ms: number }>;
 }
-const zero = (): Counter => ({ writes: 0, transitions: 0, operations: 0, storeMs: 0 });
+const zero = (): Counter => ({ writes: 0, transitions: 0, operations: 0, storeMs: 0, byMethod: new Map() });
 
 /**
  * Wraps every method of `store` (a Proxy, so methods added later are timed too) and counts
@@ -95,8 +97,13 @@ function countingStore(store: CheckpointStore, counter: () => Counter): Checkpoi
           }
           return result;
         } finally {
+          const ms = performance.now() - started;
           c.operations += 1;
-          c.storeMs += performance.now() - started;
+          c.storeMs += ms;
+          const m = c.byMethod.get(String(prop)) ?? { calls: 0, ms: 0 };
+          m.calls += 1;
+          m.ms += ms;
+          c.byMethod.set(String(prop), m);
         }
       };
     },
@@ -263,6 +270,26 @@ async function main(): Promise<void> {
     );
     console.log(`\nstore ms per call: wall time inside store calls (reads included) per call; every call is fresh (a new call id). durable writes: an insert that created, a compare-and-swap that won, a conversation append. transitions: the revision steps they carried. fsyncs (database): SQLite commits the store counted (– for PostgreSQL: pg_stat_wal is reported late, see bench:store).`);
 
+    heading('Where store time goes: per store method, per fresh call (all servers, measured rounds)');
+    const profile: Array<Array<string | number>> = [];
+    for (const kind of stores.map((x) => x.kind)) {
+      const merged = new Map<string, { calls: number; ms: number }>();
+      let n = 0;
+      for (const v of variants.filter((x) => x.kind === kind)) {
+        n += calls;
+        for (const [name, m] of v.counter.byMethod) {
+          const into = merged.get(name) ?? { calls: 0, ms: 0 };
+          into.calls += m.calls;
+          into.ms += m.ms;
+          merged.set(name, into);
+        }
+      }
+      for (const [name, m] of [...merged].sort((a, b) => b[1].ms - a[1].ms)) {
+        profile.push([kind === 'sqlite' ? 'SQLite' : 'PostgreSQL', name, fixed(m.calls / n), fixed(m.ms / m.calls, 3), fixed(m.ms / n, 3), `${fixed(m.ms / m.calls / floorOf.get(kind)!, 2)}×`]);
+      }
+    }
+    table(['store', 'method', 'calls per fresh call', 'ms per method call', 'ms per fresh call', 'method call ÷ floor'], profile);
+
     heading(`The floor: one durable write on this machine (${FLOOR_WRITES} writes per store per round, ${ROUNDS} rounds, interleaved with the rounds above; ${FLOOR_ROW_BYTES}-byte rows)`);
     table(
       ['write', 'mean ms', 'p50 ms', 'p99 ms', '2 × floor (mean) ms'],
@@ -271,7 +298,7 @@ async function main(): Promise<void> {
 
     heading(`Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls, ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay, resolution 1 ms; the process also hosts the idle workers of the other variants and the client)`);
     table(
-      ['variant', 'calls/s', 'store ms per call', 'event-loop delay p50 ms', 'p99 ms', 'max ms'],
+      ['variant', 'calls/s', 'store ms per call (overlapping calls)', 'event-loop delay p50 ms', 'p99 ms', 'max ms'],
       eld.map((e) => [e.v.name, fixed(e.callsPerSecond, 0), e.v.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max)]),
     );
 

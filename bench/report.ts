@@ -55,11 +55,15 @@ function git(args: string[]): string {
 
 /** What a committed figure must say about where it came from: command, date, commit, machine, load. */
 export function printRunHeader(command: string): void {
-  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
+  const changed = git(['diff', 'HEAD', '--name-only', '--', 'src'])
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && l !== '?');
+  const dirty = changed.length > 0;
   const lines = [
     `command: ${command}`,
     `date: ${new Date().toISOString()}`,
-    `commit: ${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ' (work tree has uncommitted changes)' : ''}`,
+    `commit: ${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ` plus uncommitted changes to ${changed.join(', ')}` : ''}`,
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM (${(freemem() / 2 ** 30).toFixed(0)} GiB free), ${process.platform} ${execSafe(['uname', '-r'])}, Node ${process.version}`,
     `load average at start (1/5/15 min): ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
   ];

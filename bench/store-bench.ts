@@ -27,7 +27,6 @@ import { createCheckpoint } from '../src/checkpoint/record';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution } from '../src/checkpoint/transitions';
 import type { CheckpointStore, CheckpointStoreOptions } from '../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../src/stores/open-checkpoint-store';
-import type { SqliteCheckpointStore } from '../src/stores/sqlite-store';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
 import { printRunHeader, table, verdict } from './report';
 
@@ -110,9 +109,10 @@ async function benchSqlite(rows: Row[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-'));
   try {
     for (const [kind, clients, options, label] of PLAN) {
-      const store = (await openCheckpointStore(`sqlite:${join(dir, `bench-${kind}-${clients}-${label}.db`)}`, options)) as SqliteCheckpointStore;
-      // The store's commit counter, when this version of the store has one.
-      const commits = (): number => (typeof store.stats === 'function' ? store.stats().commits : Number.NaN);
+      const store = await openCheckpointStore(`sqlite:${join(dir, `bench-${kind}-${clients}-${label}.db`)}`, options);
+      // The store's commit counter (SqliteCheckpointStore.stats), when this version of the store has one.
+      const stats = (store as { stats?: () => { commits: number } }).stats;
+      const commits = (): number => (typeof stats === 'function' ? stats.call(store).commits : Number.NaN);
       await drive(store, kind, clients, 0.3);
       const before = commits();
       const run = await drive(store, kind, clients, SECONDS);
