@@ -95,13 +95,10 @@ describeStoreConformance('SQLite', { fresh: () => freshTarget(), outage: lockOut
 describe('SQLite specifics', () => {
   test('a file store uses WAL, synchronous = FULL and the busy timeout', async () => {
     const dir = tempDir();
-    const store = SqliteCheckpointStore.open(join(dir, 'settings.db'), { busyTimeoutMs: 1_234 });
-    const db = (store as unknown as { db: Database.Database }).db;
+    const store = await SqliteCheckpointStore.open(join(dir, 'settings.db'), { busyTimeoutMs: 1_234 });
 
-    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-    expect(db.pragma('synchronous', { simple: true })).toBe(2);
-    expect(db.pragma('busy_timeout', { simple: true })).toBe(1_234);
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    // As the store's own connection (on its worker thread) reports them.
+    expect(await store.settings()).toEqual({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 1_234, userVersion: 2 });
     await store.close();
   });
 

@@ -44,10 +44,10 @@ describe('SQLite prune decodes outside the write lock', () => {
   let store: SqliteCheckpointStore;
   let other: Database.Database;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-prune-'));
     file = join(dir, 'checkpoints.db');
-    store = SqliteCheckpointStore.open(file);
+    store = await SqliteCheckpointStore.open(file);
     // Another process's connection that waits for no lock at all: any write lock held by prune makes it fail with SQLITE_BUSY.
     other = new Database(file, { timeout: 0 });
   });
@@ -58,12 +58,28 @@ describe('SQLite prune decodes outside the write lock', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Calls `during(row)` each time prune decodes a row, with whether the store's connection is in a transaction then. */
-  function spyOnDecode(during: (row: StoredRow, inTransaction: boolean) => void): void {
-    const internals = store as unknown as { codec: RowCodec; db: Database.Database };
+  /**
+   * Whether the store holds the write lock now: the other connection (busy timeout 0) fails to
+   * take it at once if so. (The store's connection lives on its worker thread; the lock is what
+   * other processes see.)
+   */
+  function storeHoldsWriteLock(): boolean {
+    try {
+      other.exec('BEGIN IMMEDIATE');
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+      throw error;
+    }
+    other.exec('ROLLBACK');
+    return false;
+  }
+
+  /** Calls `during(row)` each time prune decodes a row (on the calling thread), with whether the store holds the write lock then. */
+  function spyOnDecode(during: (row: StoredRow, storeLocked: boolean) => void): void {
+    const internals = store as unknown as { codec: RowCodec };
     const decode = internals.codec.decode.bind(internals.codec);
     internals.codec.decode = (row: StoredRow) => {
-      during(row, internals.db.inTransaction);
+      during(row, storeHoldsWriteLock());
       return decode(row);
     };
   }
@@ -76,8 +92,8 @@ describe('SQLite prune decodes outside the write lock', () => {
     const states: boolean[] = [];
     let otherWrites = 0;
     other.exec('CREATE TABLE other_writes (n INTEGER NOT NULL)');
-    spyOnDecode((_row, inTransaction) => {
-      states.push(inTransaction);
+    spyOnDecode((_row, storeLocked) => {
+      states.push(storeLocked);
       if (states.length % 100 === 1) {
         other.exec('BEGIN IMMEDIATE');
         other.prepare('INSERT INTO other_writes (n) VALUES (?)').run(states.length);
@@ -90,7 +106,7 @@ describe('SQLite prune decodes outside the write lock', () => {
 
     expect(deleted).toBe(600);
     expect(states).toHaveLength(600);
-    expect(states.filter((inTransaction) => inTransaction)).toEqual([]);
+    expect(states.filter((locked) => locked)).toEqual([]);
     expect(otherWrites).toBe(6);
     expect((other.prepare('SELECT count(*) AS n FROM ttc_checkpoints').get() as { n: number }).n).toBe(0);
   }, 120_000);

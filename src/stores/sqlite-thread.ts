@@ -1,0 +1,265 @@
+/**
+ * Where a SQLite store's database work runs, seen from the calling thread (SPEC §9: store work
+ * never blocks the worker's event loop for long). A file database gets its own worker thread
+ * (`./sqlite-worker.js`) that owns the connection: fsyncs and busy waits for another process's
+ * lock happen there, while this thread only posts requests and receives answers. A private
+ * `:memory:` database (tests only) runs the same executor on this thread, one batch per
+ * event-loop turn: it never fsyncs, no other connection can lock it, and a thread costs
+ * 20–100 ms to start (the interleaving explorer opens one store per schedule).
+ *
+ * The worker file is plain JavaScript beside this module, loaded with no TypeScript loader
+ * (`execArgv: []`), so it starts the same way under jest, tsx and the compiled package.
+ *
+ * An idle store keeps no process alive (the worker is unref'ed); while any request is pending
+ * the worker is ref'ed, so pending work completes. If the worker thread stops unexpectedly,
+ * pending reads fail STORE_UNAVAILABLE, pending writes STORE_OUTCOME_UNKNOWN, and every later
+ * call STORE_UNAVAILABLE.
+ */
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { CheckpointError } from '../checkpoint/errors';
+import { closedError, storeError, unavailable, type SqliteErrorContext } from './sqlite-errors';
+import { isWriteRequest, openExecutor, wireDriverError as wireOf, type SqliteExecutor } from './sqlite-executor';
+import type {
+  SqliteBatchAnswer,
+  SqliteClosedAnswer,
+  SqliteCommitFault,
+  SqliteControlRequest,
+  SqliteExecutorOptions,
+  SqliteOpenAnswer,
+  SqliteReadRequest,
+  SqliteRequest,
+  SqliteWriteRequest,
+  WireDriverError,
+} from './sqlite-protocol';
+
+/** The worker thread's entry: `src/stores/sqlite-worker.js` from the sources, `dist/src/stores/sqlite-worker.js` from the package. */
+export const SQLITE_WORKER_FILE = join(__dirname, 'sqlite-worker.js');
+
+/** One request of the store, before it is numbered. */
+export type SqliteCall = SqliteReadRequest | SqliteWriteRequest | SqliteControlRequest;
+
+/** Counters since open: committed group transactions (one WAL fsync each) and the writes they held. */
+export interface SqliteThreadStats {
+  readonly commits: number;
+  readonly writes: number;
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  readonly write: boolean;
+}
+
+/** Runs the executor somewhere: posts requests, answers through the callback given at start. */
+interface Host {
+  post(request: SqliteRequest): void;
+  /** Keeps the process alive (true) while requests are pending, or lets it exit (false). */
+  hold(held: boolean): void;
+  /** Runs the work already posted, closes the connection and ends the thread. Idempotent. */
+  close(): Promise<void>;
+}
+
+type Deliver = (answer: SqliteBatchAnswer) => void;
+type Died = (error: Error) => void;
+
+/**
+ * A SQLite connection on its own thread (or inline for `:memory:`), with numbered requests.
+ */
+export class SqliteThread {
+  private host!: Host;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private closing: Promise<void> | null = null;
+  private stopped: CheckpointError | null = null;
+  private whenIdle: (() => void) | null = null;
+  private commits = 0;
+  private writes = 0;
+
+  private constructor(private readonly context: SqliteErrorContext) {}
+
+  /**
+   * Opens the database in a new worker thread (`:memory:`: on this thread) and runs the migrations.
+   *
+   * @throws {@link CheckpointError} STORE_UNAVAILABLE when the file cannot be opened or migrated
+   *   (missing directory, locked past the busy timeout, not a database) or the thread cannot
+   *   start, with the driver error as `cause`; UNSUPPORTED_SCHEMA when the file was migrated by
+   *   newer code.
+   */
+  static async open(options: SqliteExecutorOptions): Promise<SqliteThread> {
+    const thread = new SqliteThread({ path: options.path, busyTimeoutMs: options.busyTimeoutMs });
+    const deliver: Deliver = (answer) => thread.deliver(answer);
+    const died: Died = (error) => thread.died(error);
+    thread.host = options.path === ':memory:' ? openInline(options, thread.context, deliver) : await startWorker(options, thread.context, deliver, died);
+    return thread;
+  }
+
+  /** Counters since open (see {@link SqliteThreadStats}). */
+  stats(): SqliteThreadStats {
+    return { commits: this.commits, writes: this.writes };
+  }
+
+  /**
+   * Sends one request; settles with the executor's answer.
+   * @throws {@link CheckpointError} as the executor answered (see `./sqlite-errors`); STORE_UNAVAILABLE
+   *   (`details.reason` `closed`) after {@link close}.
+   */
+  request<T>(call: SqliteCall): Promise<T> {
+    if (this.closing !== null) return Promise.reject(closedError(this.context.path));
+    if (this.stopped !== null) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, write: isWriteRequest(call) });
+      if (this.pending.size === 1) this.host.hold(true);
+      this.host.post({ ...call, id });
+    });
+  }
+
+  /** Test hook: the next group commit fails as `fault` describes (see `SqliteCommitFault`). */
+  injectCommitFault(fault: SqliteCommitFault): Promise<void> {
+    return this.request({ op: 'fault', commit: fault });
+  }
+
+  /** Lets pending requests finish, then closes the connection and ends the thread. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.pending.size > 0) await new Promise<void>((resolve) => (this.whenIdle = resolve));
+    await this.host.close();
+  }
+
+  private deliver(answer: SqliteBatchAnswer): void {
+    if (answer.group?.committed === true) {
+      this.commits += 1;
+      this.writes += answer.group.writes;
+    }
+    for (const response of answer.responses) {
+      const pending = this.pending.get(response.id);
+      if (pending === undefined) continue;
+      this.pending.delete(response.id);
+      if (response.ok) pending.resolve(response.value);
+      else pending.reject(storeError(this.context, response.error));
+    }
+    this.settleIdle();
+  }
+
+  private died(error: Error): void {
+    const driver: WireDriverError = { name: error.name, message: `the SQLite worker thread stopped: ${error.message}` };
+    this.stopped = unavailable(this.context, 'run', driver);
+    for (const pending of this.pending.values()) {
+      pending.reject(
+        pending.write
+          ? new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite database ${this.context.path}: the worker thread stopped while a write was in flight (${error.message}); it may or may not be stored`, { path: this.context.path }, { cause: error })
+          : this.stopped,
+      );
+    }
+    this.pending.clear();
+    this.settleIdle();
+  }
+
+  private settleIdle(): void {
+    if (this.pending.size > 0) return;
+    this.host?.hold(false);
+    const idle = this.whenIdle;
+    this.whenIdle = null;
+    idle?.();
+  }
+}
+
+/** The executor on this thread: one batch per event-loop turn (`:memory:` only). */
+function openInline(options: SqliteExecutorOptions, context: SqliteErrorContext, deliver: Deliver): Host {
+  const opened = openExecutor(options);
+  if (!opened.ok) throw storeError(context, opened.error);
+  const executor: SqliteExecutor = opened.executor;
+  let queue: SqliteRequest[] = [];
+  let scheduled = false;
+  const drain = (): void => {
+    scheduled = false;
+    const batch = queue;
+    queue = [];
+    if (batch.length > 0) executor.run(batch, deliver);
+  };
+  return {
+    post(request) {
+      queue.push(request);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(drain);
+      }
+    },
+    hold() {
+      // the pending setImmediate keeps the process alive exactly while work is queued
+    },
+    async close() {
+      drain();
+      executor.close();
+    },
+  };
+}
+
+/** Starts the worker thread and waits until it opened the database (or says why it could not). */
+function startWorker(options: SqliteExecutorOptions, context: SqliteErrorContext, deliver: Deliver, died: Died): Promise<Host> {
+  return new Promise<Host>((resolve, reject) => {
+    let worker: Worker;
+    try {
+      worker = new Worker(SQLITE_WORKER_FILE, { workerData: options, execArgv: [] });
+    } catch (error) {
+      reject(unavailable(context, 'open', wireOf(error)));
+      return;
+    }
+    let opened = false;
+    let closing = false;
+    let onClosed: (() => void) | null = null;
+    const exited = new Promise<void>((done) => worker.once('exit', () => done()));
+    const fail = (error: Error): void => {
+      if (!opened) {
+        opened = true;
+        reject(unavailable(context, 'open', wireOf(error)));
+      } else if (!closing) {
+        closing = true;
+        died(error);
+      }
+    };
+    worker.on('message', (message: SqliteOpenAnswer | SqliteBatchAnswer | SqliteClosedAnswer) => {
+      if (!opened) {
+        opened = true;
+        const answer = message as SqliteOpenAnswer;
+        if (answer.open) {
+          worker.unref();
+          resolve(host);
+        } else {
+          void worker.terminate();
+          reject(storeError(context, answer.error));
+        }
+      } else if ('closed' in message) {
+        onClosed?.();
+      } else {
+        deliver(message as SqliteBatchAnswer);
+      }
+    });
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the worker thread exited with code ${code}`)));
+    let closed: Promise<void> | null = null;
+    const host: Host = {
+      post: (request) => worker.postMessage(request),
+      hold: (held) => (held ? worker.ref() : worker.unref()),
+      close() {
+        closed ??= (async () => {
+          if (closing) return; // it already stopped
+          closing = true;
+          worker.ref();
+          await new Promise<void>((done) => {
+            onClosed = done;
+            void exited.then(done);
+            worker.postMessage({ op: 'close' });
+          });
+          await worker.terminate();
+        })();
+        return closed;
+      },
+    };
+  });
+}
