@@ -1,14 +1,14 @@
 // @ts-check
 /**
- * The SQL work of the SQLite store (SPEC §3, §9): owns one better-sqlite3 connection (WAL,
- * `synchronous = FULL`, busy timeout), runs the schema migrations, answers reads, and commits
- * writes in groups. It runs on the store's worker thread (`./sqlite-worker.js`), or on the
- * calling thread for a private `:memory:` database (see `./sqlite-thread.ts`).
+ * The SQL work of the SQLite store (SPEC §3, §9) on one open better-sqlite3 connection
+ * (opened by `./sqlite-open.js`): answers reads and commits writes in groups. It runs on the
+ * store's worker thread (`./sqlite-worker.js`), or on the calling thread for a private
+ * `:memory:` database (see `./sqlite-thread.ts`).
  *
  * Plain JavaScript on purpose: a worker thread loads it with no TypeScript loader, the same way
- * under jest (ts-jest), tsx and the compiled package (`tsc` with `allowJs` copies it beside
- * `sqlite-store.js`). It requires only node:crypto and better-sqlite3; `tsc` checks it
- * (`@ts-check`) against the message types of `./sqlite-protocol.ts`.
+ * under jest (ts-jest), tsx and the compiled package (`tsc` with `allowJs` emits it beside
+ * `sqlite-store.js`); `tsc` checks it (`@ts-check`) against the message types of
+ * `./sqlite-protocol.ts`.
  *
  * Group commit: one call of {@link SqliteExecutor.run} takes every request queued since the
  * last one. Reads run first, outside any transaction (a WAL read takes no lock), and are
@@ -26,7 +26,8 @@
  */
 'use strict';
 
-const { createHash } = require('node:crypto');
+const { ENTRY_KEY_CHUNK, entriesSql, listSql, prepare } = require('./sqlite-statements');
+const { JobFailure, runWrite, verifyWrite } = require('./sqlite-writes');
 
 /**
  * @typedef {import('./sqlite-protocol').SqliteRequest} SqliteRequest
@@ -40,20 +41,15 @@ const { createHash } = require('node:crypto');
  * @typedef {import('./sqlite-protocol').SqliteEntryRow} SqliteEntryRow
  * @typedef {import('./sqlite-protocol').WireError} WireError
  * @typedef {import('./sqlite-protocol').WireDriverError} WireDriverError
- * @typedef {import('./sqlite-protocol').SqliteExecutorOptions} SqliteExecutorOptions
  * @typedef {import('better-sqlite3').Database} Database
  * @typedef {import('better-sqlite3').Statement<unknown[], unknown>} Statement
+ * @typedef {import('./sqlite-statements').Statements} Statements
  * @typedef {{ ok: true, value: unknown, changed: boolean } | { ok: false, error: WireError }} JobResult
- * @typedef {'present' | 'absent' | 'unknown'} Verdict
+ * @typedef {import('./sqlite-writes').Verdict} Verdict
  */
 
-const COLUMNS = 'key, status, revision, updated_at, body';
-/** Keys per conversation read: below SQLite's default limit of 32,766 bound parameters (999 before 3.32). */
-const KEY_CHUNK = 500;
 /** Retries of a whole group that SQLite refused with SQLITE_BUSY_SNAPSHOT (a stale read snapshot). */
 const MAX_SNAPSHOT_RETRIES = 20;
-/** The conversation logs whose newest entry is older than the bound parameter. */
-const STALE_LOGS = 'SELECT log_id FROM ttc_conversation_entries GROUP BY log_id HAVING max(created_at) < ?';
 
 /** The ops that write (a group commit); every other op is a read or a control request. */
 const WRITE_OPS = new Set(['insert', 'cas', 'pruneLogs', 'deleteRows', 'putEntries']);
@@ -67,95 +63,11 @@ function isWriteRequest(request) {
   return WRITE_OPS.has(request.op);
 }
 
-/**
- * Lowercase hex SHA-256 of a body's UTF-8 bytes: SQLite's `ttc_sha256(body)`. Must equal
- * `bodyDigest` of `./row-codec.ts` (the digest a compare-and-swap with `expected` matches).
- * @param {string} body
- * @returns {string}
- */
-function bodyDigest(body) {
-  return createHash('sha256').update(body, 'utf8').digest('hex');
-}
-
-/**
- * Opens (creating when absent) the database, sets WAL, `synchronous = FULL` and the busy
- * timeout, and runs the migrations. Never throws: a failure is returned as a {@link WireError}
- * (`unavailable` with the driver error, or `schema` for a file migrated by newer code, left
- * untouched).
- *
- * @param {SqliteExecutorOptions} options
- * @returns {{ ok: true, executor: SqliteExecutor } | { ok: false, error: WireError }}
- */
-function openExecutor(options) {
-  /** @type {Database | undefined} */
-  let db;
-  try {
-    /** @type {typeof import('better-sqlite3')} */
-    const Database = require('better-sqlite3');
-    db = new Database(options.path, { timeout: options.busyTimeoutMs });
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.function('ttc_sha256', { deterministic: true }, (body) => (typeof body === 'string' ? bodyDigest(body) : null));
-    const refused = migrate(db, options.migrations);
-    if (refused !== null) {
-      db.close();
-      return { ok: false, error: refused };
-    }
-    return { ok: true, executor: new SqliteExecutor(db) };
-  } catch (error) {
-    try {
-      db?.close();
-    } catch {
-      // already failing; the first error is the one to report
-    }
-    return { ok: false, error: { kind: 'unavailable', what: 'open', driver: wireDriverError(error) } };
-  }
-}
-
-/**
- * Applies the missing migrations under `BEGIN IMMEDIATE`.
- * @param {Database} db
- * @param {SqliteExecutorOptions['migrations']} migrations
- * @returns {WireError | null} a `schema` error when the file is newer than this code.
- */
-function migrate(db, migrations) {
-  const latest = migrations[migrations.length - 1]?.version ?? 0;
-  const current = () => Number(db.pragma('user_version', { simple: true }));
-  if (current() === latest) return null;
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const version = current();
-    if (version > latest) {
-      db.exec('ROLLBACK');
-      return { kind: 'schema', actual: version, supported: latest };
-    }
-    for (const step of migrations) {
-      if (step.version <= version) continue;
-      db.exec(step.sql);
-      db.pragma(`user_version = ${step.version}`);
-    }
-    db.exec('COMMIT');
-    return null;
-  } catch (error) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw error;
-  }
-}
-
-/** A write that fails by itself without a driver error (its savepoint is rolled back all the same). */
-class JobFailure extends Error {
-  /** @param {WireError} wire */
-  constructor(wire) {
-    super(wire.kind);
-    this.wire = wire;
-  }
-}
-
 /** One connection and its prepared statements; see the module comment. */
 class SqliteExecutor {
   /** @type {Database} */
   #db;
-  /** @type {ReturnType<typeof prepare>} */
+  /** @type {Statements} */
   #s;
   /** @type {Map<number, Statement>} `listByStatus` pages by number of statuses. */
   #lists = new Map();
@@ -247,8 +159,7 @@ class SqliteExecutor {
   #listStatement(count) {
     let statement = this.#lists.get(count);
     if (statement === undefined) {
-      const placeholders = Array.from({ length: count }, () => '?').join(', ');
-      statement = this.#db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status IN (${placeholders}) AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`);
+      statement = this.#db.prepare(listSql(count));
       this.#lists.set(count, statement);
     }
     return statement;
@@ -262,10 +173,9 @@ class SqliteExecutor {
   #entries(logId, keys) {
     /** @type {SqliteEntryRow[]} */
     const rows = [];
-    for (let i = 0; i < keys.length; i += KEY_CHUNK) {
-      const chunk = keys.slice(i, i + KEY_CHUNK);
-      const sql = `SELECT entry_key, body, bytes FROM ttc_conversation_entries WHERE log_id = ? AND entry_key IN (${chunk.map(() => '?').join(', ')})`;
-      const statement = chunk.length === KEY_CHUNK ? (this.#fullChunk ??= this.#db.prepare(sql)) : this.#db.prepare(sql);
+    for (let i = 0; i < keys.length; i += ENTRY_KEY_CHUNK) {
+      const chunk = keys.slice(i, i + ENTRY_KEY_CHUNK);
+      const statement = chunk.length === ENTRY_KEY_CHUNK ? (this.#fullChunk ??= this.#db.prepare(entriesSql(ENTRY_KEY_CHUNK))) : this.#db.prepare(entriesSql(chunk.length));
       rows.push(.../** @type {SqliteEntryRow[]} */ (statement.all(logId, ...chunk)));
     }
     return rows;
@@ -305,7 +215,7 @@ class SqliteExecutor {
         return this.#abandon(writes, error, mayRetry);
       }
       try {
-        const done = this.#write(job);
+        const done = runWrite(this.#s, job);
         s.release.run();
         results.push({ ok: true, value: done.value, changed: done.changed });
       } catch (error) {
@@ -373,49 +283,13 @@ class SqliteExecutor {
     /** @type {Verdict[]} */
     const verdicts = writes.map((job, i) => {
       const result = results[i];
-      return result?.ok && result.changed ? this.#verify(job) : 'unknown';
+      return result?.ok && result.changed ? verifyWrite(this.#s, job) : 'unknown';
     });
     const present = verdicts.includes('present');
     const absent = verdicts.includes('absent');
     if (present && !absent) return settled(writes, results, true, null);
     if (absent && !present) return settled(writes, results, false, { kind: 'unavailable', what: 'write', driver, note: 'the COMMIT failed; a re-read shows the transaction did not commit' });
     return settled(writes, results, false, { kind: 'unknown', message: `the COMMIT failed (${driver.code ?? driver.name} ${driver.message}) and a re-read could not settle whether the write is stored`, driver });
-  }
-
-  /**
-   * After a COMMIT that failed with the transaction gone: is this write's change stored?
-   * `present`: its exact body is there. `absent`: the row shows it never committed (another
-   * body at or below its revision: revisions only grow). `unknown` otherwise, or when the
-   * re-read fails.
-   * @param {SqliteWriteRequest} job
-   * @returns {Verdict}
-   */
-  #verify(job) {
-    try {
-      switch (job.op) {
-        case 'insert':
-        case 'cas': {
-          const row = /** @type {SqliteRow | undefined} */ (this.#s.get.get(job.row.key));
-          if (row === undefined) return 'unknown';
-          if (row.body === job.row.body) return 'present';
-          return Number(row.revision) <= job.row.revision ? 'absent' : 'unknown';
-        }
-        case 'putEntries': {
-          const first = job.fresh[0];
-          if (first === undefined) return 'unknown';
-          const row = /** @type {SqliteEntryRow | undefined} */ (this.#s.getEntry.get(job.logId, first.key));
-          if (row === undefined) return 'unknown';
-          return row.body === first.body ? 'present' : 'absent';
-        }
-        case 'deleteRows':
-          // A row still holding a body this write deleted proves the delete did not commit.
-          return job.rows.some((r) => this.#s.stillThere.get(r) !== undefined) ? 'absent' : 'unknown';
-        default:
-          return 'unknown';
-      }
-    } catch {
-      return 'unknown';
-    }
   }
 
   #rollbackQuietly() {
@@ -426,91 +300,6 @@ class SqliteExecutor {
       // the connection is failing; the transaction did not commit
     }
   }
-
-  /**
-   * One write inside the group's transaction.
-   * @param {SqliteWriteRequest} job
-   * @returns {{ value: unknown, changed: boolean }}
-   */
-  #write(job) {
-    const s = this.#s;
-    switch (job.op) {
-      case 'insert': {
-        const r = job.row;
-        const params = { key: r.key, namespace: r.namespace, callId: r.callId, toolName: r.toolName, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body };
-        if (s.insert.run(params).changes === 1) return { value: { created: true }, changed: true };
-        const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId);
-        if (existing === undefined) throw new JobFailure({ kind: 'unknown', message: `SQLite insert of ${r.key} changed nothing yet no row exists`, key: r.key });
-        return { value: { created: false, row: existing }, changed: false };
-      }
-      case 'cas': {
-        const r = job.row;
-        const params = { key: r.key, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body, expectedRevision: job.expectedRevision };
-        const changes = job.expectedBody === null ? s.cas.run(params).changes : s.casBody.run({ ...params, expectedBody: job.expectedBody }).changes;
-        return { value: changes === 1, changed: changes === 1 };
-      }
-      case 'pruneLogs': {
-        const logs = /** @type {{ n: number }} */ (s.staleLogs.get(job.olderThan)).n;
-        if (logs > 0) s.deleteStaleLogs.run(job.olderThan);
-        return { value: logs, changed: logs > 0 };
-      }
-      case 'deleteRows': {
-        let count = 0;
-        for (const row of job.rows) count += s.delete.run({ key: row.key, revision: row.revision, body: row.body }).changes;
-        return { value: count, changed: count > 0 };
-      }
-      case 'putEntries': {
-        for (const entry of job.present) {
-          const row = /** @type {SqliteEntryRow | undefined} */ (s.getEntry.get(job.logId, entry.key));
-          if (row === undefined || row.body !== entry.body) return { value: 'stale', changed: false };
-        }
-        for (const entry of job.fresh) if (s.getEntry.get(job.logId, entry.key) !== undefined) return { value: 'stale', changed: false };
-        for (const entry of job.fresh) s.insertEntry.run({ logId: job.logId, key: entry.key, body: entry.body, bytes: entry.bytes, createdAt: job.createdAt });
-        return { value: 'ok', changed: job.fresh.length > 0 };
-      }
-      default:
-        throw new TypeError(`unknown SQLite write ${JSON.stringify(/** @type {{ op: unknown }} */ (job).op)}`);
-    }
-  }
-}
-
-/**
- * @param {Database} db
- */
-function prepare(db) {
-  return {
-    begin: db.prepare('BEGIN IMMEDIATE'),
-    commit: db.prepare('COMMIT'),
-    rollback: db.prepare('ROLLBACK'),
-    savepoint: db.prepare('SAVEPOINT ttc_write'),
-    release: db.prepare('RELEASE ttc_write'),
-    rollbackTo: db.prepare('ROLLBACK TO ttc_write'),
-    insert: db.prepare(
-      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body)
-       ON CONFLICT DO NOTHING`,
-    ),
-    get: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = ?`),
-    getByCall: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = ? AND call_id = ?`),
-    cas: db.prepare(
-      `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
-       WHERE key = @key AND revision = @expectedRevision`,
-    ),
-    casBody: db.prepare(
-      `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
-       WHERE key = @key AND revision = @expectedRevision AND ttc_sha256(body) = @expectedBody`,
-    ),
-    scan: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > ? ORDER BY key LIMIT ?`),
-    pruneCandidates: db.prepare(
-      `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
-    ),
-    delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND status = 'delivered' AND body = @body`),
-    stillThere: db.prepare(`SELECT 1 FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND body = @body`),
-    getEntry: db.prepare('SELECT entry_key, body, bytes FROM ttc_conversation_entries WHERE log_id = ? AND entry_key = ?'),
-    insertEntry: db.prepare('INSERT INTO ttc_conversation_entries (log_id, entry_key, body, bytes, created_at) VALUES (@logId, @key, @body, @bytes, @createdAt)'),
-    staleLogs: db.prepare(`SELECT count(*) AS n FROM (${STALE_LOGS})`),
-    deleteStaleLogs: db.prepare(`DELETE FROM ttc_conversation_entries WHERE log_id IN (${STALE_LOGS})`),
-  };
 }
 
 /**
@@ -582,4 +371,4 @@ function injectedIoError(when) {
   return Object.assign(new Error(`disk I/O error (injected by a test: the COMMIT failed ${when})`), { name: 'SqliteError', code: 'SQLITE_IOERR' });
 }
 
-module.exports = { openExecutor, isWriteRequest, bodyDigest, wireDriverError, SqliteExecutor };
+module.exports = { isWriteRequest, wireDriverError, SqliteExecutor };

@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { CheckpointError } from '../checkpoint/errors';
 import { closedError, storeError, unavailable, type SqliteErrorContext } from './sqlite-errors';
-import { isWriteRequest, openExecutor, wireDriverError as wireOf, type SqliteExecutor } from './sqlite-executor';
+import { isWriteRequest, wireDriverError as wireOf, type SqliteExecutor } from './sqlite-executor';
+import { openExecutor } from './sqlite-open';
 import type {
   SqliteBatchAnswer,
   SqliteClosedAnswer,

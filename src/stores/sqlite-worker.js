@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * Entry point of a SQLite store's worker thread (started by `./sqlite-thread.ts` with
- * `workerData` = `SqliteExecutorOptions`). Opens the database (`./sqlite-executor.js`), posts
+ * `workerData` = `SqliteExecutorOptions`). Opens the database (`./sqlite-open.js`), posts
  * `SqliteOpenAnswer`, then queues every request it receives and, once per event-loop turn of
  * this thread, runs all of them as one batch: requests that arrive while a commit (its fsync,
  * or a busy wait for another process's lock) is in flight wait in the port and form the next
@@ -13,7 +13,7 @@
 'use strict';
 
 const { parentPort, workerData } = require('node:worker_threads');
-const { openExecutor } = require('./sqlite-executor');
+const { openExecutor } = require('./sqlite-open');
 
 /**
  * @typedef {import('./sqlite-protocol').SqliteRequest} SqliteRequest

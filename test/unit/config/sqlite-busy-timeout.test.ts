@@ -1,8 +1,10 @@
 /**
- * `TTC_SQLITE_BUSY_TIMEOUT` and the heartbeat rule (issue 9 item 15): better-sqlite3 waits for
- * another process's lock synchronously, so a SQLite store can stop the worker's event loop (and
- * its heartbeats) for up to the busy timeout. With a SQLite store the tool heartbeat timeout
- * must be at least 2 × the busy timeout, or the configuration is refused.
+ * `TTC_SQLITE_BUSY_TIMEOUT` and the heartbeat rule (issue 9 item 15): with a SQLite store the
+ * tool heartbeat timeout must be at least 2 × the busy timeout, or the configuration is refused.
+ * The rule dates from when better-sqlite3 waited for another process's lock on the worker's
+ * event loop (stopping heartbeats for up to the busy timeout); since issue 12 the store waits on
+ * its own worker thread and the loop keeps turning (`test/unit/stores/sqlite-event-loop.test.ts`),
+ * so the rule is now only a conservative bound that `src/config.ts` still enforces.
  */
 import { isCheckpointError } from '../../../src/checkpoint/errors';
 import { HEARTBEAT_TO_BUSY_TIMEOUT_RATIO, resolveConfig, type ConfigInput } from '../../../src/config';
