@@ -12,9 +12,10 @@ import { randomUUID } from 'node:crypto';
 import { sanitizeReason } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { fingerprintInput, idempotencyKey } from '../checkpoint/digest';
-import { assertBinding, createCheckpoint } from '../checkpoint/record';
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, releaseDelivery } from '../checkpoint/transitions';
-import type { Binding, CheckpointRecord } from '../checkpoint/types';
+import { completeAndDeliver, composeTransitions, createClaimed, redeliver } from '../checkpoint/compose';
+import { assertBinding } from '../checkpoint/record';
+import { claimExecution } from '../checkpoint/transitions';
+import type { Binding, CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
@@ -133,47 +134,32 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
 }
 
 /**
- * Makes a refusal durable before a later attempt reports it (SPEC §7): claims the call's `ready`
- * checkpoint (creating it when absent) under this attempt's fence, with no time to send anything
- * (its deadline is its claim time), stores the refusal `{ ok: false, error: { type, message } }`
- * as the call's result and records its delivery. An earlier attempt that was about to claim then
- * loses its compare-and-swap and never runs the tool.
+ * Makes a refusal durable before a later attempt reports it (SPEC §7): in one write, claims the
+ * call (inserting its checkpoint when absent, or from its `ready` record) under this attempt's
+ * fence with no time to send anything (its deadline is its claim time), stores the refusal
+ * `{ ok: false, error: { type, message } }` as the call's result and records its delivery
+ * (claimExecution, completeExecution, claimDelivery, completeDelivery composed: SPEC §9). An
+ * earlier attempt that was about to claim then loses its insert or compare-and-swap and never
+ * runs the tool.
  *
  * @returns null when the refusal is stored (or no checkpoint can be made for this input, in which
  *   case no attempt can claim one either); otherwise the record another attempt left meanwhile.
  */
 async function closeCall(deps: FencedToolDeps, failed: FailedAttempt, found: CheckpointRecord | null, error: CheckpointError): Promise<CheckpointRecord | null> {
   const { store } = deps;
-  const now = (r: CheckpointRecord): string => transitionTime(deps, r);
-  let record = found;
-  if (record === null) {
+  const attemptId = failed.call?.attemptId ?? `attempt-${failed.context.attempt}-${randomUUID()}`;
+  const refusal: ToolOutcome = { ok: false, error: { type: error.code, message: sanitizeReason(error.message, error.code) } };
+  const refuse = (claimed: CheckpointRecord, at: string): TransitionResult => completeAndDeliver(claimed, { attemptId, deliveryId: failed.deliveryId, at, result: refusal });
+  if (found === null) {
     const binding = refusalBinding(failed);
     if (binding === null) return null;
-    record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: transitionTime(deps) }))).record;
-    if (record.status !== 'ready') return record;
+    const at = transitionTime(deps);
+    const { created, record } = await store.createIfAbsent(refuse(createClaimed(binding, { attemptId, at, deadlineAt: at }), at).next);
+    return created ? null : record;
   }
-  const attemptId = failed.call?.attemptId ?? `attempt-${failed.context.attempt}-${randomUUID()}`;
-  const at = now(record);
-  const claim = claimExecution(record, { attemptId, at, deadlineAt: at });
-  const refusal: ToolOutcome = { ok: false, error: { type: error.code, message: sanitizeReason(error.message, error.code) } };
-  const done = completeExecution(claim.next, { attemptId, at: now(claim.next), result: refusal });
-  const delivering = claimDelivery(done.next, { deliveryId: failed.deliveryId, at: now(done.next) });
-  const delivered = completeDelivery(delivering.next, { deliveryId: failed.deliveryId, at: now(delivering.next) });
-  if (!(await store.compareAndSwap(claim.expectedRevision, claim.next, record))) return store.getByCall(record.binding.namespace, record.binding.callId);
-  // From here this attempt holds a claim: only a stored refusal lets it report "nothing applied".
-  let stored: boolean;
-  try {
-    stored = await store.compareAndSwap(done.expectedRevision, done.next, claim.next);
-  } catch (storeError) {
-    throw claimUnsettled(error, `storing the refusal failed (${storeError instanceof Error ? storeError.message : String(storeError)}); its claim holds no request`);
-  }
-  if (!stored) throw claimUnsettled(error, 'another attempt took the refusal\'s claim over before it was stored');
-  try {
-    // The refusal is durable; recording its delivery lets prune remove it later.
-    if (await store.compareAndSwap(delivering.expectedRevision, delivering.next, done.next)) await store.compareAndSwap(delivered.expectedRevision, delivered.next, delivering.next);
-  } catch {
-    // a later attempt redelivers the stored refusal
-  }
+  const at = transitionTime(deps, found);
+  const closed = composeTransitions(claimExecution(found, { attemptId, at, deadlineAt: at }), (claimed) => refuse(claimed, at));
+  if (!(await store.compareAndSwap(closed.expectedRevision, closed.next, found))) return store.getByCall(found.binding.namespace, found.binding.callId);
   return null;
 }
 
@@ -218,18 +204,10 @@ export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): 
 async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord): Promise<FencedToolResult> {
   const at = (r: CheckpointRecord): string => transitionTime(deps, r);
   let current = record;
-  if (current.status === 'delivering') {
-    const release = releaseDelivery(current, { deliveryId: current.delivery!.deliveryId, at: at(current) });
-    if (!(await deps.store.compareAndSwap(release.expectedRevision, release.next, current))) throw claimUnsettled(null, 'its delivery changed under this attempt');
-    current = release.next;
-  }
-  if (current.status === 'completed') {
-    const claim = claimDelivery(current, { deliveryId: failed.deliveryId, at: at(current) });
-    const done = completeDelivery(claim.next, { deliveryId: failed.deliveryId, at: at(claim.next) });
-    for (const [t, from] of [[claim, current], [done, claim.next]] as const) {
-      if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next, from))) throw claimUnsettled(null, 'its delivery changed under this attempt');
-    }
-    current = done.next;
+  if (current.status === 'delivering' || current.status === 'completed') {
+    const delivery = redeliver(current, { deliveryId: failed.deliveryId, at: at(current) });
+    if (!(await deps.store.compareAndSwap(delivery.expectedRevision, delivery.next, current))) throw claimUnsettled(null, 'its delivery changed under this attempt');
+    current = delivery.next;
   }
   const { binding } = current;
   const sameBinding = failed.call !== undefined && failed.call.binding.toolName === binding.toolName && failed.call.binding.toolRevision === binding.toolRevision && failed.call.binding.inputFingerprint === binding.inputFingerprint;

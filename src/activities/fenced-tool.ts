@@ -11,15 +11,8 @@ import { canonicalJson } from '../checkpoint/canonical-json';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { decideCheckpoint } from '../checkpoint/decide';
 import { createCheckpoint } from '../checkpoint/record';
-import {
-  claimDelivery,
-  claimExecution,
-  completeDelivery,
-  completeExecution,
-  markExecutionUncertain,
-  reclaimExecution,
-  releaseDelivery,
-} from '../checkpoint/transitions';
+import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/compose';
+import { claimExecution, markExecutionUncertain, reclaimExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
@@ -131,9 +124,23 @@ class Attempt {
     this.marginMs = deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS;
   }
 
+  /**
+   * One read-decide-act round. The claim of a fresh call is its insert (SPEC §9: create and
+   * claimExecution composed into one write, `createClaimed`); when the call already has a record,
+   * the store returns it unchanged and this attempt decides on it.
+   */
   async round(): Promise<Step> {
-    const { record } = await this.deps.store.createIfAbsent(createCheckpoint(this.call.binding, { createdAt: this.now() }));
+    await this.step('before-claim');
+    // A call whose approval expired is not claimed: its ready record lets the execute path refuse it (APPROVAL_EXPIRED).
+    const at = this.now();
+    const claim = this.approvalExpired() ? null : createClaimed(this.call.binding, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
+    const claimSentBefore = this.evidence.claimSent;
+    if (claim !== null) this.evidence.claimSent = true;
+    const { created, record } = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }));
     this.evidence.seen = record;
+    // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
+    if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) return this.runAndStore(record, 'executed');
+    if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
     switch (decideCheckpoint(record, this.call.binding).action) {
       case 'execute':
         return this.execute(record);
@@ -142,7 +149,7 @@ class Attempt {
       case 'deliver':
         return this.deliver(record, 'store');
       case 'reconcile-delivery':
-        return this.reconcileDelivery(record);
+        return this.deliver(record, 'store');
       case 'none':
         // Delivery was recorded but may never have reached Temporal: the same crash window as right after completeDelivery.
         await this.step('after-delivery-completed');
@@ -150,7 +157,7 @@ class Attempt {
     }
   }
 
-  /** ready: claim, run the tool under the claim, store the result, deliver. A lost claim means a live competitor. */
+  /** ready (a record another path created unclaimed): claim, run the tool under the claim, store the result, deliver. A lost claim means a live competitor. */
   private async execute(record: CheckpointRecord): Promise<Step> {
     await this.step('before-claim');
     this.assertApprovalLive();
@@ -242,22 +249,17 @@ class Attempt {
     return takeover.next;
   }
 
-  /** delivering: Temporal records at most one completion per activity, so this attempt releases and redelivers. */
-  private async reconcileDelivery(record: CheckpointRecord): Promise<Step> {
-    const release = releaseDelivery(record, { deliveryId: record.delivery!.deliveryId, at: this.now(record) });
-    if (!(await this.cas(release, record))) return REREAD;
-    return this.deliver(release.next, 'store');
-  }
-
-  /** completed: claim delivery, record it, return the stored payload (the tool is not called). */
+  /**
+   * completed, or delivering (Temporal records at most one completion per activity, so this
+   * attempt releases the earlier delivery and redelivers): claim and record this attempt's
+   * delivery in one write (`redeliver`), then return the stored payload; the tool is not called.
+   */
   private async deliver(record: CheckpointRecord, source: ResultSource): Promise<Step> {
-    const claim = claimDelivery(record, { deliveryId: this.call.deliveryId, at: this.now(record) });
-    if (!(await this.cas(claim, record))) return REREAD;
+    const delivery = redeliver(record, { deliveryId: this.call.deliveryId, at: this.now(record) });
+    if (!(await this.cas(delivery, record))) return REREAD;
     await this.step('after-delivery-claimed');
-    const done = completeDelivery(claim.next, { deliveryId: this.call.deliveryId, at: this.now(claim.next) });
-    if (!(await this.cas(done, claim.next))) return REREAD;
     await this.step('after-delivery-completed');
-    return this.result(done.next, source);
+    return this.result(delivery.next, source);
   }
 
   /**
@@ -306,13 +308,14 @@ class Attempt {
   }
 
   /**
-   * Stores `outcome` under this attempt's fence, then delivers it. A result over the bounds is
-   * stored as an error result. When the completion loses only to an uncertain-mark made under
-   * this attempt's own fence, it completes from `uncertain` (SPEC §2 allows the owner to).
+   * Stores `outcome` under this attempt's fence together with this attempt's delivery of it, in
+   * one write (`completeAndDeliver`, SPEC §9), and returns it. A result over the bounds is stored
+   * as an error result. When the completion loses only to an uncertain-mark made under this
+   * attempt's own fence, it completes from `uncertain` (SPEC §2 allows the owner to).
    */
   private async store(claimed: CheckpointRecord, outcome: ToolOutcome, source: ResultSource): Promise<Step> {
     const complete = (current: CheckpointRecord, result: ToolOutcome): TransitionResult =>
-      completeExecution(current, { attemptId: this.call.attemptId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
+      completeAndDeliver(current, { attemptId: this.call.attemptId, deliveryId: this.call.deliveryId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
     let payload = outcome;
     try {
       complete(claimed, outcome);
@@ -325,8 +328,11 @@ class Attempt {
       // Throws FENCE_CONFLICT once another attempt holds the fence: this result is discarded.
       const completion = complete(current, payload);
       if (await this.cas(completion, current)) {
+        // The crash windows of SPEC §5 after the result is stored: the next attempt finds it delivered and returns it from the store.
         await this.step('after-result-stored');
-        return this.deliver(completion.next, source);
+        await this.step('after-delivery-claimed');
+        await this.step('after-delivery-completed');
+        return this.result(completion.next, source);
       }
       current = await this.reread();
     }

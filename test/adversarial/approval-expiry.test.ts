@@ -32,7 +32,7 @@ describe('approval expiry between attempts', () => {
     const provider = new Provider();
     const call = h.newCall({ approvalExpiresAt: new Date(Date.now() + 5_000).toISOString() });
     void h.run(h.activities([ticketTool(provider)], { hooks: { step: (p) => (p === 'after-result-stored' ? never() : undefined) } }), call, 1);
-    await waitFor(async () => (await h.recordOf(call))?.status === 'completed');
+    await waitFor(async () => (await h.recordOf(call))?.status === 'delivered'); // result and delivery are one write (SPEC §9)
     h.offsetMs = 10_000;
     expect(typeOf(await h.run(h.activities([ticketTool(provider)]), call, 2))).toBe('result:store');
     expect(provider.total()).toBe(1);

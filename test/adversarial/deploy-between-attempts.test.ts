@@ -11,8 +11,9 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { defineTool, type ToolActivities } from '../../src/activities';
+import { createCheckpoint } from '../../src/checkpoint/record';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
-import { DEADLINE_MS, Gate, Harness, MARGIN_MS, never, Provider, schema, ticketTool, typeOf, waitFor, type Call, type Outcome } from './harness';
+import { DEADLINE_MS, FlakyStore, Gate, Harness, MARGIN_MS, never, Provider, schema, ticketTool, typeOf, waitFor, type Call, type Outcome } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -33,7 +34,8 @@ function intentTool(provider: Provider, over: Parameters<typeof ticketTool>[1] =
 async function diedAt(provider: Provider, point: 'after-result-stored' | 'after-effect', intent: boolean, tool = intent ? intentTool(provider) : ticketTool(provider), over: Parameters<Harness['activities']>[1] = {}): Promise<{ call: Call; record: CheckpointRecord }> {
   const call = h.newCall();
   void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...over }), call, 1);
-  const status = point === 'after-effect' ? 'executing' : 'completed';
+  // After the result is stored the record is delivered: the result and this attempt's delivery are one write (SPEC §9).
+  const status = point === 'after-effect' ? 'executing' : 'delivered';
   await waitFor(() => provider.total() === 1);
   let record: CheckpointRecord | undefined;
   await waitFor(async () => {
@@ -166,16 +168,24 @@ describe('rolling deploy meets overlapping attempts', () => {
     expect(provider.total()).toBe(1);
   });
 
-  test('attempt 1 (v1) made the checkpoint and stalled before its claim; attempt 2 on v2 makes its BINDING_CONFLICT durable (refusal stored and delivered), so the stalled attempt 1 loses its claim; the call ends refused with no effect and the row is prunable', async () => {
+  test('attempt 1 (v1, on a release that created the checkpoint and then claimed it in two writes, as before SPEC §9) made the checkpoint and stalled before its claim; attempt 2 on v2 makes its BINDING_CONFLICT durable (refusal stored and delivered), so the stalled attempt 1 loses its claim; the call ends refused with no effect and the row is prunable', async () => {
     const provider = new Provider();
     const call = h.newCall();
     const resume = new Gate();
     let stalled = false;
+    let claims = 0;
+    // The previous release inserted a ready checkpoint first, then claimed it by compare-and-swap.
+    const previousRelease = new (class extends FlakyStore {
+      override createIfAbsent(record: CheckpointRecord) {
+        return super.createIfAbsent(record.status === 'executing' ? createCheckpoint(record.binding, { createdAt: record.createdAt }) : record);
+      }
+    })(h.store);
     const first = h.run(
       h.activities([ticketTool(provider)], {
+        store: previousRelease,
         hooks: {
           step: async (p) => {
-            if (p !== 'before-claim') return;
+            if (p !== 'before-claim' || ++claims < 2) return; // the second: the claim of the ready record
             stalled = true;
             await resume.wait();
           },

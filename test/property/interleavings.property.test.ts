@@ -71,8 +71,8 @@ describe('issue 9 scenario 1: overlapping attempts of a tool with lookup', () =>
     expect(report.final).toMatchObject({ kind: 'store' });
   });
 
-  test('attempts 1 and 2 start together: the loser of the claim fails retryably without reconciling, the next attempt delivers; one effect', async () => {
-    // Every store call takes 10 ms, so both attempts read the fresh checkpoint before either claims it.
+  test('attempts 1 and 2 start together: the loser of the claiming insert finds the claim, its lookup cannot prove absence before the settle time, it fails retryably; the next attempt delivers; one effect', async () => {
+    // Every store call takes 10 ms, so both attempts send their claiming insert (SPEC §9: the claim is the insert) before either lands.
     const report = await runSchedule(
       scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 0 }), attempt()], storeLatencyMs: [10] }),
       fifoScheduler(),
@@ -83,8 +83,9 @@ describe('issue 9 scenario 1: overlapping attempts of a tool with lookup', () =>
     expect(a2?.startedAt).toBe(0);
     expect(a1?.executes).toBe(1);
     expect(a2?.executes).toBe(0);
-    expect(a2?.lookups).toBe(0);
-    expect(failureType(a2)).toBe('RECONCILE_PENDING');
+    expect(a2?.lookups).toBe(1);
+    // Claimed at 0 (the claim time is set before the insert is sent); attempt 2 reads the clock at 20 ms, after its insert's answer.
+    expect(a2?.end).toMatchObject({ ok: false, type: 'RECONCILE_PENDING', nonRetryable: false, nextRetryDelayMs: SETTLE - 20 });
     expect(report.final).toMatchObject({ kind: 'store' });
   });
 });
@@ -106,7 +107,8 @@ describe('issue 9 scenario 2: overlapping attempts of a tool with neither lookup
     const report = await runSchedule(
       scenario({
         attempts: [attempt({ timeoutMs: 100 }), attempt(), attempt()],
-        storeDelays: [{ match: 'main-tool#1 compareAndSwap r1→completed', delayMs: 15_000, at: 'before' }],
+        // The result and its delivery are one write (SPEC §9): executing r1 → delivered r4.
+        storeDelays: [{ match: 'main-tool#1 compareAndSwap r1→delivered', delayMs: 15_000, at: 'before' }],
         resolution: { delayMs: 10_000 },
       }),
       fifoScheduler(),
@@ -202,13 +204,15 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
   });
 
   test('C. "nothing applied" from a ready checkpoint is not proof: an earlier attempt\'s claim may still land', async () => {
-    // Attempt 1 created the checkpoint; its claim CAS is delayed to 5,000. Attempt 2 (t=1,000) lands on a
-    // worker without the tool: UNKNOWN_TOOL, and the checkpoint reads `ready`, so the run is told nothing applied. At 5,000
-    // attempt 1's claim lands and it runs the tool: an effect the run was told did not happen.
+    // Found when a claim was a compare-and-swap after the create: attempt 1 created the checkpoint; its claim CAS is
+    // delayed to 5,000. Attempt 2 (t=1,000) lands on a worker without the tool: UNKNOWN_TOOL, and the checkpoint reads
+    // `ready`, so the run is told nothing applied. At 5,000 attempt 1's claim lands and it runs the tool: an effect the
+    // run was told did not happen. Since SPEC §9 the claim is the insert: the same window is attempt 1's claiming
+    // insert delayed to 5,000, with no checkpoint at all when attempt 2 reads.
     const report = await runSchedule(
       scenario({
         attempts: [attempt({ timeoutMs: 1_000 }), attempt({ worker: 'missing' })],
-        storeDelays: [{ match: 'main-tool#1 compareAndSwap r0→executing', delayMs: 5_000, at: 'before' }],
+        storeDelays: [{ match: 'main-tool#1 createIfAbsent', delayMs: 5_000, at: 'before' }],
       }),
       fifoScheduler(),
     );
