@@ -7,7 +7,13 @@
  * The count is per process: every worker started with the variable crashes on its own n-th hit.
  */
 
-/** The named crash windows of SPEC §5, in the order an attempt passes them. */
+/**
+ * The named crash windows of SPEC §5, in the order an attempt passes them. Since SPEC §9 a fresh
+ * call writes its claim with its insert (`before-claim` comes before that insert) and its result
+ * with its delivery in one compare-and-swap, so `after-result-stored`, `after-delivery-claimed` and
+ * `after-delivery-completed` follow that one write (the record is `delivered`); a stored result
+ * delivered again passes the last two after its one redelivery write.
+ */
 export const CRASH_POINTS = ['before-claim', 'after-claim', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
