@@ -21,13 +21,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { completeAndDeliver, createClaimed } from '../src/checkpoint/compose';
 import { fingerprintInput } from '../src/checkpoint/digest';
 import { createCheckpoint } from '../src/checkpoint/record';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution } from '../src/checkpoint/transitions';
 import type { CheckpointStore, CheckpointStoreOptions } from '../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../src/stores/open-checkpoint-store';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
+import { freshCall } from './fresh-call';
 import { printRunHeader, table, verdict } from './report';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -56,19 +56,6 @@ interface Row {
   lifecycles: number;
   seconds: number;
   durableWrites: number;
-}
-
-/**
- * A fresh call as the fence makes it (SPEC §9): the claimed record inserted, then the result and
- * this attempt's delivery in one compare-and-swap. Throws if either write does not apply.
- */
-async function freshCall(store: CheckpointStore, client: number, n: number): Promise<void> {
-  const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
-  const attemptId = `a${client}-${n}`;
-  const { created, record } = await store.createIfAbsent(createClaimed(binding, { attemptId, at: new Date().toISOString() }));
-  if (!created) throw new Error('the claim insert found a record with no competitor');
-  const done = completeAndDeliver(record, { attemptId, deliveryId: `d${client}-${n}`, at: new Date().toISOString(), result: { ticket: `T-${n}`, ok: true } });
-  if (!(await store.compareAndSwap(done.expectedRevision, done.next, record))) throw new Error('a compare-and-swap lost with no competitor');
 }
 
 /** The lifecycle before issue 12: five writes (create, then four compare-and-swaps); throws if any compare-and-swap loses (nothing competes here). */
