@@ -9,73 +9,16 @@ import { createCheckpoint } from '../../src/checkpoint/record';
 import { claimExecution } from '../../src/checkpoint/transitions';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 import { checkpointKey } from '../../src/stores/checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { RowCodec } from '../../src/stores/row-codec';
-import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../helpers/postgres';
-import { describeStoreConformance, expectCode, makeBinding, type Outage, type RawRow, type StoreTarget } from './store-conformance';
+import { createTestDatabase, freshPostgresTarget, startPostgres, withClient, type PostgresServer } from '../helpers/postgres';
+import { describeStoreConformance, expectCode, makeBinding, type Outage, type StoreTarget } from './store-conformance';
 
 const CREATED_AT = '2030-01-01T00:00:00.000Z';
 
-async function freshTarget(): Promise<StoreTarget> {
-  const database = await createTestDatabase();
-  const stores: CheckpointStore[] = [];
-  let client: Client | undefined;
-  const raw = async (): Promise<Client> => {
-    if (client === undefined) {
-      client = new Client({ connectionString: database.url });
-      client.on('error', () => undefined);
-      await client.connect();
-    }
-    return client;
-  };
-  return {
-    url: database.url,
-    async open(options: CheckpointStoreOptions = {}) {
-      const store = await openCheckpointStore(database.url, options);
-      stores.push(store);
-      return store;
-    },
-    raw: {
-      async row(key) {
-        const { rows } = await (await raw()).query<RawRow & { revision: string; updatedAt: Date }>(
-          'SELECT key, status, revision, updated_at AS "updatedAt", body FROM ttc_checkpoints WHERE key = $1',
-          [key],
-        );
-        const row = rows[0];
-        return row === undefined ? null : { ...row, revision: Number(row.revision), updatedAt: row.updatedAt.toISOString() };
-      },
-      async update(key, columns) {
-        const names = Object.keys(columns);
-        await (await raw()).query(`UPDATE ttc_checkpoints SET ${names.map((c, i) => `${c} = $${i + 2}`).join(', ')} WHERE key = $1`, [key, ...Object.values(columns)]);
-      },
-      async count() {
-        return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_checkpoints')).rows[0]!.n);
-      },
-      async integrity() {
-        const c = await raw();
-        await c.query('CREATE EXTENSION IF NOT EXISTS amcheck');
-        await c.query("SELECT bt_index_check(index => i.indexrelid, heapallindexed => true) FROM pg_index i WHERE i.indrelid = 'ttc_checkpoints'::regclass");
-        return 'ok';
-      },
-      async entryBody(logId, key) {
-        const { rows } = await (await raw()).query<{ body: string }>('SELECT body FROM ttc_conversation_entries WHERE log_id = $1 AND entry_key = $2', [logId, key]);
-        return rows[0]?.body ?? null;
-      },
-      async updateEntry(logId, key, columns) {
-        const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
-        await (await raw()).query(`UPDATE ttc_conversation_entries SET ${sets.map(([c], i) => `${c} = $${i + 3}`).join(', ')} WHERE log_id = $1 AND entry_key = $2`, [logId, key, ...sets.map(([, v]) => v)]);
-      },
-      async entryCount() {
-        return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_conversation_entries')).rows[0]!.n);
-      },
-    },
-    async dispose() {
-      for (const store of stores) await store.close();
-      await client?.end().catch(() => undefined);
-      await database.drop();
-    },
-  };
+function freshTarget(): Promise<StoreTarget> {
+  return freshPostgresTarget();
 }
 
 /** A private server for outages, shared by the tests that stop it (started on first use). */

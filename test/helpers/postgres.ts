@@ -18,6 +18,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import type { RawRow, StoreTarget } from '../conformance/store-conformance';
 
 const run = promisify(execFile);
 
@@ -168,6 +171,84 @@ export async function withClient<T>(url: string, fn: (client: Client) => Promise
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** Options of {@link freshPostgresTarget}. */
+export interface FreshPostgresTargetOptions {
+  /** The server to create the database on. @default DATABASE_URL */
+  readonly baseUrl?: string;
+  /**
+   * The URL the store opens, from the database's direct URL (e.g. through a pooler:
+   * `bouncer.route`). Raw row access always goes direct. @default the direct URL
+   */
+  readonly route?: (directUrl: string) => string;
+}
+
+/**
+ * A conformance target (`../conformance/store-conformance`): a fresh database on a real server,
+ * stores opened on it (directly or through `route`), and raw access to its tables over a direct
+ * connection for damaging rows. `dispose` closes the stores and drops the database.
+ */
+export async function freshPostgresTarget(options: FreshPostgresTargetOptions = {}): Promise<StoreTarget> {
+  const database = await createTestDatabase(options.baseUrl);
+  const url = options.route === undefined ? database.url : options.route(database.url);
+  const stores: CheckpointStore[] = [];
+  let client: Client | undefined;
+  const raw = async (): Promise<Client> => {
+    if (client === undefined) {
+      client = new Client({ connectionString: database.url });
+      client.on('error', () => undefined);
+      await client.connect();
+    }
+    return client;
+  };
+  return {
+    url,
+    async open(storeOptions: CheckpointStoreOptions = {}) {
+      const store = await openCheckpointStore(url, storeOptions);
+      stores.push(store);
+      return store;
+    },
+    raw: {
+      async row(key) {
+        const { rows } = await (await raw()).query<RawRow & { revision: string; updatedAt: Date }>(
+          'SELECT key, status, revision, updated_at AS "updatedAt", body FROM ttc_checkpoints WHERE key = $1',
+          [key],
+        );
+        const row = rows[0];
+        return row === undefined ? null : { ...row, revision: Number(row.revision), updatedAt: row.updatedAt.toISOString() };
+      },
+      async update(key, columns) {
+        const names = Object.keys(columns);
+        await (await raw()).query(`UPDATE ttc_checkpoints SET ${names.map((c, i) => `${c} = $${i + 2}`).join(', ')} WHERE key = $1`, [key, ...Object.values(columns)]);
+      },
+      async count() {
+        return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_checkpoints')).rows[0]!.n);
+      },
+      async integrity() {
+        const c = await raw();
+        await c.query('CREATE EXTENSION IF NOT EXISTS amcheck');
+        await c.query("SELECT bt_index_check(index => i.indexrelid, heapallindexed => true) FROM pg_index i WHERE i.indrelid = 'ttc_checkpoints'::regclass");
+        return 'ok';
+      },
+      async entryBody(logId, key) {
+        const { rows } = await (await raw()).query<{ body: string }>('SELECT body FROM ttc_conversation_entries WHERE log_id = $1 AND entry_key = $2', [logId, key]);
+        return rows[0]?.body ?? null;
+      },
+      async updateEntry(logId, key, columns) {
+        const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
+        await (await raw()).query(`UPDATE ttc_conversation_entries SET ${sets.map(([c], i) => `${c} = $${i + 3}`).join(', ')} WHERE log_id = $1 AND entry_key = $2`, [logId, key, ...sets.map(([, v]) => v)]);
+      },
+      async entryCount() {
+        return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_conversation_entries')).rows[0]!.n);
+      },
+    },
+    async dispose() {
+      for (const store of stores) await store.close();
+      await client?.end().catch(() => undefined);
+      await database.drop();
+    },
+  };
 }
 
 async function waitForQueries(url: string): Promise<void> {
