@@ -209,7 +209,9 @@ async function main(): Promise<void> {
           const handles: Array<WorkflowHandle> = await mapPool(Array.from({ length: runs }, (_, i) => i), CLIENT_CONCURRENCY, (i) =>
             client.workflow.start('agentWorkflow', { taskQueue: queue, workflowId: `${tag}-${i}`, args: [input] }),
           );
-          const results = await mapPool(handles, CLIENT_CONCURRENCY, (h) => h.result() as Promise<{ status: string }>);
+          const results = await mapPool(handles, CLIENT_CONCURRENCY, (h) => (h.result() as Promise<{ status: string }>).catch((error: unknown) => ({ status: `failed: ${(error as Error).message}` })));
+          const failures = results.filter((r) => r.status !== 'completed');
+          if (failures.length > 0) console.error(`fleet: ${failures.length} of ${runs} runs did not complete, e.g. ${failures[0]!.status}`);
           const completed = results.filter((r) => r.status === 'completed').length;
           const store1 = await store.size();
           const scheduleToClose: number[] = [];
