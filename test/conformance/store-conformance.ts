@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import canonicalize from 'canonicalize';
 import { fingerprintInput } from '../../src/checkpoint/digest';
 import { CHECKPOINT_ERROR_CODES, isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
+import { completeAndDeliver, createClaimed } from '../../src/checkpoint/compose';
 import { createCheckpoint } from '../../src/checkpoint/record';
 import { decideCheckpoint } from '../../src/checkpoint/decide';
 import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
@@ -223,6 +224,25 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
 
         expect(await store.get(binding)).toBeNull();
         expect(await target.raw.count()).toBe(0);
+      });
+
+      test('composed writes (SPEC §9): a claimed record inserted at revision 1, its result and delivery in one compare-and-swap to revision 4; the same write from a stale read changes nothing', async () => {
+        const binding = makeBinding();
+        const claimed = createClaimed(binding, { attemptId: 'a1', at: at(0), deadlineAt: at(30) });
+        expect(await store.createIfAbsent(claimed)).toEqual({ created: true, record: claimed });
+        expect((await store.createIfAbsent(createClaimed(binding, { attemptId: 'a2', at: at(1) }))).record).toEqual(claimed);
+
+        const done = completeAndDeliver(claimed, { attemptId: 'a1', deliveryId: 'd1', at: at(2), result: { ok: true } });
+        expect(done.next).toMatchObject({ status: 'delivered', revision: 4, createdAt: at(0), execution: { claimedAt: at(0), finishedAt: at(2) }, delivery: { claimedAt: at(2), deliveredAt: at(2) } });
+        const mark = markExecutionUncertain(claimed, { attemptId: 'a1', at: at(1), reason: 'lost' });
+        expect(await store.compareAndSwap(mark.expectedRevision, mark.next, claimed)).toBe(true);
+
+        expect(await store.compareAndSwap(done.expectedRevision, done.next, claimed)).toBe(false);
+        expect(await store.get(binding)).toEqual(mark.next);
+        const again = completeAndDeliver(mark.next, { attemptId: 'a1', deliveryId: 'd1', at: at(3), result: { ok: true } });
+        expect(await store.compareAndSwap(again.expectedRevision, again.next, mark.next)).toBe(true);
+        expect(await store.get(binding)).toEqual(again.next);
+        expect(again.next.revision).toBe(5);
       });
 
       test('next.revision must be above expectedRevision: INVALID_ARGUMENT, nothing written', async () => {
@@ -767,6 +787,26 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         });
       }, 120_000);
 
+      test('8 concurrent claiming inserts × 1,000 records (SPEC §9: the claim of a fresh call is its insert): exactly one claim per record', async () => {
+        const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`insert-race-${i}`));
+        const workers = Array.from({ length: 8 }, () => startWorker('insert-claim'));
+        await Promise.all(workers.map((w) => w.ready));
+        const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
+        workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));
+
+        const results = (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as { wins: number[]; lost: number });
+
+        const owners = new Map<number, number[]>();
+        results.forEach((r, w) => r.wins.forEach((index) => owners.set(index, [...(owners.get(index) ?? []), w])));
+        expect([...owners.values()].filter((w) => w.length !== 1)).toEqual([]);
+        expect(owners.size).toBe(1_000);
+        expect(results.reduce((n, r) => n + r.lost, 0)).toBe(7_000);
+        const stored = await Promise.all(bindings.map((b) => store.get(b)));
+        stored.forEach((record, index) => {
+          expect(record).toMatchObject({ status: 'executing', revision: 1, execution: { attemptId: `w${owners.get(index)![0]}-${index}` } });
+        });
+      }, 120_000);
+
       test('a writer killed mid-transaction (SIGKILL, repeatedly) leaves the old or the new record, never a torn one', async () => {
         const bindings = Array.from({ length: 4 }, (_, i) => makeBinding(`churn-${i}`));
         for (const b of bindings) await store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }));
@@ -851,7 +891,7 @@ interface Worker {
   stderr(): string;
 }
 
-function startWorker(mode: 'claim' | 'churn'): Worker {
+function startWorker(mode: 'claim' | 'insert-claim' | 'churn'): Worker {
   const child = spawn(process.execPath, ['-r', 'tsx/cjs', WORKER, mode], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));

@@ -6,11 +6,14 @@
  * - `claim`: `{ url, options, bindings, workerId, concurrency }`. Claims every binding it can
  *   (get → claimExecution → compareAndSwap), all workers in the same order so they collide;
  *   prints `{"wins":[index…],"lost":n}` at the end.
+ * - `insert-claim`: as `claim`, but each claim is the insert of a record already claimed
+ *   (`createClaimed`, SPEC §9), with no record there before; a win is an insert that created.
  * - `churn`: `{ url, options, bindings, payloadBytes }`. Forever moves each record one step
  *   (claim, complete with a large payload, then claim/release delivery in a loop) and prints
  *   `ack <index> <revision>` after each compare-and-swap returned true; the parent SIGKILLs it.
  */
 import { createInterface } from 'node:readline';
+import { createClaimed } from '../../src/checkpoint/compose';
 import { isCheckpointError } from '../../src/checkpoint/errors';
 import { claimDelivery, claimExecution, completeExecution, releaseDelivery } from '../../src/checkpoint/transitions';
 import type { Binding, CheckpointRecord, TransitionResult } from '../../src/checkpoint/types';
@@ -70,6 +73,25 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: input.concurrency ?? 4 }, lane));
     await store.close();
     // Exit explicitly: the stdin pipe stays open in the parent and would keep this process alive.
+    process.stdout.write(`${JSON.stringify({ wins, lost })}\n`, () => process.exit(0));
+    return;
+  }
+  if (mode === 'insert-claim') {
+    const wins: number[] = [];
+    let lost = 0;
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < input.bindings.length) {
+        const index = next++;
+        const attemptId = `${input.workerId}-${index}`;
+        const { created, record } = await store.createIfAbsent(createClaimed(input.bindings[index]!, { attemptId, at: new Date().toISOString() }));
+        if (created !== (record.execution?.attemptId === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${record.execution?.attemptId}`);
+        if (created) wins.push(index);
+        else lost += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: input.concurrency ?? 4 }, lane));
+    await store.close();
     process.stdout.write(`${JSON.stringify({ wins, lost })}\n`, () => process.exit(0));
     return;
   }
