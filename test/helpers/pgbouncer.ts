@@ -58,6 +58,23 @@ export interface StartPgBouncerOptions {
   readonly settings?: Readonly<Record<string, string | number>>;
 }
 
+/**
+ * PgBouncers this process started and has not stopped. Should the test process end without its
+ * `afterAll` (a crashed test file, jest's forceExit), they are killed with it instead of being
+ * left running as orphans.
+ */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(proc: ChildProcess): void {
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
+
 /** The pgbouncer binary: PGBOUNCER_BIN, else /usr/sbin/pgbouncer, else the one on PATH. */
 export function pgbouncerBinary(): string {
   if (process.env.PGBOUNCER_BIN) return process.env.PGBOUNCER_BIN;
@@ -124,6 +141,7 @@ export async function startPgBouncer(serverUrl: string, options: StartPgBouncerO
   const start = async (): Promise<void> => {
     const argv = [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')];
     const proc = spawn(binary, argv, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    track(proc);
     let stderr = '';
     proc.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
