@@ -18,9 +18,10 @@
  *   thread regardless, where `RowCodec` remembers which body each returned record came from (a
  *   compare-and-swap with `expected` needs that digest). So the codec stays here.
  *
- * Group commit: every write queued while a commit is in flight joins the next transaction; each
- * write runs under its own savepoint, so one failing statement fails only its own call; each
- * promise settles only after its commit is durable. A failed COMMIT that leaves the outcome
+ * Group commit: the writes issued in one event-loop turn are sent to the thread together and
+ * commit in one transaction, and every write queued while a commit is in flight joins the next
+ * one; each write runs under its own savepoint, so one failing statement fails only its own
+ * call; each promise settles only after its commit is durable. A failed COMMIT that leaves the outcome
  * unknown is settled by re-read or reported STORE_OUTCOME_UNKNOWN (see `./sqlite-executor.js`).
  *
  * A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?` (and, when the caller

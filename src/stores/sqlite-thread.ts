@@ -3,9 +3,13 @@
  * never blocks the worker's event loop for long). A file database gets its own worker thread
  * (`./sqlite-worker.js`) that owns the connection: fsyncs and busy waits for another process's
  * lock happen there, while this thread only posts requests and receives answers. A private
- * `:memory:` database (tests only) runs the same executor on this thread, one batch per
- * event-loop turn: it never fsyncs, no other connection can lock it, and a thread costs
- * 20–100 ms to start (the interleaving explorer opens one store per schedule).
+ * `:memory:` database (tests only) runs the same executor on this thread: it never fsyncs, no
+ * other connection can lock it, and a thread costs 50–100 ms to start (the interleaving
+ * explorer opens one store per schedule).
+ *
+ * The requests of one event-loop turn of this thread are sent together, at its end, as one
+ * batch (so the writes of concurrent calls that resume in the same turn commit together, as
+ * before the thread existed); batches that reach the worker while it commits join its next one.
  *
  * The worker file is plain JavaScript beside this module, loaded with no TypeScript loader
  * (`execArgv: []`), so it starts the same way under jest, tsx and the compiled package.
@@ -52,9 +56,9 @@ interface Pending {
   readonly write: boolean;
 }
 
-/** Runs the executor somewhere: posts requests, answers through the callback given at start. */
+/** Runs the executor somewhere: takes batches of requests, answers through the callback given at start. */
 interface Host {
-  post(request: SqliteRequest): void;
+  post(batch: readonly SqliteRequest[]): void;
   /** Keeps the process alive (true) while requests are pending, or lets it exit (false). */
   hold(held: boolean): void;
   /** Runs the work already posted, closes the connection and ends the thread. Idempotent. */
@@ -71,6 +75,8 @@ export class SqliteThread {
   private host!: Host;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
+  /** Requests of this event-loop turn, sent together at its end (one message, one batch). */
+  private outbox: SqliteRequest[] = [];
   private closing: Promise<void> | null = null;
   private stopped: CheckpointError | null = null;
   private whenIdle: (() => void) | null = null;
@@ -112,8 +118,23 @@ export class SqliteThread {
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, write: isWriteRequest(call) });
       if (this.pending.size === 1) this.host.hold(true);
-      this.host.post({ ...call, id });
+      this.outbox.push({ ...call, id });
+      if (this.outbox.length === 1) setImmediate(() => this.send());
     });
+  }
+
+  /** Sends this turn's requests as one batch: the writes among them commit together (or with more). */
+  private send(): void {
+    const batch = this.outbox;
+    this.outbox = [];
+    if (batch.length === 0) return;
+    if (this.stopped !== null) {
+      for (const request of batch) this.pending.get(request.id)?.reject(this.stopped);
+      for (const request of batch) this.pending.delete(request.id);
+      this.settleIdle();
+      return;
+    }
+    this.host.post(batch);
   }
 
   /** Test hook: the next group commit fails as `fault` describes (see `SqliteCommitFault`). */
@@ -150,9 +171,11 @@ export class SqliteThread {
   private died(error: Error): void {
     const driver: WireDriverError = { name: error.name, message: `the SQLite worker thread stopped: ${error.message}` };
     this.stopped = unavailable(this.context, 'run', driver);
-    for (const pending of this.pending.values()) {
+    const unsent = new Set(this.outbox.map((request) => request.id));
+    this.outbox = [];
+    for (const [id, pending] of this.pending) {
       pending.reject(
-        pending.write
+        pending.write && !unsent.has(id)
           ? new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite database ${this.context.path}: the worker thread stopped while a write was in flight (${error.message}); it may or may not be stored`, { path: this.context.path }, { cause: error })
           : this.stopped,
       );
@@ -170,32 +193,17 @@ export class SqliteThread {
   }
 }
 
-/** The executor on this thread: one batch per event-loop turn (`:memory:` only). */
+/** The executor on this thread, one batch (the requests of one event-loop turn) at a time (`:memory:` only). */
 function openInline(options: SqliteExecutorOptions, context: SqliteErrorContext, deliver: Deliver): Host {
   const opened = openExecutor(options);
   if (!opened.ok) throw storeError(context, opened.error);
   const executor: SqliteExecutor = opened.executor;
-  let queue: SqliteRequest[] = [];
-  let scheduled = false;
-  const drain = (): void => {
-    scheduled = false;
-    const batch = queue;
-    queue = [];
-    if (batch.length > 0) executor.run(batch, deliver);
-  };
   return {
-    post(request) {
-      queue.push(request);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(drain);
-      }
-    },
+    post: (batch) => executor.run(batch, deliver),
     hold() {
-      // the pending setImmediate keeps the process alive exactly while work is queued
+      // nothing runs in the background: a pending batch is a pending setImmediate
     },
     async close() {
-      drain();
       executor.close();
     },
   };
@@ -245,7 +253,7 @@ function startWorker(options: SqliteExecutorOptions, context: SqliteErrorContext
     worker.on('exit', (code) => fail(new Error(`the worker thread exited with code ${code}`)));
     let closed: Promise<void> | null = null;
     const host: Host = {
-      post: (request) => worker.postMessage(request),
+      post: (batch) => worker.postMessage(batch),
       hold: (held) => (held ? worker.ref() : worker.unref()),
       close() {
         closed ??= (async () => {

@@ -2,10 +2,11 @@
 /**
  * Entry point of a SQLite store's worker thread (started by `./sqlite-thread.ts` with
  * `workerData` = `SqliteExecutorOptions`). Opens the database (`./sqlite-open.js`), posts
- * `SqliteOpenAnswer`, then queues every request it receives and, once per event-loop turn of
- * this thread, runs all of them as one batch: requests that arrive while a commit (its fsync,
- * or a busy wait for another process's lock) is in flight wait in the port and form the next
- * batch, so they join the next transaction. `{ op: 'close' }` closes the connection after the
+ * `SqliteOpenAnswer`, then queues the batches it receives (the calling thread sends the
+ * requests of each of its event-loop turns as one message) and, once per event-loop turn of
+ * this thread, runs everything queued as one batch: requests that arrive while a commit (its
+ * fsync, or a busy wait for another process's lock) is in flight wait in the port and form the
+ * next batch, so they join the next transaction. `{ op: 'close' }` closes the connection after the
  * queued work, answers `{ closed: true }` and lets the thread exit.
  *
  * Plain JavaScript, loaded with no TypeScript loader (see `./sqlite-executor.js`).
@@ -41,15 +42,16 @@ if (!opened.ok) {
     if (batch.length > 0) executor.run(batch, (answer) => port.postMessage(answer));
   };
 
-  port.on('message', (/** @type {SqliteRequest | SqliteCloseRequest} */ message) => {
-    if (message.op === 'close') {
+  port.on('message', (/** @type {readonly SqliteRequest[] | SqliteCloseRequest} */ message) => {
+    if (!Array.isArray(message)) {
+      // { op: 'close' }
       drain();
       executor.close();
       port.postMessage({ closed: true });
       port.close();
       return;
     }
-    queue.push(message);
+    queue.push(...message);
     if (!scheduled) {
       scheduled = true;
       setImmediate(drain);
