@@ -74,7 +74,10 @@ export const POOLER_REFUSALS: readonly RegExp[] = [
   /^unknown pkt$/,
 ];
 
-/** Classifies a driver error that answered a statement (see the module comment for the rules). */
+/**
+ * Classifies a driver error that answered a statement (see the module comment for the rules).
+ * Pure; never throws.
+ */
 export function classifyPgError(error: unknown): PgFailure {
   const code = errorCode(error);
   const message = error instanceof Error ? error.message : typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
@@ -90,7 +93,9 @@ export function classifyPgError(error: unknown): PgFailure {
   }
   if (code === '08P01') {
     const fatal = severity === 'FATAL' || severity === 'PANIC';
-    const pooler = `connection pooler or protocol error (08P01: ${message})`;
+    const pooler = /^unsupported (startup parameter|options startup parameter)/.test(message)
+      ? `connection pooler refused a startup parameter of the connection string (08P01: ${message}): remove it from the URL (the store sends none of its own), or list it in PgBouncer's ignore_startup_parameters (which drops it) or track_extra_parameters`
+      : `connection pooler or protocol error (08P01: ${message})`;
     if (!fatal) return { kind: 'refused', code, pooler };
     if (POOLER_REFUSALS.some((reason) => reason.test(message))) return { kind: 'refused', code, pooler };
     return { kind: 'lost', code, pooler };

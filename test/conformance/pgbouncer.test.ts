@@ -7,6 +7,8 @@
  * - the user's report: 40 concurrent full lifecycles (2 of 40 completed; the rest failed on
  *   `42P05 prepared statement "ttc_insert" already exists`), with Debian's defaults and with
  *   `ignore_startup_parameters = options`;
+ * - what PgBouncer 1.18 does with a startup `options` parameter (refuses it, or drops it when
+ *   `ignore_startup_parameters` lists it);
  * - a statement the pooler refuses (08P01 `query_wait_timeout`) wrote nothing: STORE_UNAVAILABLE
  *   naming the pooler, never STORE_OUTCOME_UNKNOWN; the real 42P05 / 26000 a pooler causes are
  *   classified the same way;
@@ -207,6 +209,23 @@ describe('pooler errors are refusals: nothing was written (issue 12)', () => {
     } finally {
       await blocker.end().catch(() => undefined);
       await store.close();
+      await db.drop();
+    }
+  }, 60_000);
+
+  test("startup options (PgBouncer 1.18): refused with Debian's defaults, so a URL carrying them is STORE_UNAVAILABLE naming the fix (the store sends none of its own and opens); dropped with ignore_startup_parameters = options, so a search_path pin in them never reaches the server", async () => {
+    const db = await createTestDatabase();
+    try {
+      const pinned = (url: string): string => withOptions(url, '-c search_path=pg_catalog');
+      const refused = await expectCode(openCheckpointStore(pinned(bouncer.route(db.url)), { connectTimeoutMs: 5_000 }), 'STORE_UNAVAILABLE');
+      expect(refused.details.driverCode).toBe('08P01');
+      expect(String(refused.details.pooler)).toMatch(/unsupported startup parameter: options.*ignore_startup_parameters/);
+      await (await openCheckpointStore(bouncer.route(db.url))).close();
+
+      const dropped = await withClient(pinned(narrow.route(db.url)), async (c) => (await c.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path);
+      const direct = await withClient(pinned(db.url), async (c) => (await c.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path);
+      expect([dropped, direct]).toEqual(['"$user", public', 'pg_catalog']);
+    } finally {
       await db.drop();
     }
   }, 60_000);

@@ -49,6 +49,12 @@ describe('classifyPgError (issue 12)', () => {
     }
   });
 
+  test('a startup parameter PgBouncer refuses (an options parameter in the URL) names the fix', async () => {
+    for (const reason of ['unsupported startup parameter: options', 'unsupported startup parameter in options: search_path']) {
+      expect(classifyPgError(await pooler(reason)).pooler).toMatch(/remove it from the URL.*ignore_startup_parameters/);
+    }
+  });
+
   test('PgBouncer reasons after which the statement may have run are lost (settled by re-reading), still naming the pooler', async () => {
     for (const reason of ['server conn crashed?', 'query_timeout', 'server connection closed', 'something a newer PgBouncer says']) {
       const failure = classifyPgError(await pooler(reason));
