@@ -12,17 +12,25 @@
  * - Encoding and decoding stay on the calling thread (this file, `./row-codec.ts`,
  *   `./entry-codec.ts`): validation, canonical JSON, the HMAC seal, payload encryption, parsing
  *   and verification. Only SQL parameters and stored bodies (strings) cross to the thread.
- *   Measured (bench/README of issue 12 figures in the commit): encoding a sealed and encrypted
- *   record costs tens of µs, about what structured-cloning the record to another thread would
- *   cost anyway, while the fsync it waits for costs milliseconds; and decoding must end on this
- *   thread regardless, where `RowCodec` remembers which body each returned record came from (a
- *   compare-and-swap with `expected` needs that digest). So the codec stays here.
+ *   Measured (2-core machine under load, per record with a 50 B / 4 KiB payload): encode
+ *   34 / 52 µs plain and 0.4 / 0.9 ms sealed+encrypted, decode 0.3 / 0.4 ms and 0.5 / 1.4 ms,
+ *   while a structured clone of the record to another thread costs 10–30 µs. So the codec on
+ *   the thread would free this thread further; it stays here because it is TypeScript: a worker
+ *   running it from the sources (jest, tsx) needs a TypeScript loader, which took 0.55–0.63 s
+ *   per thread start against 0.05–0.1 s for the plain-JavaScript executor (the test suites and
+ *   the interleaving explorer open hundreds of stores); one thread would also serialize all the
+ *   process's codec work behind fsyncs and lock waits; and `RowCodec` remembers on this thread
+ *   which body each returned record came from (a compare-and-swap with `expected` needs it).
+ *   What moved is what blocks for milliseconds to seconds: SQL, fsyncs and busy waits. With 16
+ *   concurrent lifecycles the calling thread was busy 1.0 ms per lifecycle instead of 2.6 ms,
+ *   with one client 4.2 ms instead of 19.9 ms (`performance.eventLoopUtilization`; load average
+ *   9–10 on 2 cores, so rough figures).
  *
  * Group commit: the writes issued in one event-loop turn are sent to the thread together and
  * commit in one transaction, and every write queued while a commit is in flight joins the next
  * one; each write runs under its own savepoint, so one failing statement fails only its own
- * call; each promise settles only after its commit is durable. A failed COMMIT that leaves the outcome
- * unknown is settled by re-read or reported STORE_OUTCOME_UNKNOWN (see `./sqlite-executor.js`).
+ * call; each promise settles only after its commit is durable. A failed COMMIT that leaves the
+ * outcome unknown is settled by re-read or reported STORE_OUTCOME_UNKNOWN (`./sqlite-executor.js`).
  *
  * A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?` (and, when the caller
  * passes the record it read, `AND ttc_sha256(body) = ?`: the body must be the one read).
