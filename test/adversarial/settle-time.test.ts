@@ -195,8 +195,14 @@ describe('settle time', () => {
     const skewed = () => new Date(Date.now() + h.offsetMs - 150);
     const call = h.newCall();
     const holder = h.run(h.activities([tool], { clock: skewed }), call, 1);
-    await waitFor(async () => (await h.recordOf(call))?.status === 'executing');
-    h.offsetMs = DEADLINE_MS - 100; // real time: the holder's deadline (in real time) has not passed
+    let claimedAt = 0;
+    await waitFor(async () => {
+      const record = await h.recordOf(call);
+      claimedAt = record?.status === 'executing' ? Date.parse(record.execution!.claimedAt) : 0;
+      return claimedAt !== 0;
+    });
+    // Real time 100 ms before the holder's real deadline (its claim in real time is 150 ms after the time it wrote), counted from the claim.
+    h.offsetMs = claimedAt + 150 + DEADLINE_MS - 100 - Date.now();
     const second = await h.run(h.activities([tool]), call, 2);
     land.open();
     await holder;
