@@ -10,8 +10,8 @@
  *    is any other error without a SQLSTATE (a value the driver could not serialize, ...).
  * 2. PgBouncer's and PostgreSQL's prepared-statement errors `42P05` (duplicate prepared
  *    statement) and `26000` (prepared statement does not exist) → **refused**: the statement
- *    was rejected at Parse/Bind (the shape a transaction-mode pooler produces for named
- *    statements, which the store no longer uses).
+ *    was rejected at Parse/Bind, before anything executed (the shape a transaction-mode pooler
+ *    produces for named statements: the store then turns to unnamed ones).
  * 3. `08P01` (protocol violation, the SQLSTATE PgBouncer uses for all its own errors):
  *    - severity ERROR (not FATAL/PANIC): the statement was rejected → **refused**;
  *    - FATAL with a PgBouncer reason that means the statement never reached a PostgreSQL server

