@@ -23,6 +23,7 @@ const harness = useAgentTestEnv('dev');
 
 const TURNS = 12;
 const CALLS_PER_TURN = 100;
+const PROGRESS_WINDOW_MS = 20_000;
 const id = (turn: number, i: number) => `call_${turn}_${i}_${'x'.repeat(2_000)}`;
 
 describe('continue-as-new handover stays bounded', () => {
@@ -40,10 +41,11 @@ describe('continue-as-new handover stays bounded', () => {
       limits: { continueAsNewAfterEvents: 20 },
     });
     const outcome = await harness.withRun(activitiesOf(model, tools), input, async (handle) => {
-      // The run either ends, or stops making progress (its workflow task failing over and over).
+      // The run either ends, or stops making progress (its workflow task failing over and over). A window of
+      // 20 s: a run that is stuck stays stuck; 5 s was too short on a loaded CI machine (a live run showed no new call).
       let lastRuns = -1;
-      for (let waited = 0; waited < 300_000; waited += 5_000) {
-        const ended = await Promise.race([handle.result().then((result) => ({ result }), (error: unknown) => ({ error })), new Promise<null>((r) => setTimeout(() => r(null), 5_000))]);
+      for (let waited = 0; waited < 300_000; waited += PROGRESS_WINDOW_MS) {
+        const ended = await Promise.race([handle.result().then((result) => ({ result }), (error: unknown) => ({ error })), new Promise<null>((r) => setTimeout(() => r(null), PROGRESS_WINDOW_MS))]);
         if (ended !== null) return { ...ended, stuck: null };
         if (tools.runs.length === lastRuns && lastRuns > 0) break;
         lastRuns = tools.runs.length;
@@ -51,7 +53,7 @@ describe('continue-as-new handover stays bounded', () => {
       const history = await handle.fetchHistory();
       const failures = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!.failure?.message);
       await handle.terminate('adversarial test: stuck');
-      return { stuck: `no progress for 5 s after ${tools.runs.length} tool calls; workflow task failures: ${failures.length} (${failures[0] ?? 'none'})` };
+      return { stuck: `no progress for ${PROGRESS_WINDOW_MS / 1_000} s after ${tools.runs.length} tool calls; workflow task failures: ${failures.length} (${failures[0] ?? 'none'})` };
     });
     process.stdout.write(`model asked ${model.requests.length} times, ${tools.runs.length} tool calls ran; ${JSON.stringify({ status: 'result' in outcome ? outcome.result?.status : undefined, error: 'error' in outcome ? String(outcome.error) : undefined, stuck: outcome.stuck })}\n`);
     // Before 2ee5829: after ~9 turns the handover was over 2 MB; the SDK refused the continue-as-new command,
