@@ -61,7 +61,10 @@ describe('claim renewal across a store outage shorter than callDeadlineMs + reco
     const holderStore = new FlakyStore(store);
     const holderPlugin = new ToolCheckpointPlugin({ store: holderStore, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
     const otherPlugin = new ToolCheckpointPlugin({ store, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
+    let holderRunning: () => void = () => undefined;
+    const holderStarted = new Promise<void>((resolve) => (holderRunning = resolve));
     const chargeCard = async (): Promise<{ chargeId: string }> => {
+      holderRunning();
       await sleep(3_000); // a slow provider; ignores fencedCallContext().signal, as an unmodified activity does
       const effect = { key: fencedCallContext()?.idempotencyKey, id: `ch-${effects.length + 1}` };
       effects.push(effect);
@@ -73,8 +76,9 @@ describe('claim renewal across a store outage shorter than callDeadlineMs + reco
       (value) => ({ value }),
       (error: Error & { type?: string }) => ({ error: `${error.type ?? ''} ${error.message}` }),
     );
+    await holderStarted; // the holder is running the activity (its claim made and re-read) ...
     await sleep(50);
-    holderStore.down = true; // the holder's worker loses the store ...
+    holderStore.down = true; // ... when its worker loses the store ...
     await sleep(400);
     holderStore.down = false; // ... for 400 ms, then reaches it again
     await sleep(50);
