@@ -14,7 +14,7 @@ import { createCheckpoint } from '../checkpoint/record';
 import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/compose';
 import { claimExecution, markExecutionUncertain, reclaimExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
+import type { CheckpointStore, CreateResult } from '../stores/checkpoint-store';
 import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
 import { ClaimRenewal } from './claim-renewal';
 import { crashPoint, type FencePoint } from './crash-points';
@@ -136,7 +136,15 @@ class Attempt {
     const claim = this.approvalExpired() ? null : createClaimed(this.call.binding, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     const claimSentBefore = this.evidence.claimSent;
     if (claim !== null) this.evidence.claimSent = true;
-    const { created, record } = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }));
+    let inserted: CreateResult;
+    try {
+      inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }));
+    } catch (error) {
+      // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
+      if (isCheckpointError(error, 'STORE_UNAVAILABLE')) this.evidence.claimSent = claimSentBefore;
+      throw error;
+    }
+    const { created, record } = inserted;
     this.evidence.seen = record;
     // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
     if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) return this.runAndStore(record, 'executed');

@@ -2,7 +2,7 @@
  * Adversarial regression (issue 9 scenario 6, SPEC §7 "The call owns 'nothing applied'"): the store
  * throws the real STORE_UNAVAILABLE from the k-th store operation of attempt 1 on, stays down for
  * attempts 2-5, and comes back (after the settle time) for attempts 6-7. Invariants: once a claim
- * compare-and-swap may have been sent, no attempt is reported as nothing applied (a store that is
+ * (the claiming insert, or a claim compare-and-swap) may have been sent, no attempt is reported as nothing applied (a store that is
  * down after a claim ends in RECONCILE_PENDING or a pause); at most one effect; a returned result
  * is the stored one; no untyped error.
  */
@@ -63,7 +63,9 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
     const final = await h.recordOf(call);
     const summary = `${outcomes.map(([a, o]) => `${a}=${typeOf(o)}`).join(' ')} ops=${opsDone.slice(0, k + 1).join(',')}`;
     if (process.env.TTC_ADVERSARIAL_VERBOSE) console.log(kind, k, summary);
-    const claimed = opsDone.slice(0, k).includes('cas:executing');
+    // A claim may have been sent: a claiming insert (SPEC §9) that succeeded, or any claim compare-and-swap (the fence
+    // treats a failed one as maybe sent). A failed insert wrote nothing (STORE_UNAVAILABLE, the store's contract).
+    const claimed = opsDone.slice(0, k).includes('cas:executing') || opsDone.slice(0, k - 1).includes('createIfAbsent');
 
     expect([summary, provider.total()]).toEqual([summary, expect.any(Number)]);
     expect(provider.total()).toBeLessThanOrEqual(1);
@@ -73,5 +75,24 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
       for (const [a, o] of outcomes) if ('failure' in o && (claimed || a > 1)) expect([summary, a, NOTHING_APPLIED_CODES.includes(o.failure.type as never)]).toEqual([summary, a, false]);
     }
     for (const [, o] of outcomes) if ('result' in o) expect(JSON.stringify(o.result.outcome)).toBe(JSON.stringify(final?.result?.payload));
+  });
+});
+
+describe('the store is down at the claiming insert of attempt 1 (SPEC §9: the claim of a fresh call is its insert)', () => {
+  test('STORE_UNAVAILABLE wrote nothing, so attempt 1 fails with it (nothing applied, not RECONCILE_PENDING); with the store back, attempt 2 runs the tool once', async () => {
+    h.offsetMs = 0;
+    const provider = new Provider();
+    const flaky = new FlakyStore(h.store);
+    flaky.failWhen = (op) => op === 'createIfAbsent';
+    const acts = h.activities([tool('none', provider)], { store: flaky });
+    const call = h.newCall();
+
+    const first = await h.run(acts, call, 1);
+    expect(first).toEqual({ failure: expect.objectContaining({ type: 'STORE_UNAVAILABLE' }) });
+    expect(await h.recordOf(call)).toBeNull();
+
+    flaky.failWhen = null;
+    expect(typeOf(await h.run(acts, call, 2))).toBe('result:executed');
+    expect(provider.total()).toBe(1);
   });
 });
