@@ -45,7 +45,7 @@ export interface ConfigInput {
     sqliteBusyTimeout?: DurationInput;
     /**
      * PostgreSQL only: the schema holding the store's tables (it must exist; only trusted roles
-     * may have CREATE on it). Tables are schema-qualified and the search_path is pinned.
+     * may have CREATE on it). Every object the store uses is schema-qualified; no statement depends on the search_path.
      * @default 'public' (env TTC_POSTGRES_SCHEMA)
      */
     postgresSchema?: string;
@@ -218,10 +218,10 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const sqliteBusyTimeoutMs = Math.ceil(duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }));
   const toolHeartbeatMs = duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s'));
   if (storeUrl.startsWith('sqlite:') && toolHeartbeatMs < HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs) {
-    // better-sqlite3 waits for a lock synchronously: a wait of the whole busy timeout stops the event loop, heartbeats included.
+    // Until issue 12 a lock wait blocked the event loop, heartbeats included; the store now waits on its own thread. Kept as a conservative bound.
     throw new CheckpointError(
       'INVALID_CONFIG',
-      `TTC_TOOL_HEARTBEAT_TIMEOUT (${toolHeartbeatMs} ms) must be at least ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO} × TTC_SQLITE_BUSY_TIMEOUT (${sqliteBusyTimeoutMs} ms) = ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs} ms with a SQLite store: a SQLite writer waits for a lock synchronously and blocks heartbeats meanwhile; raise the heartbeat timeout or lower the busy timeout`,
+      `TTC_TOOL_HEARTBEAT_TIMEOUT (${toolHeartbeatMs} ms) must be at least ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO} × TTC_SQLITE_BUSY_TIMEOUT (${sqliteBusyTimeoutMs} ms) = ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs} ms with a SQLite store: a write may wait the whole busy timeout for another process's lock; raise the heartbeat timeout or lower the busy timeout`,
       { field: 'TTC_TOOL_HEARTBEAT_TIMEOUT', toolHeartbeatMs, sqliteBusyTimeoutMs, related: 'TTC_SQLITE_BUSY_TIMEOUT' },
     );
   }

@@ -62,9 +62,9 @@ export interface CheckpointStoreOptions extends PayloadEncryptionOptions {
   readonly poolSize?: number;
   /**
    * PostgreSQL: the schema holding the store's tables (a lower-case SQL identifier; it must
-   * exist). Every table is schema-qualified and each connection's search_path is pinned to
-   * `pg_catalog, pg_temp`, so objects other roles create in other schemas are never used
-   * (issue 15 item 12). Only trusted roles may have CREATE on this schema. @default 'public'
+   * exist). Every table, function, operator and type is schema-qualified (no statement depends
+   * on the search_path, so the store also works through a transaction-mode pooler), so objects
+   * other roles create in other schemas are never used (issue 15 item 12). Only trusted roles may have CREATE on this schema. @default 'public'
    */
   readonly postgresSchema?: string;
   /** PostgreSQL: how long to wait for a connection, in ms. @default 5,000 */

@@ -3,8 +3,9 @@
  * store's tables. Real PostgreSQL: the store's role `app` owns the database (its tables in
  * `public`); the co-tenant `mallory` creates a schema named after `app` (first in the default
  * search_path `"$user", public`), a `ttc_checkpoints` table in it holding a forged completed
- * record, and grants `app` access. Unqualified names read the forgery; the store pins
- * search_path and schema-qualifies its tables, so it reads its own row.
+ * record, and grants `app` access. Unqualified names read the forgery; the store schema-qualifies
+ * everything it uses (no session search_path, which a transaction-mode pooler would not keep), so
+ * it reads its own row.
  */
 import { randomBytes } from 'node:crypto';
 import { fingerprintInput } from '../../src/checkpoint/digest';
