@@ -53,7 +53,7 @@ export type {
   QuarantinedRow,
 } from './stores/checkpoint-store';
 export { checkpointKey, CHECKPOINT_KEY_PREFIX } from './stores/checkpoint-key';
-export { SqliteCheckpointStore, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, type SqliteStoreSettings, type SqliteStoreStats } from './stores/sqlite-store';
+export { SqliteCheckpointStore, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, type SqliteStoreSettings } from './stores/sqlite-store';
 export type { SqliteStoreStats } from './stores/sqlite-store';
 export { PostgresCheckpointStore, DEFAULT_POSTGRES_POOL_SIZE, DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS } from './stores/postgres-store';
 export { ENCRYPTION_KEY_BYTES, PAYLOAD_ENCRYPTION_ALGORITHM, isEncryptedPayload } from './stores/payload-cipher';
