@@ -153,6 +153,16 @@ export class PostgresCheckpointStore implements CheckpointStore {
     // An idle client whose server went away emits 'error' on the pool; without a listener
     // Node would crash. The pool drops that client; the next call reconnects or fails closed.
     pool.on('error', () => undefined);
+    // A checked-out client has no listener of pg-pool's (pg-pool removes its idle listener while
+    // the client is out), and a `pg` Client emits 'error' when its connection ends unexpectedly
+    // (client.js `_handleErrorEvent`): unheard, that event kills the process. This listener stays
+    // on the client for its whole life; the error itself also rejects the statement in flight,
+    // whose caller classifies it (`./pg-errors`), releases the client as broken and, for a
+    // write, settles the outcome by re-reading. ('connect' fires once per new client, before it
+    // is first handed out.)
+    pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+    });
     const store = new PostgresCheckpointStore(pool, where, codec, schema, options);
     try {
       await store.migrate();
