@@ -181,9 +181,11 @@ export class PostgresCheckpointStore implements CheckpointStore {
       inserted = (await this.write(this.sql.INSERT, insertParams(row))).rowCount === 1;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
-      return this.settleInsert(row, record, error.driverError);
+      const cause = error.driverError;
+      return this.settling(row.key, 'insert', cause, () => this.settleInsert(row, record, cause));
     }
     if (inserted) return { created: true, record: this.codec.remember(record, row.body) };
+    // The server answered: nothing of this call was written, so a failed read of the row is STORE_UNAVAILABLE.
     return { created: false, record: await this.readExisting(row) };
   }
 
@@ -209,7 +211,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
       return swapped;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
-      return this.settleCas(row, expectedRevision, expectedBody, next, error.driverError);
+      const cause = error.driverError;
+      return this.settling(row.key, 'compare-and-swap', cause, () => this.settleCas(row, expectedRevision, expectedBody, next, cause));
     }
   }
 
@@ -466,9 +469,31 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /**
+   * Runs the settling of a write that may have been sent (`settleInsert`, `settleCas`): the
+   * write may have committed, so no failure while settling it (a re-read, a re-send, the read of
+   * the row a re-sent insert conflicted with, a connection the pool cannot give) may be reported
+   * as STORE_UNAVAILABLE, which says nothing was written (the store's contract; the fence takes a
+   * claiming insert that failed STORE_UNAVAILABLE for no claim). Every STORE_UNAVAILABLE becomes
+   * STORE_OUTCOME_UNKNOWN (`details.key`, the driver error of the lost write as `cause`); other
+   * errors (quarantine codes of a row that is there, STORE_OUTCOME_UNKNOWN) pass unchanged.
+   */
+  private async settling<T>(key: string, what: string, cause: unknown, settle: () => Promise<T>): Promise<T> {
+    try {
+      return await settle();
+    } catch (error) {
+      if (isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.outcomeUnknown(key, what, cause, error);
+      throw error;
+    }
+  }
+
+  /**
    * The insert's connection was lost: re-read, re-sending the (idempotent) insert while the row
    * is absent. A re-send the server or a pooler refuses leaves the lost insert's outcome unknown
-   * (it may still commit on the server): STORE_OUTCOME_UNKNOWN, never STORE_UNAVAILABLE.
+   * (it may still commit on the server): STORE_OUTCOME_UNKNOWN, never STORE_UNAVAILABLE. A
+   * re-send that conflicts may have conflicted with the lost insert itself, which committed
+   * meanwhile: the conflicting row is returned (`created: false`), and a failure to read it is
+   * STORE_OUTCOME_UNKNOWN too. Run it inside {@link settling}, which turns any STORE_UNAVAILABLE
+   * of a step into STORE_OUTCOME_UNKNOWN.
    */
   private async settleInsert(row: EncodedRow, record: CheckpointRecord, cause: unknown): Promise<CreateResult> {
     for (let round = 0; round < MAX_RESOLVE_ROUNDS; round += 1) {
@@ -483,7 +508,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
         throw error;
       }
       if (inserted) return { created: true, record: this.codec.remember(record, row.body) };
-      return { created: false, record: await this.readExisting(row) };
+      // The row it conflicted with may be the lost insert's own: reading it settles the write.
+      return { created: false, record: await this.settling(row.key, 'insert', cause, () => this.readExisting(row)) };
     }
     throw this.outcomeUnknown(row.key, 'insert', cause);
   }
@@ -500,7 +526,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
    * (the UPDATE cannot have applied: revisions only grow, and the row is never touched);
    * `next`'s revision → whether the stored record is `next`; still at `expectedRevision` →
    * re-send the same conditional UPDATE (it and the lost one can apply at most once between
-   * them); anything else → STORE_OUTCOME_UNKNOWN.
+   * them); anything else → STORE_OUTCOME_UNKNOWN. Run it inside {@link settling}: no failure of
+   * a step is STORE_UNAVAILABLE.
    */
   private async settleCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, next: CheckpointRecord, cause: unknown): Promise<boolean> {
     const won = (body: string): true => {
@@ -684,8 +711,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
     );
   }
 
+  /**
+   * STORE_OUTCOME_UNKNOWN for a write whose connection was lost after it was sent and whose
+   * settling failed (`details.key`, `details.where`; the lost write's driver error as `cause`).
+   */
   private outcomeUnknown(key: string, what: string, cause: unknown, reread?: unknown): CheckpointError {
-    const extra = reread === undefined ? '' : ` and the re-read failed (${(reread as Error).message})`;
+    const extra = reread === undefined ? '' : ` and settling it by re-reading failed (${(reread as Error).message})`;
     return new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost after sending the ${what} of ${key}${extra}; its outcome is unknown (re-read the record before acting)`, { key, where: this.where }, { cause });
   }
 }
