@@ -20,11 +20,24 @@
  *      PgBouncer 1.21+'s `prepared statement did not exist` / `name is already in use`, ...: see
  *      {@link POOLER_REFUSALS}) → **refused**;
  *    - any other FATAL 08P01, notably `server conn crashed?` (the pooler's server connection
- *      died while the statement ran) and `query_timeout` (the pooler killed a running statement):
- *      the statement may have committed → **lost** (settled by re-reading, never assumed).
+ *      died while the statement ran), `query_timeout` (the pooler killed a running statement)
+ *      and `unknown pkt` (also sent when the *server* answered the running statement with a
+ *      message PgBouncer does not know, server.c `handle_server_work`, passed on to the active
+ *      client by `unlink_server`): the statement may have committed → **lost** (settled by
+ *      re-reading, never assumed).
  * 4. Other SQLSTATE class 08 (connection exception) and the server's own termination codes
  *    `57P01` / `57P02` / `57P03` → **lost**.
- * 5. Any other SQLSTATE: the server rejected or rolled back the statement → **refused**.
+ * 5. Any other SQLSTATE:
+ *    - severity ERROR: the server rejected the statement or rolled its transaction back (an
+ *      error after the commit record is written is promoted to PANIC: it is in a critical
+ *      section) → **refused**;
+ *    - any other severity, i.e. FATAL or PANIC (or one that cannot be read: a translated
+ *      severity under a non-English `lc_messages`, or none): the backend ends, possibly after the
+ *      commit record reached the WAL (PANIC 58030 "could not fsync" in the commit's WAL flush,
+ *      which crash recovery can replay as committed; FATAL/PANIC XX000) → **lost**, unless the
+ *      SQLSTATE is one a server sends only before any statement of the session ran
+ *      ({@link NEVER_SENT_FATAL}: authentication, unknown database, no connection slots) →
+ *      **refused**.
  *
  * Sources: PgBouncer `src/proto.c` `send_pooler_error` (SQLSTATE 08P01 by default), `src/janitor.c`
  * and `src/objects.c` (the disconnect reasons), read at tags 1.18.0 and 1.25; PostgreSQL
@@ -71,12 +84,23 @@ export const POOLER_REFUSALS: readonly RegExp[] = [
   /^prepared statement (did not exist|name is already in use)$/,
   /^broken (Parse|Bind|Describe|Close) packet$/,
   /^PQexec disallowed$/,
-  /^unknown pkt$/,
+  // Not `unknown pkt`: PgBouncer also sends it when the server answered the client's running
+  // statement with an unknown message (server.c), possibly after a commit (rule 3).
 ];
 
 /**
- * Classifies a driver error that answered a statement (see the module comment for the rules).
- * Pure; never throws.
+ * SQLSTATEs a PostgreSQL server reports with severity FATAL only while starting a session, before
+ * any statement of it ran (rule 5): `28000` invalid authorization, `28P01` invalid password,
+ * `3D000` database does not exist, `53300` too many connections. Every other FATAL or PANIC
+ * SQLSTATE may follow a commit and is `lost`. (PostgreSQL Appendix A; `src/backend/utils/init/postinit.c`
+ * and `src/backend/libpq/auth.c` raise these during connection start-up.)
+ */
+export const NEVER_SENT_FATAL: ReadonlySet<string> = new Set(['28000', '28P01', '3D000', '53300']);
+
+/**
+ * Classifies a driver error that answered a statement (see the module comment for the rules):
+ * `refused` only when nothing of the statement can have been written; whenever it may have
+ * committed, `lost`. Pure; never throws.
  */
 export function classifyPgError(error: unknown): PgFailure {
   const code = errorCode(error);
@@ -101,7 +125,8 @@ export function classifyPgError(error: unknown): PgFailure {
     return { kind: 'lost', code, pooler };
   }
   if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return { kind: 'lost', code, pooler: null };
-  return { kind: 'refused', code, pooler: null };
+  if (severity === 'ERROR' || NEVER_SENT_FATAL.has(code)) return { kind: 'refused', code, pooler: null };
+  return { kind: 'lost', code, pooler: null };
 }
 
 /** The SQLSTATE or errno of a driver error, or null. */

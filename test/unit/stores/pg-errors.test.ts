@@ -8,7 +8,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { parse, type DatabaseError } from 'pg-protocol';
-import { classifyPgError, POOLER_REFUSALS } from '../../../src/stores/pg-errors';
+import { classifyPgError, NEVER_SENT_FATAL, POOLER_REFUSALS } from '../../../src/stores/pg-errors';
 
 /** The ErrorResponse ('E') message with these fields, parsed as `pg` parses it. */
 async function errorResponse(fields: Record<string, string>): Promise<DatabaseError> {
@@ -88,6 +88,31 @@ describe('classifyPgError (issue 12)', () => {
     for (const code of ['23505', '40001', '40P01', '57014', '25P02', '42883']) {
       expect(classifyPgError(await errorResponse({ S: 'ERROR', V: 'ERROR', C: code, M: 'refused' }))).toEqual({ kind: 'refused', code, pooler: null });
     }
+  });
+
+  test('rule 5 reads the severity: a FATAL or PANIC (which may follow a commit the WAL holds) is lost unless its SQLSTATE is sent only at session start', async () => {
+    for (const [severity, code] of [
+      ['PANIC', '58030'],
+      ['PANIC', 'XX000'],
+      ['FATAL', 'XX000'],
+      ['FATAL', '53200'],
+      ['FATAL', '25P03'],
+      ['PANIK', '58030'], // a translated severity (lc_messages) cannot be read as ERROR
+    ] as const) {
+      const failure = classifyPgError(await errorResponse({ S: severity, C: code, M: 'backend ends' }));
+      expect([severity, code, failure]).toEqual([severity, code, { kind: 'lost', code, pooler: null }]);
+    }
+    for (const code of NEVER_SENT_FATAL) {
+      expect(classifyPgError(await errorResponse({ S: 'FATAL', V: 'FATAL', C: code, M: 'session not started' }))).toEqual({ kind: 'refused', code, pooler: null });
+    }
+    for (const code of ['58030', 'XX000']) {
+      expect(classifyPgError(await errorResponse({ S: 'ERROR', V: 'ERROR', C: code, M: 'rolled back' }))).toEqual({ kind: 'refused', code, pooler: null });
+    }
+  });
+
+  test("PgBouncer's FATAL \"unknown pkt\" is lost (it also follows a server's garbage answer to a running statement)", async () => {
+    expect(POOLER_REFUSALS.some((r) => r.test('unknown pkt'))).toBe(false);
+    expect(classifyPgError(await pooler('unknown pkt'))).toMatchObject({ kind: 'lost', code: '08P01' });
   });
 
   test('socket failures are lost; a client that was already broken or closed never sent the statement', () => {
