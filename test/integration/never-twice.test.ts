@@ -20,6 +20,7 @@ import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { FlakyStore, waitFor } from '../helpers/flaky-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
+import { createCheckpoint } from '../../src/checkpoint/record';
 
 jest.setTimeout(60_000);
 
@@ -288,7 +289,7 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       const call = newCall();
       const acts = createToolActivities({ store, tools, clock, hooks: { step: (p) => (p === 'after-result-stored' ? new Promise<void>(() => undefined) : undefined) } });
       void run(acts, call, 1);
-      await waitFor(async () => (await recordOf(call))?.status === 'completed');
+      await waitFor(async () => (await recordOf(call))?.status === 'delivered'); // the result and its delivery are one write (SPEC §9)
       expect(provider.total()).toBe(1);
       return call;
     }
@@ -364,7 +365,7 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       const acts = activities([ticketTool(provider)], { store: outage });
       const call = newCall();
       // The store goes away when the result is about to be stored, after the claim and the effect.
-      outage.failWhen = (op) => (op === 'cas:completed' ? (outage.down = true) : outage.down);
+      outage.failWhen = (op) => (op === 'cas:delivered' ? (outage.down = true) : outage.down);
 
       const outcomes = [await run(acts, call, 1)];
       outage.down = true;
@@ -434,8 +435,15 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       const call = newCall();
       let release!: () => void;
       const released = new Promise<void>((done) => (release = done));
-      // Attempt 1 created the checkpoint and stalls right before its claim (a slow network path to the store).
-      const first = run(createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'before-claim' ? released : undefined) } }), call, 1);
+      // Attempt 1, on a release that created the checkpoint and then claimed it in two writes (as before SPEC §9),
+      // created it and stalls right before its claim (a slow network path to the store).
+      const previousRelease = new (class extends FlakyStore {
+        override createIfAbsent(record: CheckpointRecord) {
+          return super.createIfAbsent(record.status === 'executing' ? createCheckpoint(record.binding, { createdAt: record.createdAt }) : record);
+        }
+      })(store);
+      let claims = 0;
+      const first = run(createToolActivities({ store: previousRelease, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'before-claim' && ++claims === 2 ? released : undefined) } }), call, 1);
       await waitFor(async () => (await recordOf(call))?.status === 'ready');
 
       // Attempt 2 lands on a worker without the tool: UNKNOWN_TOOL is reported as nothing applied only after the refusal is stored.

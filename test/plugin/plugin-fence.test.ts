@@ -96,12 +96,14 @@ describe('ToolCheckpointPlugin on a real server', () => {
     expect(effects[0]!.idempotencyKey).toMatch(/^ttc/);
     // Attempt 1 ran the activity and failed after storing; attempt 2 delivered from the store.
     expect(probe.seen).toContain('attempt-1:after-effect');
-    expect(probe.seen.filter((s) => s.startsWith('attempt-2:'))).toEqual(['attempt-2:after-delivery-claimed', 'attempt-2:after-delivery-completed']);
+    // Attempt 1's one result write also recorded its delivery (SPEC §9): attempt 2 finds the call delivered and returns the stored result.
+    expect(probe.seen.filter((s) => s.startsWith('attempt-2:'))).toEqual(['attempt-2:before-claim', 'attempt-2:after-delivery-completed']);
     const record = await checkpointOf('plugin-checkout-1', 1);
     expect(record?.status).toBe('delivered');
     expect(record?.binding.toolName).toBe('chargeCard');
     expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
-    expect(record?.delivery?.deliveryId).toMatch(/^delivery-2-/);
+    // The delivery recorded is attempt 1's (its result write recorded it); attempt 2 returned the delivered result as stored.
+    expect(record?.delivery?.deliveryId).toMatch(/^delivery-1-/);
   });
 
   it('fences an activity another plugin registers, by naming it in `fence`', async () => {
