@@ -10,8 +10,9 @@
  * activity's schedule to its completion and from its start to its completion (server event
  * times in the histories), run latency p50/p99, store rows and bytes per tool call (the store's
  * tables before and after the size: checkpoint rows, conversation rows, the bytes of those rows,
- * and the bytes of their pages with indexes), and history bytes per tool call (every run's
- * history fetched with the client and encoded as protobuf, summed).
+ * and the bytes of their pages with indexes), history bytes per tool call (every run's
+ * history fetched with the client and encoded as protobuf, summed), and CPU ms per tool call of
+ * the worker processes and of the dev server (/proc/<pid>/stat before and after the size).
  *
  * Options (environment): FLEET_RUNS (default `1,10,100,1000`), FLEET_STORES (default
  * `sqlite,postgres`; PostgreSQL is DATABASE_URL or a private server), FLEET_SERVER (`memory`,
@@ -19,7 +20,8 @@
  * FLEET_WORKERS (default 2), FLEET_MAX_CONCURRENT_ACTIVITIES (per worker, default the SDK's 100),
  * FLEET_TOOL_MS (each tool waits this long, default 0), BENCH_MARKDOWN=1.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -144,6 +146,27 @@ async function postgresStore(): Promise<StoreUnderTest> {
   };
 }
 
+/** Clock ticks per second of /proc/<pid>/stat. */
+const CLOCK_TICKS = ((): number => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time (user + system) a live process has used so far, ms; NaN where /proc is not readable. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Milliseconds since the epoch of a protobuf Timestamp. */
 function millis(ts: temporal.api.history.v1.IHistoryEvent['eventTime']): number {
   return Number(ts?.seconds ?? 0) * 1000 + (ts?.nanos ?? 0) / 1e6;
@@ -161,6 +184,9 @@ interface Row {
   store1: StoreSize;
   historyBytes: number;
   toolCalls: number;
+  /** CPU ms the worker processes (together) and the dev server used during the size. */
+  workerCpuMs: number;
+  serverCpuMs: number;
 }
 
 async function main(): Promise<void> {
@@ -205,6 +231,8 @@ async function main(): Promise<void> {
         await client.workflow.execute('agentWorkflow', { taskQueue: queue, workflowId: `fleet-${kind}-warmup-${Date.now()}`, args: [input] });
         for (const runs of SIZES) {
           const store0 = await store.size();
+          const workerCpu0 = workers.reduce((a, w) => a + cpuMs(w.process.pid), 0);
+          const serverCpu0 = cpuMs(server.process.pid);
           const tag = `fleet-${kind}-${runs}-${Date.now()}`;
           const handles: Array<WorkflowHandle> = await mapPool(Array.from({ length: runs }, (_, i) => i), CLIENT_CONCURRENCY, (i) =>
             client.workflow.start('agentWorkflow', { taskQueue: queue, workflowId: `${tag}-${i}`, args: [input] }),
@@ -213,6 +241,8 @@ async function main(): Promise<void> {
           const failures = results.filter((r) => r.status !== 'completed');
           if (failures.length > 0) console.error(`fleet: ${failures.length} of ${runs} runs did not complete, e.g. ${failures[0]!.status}`);
           const completed = results.filter((r) => r.status === 'completed').length;
+          const workerCpuMs = workers.reduce((a, w) => a + cpuMs(w.process.pid), 0) - workerCpu0;
+          const serverCpuMs = cpuMs(server.process.pid) - serverCpu0;
           const store1 = await store.size();
           const scheduleToClose: number[] = [];
           const startToClose: number[] = [];
@@ -247,7 +277,7 @@ async function main(): Promise<void> {
               }
             }
           });
-          rows.push({ store: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL', runs, completed, seconds: (last - first) / 1000, scheduleToClose, startToClose, runLatency, store0, store1, historyBytes, toolCalls });
+          rows.push({ store: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL', runs, completed, seconds: (last - first) / 1000, scheduleToClose, startToClose, runLatency, store0, store1, historyBytes, toolCalls, workerCpuMs, serverCpuMs });
           console.error(`fleet: ${kind} ${runs} runs done (${completed} completed, ${toolCalls} tool calls, ${((last - first) / 1000).toFixed(1)} s)`);
         }
       } finally {
@@ -264,7 +294,7 @@ async function main(): Promise<void> {
   printRunHeader(`FLEET_RUNS=${SIZES.join(',')} FLEET_STORES=${STORES.join(',')} FLEET_SERVER=${SERVER}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:fleet`);
   console.log('');
   table(
-    ['store', 'runs', 'completed', 'tool calls', 'wall s', 'tool calls/s', 'call p50 ms (scheduled→done)', 'call p99 ms (scheduled→done)', 'call p50 ms (started→done)', 'call p99 ms (started→done)', 'run p50 ms', 'run p99 ms', 'checkpoint rows per call', 'conversation rows per call', 'store row bytes per call', 'store page bytes per call', 'history bytes per call'],
+    ['store', 'runs', 'completed', 'tool calls', 'wall s', 'tool calls/s', 'call p50 ms (scheduled→done)', 'call p99 ms (scheduled→done)', 'call p50 ms (started→done)', 'call p99 ms (started→done)', 'run p50 ms', 'run p99 ms', 'checkpoint rows per call', 'conversation rows per call', 'store row bytes per call', 'store page bytes per call', 'history bytes per call', 'worker CPU ms per call', 'dev server CPU ms per call'],
     rows.map((r) => {
       const per = (n: number): string => fixed(n / r.toolCalls, 0);
       return [
@@ -285,11 +315,13 @@ async function main(): Promise<void> {
         per(r.store1.rowBytes - r.store0.rowBytes),
         per(r.store1.diskBytes - r.store0.diskBytes),
         per(r.historyBytes),
+        fixed(r.workerCpuMs / r.toolCalls, 1),
+        fixed(r.serverCpuMs / r.toolCalls, 1),
       ];
     }),
   );
   console.log(
-    '\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs\' conversations kept in the store, issue 11). History bytes: the runs\' histories as stored by the server, protobuf-encoded, over their tool calls.',
+    '\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs\' conversations kept in the store, issue 11). History bytes: the runs\' histories as stored by the server, protobuf-encoded, over their tool calls. CPU ms per call: user + system time of the worker processes (both) and of the dev server while the size ran (/proc), over its tool calls: the whole run\'s work (model turns, workflow tasks) is charged to its 3 tool calls.',
   );
 }
 
