@@ -49,8 +49,10 @@ const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
 /** Targets of issue 12. */
 const TARGET_RATIO_MEMORY = 1.1;
 const TARGET_STORE_MS = { sqlite: 1.0, postgres: 2.0 } as const;
-/** "never blocks the worker's event loop for longer than a few milliseconds": read as p99 ≤ 5 ms. */
+/** "never blocks the worker's event loop for longer than a few milliseconds": read as p99 ≤ 5 ms beyond the sampling tick. */
 const TARGET_ELD_P99_MS = 5;
+/** monitorEventLoopDelay's sampling interval, ms: a sample is the time between two ticks, so an unblocked loop reads about this much. */
+const ELD_RESOLUTION_MS = 1;
 
 /** What the counting wrapper saw. */
 interface Counter {
@@ -234,7 +236,7 @@ async function main(): Promise<void> {
     const eldServer = SERVERS.includes('memory') ? 'memory' : SERVERS[0]!;
     const eld: Array<{ name: string; kind: StoreKind | null; callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number }> = [];
     const measureDelay = async (work: () => Promise<void>): Promise<{ ms: number; p50: number; p99: number; max: number }> => {
-      const histogram = monitorEventLoopDelay({ resolution: 1 });
+      const histogram = monitorEventLoopDelay({ resolution: ELD_RESOLUTION_MS });
       histogram.enable();
       const started = performance.now();
       await work();
@@ -317,10 +319,10 @@ async function main(): Promise<void> {
       stores.map((s) => [s.floor.label, fixed(mean(s.floorSamples), 3), fixed(median(s.floorSamples), 3), fixed(quantile(s.floorSamples, 0.99), 3), fixed(2 * mean(s.floorSamples), 3)]),
     );
 
-    heading(`Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls; Temporal rows on the ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay, resolution 1 ms, of this process, which hosts the workers of every variant and the client)`);
+    heading(`Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls; Temporal rows on the ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay of this process, which hosts the workers of every variant and the client; a sample is the interval between two 1 ms ticks, so an unblocked loop reads about 1 ms)`);
     table(
-      ['what runs', 'calls/s', 'store ms per call (overlapping calls)', 'event-loop delay p50 ms', 'p99 ms', 'max ms'],
-      eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max)]),
+      ['what runs', 'calls/s', 'store ms per call (overlapping calls)', 'tick interval p50 ms', 'p99 ms', 'max ms', 'delay p99 ms (beyond the 1 ms tick)'],
+      eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max), fixed(e.p99 - ELD_RESOLUTION_MS)]),
     );
 
     heading('Targets (issue 12)');
@@ -339,7 +341,8 @@ async function main(): Promise<void> {
       targets.push([`${v.name}: ≤ 2 durable writes per fresh call`, fixed(writes), writes <= 2]);
     }
     for (const e of eld.filter((x) => x.kind !== null)) {
-      targets.push([`${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`, `${fixed(e.p99)} ms (max ${fixed(e.max)} ms)`, e.p99 <= TARGET_ELD_P99_MS]);
+      const delay = e.p99 - ELD_RESOLUTION_MS;
+      targets.push([`${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`, `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)`, delay <= TARGET_ELD_P99_MS]);
     }
     table(['target', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
   } finally {
