@@ -34,6 +34,7 @@ import { parseTranscript } from '../src/model/transcript';
 import type { AgentWorkflowInput } from '../src/workflows/types';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
 import { FLEET_TOOL_NAMES } from './fleet-tools';
+import { fleetTranscript } from './fleet-transcript';
 import { fixed, heading, MARKDOWN, printRunHeader, quantile, table } from './report';
 
 const SIZES = (process.env.FLEET_RUNS ?? '1,10,100,1000').split(',').map((s) => Number(s.trim())).filter((n) => Number.isInteger(n) && n > 0);
@@ -44,25 +45,6 @@ const MAX_ACTIVITIES = process.env.FLEET_MAX_CONCURRENT_ACTIVITIES ? Number(proc
 const CALLS_PER_RUN = FLEET_TOOL_NAMES.length;
 /** Client requests in flight at once (starts, results, history fetches). */
 const CLIENT_CONCURRENCY = 50;
-
-/** An OpenAI Chat Completions transcript: one turn calling the 3 tools, then the final answer. */
-function fleetTranscript(): unknown {
-  const args: Record<(typeof FLEET_TOOL_NAMES)[number], unknown> = {
-    lookup_order: { orderId: 'O-1001' },
-    create_ticket: { title: 'Order O-1001 arrived damaged', queue: 'support' },
-    notify_customer: { to: 'customer@example.com', text: 'We opened a ticket for your order.' },
-  };
-  const calls = FLEET_TOOL_NAMES.map((name, i) => ({ id: `call_${i}_${name}`, type: 'function', function: { name, arguments: JSON.stringify(args[name]) } }));
-  return {
-    version: 1,
-    id: 'fleet',
-    format: 'openai-chat-completions',
-    responses: [
-      { object: 'chat.completion', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null, tool_calls: calls } }] },
-      { object: 'chat.completion', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'Ticket opened and customer notified.' } }] },
-    ],
-  };
-}
 
 /** Runs `fn` over `items` with at most `limit` in flight; results in order. */
 async function mapPool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {

@@ -45,6 +45,12 @@ const FLOOR_WRITES = Number(process.env.BENCH_FLOOR_WRITES ?? 100);
 const ELD_CALLS = Number(process.env.BENCH_ELD_CALLS ?? 640);
 const ELD_CONCURRENCY = Number(process.env.BENCH_ELD_CONCURRENCY ?? 16);
 const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
+/**
+ * Diagnostic: wait this long before every store call, outside the timing (default 0). Store time
+ * that drops with it was time the store call spent waiting for a CPU while the activity's start
+ * kept the Temporal server and the worker busy, not time in the store.
+ */
+const STORE_DELAY_MS = Number(process.env.BENCH_STORE_DELAY_MS ?? 0);
 
 /** Targets of issue 12. */
 const TARGET_RATIO_MEMORY = 1.1;
@@ -85,6 +91,7 @@ function countingStore(store: CheckpointStore, counter: () => Counter): Checkpoi
       const method = value as (...args: unknown[]) => unknown;
       if (prop === 'close') return method.bind(target);
       return async (...args: unknown[]) => {
+        if (STORE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, STORE_DELAY_MS));
         const c = counter();
         const started = performance.now();
         try {

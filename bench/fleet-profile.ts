@@ -1,0 +1,66 @@
+/**
+ * The profile behind bench:fleet's CPU columns (`npm run bench:profile`): one agent worker in this
+ * process (`createAgentWorker`, the fleet tools of bench/fleet-tools.ts, the scripted model, a
+ * SQLite store) on an in-memory dev server serves PROFILE_RUNS (default 200) concurrent runs of
+ * the fleet transcript (one turn calling 3 tools, then the answer). Run under
+ * `node --cpu-prof` (the npm script does), then bench/cpuprofile-summary.ts reads the profiles of
+ * the main thread and the workflow thread over the measured window.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { buildModels } from '../src/cli/models';
+import { resolveConfig } from '../src/config';
+import { startDevServer } from '../src/dev/dev-server';
+import { createAgentWorker } from '../src/worker';
+import type { AgentWorkflowInput } from '../src/workflows/types';
+import { fleetTranscript } from './fleet-transcript';
+import { FLEET_TOOL_NAMES, tools } from './fleet-tools';
+
+const RUNS = Number(process.env.PROFILE_RUNS ?? 200);
+/** Where the window of the measured runs is written: monotonic µs (process.hrtime, the clock of a .cpuprofile on Linux), read by cpuprofile-summary.ts. */
+const WINDOW_FILE = process.env.PROFILE_WINDOW_FILE;
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-profile-'));
+  const server = await startDevServer();
+  const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'fleet-profile', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` };
+  const config = resolveConfig({}, env);
+  const agent = await createAgentWorker({ config, tools, models: buildModels(tools, env, ['scripted']) });
+  const running = agent.run();
+  const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  const input: AgentWorkflowInput = {
+    tenant: 'fleet',
+    model: 'scripted',
+    modelOptions: { transcript: fleetTranscript() as never },
+    prompt: 'Order O-1001 arrived damaged: open a ticket and tell the customer.',
+    tools: [...FLEET_TOOL_NAMES],
+    budget: { maxTurns: 2, maxToolCalls: FLEET_TOOL_NAMES.length, deadlineMs: 30 * 60_000 },
+  };
+  try {
+    await client.workflow.execute('agentWorkflow', { taskQueue: 'fleet-profile', workflowId: `profile-warmup-${Date.now()}`, args: [input] });
+    const started = performance.now();
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
+    const cpu = process.cpuUsage();
+    await Promise.all(Array.from({ length: RUNS }, (_, i) => client.workflow.execute('agentWorkflow', { taskQueue: 'fleet-profile', workflowId: `profile-${i}-${Date.now()}`, args: [input] })));
+    const used = process.cpuUsage(cpu);
+    const ms = performance.now() - started;
+    if (WINDOW_FILE) writeFileSync(WINDOW_FILE, JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
+    const calls = RUNS * FLEET_TOOL_NAMES.length;
+    console.log(`profile: ${RUNS} runs (${calls} tool calls) on one in-process agent worker in ${(ms / 1000).toFixed(1)} s: ${(calls / (ms / 1000)).toFixed(1)} tool calls/s; this process used ${((used.user + used.system) / 1000 / calls).toFixed(1)} ms CPU per tool call (all its threads)`);
+  } finally {
+    agent.worker.shutdown();
+    await running;
+    await client.connection.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
