@@ -1,10 +1,10 @@
 /**
- * `npm run bench:doc`: runs bench:store, bench:overhead and bench:fleet one after the other with
- * BENCH_MARKDOWN=1 and writes what each prints into docs/performance.md, between its markers
+ * `npm run bench:doc`: runs bench:store, bench:overhead, bench:fleet and bench:profile one after
+ * the other with BENCH_MARKDOWN=1 and writes what each prints into docs/performance.md, between its markers
  * (`<!-- bench:store:start -->` … `<!-- bench:store:end -->`, and so on). The text around the
  * markers (what the columns mean, the reading of the targets) is kept; read it again after a run.
  *
- * Options (environment): PERF_BENCHES (default `store,overhead,fleet`), and every option of the
+ * Options (environment): PERF_BENCHES (default `store,overhead,fleet,profile`), and every option of the
  * benchmarks themselves (BENCH_SECONDS, BENCH_CALLS, BENCH_ROUNDS, FLEET_RUNS, FLEET_STORES, …),
  * passed through. PERF_NOTE: a line written under each run (e.g. "the machine was shared").
  */
@@ -13,18 +13,26 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 const DOC = resolve(__dirname, '../docs/performance.md');
-const BENCHES: Record<string, string> = { store: 'store-bench.ts', overhead: 'overhead-bench.ts', fleet: 'fleet-bench.ts' };
-const WANTED = (process.env.PERF_BENCHES ?? 'store,overhead,fleet').split(',').map((s) => s.trim());
+const tsx = (file: string): string[] => [process.execPath, '--require', require.resolve('tsx/cjs'), resolve(__dirname, file)];
+/** The command line of each benchmark (bench:profile needs node flags: its npm script). */
+const BENCHES: Record<string, string[]> = {
+  store: tsx('store-bench.ts'),
+  overhead: tsx('overhead-bench.ts'),
+  fleet: tsx('fleet-bench.ts'),
+  profile: ['npm', 'run', '--silent', 'bench:profile'],
+};
+const WANTED = (process.env.PERF_BENCHES ?? 'store,overhead,fleet,profile').split(',').map((s) => s.trim());
 
 function main(): void {
   for (const name of WANTED) {
-    const file = BENCHES[name];
-    if (file === undefined) throw new Error(`PERF_BENCHES: unknown benchmark ${name} (known: ${Object.keys(BENCHES).join(', ')})`);
+    const argv = BENCHES[name];
+    if (argv === undefined) throw new Error(`PERF_BENCHES: unknown benchmark ${name} (known: ${Object.keys(BENCHES).join(', ')})`);
     const begin = `<!-- bench:${name}:start -->`;
     const end = `<!-- bench:${name}:end -->`;
     if (!readFileSync(DOC, 'utf8').includes(begin)) throw new Error(`${DOC} has no ${begin} marker`);
     console.error(`bench:doc: running bench:${name} …`);
-    const run = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), resolve(__dirname, file)], {
+    const run = spawnSync(argv[0]!, argv.slice(1), {
+      cwd: resolve(__dirname, '..'),
       env: { ...process.env, BENCH_MARKDOWN: '1' },
       stdio: ['ignore', 'pipe', 'inherit'],
       encoding: 'utf8',
