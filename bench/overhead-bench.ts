@@ -51,6 +51,8 @@ const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
  * kept the Temporal server and the worker busy, not time in the store.
  */
 const STORE_DELAY_MS = Number(process.env.BENCH_STORE_DELAY_MS ?? 0);
+/** Extra arguments of `temporal server start-dev` for both servers (e.g. `--dynamic-config-value name=value`), split on spaces. */
+const DEV_SERVER_ARGS = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 /** Targets of issue 12. */
 const TARGET_RATIO_MEMORY = 1.1;
@@ -183,7 +185,7 @@ async function main(): Promise<void> {
     const workers: Worker[] = [];
     let current: Map<Variant, Counter> | null = null;
     for (const label of SERVERS) {
-      const server = await startDevServer(label === 'persistent' ? { dbFile: join(dir, 'temporal.db') } : {});
+      const server = await startDevServer({ ...(label === 'persistent' ? { dbFile: join(dir, 'temporal.db') } : {}), extraArgs: DEV_SERVER_ARGS });
       cleanups.push(() => server.stop({ signal: 'SIGKILL' }));
       servers.set(label, server);
       const connection = await NativeConnection.connect({ address: server.address });
