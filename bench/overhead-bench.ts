@@ -277,7 +277,7 @@ async function main(): Promise<void> {
     // Report.
     const calls = CALLS * ROUNDS;
     const floorOf = new Map(stores.map((s) => [s.kind, mean(s.floorSamples)]));
-    heading(`bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `a ${s === 'memory' ? 'in-memory' : 'persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`);
+    heading(`bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `${s === 'memory' ? 'an in-memory' : 'a persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`);
     printRunHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
     console.log('');
     table(
