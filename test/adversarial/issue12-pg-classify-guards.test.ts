@@ -6,22 +6,9 @@
  * `refused` (STORE_UNAVAILABLE, fail-open). Checked to fail: adding any of these reasons to
  * POOLER_REFUSALS at run time turns the test red.
  */
-import { PassThrough } from 'node:stream';
-import { parse, type DatabaseError } from 'pg-protocol';
+import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
-async function errorResponse(fields: Record<string, string>): Promise<DatabaseError> {
-  const body = Buffer.concat([...Object.entries(fields).map(([type, value]) => Buffer.concat([Buffer.from(type), Buffer.from(value, 'utf8'), Buffer.from([0])])), Buffer.from([0])]);
-  const header = Buffer.alloc(5);
-  header.write('E', 0);
-  header.writeInt32BE(body.length + 4, 1);
-  const stream = new PassThrough();
-  const messages: unknown[] = [];
-  const done = parse(stream, (message) => messages.push(message));
-  stream.end(Buffer.concat([header, body]));
-  await done;
-  return messages[0] as DatabaseError;
-}
 
 describe('issue 12 classifyPgError: server-side disconnect reasons PgBouncer passes to an active client', () => {
   test('are lost', async () => {

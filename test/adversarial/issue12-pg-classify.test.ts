@@ -14,22 +14,9 @@
  *   `unlink_server` passes on to the linked, active client). The second may follow a commit, yet
  *   `POOLER_REFUSALS` lists /^unknown pkt$/.
  */
-import { PassThrough } from 'node:stream';
-import { parse, type DatabaseError } from 'pg-protocol';
+import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
-async function errorResponse(fields: Record<string, string>): Promise<DatabaseError> {
-  const body = Buffer.concat([...Object.entries(fields).map(([type, value]) => Buffer.concat([Buffer.from(type), Buffer.from(value, 'utf8'), Buffer.from([0])])), Buffer.from([0])]);
-  const header = Buffer.alloc(5);
-  header.write('E', 0);
-  header.writeInt32BE(body.length + 4, 1);
-  const stream = new PassThrough();
-  const messages: unknown[] = [];
-  const done = parse(stream, (message) => messages.push(message));
-  stream.end(Buffer.concat([header, body]));
-  await done;
-  return messages[0] as DatabaseError;
-}
 
 describe('issue 12 classifyPgError: errors that may follow a commit are never refusals', () => {
   test('a PANIC during commit (WAL fsync failed) is lost, not refused', async () => {

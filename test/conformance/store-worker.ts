@@ -52,46 +52,34 @@ async function main(): Promise<void> {
   const line = await firstLine();
   const input = JSON.parse(line) as Input;
   const store = await openCheckpointStore(input.url, deserializeOptions(input.options));
-  if (mode === 'claim') {
+  if (mode === 'claim' || mode === 'insert-claim') {
     const wins: number[] = [];
     let lost = 0;
     let next = 0;
+    /** Whether this worker's claim of binding `index` won. */
+    const claim = async (index: number): Promise<boolean> => {
+      const attemptId = `${input.workerId}-${index}`;
+      if (mode === 'insert-claim') {
+        const { created, record } = await store.createIfAbsent(createClaimed(input.bindings[index]!, { attemptId, at: new Date().toISOString() }));
+        if (created !== (record.execution?.attemptId === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${record.execution?.attemptId}`);
+        return created;
+      }
+      const record = await store.get(input.bindings[index]!);
+      if (record === null) throw new Error(`record ${index} is missing`);
+      if (record.status !== 'ready') return false;
+      const t = claimExecution(record, { attemptId, at: notBefore(record) });
+      return store.compareAndSwap(t.expectedRevision, t.next);
+    };
     const lane = async (): Promise<void> => {
       while (next < input.bindings.length) {
         const index = next++;
-        const record = await store.get(input.bindings[index]!);
-        if (record === null) throw new Error(`record ${index} is missing`);
-        if (record.status !== 'ready') {
-          lost += 1;
-          continue;
-        }
-        const t = claimExecution(record, { attemptId: `${input.workerId}-${index}`, at: notBefore(record) });
-        if (await store.compareAndSwap(t.expectedRevision, t.next)) wins.push(index);
+        if (await claim(index)) wins.push(index);
         else lost += 1;
       }
     };
     await Promise.all(Array.from({ length: input.concurrency ?? 4 }, lane));
     await store.close();
     // Exit explicitly: the stdin pipe stays open in the parent and would keep this process alive.
-    process.stdout.write(`${JSON.stringify({ wins, lost })}\n`, () => process.exit(0));
-    return;
-  }
-  if (mode === 'insert-claim') {
-    const wins: number[] = [];
-    let lost = 0;
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < input.bindings.length) {
-        const index = next++;
-        const attemptId = `${input.workerId}-${index}`;
-        const { created, record } = await store.createIfAbsent(createClaimed(input.bindings[index]!, { attemptId, at: new Date().toISOString() }));
-        if (created !== (record.execution?.attemptId === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${record.execution?.attemptId}`);
-        if (created) wins.push(index);
-        else lost += 1;
-      }
-    };
-    await Promise.all(Array.from({ length: input.concurrency ?? 4 }, lane));
-    await store.close();
     process.stdout.write(`${JSON.stringify({ wins, lost })}\n`, () => process.exit(0));
     return;
   }

@@ -6,24 +6,9 @@
  * driver's own socket errors. `test/conformance/pgbouncer.test.ts` classifies errors a real
  * PgBouncer returned.
  */
-import { PassThrough } from 'node:stream';
-import { parse, type DatabaseError } from 'pg-protocol';
+import { errorResponse } from '../../helpers/pg-error-response';
 import { classifyPgError, NEVER_SENT_FATAL, POOLER_REFUSALS } from '../../../src/stores/pg-errors';
 
-/** The ErrorResponse ('E') message with these fields, parsed as `pg` parses it. */
-async function errorResponse(fields: Record<string, string>): Promise<DatabaseError> {
-  const body = Buffer.concat([...Object.entries(fields).map(([type, value]) => Buffer.concat([Buffer.from(type), Buffer.from(value, 'utf8'), Buffer.from([0])])), Buffer.from([0])]);
-  const header = Buffer.alloc(5);
-  header.write('E', 0);
-  header.writeInt32BE(body.length + 4, 1);
-  const stream = new PassThrough();
-  const messages: unknown[] = [];
-  const done = parse(stream, (message) => messages.push(message));
-  stream.end(Buffer.concat([header, body]));
-  await done;
-  expect(messages).toHaveLength(1);
-  return messages[0] as DatabaseError;
-}
 
 /** What PgBouncer sends for a pooler error (proto.c `send_pooler_error`). */
 const pooler = (message: string, severity = 'FATAL') => errorResponse({ S: severity, C: '08P01', M: message });
