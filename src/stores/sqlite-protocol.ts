@@ -8,6 +8,7 @@
  * Row and entry bodies cross as the exact stored text; encoding and decoding (seal,
  * encryption, parsing) stay on the calling thread.
  */
+import type { EncodedRow } from './row-codec';
 
 /** A `ttc_checkpoints` row as the executor reads it (a damaged row may hold anything in `body`). */
 export interface SqliteRow {
@@ -26,17 +27,8 @@ export interface SqliteEntryRow {
   readonly bytes: unknown;
 }
 
-/** The columns a write sets on one checkpoint row (`EncodedRow` of `./row-codec`). */
-export interface SqliteRowColumns {
-  readonly key: string;
-  readonly namespace: string;
-  readonly callId: string;
-  readonly toolName: string;
-  readonly status: string;
-  readonly revision: number;
-  readonly updatedAt: string;
-  readonly body: string;
-}
+/** The columns a write sets on one checkpoint row. */
+export type SqliteRowColumns = EncodedRow;
 
 /** Reads: run outside any transaction (a WAL read takes no lock), in arrival order. */
 export type SqliteReadRequest =
