@@ -9,7 +9,7 @@ import { resolveMaxPayloadBytes, resolveMaxToolInputBytes } from '../checkpoint/
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
-import { completeExecution, claimDelivery, completeDelivery } from '../checkpoint/transitions';
+import { completeAndDeliver } from '../checkpoint/compose';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract';
@@ -247,7 +247,7 @@ export function assertApprovedIntent(call: PreparedCall): void {
 
 /**
  * Stores a person's `applied` resolution of an executing or uncertain call through
- * `completeExecution` under the fence the record holds, then records its delivery. The record
+ * `completeExecution` under the fence the record holds, with its delivery, in one write. The record
  * is found by call (whatever revision it was made under, also when this worker no longer has the
  * tool). Idempotent: a call already completed is delivered again as stored.
  */
@@ -259,13 +259,10 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
   if (record.status === 'executing' || record.status === 'uncertain') {
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
     const at = transitionTime(deps, record);
-    const done = completeExecution(record, { attemptId: record.execution!.attemptId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
-    const claim = claimDelivery(done.next, { deliveryId, at });
-    const delivered = completeDelivery(claim.next, { deliveryId, at });
-    for (const [t, from] of [[done, record], [claim, done.next], [delivered, claim.next]] as const) {
-      if (!(await deps.store.compareAndSwap(t.expectedRevision, t.next, from))) {
-        throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${describe} changed while being resolved; retry`, { callId: input.callId });
-      }
+    // The resolution and its delivery in one write (SPEC §9), as the fence stores a result.
+    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
+    if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
+      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${describe} changed while being resolved; retry`, { callId: input.callId });
     }
   }
   const current = await deps.store.getByCall(record.binding.namespace, record.binding.callId);
