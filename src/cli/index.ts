@@ -5,7 +5,9 @@
  * of their causes (a failed run's `NOT_PINNED: …`; see `errors.ts`), escaped, and exit 1.
  */
 import { Command } from 'commander';
+import { registerApprove } from './approve';
 import { registerCodecServer } from './codec-server';
+import { registerConsole } from './console';
 import { registerDemo } from './demo';
 import { registerDev } from './dev';
 import { registerPending } from './pending';
@@ -19,7 +21,7 @@ import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
-for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerResolve, registerResolveInStore, registerPrune, registerCodecServer]) register(program);
+for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerApprove, registerResolve, registerResolveInStore, registerPrune, registerCodecServer, registerConsole]) register(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   printError(describeError(error));
