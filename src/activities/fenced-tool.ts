@@ -15,6 +15,8 @@ import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/comp
 import { claimExecution, markExecutionUncertain, reclaimExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import type { CheckpointStore, CreateResult } from '../stores/checkpoint-store';
+import { observeAttempt, type AttemptObserver } from '../telemetry/attempt-telemetry';
+import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../telemetry/heartbeat-details';
 import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
 import { ClaimRenewal } from './claim-renewal';
 import { crashPoint, type FencePoint } from './crash-points';
@@ -67,7 +69,9 @@ const MAX_ROUNDS = 8;
 
 /**
  * Runs one attempt of a prepared call to a result, reading and deciding again whenever a
- * delivery compare-and-swap loses (at most 8 rounds).
+ * delivery compare-and-swap loses (at most 8 rounds). The attempt is traced (an `execute_tool`
+ * span with the store's operations as child spans) and counted on the activity's metric meter
+ * (see `../telemetry/attempt-telemetry`).
  *
  * @param evidence filled in as the attempt goes (see {@link AttemptEvidence}).
  * @throws {@link CheckpointError} OUTCOME_UNKNOWN (pause for a person); RECONCILE_PENDING (retryable:
@@ -77,12 +81,16 @@ const MAX_ROUNDS = 8;
  *   taken over; its result is discarded); INVALID_CHECKPOINT and the store codes.
  */
 export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evidence: AttemptEvidence): Promise<FencedToolResult> {
-  const attempt = new Attempt(deps, call, evidence);
-  for (let round = 0; round < MAX_ROUNDS; round += 1) {
-    const step = await attempt.round();
-    if (step !== REREAD) return step;
-  }
-  throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
+  const ctx = Context.current();
+  const observed = { toolName: call.tool.name, toolRevision: call.tool.revision, callId: call.input.callId, idempotencyKey: call.idempotencyKey, attempt: ctx.info.attempt, approved: call.input.expectedIntentDigest !== undefined };
+  return observeAttempt(observed, deps.store, ctx.metricMeter, async (store, observer) => {
+    const attempt = new Attempt({ ...deps, store }, call, evidence, observer);
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      const step = await attempt.round();
+      if (step !== REREAD) return step;
+    }
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
+  });
 }
 
 /**
@@ -119,6 +127,7 @@ class Attempt {
     private readonly deps: FencedToolDeps,
     private readonly call: PreparedCall,
     private readonly evidence: AttemptEvidence,
+    private readonly observer: AttemptObserver,
   ) {
     this.clock = deps.clock ?? (() => new Date());
     this.marginMs = deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS;
@@ -147,9 +156,14 @@ class Attempt {
     const { created, record } = inserted;
     this.evidence.seen = record;
     // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
-    if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) return this.runAndStore(record, 'executed');
+    if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) {
+      this.observer.decided(created ? null : record, 'execute');
+      return this.runAndStore(record, 'executed');
+    }
     if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
-    switch (decideCheckpoint(record, this.call.binding).action) {
+    const { action } = decideCheckpoint(record, this.call.binding);
+    this.observer.decided(created ? null : record, action);
+    switch (action) {
       case 'execute':
         return this.execute(record);
       case 'reconcile-execution':
@@ -190,7 +204,7 @@ class Attempt {
     const { tool } = this.call;
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
     const now = this.clock().getTime();
-    const found = tool.lookup === undefined ? undefined : await this.lookup();
+    const found = tool.lookup === undefined ? undefined : await this.lookup(record);
     // A same-key repeat is safe only if the provider still remembers the key until the repeat is over:
     // from now (after the lookup) to the end of its call deadline, within createdAt + keyRetentionMs.
     const repeatEndsAt = this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
@@ -231,12 +245,12 @@ class Attempt {
     throw this.outcomeUnknown(record.execution?.uncertainReason ?? why);
   }
 
-  /** Calls the tool's lookup; a failed or malformed lookup proves nothing (RECONCILE_PENDING). */
-  private async lookup(): Promise<LookupResult> {
+  /** Calls the tool's lookup for the claim of `record`; a failed or malformed lookup proves nothing (RECONCILE_PENDING). */
+  private async lookup(record: CheckpointRecord): Promise<LookupResult> {
     const { tool } = this.call;
     let found: LookupResult;
     try {
-      found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)));
+      found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)), this.heartbeatDetails(record, 'lookup'));
     } catch (error) {
       throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
     }
@@ -278,7 +292,7 @@ class Attempt {
     const ctx = Context.current();
     // A user's activity owns its heartbeat details: keep the previous attempt's, which it may resume from.
     if (this.deps.executeIsUserActivity === true) ctx.heartbeat(ctx.info.heartbeatDetails);
-    else ctx.heartbeat();
+    else ctx.heartbeat(this.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
@@ -410,20 +424,22 @@ class Attempt {
     const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
     expired.catch(() => undefined);
     try {
-      const value: ToolSuccess = await this.heartbeating(() =>
-        Promise.race([
-          retryTransient(() => tool.execute(this.call.args as never, this.context(signal)), {
-            policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
-            deadlineAt,
-            now: () => this.clock().getTime(),
-            isTransient: (error) => {
-              if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
-              return toolErrorKind(error) === 'transient';
-            },
-            signal,
-          }),
-          expired,
-        ]),
+      const value: ToolSuccess = await this.heartbeating(
+        () =>
+          Promise.race([
+            retryTransient(() => tool.execute(this.call.args as never, this.context(signal)), {
+              policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
+              deadlineAt,
+              now: () => this.clock().getTime(),
+              isTransient: (error) => {
+                if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
+                return toolErrorKind(error) === 'transient';
+              },
+              signal,
+            }),
+            expired,
+          ]),
+        this.heartbeatDetails(claimed, 'execute'),
       );
       return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
     } catch (error) {
@@ -449,15 +465,21 @@ class Attempt {
     }
   }
 
-  private async heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  /** Runs `work`, heartbeating `details` every third of the heartbeat timeout (at least every 200 ms). */
+  private async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails): Promise<T> {
     const ctx = Context.current();
     const intervalMs = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 3_000) / 3));
-    const timer = setInterval(() => ctx.heartbeat(), intervalMs);
+    const timer = setInterval(() => ctx.heartbeat(details), intervalMs);
     try {
       return await work();
     } finally {
       clearInterval(timer);
     }
+  }
+
+  /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../telemetry/heartbeat-details`). */
+  private heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
+    return fenceHeartbeatDetails(this.call.input.callId, record.status, phase);
   }
 
   private context(signal: AbortSignal): ToolContext {

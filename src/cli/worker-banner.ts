@@ -14,13 +14,16 @@ export interface WorkerBannerInput {
   readonly tools: readonly string[];
   /** Names of the model adapters the worker offers. */
   readonly models: readonly string[];
+  /** Where the worker serves Prometheus metrics (`--metrics-port`); absent: it serves none. */
+  readonly metricsUrl?: string;
 }
 
 /**
  * The banner text: task queue and address; the tenants served (`any` when TTC_TENANTS is unset);
  * the tools a run may use, the registered tools within TTC_TOOLS (all registered tools when it
  * is unset); the tools that run only after a person approves (`none` when TTC_REQUIRE_APPROVAL
- * is unset); and the models. Raw text: the caller prints it through `terminal-safe.ts`.
+ * is unset); the models; and, with `--metrics-port`, where Prometheus metrics are served. Raw
+ * text: the caller prints it through `terminal-safe.ts`.
  */
 export function workerBanner(input: WorkerBannerInput): string {
   const { temporal, pins } = input.config;
@@ -34,5 +37,6 @@ export function workerBanner(input: WorkerBannerInput): string {
     `tools: ${list(usable, 'none')}${pinnedTools === null ? '' : ` (pinned by TTC_TOOLS; ${input.tools.length} registered)`}`,
     `approval required: ${list(approval, 'none')}`,
     `models: ${list(input.models, 'none')}`,
+    ...(input.metricsUrl === undefined ? [] : [`metrics: ${input.metricsUrl} (Prometheus)`]),
   ].join('; ');
 }

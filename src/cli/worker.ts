@@ -3,6 +3,7 @@
  * graceful shutdown: running activities get the configured grace time to finish. The models it
  * offers come from `--models` or TTC_MODELS (see `models.ts`; the scripted model only when
  * named); its pins (tenants, tools, approval) from TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL.
+ * With `--metrics-port`, its Temporal runtime serves Prometheus metrics (see `worker-metrics.ts`).
  */
 import type { Command } from 'commander';
 import { Runtime } from '@temporalio/worker';
@@ -14,6 +15,7 @@ import { positiveInteger } from './options';
 import { printLine } from './terminal-safe';
 import { workerBanner } from './worker-banner';
 import { createWorkerLogger } from './worker-log';
+import { DEFAULT_METRICS_HOST, metricsEndpoint, metricsHost, metricsPort, metricsUrl, prometheusMetrics } from './worker-metrics';
 
 export function registerWorker(program: Command): void {
   program
@@ -23,14 +25,21 @@ export function registerWorker(program: Command): void {
     .option('--identity <name>', 'worker identity shown in Temporal')
     .option('--models <names>', `model adapters to offer, comma-separated, from ${MODEL_ADAPTER_NAMES.join(', ')} (default: TTC_MODELS, else the real adapters whose API keys are set)`)
     .option('--max-concurrent-activities <n>', 'activities this worker runs at once (default: the SDK default, 100)', (v) => positiveInteger(v, '--max-concurrent-activities'))
-    .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number }) => {
+    .option('--metrics-port <port>', 'serve Prometheus metrics (Temporal\'s and the fence\'s ttc_*) at http://<metrics-host>:<port>/metrics', metricsPort)
+    .option('--metrics-host <ip>', `IP address the metrics endpoint binds (default: ${DEFAULT_METRICS_HOST}; 0.0.0.0 for every interface)`, metricsHost)
+    .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number; metricsPort?: number; metricsHost?: string }) => {
       const config = loadConfig();
+      const metrics = metricsEndpoint(opts);
       // Worker logs quote tool and provider error text and model-chosen ids: escaped for the terminal.
-      Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'], logger: createWorkerLogger() });
+      Runtime.install({
+        shutdownSignals: ['SIGINT', 'SIGTERM'],
+        logger: createWorkerLogger(),
+        ...(metrics === undefined ? {} : { telemetryOptions: { metrics: prometheusMetrics(metrics) } }),
+      });
       const tools = await loadTools(opts.tools);
       const models = buildModels(tools, process.env, opts.models !== undefined ? parseModelNames(opts.models) : config.pins.models);
       const worker = await createAgentWorker({ config, tools, models, identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
-      printLine(workerBanner({ identity: opts.identity ?? process.pid, config, tools: tools.map((t) => t.name), models: models.map((m) => m.name) }));
+      printLine(workerBanner({ identity: opts.identity ?? process.pid, config, tools: tools.map((t) => t.name), models: models.map((m) => m.name), ...(metrics === undefined ? {} : { metricsUrl: metricsUrl(metrics) }) }));
       await worker.run();
       printLine('worker stopped');
     });

@@ -1,0 +1,128 @@
+/**
+ * A {@link CheckpointStore} decorator that traces and times every operation: one span per call,
+ * `ttc.store <method>` (kind CLIENT, `db.system.name` / `db.system` when the store is one of ours,
+ * `db.operation.name` = the method), a child of whatever span is active (the fence's
+ * `execute_tool` span); its latency on `ttc_store_operation_latency`; a compare-and-swap that
+ * finds the record changed on `ttc_cas_conflicts`. No key, record, argument or result goes into a
+ * span. Errors pass through unchanged (the span records the CheckpointError code as `error.type`).
+ *
+ * It delegates to the wrapped store instance, so the records it returns are that instance's
+ * (what `compareAndSwap`'s `expected` requires).
+ */
+import { SpanKind, SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';
+import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
+import type { CheckpointStore, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../stores/checkpoint-store';
+import { DB, ERROR_TYPE, TTC } from './attributes';
+import { errorType } from './error-type';
+import type { FenceMetrics } from './fence-metrics';
+
+/** Options of {@link tracedStore}. */
+export interface TracedStoreOptions {
+  readonly tracer: Tracer;
+  readonly metrics: FenceMetrics;
+  /** Called with every record the store returns or a successful compare-and-swap wrote, in order. */
+  readonly onRecord?: (record: CheckpointRecord) => void;
+}
+
+/**
+ * `store` with every operation traced and timed (see the module docs). `close()` is passed
+ * through untraced.
+ */
+export function tracedStore(store: CheckpointStore, options: TracedStoreOptions): CheckpointStore {
+  return new TracedCheckpointStore(store, options);
+}
+
+/**
+ * The `db.system.name` of a store: `sqlite` or `postgresql` for this package's stores, undefined
+ * for any other implementation (a wrapper or a user's own store). Read from the class name, since
+ * the {@link CheckpointStore} interface does not say which database it uses.
+ */
+export function dbSystemOf(store: CheckpointStore): 'sqlite' | 'postgresql' | undefined {
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
+  if (name === 'SqliteCheckpointStore') return 'sqlite';
+  if (name === 'PostgresCheckpointStore') return 'postgresql';
+  return undefined;
+}
+
+class TracedCheckpointStore implements CheckpointStore {
+  private readonly dbSystem: string | undefined;
+
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly options: TracedStoreOptions,
+  ) {
+    this.dbSystem = dbSystemOf(store);
+  }
+
+  createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
+    return this.traced('createIfAbsent', () => this.store.createIfAbsent(record), (result, span) => {
+      span.setAttribute(TTC.CREATED, result.created);
+      this.seen(result.record);
+    });
+  }
+
+  get(binding: Binding): Promise<CheckpointRecord | null> {
+    return this.traced('get', () => this.store.get(binding), (record) => this.seen(record));
+  }
+
+  getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
+    return this.traced('getByCall', () => this.store.getByCall(namespace, callId), (record) => this.seen(record));
+  }
+
+  compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
+    return this.traced('compareAndSwap', () => this.store.compareAndSwap(expectedRevision, next, expected), (swapped, span) => {
+      span.setAttribute(TTC.CAS_SWAPPED, swapped);
+      if (swapped) this.seen(next);
+      else this.options.metrics.casConflict();
+    });
+  }
+
+  listByStatus(statuses: readonly Status[], options?: ListOptions): Promise<CheckpointRecord[]> {
+    return this.traced('listByStatus', () => this.store.listByStatus(statuses, options));
+  }
+
+  listQuarantined(options?: ListQuarantinedOptions): Promise<QuarantinedRow[]> {
+    return this.traced('listQuarantined', () => this.store.listQuarantined(options));
+  }
+
+  prune(options: PruneOptions): Promise<number> {
+    return this.traced('prune', () => this.store.prune(options));
+  }
+
+  putConversationEntries(logId: string, entries: readonly ConversationEntry[]): Promise<void> {
+    return this.traced('putConversationEntries', () => this.store.putConversationEntries(logId, entries));
+  }
+
+  getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {
+    return this.traced('getConversationEntries', () => this.store.getConversationEntries(logId, keys));
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  private seen(record: CheckpointRecord | null): void {
+    if (record !== null) this.options.onRecord?.(record);
+  }
+
+  private async traced<T>(operation: string, work: () => Promise<T>, settled?: (value: T, span: Span) => void): Promise<T> {
+    const span = this.options.tracer.startSpan(`ttc.store ${operation}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { [DB.OPERATION_NAME]: operation, ...(this.dbSystem === undefined ? {} : { [DB.SYSTEM_NAME]: this.dbSystem, [DB.SYSTEM]: this.dbSystem }) },
+    });
+    const startedAt = performance.now();
+    try {
+      const value = await work();
+      settled?.(value, span);
+      return value;
+    } catch (error) {
+      const type = errorType(error);
+      span.setAttribute(ERROR_TYPE, type);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+      throw error;
+    } finally {
+      this.options.metrics.storeLatency(operation, performance.now() - startedAt);
+      span.end();
+    }
+  }
+}
