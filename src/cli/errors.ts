@@ -8,6 +8,7 @@ import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { PAYLOAD_CODEC_ENCODING } from '../codec/payload-codec';
 import { PAYLOAD_CODEC_KEY_ENV, PAYLOAD_CODEC_KEYS_ENV } from '../codec/codec-config';
+import { DecisionRefusedError } from '../operator/run-decisions';
 
 /** Causes followed at most (a cycle or a very deep chain stops here). */
 const MAX_CAUSES = 8;
@@ -15,9 +16,14 @@ const MAX_CAUSES = 8;
 /** What an operator reads when payloads are encrypted and this process has no codec key. */
 export const CODEC_KEY_HINT = `payloads are encrypted by the payload codec (${PAYLOAD_CODEC_ENCODING}); set ${PAYLOAD_CODEC_KEY_ENV} (and ${PAYLOAD_CODEC_KEYS_ENV}) to read them`;
 
-/** `Name: message` of one error (the message alone for a plain `Error` or a {@link CheckpointError}, whose message starts with its code). */
+/** An error whose message starts with its code and stands alone: a {@link CheckpointError} or a run's {@link DecisionRefusedError}. */
+function isTypedError(error: unknown): error is Error {
+  return isCheckpointError(error) || error instanceof DecisionRefusedError;
+}
+
+/** `Name: message` of one error (the message alone for a plain `Error` or a typed error, whose message starts with its code). */
 function describeOne(error: unknown): string {
-  if (isCheckpointError(error)) return error.message;
+  if (isTypedError(error)) return error.message;
   if (!(error instanceof Error)) return String(error);
   const type = error instanceof ApplicationFailure && error.type && !error.message.startsWith(`${error.type}:`) ? ` [${error.type}]` : '';
   return `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}${type}`;
@@ -27,8 +33,10 @@ function describeOne(error: unknown): string {
  * One line for `error` and each error in its `cause` chain, joined with `; caused by `, e.g.
  * `WorkflowFailedError: Workflow execution failed; caused by ActivityFailure: Activity task
  * failed; caused by ApplicationFailure: NOT_PINNED: …`. A message already shown by the previous
- * error is not repeated; the chain stops at a {@link CheckpointError} (its message is written to
- * stand alone, and its cause may hold text it masks). Total: never throws.
+ * error is not repeated; the chain stops at a {@link CheckpointError} or a
+ * {@link DecisionRefusedError} (`STALE_STATE_VERSION: run … refused the decision on …`: their
+ * messages are written to stand alone, and a CheckpointError's cause may hold text it masks).
+ * Total: never throws.
  */
 export function describeError(error: unknown): string {
   const parts: string[] = [];
@@ -37,8 +45,8 @@ export function describeError(error: unknown): string {
     seen.add(e);
     const text = describeOne(e);
     if (parts.length === 0 || !parts[parts.length - 1]!.endsWith(text)) parts.push(text);
-    // A CheckpointError's message already says what its cause means; its cause may hold text it masks (store URLs).
-    if (typeof e !== 'object' || isCheckpointError(e)) break;
+    // A typed error's message already says what its cause means; a CheckpointError's cause may hold text it masks (store URLs).
+    if (typeof e !== 'object' || isTypedError(e)) break;
   }
   return parts.join('; caused by ');
 }

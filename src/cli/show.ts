@@ -1,7 +1,8 @@
 /**
  * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
  * source, receipt) as a table and, once the run closed, its close status and (failed) its
- * failure (`execution` in the JSON). With `--tenant`, a run of another tenant is refused.
+ * failure with its cause chain, as `start --wait` prints it (`execution` in the JSON). With
+ * `--tenant`, a run of another tenant is refused.
  */
 import type { Command } from 'commander';
 import { connectClient } from '../client';
@@ -13,6 +14,7 @@ import { printTable, withCode } from './table';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
 import { explainUndecodable, runFailureOf, type RunFailure } from './errors';
+import { failureChainLines, failureChainOf, type FailureLink } from './failure-chain';
 import { printJson, printLine } from './terminal-safe';
 import { assertRunTenant } from './tenant';
 
@@ -40,6 +42,7 @@ export function registerShow(program: Command): void {
         const b = status.budget;
         printLine(`run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
         if (execution.status !== 'RUNNING') printLine(`closed: ${execution.status}${execution.closeTime === null ? '' : ` at ${execution.closeTime}`}${execution.failure === null ? '' : `: ${withCode(execution.failure.type, execution.failure.message)}`}`);
+        for (const line of failureChainLines(execution.failureChain ?? [], 2)) printLine(line);
         if (status.conversation !== undefined) {
           const earlier = status.earlierCalls;
           const continued = (status.continuations ?? 0) > 0 && earlier !== undefined
@@ -66,11 +69,13 @@ export interface RunExecutionView {
   readonly closeTime: string | null;
   /** For a run that closed without completing: its failure (see `runFailureOf`); else null. */
   readonly failure: RunFailure | null;
+  /** With `failure`: the whole cause chain, outermost first (see `failureChainOf`); absent otherwise. */
+  readonly failureChain?: readonly FailureLink[];
 }
 
 /**
  * The run's execution status and close time (`describe`) and, when it closed failed, terminated,
- * timed out or cancelled, its failure (from `result()`).
+ * timed out or cancelled, its failure and cause chain (from `result()`).
  *
  * @throws {@link CheckpointError} DECRYPTION_FAILED (with a hint) when the failure is encrypted
  *   by the payload codec and no key is set; Temporal's errors otherwise.
@@ -80,15 +85,16 @@ async function runExecution(handle: WorkflowHandle, workflowId: string): Promise
   const status = description.status.name;
   const closeTime = description.closeTime?.toISOString() ?? null;
   if (status === 'RUNNING' || status === 'COMPLETED' || status === 'CONTINUED_AS_NEW') return { status, closeTime, failure: null };
-  const failure = await handle.result().then(
+  const error = await handle.result().then(
     () => null,
     (error: unknown) => {
       const explained = explainUndecodable(error, `run ${workflowId}'s failure`);
       if (explained !== error) throw explained;
-      return runFailureOf(error);
+      return error;
     },
   );
-  return { status, closeTime, failure };
+  if (error === null) return { status, closeTime, failure: null };
+  return { status, closeTime, failure: runFailureOf(error), failureChain: failureChainOf(error) };
 }
 
 /**

@@ -1,13 +1,20 @@
 /**
  * `start <transcript>`: starts an agent run that replays a recorded transcript (sent inline,
- * so workers need not have the file). Prints the workflow id.
+ * so workers need not have the file). Prints the workflow id. `--require-approval <tool,…>`
+ * makes each call of those tools wait for `approve` / `reject` (issue 13). With `--wait`, prints
+ * the run's result as JSON (whatever its status: completed, incomplete, budget, abandoned…) or,
+ * when the run failed, its cause chain on stderr (see `failure-chain.ts`) and exits 1.
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
+import { explainUndecodable } from './errors';
+import { failureChainLines, failureChainOf } from './failure-chain';
 import { durationMs, positiveInteger } from './options';
+import { approvalRequiredOption, DEFAULT_APPROVAL_TTL } from './require-approval';
 import { printError, printJson, printLine } from './terminal-safe';
 
 /** Reads and parses a transcript file. @throws {@link CheckpointError} INVALID_ARGUMENT naming the file. */
@@ -35,22 +42,51 @@ export function registerStart(program: Command): void {
     .option('--max-turns <n>', 'budget: model turns', (v) => positiveInteger(v, '--max-turns'), 8)
     .option('--max-tool-calls <n>', 'budget: tool calls', (v) => positiveInteger(v, '--max-tool-calls'), 16)
     .option('--deadline <duration>', 'budget: total run deadline, e.g. 10m or 24h (a paused call must be resolved within it)', '10m')
-    .option('--wait', 'wait for the run to finish and print its result')
-    .action(async (file: string, opts: { workflowId?: string; tenant: string; prompt: string; maxTurns: number; maxToolCalls: number; deadline: string; wait?: boolean }) => {
+    .option('--require-approval <tools>', "comma-separated tools whose calls wait for a person's `approve` / `reject`")
+    .option('--approval-ttl <duration>', `with --require-approval: how long a call waits for a decision before it is rejected, e.g. 30m (default ${DEFAULT_APPROVAL_TTL})`)
+    .option('--wait', 'wait for the run to finish and print its result (a failed run: its cause chain, exit 1)')
+    .action(async (file: string, opts: StartOptions) => {
       const config = loadConfig();
       const transcript = readTranscriptFile(file);
       const deadlineMs = durationMs(opts.deadline, '--deadline');
       const input = scriptedRunInput(config, transcript, { tenant: opts.tenant, prompt: opts.prompt, budget: { maxTurns: opts.maxTurns, maxToolCalls: opts.maxToolCalls, deadlineMs } }, file);
+      const approvalRequired = approvalRequiredOption(opts, input.tools);
       const { client, close } = await connectClient(config);
       try {
-        const handle = await startAgentRun(client, config, input, opts.workflowId);
+        const handle = await startAgentRun(client, config, approvalRequired === undefined ? input : { ...input, approvalRequired }, opts.workflowId);
         printLine(handle.workflowId);
         if (opts.wait) {
-          printError(`waiting for run ${handle.workflowId} (a paused call waits for \`resolve\`; see \`show ${handle.workflowId}\`)`);
-          printJson(await handle.result());
+          printError(`waiting for run ${handle.workflowId} (a call awaiting approval waits for \`approve\` / \`reject\`, a paused call for \`resolve\`; see \`show ${handle.workflowId}\`)`);
+          const result = await handle.result().catch((error: unknown) => {
+            const explained = explainUndecodable(error, `run ${handle.workflowId}'s failure`);
+            if (explained !== error || !(error instanceof WorkflowFailedError)) throw explained;
+            return failed(handle.workflowId, error);
+          });
+          if (result !== null) printJson(result);
         }
       } finally {
         await close();
       }
     });
+}
+
+/** The options of `start`, as commander parses them. */
+interface StartOptions {
+  readonly workflowId?: string;
+  readonly tenant: string;
+  readonly prompt: string;
+  readonly maxTurns: number;
+  readonly maxToolCalls: number;
+  readonly deadline: string;
+  readonly requireApproval?: string;
+  readonly approvalTtl?: string;
+  readonly wait?: boolean;
+}
+
+/** Prints a failed run's cause chain on stderr and sets exit code 1. */
+function failed(workflowId: string, error: WorkflowFailedError): null {
+  printError(`run ${workflowId} failed; cause chain:`);
+  for (const line of failureChainLines(failureChainOf(error), 2)) printError(line);
+  process.exitCode = 1;
+  return null;
 }

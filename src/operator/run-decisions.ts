@@ -37,8 +37,13 @@ export class DecisionRefusedError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`${type}: run ${workflowId} refused the decision on ${callId}: ${message}`, options);
+    super(`${type}: run ${workflowId} refused the decision on ${callId}: ${withoutTypePrefix(message, type)}`, options);
   }
+}
+
+/** `message` without a leading `<type>: ` (the workflow's refusals start with their type; the error's message names it once). */
+function withoutTypePrefix(message: string, type: string): string {
+  return message.startsWith(`${type}: `) ? message.slice(type.length + 2) : message;
 }
 
 /** A call waiting for a person, with the run status it was read from. */
