@@ -9,7 +9,9 @@ import { codecFromEnv } from './codec/codec-config';
 import { codecDataConverter } from './codec/data-converter';
 import { temporalConnectionOptions, type Config } from './config';
 import { parseTranscript } from './model/transcript';
+import { hasRunSearchAttributes } from './visibility/namespace-search-attributes';
 import type { agentWorkflow } from './workflows';
+import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
 import type { AgentWorkflowInput } from './workflows/types';
 
 /** A connected Temporal client; close it when done. */
@@ -55,23 +57,47 @@ export function temporalUnavailable(config: Config, cause: unknown): CheckpointE
   return new CheckpointError('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is \`npm run cli -- dev\` running?`, { address }, { cause });
 }
 
+/** Options of {@link startAgentRun}. */
+export interface StartAgentRunOptions {
+  /**
+   * Whether the run carries the `TtcNeedsPerson` / `TtcWaitingCalls` search attributes (and so
+   * upserts them as calls wait for a person; see docs/visibility.md). `false` starts the run
+   * without them. @default whether the namespace has both registered ({@link hasRunSearchAttributes},
+   * asked once per client)
+   */
+  readonly searchAttributes?: boolean;
+}
+
 /**
  * Starts an agent run on the configured task queue. A workflow id is used once: starting a
  * second run with an id that already ran is refused, so a new run never picks up an old run's
- * checkpoints (or, after they were pruned, repeats their effects).
+ * checkpoints (or, after they were pruned, repeats their effects). On a namespace with the run
+ * search attributes registered, the run starts with `TtcNeedsPerson = false`, `TtcWaitingCalls = []`,
+ * which is what lets it upsert them (a run started without them never does: upserting an
+ * unregistered attribute would fail its workflow task on every retry).
  *
  * @param workflowId @default `agent-<random>`.
  * @throws {@link CheckpointError} INVALID_ARGUMENT when the workflow id was used before.
  * @returns the workflow handle (its `workflowId` identifies the run).
  */
-export async function startAgentRun(client: Client, config: Config, input: AgentWorkflowInput, workflowId?: string): Promise<WorkflowHandle<typeof agentWorkflow>> {
+export async function startAgentRun(
+  client: Client,
+  config: Config,
+  input: AgentWorkflowInput,
+  workflowId?: string,
+  options: StartAgentRunOptions = {},
+): Promise<WorkflowHandle<typeof agentWorkflow>> {
   const id = workflowId ?? `agent-${crypto.randomUUID()}`;
+  const withSearchAttributes = options.searchAttributes ?? (await hasRunSearchAttributes(client));
   try {
     return await client.workflow.start<typeof agentWorkflow>('agentWorkflow', {
       taskQueue: config.temporal.taskQueue,
       workflowId: id,
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
+      ...(withSearchAttributes
+        ? { typedSearchAttributes: [{ key: TTC_NEEDS_PERSON, value: false }, { key: TTC_WAITING_CALLS, value: [] }] }
+        : {}),
     });
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {

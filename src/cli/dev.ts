@@ -1,7 +1,7 @@
 /**
  * `dev`: the embedded stack for one host: a Temporal dev server with a persistent database
- * file on the configured address, and the SQLite checkpoint store (created if absent). Runs
- * until SIGINT/SIGTERM.
+ * file on the configured address, with the run search attributes registered (docs/visibility.md),
+ * and the SQLite checkpoint store (created if absent). Runs until SIGINT/SIGTERM.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -9,6 +9,8 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config';
 import { startDevServer } from '../dev/dev-server';
 import { maskUrl, openCheckpointStore } from '../stores/open-checkpoint-store';
+import { searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';
+import { RUN_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { storeKeys } from '../worker';
 import { printLine } from './terminal-safe';
 
@@ -31,6 +33,8 @@ export function registerDev(program: Command): void {
       const server = await startDevServer({ ip: host, port: Number(port), dbFile, namespace: config.temporal.namespace, uiPort: opts.uiPort ? Number(opts.uiPort) : undefined });
       printLine(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);
       printLine(`Checkpoint store ${maskUrl(config.store.url)}`);
+      printLine(`Search attributes ${RUN_SEARCH_ATTRIBUTES.map((key) => key.name).join(', ')} registered (\`pending\` lists waiting runs by visibility); on another server:`);
+      for (const command of searchAttributeCreateCommands(server.namespace)) printLine(`  ${command}`);
       printLine('Press Ctrl-C to stop.');
       const stop = async (): Promise<void> => {
         await server.stop();

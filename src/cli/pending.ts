@@ -1,7 +1,9 @@
 /**
  * `pending`: every call that needs a person (SPEC §4 "Command line"): from the store, records
  * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
- * Temporal visibility, running agent runs that are paused or awaiting approval. Each row shows
+ * Temporal, running agent runs that are paused or awaiting approval (`listWaitingRuns`: by the
+ * `TtcNeedsPerson` search attribute when the namespace has it, docs/visibility.md; `--scan` asks
+ * every running agent run instead). Each row shows
  * its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`). A
  * run whose status is encrypted by the payload codec while no key is set is listed as
  * `encrypted` with the hint to set TTC_PAYLOAD_CODEC_KEY.
@@ -10,8 +12,8 @@ import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { parseCallBindingId } from '../checkpoint/call-identity';
+import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
-import { runStatusQuery } from '../workflows/messages';
 import type { PendingCallView } from '../workflows/types';
 import { storeKeys } from '../worker';
 import { printTable, withCode } from './table';
@@ -25,7 +27,8 @@ export function registerPending(program: Command): void {
     .description('list calls that need a person: uncertain, executing too long, delivering (store) and paused or awaiting approval (Temporal)')
     .option('--no-temporal', 'only read the store')
     .option('--tenant <tenant>', "only this tenant's calls")
-    .action(async (opts: { temporal: boolean; tenant?: string }) => {
+    .option('--scan', 'ask every running agent run, not only those the TtcNeedsPerson search attribute lists')
+    .action(async (opts: { temporal: boolean; tenant?: string; scan?: boolean }) => {
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeKeys(config));
       const rows: (string | number)[][] = [];
@@ -49,23 +52,21 @@ export function registerPending(program: Command): void {
       if (opts.temporal) {
         const { client, close } = await connectClient(config);
         try {
-          for await (const execution of client.workflow.list({ query: `WorkflowType = 'agentWorkflow' AND ExecutionStatus = 'Running'` })) {
-            let status;
-            try {
-              status = await client.workflow.getHandle(execution.workflowId).query(runStatusQuery);
-            } catch (error) {
+          const runs = await listWaitingRuns(client, { limit: 1_000, ...(opts.scan ? { searchAttributes: false } : {}) });
+          for (const run of runs) {
+            if ('error' in run) {
               // One run that cannot answer (no worker polls its task queue) must not hide the others.
-              const explained = explainUndecodable(error, 'its status');
-              if (explained !== error) rows.push(['temporal', '?', 'encrypted', execution.workflowId, '', '', (explained as Error).message]);
-              else rows.push(['temporal', '?', 'no-answer', execution.workflowId, '', '', `the run did not answer the status query: ${error instanceof Error ? error.message : String(error)}`]);
+              const explained = explainUndecodable(run.error, 'its status');
+              if (explained !== run.error) rows.push(['temporal', '?', 'encrypted', run.workflowId, '', '', (explained as Error).message]);
+              else rows.push(['temporal', '?', 'no-answer', run.workflowId, '', '', `the run did not answer the status query: ${run.error instanceof Error ? run.error.message : String(run.error)}`]);
               continue;
             }
+            const { status } = run;
             if (opts.tenant !== undefined && status.tenant !== opts.tenant) continue;
-            for (const call of status.pendingCalls) {
-              if (call.status !== 'paused' && call.status !== 'awaiting-approval') continue;
+            for (const call of run.waiting) {
               const why = call.status === 'paused' ? withCode(call.errorType, call.reason) : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
-              rows.push(['temporal', status.tenant ?? '?', call.status, `${execution.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
-              if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${execution.workflowId}/${call.callId}`, call));
+              rows.push(['temporal', status.tenant ?? '?', call.status, `${run.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
+              if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${run.workflowId}/${call.callId}`, call));
             }
           }
         } finally {

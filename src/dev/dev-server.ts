@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { devServerSearchAttributeArgs } from '../visibility/namespace-search-attributes';
 import { temporalCliPath } from './temporal-binaries';
 
 export type DevServerLogLevel = 'debug' | 'info' | 'warn' | 'error' | 'never';
@@ -35,6 +36,13 @@ export interface DevServerOptions {
   logLevel?: DevServerLogLevel;
   /** How long to wait for the server to answer for the namespace. Default 60 000 ms. */
   readyTimeoutMs?: number;
+  /**
+   * Register the run search attributes `TtcNeedsPerson` (Bool) and `TtcWaitingCalls`
+   * (KeywordList) on every namespace the server creates (`--search-attribute`), so runs started
+   * through `startAgentRun` carry them and `pending` lists waiting runs by visibility
+   * (docs/visibility.md). `false` starts a server without them. @default true
+   */
+  searchAttributes?: boolean;
   /** Extra CLI arguments appended to `temporal server start-dev …`. */
   extraArgs?: string[];
   /** Path of the `temporal` CLI. Default: resolved by `temporalCliPath()`. */
@@ -137,12 +145,14 @@ function buildArgs(opts: DevServerOptions, ip: string, port: number, namespace: 
   if (opts.dbFile !== undefined) args.push('--db-filename', path.resolve(opts.dbFile));
   if (namespace !== 'default') args.push('--namespace', namespace);
   args.push('--log-level', opts.logLevel ?? 'error');
+  if (opts.searchAttributes ?? true) args.push(...devServerSearchAttributeArgs());
   args.push(...(opts.extraArgs ?? []));
   return args;
 }
 
 /**
- * Start `temporal server start-dev` and wait until it serves `namespace`.
+ * Start `temporal server start-dev` and wait until it serves `namespace` (with the run search
+ * attributes registered unless `searchAttributes: false`).
  *
  * With `dbFile`, state survives `stop({ signal: 'SIGKILL' })`; start again with the same
  * `dbFile` (and the same `port`, if clients should reconnect to the same address).

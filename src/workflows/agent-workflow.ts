@@ -43,6 +43,7 @@ import {
   type MessageErrorType,
 } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
+import { RunSearchAttributes } from './run-search-attributes';
 import { iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
 import type {
   AgentWorkflowInput,
@@ -82,7 +83,8 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWor
   // Runs whose history has no marker (started before issue 11) keep the conversation inline,
   // results inline, ids as the model gave them and one call at a time, so they replay as they ran.
   const longRuns = patched(LONG_RUNS_PATCH);
-  const run = new AgentRun(input, Date.now(), longRuns);
+  // Upserts TtcNeedsPerson / TtcWaitingCalls only when the run was started with them (see run-search-attributes.ts).
+  const run = new AgentRun(input, Date.now(), longRuns, RunSearchAttributes.fromStart());
   run.installHandlers();
   const end = await run.execute();
   await condition(allHandlersFinished);
@@ -130,6 +132,7 @@ class AgentRun {
     private readonly input: AgentWorkflowInput,
     now: number,
     private readonly longRuns: boolean,
+    private readonly searchAttributes: RunSearchAttributes,
   ) {
     const continued = input.continued;
     this.state = new RunState(input.budget, continued?.startedAt ?? now, continued);
@@ -352,7 +355,10 @@ class AgentRun {
       call.status = 'awaiting-approval';
       registered = true;
     }
-    if (registered) this.state.bump();
+    if (registered) {
+      this.state.bump();
+      this.publishWaiting();
+    }
     return null;
   }
 
@@ -477,6 +483,7 @@ class AgentRun {
     call.reason = message;
     call.pausedAt = Date.now();
     this.state.bump();
+    this.publishWaiting();
   }
 
   /** The run waits durably until a person resolves the call, cancels, or the deadline passes. */
@@ -653,6 +660,16 @@ class AgentRun {
   private setToolMessage(call: CallState, message: LoggedMessage): void {
     call.message = message;
     this.state.bump();
+    this.publishWaiting();
+  }
+
+  /**
+   * Brings the run's search attributes in step with the calls now waiting for a person; call
+   * after every change of a call to or from `awaiting-approval` / `paused` (a no-op when nothing
+   * changed, or when the run was started without them).
+   */
+  private publishWaiting(): void {
+    this.searchAttributes.publish(this.state.waitingCallIds());
   }
 
   // ---- activities, stops -------------------------------------------------------------------
@@ -719,6 +736,7 @@ class AgentRun {
 
   private finish(stop: RunStop): AgentWorkflowResult {
     this.state.stop(stop);
+    this.publishWaiting();
     if (this.resolution !== null) this.fail(this.resolution, MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run stopped (${stop.because}) before the resolution was applied`);
     const calls = this.state.finalCalls();
     return {
@@ -786,6 +804,7 @@ class AgentRun {
     call.status = decision === 'approved' ? 'approved' : 'rejected';
     if (decision === 'approved') call.approvedIntentDigest = call.intentDigest;
     if (decision === 'rejected') call.reason = `REJECTED: a person rejected the call: ${reason ?? ''}`;
+    this.publishWaiting();
     return { callId, decision, decidedAt: iso(now), approvalExpiresAt: iso(approval.expiresAt!) };
   }
 
@@ -843,6 +862,7 @@ class AgentRun {
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();
+    this.publishWaiting();
   }
 
   private fail(pending: PendingResolution, type: string, message: string): void {

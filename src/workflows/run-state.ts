@@ -150,6 +150,14 @@ export class RunState {
     return this.currentTurn;
   }
 
+  /**
+   * Ids of the calls waiting for a person: awaiting approval or paused on an unknown outcome, in
+   * the model's order (what the `TtcNeedsPerson` / `TtcWaitingCalls` search attributes show).
+   */
+  waitingCallIds(): string[] {
+    return this.currentTurn.filter((call) => call.status === 'awaiting-approval' || call.status === 'paused').map((call) => call.callId);
+  }
+
   /** Run deadline, ms since the epoch (workflow time). */
   get deadlineAt(): number {
     return this.startedAt + this.budget.deadlineMs;
