@@ -1,6 +1,64 @@
 /**
- * `console`: the approval console in the browser (issue 13). Being built.
+ * `console [--port p] [--host h]`: the approval console in the browser (issue 13; see
+ * src/console and docs/console.md). Connects to Temporal with the configuration, listens on
+ * 127.0.0.1 unless `--host` says otherwise (with a warning when that is not loopback), and prints
+ * the URL with the console token (a random one, unless TTC_CONSOLE_TOKEN is set: that one is
+ * never printed). SIGINT / SIGTERM stop it.
  */
 import type { Command } from 'commander';
+import { CheckpointError } from '../checkpoint/errors';
+import { connectClient } from '../client';
+import { loadConfig } from '../config';
+import { temporalOperations } from '../console/operations';
+import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT, startConsoleServer } from '../console/server';
+import { CONSOLE_TOKEN_ENV, resolveConsoleToken } from '../console/token';
+import { describeError } from './errors';
+import { printError, printLine } from './terminal-safe';
 
-export function registerConsole(_program: Command): void {}
+export function registerConsole(program: Command): void {
+  program
+    .command('console')
+    .description(`serve the approval console: runs waiting for a person, approve / reject / resolve in the browser (on ${DEFAULT_CONSOLE_HOST}, token required)`)
+    .option('--port <n>', `TCP port, 0 for any free one (default ${DEFAULT_CONSOLE_PORT})`, port)
+    .option('--host <host>', `interface to listen on (default ${DEFAULT_CONSOLE_HOST}; anything else is reachable from the network)`)
+    .action(async (opts: { port?: number; host?: string }) => {
+      const { token, fromEnv } = resolveConsoleToken(process.env);
+      const config = loadConfig();
+      const { client, close } = await connectClient(config);
+      let server;
+      try {
+        server = await startConsoleServer({
+          operations: temporalOperations(client),
+          namespace: config.temporal.namespace,
+          token,
+          ...(opts.host !== undefined ? { host: opts.host } : {}),
+          port: opts.port ?? DEFAULT_CONSOLE_PORT,
+          onError: (error) => printError(`console: unexpected error: ${describeError(error)}`),
+        });
+      } catch (error) {
+        await close();
+        throw error;
+      }
+      if (!server.loopbackOnly) printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
+      printLine(`console for namespace ${config.temporal.namespace} on ${server.url}`);
+      printLine(fromEnv ? `open ${server.url} with the token from ${CONSOLE_TOKEN_ENV}: ${server.url}?token=<${CONSOLE_TOKEN_ENV}>` : `open ${server.loginUrl}`);
+      const running = server;
+      const stop = (): void => {
+        void running
+          .close()
+          .then(close)
+          .then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}
+
+/** A TCP port 0–65535 (0: any free one). */
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n > 65_535) {
+    throw new CheckpointError('INVALID_ARGUMENT', `--port must be an integer from 0 to 65535, got ${JSON.stringify(value)}`, { field: '--port' });
+  }
+  return n;
+}

@@ -1,0 +1,33 @@
+/**
+ * The console's refusals of a request, before anything is read or sent: a missing or wrong token
+ * (401), a request from another host or origin or without a valid CSRF token (403). Rendered as
+ * an escaped error page by the app's error handler.
+ */
+
+/** Why the console refused a request. Stable: never renamed. */
+export const CONSOLE_REFUSALS = {
+  /** No console token in the request (`?token=`, the cookie, or `Authorization: Bearer`). */
+  TOKEN_REQUIRED: 'TOKEN_REQUIRED',
+  /** A console token that is not this console's. */
+  TOKEN_INVALID: 'TOKEN_INVALID',
+  /** The Host header names a host this console does not serve (DNS rebinding). */
+  HOST_NOT_ALLOWED: 'HOST_NOT_ALLOWED',
+  /** A POST whose Origin header is missing or is not this console's origin (cross-site request). */
+  ORIGIN_NOT_ALLOWED: 'ORIGIN_NOT_ALLOWED',
+  /** A form without this browser's CSRF token (or with a wrong one). */
+  CSRF_TOKEN_INVALID: 'CSRF_TOKEN_INVALID',
+} as const;
+export type ConsoleRefusal = (typeof CONSOLE_REFUSALS)[keyof typeof CONSOLE_REFUSALS];
+
+/** A refused request: `statusCode` is what the client receives, `code` says why (see {@link CONSOLE_REFUSALS}). */
+export class ConsoleHttpError extends Error {
+  override readonly name = 'ConsoleHttpError';
+
+  constructor(
+    readonly statusCode: 401 | 403,
+    readonly code: ConsoleRefusal,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The approval console (issue 13): a small server-rendered web page where people in the loop
+ * approve or reject calls awaiting approval and resolve calls paused on an unknown outcome,
+ * sending the same validated updates as the command line (src/operator). Safe by default: it
+ * listens on 127.0.0.1, every request needs the console token, every form a CSRF token and the
+ * console's own origin, and every value shown is escaped. See docs/console.md.
+ */
+import { isIP } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildConsoleApp, type ConsoleAppOptions } from './app';
+
+/** The console's default port (8787: clear of Temporal's 7233 / 8233 and the codec server). */
+export const DEFAULT_CONSOLE_PORT = 8787;
+/** The console's default interface: loopback only. */
+export const DEFAULT_CONSOLE_HOST = '127.0.0.1';
+
+/** Options of {@link startConsoleServer}. */
+export interface ConsoleServerOptions extends Omit<ConsoleAppOptions, 'allowedHosts'> {
+  /** Interface to listen on. @default {@link DEFAULT_CONSOLE_HOST} */
+  readonly host?: string;
+  /** TCP port; 0 picks a free one. @default {@link DEFAULT_CONSOLE_PORT} */
+  readonly port?: number;
+}
+
+/** A listening console. */
+export interface RunningConsole {
+  /** Its base URL, e.g. `http://127.0.0.1:8787/` (without the token). */
+  readonly url: string;
+  /** The URL that logs a browser in: `url` with `?token=`. */
+  readonly loginUrl: string;
+  /** False when it listens on an interface other than loopback (people on the network can reach it). */
+  readonly loopbackOnly: boolean;
+  readonly app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the console and listens.
+ *
+ * @throws the listen error (EADDRINUSE names the port) when it cannot listen.
+ */
+export async function startConsoleServer(options: ConsoleServerOptions): Promise<RunningConsole> {
+  const host = options.host ?? DEFAULT_CONSOLE_HOST;
+  // The Host header is checked against the bound port, known only after listening.
+  const hosts = new Set<string>();
+  const app = await buildConsoleApp({ ...options, allowedHosts: isWildcardHost(host) ? 'any' : hosts });
+  await app.listen({ host, port: options.port ?? DEFAULT_CONSOLE_PORT });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? DEFAULT_CONSOLE_PORT);
+  for (const name of ['127.0.0.1', 'localhost', '[::1]', urlHost(host)]) hosts.add(`${name.toLowerCase()}:${port}`);
+  const url = `http://${urlHost(isWildcardHost(host) ? DEFAULT_CONSOLE_HOST : host)}:${port}/`;
+  return {
+    url,
+    loginUrl: `${url}?token=${encodeURIComponent(options.token)}`,
+    loopbackOnly: isLoopbackHost(host),
+    app,
+    close: () => app.close(),
+  };
+}
+
+/** True for 127.0.0.0/8, ::1 and `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || (isIP(bare) === 4 && bare.startsWith('127.'));
+}
+
+function isWildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]' || host === '';
+}
+
+/** The host as it appears in a URL and a Host header (IPv6 in brackets). */
+function urlHost(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host;
+}

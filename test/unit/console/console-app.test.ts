@@ -1,0 +1,237 @@
+/**
+ * The console's HTTP surface over real HTTP (the listening server on a free port; Fastify's
+ * `inject` cannot load under Jest: its `cookie` 2 is ESM-only), with operations that record what they were
+ * asked to send: the token (401), the host and origin checks and the CSRF token (403) refuse a
+ * request before anything reaches a run; security headers on every response; a form sends
+ * exactly what the page showed; a run's refusal and model text are shown escaped.
+ */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { startConsoleServer, type RunningConsole } from '../../../src/console/server';
+import { CONTENT_SECURITY_POLICY } from '../../../src/console/security-headers';
+import type { ConsoleOperations } from '../../../src/console/operations';
+import { DecisionRefusedError } from '../../../src/operator/run-decisions';
+import type { WaitingRun } from '../../../src/operator/waiting-runs';
+import { awaitingCall, waitingRun } from './fixtures';
+
+const TOKEN = 'test-console-token-0123456789';
+
+/** One response, with its cookies as `name=value` plus their attributes. */
+interface Response {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly cookies: readonly { name: string; value: string; attributes: string }[];
+}
+
+/** Sends one HTTP request with exactly these headers (fetch would not send a chosen Host). */
+function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Response> {
+  return new Promise((done, fail) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        const cookies = (res.headers['set-cookie'] ?? []).map((line) => {
+          const [pair, ...attributes] = line.split('; ');
+          const at = pair!.indexOf('=');
+          return { name: pair!.slice(0, at), value: pair!.slice(at + 1), attributes: attributes.join('; ') };
+        });
+        done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, cookies });
+      });
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+describe('the console over HTTP', () => {
+  let server: RunningConsole;
+  let HOST: string;
+  let ORIGIN: string;
+  let runs: WaitingRun[];
+  const sent: Array<[string, string, unknown]> = [];
+  let refuseWith: DecisionRefusedError | null = null;
+  let listed = 0;
+
+  const operations: ConsoleOperations = {
+    listWaitingRuns: async () => {
+      listed += 1;
+      return runs;
+    },
+    approveCall: async (workflowId, request) => {
+      sent.push(['approve', workflowId, request]);
+      if (refuseWith) throw refuseWith;
+      return { callId: request.callId, decision: 'approved', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+    },
+    rejectCall: async (workflowId, request) => {
+      sent.push(['reject', workflowId, request]);
+      return { callId: request.callId, decision: 'rejected', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+    },
+    resolveCall: async (workflowId, request) => {
+      sent.push(['resolve', workflowId, request]);
+      return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
+    },
+  };
+
+  beforeAll(async () => {
+    server = await startConsoleServer({ operations, token: TOKEN, port: 0, namespace: 'default', nowMs: () => Date.parse('2030-01-01T00:00:00.000Z') });
+    HOST = new URL(server.url).host;
+    ORIGIN = `http://${HOST}`;
+  });
+  afterAll(() => server.close());
+  beforeEach(() => {
+    runs = [waitingRun([awaitingCall()])];
+    sent.length = 0;
+    refuseWith = null;
+  });
+
+  const port = () => Number(new URL(server.url).port);
+  const get = (url: string, headers: Record<string, string> = {}) => send(port(), 'GET', url, { host: HOST, ...headers });
+  const cookieHeader = (response: Response) => response.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+
+  /** Logs in with ?token= and reads the list: the cookies (token + CSRF secret) and the page's CSRF token. */
+  async function openPage(): Promise<{ cookie: string; csrf: string; page: string }> {
+    const login = await get(`/?token=${TOKEN}`);
+    const tokenCookie = cookieHeader(login);
+    const list = await get('/', { cookie: tokenCookie });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(list.body)?.[1];
+    if (!csrf) throw new Error(`no CSRF token in the page: ${list.body}`);
+    return { cookie: `${tokenCookie}; ${cookieHeader(list)}`, csrf, page: list.body };
+  }
+
+  const post = (url: string, cookie: string, form: Record<string, string>, headers: Record<string, string> = {}) => {
+    const all: Record<string, string> = { host: HOST, origin: ORIGIN, cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers };
+    if (all.origin === '') delete all.origin;
+    return send(port(), 'POST', url, all, new URLSearchParams(form).toString());
+  };
+
+  const approveForm = (csrf: string) => ({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: '7' });
+
+  describe('the token', () => {
+    it('a request without a token is refused with 401 TOKEN_REQUIRED and reads nothing', async () => {
+      listed = 0;
+      const response = await get('/');
+      expect([response.statusCode, listed]).toEqual([401, 0]);
+      expect(response.body).toContain('TOKEN_REQUIRED');
+    });
+
+    it.each([
+      ['a query parameter', '/?token=wrong-token-0123456789', {}],
+      ['a bearer header', '/', { authorization: 'Bearer wrong-token-0123456789' }],
+      ['a cookie', '/', { cookie: 'ttc_console_token=wrong-token-0123456789' }],
+    ])('a wrong token in %s is refused with 401 TOKEN_INVALID', async (_where, url, headers) => {
+      const response = await get(url, headers);
+      expect(response.statusCode).toBe(401);
+      expect(response.body).toContain('TOKEN_INVALID');
+    });
+
+    it('?token= sets an HttpOnly SameSite=Strict cookie and redirects to the same page without the token', async () => {
+      const response = await get(`/?token=${TOKEN}`);
+      expect([response.statusCode, response.headers.location]).toEqual([303, '/']);
+      expect(response.cookies).toEqual([{ name: 'ttc_console_token', value: TOKEN, attributes: 'Path=/; HttpOnly; SameSite=Strict' }]);
+      expect((await get('/', { cookie: cookieHeader(response) })).statusCode).toBe(200);
+    });
+
+    it('a bearer header with the token is accepted', async () => {
+      expect((await get('/', { authorization: `Bearer ${TOKEN}` })).statusCode).toBe(200);
+    });
+
+    it('a request naming another host (DNS rebinding) is refused with 403 HOST_NOT_ALLOWED even with the token', async () => {
+      const response = await get('/', { host: `attacker.example:${port()}`, authorization: `Bearer ${TOKEN}` });
+      expect(response.statusCode).toBe(403);
+      expect(response.body).toContain('HOST_NOT_ALLOWED');
+    });
+  });
+
+  describe('forms', () => {
+    it('an approval sends exactly the intent digest and state version the page showed', async () => {
+      const { cookie, csrf, page } = await openPage();
+      expect(page).toContain('<input type="hidden" name="intentDigest" value="sha256:aaaa"><input type="hidden" name="stateVersion" value="7">');
+      const response = await post('/approve', cookie, approveForm(csrf));
+      expect(response.statusCode).toBe(200);
+      expect(response.body).toContain('Approved</span> call <code>c1</code> of run <code>wf-1</code>');
+      expect(sent).toEqual([['approve', 'wf-1', { callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: 7 }]]);
+    });
+
+    it.each([
+      ['another origin', { origin: 'http://attacker.example' }],
+      ['the console on another port', { origin: 'http://127.0.0.1:9999' }],
+      ['nowhere (no Origin header)', { origin: '' }],
+    ])('a POST from %s is refused with 403 ORIGIN_NOT_ALLOWED and nothing is sent', async (_from, headers) => {
+      const { cookie, csrf } = await openPage();
+      const response = await post('/approve', cookie, approveForm(csrf), headers);
+      expect(response.statusCode).toBe(403);
+      expect(response.body).toContain('ORIGIN_NOT_ALLOWED');
+      expect(sent).toEqual([]);
+    });
+
+    it.each([
+      ['without a CSRF token', (csrf: string, cookie: string) => ({ form: { ...approveForm(csrf), _csrf: '' }, cookie })],
+      ['with a forged CSRF token', (csrf: string, cookie: string) => ({ form: { ...approveForm(csrf), _csrf: `x${csrf.slice(1)}` }, cookie })],
+      ['without the CSRF cookie', (csrf: string, cookie: string) => ({ form: approveForm(csrf), cookie: cookie.split('; ').filter((c) => !c.startsWith('ttc_console_csrf=')).join('; ') })],
+    ])('a POST %s is refused with 403 CSRF_TOKEN_INVALID and nothing is sent', async (_how, tamper) => {
+      const page = await openPage();
+      const { form, cookie } = tamper(page.csrf, page.cookie);
+      const response = await post('/approve', cookie, form);
+      expect(response.statusCode).toBe(403);
+      expect(response.body).toContain('CSRF_TOKEN_INVALID');
+      expect(sent).toEqual([]);
+    });
+
+    it('a refusal by the run is shown with its type and escaped message, status 409', async () => {
+      refuseWith = new DecisionRefusedError('APPROVAL_MISMATCH', 'wf-1', 'c1', 'call "c1" has intent digest sha256:bbbb, the approval names sha256:aaaa <b>');
+      const { cookie, csrf } = await openPage();
+      const response = await post('/approve', cookie, approveForm(csrf));
+      expect(response.statusCode).toBe(409);
+      expect(response.body).toContain('<span class="code">APPROVAL_MISMATCH</span>');
+      expect(response.body).toContain('APPROVAL_MISMATCH: run wf-1 refused the decision on c1: call &quot;c1&quot; has intent digest sha256:bbbb, the approval names sha256:aaaa &lt;b&gt;');
+    });
+
+    it('a malformed form is refused with 400 naming the field, and nothing is sent', async () => {
+      const { cookie, csrf } = await openPage();
+      const response = await post('/approve', cookie, { ...approveForm(csrf), stateVersion: '7.5' });
+      expect(response.statusCode).toBe(400);
+      expect(response.body).toContain('INVALID_ARGUMENT: stateVersion must be a non-negative integer, got &quot;7.5&quot;');
+      expect(sent).toEqual([]);
+    });
+
+    it('resolve applied sends the result and receipt parsed from JSON; reject sends the reason', async () => {
+      const { cookie, csrf } = await openPage();
+      const base = { _csrf: csrf, workflowId: 'wf-1', callId: 'c1' };
+      expect((await post('/resolve', cookie, { ...base, resolution: 'applied', result: '{"id": "t-1"}', receipt: '', reason: 'found it in the outbox' })).statusCode).toBe(200);
+      expect((await post('/resolve', cookie, { ...base, resolution: 'applied', result: '{not json', reason: 'r' })).statusCode).toBe(400);
+      expect((await post('/reject', cookie, { ...base, reason: 'wrong account' })).statusCode).toBe(200);
+      expect(sent).toEqual([
+        ['resolve', 'wf-1', { callId: 'c1', resolution: 'applied', result: { id: 't-1' }, receipt: null, reason: 'found it in the outbox' }],
+        ['reject', 'wf-1', { callId: 'c1', reason: 'wrong account' }],
+      ]);
+    });
+  });
+
+  describe('output', () => {
+    it('every response carries the security headers, refusals included', async () => {
+      for (const response of [await get('/', { authorization: `Bearer ${TOKEN}` }), await get('/'), await get('/nowhere', { authorization: `Bearer ${TOKEN}` })]) {
+        expect(response.headers).toEqual(
+          expect.objectContaining({ 'content-security-policy': CONTENT_SECURITY_POLICY, 'x-frame-options': 'DENY', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }),
+        );
+      }
+      expect(CONTENT_SECURITY_POLICY).toContain("default-src 'none'");
+      expect(CONTENT_SECURITY_POLICY).toContain("frame-ancestors 'none'");
+    });
+
+    it('a tool argument holding <script> is shown as text, as are the model input, ids, reason and a bidi override', async () => {
+      const evil = '<script>alert(1)</script>';
+      runs = [
+        waitingRun([
+          awaitingCall({ callId: `c1${evil}`, arguments: { note: evil, file: 'gnp\u202e.exe' }, modelInput: { note: evil }, target: { to: `"><img src=x onerror=alert(2)>` } }),
+          awaitingCall({ callId: 'p1', status: 'paused', approvalExpiresAt: null, errorType: 'OUTCOME_UNKNOWN', reason: evil, receipt: { id: evil } }),
+        ], { paused: { callId: 'p1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: evil, pausedAt: '2030-01-01T00:00:00.000Z' } }),
+      ];
+      const { page } = await openPage();
+      expect(page).not.toMatch(/<script|<img/i);
+      expect(page).toContain('&quot;note&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;');
+      expect(page).toContain('&quot;file&quot;: &quot;gnp\\u202e.exe&quot;');
+      expect(page).toContain('data-call-id="c1&lt;script&gt;alert(1)&lt;/script&gt;"');
+      expect(page).toContain('<dt>Reason</dt><dd>&lt;script&gt;alert(1)&lt;/script&gt;</dd>');
+    });
+  });
+});
