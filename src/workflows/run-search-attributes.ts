@@ -5,8 +5,9 @@
  *
  * Safety rule: upserting a search attribute the namespace has not registered fails the workflow
  * task on every retry, and runs started before this code must replay unchanged. So a run upserts
- * only when it was started with both attributes set (the client sets them only on a namespace
- * that has them registered: `startAgentRun` in src/client.ts; continue-as-new carries them), and
+ * only when it was started with `TtcNeedsPerson` set (the client sets it only on a namespace that
+ * has both registered: `startAgentRun` in src/client.ts; continue-as-new carries it; the empty
+ * `TtcWaitingCalls` the client also sets is dropped by the server, so it cannot be the sign), and
  * only behind the {@link RUN_SEARCH_ATTRIBUTES_PATCH} marker, asked for where the first upsert
  * would go: a run that a worker of older code took past that point (during a deploy) replays
  * without the marker and never upserts. A run that never waits for a person, or was started
@@ -32,7 +33,7 @@ export class RunSearchAttributes {
   private patchedIn: boolean | null = null;
 
   private constructor(
-    /** Whether the run was started with both attributes set (see the module docstring). */
+    /** Whether the run was started with `TtcNeedsPerson` set (see the module docstring). */
     readonly startedWith: boolean,
     private published: Published,
   ) {}
@@ -44,8 +45,7 @@ export class RunSearchAttributes {
   static fromStart(): RunSearchAttributes {
     const attributes = workflowInfo().typedSearchAttributes;
     const needsPerson = attributes.get(TTC_NEEDS_PERSON);
-    const waitingCalls = attributes.get(TTC_WAITING_CALLS);
-    return new RunSearchAttributes(needsPerson !== undefined && waitingCalls !== undefined, { needsPerson: needsPerson ?? false, waitingCalls: waitingCalls ?? [] });
+    return new RunSearchAttributes(needsPerson !== undefined, { needsPerson: needsPerson ?? false, waitingCalls: attributes.get(TTC_WAITING_CALLS) ?? [] });
   }
 
   /**
