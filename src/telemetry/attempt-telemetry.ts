@@ -13,7 +13,7 @@
  * no-op and the span costs next to nothing. Metrics go to the given Temporal metric meter (see
  * `./fence-metrics`).
  */
-import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import type { MetricMeter } from '@temporalio/common';
 import type { Action, CheckpointRecord } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
@@ -80,8 +80,9 @@ export function observeAttempt<T extends ObservedResult>(call: ObservedCall, sto
     [TTC.ATTEMPT]: call.attempt,
     [TTC.APPROVED]: call.approved,
   };
-  return tracer.startActiveSpan(`${EXECUTE_TOOL} ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
-    const onRecord = (record: CheckpointRecord): void => void span.setAttribute(TTC.REVISION, record.revision);
+  const span = tracer.startSpan(`${EXECUTE_TOOL} ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes });
+  const onRecord = (record: CheckpointRecord): void => void span.setAttribute(TTC.REVISION, record.revision);
+  const run = async (): Promise<T> => {
     try {
       const result = await attempt(tracedStore(store, { tracer, metrics, onRecord }), observer(span));
       succeeded(span, metrics, call, result);
@@ -92,7 +93,11 @@ export function observeAttempt<T extends ObservedResult>(call: ObservedCall, sto
     } finally {
       span.end();
     }
-  });
+  };
+  // Made active only when it records: a no-op span would hide the active one (say, the
+  // RunActivity span of an OpenTelemetryPlugin given its own tracer) from the store's and the
+  // activity's code.
+  return span.isRecording() ? context.with(trace.setSpan(context.active(), span), run) : run();
 }
 
 function observer(span: Span): AttemptObserver {
