@@ -2,16 +2,18 @@
  * `resolve <workflowId> <callId>`: tells a paused run how an unknown outcome ended: applied
  * (with the exact result), absent (run it again under a new call id) or abandon (end the run).
  * Checks that the call is the one paused (and, with `--tenant`, that the run is that tenant's) before sending the update; a refusal by the run
- * (another operator was faster, the run stopped) is printed as the run's own message. Any
- * refusal exits 1.
+ * (another operator was faster, the run stopped) is printed with its type and the run's own
+ * message (`src/operator/run-decisions.ts`, shared with `approve` and the console). Any refusal
+ * exits 1.
  */
 import type { Command } from 'commander';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
-import { resolveOutcomeUpdate, runStatusQuery } from '../workflows/messages';
+import { readRunStatus, resolveCall } from '../operator/run-decisions';
 import type { ResolveOutcomeRequest } from '../workflows/types';
+import { explainUndecodable } from './errors';
 import { printLine } from './terminal-safe';
 import { assertRunTenant } from './tenant';
 
@@ -36,12 +38,15 @@ export function registerResolve(program: Command): void {
       const { client, close } = await connectClient(config);
       try {
         const handle = client.workflow.getHandle(workflowId);
-        const status = await handle.query(runStatusQuery);
+        const status = await readRunStatus(handle, config.temporal.namespace).catch((error: unknown) => {
+          throw explainUndecodable(error, `run ${workflowId}'s status`);
+        });
         assertRunTenant(workflowId, status.tenant, opts.tenant);
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
         }
-        const result = await handle.executeUpdate(resolveOutcomeUpdate, { args: [request] }).catch((error: unknown) => {
+        const result = await resolveCall(handle, request).catch((error: unknown) => {
+          // The run's refusals are DecisionRefusedErrors; an `applied` the worker refused fails the update with the worker's failure.
           if (!(error instanceof WorkflowUpdateFailedError)) throw error;
           const cause = error.cause as { type?: string; message?: string } | undefined;
           throw new Error(`run ${workflowId} refused the resolution of ${callId}: ${cause?.message ?? error.message}`);
