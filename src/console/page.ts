@@ -14,7 +14,6 @@ export function renderPage(title: string, subtitle: string, body: SafeHtml): str
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
 <title>${title} · ttc console</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>

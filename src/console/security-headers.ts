@@ -2,7 +2,10 @@
  * Response headers of every console response, errors included: no script at all (the page has
  * none: plain forms), styles from the console's own stylesheet only, forms may post only to the
  * console, no framing (clickjacking an Approve button), nothing cached (pages show tool arguments
- * and carry CSRF tokens), no Referer.
+ * and carry CSRF tokens), no Referer to other sites. The referrer policy is `same-origin`, not
+ * `no-referrer`: under `no-referrer` a browser sends `Origin: null` with a form POST (Fetch
+ * standard, "serializing a request origin"), and the origin check could not tell the console's
+ * own page from anything else.
  *
  * @see https://owasp.org/www-project-secure-headers/
  */
@@ -17,7 +20,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-frame-options': 'DENY',
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',
 };

@@ -211,7 +211,7 @@ describe('the console over HTTP', () => {
     it('every response carries the security headers, refusals included', async () => {
       for (const response of [await get('/', { authorization: `Bearer ${TOKEN}` }), await get('/'), await get('/nowhere', { authorization: `Bearer ${TOKEN}` })]) {
         expect(response.headers).toEqual(
-          expect.objectContaining({ 'content-security-policy': CONTENT_SECURITY_POLICY, 'x-frame-options': 'DENY', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }),
+          expect.objectContaining({ 'content-security-policy': CONTENT_SECURITY_POLICY, 'x-frame-options': 'DENY', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' }),
         );
       }
       expect(CONTENT_SECURITY_POLICY).toContain("default-src 'none'");
