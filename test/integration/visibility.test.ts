@@ -5,7 +5,7 @@
 // user would) find it; a continued run (continue-as-new) does the same; a run started without them,
 // or on a namespace without them, upserts nothing and still completes. Visibility is eventually
 // consistent: the tests poll it.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,17 +15,17 @@ import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSo
 import { temporal } from '@temporalio/proto';
 import { startAgentRun } from '../../src/client';
 import { resolveConfig, type Config } from '../../src/config';
-import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { listWaitingRuns } from '../../src/operator/waiting-runs';
-import { hasRunSearchAttributes } from '../../src/visibility/namespace-search-attributes';
+import { hasRunSearchAttributes, registerRunSearchAttributes } from '../../src/visibility/namespace-search-attributes';
 import { approveCallUpdate, resolveOutcomeUpdate, runStatusQuery, type agentWorkflow } from '../../src/workflows';
 import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../../src/workflows/run-search-attributes';
 import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../../src/workflows/search-attributes';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, toolTurn, waitForStatus } from '../helpers/agent-harness';
-import { runCli } from '../helpers/cli';
+import { ROOT, runCli } from '../helpers/cli';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 
 // ERROR: the OUTCOME_UNKNOWN tool failure is logged at WARN by the worker on purpose.
@@ -90,6 +90,39 @@ async function approve(handle: Handle, callId: string): Promise<void> {
   await handle.executeUpdate(approveCallUpdate, { args: [{ callId, intentDigest: pending.intentDigest!, stateVersion: status.stateVersion }] });
 }
 
+/** `ttc dev` as a user starts it, on `address`; `ready` resolves with its banner once it printed 'Press Ctrl-C'. */
+interface TtcDev {
+  readonly ready: Promise<{ address: string; stdout: string }>;
+  stop(): Promise<void>;
+}
+
+function spawnTtcDev(address: string, dir: string): TtcDev {
+  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'dev', '--db', join(dir, 'dev.db')], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_OPTIONS: '', TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', TTC_STORE_URL: `sqlite:${join(dir, 'dev-store.db')}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const ready = new Promise<{ address: string; stdout: string }>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => {
+      stdout += b.toString('utf8');
+      if (stdout.includes('Press Ctrl-C')) resolve({ address, stdout });
+    });
+    void exited.then((code) => reject(new Error(`ttc dev exited (${code}) before it was ready: ${stderr}`)));
+  });
+  ready.catch(() => undefined); // reported by the test that awaits it
+  return {
+    ready,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', () => {
   let env: LocalTestEnv;
   let bare: DevServer;
@@ -98,11 +131,14 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
   let dir: string;
   let worker: Worker;
   let running: Promise<void>;
+  let ttcDev: TtcDev;
   let seq = 0;
   const nextId = (name: string) => `visibility-${name}-${++seq}-${Date.now()}`;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-visibility-'));
+    // Started first: its tsx start-up overlaps the bundling below (awaited in its own test).
+    ttcDev = spawnTtcDev(`127.0.0.1:${await getFreePort()}`, dir);
     [env, bare, bundle] = await Promise.all([
       createLocalEnv(),
       startDevServer({ searchAttributes: false }),
@@ -114,6 +150,7 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
   }, 120_000);
 
   afterAll(async () => {
+    await ttcDev?.stop();
     if (worker?.getState() === 'RUNNING') worker.shutdown();
     await running;
     await env?.teardown();
@@ -216,6 +253,31 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
       });
     } finally {
       await Promise.all([connection.close(), nativeConnection.close()]);
+    }
+  });
+
+  it('registerRunSearchAttributes registers both on an existing server, and again without error', async () => {
+    const connection = await Connection.connect({ address: bare.address });
+    try {
+      expect(await hasRunSearchAttributes(new Client({ connection }))).toBe(false);
+      await registerRunSearchAttributes(connection, bare.namespace);
+      await registerRunSearchAttributes(connection, bare.namespace);
+      expect(await hasRunSearchAttributes(new Client({ connection }))).toBe(true);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('`ttc dev` starts a dev server with both registered and prints the commands for other servers', async () => {
+    const { address, stdout } = await ttcDev.ready;
+    expect(stdout).toContain('Search attributes TtcNeedsPerson, TtcWaitingCalls registered');
+    expect(stdout).toContain('  temporal operator search-attribute create --namespace default --name TtcNeedsPerson --type Bool\n');
+    expect(stdout).toContain('  temporal operator search-attribute create --namespace default --name TtcWaitingCalls --type KeywordList\n');
+    const connection = await Connection.connect({ address });
+    try {
+      expect(await hasRunSearchAttributes(new Client({ connection }))).toBe(true);
+    } finally {
+      await connection.close();
     }
   });
 });
