@@ -93,6 +93,15 @@ export { buildAgentWorkflowBundle, assertWorkflowBundleEncodesFailures } from '.
 export type { AgentWorkflowBundleOptions } from './codec/workflow-bundle';
 export { startCodecServer, parseCorsOrigin, DEFAULT_CODEC_SERVER_PORT, DEFAULT_CODEC_SERVER_HOST, MAX_CODEC_REQUEST_BYTES } from './codec/codec-server';
 export type { CodecServerOptions, RunningCodecServer } from './codec/codec-server';
+// Observability (issue 13): the fence's span and metric names, and the store-latency buckets to give your own Temporal runtime.
+export { TRACER_NAME } from './telemetry/attempt-telemetry';
+export { FENCE_METRICS, STORE_LATENCY_BUCKETS_MS } from './telemetry/fence-metrics';
+export type { FenceHeartbeatDetails, FencePhase } from './telemetry/heartbeat-details';
+// People in the loop (issue 13): read the call a decision is about, send the workflow's validated update.
+export { approveCall, rejectCall, resolveCall, readWaitingCall, readRunStatus, DecisionRefusedError } from './operator/run-decisions';
+export type { WaitingCall } from './operator/run-decisions';
+export { listWaitingRuns } from './operator/waiting-runs';
+export type { WaitingRun } from './operator/waiting-runs';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { Config, ConfigInput } from './config';
 export type { AgentWorkflowInput, AgentWorkflowResult, ContinuedRun, RunLimits, RunStatusView } from './workflows/types';
