@@ -36,6 +36,7 @@ interface RejectOptions {
   readonly tenant?: string;
 }
 
+/** Adds `approve` and `reject` to the command line. */
 export function registerApprove(program: Command): void {
   program
     .command('approve <workflowId> <callId>')

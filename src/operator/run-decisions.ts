@@ -21,7 +21,12 @@ import type {
   RunStatusView,
 } from '../workflows/types';
 
-/** A run's refusal of a person's decision, with the workflow's failure type (see {@link MESSAGE_ERROR_TYPES}). */
+/**
+ * A run's refusal of a person's decision, with the workflow's failure type (see
+ * {@link MESSAGE_ERROR_TYPES}). Its message names the type once, then the run, the call and the
+ * run's reason: `STALE_STATE_VERSION: run <workflowId> refused the decision on <callId>: the
+ * approval was given at state version 3, the run is at 5; …`.
+ */
 export class DecisionRefusedError extends Error {
   override readonly name = 'DecisionRefusedError';
 
@@ -29,6 +34,7 @@ export class DecisionRefusedError extends Error {
    * @param type the workflow's refusal (`APPROVAL_MISMATCH`, `STALE_STATE_VERSION`, …), or
    *   `CALL_NOT_AWAITING_APPROVAL` / `CALL_NOT_PAUSED` when the status query already shows the
    *   call is not waiting for this decision.
+   * @param message the reason; a leading `<type>: ` (the workflow's refusals start with it) is dropped.
    */
   constructor(
     readonly type: MessageErrorType,
