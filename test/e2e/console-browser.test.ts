@@ -94,7 +94,7 @@ describe('the approval console in Chromium', () => {
   });
 
   afterAll(async () => {
-    consoleProcess?.kill('SIGTERM');
+    if (consoleProcess?.exitCode === null) consoleProcess.kill('SIGKILL');
     await browser?.close();
     await client?.close();
     worker?.worker.shutdown();
@@ -205,6 +205,12 @@ describe('the approval console in Chromium', () => {
     const result = await handle.result();
     expect(result.calls.map((c) => [c.callId, c.status, c.outcome])).toEqual([['c1', 'resolved-applied', expect.objectContaining({ ok: true, output: { charged: true, chargeId: 'ch_77' } })]]);
     expect(executions.get('c1')).toBe(1);
+  });
+
+  it('`ttc console` stops on SIGTERM with exit code 0', async () => {
+    const exited = new Promise<number | null>((done) => consoleProcess.once('exit', (code) => done(code)));
+    consoleProcess.kill('SIGTERM');
+    expect(await exited).toBe(0);
   });
 });
 
