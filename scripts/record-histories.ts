@@ -15,9 +15,13 @@
  * a workflow change that breaks replay of a run still waiting for a person fails CI. Re-record at
  * each release and commit the files; keep those of every release whose runs may still be open.
  *
- * Default server: `temporal server start-dev` (in memory), the history a production server writes.
- * `--server time-skipping` uses the Java test server instead. Exit code 0 when every shape was
- * recorded and replays, 1 otherwise.
+ * Default server: `temporal server start-dev` (in memory, with the run search attributes
+ * registered), the history a production server writes. `--server time-skipping` uses the Java
+ * test server instead (it has no search attributes: the search-attributes shape needs the dev
+ * server). `--only <shape,…>` records just those shapes and replaces only their files and README
+ * rows (each row then names its own commit and bundle digest), so adding a shape does not
+ * re-record the release's earlier files. Exit code 0 when every shape was recorded and replays, 1
+ * otherwise.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -33,6 +37,8 @@ import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveTo
 import { toolCallActivities } from '../src/activities/tool-call-activities';
 import type { ModelTurnInput, ModelTurnResult } from '../src/model/types';
 import { agentWorkflow, approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate } from '../src/workflows';
+import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../src/workflows/run-search-attributes';
+import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../src/workflows/search-attributes';
 import type { ToolActivities } from '../src/workflows/activity-types';
 import type { AgentWorkflowInput, AgentWorkflowResult } from '../src/workflows/types';
 import { historyToJson, loadHistory } from '../test/fixtures/histories/load-history';
@@ -47,7 +53,7 @@ type Handle = WorkflowHandle<typeof agentWorkflow>;
 const ROOT = path.resolve(__dirname, '..');
 const TASK_QUEUE = 'record-histories';
 const TOOLS = ['create_ticket', 'send_email', 'refund', 'lookup'] as const;
-const PATCH = { longRuns: 'ttc-long-runs', toolTypes: 'ttc-tool-activity-types', approvalArguments: 'ttc-approval-shows-validated-arguments' } as const;
+const PATCH = { longRuns: 'ttc-long-runs', toolTypes: 'ttc-tool-activity-types', approvalArguments: 'ttc-approval-shows-validated-arguments', searchAttributes: RUN_SEARCH_ATTRIBUTES_PATCH } as const;
 /** The sources agentWorkflow's bundle is built from (src/workflows and what it may import). */
 const WORKFLOW_SOURCES = ['src/workflows', 'src/activities/contract.ts', 'src/activities/error-classes.ts', 'src/checkpoint', 'src/model/types.ts'];
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -88,6 +94,8 @@ interface Shape {
   readonly tool?: (input: FencedToolInput) => Promise<FencedToolResult | undefined>;
   /** Whether describeToolCall reports the validated arguments (a worker from before issue 15 does not). */
   readonly describeWithoutArguments?: boolean;
+  /** Start the run with `TtcNeedsPerson = false, TtcWaitingCalls = []`, as `startAgentRun` does on a namespace with them registered. */
+  readonly searchAttributes?: boolean;
   /** People's part; returns the run's result. */
   drive(d: Drive): Promise<AgentWorkflowResult>;
   /** Asserts the result and every run's history really show the shape. */
@@ -284,6 +292,40 @@ shapes.push({
   },
 });
 
+// (h) issue 13: the run search attributes, upserted as calls wait and are decided
+shapes.push({
+  name: 'search-attributes',
+  workflowId: 'record-search-attributes',
+  about:
+    'started with `TtcNeedsPerson = false` (as `startAgentRun` does on a namespace with the run search attributes): `refund` r1 awaits approval (upsert true/[r1]), is approved (false/[]) and runs; `send_email` e1 fails OUTCOME_UNKNOWN and the run pauses (true/[e1]); resolved applied (false/[]); the run completes. Patch `ttc-run-search-attributes` before the first upsert.',
+  input: baseInput({ approvalRequired: { refund: { expiresAfterMs: 7 * 24 * 3_600_000 } } }),
+  script: [toolTurn('Refund.', call('r1', 'refund', { amount: 3 })), toolTurn('Emailing.', call('e1', 'send_email', { to: 'a@b.c' })), endTurn('Refunded and emailed.')],
+  searchAttributes: true,
+  async tool(input) {
+    if (input.callId === 'e1') throw outcomeUnknown();
+    return undefined;
+  },
+  async drive({ handle }) {
+    const s = await waitForStatus(handle, (st) => st.phase === 'awaiting-approval');
+    const r1 = s.pendingCalls.find((c) => c.callId === 'r1')!;
+    await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: r1.intentDigest!, stateVersion: s.stateVersion }] });
+    await waitForStatus(handle, (st) => st.phase === 'paused' && st.paused?.callId === 'e1');
+    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-9' }, reason: 'seen in the outbox' }] });
+    return handle.result();
+  },
+  check(result, [history]) {
+    expectEqual('status', result.status, 'completed');
+    expectEqual('calls', statuses(result), { r1: 'completed', e1: 'resolved-applied' });
+    expectEqual('upserts', searchAttributeUpserts(history!), [
+      [true, ['r1']],
+      [false, []],
+      [true, ['e1']],
+      [false, []],
+    ]);
+    if (!patchIds(history!).includes(PATCH.searchAttributes)) throw new Error(`no ${PATCH.searchAttributes} marker`);
+  },
+});
+
 // ---- history reading -----------------------------------------------------------------------
 
 type EventTypeName = keyof typeof temporal.api.enums.v1.EventType;
@@ -333,6 +375,14 @@ function patchIds(history: History): string[] {
     return (m.details?.['patch-data']?.payloads ?? []).map((p) => (payloadJson(p) as { id: string }).id);
   });
 }
+/** `[TtcNeedsPerson, TtcWaitingCalls]` of each upsert that sets them (sdk-core upserts TemporalChangeVersion per patch on its own). */
+function searchAttributeUpserts(history: History): [unknown, unknown][] {
+  return (history.events ?? []).flatMap((e) => {
+    const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+    if (!fields || !(TTC_NEEDS_PERSON.name in fields)) return [];
+    return [[payloadJson(fields[TTC_NEEDS_PERSON.name] ?? undefined), payloadJson(fields[TTC_WAITING_CALLS.name] ?? undefined)] as [unknown, unknown]];
+  });
+}
 function statuses(result: AgentWorkflowResult): Record<string, string> {
   return Object.fromEntries(result.calls.map((c) => [c.callId, c.status]));
 }
@@ -356,20 +406,24 @@ async function chainHistories(env: TestWorkflowEnvironment, workflowId: string, 
 
 // ---- main ----------------------------------------------------------------------------------
 
-function parseArgs(argv: readonly string[]): { server: 'dev' | 'time-skipping'; out: string } {
+function parseArgs(argv: readonly string[]): { server: 'dev' | 'time-skipping'; out: string; only: readonly Shape[] | null } {
   let server: 'dev' | 'time-skipping' = 'dev';
   let out = path.join(ROOT, 'test/fixtures/histories');
+  let only: Shape[] | null = null;
+  const usage = (why: string): never => {
+    console.error(`${why}\nusage: npm run record:histories [-- --server dev|time-skipping] [--out DIR] [--only SHAPE,…] (shapes: ${shapes.map((s) => s.name).join(', ')})`);
+    process.exit(2);
+  };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = argv[++i];
     if (flag === '--server' && (value === 'dev' || value === 'time-skipping')) server = value;
     else if (flag === '--out' && value !== undefined) out = path.resolve(value);
-    else {
-      console.error('usage: npm run record:histories [-- --server dev|time-skipping] [--out DIR]');
-      process.exit(2);
-    }
+    else if (flag === '--only' && value !== undefined) {
+      only = value.split(',').map((name) => shapes.find((s) => s.name === name.trim()) ?? usage(`no shape named ${JSON.stringify(name)}`));
+    } else usage(`unknown argument ${JSON.stringify(flag)}`);
   }
-  return { server, out };
+  return { server, out, only };
 }
 
 function git(...args: string[]): string {
@@ -382,7 +436,8 @@ interface Recorded {
 }
 
 async function main(): Promise<void> {
-  const { server, out } = parseArgs(process.argv.slice(2));
+  const { server, out, only } = parseArgs(process.argv.slice(2));
+  const recording = only ?? shapes;
   // ERROR: the workflow's own WARN logs (a refused call in approval-without-arguments) are expected here.
   installQuietTemporalRuntime('ERROR');
   const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -431,8 +486,13 @@ async function main(): Promise<void> {
     };
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle, activities });
     await worker.runUntil(async () => {
-      for (const shape of shapes) {
-        const handle = await env.client.workflow.start(agentWorkflow, { taskQueue: TASK_QUEUE, workflowId: shape.workflowId, args: [shape.input] });
+      for (const shape of recording) {
+        const handle = await env.client.workflow.start(agentWorkflow, {
+          taskQueue: TASK_QUEUE,
+          workflowId: shape.workflowId,
+          args: [shape.input],
+          ...(shape.searchAttributes ? { typedSearchAttributes: [{ key: TTC_NEEDS_PERSON, value: false }, { key: TTC_WAITING_CALLS, value: [] }] } : {}),
+        });
         const result = await shape.drive({ handle, env });
         const runs = await chainHistories(env, shape.workflowId, handle.firstExecutionRunId);
         for (const { history } of runs) {
@@ -466,7 +526,7 @@ async function main(): Promise<void> {
   } finally {
     await env.teardown();
   }
-  writeReadme(out, { version, commit, dirty, bundleDigest, server, recorded });
+  writeReadme(out, { version, commit, dirty, bundleDigest, server, recorded, partial: only !== null });
   console.log(`wrote ${path.relative(ROOT, out)}/README.md (release ${version}, commit ${commit.slice(0, 12)}${dirty ? ' + uncommitted workflow source changes' : ''})`);
 }
 
@@ -494,7 +554,7 @@ the state it names was reached before writing.
 
 function writeReadme(
   out: string,
-  r: { version: string; commit: string; dirty: boolean; bundleDigest: string; server: string; recorded: readonly Recorded[] },
+  r: { version: string; commit: string; dirty: boolean; bundleDigest: string; server: string; recorded: readonly Recorded[]; partial: boolean },
 ): void {
   const file = path.join(out, 'README.md');
   let text: string;
@@ -505,21 +565,34 @@ function writeReadme(
   }
   const begin = `<!-- release ${r.version} -->`;
   const end = `<!-- /release ${r.version} -->`;
+  const provenance = `commit \`${r.commit}\`${r.dirty ? ` with uncommitted changes in ${WORKFLOW_SOURCES.join(', ')}` : ''} on ${r.server === 'dev' ? '`temporal server start-dev`' : 'the time-skipping test server'}; workflow bundle sha256 \`${r.bundleDigest}\``;
   const rows = r.recorded.map(({ shape, files }) => {
     const list = files.map((f) => `\`${f.file}\` (${f.events} events)`).join(', ');
-    return `- **${shape.name}** (workflow id \`${shape.workflowId}\`): ${shape.about} ${files.length > 1 ? `${files.length} runs: ` : ''}${list}`;
+    const own = r.partial ? ` (recorded on its own from ${provenance})` : '';
+    return `- **${shape.name}** (workflow id \`${shape.workflowId}\`): ${shape.about} ${files.length > 1 ? `${files.length} runs: ` : ''}${list}${own}`;
   });
+  const at = text.indexOf(begin);
+  const stop = text.indexOf(end);
+  if (r.partial && at >= 0 && stop > at) {
+    // --only: replace (or add) just the recorded shapes' rows; the section keeps the others.
+    const lines = text.slice(at, stop).trimEnd().split('\n');
+    for (const [i, { shape }] of r.recorded.entries()) {
+      const row = lines.findIndex((line) => line.startsWith(`- **${shape.name}** `));
+      if (row >= 0) lines[row] = rows[i]!;
+      else lines.push(rows[i]!);
+    }
+    writeFileSync(file, `${text.slice(0, at)}${lines.join('\n')}\n${text.slice(stop)}`);
+    return;
+  }
   const section = [
     begin,
     `## Release ${r.version}`,
     '',
-    `Recorded from commit \`${r.commit}\`${r.dirty ? ` with uncommitted changes in ${WORKFLOW_SOURCES.join(', ')}` : ''} on ${r.server === 'dev' ? '`temporal server start-dev`' : 'the time-skipping test server'}; workflow bundle sha256 \`${r.bundleDigest}\`. Patch markers: \`${PATCH.longRuns}\` in every run, \`${PATCH.toolTypes}\` before each tool activity, \`${PATCH.approvalArguments}\` in approval-without-arguments.`,
+    `Recorded from ${provenance}. Patch markers: \`${PATCH.longRuns}\` in every run, \`${PATCH.toolTypes}\` before each tool activity, \`${PATCH.approvalArguments}\` in approval-without-arguments, \`${PATCH.searchAttributes}\` in search-attributes.`,
     '',
     ...rows,
     end,
   ].join('\n');
-  const at = text.indexOf(begin);
-  const stop = text.indexOf(end);
   text = at >= 0 && stop > at ? `${text.slice(0, at)}${section}${text.slice(stop + end.length)}` : `${text.trimEnd()}\n\n${section}\n`;
   writeFileSync(file, text);
 }
