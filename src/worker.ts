@@ -18,7 +18,8 @@ import { createModelActivities } from './activities/model-turn';
 import { resolvePins, type WorkerPins } from './activities/pins';
 import type { ModelAdapter } from './model/model-adapter';
 import { openCheckpointStore } from './stores/open-checkpoint-store';
-import type { CheckpointStore, CheckpointStoreOptions } from './stores/checkpoint-store';
+import type { CheckpointStore } from './stores/checkpoint-store';
+import { storeOptions } from './stores/store-options';
 
 /** What a worker runs. */
 export interface AgentWorkerOptions {
@@ -190,21 +191,7 @@ export function workerPins(config: Config): { pinnedTenants?: readonly string[];
   };
 }
 
-/**
- * Store options from the configuration: the current HMAC seal key and older ones by id, the
- * current payload encryption key and older ones by id (rotation: the current keys write, every
- * configured key reads), and the SQLite busy timeout.
- */
-export function storeOptions(config: Config): CheckpointStoreOptions {
-  const { keys } = config;
-  return {
-    ...(keys.hmacKey ? { hmacKey: keys.hmacKey, keyId: keys.hmacKeyId } : {}),
-    ...(keys.hmacKey && Object.keys(keys.hmacKeys).length > 0 ? { hmacKeys: keys.hmacKeys } : {}),
-    ...(keys.encryptionKey ? { encryptionKey: keys.encryptionKey, encryptionKeyId: keys.encryptionKeyId } : {}),
-    ...(Object.keys(keys.encryptionKeys).length > 0 ? { encryptionKeys: keys.encryptionKeys } : {}),
-    ...(config.store.url.startsWith('sqlite:') ? { busyTimeoutMs: config.store.sqliteBusyTimeoutMs } : { postgresSchema: config.store.postgresSchema }),
-  };
-}
+export { storeOptions } from './stores/store-options';
 
 /** @deprecated the same as {@link storeOptions} (it now carries more than keys). */
 export const storeKeys = storeOptions;

@@ -9,8 +9,7 @@ import type { Command } from 'commander';
 import { CheckpointError } from '../checkpoint/errors';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
-import { temporalOperations } from '../console/operations';
-import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT, startConsoleServer } from '../console/server';
+import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from '../console/defaults';
 import { CONSOLE_TOKEN_ENV, resolveConsoleToken } from '../console/token';
 import { describeError } from './errors';
 import { printError, printLine } from './terminal-safe';
@@ -24,6 +23,8 @@ export function registerConsole(program: Command): void {
     .action(async (opts: { port?: number; host?: string }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
+      // Loaded here, not at the top: every other command would pay for the HTTP server.
+      const [{ temporalOperations }, { startConsoleServer }] = await Promise.all([import('../console/operations'), import('../console/server')]);
       const { client, close } = await connectClient(config);
       let server;
       try {

@@ -2,7 +2,6 @@
  * `demo`: the main job (see src/demo/main-job.ts). Exits 1 if any effect was applied twice or a delivered result differs from the provider's.
  */
 import type { Command } from 'commander';
-import { runMainJob } from '../demo/main-job';
 
 export function registerDemo(program: Command): void {
   program
@@ -10,6 +9,8 @@ export function registerDemo(program: Command): void {
     .description('the main job: dev server, provider, a worker killed right after an effect, a fleet of two, three runs, a report')
     .option('--work-dir <dir>', 'folder for the databases (default: a new folder under .data/)')
     .action(async (opts: { workDir?: string }) => {
+      // Loaded here, not at the top: every other command would pay for the demo's worker and model SDKs.
+      const { runMainJob } = await import('../demo/main-job');
       const reports = await runMainJob({ workDir: opts.workDir });
       if (reports.some((r) => r.duplicates > 0 || r.wrongResults > 0)) process.exitCode = 1;
     });

@@ -11,7 +11,7 @@ import { startDevServer } from '../dev/dev-server';
 import { maskUrl, openCheckpointStore } from '../stores/open-checkpoint-store';
 import { searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';
 import { RUN_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
-import { storeKeys } from '../worker';
+import { storeOptions } from '../stores/store-options';
 import { printLine } from './terminal-safe';
 
 export function registerDev(program: Command): void {
@@ -28,7 +28,7 @@ export function registerDev(program: Command): void {
       if (config.store.url.startsWith('sqlite:') && config.store.url !== 'sqlite::memory:') {
         mkdirSync(dirname(resolve(config.store.url.slice('sqlite:'.length))), { recursive: true });
       }
-      const store = await openCheckpointStore(config.store.url, storeKeys(config));
+      const store = await openCheckpointStore(config.store.url, storeOptions(config));
       await store.close();
       const server = await startDevServer({ ip: host, port: Number(port), dbFile, namespace: config.temporal.namespace, uiPort: opts.uiPort ? Number(opts.uiPort) : undefined });
       printLine(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);

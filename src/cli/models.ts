@@ -22,9 +22,9 @@ import { parseTranscriptJson, type Transcript } from '../model/transcript';
 /** Where the recorded example transcripts live. */
 export const TRANSCRIPTS_DIR = resolve(__dirname, '../../examples/transcripts');
 
-/** The adapters `ttc worker` can offer, by registry name. */
-export const MODEL_ADAPTER_NAMES = ['scripted', 'anthropic', 'openai'] as const;
-export type ModelAdapterName = (typeof MODEL_ADAPTER_NAMES)[number];
+import { MODEL_ADAPTER_NAMES, type ModelAdapterName } from './model-names';
+
+export { MODEL_ADAPTER_NAMES, type ModelAdapterName };
 
 /** Reads every `*.json` transcript in `dir`. */
 export function loadTranscripts(dir: string = TRANSCRIPTS_DIR): Transcript[] {

@@ -15,7 +15,7 @@ import { parseCallBindingId } from '../checkpoint/call-identity';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import type { PendingCallView } from '../workflows/types';
-import { storeKeys } from '../worker';
+import { storeOptions } from '../stores/store-options';
 import { printTable, withCode } from './table';
 import { explainUndecodable } from './errors';
 import { printLine } from './terminal-safe';
@@ -30,7 +30,7 @@ export function registerPending(program: Command): void {
     .option('--scan', 'ask every running agent run, not only those the TtcNeedsPerson search attribute lists')
     .action(async (opts: { temporal: boolean; tenant?: string; scan?: boolean }) => {
       const config = loadConfig();
-      const store = await openCheckpointStore(config.store.url, storeKeys(config));
+      const store = await openCheckpointStore(config.store.url, storeOptions(config));
       const rows: (string | number)[][] = [];
       /** Per call awaiting approval: what will run (validated arguments, target) and, labelled, what the model sent (issue 15 item 2). */
       const approvals: string[] = [];

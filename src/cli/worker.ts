@@ -6,15 +6,12 @@
  * With `--metrics-port`, its Temporal runtime serves Prometheus metrics (see `worker-metrics.ts`).
  */
 import type { Command } from 'commander';
-import { Runtime } from '@temporalio/worker';
 import { loadConfig } from '../config';
-import { createAgentWorker } from '../worker';
 import { loadTools } from './load-tools';
-import { buildModels, MODEL_ADAPTER_NAMES, parseModelNames } from './models';
+import { MODEL_ADAPTER_NAMES } from './model-names';
 import { positiveInteger } from './options';
 import { printLine } from './terminal-safe';
 import { workerBanner } from './worker-banner';
-import { createWorkerLogger } from './worker-log';
 import { DEFAULT_METRICS_HOST, metricsEndpoint, metricsHost, metricsPort, metricsUrl, prometheusMetrics } from './worker-metrics';
 
 export function registerWorker(program: Command): void {
@@ -30,6 +27,9 @@ export function registerWorker(program: Command): void {
     .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number; metricsPort?: number; metricsHost?: string }) => {
       const config = loadConfig();
       const metrics = metricsEndpoint(opts);
+      // Loaded here, not at the top: every other command would pay for the worker runtime.
+      const [{ Runtime }, { createAgentWorker }, { createWorkerLogger }] = await Promise.all([import('@temporalio/worker'), import('../worker'), import('./worker-log')]);
+      const { buildModels, parseModelNames } = await import('./models');
       // Worker logs quote tool and provider error text and model-chosen ids: escaped for the terminal.
       Runtime.install({
         shutdownSignals: ['SIGINT', 'SIGTERM'],

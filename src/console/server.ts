@@ -9,10 +9,9 @@ import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildConsoleApp, type ConsoleAppOptions } from './app';
 
-/** The console's default port (8787: clear of Temporal's 7233 / 8233 and the codec server). */
-export const DEFAULT_CONSOLE_PORT = 8787;
-/** The console's default interface: loopback only. */
-export const DEFAULT_CONSOLE_HOST = '127.0.0.1';
+import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from './defaults';
+
+export { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT };
 
 /** Options of {@link startConsoleServer}. */
 export interface ConsoleServerOptions extends Omit<ConsoleAppOptions, 'allowedHosts'> {
