@@ -74,7 +74,7 @@ export type { ToolErrorClass, HttpFailureClass } from './activities/error-classe
 export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, scriptedRunInput, startAgentRun } from './client';
-export type { ConnectClientOptions } from './client';
+export type { ConnectClientOptions, StartAgentRunOptions } from './client';
 // Temporal payload codec (issue 15 item 8): AES-256-GCM for everything Temporal stores, and its codec server.
 export {
   AesGcmPayloadCodec,
@@ -100,8 +100,11 @@ export type { FenceHeartbeatDetails, FencePhase } from './telemetry/heartbeat-de
 // People in the loop (issue 13): read the call a decision is about, send the workflow's validated update.
 export { approveCall, rejectCall, resolveCall, readWaitingCall, readRunStatus, DecisionRefusedError } from './operator/run-decisions';
 export type { WaitingCall } from './operator/run-decisions';
-export { listWaitingRuns } from './operator/waiting-runs';
-export type { WaitingRun } from './operator/waiting-runs';
+export { listWaitingRuns, WAITING_RUNS_QUERY } from './operator/waiting-runs';
+export type { ListWaitingRunsOptions, WaitingRun } from './operator/waiting-runs';
+// Temporal visibility (issue 13): the runs' search attributes, registered on a server that lacks them.
+export { hasRunSearchAttributes, registerRunSearchAttributes, searchAttributeCreateCommands } from './visibility/namespace-search-attributes';
+export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { Config, ConfigInput } from './config';
 export type { AgentWorkflowInput, AgentWorkflowResult, ContinuedRun, RunLimits, RunStatusView } from './workflows/types';

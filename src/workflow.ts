@@ -37,3 +37,5 @@ export { fencedCallDescriber } from './plugin/approval-describe';
 export type { FencedCallDescriber } from './plugin/approval-describe';
 export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/approval-contract';
 export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/approval-contract';
+// Temporal visibility (issue 13): the search attributes agent runs set while a person is needed.
+export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
