@@ -23,8 +23,10 @@ export function registerConsole(program: Command): void {
     .action(async (opts: { port?: number; host?: string }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
-      // Loaded here, not at the top: every other command would pay for the HTTP server.
-      const [{ temporalOperations }, { startConsoleServer }] = await Promise.all([import('../console/operations'), import('../console/server')]);
+      // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
+      // see the worker command).
+      const { temporalOperations } = require('../console/operations') as typeof import('../console/operations');
+      const { startConsoleServer } = require('../console/server') as typeof import('../console/server');
       const { client, close } = await connectClient(config);
       let server;
       try {

@@ -10,7 +10,7 @@ export function registerDemo(program: Command): void {
     .option('--work-dir <dir>', 'folder for the databases (default: a new folder under .data/)')
     .action(async (opts: { workDir?: string }) => {
       // Loaded here, not at the top: every other command would pay for the demo's worker and model SDKs.
-      const { runMainJob } = await import('../demo/main-job');
+      const { runMainJob } = require('../demo/main-job') as typeof import('../demo/main-job');
       const reports = await runMainJob({ workDir: opts.workDir });
       if (reports.some((r) => r.duplicates > 0 || r.wrongResults > 0)) process.exitCode = 1;
     });

@@ -27,9 +27,13 @@ export function registerWorker(program: Command): void {
     .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number; metricsPort?: number; metricsHost?: string }) => {
       const config = loadConfig();
       const metrics = metricsEndpoint(opts);
-      // Loaded here, not at the top: every other command would pay for the worker runtime.
-      const [{ Runtime }, { createAgentWorker }, { createWorkerLogger }] = await Promise.all([import('@temporalio/worker'), import('../worker'), import('./worker-log')]);
-      const { buildModels, parseModelNames } = await import('./models');
+      // Loaded here, not at the top: every other command would pay for the worker runtime and the
+      // model SDKs. `require`, not `import()`: under tsx's CommonJS hook a dynamic import goes to
+      // Node's ESM resolver, which does not find extensionless TypeScript modules.
+      const { Runtime } = require('@temporalio/worker') as typeof import('@temporalio/worker');
+      const { createAgentWorker } = require('../worker') as typeof import('../worker');
+      const { createWorkerLogger } = require('./worker-log') as typeof import('./worker-log');
+      const { buildModels, parseModelNames } = require('./models') as typeof import('./models');
       // Worker logs quote tool and provider error text and model-chosen ids: escaped for the terminal.
       Runtime.install({
         shutdownSignals: ['SIGINT', 'SIGTERM'],

@@ -122,7 +122,7 @@ function succeeded(span: Span, metrics: FenceMetrics, call: ObservedCall, result
     span.setStatus({ code: SpanStatusCode.ERROR, message: type });
   }
   metrics.toolCall(result.source);
-  if (call.approved && ACTED_SOURCES.includes(result.source)) metrics.approvalDecision('approved');
+  if (call.approved && ACTED_SOURCES.includes(result.source)) metrics.approvedCallAttempt('ran');
 }
 
 function failed(span: Span, metrics: FenceMetrics, error: unknown): void {
@@ -130,5 +130,5 @@ function failed(span: Span, metrics: FenceMetrics, error: unknown): void {
   span.setAttribute(ERROR_TYPE, type);
   span.setStatus({ code: SpanStatusCode.ERROR, message: type });
   if (PAUSE_CODES.includes(type)) metrics.pause(type);
-  if (type === 'APPROVAL_EXPIRED') metrics.approvalDecision('expired');
+  if (type === 'APPROVAL_EXPIRED') metrics.approvedCallAttempt('expired');
 }

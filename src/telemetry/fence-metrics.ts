@@ -21,11 +21,12 @@ export const FENCE_METRICS = {
    */
   PAUSES: 'ttc_pauses',
   /**
-   * Counter: approvals as the fence sees them, tag `decision`: `approved` (an attempt ran the tool,
-   * or settled it by lookup or a same-key repeat, under an approved intent digest), `expired` (the
-   * approval expired before the attempt could claim: APPROVAL_EXPIRED).
+   * Counter: attempts of approved calls, tag `outcome`: `ran` (the attempt ran the tool, or settled
+   * it by lookup or a same-key repeat, under an approved intent digest), `expired` (the approval
+   * expired before the attempt could claim: APPROVAL_EXPIRED). People's decisions themselves are
+   * counted by the agent workflow: `ttc_approval_decisions` (src/workflows/run-metrics.ts).
    */
-  APPROVAL_DECISIONS: 'ttc_approval_decisions',
+  APPROVED_CALL_ATTEMPTS: 'ttc_approved_call_attempts',
   /** Counter: compare-and-swaps of the checkpoint store that found the record changed (nothing written). */
   CAS_CONFLICTS: 'ttc_cas_conflicts',
   /**
@@ -39,8 +40,8 @@ export const FENCE_METRICS = {
 /** Bucket boundaries (ms) for {@link FENCE_METRICS.STORE_OPERATION_LATENCY}: a SQLite operation takes well under 1 ms, a PostgreSQL one a few ms. */
 export const STORE_LATENCY_BUCKETS_MS: readonly number[] = [0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000];
 
-/** The values of `ttc_approval_decisions`' `decision` tag. */
-export type ApprovalDecision = 'approved' | 'expired';
+/** The values of `ttc_approved_call_attempts`' `outcome` tag. */
+export type ApprovedCallOutcome = 'ran' | 'expired';
 
 /**
  * The fence's metrics on one meter. Each instrument is created on first use (an attempt that
@@ -61,9 +62,9 @@ export class FenceMetrics {
     this.counter(FENCE_METRICS.PAUSES, 'Fenced tool call attempts that ended waiting for a person or for reconciliation, by error code').add(1, { reason });
   }
 
-  /** The fence acted on an approval. */
-  approvalDecision(decision: ApprovalDecision): void {
-    this.counter(FENCE_METRICS.APPROVAL_DECISIONS, 'Approved tool calls as the fence saw them, by decision').add(1, { decision });
+  /** An attempt of an approved call ran it or found its approval expired. */
+  approvedCallAttempt(outcome: ApprovedCallOutcome): void {
+    this.counter(FENCE_METRICS.APPROVED_CALL_ATTEMPTS, 'Attempts of approved tool calls, by outcome (ran, expired)').add(1, { outcome });
   }
 
   /** A compare-and-swap found the record changed. */

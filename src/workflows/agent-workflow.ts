@@ -43,6 +43,7 @@ import {
   type MessageErrorType,
 } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
+import { countApprovalDecision } from './run-metrics';
 import { RunSearchAttributes } from './run-search-attributes';
 import { iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
 import type {
@@ -402,6 +403,7 @@ class AgentRun {
       return 'rejected';
     }
     if (approval.decision === 'expired') {
+      countApprovalDecision('expired', call.toolName);
       this.rejectCall(call, `APPROVAL_EXPIRED: nobody approved the call before its approval expired at ${iso(expiresAt)}; nothing ran`, APPROVAL_EXPIRED_FOR_MODEL);
       return 'rejected';
     }
@@ -804,6 +806,7 @@ class AgentRun {
     call.status = decision === 'approved' ? 'approved' : 'rejected';
     if (decision === 'approved') call.approvedIntentDigest = call.intentDigest;
     if (decision === 'rejected') call.reason = `REJECTED: a person rejected the call: ${reason ?? ''}`;
+    countApprovalDecision(decision, call.toolName);
     this.publishWaiting();
     return { callId, decision, decidedAt: iso(now), approvalExpiresAt: iso(approval.expiresAt!) };
   }

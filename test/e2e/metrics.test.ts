@@ -13,6 +13,8 @@ import { resolveConfig } from '../../src/config';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { metricsEndpoint, metricsHost, metricsPort, metricsUrl, prometheusMetrics } from '../../src/cli/worker-metrics';
 import { ROOT } from '../helpers/cli';
+import { rejectCall } from '../../src/operator/run-decisions';
+import { runStatusQuery } from '../../src/workflows/messages';
 
 jest.setTimeout(120_000);
 
@@ -58,6 +60,8 @@ describe('ttc worker --metrics-port', () => {
   let dir: string;
   let server: DevServer;
   let worker: ChildProcess | undefined;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-metrics-'));
@@ -75,8 +79,8 @@ describe('ttc worker --metrics-port', () => {
   });
 
   it("serves Prometheus text with the fence's counters after an agent run: ttc_tool_calls by source, store latency per operation", async () => {
-    const port = await freePort();
-    const env = { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'metrics-e2e', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, WEATHER_LOG: join(dir, 'readings.jsonl') };
+    port = await freePort();
+    env = { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'metrics-e2e', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, WEATHER_LOG: join(dir, 'readings.jsonl') };
     const started = await spawnWorker(['--identity', 'metrics-worker', '--tools', join(ROOT, 'examples/weather/tools.ts'), '--models', 'scripted', '--metrics-port', String(port)], env);
     worker = started.child;
     expect(started.banner).toContain(`metrics: http://127.0.0.1:${port}/metrics (Prometheus)`);
@@ -103,6 +107,33 @@ describe('ttc worker --metrics-port', () => {
     expect(text).toMatch(/^ttc_store_operation_latency_bucket\{.*le="0\.25".*\} \d+$/m);
     // The SDK's own metrics are served beside them.
     expect(text).toMatch(/^temporal_activity_execution_latency_count\{/m);
+  });
+
+  it("counts a person's decision on the workflow's meter: ttc_approval_decisions{decision=\"rejected\", tool}", async () => {
+    expect(worker).toBeDefined();
+    const config = resolveConfig({}, { ...process.env, ...env });
+    const { client, close } = await connectClient(config);
+    try {
+      const transcript = JSON.parse(readFileSync(join(ROOT, 'examples/weather/transcript.json'), 'utf8')) as unknown;
+      const handle = await startAgentRun(client, config, scriptedRunInput(config, transcript, { approvalRequired: { record_reading: { expiresAfterMs: 600_000 } } }), 'metrics-approval-run');
+      let waiting;
+      for (let i = 0; waiting === undefined; i++) {
+        const status = await handle.query(runStatusQuery);
+        waiting = status.pendingCalls.find((c) => c.status === 'awaiting-approval');
+        if (waiting === undefined) {
+          if (i > 200) throw new Error(`no call awaits approval: ${JSON.stringify(status.pendingCalls)}`);
+          await new Promise((done) => setTimeout(done, 100));
+        }
+      }
+      await rejectCall(handle, { callId: waiting.callId, reason: 'not today' });
+      const result = await handle.result();
+      expect(result.calls.map((c) => [c.toolName, c.status])).toEqual([['record_reading', 'rejected']]);
+    } finally {
+      await close();
+    }
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(sample(text, 'ttc_approval_decisions', { decision: 'rejected', tool: 'record_reading', workflowType: 'agentWorkflow' })).toBe(1);
+    expect(sample(text, 'ttc_approval_decisions', { decision: 'approved' })).toBe(0);
   });
 });
 
