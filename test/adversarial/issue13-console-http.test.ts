@@ -1,0 +1,174 @@
+/**
+ * Issue 13, adversarial review of the console's HTTP surface: the real listening console
+ * (startConsoleServer on a free port) with operations that record what they were asked to send
+ * (the run's own validation is exercised in issue13-console-temporal.test.ts). Each case attacks
+ * one promise: methods other than GET / POST, attribute-context escaping of every model-controlled
+ * value, malformed and oversized bodies, a JSON body, the token never accepted from a POST's URL
+ * and never written into a page or a redirect target.
+ */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { startConsoleServer, type RunningConsole } from '../../src/console/server';
+import type { ConsoleOperations } from '../../src/console/operations';
+import type { WaitingRun } from '../../src/operator/waiting-runs';
+import { awaitingCall, waitingRun } from '../unit/console/fixtures';
+
+const TOKEN = 'adversarial-console-token-0123456789';
+
+interface Response {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly setCookies: string[];
+}
+
+function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Response> {
+  return new Promise((done, fail) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, setCookies: res.headers['set-cookie'] ?? [] }));
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+/** Decodes the HTML entities the console writes into attribute values. */
+function unescapeAttribute(value: string): string {
+  return value.replace(/&(amp|lt|gt|quot|#39);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
+}
+
+/** The hidden fields of every form on the page, decoded as a browser would submit them. */
+function forms(page: string): { action: string; fields: Record<string, string> }[] {
+  return [...page.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
+    action: m[1]!,
+    fields: Object.fromEntries([...m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, unescapeAttribute(f[2]!)])),
+  }));
+}
+
+describe('issue 13 adversarial: the console over HTTP', () => {
+  let server: RunningConsole;
+  let HOST: string;
+  let ORIGIN: string;
+  let runs: WaitingRun[];
+  const sent: Array<[string, string, unknown]> = [];
+
+  const operations: ConsoleOperations = {
+    listWaitingRuns: async () => runs,
+    approveCall: async (workflowId, request) => {
+      sent.push(['approve', workflowId, request]);
+      return { callId: request.callId, decision: 'approved', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+    },
+    rejectCall: async (workflowId, request) => {
+      sent.push(['reject', workflowId, request]);
+      return { callId: request.callId, decision: 'rejected', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+    },
+    resolveCall: async (workflowId, request) => {
+      sent.push(['resolve', workflowId, request]);
+      return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
+    },
+  };
+
+  beforeAll(async () => {
+    server = await startConsoleServer({ operations, token: TOKEN, port: 0, namespace: 'default', nowMs: () => Date.parse('2030-01-01T00:00:00.000Z') });
+    HOST = new URL(server.url).host;
+    ORIGIN = `http://${HOST}`;
+  });
+  afterAll(() => server.close());
+  beforeEach(() => {
+    runs = [waitingRun([awaitingCall()])];
+    sent.length = 0;
+  });
+
+  const port = () => Number(new URL(server.url).port);
+  const get = (url: string, headers: Record<string, string> = {}) => send(port(), 'GET', url, { host: HOST, ...headers });
+  const cookiesOf = (r: Response) => r.setCookies.map((c) => c.split(';')[0]).join('; ');
+
+  async function openPage(): Promise<{ cookie: string; csrf: string; page: string }> {
+    const login = await get(`/?token=${TOKEN}`);
+    const tokenCookie = cookiesOf(login);
+    const list = await get('/', { cookie: tokenCookie });
+    expect(list.statusCode).toBe(200);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(list.body)?.[1];
+    if (!csrf) throw new Error(`no CSRF token in the page: ${list.body}`);
+    return { cookie: `${tokenCookie}; ${cookiesOf(list)}`, csrf, page: list.body };
+  }
+
+  const post = (url: string, cookie: string, body: string, headers: Record<string, string> = {}) =>
+    send(port(), 'POST', url, { host: HOST, origin: ORIGIN, cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body);
+
+  it.each(['PUT', 'DELETE', 'PATCH', 'OPTIONS'])('%s /approve with the token, the origin and a valid CSRF token reaches no run', async (method) => {
+    const { cookie, csrf } = await openPage();
+    const body = new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: '7' }).toString();
+    const response = await send(port(), method, '/approve', { host: HOST, origin: ORIGIN, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body);
+    expect(response.statusCode).toBeGreaterThanOrEqual(400);
+    expect(sent).toEqual([]);
+  });
+
+  it('a POST carrying the token only in its URL (?token=) is refused 401 and reaches no run', async () => {
+    const { csrf } = await openPage();
+    const response = await post(`/approve?token=${TOKEN}`, '', new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: '7' }).toString());
+    expect(response.statusCode).toBe(401);
+    expect(sent).toEqual([]);
+  });
+
+  it('attribute-context payloads in every model-controlled value stay inside their quoted attributes, and the forms send them back unchanged', async () => {
+    const breakout = `x" onfocus="alert(1)" autofocus x='y'><svg/onload=alert(2)>`;
+    runs = [
+      {
+        ...waitingRun([
+          awaitingCall({ callId: `c1${breakout}`, modelCallId: `m${breakout}`, toolName: `tool${breakout}`, intentDigest: `sha256:${breakout}`, idempotencyKey: `k${breakout}`, toolRevision: `r${breakout}`, approvalExpiresAt: `2030${breakout}` }),
+        ]),
+        workflowId: `wf${breakout}`,
+      } as WaitingRun,
+    ];
+    const { page } = await openPage();
+    expect(page).not.toMatch(/<svg|onfocus="alert|onload=alert\(2\)>/);
+    // Every attribute value of every tag is quoted and holds no raw quote or angle bracket.
+    for (const tag of page.match(/<[a-z][^>]*>/g) ?? []) {
+      const stripped = tag.replace(/"[^"<>]*"/g, '').replace(/'[^'<>]*'/g, '');
+      expect([tag, /\son\w+=|["'<]/i.test(stripped.slice(1))]).toEqual([tag, false]);
+    }
+    const [approve] = forms(page).filter((f) => f.action === '/approve');
+    expect(approve!.fields).toEqual(expect.objectContaining({ workflowId: `wf${breakout}`, callId: `c1${breakout}`, intentDigest: `sha256:${breakout}` }));
+  });
+
+  it('resolve applied with malformed JSON, an empty result, a repeated field or a wrong resolution is refused 400 and nothing is sent', async () => {
+    runs = [waitingRun([awaitingCall({ status: 'paused', approvalExpiresAt: null })], { paused: { callId: 'c1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'r', pausedAt: '2030-01-01T00:00:00.000Z' } } as never)];
+    const { cookie, csrf } = await openPage();
+    const base = `_csrf=${encodeURIComponent(csrf)}&workflowId=wf-1&callId=c1&reason=r`;
+    for (const extra of ['&resolution=applied&result=%7Bnot', '&resolution=applied&result=', '&resolution=applied', '&resolution=applied&result=1&result=2', '&resolution=maybe&result=1', '&resolution=applied&result=1&receipt=%7B']) {
+      const response = await post('/resolve', cookie, `${base}${extra}`);
+      expect([extra, response.statusCode]).toEqual([extra, 400]);
+    }
+    expect(sent).toEqual([]);
+  });
+
+  it('an oversized body (2 MiB) is refused 413 with the security headers and nothing is sent', async () => {
+    const { cookie, csrf } = await openPage();
+    const body = `_csrf=${encodeURIComponent(csrf)}&workflowId=wf-1&callId=c1&reason=r&resolution=applied&result=${'1'.repeat(2 * 1_048_576)}`;
+    const response = await post('/resolve', cookie, body);
+    expect(response.statusCode).toBe(413);
+    expect(response.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(sent).toEqual([]);
+  });
+
+  it('a JSON body with a non-string CSRF token or non-string fields is refused with a 4xx, not a 500, and nothing is sent', async () => {
+    const { cookie, csrf } = await openPage();
+    for (const body of [{ _csrf: { toString: 1 }, workflowId: 'wf-1' }, { _csrf: [csrf], workflowId: 'wf-1' }, { _csrf: csrf, workflowId: ['wf-1'], callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: 7 }]) {
+      const response = await post('/approve', cookie, JSON.stringify(body), { 'content-type': 'application/json' });
+      expect([JSON.stringify(body), response.statusCode >= 400 && response.statusCode < 500]).toEqual([JSON.stringify(body), true]);
+    }
+    expect(sent).toEqual([]);
+  });
+
+  it('the token is never written into a page, a redirect target or a cookie other than the HttpOnly one', async () => {
+    const login = await get(`/?token=${TOKEN}&x=1`);
+    expect(login.headers.location).not.toContain(TOKEN);
+    const { page } = await openPage();
+    expect(page).not.toContain(TOKEN);
+    const notFound = await get(`/nowhere?token=${TOKEN}`);
+    expect(notFound.body).not.toContain(TOKEN);
+  });
+
+});

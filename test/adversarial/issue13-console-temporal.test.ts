@@ -1,0 +1,162 @@
+/**
+ * Issue 13, adversarial review against a real dev server (search attributes registered), a real
+ * in-process worker on the bundled agent workflow, and the real console (startConsoleServer with
+ * temporalOperations on the same client):
+ * - a stale page (the run moved on / the intent changed) never approves: the run's refusal is shown
+ *   and the call stays awaiting approval;
+ * - many calls with long call ids awaiting approval never get the run stuck on an upsert, and a
+ *   run cancelled by its cancelRun signal ends with TtcNeedsPerson = false.
+ * (The cases that fail today, call ids with a trailing space / invisible character and a run
+ * cancelled through Temporal, are kept out of the suite: see the issue 13 review report.)
+ */
+import { request as httpRequest } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { startAgentRun } from '../../src/client';
+import { resolveConfig, type Config } from '../../src/config';
+import { temporalOperations } from '../../src/console/operations';
+import { startConsoleServer, type RunningConsole } from '../../src/console/server';
+import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
+import { cancelRunSignal, runStatusQuery, type agentWorkflow } from '../../src/workflows';
+import { TTC_NEEDS_PERSON } from '../../src/workflows/search-attributes';
+import type { AgentWorkflowInput } from '../../src/workflows/types';
+import { activitiesOf, baseInput, call, endTurn, fakeTools, toolTurn, waitForStatus } from '../helpers/agent-harness';
+import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+
+installQuietTemporalRuntime('ERROR');
+jest.setTimeout(90_000);
+
+type Handle = WorkflowHandle<typeof agentWorkflow>;
+const TASK_QUEUE = 'issue13-adversarial';
+const WEEK_MS = 7 * 24 * 3_600_000;
+const TOKEN = 'adversarial-console-token-0123456789';
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+
+const model = {
+  requests: [] as ModelTurnInput[],
+  async runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
+    const script = (input.modelOptions as { script?: ModelTurnResult[] } | undefined)?.script ?? [];
+    return script[input.turn] ?? endTurn('Done.');
+  },
+};
+const tools = fakeTools();
+
+function runInput(script: readonly ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
+  return baseInput({ modelOptions: { script } as never, approvalRequired: { refund: { expiresAfterMs: WEEK_MS } }, ...overrides });
+}
+
+function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ statusCode: number; body: string; setCookies: string[] }> {
+  return new Promise((done, fail) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => done({ statusCode: res.statusCode ?? 0, body: text, setCookies: res.headers['set-cookie'] ?? [] }));
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+const unescapeAttribute = (value: string): string => value.replace(/&(amp|lt|gt|quot|#39);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
+
+/** The forms of one run's section, with their hidden fields as a browser submits them. */
+function formsOf(page: string, workflowId: string): { action: string; fields: Record<string, string> }[] {
+  const sections = page.split('<section class="run"').filter((s) => s.includes(`data-workflow-id="${workflowId}"`));
+  return sections.flatMap((section) =>
+    [...section.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
+      action: m[1]!,
+      fields: Object.fromEntries([...m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, unescapeAttribute(f[2]!)])),
+    })),
+  );
+}
+
+describe('issue 13 adversarial: console and visibility on a real dev server', () => {
+  let env: LocalTestEnv;
+  let bundle: WorkflowBundleWithSourceMap;
+  let config: Config;
+  let dir: string;
+  let worker: Worker;
+  let running: Promise<void>;
+  let consoleServer: RunningConsole;
+  let seq = 0;
+  const nextId = (name: string) => `adv13-${name}-${++seq}-${Date.now()}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-adv13-'));
+    [env, bundle] = await Promise.all([createLocalEnv(), bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger })]);
+    config = resolveConfig({}, { TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` });
+    worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle: bundle, activities: activitiesOf(model, tools) });
+    running = worker.run();
+    consoleServer = await startConsoleServer({ operations: temporalOperations(env.client), token: TOKEN, port: 0, namespace: env.devServer.namespace });
+  }, 120_000);
+
+  afterAll(async () => {
+    await consoleServer?.close();
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await env?.teardown();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const host = () => new URL(consoleServer.url).host;
+  const port = () => Number(new URL(consoleServer.url).port);
+  const cookiesOf = (r: { setCookies: string[] }) => r.setCookies.map((c) => c.split(';')[0]).join('; ');
+
+  /** Logs in and reads the list until `workflowId` shows with `calls` forms (visibility is eventually consistent). */
+  async function openPage(workflowId: string, minForms: number): Promise<{ cookie: string; page: string }> {
+    const login = await send(port(), 'GET', `/?token=${TOKEN}`, { host: host() });
+    const tokenCookie = cookiesOf(login);
+    const until = Date.now() + 20_000;
+    for (;;) {
+      const list = await send(port(), 'GET', '/', { host: host(), cookie: tokenCookie });
+      if (formsOf(list.body, workflowId).length >= minForms) return { cookie: `${tokenCookie}; ${cookiesOf(list)}`, page: list.body };
+      if (Date.now() > until) throw new Error(`the console never listed ${workflowId}: ${list.body.slice(0, 2_000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  const submit = (cookie: string, action: string, fields: Record<string, string>) =>
+    send(port(), 'POST', action, { host: host(), origin: `http://${host()}`, cookie, 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams(fields).toString());
+
+  it('a stale page (the run moved on since it was read) is refused with STALE_STATE_VERSION and the call stays awaiting approval; nothing runs', async () => {
+    const id = nextId('stale');
+    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding twice.', call('r1', 'refund', { amount: 1 }), call('r2', 'refund', { amount: 2 }))]), id);
+    const { cookie, page } = await openPage(id, 4);
+    const approvals = formsOf(page, id).filter((f) => f.action === '/approve');
+    const approveR1 = approvals.find((f) => f.fields.callId === 'r1')!;
+    const approveR2 = approvals.find((f) => f.fields.callId === 'r2')!;
+    expect((await submit(cookie, '/approve', approveR1.fields)).statusCode).toBe(200);
+    // r1 runs and completes: the run moves on (its state version changes).
+    await waitForStatus(handle, (s) => s.calls.some((c) => c.callId === 'r1' && c.status === 'completed'));
+    const runsBefore = tools.runs.filter((r) => r.callId === 'r2').length;
+    const answer = await submit(cookie, '/approve', approveR2.fields);
+    const after = await handle.query(runStatusQuery);
+    await handle.signal(cancelRunSignal, { reason: 'test over' });
+    expect(answer.statusCode).toBe(409);
+    expect(answer.body).toContain('STALE_STATE_VERSION');
+    expect(after.pendingCalls.find((c) => c.callId === 'r2')?.status).toBe('awaiting-approval');
+    expect(tools.runs.filter((r) => r.callId === 'r2').length).toBe(runsBefore);
+  });
+
+  it('many calls with long ids awaiting approval at once: the run keeps going (no upsert gets it stuck) and TtcNeedsPerson is true', async () => {
+    const id = nextId('many-long');
+    const calls = Array.from({ length: 10 }, (_, i) => call(`${'x'.repeat(300)}-${i}`, 'refund', { amount: i }));
+    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding a lot.', ...calls)], { budget: { maxTurns: 5, maxToolCalls: 20, deadlineMs: 3_600_000 } }), id);
+    const status = await waitForStatus(handle, (s) => s.pendingCalls.filter((c) => c.status === 'awaiting-approval').length === 10);
+    expect(status.phase).toBe('awaiting-approval');
+    const until = Date.now() + 15_000;
+    while ((await handle.describe()).typedSearchAttributes.get(TTC_NEEDS_PERSON) !== true) {
+      if (Date.now() > until) throw new Error('TtcNeedsPerson never became true');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Still answering queries and updates: the workflow task did not fail on the upsert.
+    await handle.signal(cancelRunSignal, { reason: 'enough' });
+    const result = await handle.result();
+    expect(result.status).toBe('cancelled');
+    expect((await handle.describe()).typedSearchAttributes.get(TTC_NEEDS_PERSON)).toBe(false);
+  });
+
+});
