@@ -23,7 +23,7 @@ export function nonNegativeInteger(value: string, option: string): number {
 /**
  * A duration such as `500ms`, `10m` or `24h`, in ms.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT unless it is a positive duration.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT unless it is a positive whole number of ms.
  */
 export function durationMs(value: string, option: string): number {
   let ms = Number.NaN;
@@ -32,7 +32,8 @@ export function durationMs(value: string, option: string): number {
   } catch {
     // reported below
   }
-  if (!Number.isFinite(ms) || ms <= 0) throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a positive duration such as 30s, 10m or 24h, got ${JSON.stringify(value)}`, { field: option });
+  // Whole milliseconds: the workflow's input validation refuses a fraction, but only once the run has started.
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a positive duration of whole milliseconds such as 30s, 10m or 24h, got ${JSON.stringify(value)}`, { field: option });
   return ms;
 }
 

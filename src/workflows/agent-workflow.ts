@@ -85,9 +85,18 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWor
   // results inline, ids as the model gave them and one call at a time, so they replay as they ran.
   const longRuns = patched(LONG_RUNS_PATCH);
   // Upserts TtcNeedsPerson / TtcWaitingCalls only when the run was started with them (see run-search-attributes.ts).
-  const run = new AgentRun(input, Date.now(), longRuns, RunSearchAttributes.fromStart());
+  const searchAttributes = RunSearchAttributes.fromStart();
+  const run = new AgentRun(input, Date.now(), longRuns, searchAttributes);
   run.installHandlers();
-  const end = await run.execute();
+  let end: RunEnd;
+  try {
+    end = await run.execute();
+  } catch (error) {
+    // Cancelled through Temporal (`handle.cancel()`, `temporal workflow cancel`) while a call
+    // waited, or failed: the closed run waits for nobody, so visibility must not list it.
+    searchAttributes.publish([]);
+    throw error;
+  }
   await condition(allHandlersFinished);
   if (end.kind === 'result') return end.result;
   // A signal or update that came in while handlers finished: a cancel still wins.

@@ -218,6 +218,16 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
     expect((await latest.describe()).typedSearchAttributes.get(TTC_NEEDS_PERSON)).toBe(false);
   });
 
+  it('a run cancelled through Temporal (handle.cancel) while a call awaits approval closes with TtcNeedsPerson = false and no waiting calls', async () => {
+    const id = nextId('temporal-cancel');
+    const handle = await startAgentRun(env.client, config, runInput([toolTurn('Refund.', call('r9', 'refund', { amount: 9 }))]), id);
+    await listedBy(env.client, `TtcNeedsPerson = true AND TtcWaitingCalls = 'r9'`, id);
+    await handle.cancel();
+    await expect(handle.result()).rejects.toThrow();
+    const described = await handle.describe();
+    expect([described.status.name, described.typedSearchAttributes.get(TTC_NEEDS_PERSON), described.typedSearchAttributes.get(TTC_WAITING_CALLS) ?? []]).toEqual(['CANCELLED', false, []]);
+  });
+
   it('a run started without the attributes (the client told they are absent) upserts nothing and still completes; listWaitingRuns still finds it while it waits', async () => {
     const id = nextId('without');
     const handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding.', call('r1', 'refund', { amount: 1 }))]), id, { searchAttributes: false });

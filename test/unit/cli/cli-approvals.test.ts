@@ -57,8 +57,8 @@ describe('start --require-approval / --approval-ttl', () => {
     expect((error as Error).message).toBe('INVALID_ARGUMENT: --require-approval names "create_tiket", which the run does not offer (it offers create_ticket, send_email); nothing was started');
   });
 
-  it('a ttl that is not a positive duration is INVALID_ARGUMENT naming --approval-ttl', () => {
-    for (const ttl of ['0s', '-5m', 'soon', '']) {
+  it('a ttl that is not a positive whole number of milliseconds is INVALID_ARGUMENT naming --approval-ttl (the workflow would refuse it only after the run started)', () => {
+    for (const ttl of ['0s', '-5m', 'soon', '', '0.5ms', '1.5']) {
       expect(checkpointError(() => approvalRequiredOption({ requireApproval: 'send_email', approvalTtl: ttl }, offered))).toEqual({ code: 'INVALID_ARGUMENT', details: { field: '--approval-ttl' } });
     }
   });
