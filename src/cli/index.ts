@@ -23,6 +23,12 @@ import { printError } from './terminal-safe';
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
 for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerApprove, registerResolve, registerResolveInStore, registerPrune, registerCodecServer, registerConsole]) register(program);
 
+// `ttc pending | head`: a reader that closes the pipe early ends the command quietly, not with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   printError(describeError(error));
   process.exit(1);

@@ -785,7 +785,7 @@ class AgentRun {
     if (req.stateVersion !== this.state.stateVersion) {
       refuse(
         MESSAGE_ERROR_TYPES.STALE_STATE_VERSION,
-        `the approval was given at state version ${req.stateVersion}, the run is at ${this.state.stateVersion}; read runStatus and decide again`,
+        `the approval was given at state version ${req.stateVersion}, the run is at ${this.state.stateVersion}; read the run again (ttc pending, ttc show, the console or the runStatus query) and decide again`,
       );
     }
   }

@@ -99,7 +99,7 @@ describe('the command line for people in the loop', () => {
     expect(shown.stdout).toMatch(new RegExp(`^${CALL_ID}\\s+create_ticket\\s+awaiting-approval\\s*$`, 'm'));
     expect(stale.code).toBe(1);
     expect(stale.stderr.trim()).toBe(
-      `STALE_STATE_VERSION: run ${workflowId} refused the decision on ${CALL_ID}: the approval was given at state version ${status.stateVersion - 1}, the run is at ${status.stateVersion}; read runStatus and decide again`,
+      `STALE_STATE_VERSION: run ${workflowId} refused the decision on ${CALL_ID}: the approval was given at state version ${status.stateVersion - 1}, the run is at ${status.stateVersion}; read the run again (ttc pending, ttc show, the console or the runStatus query) and decide again`,
     );
     expect(mismatch.code).toBe(1);
     expect(mismatch.stderr.trim()).toBe(
