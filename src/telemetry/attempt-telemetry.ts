@@ -11,15 +11,17 @@
  *
  * Only `@opentelemetry/api` is used: without an OpenTelemetry SDK registered, the tracer is a
  * no-op and the span costs next to nothing. Metrics go to the given Temporal metric meter (see
- * `./fence-metrics`).
+ * `./fence-metrics`). Telemetry never changes the fence's behaviour: a tracer, span processor,
+ * context manager or meter that throws is ignored (`./isolated`).
  */
-import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, ProxyTracerProvider, SpanKind, trace } from '@opentelemetry/api';
 import type { MetricMeter } from '@temporalio/common';
 import type { Action, CheckpointRecord } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
-import { ERROR_TYPE, EXECUTE_TOOL, GEN_AI, TTC } from './attributes';
+import { EXECUTE_TOOL, GEN_AI, TTC } from './attributes';
 import { errorType } from './error-type';
 import { FenceMetrics } from './fence-metrics';
+import { isolated, IsolatedSpan } from './isolated';
 import { tracedStore } from './traced-store';
 
 /** The instrumentation scope of the fence's spans. */
@@ -59,16 +61,20 @@ export interface AttemptObserver {
   decided(found: CheckpointRecord | null, action: Action): void;
 }
 
+/** The tracer when the global tracer provider's `getTracer` throws: a no-op one (a provider without a delegate). */
+const NO_OP_TRACER = new ProxyTracerProvider().getTracer(TRACER_NAME);
+
 /**
  * Runs `attempt` inside its `execute_tool` span, with `store` traced, and records its result or
  * failure on the span and the metrics. The result or error of `attempt` is returned or thrown
- * unchanged.
+ * unchanged, and `attempt` runs exactly once, whatever the telemetry does: every telemetry call
+ * is {@link isolated} (a tracer, span, context manager or meter that throws is ignored).
  *
  * @param meter the activity context's `metricMeter` (Temporal's; a no-op without a metrics exporter)
  * @param attempt gets the traced store (use it for every store operation of the attempt) and the observer
  */
 export function observeAttempt<T extends ObservedResult>(call: ObservedCall, store: CheckpointStore, meter: MetricMeter, attempt: (store: CheckpointStore, observer: AttemptObserver) => Promise<T>): Promise<T> {
-  const tracer = trace.getTracer(TRACER_NAME);
+  const tracer = isolated('tracer', () => trace.getTracer(TRACER_NAME)) ?? NO_OP_TRACER;
   const metrics = new FenceMetrics(meter);
   const attributes = {
     [GEN_AI.OPERATION_NAME]: EXECUTE_TOOL,
@@ -80,55 +86,59 @@ export function observeAttempt<T extends ObservedResult>(call: ObservedCall, sto
     [TTC.ATTEMPT]: call.attempt,
     [TTC.APPROVED]: call.approved,
   };
-  const span = tracer.startSpan(`${EXECUTE_TOOL} ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes });
-  const onRecord = (record: CheckpointRecord): void => void span.setAttribute(TTC.REVISION, record.revision);
+  const span = IsolatedSpan.start(tracer, `${EXECUTE_TOOL} ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes });
+  const onRecord = (record: CheckpointRecord): void => span.setAttribute(TTC.REVISION, record.revision);
   const run = async (): Promise<T> => {
     try {
       const result = await attempt(tracedStore(store, { tracer, metrics, onRecord }), observer(span));
-      succeeded(span, metrics, call, result);
+      isolated('execute_tool result', () => succeeded(span, metrics, call, result));
       return result;
     } catch (error) {
-      failed(span, metrics, error);
+      isolated('execute_tool failure', () => failed(span, metrics, error));
       throw error;
     } finally {
       span.end();
     }
   };
+  let running: Promise<T> | undefined;
+  const runOnce = (): Promise<T> => (running ??= run());
   // Made active only when it records: a no-op span would hide the active one (say, the
   // RunActivity span of an OpenTelemetryPlugin given its own tracer) from the store's and the
-  // activity's code.
-  return span.isRecording() ? context.with(trace.setSpan(context.active(), span), run) : run();
+  // activity's code. A context manager that throws, before or after calling back, or never calls
+  // back, leaves the attempt to run (once) without the span active; what it returns is not used.
+  if (span.isRecording() && span.span !== undefined) {
+    const active = span.span;
+    isolated('context', () => context.with(trace.setSpan(context.active(), active), () => void runOnce()));
+  }
+  return runOnce();
 }
 
-function observer(span: Span): AttemptObserver {
+function observer(span: IsolatedSpan): AttemptObserver {
   return {
     decided(found, action) {
-      span.setAttribute(TTC.STATUS_FOUND, found === null ? 'absent' : found.status);
-      span.setAttribute(TTC.ACTION, action);
+      isolated('observer decided', () => {
+        span.setAttribute(TTC.STATUS_FOUND, found === null ? 'absent' : found.status);
+        span.setAttribute(TTC.ACTION, action);
+      });
     },
   };
 }
 
 /** A delivered error result (`{ ok: false }`) marks the span as an error of its stored type: the tool's execution failed. */
-function succeeded(span: Span, metrics: FenceMetrics, call: ObservedCall, result: ObservedResult): void {
+function succeeded(span: IsolatedSpan, metrics: FenceMetrics, call: ObservedCall, result: ObservedResult): void {
   const { outcome } = result;
   span.setAttribute(TTC.RESULT_SOURCE, result.source);
   span.setAttribute(TTC.RESULT_OK, outcome.ok);
   const resolved = outcome.resolvedInStore?.kind;
   if (resolved === 'applied' || resolved === 'not-applied') span.setAttribute(TTC.RESOLVED_BY_PERSON, resolved);
-  if (!outcome.ok) {
-    const type = errorType(outcome.error);
-    span.setAttribute(ERROR_TYPE, type);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-  }
+  if (!outcome.ok) span.setError(errorType(outcome.error));
   metrics.toolCall(result.source);
   if (call.approved && ACTED_SOURCES.includes(result.source)) metrics.approvedCallAttempt('ran');
 }
 
-function failed(span: Span, metrics: FenceMetrics, error: unknown): void {
+function failed(span: IsolatedSpan, metrics: FenceMetrics, error: unknown): void {
   const type = errorType(error);
-  span.setAttribute(ERROR_TYPE, type);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+  span.setError(type);
   if (PAUSE_CODES.includes(type)) metrics.pause(type);
   if (type === 'APPROVAL_EXPIRED') metrics.approvedCallAttempt('expired');
 }

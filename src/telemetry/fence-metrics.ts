@@ -8,7 +8,8 @@
  * to the SDK's own metrics). Counters carry no `_total` suffix unless the runtime's
  * `countersTotalSuffix` adds it.
  */
-import type { MetricCounter, MetricHistogram, MetricMeter } from '@temporalio/common';
+import type { MetricCounter, MetricHistogram, MetricMeter, MetricTags } from '@temporalio/common';
+import { isolated } from './isolated';
 
 /** Metric names, as they appear in Prometheus. */
 export const FENCE_METRICS = {
@@ -45,7 +46,8 @@ export type ApprovedCallOutcome = 'ran' | 'expired';
 
 /**
  * The fence's metrics on one meter. Each instrument is created on first use (an attempt that
- * never pauses creates no pause counter).
+ * never pauses creates no pause counter). Creating and recording are {@link isolated}: a meter
+ * or instrument that throws loses the value, never the fenced call.
  */
 export class FenceMetrics {
   private readonly created = new Map<string, MetricCounter | MetricHistogram>();
@@ -54,40 +56,41 @@ export class FenceMetrics {
 
   /** One attempt returned a result obtained from `source`. */
   toolCall(source: string): void {
-    this.counter(FENCE_METRICS.TOOL_CALLS, 'Fenced tool call attempts that returned a result, by result source').add(1, { source });
+    this.count(FENCE_METRICS.TOOL_CALLS, 'Fenced tool call attempts that returned a result, by result source', { source });
   }
 
   /** One attempt ended waiting (`reason`: the error code). */
   pause(reason: string): void {
-    this.counter(FENCE_METRICS.PAUSES, 'Fenced tool call attempts that ended waiting for a person or for reconciliation, by error code').add(1, { reason });
+    this.count(FENCE_METRICS.PAUSES, 'Fenced tool call attempts that ended waiting for a person or for reconciliation, by error code', { reason });
   }
 
   /** An attempt of an approved call ran it or found its approval expired. */
   approvedCallAttempt(outcome: ApprovedCallOutcome): void {
-    this.counter(FENCE_METRICS.APPROVED_CALL_ATTEMPTS, 'Attempts of approved tool calls, by outcome (ran, expired)').add(1, { outcome });
+    this.count(FENCE_METRICS.APPROVED_CALL_ATTEMPTS, 'Attempts of approved tool calls, by outcome (ran, expired)', { outcome });
   }
 
   /** A compare-and-swap found the record changed. */
   casConflict(): void {
-    this.counter(FENCE_METRICS.CAS_CONFLICTS, 'Checkpoint compare-and-swaps that lost to a concurrent change').add(1);
+    this.count(FENCE_METRICS.CAS_CONFLICTS, 'Checkpoint compare-and-swaps that lost to a concurrent change');
   }
 
   /** One store operation took `ms`. */
   storeLatency(operation: string, ms: number): void {
-    let histogram = this.created.get(FENCE_METRICS.STORE_OPERATION_LATENCY) as MetricHistogram | undefined;
-    if (histogram === undefined) {
-      histogram = this.meter.createHistogram(FENCE_METRICS.STORE_OPERATION_LATENCY, 'float', 'ms', 'Time of one checkpoint store operation, ms');
-      this.created.set(FENCE_METRICS.STORE_OPERATION_LATENCY, histogram);
-    }
-    histogram.record(Math.max(0, ms), { operation });
+    const name = FENCE_METRICS.STORE_OPERATION_LATENCY;
+    isolated(`metric ${name}`, () => this.instrument(name, () => this.meter.createHistogram(name, 'float', 'ms', 'Time of one checkpoint store operation, ms')).record(Math.max(0, ms), { operation }));
   }
 
-  private counter(name: string, description: string): MetricCounter {
-    let counter = this.created.get(name) as MetricCounter | undefined;
-    if (counter === undefined) {
-      counter = this.meter.createCounter(name, undefined, description);
-      this.created.set(name, counter);
+  /** Adds 1 to the counter `name`. */
+  private count(name: string, description: string, tags?: MetricTags): void {
+    isolated(`metric ${name}`, () => this.instrument(name, () => this.meter.createCounter(name, undefined, description)).add(1, tags));
+  }
+
+  private instrument<I extends MetricCounter | MetricHistogram>(name: string, create: () => I): I {
+    let instrument = this.created.get(name) as I | undefined;
+    if (instrument === undefined) {
+      instrument = create();
+      this.created.set(name, instrument);
     }
-    return counter;
+    return instrument;
   }
 }

@@ -4,17 +4,19 @@
  * `db.operation.name` = the method), a child of whatever span is active (the fence's
  * `execute_tool` span); its latency on `ttc_store_operation_latency`; a compare-and-swap that
  * finds the record changed on `ttc_cas_conflicts`. No key, record, argument or result goes into a
- * span. Errors pass through unchanged (the span records the CheckpointError code as `error.type`).
+ * span. Results and errors pass through unchanged (the span records the CheckpointError code as
+ * `error.type`); telemetry that throws is ignored (`./isolated`).
  *
  * It delegates to the wrapped store instance, so the records it returns are that instance's
  * (what `compareAndSwap`'s `expected` requires).
  */
-import { SpanKind, SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanKind, type Tracer } from '@opentelemetry/api';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import type { CheckpointStore, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../stores/checkpoint-store';
-import { DB, ERROR_TYPE, TTC } from './attributes';
+import { DB, TTC } from './attributes';
 import { errorType } from './error-type';
 import type { FenceMetrics } from './fence-metrics';
+import { isolated, IsolatedSpan } from './isolated';
 
 /** Options of {@link tracedStore}. */
 export interface TracedStoreOptions {
@@ -102,23 +104,22 @@ class TracedCheckpointStore implements CheckpointStore {
   }
 
   private seen(record: CheckpointRecord | null): void {
-    if (record !== null) this.options.onRecord?.(record);
+    if (record !== null) isolated('onRecord', () => this.options.onRecord?.(record));
   }
 
-  private async traced<T>(operation: string, work: () => Promise<T>, settled?: (value: T, span: Span) => void): Promise<T> {
-    const span = this.options.tracer.startSpan(`ttc.store ${operation}`, {
+  /** Runs `work` in its span; the telemetry around it is {@link isolated}, so `work`'s value or error passes through unchanged. */
+  private async traced<T>(operation: string, work: () => Promise<T>, settled?: (value: T, span: IsolatedSpan) => void): Promise<T> {
+    const span = IsolatedSpan.start(this.options.tracer, `ttc.store ${operation}`, {
       kind: SpanKind.CLIENT,
       attributes: { [DB.OPERATION_NAME]: operation, ...(this.dbSystem === undefined ? {} : { [DB.SYSTEM_NAME]: this.dbSystem, [DB.SYSTEM]: this.dbSystem }) },
     });
     const startedAt = performance.now();
     try {
       const value = await work();
-      settled?.(value, span);
+      isolated('store span result', () => settled?.(value, span));
       return value;
     } catch (error) {
-      const type = errorType(error);
-      span.setAttribute(ERROR_TYPE, type);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+      span.setError(errorType(error));
       throw error;
     } finally {
       this.options.metrics.storeLatency(operation, performance.now() - startedAt);
