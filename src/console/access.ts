@@ -4,7 +4,8 @@
  * 1. the Host header must name this console (loopback names and the bound host, with the port),
  *    so a DNS-rebound site cannot talk to it;
  * 2. the token: `?token=` on a GET (then stored in an HttpOnly, SameSite=Strict cookie and the
- *    browser is redirected to the same URL without it, so it leaves the address bar and history),
+ *    browser is redirected to the same URL without it, so it leaves the address bar and history;
+ *    the redirect is always a path on this console, see {@link sameOriginPath}),
  *    else `Authorization: Bearer <token>`, else the cookie; compared in constant time;
  * 3. on anything but GET / HEAD, the Origin header must be present and equal this console's
  *    origin (`http://<Host>`).
@@ -51,7 +52,7 @@ export function accessGuard(policy: AccessPolicy) {
       url.searchParams.delete('token');
       reply.setCookie(TOKEN_COOKIE, presented, { httpOnly: true, sameSite: 'strict', path: '/' });
       // Returning the reply from an async hook ends the request here (Fastify hooks).
-      return reply.redirect(`${url.pathname}${url.search}`, 303);
+      return reply.redirect(sameOriginPath(url), 303);
     }
     if (!reading) {
       const origin = request.headers.origin;
@@ -61,4 +62,14 @@ export function accessGuard(policy: AccessPolicy) {
     }
     return undefined;
   };
+}
+
+/**
+ * `url`'s path and query as a redirect target that stays on this console: the path with its
+ * leading slashes and backslashes collapsed to one `/`. A target starting with `//` or `/\` is a
+ * network-path reference (browsers go to that host), and `/.//evil.example/` normalises to exactly
+ * that. Pure.
+ */
+export function sameOriginPath(url: URL): string {
+  return `/${url.pathname.replace(/^[/\\]+/, '')}${url.search}`;
 }

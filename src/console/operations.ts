@@ -4,8 +4,9 @@
  * shared operator functions (src/operator), so the console sends exactly the validated updates
  * the command line sends, and the run refuses a stale or changed decision the same way.
  */
-import type { Client } from '@temporalio/client';
-import { approveCall, rejectCall, resolveCall } from '../operator/run-decisions';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { approveCall, DecisionRefusedError, readWaitingCall, rejectCall, resolveCall } from '../operator/run-decisions';
+import { MESSAGE_ERROR_TYPES } from '../workflows/messages';
 import { listWaitingRuns, type WaitingRun } from '../operator/waiting-runs';
 import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult } from '../workflows/types';
 
@@ -19,19 +20,48 @@ export interface ConsoleOperations {
   listWaitingRuns(): Promise<WaitingRun[]>;
   /** `approveCall` with the intent digest and state version the person saw. */
   approveCall(workflowId: string, request: ApproveCallRequest): Promise<ApprovalDecisionResult>;
-  /** `rejectCall` with the reason the model will read. */
-  rejectCall(workflowId: string, request: RejectCallRequest): Promise<ApprovalDecisionResult>;
-  /** `resolveOutcome` for the call the run is paused on. */
-  resolveCall(workflowId: string, request: ResolveOutcomeRequest): Promise<ResolveOutcomeResult>;
+  /**
+   * `rejectCall` with the reason the model will read, once the call is seen awaiting approval with
+   * the intent digest the page showed (`shown`); else refused (CALL_NOT_AWAITING_APPROVAL,
+   * APPROVAL_MISMATCH) and nothing is sent.
+   */
+  rejectCall(workflowId: string, request: RejectCallRequest, shown: ShownCall): Promise<ApprovalDecisionResult>;
+  /**
+   * `resolveOutcome` for the call the run is paused on, once it is seen paused with the intent
+   * digest the page showed (`shown`); else refused (CALL_NOT_PAUSED, APPROVAL_MISMATCH) and nothing is sent.
+   */
+  resolveCall(workflowId: string, request: ResolveOutcomeRequest, shown: ShownCall): Promise<ResolveOutcomeResult>;
+}
+
+/** What the page showed of the call a reject or resolve form decides. */
+export interface ShownCall {
+  /** The call's intent digest as shown (null: the page showed none). */
+  readonly intentDigest: string | null;
 }
 
 /** {@link ConsoleOperations} on a connected Temporal client (its namespace is the client's). */
 export function temporalOperations(client: Client): ConsoleOperations {
   const handle = (workflowId: string) => client.workflow.getHandle(workflowId);
+  /** Refuses, before anything is sent, a decision on a call that is not waiting for it or whose intent is not the one the page showed. */
+  const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall) => {
+    const { call } = await readWaitingCall(run, client.options.namespace, callId, waitingFor);
+    if (call.intentDigest !== shown.intentDigest) {
+      const named = (digest: string | null) => (digest === null ? 'none' : digest);
+      throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH, run.workflowId, callId, `the page showed intent digest ${named(shown.intentDigest)}, the call has ${named(call.intentDigest)}; nothing was sent`);
+    }
+  };
   return {
     listWaitingRuns: () => listWaitingRuns(client),
     approveCall: (workflowId, request) => approveCall(handle(workflowId), request),
-    rejectCall: (workflowId, request) => rejectCall(handle(workflowId), request),
-    resolveCall: (workflowId, request) => resolveCall(handle(workflowId), request),
+    rejectCall: async (workflowId, request, shown) => {
+      const run = handle(workflowId);
+      await checkShown(run, request.callId, 'awaiting-approval', shown);
+      return rejectCall(run, request);
+    },
+    resolveCall: async (workflowId, request, shown) => {
+      const run = handle(workflowId);
+      await checkShown(run, request.callId, 'paused', shown);
+      return resolveCall(run, request);
+    },
   };
 }

@@ -8,6 +8,7 @@
 import { describeError, explainUndecodable } from '../cli/errors';
 import type { WaitingRun } from '../operator/waiting-runs';
 import type { PendingCallView, RunStatusView } from '../workflows/types';
+import { formCarriesExactly } from './forms';
 import { html, prettyJson, type SafeHtml } from './html';
 import { renderPage } from './page';
 
@@ -59,7 +60,7 @@ ${call.arguments === null ? html`<p class="note">Not reported by the worker: wha
 ${call.target !== null ? html`<h4>Target</h4><pre class="target">${prettyJson(call.target)}</pre>` : null}
 <h4>What the model sent (shown for reference; not run as sent)</h4>
 <pre class="model-input">${prettyJson(call.modelInput)}</pre>
-<div class="decisions">${paused ? resolveForm(workflowId, status, call, form) : approvalForms(workflowId, status, call, form)}</div>
+<div class="decisions">${!formCarriesExactly(workflowId) || !formCarriesExactly(call.callId) ? noForms(workflowId, call) : paused ? resolveForm(workflowId, status, call, form) : approvalForms(workflowId, status, call, form)}</div>
 </article>`;
 }
 
@@ -73,8 +74,24 @@ ${pausedAt !== null ? html`<dt>Paused at</dt><dd>${pausedAt}</dd>` : null}
 <dt>Outcome</dt><dd>${call.outcome === null ? 'none recorded' : html`<pre>${prettyJson(call.outcome)}</pre>`}</dd>`;
 }
 
+/** The call's identity as hidden fields (attribute values: only HTML-escaped, so they come back exactly). */
 function hidden(workflowId: string, callId: string, form: FormContext): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${form.csrfToken}"><input type="hidden" name="workflowId" value="${workflowId}"><input type="hidden" name="callId" value="${callId}">`;
+}
+
+/**
+ * The intent digest the page shows, sent back with a reject or resolve so it decides only that
+ * intent ('' when none is shown); checked by the console, not sent to the run (an approval's own
+ * `intentDigest` is), hence its own name.
+ */
+function shownDigest(call: PendingCallView): SafeHtml {
+  return html`<input type="hidden" name="shownIntentDigest" value="${call.intentDigest ?? ''}">`;
+}
+
+/** Instead of forms, for a run or call whose id a browser would not send back exactly (a line break, NUL, a lone surrogate). */
+function noForms(workflowId: string, call: PendingCallView): SafeHtml {
+  const command = call.status === 'paused' ? 'ttc resolve' : 'ttc approve / ttc reject';
+  return html`<p class="note">The ${formCarriesExactly(workflowId) ? 'call id' : 'workflow id'} holds a character a web form cannot send back exactly (a line break, NUL or a lone surrogate), so this page cannot decide the call: use ${command}.</p>`;
 }
 
 function approvalForms(workflowId: string, status: RunStatusView, call: PendingCallView, form: FormContext): SafeHtml {
@@ -82,14 +99,14 @@ function approvalForms(workflowId: string, status: RunStatusView, call: PendingC
     call.intentDigest === null
       ? html`<p class="note">No intent digest yet: the call cannot be approved until a worker has described it.</p>`
       : html`<form method="post" action="/approve" class="approve">${hidden(workflowId, call.callId, form)}<input type="hidden" name="intentDigest" value="${call.intentDigest}"><input type="hidden" name="stateVersion" value="${status.stateVersion}"><button type="submit" class="approve">Approve</button></form>`;
-  return html`${approve}<form method="post" action="/reject" class="reject">${hidden(workflowId, call.callId, form)}<label>Reason (the model reads it) <input type="text" name="reason" required maxlength="4096"></label><button type="submit" class="reject">Reject</button></form>`;
+  return html`${approve}<form method="post" action="/reject" class="reject">${hidden(workflowId, call.callId, form)}${shownDigest(call)}<label>Reason (the model reads it) <input type="text" name="reason" required maxlength="4096"></label><button type="submit" class="reject">Reject</button></form>`;
 }
 
 function resolveForm(workflowId: string, status: RunStatusView, call: PendingCallView, form: FormContext): SafeHtml {
   if (status.paused?.callId !== call.callId) {
     return html`<p class="note">Waits for its turn: the run is paused on ${status.paused === null ? 'no call yet' : html`<code>${status.paused.callId}</code>`}; resolve that call first.</p>`;
   }
-  return html`<form method="post" action="/resolve" class="resolve">${hidden(workflowId, call.callId, form)}
+  return html`<form method="post" action="/resolve" class="resolve">${hidden(workflowId, call.callId, form)}${shownDigest(call)}
 <label>Result, if the effect was applied: the tool's exact output as JSON (the model reads it)<textarea name="result" placeholder='{"id": "…"}'></textarea></label>
 <label>Receipt (JSON, optional)<textarea name="receipt"></textarea></label>
 <label>Reason (kept for audit) <input type="text" name="reason" required maxlength="4096"></label>

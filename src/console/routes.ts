@@ -1,6 +1,7 @@
 /**
  * The console's routes: GET / lists the runs waiting for a person; POST /approve, /reject and
- * /resolve send the run's own validated update with what the page showed, each behind the CSRF
+ * /resolve send the run's own validated update with what the page showed (a reject or resolve
+ * only after the call is seen waiting with the intent the page showed), each behind the CSRF
  * check; GET /console.css is the stylesheet. A refusal is thrown and rendered by the app's error
  * handler (see app.ts).
  */
@@ -40,12 +41,12 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
   });
 
   app.post('/reject', guarded, async (request, reply) => {
-    const { workflowId, request: rejection } = parseRejectForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, rejection)));
+    const { workflowId, request: rejection, shownIntentDigest } = parseRejectForm(request.body);
+    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, rejection, { intentDigest: shownIntentDigest })));
   });
 
   app.post('/resolve', guarded, async (request, reply) => {
-    const { workflowId, request: resolution } = parseResolveForm(request.body);
-    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, resolution)));
+    const { workflowId, request: resolution, shownIntentDigest } = parseResolveForm(request.body);
+    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, resolution, { intentDigest: shownIntentDigest })));
   });
 }

@@ -4,7 +4,8 @@
  * (the run's own validation is exercised in issue13-console-temporal.test.ts). Each case attacks
  * one promise: methods other than GET / POST, attribute-context escaping of every model-controlled
  * value, malformed and oversized bodies, a JSON body, the token never accepted from a POST's URL
- * and never written into a page or a redirect target.
+ * and never written into a page or a redirect target, the login redirect staying on the console,
+ * and a form sending exactly the call the page showed.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { startConsoleServer, type RunningConsole } from '../../src/console/server';
@@ -171,4 +172,24 @@ describe('issue 13 adversarial: the console over HTTP', () => {
     expect(notFound.body).not.toContain(TOKEN);
   });
 
+  it('the login redirect (?token=) never leaves the console: its Location is a same-origin path, not //host', async () => {
+    for (const path of ['/.//evil.example/?token=', '/a/..//evil.example?token=', '/%2e//evil.example?token=', '/.//\\evil.example/?token=', '/./\\/evil.example?token=']) {
+      const response = await get(`${path}${TOKEN}`);
+      expect(response.statusCode).toBe(303);
+      const location = response.headers.location ?? '';
+      // A Location starting with // (or /\) is a network-path reference: the browser goes to evil.example.
+      expect([path, new URL(location, ORIGIN).host, /^\/[/\\]/.test(location)]).toEqual([path, HOST, false]);
+    }
+  });
+
+  it('a form sends back exactly the call id and workflow id the page shows, even when they hold invisible characters or surrounding spaces', async () => {
+    const callIds = ['c1\u200b', 'c2 ', '\tc3', 'c4\u202e'];
+    runs = [{ ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))), workflowId: 'wf-1 ' } as WaitingRun];
+    const { cookie, page } = await openPage();
+    for (const form of forms(page).filter((f) => f.action === '/reject')) {
+      const response = await post('/reject', cookie, new URLSearchParams({ ...form.fields, reason: 'no' }).toString());
+      expect(response.statusCode).toBe(200);
+    }
+    expect(sent.map(([, workflowId, request]) => [workflowId, (request as { callId: string }).callId])).toEqual(callIds.map((callId) => ['wf-1 ', callId]));
+  });
 });

@@ -4,10 +4,12 @@
  * temporalOperations on the same client):
  * - a stale page (the run moved on / the intent changed) never approves: the run's refusal is shown
  *   and the call stays awaiting approval;
+ * - the console decides exactly the call whose button was pressed, whatever its id holds (`pay`,
+ *   `pay ` and `pay\u200b` are three calls), and a reject form naming another intent than the
+ *   call's is refused before anything is sent;
  * - many calls with long call ids awaiting approval never get the run stuck on an upsert, and a
  *   run cancelled by its cancelRun signal ends with TtcNeedsPerson = false.
- * (The cases that fail today, call ids with a trailing space / invisible character and a run
- * cancelled through Temporal, are kept out of the suite: see the issue 13 review report.)
+ * (A run cancelled through Temporal is kept out of the suite: see the issue 13 review report.)
  */
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -159,4 +161,25 @@ describe('issue 13 adversarial: console and visibility on a real dev server', ()
     expect((await handle.describe()).typedSearchAttributes.get(TTC_NEEDS_PERSON)).toBe(false);
   });
 
+  it('the console rejects exactly the call whose button was pressed, also when its id has a trailing space or an invisible character; a reject naming another intent is refused', async () => {
+    const id = nextId('ids');
+    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding.', call('pay', 'refund', { amount: 1 }), call('pay ', 'refund', { amount: 1000 }), call('pay\u200b', 'refund', { amount: 7 }))]), id);
+    await waitForStatus(handle, (s) => s.pendingCalls.filter((c) => c.status === 'awaiting-approval').length === 3);
+    const { cookie, page } = await openPage(id, 6);
+    const rejects = formsOf(page, id).filter((f) => f.action === '/reject');
+    expect(rejects.map((f) => f.fields.callId)).toEqual(['pay', 'pay ', 'pay\u200b']);
+    // The person rejects the 1000 refund ("pay ") and the 7 refund ("pay\u200b") and leaves "pay" alone.
+    const outcomes: number[] = [];
+    for (const form of rejects.slice(1)) outcomes.push((await submit(cookie, '/reject', { ...form.fields, reason: 'too much' })).statusCode);
+    // A reject form for "pay" carrying another call's intent digest is refused before anything is sent.
+    const mismatch = await submit(cookie, '/reject', { ...rejects[0]!.fields, shownIntentDigest: rejects[1]!.fields.shownIntentDigest!, reason: 'wrong intent' });
+    const status = await handle.query(runStatusQuery);
+    const byId = Object.fromEntries(status.calls.map((c) => [c.callId, c.status]));
+    await handle.signal(cancelRunSignal, { reason: 'test over' });
+    expect({ outcomes, byId, mismatch: [mismatch.statusCode, mismatch.body.includes('APPROVAL_MISMATCH')] }).toEqual({
+      outcomes: [200, 200],
+      byId: { pay: 'awaiting-approval', 'pay ': 'rejected', 'pay\u200b': 'rejected' },
+      mismatch: [409, true],
+    });
+  });
 });
