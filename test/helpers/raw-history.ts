@@ -12,7 +12,10 @@
  * - the `core_patch` marker of a `patched()` call: sdk-core writes its `patch-data` payload
  *   itself as `json/plain` (`{"id":…,"deprecated":…}`), never through the codec;
  * - the `TemporalChangeVersion` search attribute the SDK upserts with the patch ids (search
- *   attributes are never encoded).
+ *   attributes are never encoded);
+ * - the agent run's own search attributes (issue 13): `TtcNeedsPerson` (a boolean) and
+ *   `TtcWaitingCalls` (the ids of the calls waiting for a person, never arguments or results),
+ *   which the server must read to index them.
  *
  * {@link stripPlaintextLabels} removes exactly those from a history (a decoded protobuf message,
  * or the Temporal CLI's protobuf JSON) and returns what it removed, so a test can search the rest
@@ -32,6 +35,10 @@ export interface PlaintextLabels {
   readonly activityTypes: string[];
   /** Patch ids of `core_patch` markers and of `TemporalChangeVersion` values. */
   readonly patchIds: string[];
+  /** Values of `TtcNeedsPerson`, in history order (the start's, then each upsert's). */
+  readonly needsPerson: boolean[];
+  /** Values of `TtcWaitingCalls` (call ids), in history order. */
+  readonly waitingCalls: string[][];
 }
 
 /**
@@ -40,7 +47,7 @@ export interface PlaintextLabels {
  * Throws when a patch marker or change-version value holds anything but patch ids.
  */
 export function stripPlaintextLabels(tree: unknown): PlaintextLabels {
-  const labels: PlaintextLabels = { activityTypes: [], patchIds: [] };
+  const labels: PlaintextLabels = { activityTypes: [], patchIds: [], needsPerson: [], waitingCalls: [] };
   const stack: unknown[] = [tree];
   while (stack.length > 0) {
     const value = stack.pop();
@@ -64,6 +71,18 @@ export function stripPlaintextLabels(tree: unknown): PlaintextLabels {
     if (indexed?.TemporalChangeVersion != null) {
       labels.patchIds.push(...changeVersionsOf(indexed.TemporalChangeVersion));
       delete indexed.TemporalChangeVersion;
+    }
+    if (indexed?.TtcNeedsPerson != null) {
+      const value = jsonPlain(indexed.TtcNeedsPerson, 'TtcNeedsPerson');
+      if (typeof value !== 'boolean') throw new Error(`TtcNeedsPerson holds more than a boolean: ${JSON.stringify(value)}`);
+      labels.needsPerson.push(value);
+      delete indexed.TtcNeedsPerson;
+    }
+    if (indexed?.TtcWaitingCalls != null) {
+      const value = jsonPlain(indexed.TtcWaitingCalls, 'TtcWaitingCalls');
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new Error(`TtcWaitingCalls holds more than call ids: ${JSON.stringify(value)}`);
+      labels.waitingCalls.push(value);
+      delete indexed.TtcWaitingCalls;
     }
     stack.push(...Object.values(record));
   }

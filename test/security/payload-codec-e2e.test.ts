@@ -95,6 +95,8 @@ describe('the payload codec on a real Temporal server', () => {
     const { history: rest, bytes, labels } = rawHistoryView(history);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
     expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
+    // The run's search attributes, set at its start (it never waited for a person): a boolean, no call ids.
+    expect([labels.needsPerson, labels.waitingCalls.flat()]).toEqual([[false], []]);
     for (const text of [receipt.receipt, receipt.ticketId, INPUT_TEXT, 'create_ticket', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
     // The tool activity's summary ("create_ticket call <callId>") is a payload the codec encrypts.
     const toolScheduled = rest.events!.find((e) => e.activityTaskScheduledEventAttributes && e.userMetadata?.summary);
