@@ -7,45 +7,13 @@
  * and never written into a page or a redirect target, the login redirect staying on the console,
  * and a form sending exactly the call the page showed.
  */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { startConsoleServer, type RunningConsole } from '../../src/console/server';
 import type { ConsoleOperations } from '../../src/console/operations';
 import type { WaitingRun } from '../../src/operator/waiting-runs';
 import { awaitingCall, waitingRun } from '../unit/console/fixtures';
+import { cookiesOf, formsOf, send } from '../helpers/console-http';
 
 const TOKEN = 'adversarial-console-token-0123456789';
-
-interface Response {
-  readonly statusCode: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-  readonly setCookies: string[];
-}
-
-function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Response> {
-  return new Promise((done, fail) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, setCookies: res.headers['set-cookie'] ?? [] }));
-    });
-    req.on('error', fail);
-    req.end(body);
-  });
-}
-
-/** Decodes the HTML entities the console writes into attribute values. */
-function unescapeAttribute(value: string): string {
-  return value.replace(/&(amp|lt|gt|quot|#39);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
-}
-
-/** The hidden fields of every form on the page, decoded as a browser would submit them. */
-function forms(page: string): { action: string; fields: Record<string, string> }[] {
-  return [...page.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
-    action: m[1]!,
-    fields: Object.fromEntries([...m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, unescapeAttribute(f[2]!)])),
-  }));
-}
 
 describe('issue 13 adversarial: the console over HTTP', () => {
   let server: RunningConsole;
@@ -83,7 +51,6 @@ describe('issue 13 adversarial: the console over HTTP', () => {
 
   const port = () => Number(new URL(server.url).port);
   const get = (url: string, headers: Record<string, string> = {}) => send(port(), 'GET', url, { host: HOST, ...headers });
-  const cookiesOf = (r: Response) => r.setCookies.map((c) => c.split(';')[0]).join('; ');
 
   async function openPage(): Promise<{ cookie: string; csrf: string; page: string }> {
     const login = await get(`/?token=${TOKEN}`);
@@ -130,7 +97,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
       const stripped = tag.replace(/"[^"<>]*"/g, '').replace(/'[^'<>]*'/g, '');
       expect([tag, /\son\w+=|["'<]/i.test(stripped.slice(1))]).toEqual([tag, false]);
     }
-    const [approve] = forms(page).filter((f) => f.action === '/approve');
+    const [approve] = formsOf(page).filter((f) => f.action === '/approve');
     expect(approve!.fields).toEqual(expect.objectContaining({ workflowId: `wf${breakout}`, callId: `c1${breakout}`, intentDigest: `sha256:${breakout}` }));
   });
 
@@ -186,7 +153,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
     const callIds = ['c1\u200b', 'c2 ', '\tc3', 'c4\u202e'];
     runs = [{ ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))), workflowId: 'wf-1 ' } as WaitingRun];
     const { cookie, page } = await openPage();
-    for (const form of forms(page).filter((f) => f.action === '/reject')) {
+    for (const form of formsOf(page).filter((f) => f.action === '/reject')) {
       const response = await post('/reject', cookie, new URLSearchParams({ ...form.fields, reason: 'no' }).toString());
       expect(response.statusCode).toBe(200);
     }

@@ -11,7 +11,6 @@
  *   run cancelled by its cancelRun signal ends with TtcNeedsPerson = false.
  * (A run cancelled through Temporal is kept out of the suite: see the issue 13 review report.)
  */
-import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +26,7 @@ import { TTC_NEEDS_PERSON } from '../../src/workflows/search-attributes';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, toolTurn, waitForStatus } from '../helpers/agent-harness';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { cookiesOf, formsOf, send } from '../helpers/console-http';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(90_000);
@@ -48,31 +48,6 @@ const tools = fakeTools();
 
 function runInput(script: readonly ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
   return baseInput({ modelOptions: { script } as never, approvalRequired: { refund: { expiresAfterMs: WEEK_MS } }, ...overrides });
-}
-
-function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ statusCode: number; body: string; setCookies: string[] }> {
-  return new Promise((done, fail) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => done({ statusCode: res.statusCode ?? 0, body: text, setCookies: res.headers['set-cookie'] ?? [] }));
-    });
-    req.on('error', fail);
-    req.end(body);
-  });
-}
-
-const unescapeAttribute = (value: string): string => value.replace(/&(amp|lt|gt|quot|#39);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
-
-/** The forms of one run's section, with their hidden fields as a browser submits them. */
-function formsOf(page: string, workflowId: string): { action: string; fields: Record<string, string> }[] {
-  const sections = page.split('<section class="run"').filter((s) => s.includes(`data-workflow-id="${workflowId}"`));
-  return sections.flatMap((section) =>
-    [...section.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
-      action: m[1]!,
-      fields: Object.fromEntries([...m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, unescapeAttribute(f[2]!)])),
-    })),
-  );
 }
 
 describe('issue 13 adversarial: console and visibility on a real dev server', () => {
@@ -105,7 +80,6 @@ describe('issue 13 adversarial: console and visibility on a real dev server', ()
 
   const host = () => new URL(consoleServer.url).host;
   const port = () => Number(new URL(consoleServer.url).port);
-  const cookiesOf = (r: { setCookies: string[] }) => r.setCookies.map((c) => c.split(';')[0]).join('; ');
 
   /** Logs in and reads the list until `workflowId` shows with `calls` forms (visibility is eventually consistent). */
   async function openPage(workflowId: string, minForms: number): Promise<{ cookie: string; page: string }> {

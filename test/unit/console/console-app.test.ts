@@ -5,43 +5,15 @@
  * request before anything reaches a run; security headers on every response; a form sends
  * exactly what the page showed; a run's refusal and model text are shown escaped.
  */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { startConsoleServer, type RunningConsole } from '../../../src/console/server';
 import { CONTENT_SECURITY_POLICY } from '../../../src/console/security-headers';
 import type { ConsoleOperations } from '../../../src/console/operations';
 import { DecisionRefusedError } from '../../../src/operator/run-decisions';
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
 import { awaitingCall, waitingRun } from './fixtures';
+import { send, type ConsoleResponse as Response } from '../../helpers/console-http';
 
 const TOKEN = 'test-console-token-0123456789';
-
-/** One response, with its cookies as `name=value` plus their attributes. */
-interface Response {
-  readonly statusCode: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-  readonly cookies: readonly { name: string; value: string; attributes: string }[];
-}
-
-/** Sends one HTTP request with exactly these headers (fetch would not send a chosen Host). */
-function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Response> {
-  return new Promise((done, fail) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        const cookies = (res.headers['set-cookie'] ?? []).map((line) => {
-          const [pair, ...attributes] = line.split('; ');
-          const at = pair!.indexOf('=');
-          return { name: pair!.slice(0, at), value: pair!.slice(at + 1), attributes: attributes.join('; ') };
-        });
-        done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, cookies });
-      });
-    });
-    req.on('error', fail);
-    req.end(body);
-  });
-}
 
 describe('the console over HTTP', () => {
   let server: RunningConsole;

@@ -7,7 +7,6 @@
  * Each run also lists the call's near neighbours (the id trimmed, padded, or with its invisible
  * characters spelled `\uXXXX`) as other calls, so a form that sends a neighbour's id fails here.
  */
-import { request as httpRequest } from 'node:http';
 import fc from 'fast-check';
 import { terminalSafe } from '../../../src/cli/terminal-safe';
 import { formCarriesExactly } from '../../../src/console/forms';
@@ -17,39 +16,9 @@ import { startConsoleServer, type RunningConsole } from '../../../src/console/se
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
 import type { PendingCallView } from '../../../src/workflows/types';
 import { awaitingCall, waitingRun } from './fixtures';
+import { cookiesOf, decodeAttribute, formsOf, send } from '../../helpers/console-http';
 
 const TOKEN = 'test-console-token-0123456789';
-
-function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ statusCode: number; body: string; setCookies: string[] }> {
-  return new Promise((done, fail) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => done({ statusCode: res.statusCode ?? 0, body: text, setCookies: res.headers['set-cookie'] ?? [] }));
-    });
-    req.on('error', fail);
-    req.end(body);
-  });
-}
-
-/** An attribute value as an HTML parser reads it: character references decoded; any other `&name;` fails the test. */
-function decodeAttribute(value: string): string {
-  return value.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) => {
-    if (ref.startsWith('#x') || ref.startsWith('#X')) return String.fromCodePoint(parseInt(ref.slice(2), 16));
-    if (ref.startsWith('#')) return String.fromCodePoint(Number(ref.slice(1)));
-    const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-    if (named[ref] === undefined) throw new Error(`unexpected character reference ${whole}`);
-    return named[ref]!;
-  });
-}
-
-/** Every form of the page in document order: its action and its hidden fields, as a browser submits them. */
-function formsOf(page: string): { action: string; fields: Record<string, string> }[] {
-  return [...page.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
-    action: m[1]!,
-    fields: Object.fromEntries([...m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, decodeAttribute(f[2]!)])),
-  }));
-}
 
 /** Pieces ids are made of: the characters that are escaped for display, trimmed, or special in HTML and in forms. */
 const PIECE = fc.oneof(
@@ -94,7 +63,6 @@ describe('the console sends back exactly the ids the page showed (property)', ()
   afterAll(() => server.close());
 
   const port = () => Number(new URL(server.url).port);
-  const cookiesOf = (r: { setCookies: string[] }) => r.setCookies.map((c) => c.split(';')[0]).join('; ');
 
   it('a value in a quoted attribute parses back to exactly itself; in element content it is shown with its invisible characters spelled out', () => {
     fc.assert(
