@@ -12,9 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ToolDefinition } from '../activities/define-tool';
 import { CheckpointError } from '../checkpoint/errors';
-import { AnthropicModel } from '../model/anthropic-model';
 import type { ModelAdapter } from '../model/model-adapter';
-import { OpenAiModel } from '../model/openai-model';
 import { ScriptedModel } from '../model/scripted-model';
 import { toolSpecFromZod } from '../model/tool-specs';
 import { parseTranscriptJson, type Transcript } from '../model/transcript';
@@ -68,7 +66,14 @@ export function buildModels(tools: readonly ToolDefinition<any>[], env: NodeJS.P
   const specs = Object.fromEntries(tools.map((t) => [t.name, toolSpecFromZod(t.input, t.description)]));
   const models: ModelAdapter[] = [];
   if (chosen.has('scripted')) models.push(new ScriptedModel({ transcripts: loadTranscripts() }));
-  if (chosen.has('anthropic')) models.push(new AnthropicModel({ model: env.TTC_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5', tools: specs, apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL }));
-  if (chosen.has('openai')) models.push(new OpenAiModel({ model: env.TTC_OPENAI_MODEL ?? 'gpt-4.1', tools: specs, apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }));
+  // The SDKs load only for a worker that offers them (a scripted worker starts without them).
+  if (chosen.has('anthropic')) {
+    const { AnthropicModel } = require('../model/anthropic-model') as typeof import('../model/anthropic-model');
+    models.push(new AnthropicModel({ model: env.TTC_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5', tools: specs, apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL }));
+  }
+  if (chosen.has('openai')) {
+    const { OpenAiModel } = require('../model/openai-model') as typeof import('../model/openai-model');
+    models.push(new OpenAiModel({ model: env.TTC_OPENAI_MODEL ?? 'gpt-4.1', tools: specs, apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }));
+  }
   return models;
 }
