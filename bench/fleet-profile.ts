@@ -6,15 +6,9 @@
  * `node --cpu-prof` (the npm script does), then bench/cpuprofile-summary.ts reads the profiles of
  * the main thread and the workflow thread over the measured window.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { writeFileSync } from 'node:fs';
 import { buildModels } from '../src/cli/models';
-import { resolveConfig } from '../src/config';
-import { startDevServer } from '../src/dev/dev-server';
-import { createAgentWorker } from '../src/worker';
+import { startBenchStack } from './bench-stack';
 import type { AgentWorkflowInput } from '../src/workflows/types';
 import { fleetTranscript } from './fleet-transcript';
 import { FLEET_TOOL_NAMES, tools } from './fleet-tools';
@@ -25,14 +19,8 @@ const RUNS = Number(process.env.PROFILE_RUNS ?? 200);
 const WINDOW_FILE = process.env.PROFILE_WINDOW_FILE;
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-profile-'));
-  const server = await startDevServer();
-  const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'fleet-profile', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` };
-  const config = resolveConfig({}, env);
-  const agent = await createAgentWorker({ config, tools, models: buildModels(tools, env, ['scripted']) });
-  const running = agent.run();
-  const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  const stack = await startBenchStack('fleet-profile', (env) => ({ tools, models: buildModels(tools, env, ['scripted']) }));
+  const { client } = stack;
   const input: AgentWorkflowInput = {
     tenant: 'fleet',
     model: 'scripted',
@@ -55,11 +43,7 @@ async function main(): Promise<void> {
     console.log('');
     console.log(`profile: ${RUNS} runs (${calls} tool calls) on one in-process agent worker in ${(ms / 1000).toFixed(1)} s: ${(calls / (ms / 1000)).toFixed(1)} tool calls/s; this process used ${((used.user + used.system) / 1000 / calls).toFixed(1)} ms CPU per tool call (all its threads)`);
   } finally {
-    agent.worker.shutdown();
-    await running;
-    await client.connection.close();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

@@ -9,23 +9,16 @@
  * (default 20,000). SOAK_RECORD_REQUESTS=1 swaps in a scripted model built with
  * `recordRequests: true` (what every worker did before item 10), for comparison.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { z } from 'zod';
 import { defineTool } from '../src/activities';
 import { buildModels } from '../src/cli/models';
+import { startBenchStack } from './bench-stack';
 import { printTable } from '../src/cli/table';
-import { resolveConfig } from '../src/config';
-import { startDevServer } from '../src/dev/dev-server';
 import type { ModelAdapter } from '../src/model/model-adapter';
 import { ScriptedModel } from '../src/model/scripted-model';
 import { parseTranscript } from '../src/model/transcript';
-import { createAgentWorker } from '../src/worker';
 import type { AgentWorkflowInput } from '../src/workflows/types';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 2_000);
@@ -81,19 +74,15 @@ function sampling(adapter: ModelAdapter, samples: Sample[]): ModelAdapter {
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-soak-'));
-  const server = await startDevServer();
-  const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'soak', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` };
-  const config = resolveConfig({}, env);
   const echo = defineTool({ name: 'echo', revision: 'v1', input: z.object({ i: z.number().int() }), async execute(input) {
     return { output: { i: input.i } };
   } });
   const samples: Sample[] = [];
-  const scripted = RECORD ? new ScriptedModel({ transcripts: [], recordRequests: true }) : buildModels([echo], env, ['scripted'])[0]!;
-  const agent = await createAgentWorker({ config, tools: [echo], models: [sampling(scripted, samples)] });
-  const running = agent.run();
-  const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  const stack = await startBenchStack('soak', (env) => {
+    const scripted = RECORD ? new ScriptedModel({ transcripts: [], recordRequests: true }) : buildModels([echo], env, ['scripted'])[0]!;
+    return { tools: [echo], models: [sampling(scripted, samples)] };
+  });
+  const { client } = stack;
   const transcript = soakTranscript();
   parseTranscript(transcript, 'soak');
   const input: AgentWorkflowInput = {
@@ -117,11 +106,7 @@ async function main(): Promise<void> {
   try {
     await Promise.all(Array.from({ length: PARALLEL }, lane));
   } finally {
-    agent.worker.shutdown();
-    await running;
-    await client.connection.close();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(`soak: ${runs} runs × ${TURNS_PER_RUN} turns = ${runs * TURNS_PER_RUN} model turns (and ${runs * TOOL_TURNS} fenced tool calls) on one worker in ${seconds.toFixed(0)} s; prompt ${PROMPT_BYTES} bytes; ${PARALLEL} runs at once; scripted model ${RECORD ? 'WITH recordRequests (the pre-item-10 behaviour)' : 'as `ttc worker --models scripted` builds it'}`);
