@@ -8,9 +8,8 @@
  * and a form sending exactly the call the page showed.
  */
 import { startConsoleServer, type RunningConsole } from '../../src/console/server';
-import type { ConsoleOperations } from '../../src/console/operations';
 import type { WaitingRun } from '../../src/operator/waiting-runs';
-import { awaitingCall, waitingRun } from '../unit/console/fixtures';
+import { awaitingCall, recordingOperations, waitingRun } from '../unit/console/fixtures';
 import { cookiesOf, formsOf, send } from '../helpers/console-http';
 
 const TOKEN = 'adversarial-console-token-0123456789';
@@ -19,24 +18,8 @@ describe('issue 13 adversarial: the console over HTTP', () => {
   let server: RunningConsole;
   let HOST: string;
   let ORIGIN: string;
-  let runs: WaitingRun[];
-  const sent: Array<[string, string, unknown]> = [];
-
-  const operations: ConsoleOperations = {
-    listWaitingRuns: async () => runs,
-    approveCall: async (workflowId, request) => {
-      sent.push(['approve', workflowId, request]);
-      return { callId: request.callId, decision: 'approved', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
-    },
-    rejectCall: async (workflowId, request) => {
-      sent.push(['reject', workflowId, request]);
-      return { callId: request.callId, decision: 'rejected', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
-    },
-    resolveCall: async (workflowId, request) => {
-      sent.push(['resolve', workflowId, request]);
-      return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
-    },
-  };
+  const fake = recordingOperations();
+  const { operations, sent } = fake;
 
   beforeAll(async () => {
     server = await startConsoleServer({ operations, token: TOKEN, port: 0, namespace: 'default', nowMs: () => Date.parse('2030-01-01T00:00:00.000Z') });
@@ -45,7 +28,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
   });
   afterAll(() => server.close());
   beforeEach(() => {
-    runs = [waitingRun([awaitingCall()])];
+    fake.runs = [waitingRun([awaitingCall()])];
     sent.length = 0;
   });
 
@@ -82,7 +65,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
 
   it('attribute-context payloads in every model-controlled value stay inside their quoted attributes, and the forms send them back unchanged', async () => {
     const breakout = `x" onfocus="alert(1)" autofocus x='y'><svg/onload=alert(2)>`;
-    runs = [
+    fake.runs = [
       {
         ...waitingRun([
           awaitingCall({ callId: `c1${breakout}`, modelCallId: `m${breakout}`, toolName: `tool${breakout}`, intentDigest: `sha256:${breakout}`, idempotencyKey: `k${breakout}`, toolRevision: `r${breakout}`, approvalExpiresAt: `2030${breakout}` }),
@@ -102,7 +85,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
   });
 
   it('resolve applied with malformed JSON, an empty result, a repeated field or a wrong resolution is refused 400 and nothing is sent', async () => {
-    runs = [waitingRun([awaitingCall({ status: 'paused', approvalExpiresAt: null })], { paused: { callId: 'c1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'r', pausedAt: '2030-01-01T00:00:00.000Z' } } as never)];
+    fake.runs = [waitingRun([awaitingCall({ status: 'paused', approvalExpiresAt: null })], { paused: { callId: 'c1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'r', pausedAt: '2030-01-01T00:00:00.000Z' } } as never)];
     const { cookie, csrf } = await openPage();
     const base = `_csrf=${encodeURIComponent(csrf)}&workflowId=wf-1&callId=c1&reason=r`;
     for (const extra of ['&resolution=applied&result=%7Bnot', '&resolution=applied&result=', '&resolution=applied', '&resolution=applied&result=1&result=2', '&resolution=maybe&result=1', '&resolution=applied&result=1&receipt=%7B']) {
@@ -151,7 +134,7 @@ describe('issue 13 adversarial: the console over HTTP', () => {
 
   it('a form sends back exactly the call id and workflow id the page shows, even when they hold invisible characters or surrounding spaces', async () => {
     const callIds = ['c1\u200b', 'c2 ', '\tc3', 'c4\u202e'];
-    runs = [{ ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))), workflowId: 'wf-1 ' } as WaitingRun];
+    fake.runs = [{ ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))), workflowId: 'wf-1 ' } as WaitingRun];
     const { cookie, page } = await openPage();
     for (const form of formsOf(page).filter((f) => f.action === '/reject')) {
       const response = await post('/reject', cookie, new URLSearchParams({ ...form.fields, reason: 'no' }).toString());

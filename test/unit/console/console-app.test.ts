@@ -7,10 +7,8 @@
  */
 import { startConsoleServer, type RunningConsole } from '../../../src/console/server';
 import { CONTENT_SECURITY_POLICY } from '../../../src/console/security-headers';
-import type { ConsoleOperations } from '../../../src/console/operations';
 import { DecisionRefusedError } from '../../../src/operator/run-decisions';
-import type { WaitingRun } from '../../../src/operator/waiting-runs';
-import { awaitingCall, waitingRun } from './fixtures';
+import { awaitingCall, recordingOperations, waitingRun } from './fixtures';
 import { send, type ConsoleResponse as Response } from '../../helpers/console-http';
 
 const TOKEN = 'test-console-token-0123456789';
@@ -19,30 +17,8 @@ describe('the console over HTTP', () => {
   let server: RunningConsole;
   let HOST: string;
   let ORIGIN: string;
-  let runs: WaitingRun[];
-  const sent: Array<[string, string, unknown]> = [];
-  let refuseWith: DecisionRefusedError | null = null;
-  let listed = 0;
-
-  const operations: ConsoleOperations = {
-    listWaitingRuns: async () => {
-      listed += 1;
-      return runs;
-    },
-    approveCall: async (workflowId, request) => {
-      sent.push(['approve', workflowId, request]);
-      if (refuseWith) throw refuseWith;
-      return { callId: request.callId, decision: 'approved', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
-    },
-    rejectCall: async (workflowId, request) => {
-      sent.push(['reject', workflowId, request]);
-      return { callId: request.callId, decision: 'rejected', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
-    },
-    resolveCall: async (workflowId, request) => {
-      sent.push(['resolve', workflowId, request]);
-      return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
-    },
-  };
+  const fake = recordingOperations();
+  const { operations, sent } = fake;
 
   beforeAll(async () => {
     server = await startConsoleServer({ operations, token: TOKEN, port: 0, namespace: 'default', nowMs: () => Date.parse('2030-01-01T00:00:00.000Z') });
@@ -51,9 +27,9 @@ describe('the console over HTTP', () => {
   });
   afterAll(() => server.close());
   beforeEach(() => {
-    runs = [waitingRun([awaitingCall()])];
+    fake.runs = [waitingRun([awaitingCall()])];
     sent.length = 0;
-    refuseWith = null;
+    fake.refuseWith = null;
   });
 
   const port = () => Number(new URL(server.url).port);
@@ -80,9 +56,9 @@ describe('the console over HTTP', () => {
 
   describe('the token', () => {
     it('a request without a token is refused with 401 TOKEN_REQUIRED and reads nothing', async () => {
-      listed = 0;
+      fake.listed = 0;
       const response = await get('/');
-      expect([response.statusCode, listed]).toEqual([401, 0]);
+      expect([response.statusCode, fake.listed]).toEqual([401, 0]);
       expect(response.body).toContain('TOKEN_REQUIRED');
     });
 
@@ -150,7 +126,7 @@ describe('the console over HTTP', () => {
     });
 
     it('a refusal by the run is shown with its type and escaped message, status 409', async () => {
-      refuseWith = new DecisionRefusedError('APPROVAL_MISMATCH', 'wf-1', 'c1', 'call "c1" has intent digest sha256:bbbb, the approval names sha256:aaaa <b>');
+      fake.refuseWith = new DecisionRefusedError('APPROVAL_MISMATCH', 'wf-1', 'c1', 'call "c1" has intent digest sha256:bbbb, the approval names sha256:aaaa <b>');
       const { cookie, csrf } = await openPage();
       const response = await post('/approve', cookie, approveForm(csrf));
       expect(response.statusCode).toBe(409);
@@ -192,7 +168,7 @@ describe('the console over HTTP', () => {
 
     it('a tool argument holding <script> is shown as text, as are the model input, ids, reason and a bidi override', async () => {
       const evil = '<script>alert(1)</script>';
-      runs = [
+      fake.runs = [
         waitingRun([
           awaitingCall({ callId: `c1${evil}`, arguments: { note: evil, file: 'gnp\u202e.exe' }, modelInput: { note: evil }, target: { to: `"><img src=x onerror=alert(2)>` } }),
           awaitingCall({ callId: 'p1', status: 'paused', approvalExpiresAt: null, errorType: 'OUTCOME_UNKNOWN', reason: evil, receipt: { id: evil } }),

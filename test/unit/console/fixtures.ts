@@ -1,4 +1,5 @@
 // A run waiting for a person, as the status query reports it, for the console's tests.
+import type { ConsoleOperations } from '../../../src/console/operations';
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
 import type { PendingCallView, RunStatusView } from '../../../src/workflows/types';
 
@@ -41,4 +42,47 @@ export function waitingRun(calls: PendingCallView[], overrides: Partial<RunStatu
     ...overrides,
   };
   return { workflowId: 'wf-1', status, waiting: calls };
+}
+
+/** Console operations that record every decision they are asked to send, for the console's HTTP tests. */
+export interface RecordingOperations {
+  readonly operations: ConsoleOperations;
+  /** The runs `listWaitingRuns` answers with. */
+  runs: WaitingRun[];
+  /** Every decision sent, as [kind, workflowId, request], in order. */
+  readonly sent: Array<[string, string, unknown]>;
+  /** When set, `approveCall` throws it (after recording the request). */
+  refuseWith: Error | null;
+  /** How many times the runs were listed. */
+  listed: number;
+}
+
+/** A fresh {@link RecordingOperations} listing one run (`wf-1`) with one call awaiting approval. */
+export function recordingOperations(): RecordingOperations {
+  const fake: RecordingOperations = {
+    runs: [waitingRun([awaitingCall()])],
+    sent: [],
+    refuseWith: null,
+    listed: 0,
+    operations: {
+      listWaitingRuns: async () => {
+        fake.listed += 1;
+        return fake.runs;
+      },
+      approveCall: async (workflowId, request) => {
+        fake.sent.push(['approve', workflowId, request]);
+        if (fake.refuseWith) throw fake.refuseWith;
+        return { callId: request.callId, decision: 'approved', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+      },
+      rejectCall: async (workflowId, request) => {
+        fake.sent.push(['reject', workflowId, request]);
+        return { callId: request.callId, decision: 'rejected', decidedAt: '2030-01-01T00:01:00.000Z', approvalExpiresAt: '2030-01-01T00:15:00.000Z' };
+      },
+      resolveCall: async (workflowId, request) => {
+        fake.sent.push(['resolve', workflowId, request]);
+        return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
+      },
+    },
+  };
+  return fake;
 }
