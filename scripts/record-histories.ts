@@ -481,7 +481,7 @@ async function main(): Promise<void> {
         return older as ToolCallDescription;
       },
       async resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-        return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome: input.result, idempotencyKey: `key-${input.callId}`, intentDigest: digestOf(input) };
+        return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome: input.result!, idempotencyKey: `key-${input.callId}`, intentDigest: digestOf(input) };
       },
     };
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle, activities });

@@ -76,6 +76,23 @@ export interface FencedToolInput {
    * holds it. Absent: the output is returned inline, whatever its size (older runs, plugin calls).
    */
   readonly resultByReference?: { readonly inlineMaxBytes: number };
+  /**
+   * Set by the workflow (never by the model) for the compensation of call `callId` (issue 14):
+   * the call runs the compensation `toolName` declares, under the compensation's own binding and
+   * an idempotency key derived from the original call's. @default absent (the call itself)
+   */
+  readonly role?: 'compensation';
+}
+
+/**
+ * One item of a batch call (`ctx.forEachItem`, issue 14): its key within the call and its
+ * generation (1, raised each time a person proves the item's effect absent, so a rerun never
+ * reopens the old checkpoint). Carried in an OUTCOME_UNKNOWN failure's `details.item` (with
+ * `index` and `idempotencyKey`) and in a resolution of that item.
+ */
+export interface BatchItemRef {
+  readonly key: string;
+  readonly generation: number;
 }
 
 /**
@@ -119,7 +136,7 @@ export type ToolCallInput = Omit<FencedToolInput, 'toolName'> & { readonly toolN
  * every activity type nothing else registers, and `describeFencedCall`, which `ToolCheckpointPlugin`
  * registers with fenced activities. `defineTool` refuses them with INVALID_ARGUMENT.
  */
-export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default', 'describeFencedCall'] as const;
+export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default', 'describeFencedCall', 'compensateToolCall'] as const;
 export type ReservedActivityName = (typeof RESERVED_ACTIVITY_NAMES)[number];
 
 /** Whether `name` is one of {@link RESERVED_ACTIVITY_NAMES}. */
@@ -240,9 +257,16 @@ export type ToolCallResolution = (typeof TOOL_CALL_RESOLUTIONS)[number];
  * id that paused (the one `runFencedTool` ran under).
  */
 export interface ResolveToolCallInput extends FencedToolInput {
-  readonly resolution: 'applied';
-  /** The exact payload to store and deliver, as `runFencedTool` would have returned it. */
-  readonly result: ToolOutcome;
+  /** `absent` only together with `item`: the item's effect is proven absent and the item runs again (next generation). */
+  readonly resolution: 'applied' | 'absent';
+  /** The exact payload to store and deliver, as `runFencedTool` would have returned it (for an item: the item's outcome). */
+  readonly result?: ToolOutcome;
+  /**
+   * The paused item of a batch call (from the OUTCOME_UNKNOWN failure's `details.item`): the
+   * resolution is stored in that item's checkpoint, not the call's, and the workflow then runs
+   * the call again (same call id), which resumes the batch after the item.
+   */
+  readonly item?: BatchItemRef;
   /** Why the person believes the effect was applied (audit text, non-empty). */
   readonly reason: string;
 }

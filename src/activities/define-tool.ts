@@ -9,6 +9,8 @@ import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from './contract';
 import type { ToolErrorClass } from './error-classes';
+import type { ForEachItem } from './batch-items';
+import { normalizeCompensation, type ToolCompensation } from './compensation-declaration';
 
 /** What a tool's `execute` and `lookup` receive besides the input. */
 export interface ToolContext {
@@ -30,6 +32,15 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
   heartbeat(details?: unknown): void;
+  /**
+   * Applies one effect per item, each under its own checkpoint (issue 14, the seed's "send 100
+   * notifications"): only in a tool declared with `batch: true`. See `./batch-items` for the
+   * rules (child bindings, per-item idempotency keys, order, grouped writes, cancellation).
+   * Absent in the context an item's `apply` or the tool's `lookup` receives.
+   */
+  readonly forEachItem?: ForEachItem;
+  /** Set in the context of one item of a batch (`forEachItem`): the item's key and position. */
+  readonly item?: { readonly key: string; readonly index: number; readonly generation: number };
 }
 
 /** A tool's successful result: the output the model sees and the provider's receipt (ticket id, message id, …). */
@@ -117,6 +128,20 @@ export interface ToolDefinition<I = unknown> {
   /** What the effect acts on, for the intent digest (e.g. the mailbox or queue). @default null */
   target?(input: Readonly<I>): JsonValue;
   /**
+   * True when the tool's effects are its items: every effect goes through `ctx.forEachItem`,
+   * each item under its own checkpoint, so `lookup` and `dedupesByKey` apply to each item (its
+   * `ctx.idempotencyKey` and `ctx.item`), and a later attempt of the call resumes the batch
+   * instead of reconciling the call as a whole. `callDeadlineMs` is then the deadline of one item.
+   * @default false
+   */
+  readonly batch?: boolean;
+  /**
+   * How an applied effect of this tool is undone (a saga step): another tool of the worker, or a
+   * function with its own revision; run fenced, under its own checkpoint and an idempotency key
+   * derived from this call's (see `./compensation-declaration`).
+   */
+  readonly compensation?: ToolCompensation;
+  /**
    * Deadline of one call from its claim, including in-attempt transient retries, ms. The fence
    * aborts `ctx.signal` and stops waiting at the deadline; another attempt may take an
    * unfinished claim over only after `claimedAt + callDeadlineMs + reconcileMarginMs`, so this
@@ -137,6 +162,7 @@ export type DefinedTool<I = unknown> = ToolDefinition<I> & {
   readonly dedupesByKey: boolean;
   readonly dedupeByIntent: boolean;
   readonly callDeadlineMs: number;
+  readonly batch: boolean;
 };
 
 /**
@@ -188,6 +214,10 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   if (typeof dedupesByKey !== 'boolean') throw bad('dedupesByKey', 'must be a boolean');
   const keyRetentionMs = field('keyRetentionMs');
   if (keyRetentionMs !== undefined && !(Number.isSafeInteger(keyRetentionMs) && (keyRetentionMs as number) > 0)) throw bad('keyRetentionMs', 'must be a positive integer (ms)');
+  const batch = field('batch') ?? false;
+  if (typeof batch !== 'boolean') throw bad('batch', 'must be a boolean');
+  if (batch && dedupeByIntent) throw bad('batch', 'cannot be combined with dedupeByIntent');
+  const compensation = normalizeCompensation(name, field('compensation'));
   if (dedupesByKey && keyRetentionMs === undefined) {
     throw bad('keyRetentionMs', 'is required with dedupesByKey: how long the provider remembers a key (e.g. 86,400,000 for 24 h)');
   }
@@ -204,6 +234,8 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
     keyRetentionMs: keyRetentionMs as number | undefined,
     dedupeByIntent,
     callDeadlineMs: callDeadlineMs as number,
+    batch,
+    compensation,
   });
 }
 

@@ -26,6 +26,7 @@ const fencedToolInputShape = {
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
   // Issue 11 (claim check): outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
   resultByReference: z.strictObject({ inlineMaxBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).optional(),
+  role: z.literal('compensation').optional(),
 };
 
 /** Zod schema of {@link FencedToolInput} (strict: unknown fields are refused). Parse {@link ownProperties} of a value, never the value. */
@@ -37,6 +38,7 @@ export const resolveToolCallInputSchema = z.strictObject({
   resolution: z.string(),
   result: z.unknown(),
   reason: z.string(),
+  item: z.strictObject({ key: z.string().min(1).max(256), generation: z.number().int().min(1).max(1_000_000) }).optional(),
 });
 
 // The schemas name exactly the contract's fields: adding a field to the contract without the schema fails to compile.

@@ -101,7 +101,7 @@ export function fakeTools(behaviour: ToolBehaviour = async () => undefined) {
     async resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
       resolved.push(input);
       await resolveBehaviour(input);
-      return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome: input.result, idempotencyKey: `key-${input.callId}`, intentDigest: digestOf(input) };
+      return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome: input.result!, idempotencyKey: `key-${input.callId}`, intentDigest: digestOf(input) };
     },
   };
 }
