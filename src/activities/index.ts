@@ -16,6 +16,7 @@ import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type Fence
 import { conversationLogId, deliverOutput } from './conversation-log';
 import { defineTool, type ToolDefinition } from './define-tool';
 import { ownProperties, readFencedToolInput, readResolveToolCallInput } from './input-schema';
+import { resolveBatchItem } from './batch-resolve';
 import { toApplicationFailure } from './failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
 import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
@@ -182,7 +183,10 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
           // A person can resolve a call whose tool was removed or whose input no longer parses after a deploy.
           if (!isCheckpointError(error, 'UNKNOWN_TOOL') && !isCheckpointError(error, 'INVALID_TOOL_INPUT')) throw error;
         }
-        return await delivered(options.store, input, context, await resolveCall(deps, { input, context, call }, input));
+        const where = { input, context, call };
+        // A paused item of a batch call is resolved in the item's checkpoint (issue 14).
+        if (input.item !== undefined) return await delivered(options.store, input, context, await resolveBatchItem(deps, where, input));
+        return await delivered(options.store, input, context, await resolveCall(deps, where, input));
       } catch (error) {
         throw toApplicationFailure(error);
       }
