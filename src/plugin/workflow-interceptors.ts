@@ -5,12 +5,15 @@
  * Every scheduled activity (and local activity) gets the call header (`./call-header`): a call id
  * from the activity's command sequence number, deterministic on replay, and the run chain
  * (`firstExecutionRunId`), and, inside `withApprovedIntent` (`./approval-scope`), the approved
- * intent digest and its expiry: workflow state only, so the header is the same on replay. The
- * fence interceptor reads it only for fenced activity types.
+ * intent digest and its expiry: workflow state only, so the header is the same on replay. Inside
+ * a call scope (`./call-scope`, used by `Compensations`) the scope may name the call id of its
+ * first activity and learns the ids given. The fence interceptor reads the header only for
+ * fenced activity types.
  */
 import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
 import { currentApprovalScope } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from './call-header';
+import { assignCallId } from './call-scope';
 
 class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
   /**
@@ -33,7 +36,7 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
 
 function callOf(seq: number): CallHeader {
   const info = workflowInfo();
-  return { callId: callIdOf(seq, info.continuedFromExecutionRunId), runChainId: info.firstExecutionRunId, ...currentApprovalScope() };
+  return { callId: assignCallId(seq, callIdOf(seq, info.continuedFromExecutionRunId)), runChainId: info.firstExecutionRunId, ...currentApprovalScope() };
 }
 
 /** The workflow interceptors of the tool checkpoint plugin. */
