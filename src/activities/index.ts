@@ -15,7 +15,10 @@ import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract';
 import { conversationLogId, deliverOutput } from './conversation-log';
 import { defineTool, type ToolDefinition } from './define-tool';
-import { ownProperties, readFencedToolInput, readResolveToolCallInput } from './input-schema';
+import { ownProperties, readCompensateToolCallInput, readFencedToolInput, readResolveToolCallInput } from './input-schema';
+import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from './compensation-contract';
+import { assertCompensationToolsRegistered } from './compensation-declaration';
+import { compensationStore, prepareCompensation, type PreparedCompensation } from './compensation-call';
 import { resolveBatchItem } from './batch-resolve';
 import { toApplicationFailure } from './failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './call-failure';
@@ -75,6 +78,25 @@ export interface FenceActivities {
   resolveToolCall(input: ResolveToolCallInput & Required<Pick<ResolveToolCallInput, 'resultByReference'>>): Promise<Delivered<ResolveToolCallResult>>;
   /** Without `resultByReference`: the outcome as stored. */
   resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
+  /**
+   * With `role: 'compensation'` (issue 14): stores a person's `applied` resolution of a compensation
+   * whose outcome is unknown in the compensation's checkpoint (of `compensationGeneration`), under
+   * its fence, as for a call; the outcome is returned inline (never by reference), `idempotencyKey`
+   * is the compensation's. Refused with NOTHING_TO_COMPENSATE when the original call holds no
+   * applied effect, INVALID_ARGUMENT when its tool declares no compensation or the compensation
+   * has no checkpoint to resolve.
+   */
+  resolveToolCall(input: ResolveCompensationInput): Promise<ResolveToolCallResult>;
+  /**
+   * Runs the compensation the original call's tool declares (issue 14), as one fenced attempt of
+   * its own call: the original call's checkpoint is read from the store and must hold an applied
+   * (`ok: true`) outcome, else NOTHING_TO_COMPENSATE (non-retryable, nothing ran). The compensation
+   * then settles exactly as a call does (`settleCall`: execute, deliver a stored result, lookup,
+   * same-key repeat, or OUTCOME_UNKNOWN for a person; failures through `settleFailedAttempt` and
+   * `toApplicationFailure`). A `{ tool }` compensation whose input the tool's schema refuses is
+   * INVALID_TOOL_INPUT (nothing ran). See `./compensation-contract` for the shapes.
+   */
+  compensateToolCall(input: CompensateToolCallInput): Promise<CompensateToolCallResult>;
 }
 
 /**
@@ -93,10 +115,12 @@ export interface ToolActivities extends FenceActivities {
  * checked and normalised too: its flags are own properties with definite values.
  *
  * Registers one activity per tool, named after the tool, next to `runFencedTool`,
- * `describeToolCall` and `resolveToolCall` (see {@link ToolActivities}).
+ * `describeToolCall`, `resolveToolCall` and `compensateToolCall` (see {@link ToolActivities}).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT when two tools share a name, for a tool
- *   `defineTool` refuses (a name reserved for the agent's own activities among them), or for a bad `maxPayloadBytes`, `maxToolInputBytes` or `reconcileMarginMs`.
+ *   `defineTool` refuses (a name reserved for the agent's own activities among them), for a tool
+ *   whose compensation names a tool not in `tools` (`details.toolName`, `details.compensationTool`),
+ *   or for a bad `maxPayloadBytes`, `maxToolInputBytes` or `reconcileMarginMs`.
  */
 export function createToolActivities(options: ToolActivitiesOptions): ToolActivities {
   const tools = new Map<string, ToolDefinition<any>>();
@@ -105,6 +129,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     if (tools.has(tool.name)) throw new CheckpointError('INVALID_ARGUMENT', `two tools are named ${JSON.stringify(tool.name)}`, { field: 'tools' });
     tools.set(tool.name, tool);
   }
+  assertCompensationToolsRegistered(tools);
   const pins = resolvePins(options, tools.keys());
   resolveMaxPayloadBytes(options.maxPayloadBytes);
   if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);
@@ -132,6 +157,10 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     let input = ownProperties(untrusted) as unknown as FencedToolInput;
     let parsed = false;
     try {
+      // A compensation never runs as its original call's tool (issue 14): it has its own activity.
+      if ((input as { role?: unknown }).role !== undefined) {
+        throw new CheckpointError('INVALID_ARGUMENT', `runFencedTool runs a call, not its compensation (role ${JSON.stringify((input as { role?: unknown }).role)}); use compensateToolCall. Nothing ran`, { field: 'role' });
+      }
       let result: FencedToolResult;
       try {
         input = readFencedToolInput(untrusted);
@@ -147,6 +176,39 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       }
       // An input that did not parse has no trustworthy threshold: its result is returned inline.
       return parsed ? await delivered(options.store, input, context, result) : result;
+    } catch (error) {
+      throw toApplicationFailure(error);
+    }
+  };
+  /** The compensation of `input`'s call; refuses an item, and a tool that declares none. */
+  const compensationOf = async (depsOf: FencedToolDeps, input: ResolveCompensationInput, context: AttemptContext): Promise<PreparedCompensation> => {
+    if (input.item !== undefined) throw new CheckpointError('INVALID_ARGUMENT', 'resolveToolCall input: a compensation has no items (role compensation with item)', { field: 'item' });
+    const prepared = await prepareCompensation(depsOf, { ...input, role: 'compensation' }, context, limits);
+    if (prepared === null) throw new CheckpointError('INVALID_ARGUMENT', `tool ${input.toolName} declares no compensation; call ${JSON.stringify(input.callId)} has none to resolve`, { field: 'role', toolName: input.toolName });
+    return prepared;
+  };
+  const compensateToolCall = async (untrusted: CompensateToolCallInput): Promise<CompensateToolCallResult> => {
+    try {
+      const input = readCompensateToolCallInput(untrusted);
+      assertTenantPinned(pins, input.tenant);
+      assertToolPinned(pins, input.toolName);
+      const context = attemptContext(keySecret);
+      const prepared = await prepareCompensation(deps, input, context, limits);
+      if (prepared === null) return { declared: false };
+      const { call, compensation } = prepared;
+      if (call.tool.name === compensation.toolName && deps.tools.has(call.tool.name)) assertToolPinned(pins, call.tool.name);
+      const evidence: AttemptEvidence = { claimSent: false, seen: null };
+      let result: FencedToolResult;
+      try {
+        if (prepared.inputError !== undefined) throw prepared.inputError;
+        result = await settleCall(deps, call, evidence);
+      } catch (error) {
+        // The failure path looks the call up by address too: it must see the compensation's checkpoint only.
+        const own = { ...deps, store: compensationStore(deps.store, call.binding) };
+        result = await settleFailedAttempt(own, { input: call.input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+      }
+      // The key is the compensation's whatever revision its stored result was made under (it derives from the original's key).
+      return { declared: true, result: { ...result, callId: input.callId, idempotencyKey: call.idempotencyKey }, compensation };
     } catch (error) {
       throw toApplicationFailure(error);
     }
@@ -176,6 +238,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         const input = readResolveToolCallInput(untrusted);
         assertTenantPinned(pins, input.tenant);
         const context = attemptContext(keySecret);
+        if (input.role === 'compensation') return await resolveCompensation(deps, await compensationOf(deps, input as ResolveCompensationInput, context), context, input);
         let call: PreparedCall | undefined;
         try {
           call = prepareCall(tools, input, context, limits);
@@ -191,6 +254,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         throw toApplicationFailure(error);
       }
     }) as FenceActivities['resolveToolCall'],
+    compensateToolCall,
   };
   // `default` runs every activity type this worker does not register as a call of that tool: after a
   // deploy that removed a tool, its calls still settle by their evidence (a stored result is delivered,
@@ -250,13 +314,24 @@ export function assertApprovedIntent(call: PreparedCall): void {
 }
 
 /**
+ * Stores a person's `applied` resolution of a compensation (see {@link resolveCall}) in the
+ * compensation's own checkpoint; the store view sees nothing else, so the original call's
+ * checkpoint is never taken for it.
+ */
+async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompensation, context: AttemptContext, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
+  const { call } = prepared;
+  const own = { ...deps, store: compensationStore(deps.store, call.binding) };
+  const result = await resolveCall(own, { input: call.input, context, call }, input, `compensation of call ${JSON.stringify(input.callId)}`);
+  return { ...result, idempotencyKey: call.idempotencyKey, intentDigest: result.toolRevision === call.tool.revision && prepared.inputError === undefined ? call.intentDigest : null };
+}
+
+/**
  * Stores a person's `applied` resolution of an executing or uncertain call through
  * `completeExecution` under the fence the record holds, with its delivery, in one write. The record
  * is found by call (whatever revision it was made under, also when this worker no longer has the
  * tool). Idempotent: a call already completed is delivered again as stored.
  */
-async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-  const describe = `call ${JSON.stringify(input.callId)}`;
+async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput, describe = `call ${JSON.stringify(input.callId)}`): Promise<ResolveToolCallResult> {
   const record = await findCallRecord(deps, where);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
   const deliveryId = `delivery-${where.context.attempt}-${randomUUID()}`;

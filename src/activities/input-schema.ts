@@ -11,6 +11,7 @@ import { parseTimestamp } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from './contract';
+import type { CompensateToolCallInput, ResolveCompensationInput } from './compensation-contract';
 
 const fencedToolInputShape = {
   tenant: z.string(),
@@ -32,21 +33,37 @@ const fencedToolInputShape = {
 /** Zod schema of {@link FencedToolInput} (strict: unknown fields are refused). Parse {@link ownProperties} of a value, never the value. */
 export const fencedToolInputSchema = z.strictObject(fencedToolInputShape);
 
-/** Zod schema of {@link ResolveToolCallInput} (strict). `resolution` and `result` are checked where they are used. */
+/** A compensation's generation (`compensateToolCall`, `resolveToolCall` of a compensation): 1 to 1,000,000. */
+const compensationGenerationSchema = z.number().int().min(1).max(1_000_000).optional();
+
+/**
+ * Zod schema of {@link ResolveToolCallInput} (strict), with the compensation fields of
+ * {@link ResolveCompensationInput}. `resolution` and `result` are checked where they are used.
+ */
 export const resolveToolCallInputSchema = z.strictObject({
   ...fencedToolInputShape,
   resolution: z.string(),
   result: z.unknown(),
   reason: z.string(),
   item: z.strictObject({ key: z.string().min(1).max(256), generation: z.number().int().min(1).max(1_000_000) }).optional(),
+  compensationGeneration: compensationGenerationSchema,
+});
+
+/** Zod schema of {@link CompensateToolCallInput} (strict; `role` must be `compensation`). */
+export const compensateToolCallInputSchema = z.strictObject({
+  ...fencedToolInputShape,
+  role: z.literal('compensation'),
+  compensationGeneration: compensationGenerationSchema,
 });
 
 // The schemas name exactly the contract's fields: adding a field to the contract without the schema fails to compile.
 type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
 const fencedKeysMatch: SameKeys<z.infer<typeof fencedToolInputSchema>, FencedToolInput> = true;
-const resolveKeysMatch: SameKeys<z.infer<typeof resolveToolCallInputSchema>, ResolveToolCallInput> = true;
+const resolveKeysMatch: SameKeys<z.infer<typeof resolveToolCallInputSchema>, ResolveCompensationInput> = true;
+const compensateKeysMatch: SameKeys<z.infer<typeof compensateToolCallInputSchema>, CompensateToolCallInput> = true;
 void fencedKeysMatch;
 void resolveKeysMatch;
+void compensateKeysMatch;
 
 /**
  * A null-prototype copy of `value`'s own enumerable properties (`{}` for a non-object): what
@@ -98,17 +115,41 @@ export function readFencedToolInput(value: unknown): FencedToolInput {
 }
 
 /**
- * Reads a `resolveToolCall` input strictly, as {@link readFencedToolInput} does.
+ * Reads a `resolveToolCall` input strictly, as {@link readFencedToolInput} does: a call's, an
+ * item's (`item`) or a compensation's (`role: 'compensation'`, `compensationGeneration`).
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field; also for
+ *   `compensationGeneration` without `role: 'compensation'`.
  */
-export function readResolveToolCallInput(value: unknown): ResolveToolCallInput {
+export function readResolveToolCallInput(value: unknown): ResolveToolCallInput | ResolveCompensationInput {
   const d = parseStrict(resolveToolCallInputSchema, value, 'resolveToolCall input');
+  const item = Object.hasOwn(d, 'item') ? d.item : undefined;
+  const generation = Object.hasOwn(d, 'compensationGeneration') ? d.compensationGeneration : undefined;
+  if (generation !== undefined && d.role !== 'compensation') {
+    throw new CheckpointError('INVALID_ARGUMENT', 'resolveToolCall input: compensationGeneration is only for role compensation', { field: 'compensationGeneration' });
+  }
   return Object.freeze({
     ...fencedFields(d),
     resolution: d.resolution as ResolveToolCallInput['resolution'],
     result: (Object.hasOwn(d, 'result') ? d.result : undefined) as ToolOutcome,
     reason: d.reason,
+    item: item === undefined ? undefined : Object.freeze({ key: item.key, generation: item.generation }),
+    compensationGeneration: generation,
+  });
+}
+
+/**
+ * Reads a `compensateToolCall` input strictly, as {@link readFencedToolInput} does.
+ *
+ * @returns a frozen {@link CompensateToolCallInput} with every field an own property.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field (`role` when it is not `compensation`).
+ */
+export function readCompensateToolCallInput(value: unknown): CompensateToolCallInput {
+  const d = parseStrict(compensateToolCallInputSchema, value, 'compensateToolCall input');
+  return Object.freeze({
+    ...fencedFields(d),
+    role: 'compensation' as const,
+    compensationGeneration: Object.hasOwn(d, 'compensationGeneration') ? d.compensationGeneration : undefined,
   });
 }
 
@@ -128,5 +169,6 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),
     resultByReference: byReference === undefined ? undefined : Object.freeze({ inlineMaxBytes: byReference.inlineMaxBytes }),
+    role: own('role'),
   };
 }

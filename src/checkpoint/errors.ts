@@ -80,6 +80,8 @@ export const CHECKPOINT_ERROR_CODES = {
    * reference's bytes or digest. Nothing of the refused write was stored.
    */
   CONVERSATION_CONFLICT: { retryable: false },
+  /** A compensation was asked for a call whose checkpoint holds no applied effect (absent, unfinished, or its outcome is an error): nothing ran. */
+  NOTHING_TO_COMPENSATE: { retryable: false },
   /** A conversation-log entry that must exist (a message index or an output reference) is not in the store. */
   CONVERSATION_ENTRY_MISSING: { retryable: false },
   // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a
