@@ -14,6 +14,7 @@ import type {
   ResolveToolCallResult,
   ToolCallDescription,
 } from '../activities/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from './issue14-contract';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
 
 /**
@@ -44,3 +45,13 @@ export type AgentToolResult = Delivered<FencedToolResult>;
  * the call without `toolName`; each runs one fenced attempt exactly as `runFencedTool` does.
  */
 export type ToolCallActivities = Readonly<Record<string, (input: ToolCallInput) => Promise<AgentToolResult>>>;
+
+/**
+ * The compensation activity (issue 14), proxied only by runs with a `compensateOn` policy (so a
+ * worker from before issue 14 still serves every other run):
+ * - `compensateToolCall`: runs the compensation the original call's tool declares, fenced under
+ *   its own binding and key; `{ declared: false }` when the tool declares none.
+ */
+export type CompensationActivities = {
+  compensateToolCall(input: CompensateToolCallInput): Promise<CompensateToolCallResult>;
+};

@@ -29,10 +29,22 @@ import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type DeliveredOutcome, type F
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage, ModelTurnResult, ToolCallRequest } from '../model/types';
+import type { BatchCancellationReport } from './issue14-contract';
 import type { AgentToolResult, ToolActivities, ToolCallActivities } from './activity-types';
+import { compensateRun, type CompensationHost, type WindDownAttempt } from './compensation';
 import { Conversation, utf8Length } from './conversation';
-import { activityFailureDetails, activityFailureMessage, activityFailureType, isNothingApplied, isScheduleToCloseTimeout, isTimeout } from './failures';
-import { activityOptionsFor, DEFAULT_MAX_CONVERSATION_BYTES, runLimits, toolActivityOptions, validateAgentWorkflowInput, type ActivityKind } from './input';
+import { listEffects } from './effects';
+import {
+  activityFailureDetails,
+  activityFailureMessage,
+  activityFailureType,
+  batchCancellationReportOf,
+  isNothingApplied,
+  isScheduleToCloseTimeout,
+  isTimeout,
+  pausedItemOf,
+} from './failures';
+import { activityOptionsFor, DEFAULT_MAX_CONVERSATION_BYTES, runLimits, toolActivityOptions, validateAgentWorkflowInput, windDownActivityOptions, type ActivityKind } from './input';
 import {
   approveCallUpdate,
   cancelRunSignal,
@@ -57,6 +69,7 @@ import type {
   ResolveOutcomeRequest,
   ResolveOutcomeResult,
   RunLimits,
+  StopReason,
 } from './types';
 
 /**
@@ -100,7 +113,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWor
   await condition(allHandlersFinished);
   if (end.kind === 'result') return end.result;
   // A signal or update that came in while handlers finished: a cancel still wins.
-  const cancelled = run.cancelledResult();
+  const cancelled = await run.cancelledResult();
   if (cancelled !== null) return cancelled;
   return continueAsNew<typeof agentWorkflow>({ ...input, continued: end.continued });
 }
@@ -118,7 +131,7 @@ interface PendingResolution {
 
 type ActivityAttempt<T> =
   | { readonly kind: 'ok'; readonly value: T }
-  | { readonly kind: 'cancelled' }
+  | { readonly kind: 'cancelled'; readonly batch: BatchCancellationReport | null }
   | { readonly kind: 'deadline' }
   | { readonly kind: 'failed'; readonly error: unknown };
 
@@ -134,6 +147,8 @@ class AgentRun {
   private resolution: PendingResolution | null = null;
   /** Calls whose outcome became unknown while other calls of the turn ran; they pause one by one after. */
   private deferredPauses: CallState[] = [];
+  /** Set while the run compensates (issue 14): activities run non-cancellable, not bounded by the deadline; pauses wait for a person only. */
+  private windingDown = false;
   private readonly continuations: number;
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
   private readonly turnsAtStart: number;
@@ -201,13 +216,77 @@ class AgentRun {
     }
   }
 
-  /** A run that was cancelled while its handlers finished, as a result (else null). */
-  cancelledResult(): AgentWorkflowResult | null {
-    return this.cancel === null ? null : this.finish(this.cancelStop());
+  /** A run that was cancelled while its handlers finished, as a result (compensated if its policy says so; else null). */
+  async cancelledResult(): Promise<AgentWorkflowResult | null> {
+    return this.cancel === null ? null : this.conclude(this.cancelStop());
   }
 
-  private end(stop: RunStop): RunEnd {
-    return { kind: 'result', result: this.finish(stop) };
+  private async end(stop: RunStop): Promise<RunEnd> {
+    return { kind: 'result', result: await this.conclude(stop) };
+  }
+
+  /**
+   * The run's result for `stop`: first, when the run compensates (see {@link compensates}), its
+   * unknown calls are settled by a person and its applied effects undone in reverse, in a
+   * non-cancellable scope (a Temporal cancellation of the run does not cut it short).
+   */
+  private async conclude(stop: RunStop): Promise<AgentWorkflowResult> {
+    if (this.compensates(stop.because)) {
+      this.windingDown = true;
+      await CancellationScope.nonCancellable(() => compensateRun(this.compensationHost()));
+    }
+    return this.finish(stop);
+  }
+
+  /**
+   * Whether the run compensates when it stops for `because`: it has a `compensateOn` policy and
+   * stopped by cancel, abandon or a result its policy names. Behind {@link COMPENSATION_PATCH}:
+   * a history without the marker replays as it ran.
+   */
+  private compensates(because: StopReason): boolean {
+    return this.input.compensateOn !== undefined && COMPENSATING_STOPS.includes(because) && patched(COMPENSATION_PATCH);
+  }
+
+  /** The stop a tool result asks for: an error result whose type the run's `compensateOn` names (else null). */
+  private compensateOnStop(call: CallState, outcome: DeliveredOutcome): RunStop | null {
+    if (outcome.ok || this.input.compensateOn?.includes(outcome.error.type) !== true || !patched(COMPENSATION_PATCH)) return null;
+    return {
+      status: 'incomplete',
+      because: 'compensate-on',
+      reason: `${call.toolName} call "${call.callId}" ended with ${outcome.error.type}, which the run's compensateOn names: ${outcome.error.message}`,
+    };
+  }
+
+  /** What {@link compensateRun} uses of this run. */
+  private compensationHost(): CompensationHost {
+    return {
+      state: this.state,
+      toolInput: (call) => this.toolInput(call),
+      windDownActivity: <T>(kind: ActivityKind, toolName: string | null, run: (options: ActivityOptions) => Promise<T>) => this.windDownActivity(kind, toolName, run),
+      nextResolution: async () => {
+        await condition(() => this.resolution !== null);
+        const pending = this.resolution!;
+        return { request: pending.request, settle: (result) => this.settle(pending, result), fail: (type, message) => this.fail(pending, type, message) };
+      },
+      settleUnknownCall: async (call) => {
+        if (call.status === 'unknown') this.markPaused(call, call.errorType ?? 'CANCELLED', call.reason ?? 'the run stopped while the call was running; its effect may have been applied');
+        await this.awaitResolution(call);
+      },
+      changed: () => {
+        this.state.bump();
+        this.publishWaiting();
+      },
+    };
+  }
+
+  /** Runs one activity while winding down: wind-down options (see `windDownActivityOptions`), failures returned, never cancelled. */
+  private async windDownActivity<T>(kind: ActivityKind, toolName: string | null, run: (options: ActivityOptions) => Promise<T>): Promise<WindDownAttempt<T>> {
+    const opts = toolName === null ? this.input.activityOptions : toolActivityOptions(this.input.activityOptions, toolName);
+    try {
+      return { kind: 'ok', value: await run(windDownActivityOptions(kind, opts)) };
+    } catch (error) {
+      return { kind: 'failed', error };
+    }
   }
 
   // ---- steps -------------------------------------------------------------------------------
@@ -448,11 +527,16 @@ class AgentRun {
             ? `the result was stored under ${result.storedUnder.toolName} revision ${result.storedUnder.toolRevision} before a deploy; delivered as stored, the tool was not called again`
             : null;
         this.completeCall(call, 'completed', result.outcome, note);
-        return null;
+        return this.compensateOnStop(call, result.outcome);
       }
       case 'cancelled':
         call.status = 'unknown';
         call.reason = 'cancelled while the tool call was running; its effect may have been applied';
+        if (attempt.batch !== null) {
+          const { total, applied, notApplied, unknown } = attempt.batch;
+          call.batch = attempt.batch;
+          call.reason = `cancelled during the batch of ${total} items: ${applied.count} applied, ${notApplied.count} not applied, ${unknown.count} unknown`;
+        }
         return this.cancelStop();
       case 'deadline':
         call.status = 'unknown';
@@ -477,6 +561,7 @@ class AgentRun {
           this.failCall(call, type, message);
           return null;
         }
+        call.pausedItem = pausedItemOf(attempt.error);
         this.markPaused(call, type, message);
         if (deferPause) {
           this.deferredPauses.push(call);
@@ -497,30 +582,47 @@ class AgentRun {
     this.publishWaiting();
   }
 
-  /** The run waits durably until a person resolves the call, cancels, or the deadline passes. */
+  /**
+   * The run waits durably until a person resolves the call, cancels, or the deadline passes.
+   * While the run winds down (compensating, issue 14) only a person ends the wait: `absent` does
+   * not run the call again and `abandon` leaves the call abandoned without stopping anything else.
+   * A paused batch item (`call.pausedItem`) is resolved in the item's checkpoint and the call runs
+   * again under its own id (see {@link resolveItem}).
+   */
   private async awaitResolution(call: CallState): Promise<RunStop | null> {
     this.state.paused = call;
     this.state.phase = 'paused';
     this.state.bump();
     for (;;) {
-      if (this.cancel) return this.cancelStop();
+      if (!this.windingDown && this.cancel) return this.cancelStop();
       const remainingMs = this.state.deadlineAt - Date.now();
-      if (remainingMs <= 0) return this.deadlineStop();
-      await condition(() => this.resolution !== null || this.cancel !== null, remainingMs);
+      if (!this.windingDown && remainingMs <= 0) return this.deadlineStop();
+      if (this.windingDown) await condition(() => this.resolution !== null);
+      else await condition(() => this.resolution !== null || this.cancel !== null, remainingMs);
       const pending = this.resolution;
-      if (this.cancel || pending === null) continue;
+      if ((!this.windingDown && this.cancel) || pending === null) continue;
       const req = pending.request;
       if (req.resolution === 'abandon') {
         call.status = 'abandoned';
         call.reason = `abandoned by a person: ${req.reason}`;
+        call.pausedItem = null;
         this.state.paused = null;
         this.settle(pending, { callId: call.callId, resolution: 'abandon', status: 'abandoned', retryCallId: null });
-        return { status: 'abandoned', because: 'abandon', reason: req.reason };
+        return this.windingDown ? null : { status: 'abandoned', because: 'abandon', reason: req.reason };
+      }
+      if (call.pausedItem !== null) {
+        const itemStop = await this.resolveItem(call, pending);
+        if (itemStop === 'paused') continue;
+        return itemStop;
       }
       if (req.resolution === 'absent') {
         call.status = 'resolved-absent';
         call.reason = `a person proved the effect absent: ${req.reason}`;
         this.state.paused = null;
+        if (this.windingDown) {
+          this.settle(pending, { callId: call.callId, resolution: 'absent', status: 'resolved-absent', retryCallId: null });
+          return null;
+        }
         const retry = this.state.addRetry(call);
         // Later calls with this intent (a dedupeByIntent tool) use the rerun's generation, never the proven-absent one.
         if (call.intentDigest !== null) this.state.intentGenerations[call.intentDigest] = retry.attempt;
@@ -554,6 +656,46 @@ class AgentRun {
       this.fail(pending, MESSAGE_ERROR_TYPES.RUN_FINISHED, 'the run stopped while the result was being stored');
       return attempt.kind === 'cancelled' ? this.cancelStop() : this.deadlineStop();
     }
+  }
+
+  /**
+   * A person's resolution of the batch item the call is paused on (issue 14): stored in the
+   * item's checkpoint by `resolveToolCall` with `item` (`applied` with the item's outcome, or
+   * `absent`: the item runs again as its next generation); then the same call runs again (same
+   * call id and input) and the batch resumes after the item. While the run winds down the call is
+   * not run again: it stays `unknown` (some items may have applied). A refusal by the worker
+   * fails the update and the call stays paused (`'paused'`).
+   */
+  private async resolveItem(call: CallState, pending: PendingResolution): Promise<RunStop | null | 'paused'> {
+    const req = pending.request;
+    const item = call.pausedItem!;
+    const ref = { key: item.key, generation: item.generation };
+    const resolution = req.resolution === 'applied' ? 'applied' : 'absent';
+    const result: ToolOutcome | undefined = req.resolution === 'applied' ? { ok: true, output: req.result, receipt: req.receipt ?? null } : undefined;
+    this.state.phase = 'tools';
+    const attempt = await this.callActivity('resolve', (options) =>
+      agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution, ...(result !== undefined ? { result } : {}), item: ref, reason: req.reason }),
+    );
+    if (attempt.kind === 'failed') {
+      this.state.phase = 'paused';
+      const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+      this.fail(pending, type, `the worker refused to store the resolution of item "${item.key}" (${activityFailureMessage(attempt.error)}); the run stays paused`);
+      return 'paused';
+    }
+    if (attempt.kind !== 'ok') {
+      this.fail(pending, MESSAGE_ERROR_TYPES.RUN_FINISHED, 'the run stopped while the resolution was being stored');
+      return attempt.kind === 'cancelled' ? this.cancelStop() : this.deadlineStop();
+    }
+    call.pausedItem = null;
+    call.reason = `a person proved item "${item.key}" (index ${item.index}) ${resolution}: ${req.reason}`;
+    this.state.paused = null;
+    this.settle(pending, { callId: call.callId, resolution, status: resolution === 'applied' ? 'resolved-applied' : 'resolved-absent', retryCallId: call.callId, item: ref });
+    if (this.windingDown) {
+      call.status = 'unknown';
+      call.reason += '; the batch did not resume: the run is stopping (items after it did not run)';
+      return null;
+    }
+    return this.runTool(call);
   }
 
   // ---- calls -------------------------------------------------------------------------------
@@ -625,6 +767,7 @@ class AgentRun {
     call.receipt = outcome.ok ? outcome.receipt : (outcome.error.receipt ?? null);
     call.errorType = null;
     call.reason = reason;
+    if (outcome.ok) this.state.markApplied(call);
     if (outcome.ok && 'outputRef' in outcome) {
       // The output stays in the side store; the model-turn activity reads it (claim check).
       this.setToolMessage(call, { role: 'tool', callId: call.modelCallId, toolName: call.toolName, contentRef: outcome.outputRef, isError: false });
@@ -694,6 +837,7 @@ class AgentRun {
     call: (options: ActivityOptions) => Promise<T>,
     opts: AgentWorkflowInput['activityOptions'] = this.input.activityOptions,
   ): Promise<ActivityAttempt<T>> {
+    if (this.windingDown) return this.windDownActivity(kind, null, (options) => call(options));
     const remainingMs = this.state.deadlineAt - Date.now();
     if (remainingMs <= 0) return { kind: 'deadline' };
     const options = activityOptionsFor(kind, remainingMs, opts);
@@ -704,7 +848,7 @@ class AgentRun {
     } catch (err) {
       if (isCancellation(err)) {
         this.cancel ??= { reason: 'the workflow was cancelled' };
-        return { kind: 'cancelled' };
+        return { kind: 'cancelled', batch: batchCancellationReportOf(err) };
       }
       if (isScheduleToCloseTimeout(err) || (isTimeout(err) && Date.now() >= this.state.deadlineAt)) return { kind: 'deadline' };
       return { kind: 'failed', error: err };
@@ -755,6 +899,7 @@ class AgentRun {
       finalText: this.finalText,
       calls,
       summary: summarizeCalls(calls),
+      effects: listEffects(calls),
       turns: this.state.turns,
       stoppedBecause: stop.because,
       reason: stop.reason,
@@ -842,7 +987,8 @@ class AgentRun {
     if (this.state.stopped !== null) refuse(MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run has stopped (${this.state.stopped.because})`);
     if (typeof req?.callId !== 'string') refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'resolveOutcome needs a callId string');
     const paused = this.state.paused;
-    if (paused === null || paused.callId !== req.callId || paused.status !== 'paused' || this.resolution !== null) {
+    const waiting = paused !== null && (paused.status === 'paused' || this.state.pausedOnCompensation());
+    if (paused === null || paused.callId !== req.callId || !waiting || this.resolution !== null) {
       refuse(
         MESSAGE_ERROR_TYPES.CALL_NOT_PAUSED,
         paused === null
@@ -883,6 +1029,15 @@ class AgentRun {
     if (this.resolution === pending) this.resolution = null;
   }
 }
+
+/**
+ * Patch id (issue 14): a run with a `compensateOn` policy stops on a result its policy names and
+ * compensates its applied effects when it stops by cancel, abandon or that result.
+ */
+const COMPENSATION_PATCH = 'ttc-compensation';
+
+/** The stops after which a run with a `compensateOn` policy compensates. */
+const COMPENSATING_STOPS: readonly StopReason[] = ['cancel', 'abandon', 'compensate-on'];
 
 /** The error class of a call a person rejected or whose approval expired (see `TOOL_ERROR_CLASSES`). */
 const USER_REJECTION: ToolErrorClass = 'USER_REJECTION';

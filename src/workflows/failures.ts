@@ -5,9 +5,11 @@
  *
  * @see SPEC §4 "Fenced tool activity", STYLE "Error design"
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
+import type { BatchCancellationReport } from './issue14-contract';
 import { NOTHING_APPLIED_CODES } from '../activities/contract';
 import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../checkpoint/errors';
+import type { PausedItem } from './types';
 
 export { NOTHING_APPLIED_CODES };
 
@@ -64,4 +66,38 @@ export function isScheduleToCloseTimeout(err: unknown): boolean {
 export function isTimeout(err: unknown): boolean {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof TimeoutFailure;
+}
+
+/**
+ * The batch item an OUTCOME_UNKNOWN failure names (`details.item` = { key, generation, index,
+ * idempotencyKey }, issue 14), or null when the failure names none or the shape is not that one
+ * (key a non-empty string, generation an integer ≥ 1, index an integer ≥ 0).
+ */
+export function pausedItemOf(err: unknown): PausedItem | null {
+  const item = activityFailureDetails(err)?.item;
+  if (typeof item !== 'object' || item === null) return null;
+  const { key, generation, index, idempotencyKey } = item as Record<string, unknown>;
+  if (typeof key !== 'string' || key.length === 0 || !isInteger(generation, 1) || !isInteger(index, 0)) return null;
+  return { key, generation, index, idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null };
+}
+
+/**
+ * The batch report of a cancelled batch call (issue 14): `details[0].batch` of the activity's
+ * `CancelledFailure` (the activity stops at an item boundary and reports its items), or null
+ * when the cancellation carries none (not a batch call, or the activity did not report).
+ */
+export function batchCancellationReportOf(err: unknown): BatchCancellationReport | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof CancelledFailure)) return null;
+  const first = cause.details?.[0];
+  const batch = typeof first === 'object' && first !== null ? (first as Record<string, unknown>).batch : undefined;
+  if (typeof batch !== 'object' || batch === null) return null;
+  const report = batch as Record<string, unknown>;
+  const counted = (part: unknown): boolean => typeof part === 'object' && part !== null && isInteger((part as Record<string, unknown>).count, 0) && Array.isArray((part as Record<string, unknown>).keys);
+  if (!isInteger(report.total, 0) || !counted(report.applied) || !counted(report.notApplied) || !counted(report.unknown)) return null;
+  return batch as BatchCancellationReport;
+}
+
+function isInteger(value: unknown, min: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
 }

@@ -28,7 +28,13 @@ export function runLimits(input: AgentWorkflowInput): Required<RunLimits> {
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 60_000;
 
 /** Which activity an options object is for. */
-export type ActivityKind = 'model' | 'tool' | 'describe' | 'resolve';
+export type ActivityKind = 'model' | 'tool' | 'describe' | 'resolve' | 'compensate';
+
+/** Most error types `compensateOn` may name. */
+export const MAX_COMPENSATE_ON_TYPES = 100;
+
+/** Longest error type `compensateOn` may name, characters. */
+export const MAX_COMPENSATE_ON_TYPE_LENGTH = 256;
 
 /**
  * Checks the workflow input.
@@ -59,6 +65,7 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
   for (const [tool, policy] of Object.entries(input.approvalRequired ?? {})) {
     positiveInteger(`approvalRequired.${tool}.expiresAfterMs`, policy?.expiresAfterMs);
   }
+  if (input.compensateOn !== undefined) validateCompensateOn(input.compensateOn);
   input.tools.forEach((name, i) => {
     if (isReservedActivityName(name)) invalid(`tools[${i}]`, `must not be one of the agent's own activity names (${RESERVED_ACTIVITY_NAMES.join(', ')})`, name);
   });
@@ -73,6 +80,18 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
       validateActivityOptions(`activityOptions.perTool.${tool}`, toolOptions);
     }
   }
+}
+
+/** `compensateOn`: an array of at most {@link MAX_COMPENSATE_ON_TYPES} distinct non-empty error types of at most {@link MAX_COMPENSATE_ON_TYPE_LENGTH} characters. */
+function validateCompensateOn(types: unknown): void {
+  if (!Array.isArray(types)) invalid('compensateOn', 'must be an array of tool-result error types (e.g. ["BUSINESS_REJECTION"])', types);
+  if (types.length > MAX_COMPENSATE_ON_TYPES) invalid('compensateOn', `must name at most ${MAX_COMPENSATE_ON_TYPES} error types`, types.length);
+  types.forEach((type: unknown, i) => {
+    if (typeof type !== 'string' || type.length === 0 || type.length > MAX_COMPENSATE_ON_TYPE_LENGTH) {
+      invalid(`compensateOn[${i}]`, `must be a non-empty string of at most ${MAX_COMPENSATE_ON_TYPE_LENGTH} characters`, type);
+    }
+    if (types.indexOf(type) !== i) invalid(`compensateOn[${i}]`, `repeats ${JSON.stringify(type)} (compensateOn[${types.indexOf(type)}])`, type);
+  });
 }
 
 function validateActivityOptions(field: string, opts: ToolActivityOptions): void {
@@ -111,11 +130,27 @@ export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts
   const options: ActivityOptions = {
     startToCloseTimeout: Math.min(opts?.startToCloseTimeoutMs ?? DEFAULT_START_TO_CLOSE_TIMEOUT_MS, remainingMs),
     scheduleToCloseTimeout: remainingMs,
-    cancellationType: kind === 'tool' || kind === 'resolve' ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
+    cancellationType: kind === 'tool' || kind === 'resolve' || kind === 'compensate' ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
   };
   if (kind === 'tool' && opts?.heartbeatTimeoutMs !== undefined) {
     options.heartbeatTimeout = Math.min(opts.heartbeatTimeoutMs, remainingMs);
   }
+  if (opts?.retry !== undefined) options.retry = toRetryPolicy(opts.retry);
+  return options;
+}
+
+/**
+ * Activity options while the run winds down (issue 14: compensations, and the resolutions a
+ * person gives while the run compensates): not bounded by the run deadline (a cancel near or
+ * after it must still undo its effects), the configured per-attempt timeout, heartbeat timeout
+ * and retry; waits for cancellation to complete. The caller runs them in a non-cancellable scope.
+ */
+export function windDownActivityOptions(kind: ActivityKind, opts: ToolActivityOptions | undefined): ActivityOptions {
+  const options: ActivityOptions = {
+    startToCloseTimeout: opts?.startToCloseTimeoutMs ?? DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  };
+  if ((kind === 'tool' || kind === 'compensate') && opts?.heartbeatTimeoutMs !== undefined) options.heartbeatTimeout = opts.heartbeatTimeoutMs;
   if (opts?.retry !== undefined) options.retry = toRetryPolicy(opts.retry);
   return options;
 }

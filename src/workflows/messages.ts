@@ -74,6 +74,13 @@ export const rejectCallUpdate = defineUpdate<ApprovalDecisionResult, [RejectCall
  *   worker's failure type and the run stays paused;
  * - `absent`: the call runs again under `<callId>~retryN`; the old checkpoint is never reopened;
  * - `abandon`: the run ends `abandoned` with the reason.
+ * When the call is paused on one item of a batch call (`paused.item`, issue 14), `applied` (the
+ * item's result) and `absent` are stored in that item's checkpoint (`resolveToolCall` with
+ * `item`) and the same call runs again under its own id, resuming after the item.
+ * When what is paused is the call's compensation (`paused.role === 'compensation'`, issue 14):
+ * `applied` stores the compensation's result (`resolveToolCall` with `role: 'compensation'`),
+ * `absent` runs the compensation again as its next generation, `abandon` leaves it "compensation
+ * pending" and the run goes on compensating the others.
  * Refused with CALL_NOT_PAUSED, INVALID_REQUEST or RUN_FINISHED.
  */
 export const resolveOutcomeUpdate = defineUpdate<ResolveOutcomeResult, [ResolveOutcomeRequest]>('resolveOutcome');

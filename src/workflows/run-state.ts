@@ -5,6 +5,7 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
+import type { BatchCancellationReport } from './issue14-contract';
 import type { DeliveredOutcome } from '../activities/contract';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage, ToolCallRequest } from '../model/types';
@@ -14,10 +15,13 @@ import type {
   CallSummary,
   CallSource,
   CallStatus,
+  CompensationReport,
   ContinuedRun,
   EarlierCalls,
   FinalCallStatus,
   LiveCallStatus,
+  PausedItem,
+  PausedView,
   PendingCallView,
   RunPhase,
   RunStatus,
@@ -72,7 +76,18 @@ export interface CallState {
   pausedAt: number | null;
   /** The tool message for the model, once the call has one; handed over in the model's order after the turn. */
   message: LoggedMessage | null;
+  /** The batch item the call is paused on (issue 14), while it is; else null. */
+  pausedItem: PausedItem | null;
+  /** A batch call cancelled part-way: the activity's report of its items (issue 14); else null. */
+  batch: BatchCancellationReport | null;
+  /** Order in which the call's effect was applied in this run (1, 2, …; compensations run in reverse); null while not applied. */
+  appliedSeq: number | null;
+  /** The call's compensation, once the run started compensating it (issue 14); else null. */
+  compensation: CompensationState | null;
 }
+
+/** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */
+export type CompensationState = { -readonly [K in keyof CompensationReport]: CompensationReport[K] } & { pausedAt: number | null };
 
 /** How the run stopped. */
 export interface RunStop {
@@ -108,6 +123,8 @@ export class RunState {
   /** Hashes of the call ids used in earlier runs of the chain (their calls are not in `calls`; see `call-id-hashes.ts`). */
   private readonly usedBefore: ReadonlySet<string>;
   private currentTurn: CallState[] = [];
+  /** How many calls of this run applied an effect so far (see `CallState.appliedSeq`). */
+  private appliedCount = 0;
 
   /**
    * @param budget the run's budgets
@@ -155,7 +172,32 @@ export class RunState {
    * the model's order (what the `TtcNeedsPerson` / `TtcWaitingCalls` search attributes show).
    */
   waitingCallIds(): string[] {
-    return this.currentTurn.filter((call) => call.status === 'awaiting-approval' || call.status === 'paused').map((call) => call.callId);
+    const ids = this.currentTurn.filter((call) => call.status === 'awaiting-approval' || call.status === 'paused').map((call) => call.callId);
+    if (this.pausedOnCompensation() && !ids.includes(this.paused!.callId)) ids.push(this.paused!.callId);
+    return ids;
+  }
+
+  /** Records that `call`'s effect applied now (its place in the order compensations undo). */
+  markApplied(call: CallState): void {
+    this.appliedCount += 1;
+    call.appliedSeq = this.appliedCount;
+  }
+
+  /** This run's calls whose effect applied (completed or resolved applied with an `ok` outcome), last applied first. */
+  appliedInReverse(): CallState[] {
+    return this.calls
+      .filter((call) => call.appliedSeq !== null && (call.status === 'completed' || call.status === 'resolved-applied') && call.outcome?.ok === true)
+      .sort((a, b) => b.appliedSeq! - a.appliedSeq!);
+  }
+
+  /** This run's calls that may have applied an effect nobody has settled: paused, or cut off by a stop while running (`unknown`), in order. */
+  unsettledCalls(): CallState[] {
+    return this.calls.filter((call) => call.status === 'paused' || call.status === 'unknown');
+  }
+
+  /** Whether the run is paused on this call's compensation rather than on the call (issue 14). */
+  pausedOnCompensation(): boolean {
+    return this.paused !== null && this.paused.compensation?.status === 'paused';
   }
 
   /** Run deadline, ms since the epoch (workflow time). */
@@ -249,6 +291,12 @@ export class RunState {
         call.status = 'not-run';
         call.reason ??= `not started: the run stopped (${why})`;
       }
+      const compensation = call.compensation;
+      if (compensation !== null && (compensation.status === 'running' || compensation.status === 'paused')) {
+        compensation.status = 'pending';
+        compensation.reason = `${compensation.reason ?? 'not finished'}; the run stopped (${why}) before the compensation finished`;
+      }
+      call.pausedItem = null;
     }
     this.paused = null;
     this.bump();
@@ -281,6 +329,7 @@ export class RunState {
         modelInput: call.input,
         approvalExpiresAt: call.approval?.expiresAt != null ? iso(call.approval.expiresAt) : null,
       }));
+    if (this.pausedOnCompensation()) pendingCalls.push(compensationPendingView(this.paused!));
     const paused = this.paused;
     return {
       phase: this.phase,
@@ -297,16 +346,7 @@ export class RunState {
         deadlineAt: iso(this.deadlineAt),
         remainingMs: Math.max(0, this.deadlineAt - now),
       },
-      paused:
-        paused === null
-          ? null
-          : {
-              callId: paused.callId,
-              toolName: paused.toolName,
-              errorType: paused.errorType ?? 'UNCLASSIFIED',
-              reason: paused.reason ?? '',
-              pausedAt: iso(paused.pausedAt ?? now),
-            },
+      paused: paused === null ? null : pausedView(paused, now),
       stoppedBecause: this.stopped?.because ?? null,
     };
   }
@@ -340,6 +380,45 @@ export function retryId(modelCallId: string, attempt: number): string {
   return `${modelCallId}~retry${attempt}`;
 }
 
+/** The paused view of `call`: the call's pause, or its compensation's (`role: 'compensation'`). */
+function pausedView(call: CallState, now: number): PausedView {
+  const compensation = call.compensation?.status === 'paused' ? call.compensation : null;
+  if (compensation !== null) {
+    return {
+      callId: call.callId,
+      toolName: call.toolName,
+      errorType: compensation.errorType ?? 'UNCLASSIFIED',
+      reason: compensation.reason ?? '',
+      pausedAt: iso(compensation.pausedAt ?? now),
+      role: 'compensation',
+    };
+  }
+  return {
+    callId: call.callId,
+    toolName: call.toolName,
+    errorType: call.errorType ?? 'UNCLASSIFIED',
+    reason: call.reason ?? '',
+    pausedAt: iso(call.pausedAt ?? now),
+    ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
+  };
+}
+
+/** A call whose compensation is paused, as a pending call: status `paused`, the compensation's error and reason, `role: 'compensation'`. */
+function compensationPendingView(call: CallState): PendingCallView {
+  const compensation = call.compensation!;
+  return {
+    ...(report(call) as CallReport<LiveCallStatus>),
+    status: 'paused',
+    errorType: compensation.errorType,
+    reason: compensation.reason,
+    arguments: call.arguments,
+    target: call.target,
+    modelInput: call.input,
+    approvalExpiresAt: null,
+    role: 'compensation',
+  };
+}
+
 function isLive(status: CallStatus): status is LiveCallStatus {
   return (LIVE_CALL_STATUSES as readonly string[]).includes(status);
 }
@@ -368,6 +447,10 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
     approvedIntentDigest: null,
     pausedAt: null,
     message: null,
+    pausedItem: null,
+    batch: null,
+    appliedSeq: null,
+    compensation: null,
   };
 }
 
@@ -386,5 +469,13 @@ function report(call: CallState): CallReport {
     idempotencyKey: call.idempotencyKey,
     errorType: call.errorType,
     reason: call.reason,
+    ...(call.compensation !== null ? { compensation: compensationReport(call.compensation) } : {}),
+    ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
+    ...(call.batch !== null ? { batch: call.batch } : {}),
   };
+}
+
+function compensationReport(state: CompensationState): CompensationReport {
+  const { pausedAt: _pausedAt, ...shown } = state;
+  return { ...shown };
 }

@@ -7,7 +7,8 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
-import type { DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
+import type { BatchCancellationReport } from './issue14-contract';
+import type { BatchItemRef, DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
 import type { LoggedMessage } from '../model/types';
 import type { JsonValue } from '../checkpoint/types';
 
@@ -158,6 +159,18 @@ export interface AgentWorkflowInput {
    */
   readonly toolConcurrency?: number;
   readonly limits?: RunLimits;
+  /**
+   * Compensation policy (issue 14, saga): present = the run compensates. When the run is
+   * cancelled, abandoned by a person, or a tool call's result is an error whose `type` is listed
+   * here (for example `BUSINESS_REJECTION`; the run then stops `incomplete` / `compensate-on`),
+   * the run undoes its applied effects (calls completed `ok`, or resolved applied) in the reverse
+   * order they were applied, each through the tool's declared compensation (`compensateToolCall`).
+   * A call whose outcome is unknown pauses for a person first; a call proven absent or not run is
+   * never compensated. `[]`: compensate on cancel and abandon only. Up to 100 distinct non-empty
+   * types of at most 256 characters each. Absent: nothing is compensated (runs before issue 14).
+   * Compensations cover this run's calls, not calls of earlier runs of a continue-as-new chain.
+   */
+  readonly compensateOn?: readonly string[];
   /** Set by the workflow when it continues as new; see {@link ContinuedRun}. */
   readonly continued?: ContinuedRun;
 }
@@ -170,9 +183,22 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
  * Why a run stopped: the model ended its turn, its answer was cut off (`model-truncated`:
  * Anthropic `max_tokens`, OpenAI `length`) or refused (`model-refused`: `refusal`,
  * `content_filter`) — both end the run `incomplete` and none of that answer's calls runs — a
- * budget or the deadline ran out, a person cancelled or abandoned.
+ * budget or the deadline ran out, a person cancelled or abandoned, or a tool call's error result
+ * has a type the run's `compensateOn` names (`compensate-on`: the run ends `incomplete` and
+ * compensates; issue 14).
  */
-export const STOP_REASONS = ['model-stopped', 'model-truncated', 'model-refused', 'max-turns', 'max-tool-calls', 'max-conversation-bytes', 'deadline', 'cancel', 'abandon'] as const;
+export const STOP_REASONS = [
+  'model-stopped',
+  'model-truncated',
+  'model-refused',
+  'max-turns',
+  'max-tool-calls',
+  'max-conversation-bytes',
+  'deadline',
+  'cancel',
+  'abandon',
+  'compensate-on',
+] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
 /**
@@ -237,6 +263,69 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly errorType: string | null;
   /** Why it was rejected, failed, paused, unknown, resolved or abandoned; else null. */
   readonly reason: string | null;
+  /** The compensation of this call, once the run started compensating it (issue 14). Absent otherwise. */
+  readonly compensation?: CompensationReport;
+  /**
+   * The batch item the call is paused on (a batch tool's `ctx.forEachItem` item whose outcome is
+   * unknown, issue 14): a resolution of the call is stored in that item's checkpoint and the call
+   * then runs again under the same call id, resuming after the item. Absent otherwise.
+   */
+  readonly item?: PausedItem;
+  /** A batch call cancelled part-way: its items applied / not applied / unknown, as the activity reported them. Absent otherwise. */
+  readonly batch?: BatchCancellationReport;
+}
+
+/** A paused batch item, from the OUTCOME_UNKNOWN failure's `details.item`: key, generation, 0-based index, its idempotency key. */
+export interface PausedItem extends BatchItemRef {
+  readonly index: number;
+  readonly idempotencyKey: string | null;
+}
+
+/**
+ * Where a call's compensation stands (issue 14):
+ * - `running`: `compensateToolCall` is running;
+ * - `paused`: its outcome is unknown, or the provider refused it (`ok: false`); waits for
+ *   `resolveOutcomeUpdate` (applied / absent → runs again as the next generation / abandon);
+ * - `compensated`: the compensation applied (ran `ok`, or a person resolved it applied);
+ * - `pending`: not done: a person abandoned it, or the run stopped while it waited;
+ * - `not-declared`: the call's tool declares no compensation; the effect stays applied.
+ */
+export const COMPENSATION_STATUSES = ['running', 'paused', 'compensated', 'pending', 'not-declared'] as const;
+export type CompensationStatus = (typeof COMPENSATION_STATUSES)[number];
+
+/** A call's compensation as the result and the status query report it. */
+export interface CompensationReport {
+  readonly status: CompensationStatus;
+  /** Which run of the compensation: 1, raised by one each time a person proves a run absent. */
+  readonly generation: number;
+  /** The compensation that ran: the named tool, or `<tool>~compensation` for a function; null until the worker answered. */
+  readonly toolName: string | null;
+  readonly toolRevision: string | null;
+  readonly source: CallSource | null;
+  /** The compensation's outcome (`ok: false`: the provider refused it). Null until known. */
+  readonly outcome: DeliveredOutcome | null;
+  /** The compensation's `ttcc-…` idempotency key; null until the worker answered. */
+  readonly idempotencyKey: string | null;
+  /** Failure or refusal type behind `paused` / `pending`, else null. */
+  readonly errorType: string | null;
+  readonly reason: string | null;
+}
+
+/**
+ * The run's effects (issue 14), by call id: what is in place at the end of the run and what was
+ * undone. Every call is in exactly one list.
+ */
+export interface RunEffects {
+  /** Applied and left in place (completed `ok` or resolved applied; not compensated: the run did not compensate, or the tool declares no compensation). */
+  readonly applied: readonly string[];
+  /** Applied, then undone by its compensation. */
+  readonly compensated: readonly string[];
+  /** Applied, and its compensation did not finish (abandoned by a person, or the run stopped while it waited). */
+  readonly compensationPending: readonly string[];
+  /** Nothing applied: not run, rejected, failed, proven absent, or the tool's own error result. */
+  readonly notRun: readonly string[];
+  /** May have been applied, nobody knows: `unknown`, `abandoned` (never compensated). */
+  readonly unknown: readonly string[];
 }
 
 /**
@@ -261,6 +350,8 @@ export interface AgentWorkflowResult {
   readonly calls: readonly CallReport<FinalCallStatus>[];
   /** `calls` grouped into ran / not run / unknown. */
   readonly summary: CallSummary;
+  /** `calls` grouped by effect: applied, compensated, compensation pending, not run, unknown (issue 14). */
+  readonly effects: RunEffects;
   /** Model turns taken. */
   readonly turns: number;
   readonly stoppedBecause: StopReason;
@@ -277,6 +368,7 @@ export interface AgentWorkflowResult {
 export const RUN_PHASES = [
   'model',
   'tools',
+  'compensating',
   'awaiting-approval',
   'paused',
   'completed',
@@ -308,6 +400,12 @@ export interface PendingCallView extends CallReport<LiveCallStatus> {
   readonly modelInput: JsonValue;
   /** For a call needing approval: when the approval expires (it must also start running before then). */
   readonly approvalExpiresAt: string | null;
+  /**
+   * `compensation` when what is paused is the call's compensation, not the call (issue 14): the
+   * call itself applied; `errorType` / `reason` are the compensation's, and `compensation` holds
+   * its details. Absent for the call itself.
+   */
+  readonly role?: 'compensation';
 }
 
 /** Budget used against limits. */
@@ -336,7 +434,7 @@ export interface RunStatusView {
   readonly calls: readonly CallReport[];
   readonly budget: BudgetView;
   /** The paused call and why it paused, while phase is `paused`. */
-  readonly paused: { readonly callId: string; readonly toolName: string; readonly errorType: string; readonly reason: string; readonly pausedAt: string } | null;
+  readonly paused: PausedView | null;
   /** Set once the run has stopped. */
   readonly stoppedBecause: StopReason | null;
   /** How many times the run continued as new (0 for a first run). Absent in runs started before issue 11. */
@@ -345,6 +443,19 @@ export interface RunStatusView {
   readonly earlierCalls?: EarlierCalls;
   /** The conversation's size and where it lives. Absent in runs started before issue 11. */
   readonly conversation?: { readonly messages: number; readonly bytes: number; readonly maxBytes: number; readonly byReference: boolean };
+}
+
+/** What the run is paused on: the call (or, with `role: 'compensation'`, its compensation; with `item`, one item of a batch call). */
+export interface PausedView {
+  readonly callId: string;
+  readonly toolName: string;
+  readonly errorType: string;
+  readonly reason: string;
+  readonly pausedAt: string;
+  /** `compensation` when the call's compensation is paused (issue 14). Absent for the call itself. */
+  readonly role?: 'compensation';
+  /** The batch item the call is paused on (issue 14). Absent otherwise. */
+  readonly item?: PausedItem;
 }
 
 /** Payload of `approveCallUpdate`: binds the approval to the call's frozen intent and the run's state. */
@@ -391,10 +502,22 @@ export type ResolveOutcomeRequest =
 export interface ResolveOutcomeResult {
   readonly callId: string;
   readonly resolution: ToolCallResolution;
-  /** The paused call's final status: `resolved-applied`, `resolved-absent` or `abandoned`. */
+  /**
+   * The paused call's final status: `resolved-applied`, `resolved-absent` or `abandoned`. For a
+   * batch item (`item`) or a compensation (`role`), what became of the item or the compensation.
+   */
   readonly status: 'resolved-applied' | 'resolved-absent' | 'abandoned';
-  /** After `absent`: the new call id the call runs again under; else null. */
+  /**
+   * After `absent`: the call id the call runs again under (`<callId>~retryN`; for a batch item,
+   * the same call id: the call resumes after the item); else null. Null for a compensation.
+   */
   readonly retryCallId: string | null;
+  /** The batch item the resolution was stored for (issue 14). Absent otherwise. */
+  readonly item?: BatchItemRef;
+  /** `compensation` when the resolution was of the call's compensation (issue 14). Absent otherwise. */
+  readonly role?: 'compensation';
+  /** For a compensation resolved `absent`: the generation it runs again as. Absent otherwise. */
+  readonly compensationGeneration?: number;
 }
 
 /** Payload of `cancelRunSignal`. */
