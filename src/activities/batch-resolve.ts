@@ -1,18 +1,62 @@
 /**
  * A person's resolution of one paused item of a batch call (issue 14): stored in the item's own
- * checkpoint. Implemented by the batch fence's owner.
+ * checkpoint under the fence it holds, never in the call's. `applied` stores the item's result
+ * (the person proved the effect happened); `absent` stores the marker `RESOLVED_ABSENT`, so the
+ * next attempt of the call runs the item again under its next generation (a new checkpoint and
+ * key). Nothing is reset to ready. The workflow then runs the call again, which resumes the batch.
  */
+import { randomUUID } from 'node:crypto';
+import { sanitizeReason } from '../checkpoint/bounds';
+import { itemBinding, itemIdempotencyKey } from '../checkpoint/batch-identity';
+import { completeAndDeliver } from '../checkpoint/compose';
 import { CheckpointError } from '../checkpoint/errors';
-import type { ResolveToolCallInput, ResolveToolCallResult } from './contract';
+import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
 import type { CallLocator } from './call-failure';
-import type { FencedToolDeps } from './fenced-tool';
+import { RESOLVED_ABSENT } from './batch-fence';
+import { transitionTime, type FencedToolDeps } from './fenced-tool';
 
 /**
  * Stores `input.resolution` for the item `input.item` of the batch call `input.callId`.
- * @throws {@link CheckpointError} INVALID_ARGUMENT when the item has no checkpoint to resolve.
+ * Idempotent: an item already settled is returned as stored.
+ * @returns the item's stored outcome, its idempotency key, and the call's tool and revision.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT when this worker cannot prepare the call (its
+ *   tool is gone), the tool is not a batch tool, `applied` comes without a result, or the item
+ *   has no checkpoint; INVALID_TRANSITION when the item is neither executing, uncertain nor
+ *   settled; STORE_OUTCOME_UNKNOWN when the item changed while being resolved (retry).
  */
 export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
-  void deps;
-  void where;
-  throw new CheckpointError('INVALID_ARGUMENT', `item ${JSON.stringify(input.item?.key)} of call ${JSON.stringify(input.callId)} cannot be resolved yet`, { callId: input.callId });
+  const { call } = where;
+  const ref = input.item!;
+  const what = `item ${JSON.stringify(ref.key)} (generation ${ref.generation}) of call ${JSON.stringify(input.callId)}`;
+  if (call === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: this worker cannot prepare the call (its tool is gone or its input no longer parses), so its items cannot be found`, { callId: input.callId });
+  if (call.tool.batch !== true) throw new CheckpointError('INVALID_ARGUMENT', `${what}: ${call.tool.name} is not a batch tool`, { callId: input.callId, field: 'item' });
+  // The item's checkpoint is found by call id (its fingerprint needs the item, which the person does not send).
+  const callId = itemBinding(call.binding, ref.key, ref.generation, null).callId;
+  const record = await deps.store.getByCall(call.binding.namespace, callId);
+  if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${what} has no checkpoint to resolve`, { callId: input.callId, field: 'item' });
+  if (record.status === 'executing' || record.status === 'uncertain') {
+    let result: ToolOutcome;
+    if (input.resolution === 'applied') {
+      if (input.result === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: an applied resolution needs the item's result`, { field: 'result' });
+      result = input.result;
+    } else {
+      result = { ok: false, error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') } };
+    }
+    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId: `delivery-resolve-${randomUUID()}`, at: transitionTime(deps, record), result, maxPayloadBytes: deps.maxPayloadBytes });
+    if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
+      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${what} changed while being resolved; retry`, { callId: input.callId });
+    }
+  }
+  const current = await deps.store.getByCall(call.binding.namespace, callId);
+  if (current === null || current.result === null) {
+    throw new CheckpointError('INVALID_TRANSITION', `${what} is ${current?.status ?? 'missing'}; only an executing or uncertain item can be resolved`, { callId: input.callId });
+  }
+  return {
+    callId: input.callId,
+    toolName: current.binding.toolName,
+    toolRevision: current.binding.toolRevision,
+    outcome: current.result.payload as ToolOutcome,
+    idempotencyKey: itemIdempotencyKey(call.idempotencyKey, ref.key, ref.generation),
+    intentDigest: null,
+  };
 }

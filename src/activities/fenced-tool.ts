@@ -22,6 +22,7 @@ import { ClaimRenewal } from './claim-renewal';
 import { crashPoint, type FencePoint } from './crash-points';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind, type LookupResult, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
 import type { PreparedCall } from './prepare-call';
+import { BatchRun } from './batch-fence';
 import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
 
 /** Default `reconcileMarginMs`: 5,000 ms. */
@@ -91,6 +92,24 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evide
     }
     throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
   });
+}
+
+/** The observer of an item's attempt: items are traced as the store operations of their call's span. */
+const ITEM_OBSERVER: AttemptObserver = { decided: () => undefined };
+
+/**
+ * Settles one item of a batch call (`./batch-fence`) with the attempt logic of a call: claim,
+ * apply under the claim, store; or deliver a stored result; or reconcile a claim another attempt
+ * left (lookup, same-key repeat, pause). Runs inside the call's attempt (its span, its store).
+ * @throws {@link CheckpointError} as {@link settleCall}.
+ */
+export async function settleItem(deps: FencedToolDeps, item: PreparedCall): Promise<FencedToolResult> {
+  const attempt = new Attempt(deps, item, { claimSent: false, seen: null }, ITEM_OBSERVER);
+  for (let round = 0; round < MAX_ROUNDS; round += 1) {
+    const step = await attempt.round();
+    if (step !== REREAD) return step;
+  }
+  throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: item.input.callId });
 }
 
 /**
@@ -202,6 +221,9 @@ class Attempt {
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
+    // A batch call's effects are its items, each under its own claim (issue 14): the call is taken
+    // over at once and run again; finished items are delivered, the interrupted one is reconciled.
+    if (tool.batch === true) return this.runAndStore(await this.takeOver(record), 'executed');
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup(record);
@@ -300,7 +322,8 @@ class Attempt {
       throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, undefined);
     }
     await this.step('before-execute');
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
+    // An item of a batch is not stopped by cancellation once claimed: the batch stops between items (./batch-fence).
+    if (this.call.item === undefined && ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
     const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
     if (this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
@@ -414,12 +437,15 @@ class Attempt {
   private async invoke(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked> {
     const { tool } = this.call;
     const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
-    const deadlineAt = Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
+    // A batch call has no deadline of its own: each of its items has `callDeadlineMs` (./batch-fence).
+    const batch = tool.batch === true ? this.batchRun() : undefined;
+    const deadlineAt = batch !== undefined ? Number.MAX_SAFE_INTEGER : Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
     // After a same-key repeat, or once the provider said the key is in flight, an earlier request may have applied the effect.
     let mayBeApplied = source === 'same-key-repeat';
-    const cancellation = Context.current().cancellationSignal;
+    // An item's request is not aborted by cancellation (the batch stops between items, so the item's outcome stays known).
+    const cancellation = this.call.item === undefined ? Context.current().cancellationSignal : new AbortController().signal;
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
+    const timer = batch !== undefined ? undefined : setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
     const signal = AbortSignal.any([cancellation, deadline.signal]);
     const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
     expired.catch(() => undefined);
@@ -427,7 +453,7 @@ class Attempt {
       const value: ToolSuccess = await this.heartbeating(
         () =>
           Promise.race([
-            retryTransient(() => tool.execute(this.call.args as never, this.context(signal)), {
+            retryTransient(() => tool.execute(this.call.args as never, this.context(signal, batch)), {
               policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
               deadlineAt,
               now: () => this.clock().getTime(),
@@ -439,10 +465,13 @@ class Attempt {
             }),
             expired,
           ]),
-        this.heartbeatDetails(claimed, 'execute'),
+        batch === undefined ? this.heartbeatDetails(claimed, 'execute') : () => fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', batch.progress()),
       );
+      batch?.rethrowStop();
       return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
     } catch (error) {
+      // What stopped a batch (an item to reconcile or resolve, cancellation, the store) fails the attempt as it is; the call is not marked unknown.
+      if (batch?.stopped === true) throw batch.stopError;
       if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
         return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
       }
@@ -458,18 +487,18 @@ class Attempt {
       }
       return outcome;
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimeout(timer);
       // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
       // listen to is released (Node keeps such signals alive until they abort).
       if (!deadline.signal.aborted) deadline.abort(new Error(`${tool.name} call is over`));
     }
   }
 
-  /** Runs `work`, heartbeating `details` every third of the heartbeat timeout (at least every 200 ms). */
-  private async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails): Promise<T> {
+  /** Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the heartbeat timeout (at least every 200 ms). */
+  private async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails | (() => FenceHeartbeatDetails)): Promise<T> {
     const ctx = Context.current();
     const intervalMs = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 3_000) / 3));
-    const timer = setInterval(() => ctx.heartbeat(details), intervalMs);
+    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? details() : details), intervalMs);
     try {
       return await work();
     } finally {
@@ -479,10 +508,17 @@ class Attempt {
 
   /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../telemetry/heartbeat-details`). */
   private heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
-    return fenceHeartbeatDetails(this.call.input.callId, record.status, phase);
+    const progress = this.call.batchProgress;
+    return progress === undefined ? fenceHeartbeatDetails(this.call.input.callId, record.status, phase) : fenceHeartbeatDetails(this.call.input.callId, record.status, 'items', progress());
   }
 
-  private context(signal: AbortSignal): ToolContext {
+  /** The batch of this attempt of a `batch` tool: its items are settled by {@link settleItem} with this attempt's deps. */
+  private batchRun(): BatchRun {
+    const ctx = Context.current();
+    return new BatchRun(this.call, (item) => settleItem(this.deps, item), ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
+  }
+
+  private context(signal: AbortSignal, batch?: BatchRun): ToolContext {
     const ctx = Context.current();
     return {
       idempotencyKey: this.call.idempotencyKey,
@@ -492,6 +528,8 @@ class Attempt {
       workflowId: this.call.workflowId,
       signal,
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
+      ...(batch === undefined ? {} : { forEachItem: batch.forEachItem }),
+      ...(this.call.item === undefined ? {} : { item: this.call.item }),
     };
   }
 

@@ -43,7 +43,7 @@ const compensationGenerationSchema = z.number().int().min(1).max(1_000_000).opti
 export const resolveToolCallInputSchema = z.strictObject({
   ...fencedToolInputShape,
   resolution: z.string(),
-  result: z.unknown(),
+  result: z.unknown().optional(),
   reason: z.string(),
   item: z.strictObject({ key: z.string().min(1).max(256), generation: z.number().int().min(1).max(1_000_000) }).optional(),
   compensationGeneration: compensationGenerationSchema,

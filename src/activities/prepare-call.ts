@@ -15,6 +15,8 @@ import { deepFreeze } from '../checkpoint/record';
 import type { Binding, JsonValue } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
 import type { ToolDefinition } from './define-tool';
+import type { ItemRef } from '../checkpoint/batch-identity';
+import type { BatchProgress } from './batch-fence';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {
@@ -48,6 +50,10 @@ export interface PreparedCall {
   readonly keyCallId: string;
   readonly attemptId: string;
   readonly deliveryId: string;
+  /** Set for one item of a batch call (`./batch-fence`): the item's key, position and generation. */
+  readonly item?: ItemRef;
+  /** Set for one item of a batch call: the batch's progress, for the fence's heartbeat details. */
+  readonly batchProgress?: () => BatchProgress;
 }
 
 /**

@@ -108,7 +108,8 @@ export const CHECKPOINT_ERROR_CODES = {
 export type CheckpointErrorCode = keyof typeof CHECKPOINT_ERROR_CODES;
 
 /** JSON-safe facts about an error (`field`, `limit`, `actual`, `fromStatus`, …). */
-export type CheckpointErrorDetails = Readonly<Record<string, string | number | boolean | null | readonly string[]>>;
+/** Details of a {@link CheckpointError}: flat values, or one level of them (`item` of a batch item: key, generation, index, idempotency key). */
+export type CheckpointErrorDetails = Readonly<Record<string, string | number | boolean | null | readonly string[] | Readonly<Record<string, string | number>>>>;
 
 /**
  * The error every layer throws. `message` starts with the code and names the thing.

@@ -14,9 +14,18 @@ import type { Status } from '../checkpoint/types';
  * What the attempt is doing:
  * - `execute`: the tool's `execute` runs under this attempt's claim (sent right after the claim
  *   and then periodically);
- * - `lookup`: the tool's `lookup` runs to reconcile a claim an earlier attempt left unfinished.
+ * - `lookup`: the tool's `lookup` runs to reconcile a claim an earlier attempt left unfinished;
+ * - `items`: a batch call settles its items (`ctx.forEachItem`, issue 14); `items` says how far.
  */
-export type FencePhase = 'execute' | 'lookup';
+export type FencePhase = 'execute' | 'lookup' | 'items';
+
+/** How far a batch call is: items in the batch, settled, applied, and the key of the item being settled (null between items). */
+export interface BatchItemsProgress {
+  readonly total: number;
+  readonly settled: number;
+  readonly applied: number;
+  readonly current: string | null;
+}
 
 /** The details of the fence's heartbeats. */
 export interface FenceHeartbeatDetails {
@@ -25,9 +34,11 @@ export interface FenceHeartbeatDetails {
   /** The status of the call's checkpoint as this attempt last knew it (SPEC §2). */
   readonly checkpointStatus: Status;
   readonly phase: FencePhase;
+  /** Only in phase `items`: the batch's progress; `checkpointStatus` is then the current item's. */
+  readonly items?: BatchItemsProgress;
 }
 
-/** The heartbeat details for `callId` in `phase`, its checkpoint in `checkpointStatus`. */
-export function fenceHeartbeatDetails(callId: string, checkpointStatus: Status, phase: FencePhase): FenceHeartbeatDetails {
-  return { callId, checkpointStatus, phase };
+/** The heartbeat details for `callId` in `phase`, its checkpoint in `checkpointStatus` (and a batch's progress in phase `items`). */
+export function fenceHeartbeatDetails(callId: string, checkpointStatus: Status, phase: FencePhase, items?: BatchItemsProgress): FenceHeartbeatDetails {
+  return items === undefined ? { callId, checkpointStatus, phase } : { callId, checkpointStatus, phase, items };
 }
