@@ -18,6 +18,24 @@ export interface CreateResult {
   readonly record: CheckpointRecord;
 }
 
+/** Most writes in one `writeGroup` call and most bindings in one `getMany` call. */
+export const MAX_GROUP_SIZE = 1_000;
+
+/**
+ * One write of {@link CheckpointStore.writeGroup}: a `create` is a `createIfAbsent(record)`, a
+ * `cas` a `compareAndSwap(expectedRevision, next, expected)` (always with `expected`: the record
+ * the transition was computed from, as this store instance returned or wrote it).
+ */
+export type GroupWrite =
+  | { readonly kind: 'create'; readonly record: CheckpointRecord }
+  | { readonly kind: 'cas'; readonly expectedRevision: number; readonly next: CheckpointRecord; readonly expected: CheckpointRecord };
+
+/**
+ * The outcome of one {@link GroupWrite}, as its single method would answer it: `create` →
+ * {@link CreateResult}, `cas` → whether exactly that row was replaced.
+ */
+export type GroupWriteResult = { readonly kind: 'create'; readonly created: boolean; readonly record: CheckpointRecord } | { readonly kind: 'cas'; readonly swapped: boolean };
+
 /** Filter of `listByStatus`. */
 export interface ListOptions {
   /** Only records whose `updatedAt` is before this ISO-8601 UTC time. */
@@ -142,6 +160,40 @@ export interface CheckpointStore {
    *   `expectedRevision`, or belongs to another row (never a silent revision-only fall-back).
    */
   compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean>;
+  /**
+   * The stored records of `bindings`, in the same order (null where there is none; a repeated
+   * binding gets the same record each time): what `get` returns for each, read with one
+   * statement (SQLite: a few, in chunks) instead of one per binding.
+   *
+   * @param bindings at most {@link MAX_GROUP_SIZE} (1,000).
+   * @throws {@link CheckpointError} INVALID_ARGUMENT for more than 1,000 bindings or a malformed
+   *   one (`details.index`); the quarantine code of the first damaged row in `bindings` order
+   *   (`details.key`; never null for it, the row is left as is); STORE_UNAVAILABLE.
+   */
+  getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]>;
+  /**
+   * Applies `writes` in ONE transaction (one commit, one fsync; issue 14: a batch's item
+   * checkpoints are written in groups, not 2 synchronous writes per item). Each write has
+   * exactly the semantics of its single method on its own ({@link createIfAbsent},
+   * {@link compareAndSwap} with `expected`): one may create or swap while another finds a row
+   * or loses its compare-and-swap; sealing, encryption and the `expected` body check are the
+   * same, so a damaged row is never overwritten. Records written (created, swapped `next`) are
+   * remembered as this instance's, so they can be the `expected` of a later write.
+   *
+   * @param writes at most {@link MAX_GROUP_SIZE} (1,000), each on its own row and call: no two
+   *   writes may share a key or a `(namespace, callId)`. Empty: resolves `[]` and writes nothing.
+   * @returns one {@link GroupWriteResult} per write, in order. As for `createIfAbsent`, after a
+   *   lost connection the group is sent again, so `created` may be false for a record this very
+   *   call inserted (a `cas` is then settled by the row's body: true when it holds `next`).
+   * @throws {@link CheckpointError} INVALID_ARGUMENT (`details.index`) for more than 1,000 writes,
+   *   an unknown kind, two writes on one key or call, or a `cas` whose revisions or `expected`
+   *   are wrong (as `compareAndSwap`); INVALID_CHECKPOINT for an invalid record; all before
+   *   anything is sent. STORE_UNAVAILABLE when nothing of the group was committed;
+   *   STORE_OUTCOME_UNKNOWN when it may have been (read the records again). A `create` that
+   *   finds a quarantined row: its quarantine code (`details.key`), thrown after the transaction
+   *   committed: the other writes of the group ARE stored (the damaged row is left as it is).
+   */
+  writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]>;
   /**
    * Records in any of `statuses` (for operators), oldest `updatedAt` first. Quarantined rows
    * are skipped here; list them with {@link listQuarantined}.

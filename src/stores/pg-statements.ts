@@ -64,6 +64,42 @@ export function pgStatements(schema: string) {
     /** The CAS that also requires the stored body to be the one the caller read: `$7` its SHA-256 (hex). */
     CAS_BODY: `UPDATE ${t} SET status = $3::pg_catalog.text, revision = $4::pg_catalog.int8, updated_at = $5::pg_catalog.timestamptz, body = $6::pg_catalog.text
   WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8 AND ${digest('body')} ${EQ} $7::pg_catalog.text`,
+    /** The records of keys `$1` (`getMany`; absent keys are missing). */
+    GET_MANY: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} ANY ($1::pg_catalog.text[])`,
+    /**
+     * Create-if-absent of many rows in one statement (`writeGroup`), in key order (so two
+     * overlapping groups wait for each other's keys in one order): `$1`..`$8` arrays of the
+     * {@link INSERT} columns. Returns the key of each row it inserted.
+     */
+    INSERT_MANY: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
+  SELECT v.key, v.namespace, v.call_id, v.tool_name, v.status, v.revision, v.updated_at, v.body
+  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]),
+    pg_catalog.unnest($5::pg_catalog.text[]), pg_catalog.unnest($6::pg_catalog.int8[]), pg_catalog.unnest($7::pg_catalog.timestamptz[]), pg_catalog.unnest($8::pg_catalog.text[]))
+    AS v(key, namespace, call_id, tool_name, status, revision, updated_at, body)
+  ORDER BY v.key
+  ON CONFLICT DO NOTHING RETURNING key`,
+    /**
+     * For each insert that found a row (`$1` keys, `$2` namespaces, `$3` call ids): the row
+     * holding that key, else the row holding that (namespace, call id), as {@link EXISTING}; `i`
+     * is the 1-based position in `$1`.
+     */
+    EXISTING_MANY: `SELECT v.i, e.key, e.status, e.revision, e.updated_at, e.body
+  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[])) WITH ORDINALITY AS v(key, namespace, call_id, i)
+  CROSS JOIN LATERAL (SELECT ${ROW_COLUMNS} FROM ${t}
+    WHERE key ${EQ} v.key OR (namespace ${EQ} v.namespace AND call_id ${EQ} v.call_id) ORDER BY (key ${EQ} v.key) DESC LIMIT 1) AS e`,
+    /** Locks the rows of keys `$1` in key order (`writeGroup`'s compare-and-swaps then never deadlock with another group's). */
+    LOCK_MANY: `SELECT key FROM ${t} WHERE key ${EQ} ANY ($1::pg_catalog.text[]) ORDER BY key FOR UPDATE`,
+    /**
+     * Many compare-and-swaps in one statement, each as {@link CAS_BODY}: `$1` keys, `$2`
+     * expected revisions, `$3`..`$6` status, revision, updated_at, body arrays, `$7` the expected
+     * bodies' SHA-256 (hex). Returns the key of each row it replaced.
+     */
+    CAS_MANY: `UPDATE ${t} AS t SET status = v.status, revision = v.revision, updated_at = v.updated_at, body = v.body
+  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.int8[]), pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.int8[]),
+    pg_catalog.unnest($5::pg_catalog.timestamptz[]), pg_catalog.unnest($6::pg_catalog.text[]), pg_catalog.unnest($7::pg_catalog.text[]))
+    AS v(key, expected_revision, status, revision, updated_at, body, expected_body)
+  WHERE t.key ${EQ} v.key AND t.revision ${EQ} v.expected_revision AND ${digest('t.body')} ${EQ} v.expected_body
+  RETURNING t.key`,
     /** A page of records by status: `$1` statuses, `$2` older-than or null, `$3`/`$4` the cursor (updated_at, key) or null, `$5` page size. */
     LIST: `SELECT ${ROW_COLUMNS} FROM ${t}
   WHERE status ${EQ} ANY ($1::pg_catalog.text[]) AND ($2::pg_catalog.timestamptz IS NULL OR updated_at ${LT} $2::pg_catalog.timestamptz)
@@ -109,7 +145,7 @@ SELECT pg_catalog.count(DISTINCT log_id)::pg_catalog.int4 AS n FROM gone`,
      * on every call): the ones of a tool call's lifecycle. Paging, pruning and transactions stay
      * unnamed.
      */
-    prepared: new Set<string>([sql.GET, sql.GET_BY_CALL, sql.INSERT, sql.EXISTING, sql.CAS, sql.CAS_BODY, sql.GET_ENTRIES]),
+    prepared: new Set<string>([sql.GET, sql.GET_BY_CALL, sql.INSERT, sql.EXISTING, sql.CAS, sql.CAS_BODY, sql.GET_ENTRIES, sql.GET_MANY]),
   };
 }
 

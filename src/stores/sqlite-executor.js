@@ -26,7 +26,7 @@
  */
 'use strict';
 
-const { ENTRY_KEY_CHUNK, entriesSql, listSql, prepare } = require('./sqlite-statements');
+const { ENTRY_KEY_CHUNK, KEY_CHUNK, entriesSql, listSql, prepare, rowsSql } = require('./sqlite-statements');
 const { JobFailure, runWrite, verifyWrite } = require('./sqlite-writes');
 
 /**
@@ -52,7 +52,7 @@ const { JobFailure, runWrite, verifyWrite } = require('./sqlite-writes');
 const MAX_SNAPSHOT_RETRIES = 20;
 
 /** The ops that write (a group commit); every other op is a read or a control request. */
-const WRITE_OPS = new Set(['insert', 'cas', 'pruneLogs', 'deleteRows', 'putEntries']);
+const WRITE_OPS = new Set(['insert', 'cas', 'group', 'pruneLogs', 'deleteRows', 'putEntries']);
 
 /**
  * Whether `request` is a write (joins a group commit).
@@ -73,6 +73,8 @@ class SqliteExecutor {
   #lists = new Map();
   /** @type {Statement | null} */
   #fullChunk = null;
+  /** @type {Statement | null} */
+  #fullRowChunk = null;
   /** @type {SqliteCommitFault | null} */
   #fault = null;
 
@@ -129,6 +131,8 @@ class SqliteExecutor {
         return s.get.get(request.key) ?? null;
       case 'getByCall':
         return s.getByCall.get(request.namespace, request.callId) ?? null;
+      case 'getMany':
+        return this.#rows(request.keys);
       case 'list':
         return this.#listStatement(request.statuses.length).all(...request.statuses, request.olderThan, ...request.after, request.limit);
       case 'scan':
@@ -163,6 +167,22 @@ class SqliteExecutor {
       this.#lists.set(count, statement);
     }
     return statement;
+  }
+
+  /**
+   * The rows of `keys`, in chunks of {@link KEY_CHUNK} (one statement each).
+   * @param {readonly string[]} keys distinct keys
+   * @returns {SqliteRow[]}
+   */
+  #rows(keys) {
+    /** @type {SqliteRow[]} */
+    const rows = [];
+    for (let i = 0; i < keys.length; i += KEY_CHUNK) {
+      const chunk = keys.slice(i, i + KEY_CHUNK);
+      const statement = chunk.length === KEY_CHUNK ? (this.#fullRowChunk ??= this.#db.prepare(rowsSql(KEY_CHUNK))) : this.#db.prepare(rowsSql(chunk.length));
+      rows.push(.../** @type {SqliteRow[]} */ (statement.all(...chunk)));
+    }
+    return rows;
   }
 
   /**
@@ -283,7 +303,7 @@ class SqliteExecutor {
     /** @type {Verdict[]} */
     const verdicts = writes.map((job, i) => {
       const result = results[i];
-      return result?.ok && result.changed ? verifyWrite(this.#s, job) : 'unknown';
+      return result?.ok && result.changed ? verifyWrite(this.#s, job, result.value) : 'unknown';
     });
     const present = verdicts.includes('present');
     const absent = verdicts.includes('absent');

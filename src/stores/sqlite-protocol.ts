@@ -34,6 +34,8 @@ export type SqliteRowColumns = EncodedRow;
 export type SqliteReadRequest =
   | { readonly op: 'get'; readonly key: string }
   | { readonly op: 'getByCall'; readonly namespace: string; readonly callId: string }
+  /** The rows of `keys` (distinct; absent keys are simply missing; read in chunks). `getMany`. */
+  | { readonly op: 'getMany'; readonly keys: readonly string[] }
   /** One page of `listByStatus`: rows in `statuses`, `updated_at < olderThan`, after the `(updated_at, key)` cursor. */
   | { readonly op: 'list'; readonly statuses: readonly string[]; readonly olderThan: string; readonly after: readonly [string, string]; readonly limit: number }
   /** One page of every row by key, after `after` (`listQuarantined`). */
@@ -54,6 +56,12 @@ export type SqliteWriteRequest =
   | { readonly op: 'insert'; readonly row: SqliteRowColumns }
   /** One conditional UPDATE on key and revision (and, when `expectedBody` is a digest, the body's SHA-256). */
   | { readonly op: 'cas'; readonly row: SqliteRowColumns; readonly expectedRevision: number; readonly expectedBody: string | null }
+  /**
+   * `writeGroup`: each write as `insert` / `cas` would run it, in order, all under this request's
+   * one savepoint (a failing statement undoes the whole group). Answers one
+   * {@link SqliteGroupWriteAnswer} per write.
+   */
+  | { readonly op: 'group'; readonly writes: readonly SqliteGroupWrite[] }
   /** Deletes every conversation log whose newest entry is older than `olderThan`; counts the logs. */
   | { readonly op: 'pruneLogs'; readonly olderThan: string }
   /** Deletes delivered rows by key, revision and exact body (rows verified by the caller); counts them. */
@@ -71,6 +79,14 @@ export type SqliteWriteRequest =
       /** ISO-8601 UTC. */
       readonly createdAt: string;
     };
+
+/** One write of a `group` request (distinct keys and calls, checked by the caller). */
+export type SqliteGroupWrite =
+  | { readonly kind: 'create'; readonly row: SqliteRowColumns }
+  | { readonly kind: 'cas'; readonly row: SqliteRowColumns; readonly expectedRevision: number; readonly expectedBody: string };
+
+/** The answer to one write of a `group` request: an insert's (created, or the row it found) or a CAS's (swapped). */
+export type SqliteGroupWriteAnswer = { readonly created: true } | { readonly created: false; readonly row: SqliteRow } | boolean;
 
 /**
  * Test hook: the next group commit fails like a COMMIT whose outcome the driver could not report.

@@ -15,6 +15,8 @@
 const COLUMNS = 'key, status, revision, updated_at, body';
 /** Keys per conversation read: below SQLite's default limit of 32,766 bound parameters (999 before 3.32). */
 const ENTRY_KEY_CHUNK = 500;
+/** Keys per `getMany` statement (the same bound as {@link ENTRY_KEY_CHUNK}). */
+const KEY_CHUNK = 500;
 /** The conversation logs whose newest entry is older than the bound parameter. */
 const STALE_LOGS = 'SELECT log_id FROM ttc_conversation_entries GROUP BY log_id HAVING max(created_at) < ?';
 
@@ -27,6 +29,15 @@ const STALE_LOGS = 'SELECT log_id FROM ttc_conversation_entries GROUP BY log_id 
 function listSql(count) {
   const placeholders = Array.from({ length: count }, () => '?').join(', ');
   return `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status IN (${placeholders}) AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`;
+}
+
+/**
+ * The rows of `count` keys: parameters are the keys.
+ * @param {number} count
+ * @returns {string}
+ */
+function rowsSql(count) {
+  return `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key IN (${Array.from({ length: count }, () => '?').join(', ')})`;
 }
 
 /**
@@ -79,4 +90,4 @@ function prepare(db) {
   };
 }
 
-module.exports = { ENTRY_KEY_CHUNK, entriesSql, listSql, prepare };
+module.exports = { ENTRY_KEY_CHUNK, KEY_CHUNK, entriesSql, listSql, prepare, rowsSql };

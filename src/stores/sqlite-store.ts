@@ -38,11 +38,12 @@
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import { encodeGroup, groupResults, keysOf, recordsOf, type GroupAnswer } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec } from './entry-codec';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
 import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type StoredRow } from './row-codec';
-import type { SqliteEntryRow, SqliteRow } from './sqlite-protocol';
+import type { SqliteEntryRow, SqliteGroupWrite, SqliteGroupWriteAnswer, SqliteRow } from './sqlite-protocol';
 import { SqliteThread } from './sqlite-thread';
 
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
@@ -144,6 +145,32 @@ export class SqliteCheckpointStore implements CheckpointStore {
     const swapped = await this.thread.request<boolean>({ op: 'cas', row, expectedRevision, expectedBody });
     if (swapped) this.codec.remember(next, row.body);
     return swapped;
+  }
+
+  /** One read request; the executor reads the keys in chunks of 500 (one statement each). */
+  async getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]> {
+    const keys = keysOf(bindings);
+    if (keys.length === 0) return [];
+    const rows = await this.thread.request<SqliteRow[]>({ op: 'getMany', keys: [...new Set(keys)] });
+    return recordsOf(this.codec, keys, rows.map(stored));
+  }
+
+  /**
+   * One `group` write request: the executor runs every write, in order, under one savepoint of
+   * its group transaction (`BEGIN IMMEDIATE … COMMIT`, with whatever other writes joined it):
+   * one commit, one fsync. A failing statement undoes the whole group (STORE_UNAVAILABLE); a
+   * failed COMMIT is settled by re-reading the rows the group changed, as for single writes.
+   */
+  async writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]> {
+    const encoded = encodeGroup(this.codec, writes);
+    if (encoded.length === 0) return [];
+    const wire: SqliteGroupWrite[] = encoded.map((w) => (w.kind === 'create' ? { kind: 'create', row: w.row } : { kind: 'cas', row: w.row, expectedRevision: w.expectedRevision, expectedBody: w.expectedBody }));
+    const answers = await this.thread.request<SqliteGroupWriteAnswer[]>({ op: 'group', writes: wire });
+    return groupResults(
+      this.codec,
+      encoded,
+      answers.map((answer): GroupAnswer => (typeof answer === 'boolean' ? { kind: 'swapped', swapped: answer } : answer.created ? { kind: 'inserted' } : { kind: 'existing', row: stored(answer.row) })),
+    );
   }
 
   async listByStatus(statuses: readonly Status[], options: ListOptions = {}): Promise<CheckpointRecord[]> {

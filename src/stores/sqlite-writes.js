@@ -12,6 +12,8 @@
  * @typedef {import('./sqlite-protocol').SqliteRow} SqliteRow
  * @typedef {import('./sqlite-protocol').SqliteEntryRow} SqliteEntryRow
  * @typedef {import('./sqlite-protocol').WireError} WireError
+ * @typedef {import('./sqlite-protocol').SqliteRowColumns} SqliteRowColumns
+ * @typedef {import('./sqlite-protocol').SqliteGroupWriteAnswer} SqliteGroupWriteAnswer
  * @typedef {import('./sqlite-statements').Statements} Statements
  * @typedef {'present' | 'absent' | 'unknown'} Verdict
  */
@@ -33,19 +35,20 @@ class JobFailure extends Error {
  */
 function runWrite(s, job) {
   switch (job.op) {
-    case 'insert': {
-      const r = job.row;
-      const params = { key: r.key, namespace: r.namespace, callId: r.callId, toolName: r.toolName, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body };
-      if (s.insert.run(params).changes === 1) return { value: { created: true }, changed: true };
-      const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId);
-      if (existing === undefined) throw new JobFailure({ kind: 'unknown', message: `SQLite insert of ${r.key} changed nothing yet no row exists`, key: r.key });
-      return { value: { created: false, row: existing }, changed: false };
-    }
-    case 'cas': {
-      const r = job.row;
-      const params = { key: r.key, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body, expectedRevision: job.expectedRevision };
-      const changes = job.expectedBody === null ? s.cas.run(params).changes : s.casBody.run({ ...params, expectedBody: job.expectedBody }).changes;
-      return { value: changes === 1, changed: changes === 1 };
+    case 'insert':
+      return insertRow(s, job.row);
+    case 'cas':
+      return casRow(s, job.row, job.expectedRevision, job.expectedBody);
+    case 'group': {
+      /** @type {SqliteGroupWriteAnswer[]} */
+      const answers = [];
+      let changed = false;
+      for (const write of job.writes) {
+        const done = write.kind === 'create' ? insertRow(s, write.row) : casRow(s, write.row, write.expectedRevision, write.expectedBody);
+        answers.push(/** @type {SqliteGroupWriteAnswer} */ (done.value));
+        changed ||= done.changed;
+      }
+      return { value: answers, changed };
     }
     case 'pruneLogs': {
       const logs = /** @type {{ n: number }} */ (s.staleLogs.get(job.olderThan)).n;
@@ -72,23 +75,70 @@ function runWrite(s, job) {
 }
 
 /**
+ * `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key or the call.
+ * @param {Statements} s
+ * @param {SqliteRowColumns} r
+ * @returns {{ value: unknown, changed: boolean }}
+ */
+function insertRow(s, r) {
+  const params = { key: r.key, namespace: r.namespace, callId: r.callId, toolName: r.toolName, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body };
+  if (s.insert.run(params).changes === 1) return { value: { created: true }, changed: true };
+  const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId);
+  if (existing === undefined) throw new JobFailure({ kind: 'unknown', message: `SQLite insert of ${r.key} changed nothing yet no row exists`, key: r.key });
+  return { value: { created: false, row: existing }, changed: false };
+}
+
+/**
+ * One conditional UPDATE on key and revision (and, when `expectedBody` is a digest, the body's SHA-256).
+ * @param {Statements} s
+ * @param {SqliteRowColumns} r
+ * @param {number} expectedRevision
+ * @param {string | null} expectedBody
+ * @returns {{ value: boolean, changed: boolean }}
+ */
+function casRow(s, r, expectedRevision, expectedBody) {
+  const params = { key: r.key, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body, expectedRevision };
+  const changes = expectedBody === null ? s.cas.run(params).changes : s.casBody.run({ ...params, expectedBody }).changes;
+  return { value: changes === 1, changed: changes === 1 };
+}
+
+/**
+ * After a failed COMMIT: is this insert's or CAS's body stored (see {@link verifyWrite})?
+ * @param {Statements} s
+ * @param {SqliteRowColumns} written
+ * @returns {Verdict}
+ */
+function verifyRow(s, written) {
+  const row = /** @type {SqliteRow | undefined} */ (s.get.get(written.key));
+  if (row === undefined) return 'unknown';
+  if (row.body === written.body) return 'present';
+  return Number(row.revision) <= written.revision ? 'absent' : 'unknown';
+}
+
+/**
  * After a COMMIT that failed with the transaction gone: is this write's change stored?
  * `present`: its exact body is there. `absent`: the row shows it never committed (another
  * body at or below its revision: revisions only grow). `unknown` otherwise, or when the
  * re-read fails.
+ * A `group` is judged by the writes that changed something (`value`, its answers): present
+ * when one of them is there and none provably is not, absent in the opposite case.
  * @param {Statements} s
  * @param {SqliteWriteRequest} job
+ * @param {unknown} [value] what the write answered inside the transaction
  * @returns {Verdict}
  */
-function verifyWrite(s, job) {
+function verifyWrite(s, job, value) {
   try {
     switch (job.op) {
       case 'insert':
-      case 'cas': {
-        const row = /** @type {SqliteRow | undefined} */ (s.get.get(job.row.key));
-        if (row === undefined) return 'unknown';
-        if (row.body === job.row.body) return 'present';
-        return Number(row.revision) <= job.row.revision ? 'absent' : 'unknown';
+      case 'cas':
+        return verifyRow(s, job.row);
+      case 'group': {
+        const answers = /** @type {SqliteGroupWriteAnswer[]} */ (Array.isArray(value) ? value : []);
+        const verdicts = job.writes.filter((_, i) => answers[i] === true || (typeof answers[i] === 'object' && answers[i].created)).map((w) => verifyRow(s, w.row));
+        const present = verdicts.includes('present');
+        const absent = verdicts.includes('absent');
+        return present && !absent ? 'present' : absent && !present ? 'absent' : 'unknown';
       }
       case 'putEntries': {
         const first = job.fresh[0];

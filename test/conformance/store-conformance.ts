@@ -19,6 +19,7 @@ import { claimDelivery, claimExecution, completeDelivery, completeExecution, mar
 import type { Binding, CheckpointRecord, Status } from '../../src/checkpoint/types';
 import { checkpointKey } from '../../src/stores/checkpoint-key';
 import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
+import { describeGroupWrites, type GroupRaceResult } from './group-writes-conformance';
 import type { SerializedOptions } from './store-worker';
 
 /** A row as the database holds it, read and written around the store. */
@@ -760,6 +761,23 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       });
     });
 
+    describeGroupWrites({
+      target: () => target,
+      store: () => store,
+      makeBinding,
+      driveTo,
+      expectCode,
+      at,
+      hmac: HMAC,
+      async race(input, count) {
+        const workers = Array.from({ length: count }, () => startWorker('group-race'));
+        await Promise.all(workers.map((w) => w.ready));
+        const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 2 };
+        workers.forEach((w, i) => w.send({ url: target.url, options, workerId: `w${i}`, ...input }));
+        return (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as GroupRaceResult);
+      },
+    });
+
     describe('concurrency and crashes (separate processes)', () => {
       test.each([
         { mode: 'claim' as const, how: 'compare-and-swap on a ready record (get → claimExecution → compareAndSwap)' },
@@ -842,6 +860,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           const create = await expectCode(outage.store.createIfAbsent(createCheckpoint(absent, { createdAt: at(0) })), 'STORE_UNAVAILABLE');
           const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
           await expectCode(outage.store.compareAndSwap(0, claim.next), 'STORE_UNAVAILABLE');
+          await expectCode(outage.store.writeGroup([{ kind: 'create', record: createCheckpoint(absent, { createdAt: at(0) }) }, { kind: 'cas', expectedRevision: 0, next: claim.next, expected: fresh }]), 'STORE_UNAVAILABLE');
           await outage.end();
 
           expect(create.message).toContain('nothing was written');
@@ -874,7 +893,7 @@ interface Worker {
   stderr(): string;
 }
 
-function startWorker(mode: 'claim' | 'insert-claim' | 'churn'): Worker {
+function startWorker(mode: 'claim' | 'insert-claim' | 'group-race' | 'churn'): Worker {
   const child = spawn(process.execPath, ['-r', 'tsx/cjs', WORKER, mode], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));

@@ -8,6 +8,10 @@
  *   prints `{"wins":[index…],"lost":n}` at the end.
  * - `insert-claim`: as `claim`, but each claim is the insert of a record already claimed
  *   (`createClaimed`, SPEC §9), with no record there before; a win is an insert that created.
+ * - `group-race`: `{ url, options, bindings, readyBindings, workerId, groupSize }`. As
+ *   `insert-claim` on `bindings`, then as `claim` on `readyBindings` (ready records), in groups of
+ *   `groupSize` through `writeGroup` (and `getMany`), in an order that makes groups of different
+ *   workers overlap (see `raceGroups`); prints `{"inserts":{wins,lost},"claims":{wins,lost}}`.
  * - `churn`: `{ url, options, bindings, payloadBytes }`. Forever moves each record one step
  *   (claim, complete with a large payload, then claim/release delivery in a loop) and prints
  *   `ack <index> <revision>` after each compare-and-swap returned true; the parent SIGKILLs it.
@@ -27,6 +31,8 @@ interface Input {
   readonly workerId?: string;
   readonly concurrency?: number;
   readonly payloadBytes?: number;
+  readonly groupSize?: number;
+  readonly readyBindings?: Binding[];
 }
 
 /** Store options with keys as hex, as they cross the process boundary. */
@@ -46,11 +52,15 @@ export function deserializeOptions(o: SerializedOptions): CheckpointStoreOptions
   };
 }
 
+/** This process's worker id (`w0`, `w1`, …), from its input. */
+let workerId: string | undefined;
+
 async function main(): Promise<void> {
   const mode = process.argv[2];
   process.stdout.write('ready\n');
   const line = await firstLine();
   const input = JSON.parse(line) as Input;
+  workerId = input.workerId;
   const store = await openCheckpointStore(input.url, deserializeOptions(input.options));
   if (mode === 'claim' || mode === 'insert-claim') {
     const wins: number[] = [];
@@ -83,6 +93,33 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify({ wins, lost })}\n`, () => process.exit(0));
     return;
   }
+  if (mode === 'group-race') {
+    const size = input.groupSize ?? 50;
+    const inserts = await raceGroups(input.bindings, size, async (indexes, attemptId) => {
+      const results = await store.writeGroup(indexes.map((index) => ({ kind: 'create', record: createClaimed(input.bindings[index]!, { attemptId: attemptId(index), at: new Date().toISOString() }) })));
+      return results.map((r, i) => {
+        if (r.kind !== 'create') throw new Error('a create answered as a cas');
+        if (r.created !== (r.record.execution?.attemptId === attemptId(indexes[i]!))) throw new Error(`record ${indexes[i]}: created ${r.created} but the stored claim is ${r.record.execution?.attemptId}`);
+        return r.created;
+      });
+    });
+    const ready = input.readyBindings ?? [];
+    const claims = await raceGroups(ready, size, async (indexes, attemptId) => {
+      const records = await store.getMany(indexes.map((index) => ready[index]!));
+      const claimable = indexes.flatMap((index, i) => (records[i]?.status === 'ready' ? [{ index, record: records[i] }] : []));
+      const results = await store.writeGroup(
+        claimable.map(({ index, record }) => {
+          const t = claimExecution(record, { attemptId: attemptId(index), at: notBefore(record) });
+          return { kind: 'cas', expectedRevision: t.expectedRevision, next: t.next, expected: record };
+        }),
+      );
+      const won = new Set(claimable.filter((_, i) => results[i]?.kind === 'cas' && (results[i] as { swapped: boolean }).swapped).map((c) => c.index));
+      return indexes.map((index) => won.has(index));
+    });
+    await store.close();
+    process.stdout.write(`${JSON.stringify({ inserts, claims })}\n`, () => process.exit(0));
+    return;
+  }
   if (mode === 'churn') {
     const payload = { blob: 'x'.repeat(input.payloadBytes ?? 100_000) };
     const lane = async (index: number): Promise<void> => {
@@ -98,6 +135,26 @@ async function main(): Promise<void> {
     return;
   }
   throw new Error(`unknown mode ${String(mode)}`);
+}
+
+/**
+ * Runs `claimGroup` over `bindings` in groups of `size`: worker n starts n quarters into the list
+ * with its group boundaries shifted by 7n, so groups of different workers overlap partly and run
+ * at the same time. `claimGroup` answers, per index, whether this worker's claim won.
+ */
+async function raceGroups(bindings: readonly Binding[], size: number, claimGroup: (indexes: number[], attemptId: (index: number) => string) => Promise<boolean[]>): Promise<{ wins: number[]; lost: number }> {
+  const wins: number[] = [];
+  let lost = 0;
+  const n = bindings.length;
+  const worker = workerId ?? 'w0';
+  const w = Number(worker.slice(1));
+  const order = Array.from({ length: n }, (_, i) => (i + Math.floor((w * n) / 4) + 7 * w) % n);
+  for (let g = 0; g < n; g += size) {
+    const indexes = order.slice(g, g + size);
+    const won = await claimGroup(indexes, (index) => `${worker}-${index}`);
+    indexes.forEach((index, i) => (won[i] ? wins.push(index) : (lost += 1)));
+  }
+  return { wins, lost };
 }
 
 function step(record: CheckpointRecord, payload: unknown, index: number): TransitionResult {

@@ -50,6 +50,14 @@ export class FlakyStore implements CheckpointStore {
     this.check(`cas:${args[1].status}`, args);
     return this.inner.compareAndSwap(...args);
   }
+  async getMany(...args: Parameters<CheckpointStore['getMany']>) {
+    this.check('getMany', args);
+    return this.inner.getMany(...args);
+  }
+  async writeGroup(...args: Parameters<CheckpointStore['writeGroup']>) {
+    this.check('writeGroup', args);
+    return this.inner.writeGroup(...args);
+  }
   listByStatus(...args: Parameters<CheckpointStore['listByStatus']>) {
     return this.inner.listByStatus(...args);
   }

@@ -13,7 +13,7 @@ import { Context } from '@temporalio/activity';
 import type fc from 'fast-check';
 import { CheckpointError } from '../../../src/checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue } from '../../../src/checkpoint/types';
-import type { CheckpointStore, ConversationEntry, CreateResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../../../src/stores/checkpoint-store';
+import type { CheckpointStore, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../../../src/stores/checkpoint-store';
 import type { Status } from '../../../src/checkpoint/types';
 import type { StoreFault } from './scenario';
 
@@ -211,6 +211,20 @@ export class ExplorerStore implements CheckpointStore {
   compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
     return this.call(`compareAndSwap r${expectedRevision}→${next.status}`, true, () => this.inner.compareAndSwap(expectedRevision, next, expected), (swapped) => {
       if (swapped) this.observer.committed(next);
+    });
+  }
+
+  getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]> {
+    return this.call(`getMany ×${bindings.length}`, false, () => this.inner.getMany(bindings));
+  }
+
+  writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]> {
+    return this.call(`writeGroup ×${writes.length}`, true, () => this.inner.writeGroup(writes), (results) => {
+      results.forEach((result, i) => {
+        const write = writes[i];
+        if (result.kind === 'create' && result.created) this.observer.committed(result.record);
+        if (result.kind === 'cas' && result.swapped && write?.kind === 'cas') this.observer.committed(write.next);
+      });
     });
   }
 
