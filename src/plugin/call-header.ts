@@ -13,6 +13,8 @@ export interface CallHeader {
    * The call within its run chain: `act-<seq>` for the chain's first run, `act-<seq>@<continuedFromExecutionRunId>`
    * after a continue-as-new (or a workflow retry), where `seq` is the workflow's activity command
    * sequence number (deterministic on replay). A reset keeps the started event, so it keeps the ids.
+   * A compensation recorded by `Compensations.step` (`./compensations`) runs under
+   * `<step's call id>/compensation` instead, named through a call scope (`./call-scope`).
    */
   readonly callId: string;
   /** The workflow's `firstExecutionRunId`. */

@@ -26,7 +26,10 @@ export interface CallScope {
 
 const storage = new AsyncLocalStorage<CallScope>();
 
-/** Per scope, the call id given to each command sequence number: the plugin applied twice (worker and connection) runs two interceptors for one schedule. */
+/**
+ * Per scope, the call id given to each command sequence number: the interceptor module listed twice
+ * under two paths (the bundler dedupes only equal strings) runs two interceptors for one schedule.
+ */
 const assigned = new WeakMap<CallScope, Map<number, string>>();
 
 /**

@@ -4,7 +4,9 @@
  * reverse"). Real dev server, real SQLite store, one worker with `ToolCheckpointPlugin` fencing
  * every order activity (`./saga-activities`, `./saga-workflows`). Each compensation runs under the
  * call id `<step call id>/compensation`: reserve is `act-1`, charge `act-2`, so the refund's
- * checkpoint is `act-2/compensation` and the release's `act-1/compensation`.
+ * checkpoint is `act-2/compensation` and the release's `act-1/compensation`. The worker lists the
+ * plugin's workflow interceptor module a second time under another path, so two interceptors see
+ * every schedule (the ids must not change).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,18 +41,20 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
     ledger = join(dir, 'ledger.jsonl');
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
     const fenced = { revision: 'v1', callDeadlineMs: 2_000 };
+    const plugin = new ToolCheckpointPlugin({
+      store,
+      reconcileMarginMs: 0,
+      fence: { reserveStock: fenced, chargeCard: fenced, createShipment: fenced, releaseStock: fenced, refundCharge: { ...fenced, lookup: refundLookup(ledger) } },
+    });
     worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: TASK_QUEUE,
       workflowsPath: require.resolve('./saga-workflows'),
       activities: { ...sagaActivities(ledger, executions) },
-      plugins: [
-        new ToolCheckpointPlugin({
-          store,
-          reconcileMarginMs: 0,
-          fence: { reserveStock: fenced, chargeCard: fenced, createShipment: fenced, releaseStock: fenced, refundCharge: { ...fenced, lookup: refundLookup(ledger) } },
-        }),
-      ],
+      // The plugin's workflow interceptor module listed once more under another path (as a worker that still names it by
+      // hand): two interceptors see each schedule, the call ids stay.
+      interceptors: { workflowModules: [require.resolve('../../src/plugin/workflow-interceptors').replace(/\.ts$/, '')] },
+      plugins: [plugin],
     });
     running = worker.run();
   });
@@ -96,6 +100,24 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
     const keys = readSagaLedger(ledger).filter((e) => e.orderId === order.id).map((e) => e.idempotencyKey);
     expect(new Set(keys).size).toBe(4);
     expect(await env.client.workflow.getHandle(order.id).query(sagaStateQuery)).toMatchObject({ outstanding: [] });
+  });
+
+  it('a compensation recorded by add runs under its own call id (act-<seq>), not tied to a step, in the same reverse order', async () => {
+    const order = { id: 'o-add', refundByAdd: true };
+    const result = await env.client.workflow.execute(orderSagaWorkflow, { workflowId: order.id, taskQueue: TASK_QUEUE, args: [order] });
+    // reserve act-1, charge act-2, shipment act-3: the refund is the fourth activity.
+    expect(result.reports).toEqual([
+      {
+        compensated: [
+          { name: 'refund charge', callId: 'act-4', stepCallId: null },
+          { name: 'release stock', callId: 'act-1/compensation', stepCallId: 'act-1' },
+        ],
+        failed: [],
+        pending: [],
+      },
+    ]);
+    expect(effectsOf(order)).toEqual(['reserve', 'charge', 'refund', 'release']);
+    expect(await checkpointOf(order.id, 'act-4')).toMatchObject({ status: 'delivered', binding: { toolName: 'refundCharge' } });
   });
 
   it('a refund whose first attempt fails after its effect is retried and reconciled by its lookup: refunded once', async () => {

@@ -26,14 +26,19 @@ export interface OrderSagaResult {
   readonly reports: CompensationReport[];
 }
 
-/** Records the two steps' compensations: release the stock, refund the charge. */
-async function reserveAndCharge(saga: Compensations, order: SagaOrder): Promise<void> {
+/** Records the two steps' compensations: release the stock, refund the charge (with `refundByAdd`, by `add` after the charge, as Temporal's saga samples do). */
+async function reserveAndCharge(saga: Compensations, order: SagaOrder & { readonly refundByAdd?: boolean }): Promise<void> {
   await saga.step(() => acts.reserveStock(order), { name: 'release stock', compensate: (r) => acts.releaseStock(order, r.reservationId) });
+  if (order.refundByAdd === true) {
+    const charge = await acts.chargeCard(order);
+    saga.add(() => acts.refundCharge(order, charge.chargeId), { name: 'refund charge' });
+    return;
+  }
   await saga.step(() => acts.chargeCard(order), { name: 'refund charge', compensate: (c) => acts.refundCharge(order, c.chargeId) });
 }
 
 /** reserve → charge → ship (rejected) → compensate; again after `compensateAgainSignal` while one is pending. */
-export async function orderSagaWorkflow(order: SagaOrder): Promise<OrderSagaResult> {
+export async function orderSagaWorkflow(order: SagaOrder & { readonly refundByAdd?: boolean }): Promise<OrderSagaResult> {
   const saga = new Compensations();
   const reports: CompensationReport[] = [];
   let again = false;
