@@ -1010,7 +1010,10 @@ class AgentRun {
   private async acceptResolution(req: ResolveOutcomeRequest): Promise<ResolveOutcomeResult> {
     const pending: PendingResolution = { request: req, settled: false, result: null, failure: null };
     this.resolution = pending;
-    await condition(() => pending.settled);
+    // A run that compensates acts on resolutions after a Temporal cancellation too (it settles
+    // unknown calls before compensating), so its handler must outlive the cancelled root scope.
+    if (this.input.compensateOn !== undefined) await CancellationScope.nonCancellable(() => condition(() => pending.settled));
+    else await condition(() => pending.settled);
     if (pending.failure !== null) refuse(pending.failure.type, pending.failure.message);
     return pending.result!;
   }

@@ -1,0 +1,321 @@
+// Issue 14, workflow side: compensations of applied effects (saga) and batch-item pauses in
+// agentWorkflow, on a real dev server with recording fake activities (one server for the file).
+// The worker side (compensateToolCall, the batch fence) is faked here; real-worker end-to-end
+// tests live with the crash scenarios.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../../src/activities/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
+import { toolCallActivities } from '../../src/activities/tool-call-activities';
+import type { BatchCancellationReport } from '../../src/activities/batch-items';
+import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
+import type { ToolActivities } from '../../src/workflows/activity-types';
+import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
+import { installQuietTemporalRuntime } from '../helpers/temporal';
+
+installQuietTemporalRuntime();
+
+const harness = useAgentTestEnv('dev');
+const TOOLS = ['reserve', 'charge', 'ship', 'notify'];
+
+type ToolBehaviour = (input: FencedToolInput, attempt: number) => Promise<FencedToolResult | undefined>;
+type CompensationBehaviour = (input: CompensateToolCallInput) => Promise<CompensateToolCallResult | undefined>;
+
+/** Recording fakes of the tool, resolve and compensate activities; `undefined` from a behaviour = ok. */
+function fakes(tool: ToolBehaviour = async () => undefined, compensate: CompensationBehaviour = async () => undefined) {
+  const runs: FencedToolInput[] = [];
+  const resolved: ResolveToolCallInput[] = [];
+  const compensations: CompensateToolCallInput[] = [];
+  const runFencedTool = async (input: FencedToolInput): Promise<FencedToolResult> => {
+    runs.push(input);
+    return (await tool(input, Context.current().info.attempt)) ?? okResult(input);
+  };
+  const activities = (model: ReturnType<typeof scriptedModel>): ToolActivities & { compensateToolCall: typeof compensateToolCall } => ({
+    ...toolCallActivities(TOOLS, runFencedTool),
+    runModelTurn: model.runModelTurn,
+    runFencedTool,
+    describeToolCall: async () => {
+      throw new Error('no call of these tests needs approval');
+    },
+    resolveToolCall: async (input: ResolveToolCallInput): Promise<ResolveToolCallResult> => {
+      resolved.push(input);
+      const outcome = input.result ?? { ok: false, error: { type: 'RESOLVED_ABSENT', message: 'proven absent' } };
+      return { callId: input.callId, toolName: input.toolName, toolRevision: '1', outcome, idempotencyKey: `key-${input.callId}`, intentDigest: null };
+    },
+    compensateToolCall,
+  });
+  async function compensateToolCall(input: CompensateToolCallInput): Promise<CompensateToolCallResult> {
+    compensations.push(input);
+    return (await compensate(input)) ?? compensated(input, { ok: true, output: { undone: input.toolName }, receipt: { undoId: `u-${input.callId}` } });
+  }
+  return { runs, resolved, compensations, activities };
+}
+
+function compensated(input: CompensateToolCallInput, outcome: ToolOutcome): CompensateToolCallResult {
+  const toolName = `${input.toolName}~compensation`;
+  return {
+    declared: true,
+    compensation: { toolName, toolRevision: 'c1' },
+    result: { callId: input.callId, toolName, toolRevision: 'c1', source: 'executed', outcome, idempotencyKey: `ttcc-${input.callId}-${input.compensationGeneration}`, intentDigest: null },
+  };
+}
+
+function rejected(input: FencedToolInput): FencedToolResult {
+  return { ...okResult(input), outcome: { ok: false, error: { type: 'BUSINESS_REJECTION', message: 'no carrier serves this address' } } };
+}
+
+function sagaInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowInput {
+  return baseInput({ tools: TOOLS, compensateOn: ['BUSINESS_REJECTION'], ...overrides });
+}
+
+const order = () => toolTurn('Placing the order.', call('r1', 'reserve', { sku: 'A' }), call('c1', 'charge', { cents: 500 }), call('s1', 'ship', { to: 'Oslo' }));
+
+describe('agentWorkflow compensations (issue 14)', () => {
+  it('reserve → charge → ship rejected with a compensateOn type: charge then reserve are compensated once each, in that order; the result lists the effects', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
+    const result = await harness.withRun(f.activities(model), sagaInput(), (handle) => handle.result());
+
+    expect(result).toMatchObject({ status: 'incomplete', stoppedBecause: 'compensate-on', turns: 1 });
+    expect(result.reason).toContain('BUSINESS_REJECTION');
+    expect(f.compensations.map((c) => [c.callId, c.toolName, c.role, c.compensationGeneration, c.input])).toEqual([
+      ['c1', 'charge', 'compensation', 1, { cents: 500 }],
+      ['r1', 'reserve', 'compensation', 1, { sku: 'A' }],
+    ]);
+    expect(result.effects).toEqual({ applied: [], compensated: ['r1', 'c1'], compensationPending: [], notRun: ['s1'], unknown: [] });
+    expect(result.calls.find((c) => c.callId === 'c1')!.compensation).toEqual({
+      status: 'compensated',
+      generation: 1,
+      toolName: 'charge~compensation',
+      toolRevision: 'c1',
+      source: 'executed',
+      outcome: { ok: true, output: { undone: 'charge' }, receipt: { undoId: 'u-c1' } },
+      idempotencyKey: 'ttcc-c1-1',
+      errorType: null,
+      reason: null,
+    });
+    expect(result.calls.find((c) => c.callId === 's1')!.compensation).toBeUndefined();
+  });
+
+  it('without compensateOn nothing is compensated and the model reads the rejection (runs before issue 14 behave as they did)', async () => {
+    const model = scriptedModel([order(), endTurn('Shipping failed.')]);
+    const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
+    const result = await harness.withRun(f.activities(model), sagaInput({ compensateOn: undefined }), (handle) => handle.result());
+
+    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped' });
+    expect(f.compensations).toEqual([]);
+    expect(result.effects).toEqual({ applied: ['r1', 'c1'], compensated: [], compensationPending: [], notRun: ['s1'], unknown: [] });
+  });
+
+  it('a cancel in the middle: the call cut off pauses first; proven absent it is not compensated; the applied one is; a tool without compensation stays applied', async () => {
+    const model = scriptedModel([order()]);
+    const charging = deferred();
+    const f = fakes(
+      async (input) => {
+        if (input.toolName !== 'charge') return undefined;
+        charging.resolve();
+        const ctx = Context.current();
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(50);
+        }
+      },
+      async (input) => (input.toolName === 'reserve' ? undefined : { declared: false }),
+    );
+    const { result, paused, answer } = await harness.withRun(f.activities(model), sagaInput({ activityOptions: { heartbeatTimeoutMs: 1_000 } }), async (handle) => {
+      await charging.promise;
+      await handle.signal(cancelRunSignal, { reason: 'customer cancelled' });
+      const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
+      expect(f.compensations).toEqual([]);
+      const answer = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no charge in the provider log' }] });
+      return { result: await handle.result(), paused, answer };
+    });
+
+    expect(paused.paused).toMatchObject({ callId: 'c1', toolName: 'charge' });
+    expect(paused.paused!.role).toBeUndefined();
+    expect(answer).toEqual({ callId: 'c1', resolution: 'absent', status: 'resolved-absent', retryCallId: null });
+    expect(result).toMatchObject({ status: 'cancelled', stoppedBecause: 'cancel', reason: 'customer cancelled' });
+    expect(f.runs.map((r) => r.callId)).toEqual(['r1', 'c1']);
+    expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
+    expect(result.effects).toEqual({ applied: [], compensated: ['r1'], compensationPending: [], notRun: ['c1', 's1'], unknown: [] });
+  });
+
+  it('a cancel through Temporal (handle.cancel) still compensates, in a non-cancellable scope', async () => {
+    const model = scriptedModel([toolTurn('Reserving.', call('r1', 'reserve')), toolTurn('Charging.', call('c1', 'charge'))]);
+    const charging = deferred();
+    const f = fakes(
+      async (input) => {
+        if (input.toolName !== 'charge') return undefined;
+        charging.resolve();
+        const ctx = Context.current();
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(50);
+        }
+      },
+      async (input) => {
+        if (input.toolName === 'charge') throw new Error('the cut-off charge must not be compensated');
+        return undefined;
+      },
+    );
+    const outcome = await harness.withRun(f.activities(model), sagaInput({ activityOptions: { heartbeatTimeoutMs: 1_000 } }), async (handle) => {
+      await charging.promise;
+      await handle.cancel();
+      await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1');
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'finance checks it by hand' }] });
+      return handle.result().then(
+        (result) => ({ status: result.status, effects: result.effects }),
+        (error: Error) => ({ failed: error.name }),
+      );
+    });
+
+    expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
+    // The run closes as Temporal cancelled it, after the compensation ran.
+    expect(outcome).toEqual({ failed: 'WorkflowFailedError' });
+  });
+
+  it('a compensation the provider refuses pauses for a person (role compensation); "applied" stores it through resolveToolCall and the next one runs', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(
+      async (input) => (input.toolName === 'ship' ? rejected(input) : undefined),
+      async (input) => (input.toolName === 'charge' ? compensated(input, { ok: false, error: { type: 'REFUND_REFUSED', message: 'the card was closed' } }) : undefined),
+    );
+    const { result, status, answer } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      const status = await waitForStatus(handle, (s) => s.phase === 'paused');
+      expect(f.compensations.map((c) => c.callId)).toEqual(['c1']);
+      const answer = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', resolution: 'applied', result: { refunded: 500, by: 'bank transfer' }, receipt: { transfer: 't-9' }, reason: 'refunded by transfer' }],
+      });
+      return { result: await handle.result(), status, answer };
+    });
+
+    expect(status.paused).toMatchObject({ callId: 'c1', role: 'compensation', errorType: 'REFUND_REFUSED' });
+    expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'c1', status: 'paused', role: 'compensation', errorType: 'REFUND_REFUSED' })]);
+    expect(answer).toEqual({ callId: 'c1', resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
+    expect(f.resolved).toEqual([
+      expect.objectContaining({
+        callId: 'c1',
+        toolName: 'charge',
+        role: 'compensation',
+        compensationGeneration: 1,
+        resolution: 'applied',
+        result: { ok: true, output: { refunded: 500, by: 'bank transfer' }, receipt: { transfer: 't-9' } },
+        reason: 'refunded by transfer',
+      }),
+    ]);
+    expect(f.compensations.map((c) => c.callId)).toEqual(['c1', 'r1']);
+    expect(result.effects).toEqual({ applied: [], compensated: ['r1', 'c1'], compensationPending: [], notRun: ['s1'], unknown: [] });
+    expect(result.calls.find((c) => c.callId === 'c1')!.compensation).toMatchObject({ status: 'compensated', source: 'resolution' });
+  });
+
+  it('a compensation of unknown outcome: "absent" runs it again as generation 2; "abandon" leaves it pending and the others still run', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(
+      async (input) => (input.toolName === 'ship' ? rejected(input) : undefined),
+      async (input) => {
+        if (input.toolName === 'charge') throw outcomeUnknown('refund: the provider timed out');
+        return undefined;
+      },
+    );
+    const { result, rerun } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      const first = (s: RunStatusView) => s.paused?.role === 'compensation' && f.compensations.length === 1;
+      await waitForStatus(handle, first);
+      const rerun = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no refund in the provider log' }] });
+      await waitForStatus(handle, (s) => s.paused?.role === 'compensation' && f.compensations.length === 2);
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'finance refunds by hand' }] });
+      return { result: await handle.result(), rerun };
+    });
+
+    expect(rerun).toEqual({ callId: 'c1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
+    expect(f.compensations.map((c) => [c.callId, c.compensationGeneration])).toEqual([
+      ['c1', 1],
+      ['c1', 2],
+      ['r1', 1],
+    ]);
+    expect(result.effects).toEqual({ applied: [], compensated: ['r1'], compensationPending: ['c1'], notRun: ['s1'], unknown: [] });
+    expect(result.calls.find((c) => c.callId === 'c1')!.compensation).toMatchObject({ status: 'pending', generation: 2, errorType: 'OUTCOME_UNKNOWN' });
+    expect(result.calls.find((c) => c.callId === 'c1')!.compensation!.reason).toContain('abandoned by a person: finance refunds by hand');
+  });
+});
+
+describe('agentWorkflow batch calls (issue 14)', () => {
+  const itemUnknown = (generation: number) =>
+    ApplicationFailure.create({
+      type: 'OUTCOME_UNKNOWN',
+      message: `OUTCOME_UNKNOWN: item n20 of the batch may have been sent`,
+      nonRetryable: true,
+      details: [{ item: { key: 'n20', generation, index: 19, idempotencyKey: `ttci-n20-${generation}` } }],
+    });
+
+  it('an item pause routes "absent" then "applied" to the item (resolveToolCall with item) and reruns the same call each time', async () => {
+    const model = scriptedModel([toolTurn('Notifying.', call('b1', 'notify', { to: 'all' })), endTurn('Sent.')]);
+    const f = fakes(async () => {
+      const run = f.runs.length;
+      if (run === 1) throw itemUnknown(1);
+      if (run === 2) throw itemUnknown(2);
+      return undefined;
+    });
+    const { result, paused, answers } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
+      const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 1);
+      const absent = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'b1', resolution: 'absent', reason: 'n20 not in the provider log' }] });
+      await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 2);
+      const applied = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'b1', resolution: 'applied', result: { messageId: 'm-20' }, receipt: { id: 'm-20' }, reason: 'n20 is in the log' }],
+      });
+      return { result: await handle.result(), paused, answers: [absent, applied] };
+    });
+
+    expect(paused.paused).toMatchObject({ callId: 'b1', errorType: 'OUTCOME_UNKNOWN', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } });
+    expect(paused.pendingCalls).toEqual([expect.objectContaining({ callId: 'b1', status: 'paused', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } })]);
+    expect(answers).toEqual([
+      { callId: 'b1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
+      { callId: 'b1', resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
+    ]);
+    expect(f.resolved.map((r) => [r.callId, r.resolution, r.item, r.result])).toEqual([
+      ['b1', 'absent', { key: 'n20', generation: 1 }, undefined],
+      ['b1', 'applied', { key: 'n20', generation: 2 }, { ok: true, output: { messageId: 'm-20' }, receipt: { id: 'm-20' } }],
+    ]);
+    expect(f.runs.map((r) => [r.callId, r.input])).toEqual([
+      ['b1', { to: 'all' }],
+      ['b1', { to: 'all' }],
+      ['b1', { to: 'all' }],
+    ]);
+    expect(result.status).toBe('completed');
+    expect(result.calls.map((c) => [c.callId, c.status, c.item])).toEqual([['b1', 'completed', undefined]]);
+  });
+
+  it("a cancelled batch call reports its items applied / not applied / unknown from the activity's cancellation", async () => {
+    const report: BatchCancellationReport = {
+      total: 100,
+      applied: { count: 20, keys: Array.from({ length: 20 }, (_, i) => `n${i + 1}`) },
+      notApplied: { count: 80, keys: Array.from({ length: 80 }, (_, i) => `n${i + 21}`) },
+      unknown: { count: 0, keys: [] },
+      truncated: false,
+    };
+    const model = scriptedModel([toolTurn('Notifying.', call('b1', 'notify', { to: 'all' }))]);
+    const sending = deferred();
+    const f = fakes(async () => {
+      sending.resolve();
+      const ctx = Context.current();
+      try {
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(50);
+        }
+      } catch (error) {
+        if (error instanceof CancelledFailure) throw new CancelledFailure('the batch stopped at an item boundary', [{ batch: report }]);
+        throw error;
+      }
+    });
+    const result = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS, activityOptions: { heartbeatTimeoutMs: 1_000 } }), async (handle) => {
+      await sending.promise;
+      await handle.signal(cancelRunSignal, { reason: 'stop sending' });
+      return handle.result();
+    });
+
+    expect(result.status).toBe('cancelled');
+    const batch = result.calls[0]!;
+    expect([batch.status, batch.batch, batch.reason]).toEqual(['unknown', report, 'cancelled during the batch of 100 items: 20 applied, 80 not applied, 0 unknown']);
+  });
+});
