@@ -4,6 +4,7 @@
 // tests live with the crash scenarios.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { Worker } from '@temporalio/worker';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../../src/activities/contract';
 import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
 import { toolCallActivities } from '../../src/activities/tool-call-activities';
@@ -75,9 +76,10 @@ describe('agentWorkflow compensations (issue 14)', () => {
   it('reserve → charge → ship rejected with a compensateOn type: charge then reserve are compensated once each, in that order; the result lists the effects', async () => {
     const model = scriptedModel([order()]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
-    const result = await harness.withRun(f.activities(model), sagaInput(), (handle) => handle.result());
+    const { result, history } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => ({ result: await handle.result(), history: await handle.fetchHistory() }));
 
     expect(result).toMatchObject({ status: 'incomplete', stoppedBecause: 'compensate-on', turns: 1 });
+    await expect(Worker.runReplayHistory({ workflowBundle: harness.workflowBundle }, history)).resolves.toBeUndefined();
     expect(result.reason).toContain('BUSINESS_REJECTION');
     expect(f.compensations.map((c) => [c.callId, c.toolName, c.role, c.compensationGeneration, c.input])).toEqual([
       ['c1', 'charge', 'compensation', 1, { cents: 500 }],
@@ -164,10 +166,12 @@ describe('agentWorkflow compensations (issue 14)', () => {
       await handle.cancel();
       await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1');
       await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'finance checks it by hand' }] });
-      return handle.result().then(
+      const closed = await handle.result().then(
         (result) => ({ status: result.status, effects: result.effects }),
         (error: Error) => ({ failed: error.name }),
       );
+      await expect(Worker.runReplayHistory({ workflowBundle: harness.workflowBundle }, await handle.fetchHistory())).resolves.toBeUndefined();
+      return closed;
     });
 
     expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
