@@ -84,10 +84,15 @@ import type {
  *   approval whose expiry passes before the call starts is refused and nothing runs;
  * - a failure that proves nothing applied (see `NOTHING_APPLIED_CODES`) is shown to the model;
  * - any other failure (OUTCOME_UNKNOWN first of all) pauses the run until
- *   `resolveOutcomeUpdate`.
+ *   `resolveOutcomeUpdate`; a failure naming a batch item (`details.item`) pauses on that item,
+ *   and its resolution is stored for the item before the same call runs again (issue 14).
+ * A run with a `compensateOn` policy stops on a tool result of a type it names and, when it
+ * stops by cancel, abandon or such a result, undoes its applied effects in reverse (see
+ * `compensation.ts`; issue 14).
  *
  * @param input see {@link AgentWorkflowInput}
- * @returns {@link AgentWorkflowResult}: status, final text, per call status/source/receipt/outcome,
+ * @returns {@link AgentWorkflowResult}: status, final text, per call status/source/receipt/outcome
+ *   (and compensation), the effects applied / compensated / compensation pending / not run / unknown,
  *   turns, why it stopped
  * @throws ApplicationFailure `INVALID_ARGUMENT` when the input is invalid; the model turn's
  *   activity failure when the model cannot answer
