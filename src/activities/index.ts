@@ -208,7 +208,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         result = await settleFailedAttempt(own, { input: call.input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
       // The key is the compensation's whatever revision its stored result was made under (it derives from the original's key).
-      return { declared: true, result: { ...result, callId: input.callId, idempotencyKey: call.idempotencyKey }, compensation };
+      // No intent digest for a compensation input the tool refuses (its refusal may be the stored result).
+      return { declared: true, result: { ...result, callId: input.callId, idempotencyKey: call.idempotencyKey, intentDigest: prepared.inputError === undefined ? result.intentDigest : null }, compensation };
     } catch (error) {
       throw toApplicationFailure(error);
     }

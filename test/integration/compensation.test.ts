@@ -246,6 +246,8 @@ describe('compensateToolCall on a real server', () => {
         { call: badly },
         compensate(badly),
         { call: applied },
+        // runFencedTool never runs a compensation (it would run the original tool again).
+        { call: { ...applied, role: 'compensation' } },
         // A person cannot resolve a compensation that never started: the original call's own checkpoint is never taken for it.
         { resolve: { ...applied, role: 'compensation', resolution: 'applied', result: { ok: true, output: { refunded: 'by hand' }, receipt: null }, reason: 'refunded by hand' } },
       ];
@@ -255,7 +257,8 @@ describe('compensateToolCall on a real server', () => {
     expect(failed(outcomes[2])).toMatchObject({ type: 'NOTHING_TO_COMPENSATE', nonRetryable: true, details: { callId: 'c-rejected', status: 'delivered' } });
     expect(called(outcomes[4])).toEqual({ declared: false });
     expect(failed(outcomes[6])).toMatchObject({ type: 'INVALID_TOOL_INPUT', nonRetryable: true, details: { toolName: 'release', callId: 'c-badly' } });
-    expect(failed(outcomes[8])).toMatchObject({ type: 'INVALID_ARGUMENT', nonRetryable: true, details: { callId: 'c-applied' } });
+    expect(failed(outcomes[8])).toMatchObject({ type: 'INVALID_ARGUMENT', nonRetryable: true, details: { field: 'role' } });
+    expect(failed(outcomes[9])).toMatchObject({ type: 'INVALID_ARGUMENT', nonRetryable: true, details: { callId: 'c-applied' } });
     expect(effects.refunds.length).toBe(refundsBefore);
     expect(effects.releases.length).toBe(releasesBefore);
   });
