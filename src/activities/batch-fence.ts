@@ -27,9 +27,12 @@ import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { intentDigest } from '../checkpoint/digest';
 import { deepFreeze } from '../checkpoint/record';
 import type { JsonValue } from '../checkpoint/types';
-import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchItemResult, type BatchReport, type ForEachItem, type ForEachItemOptions } from './batch-items';
+import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchItemResult, type ForEachItem, type ForEachItemOptions } from './batch-items';
 import type { FencedToolResult, ToolOutcome } from './contract';
-import type { ToolContext, ToolDefinition, ToolSuccess } from './define-tool';
+import { DEFAULT_CALL_DEADLINE_MS, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
+import type { CheckpointStore } from '../stores/checkpoint-store';
+import type { ClaimedItem } from './fenced-tool';
+import { ItemsRun } from './batch-window';
 import type { PreparedCall } from './prepare-call';
 
 /** Most items one `forEachItem` call takes. */
@@ -48,11 +51,24 @@ export interface BatchProgress {
   readonly current: string | null;
 }
 
-/** Settles one item's fenced call (the attempt logic of `./fenced-tool`). */
-export type SettleItem = (item: PreparedCall) => Promise<FencedToolResult>;
+/**
+ * What the batch needs of the call's fence (`./fenced-tool`): the store, the attempt logic for
+ * one item (settle an item that has a checkpoint; apply one this attempt claimed by a grouped
+ * write) and the time to stamp transitions with.
+ */
+export interface ItemFence {
+  readonly store: CheckpointStore;
+  settle(item: PreparedCall): Promise<FencedToolResult>;
+  claimed(item: PreparedCall): ClaimedItem;
+  /** Now, ISO-8601 UTC, for claims. */
+  now(): string;
+}
+
+/** An item's effect, as `forEachItem` gets it (the item is its canonical JSON). */
+export type ApplyItem = (item: JsonValue, ctx: ToolContext) => Promise<ToolSuccess>;
 
 /** An item of a batch as the fence prepares it. */
-interface PreparedItem {
+export interface PreparedItem {
   readonly key: string;
   readonly value: JsonValue;
 }
@@ -67,13 +83,13 @@ export class BatchRun {
 
   /**
    * @param call the batch call's prepared call (its binding and key are the items' parents).
-   * @param settleItem settles one item's prepared call.
+   * @param fence the call's fence, for the items.
    * @param cancellation the activity's cancellation signal (checked between items).
    * @param heartbeat records progress between items.
    */
   constructor(
     private readonly call: PreparedCall,
-    private readonly settleItem: SettleItem,
+    private readonly fence: ItemFence,
     private readonly cancellation: AbortSignal,
     private readonly heartbeat: (progress: BatchProgress) => void,
   ) {}
@@ -102,31 +118,68 @@ export class BatchRun {
   readonly forEachItem: ForEachItem = async (items, itemKey, apply, options) => {
     this.rethrowStop();
     const prepared = prepareItems(items, itemKey, apply, options);
-    const results: BatchItemResult[] = [];
-    let applied = 0;
+    const width = groupWidth(this.call.tool, options);
+    const run = new ItemsRun(this, prepared, apply as ApplyItem);
     this.progressNow = { total: prepared.length, settled: 0, applied: 0, current: null };
-    for (let index = 0; index < prepared.length; index += 1) {
-      if (this.cancellation.aborted) this.halt(cancelled(this.call, prepared, results));
-      const { key, value } = prepared[index]!;
-      this.progressNow = { ...this.progressNow, current: key };
-      const settled = await this.settle(value, { key, index, generation: 1 }, apply as (item: JsonValue, ctx: ToolContext) => Promise<ToolSuccess>);
-      if (settled.outcome.ok) applied += 1;
-      results.push(settled);
-      this.progressNow = { total: prepared.length, settled: index + 1, applied, current: null };
-      this.heartbeat(this.progressNow);
+    let next = 0;
+    while (next < prepared.length) {
+      if (this.cancellation.aborted) await run.cancel();
+      if ((await run.known(next)) !== null) {
+        await run.settleOne(next);
+        next += 1;
+        continue;
+      }
+      next = await run.claimAndApply(next, width);
     }
-    return { items: results, applied, rejected: results.length - applied } satisfies BatchReport;
+    await run.flush([]);
+    return run.report();
   };
 
-  /** Settles one item, running it again under the next generation while a person proved it absent. */
-  private async settle(value: JsonValue, first: ItemRef, apply: (item: JsonValue, ctx: ToolContext) => Promise<ToolSuccess>): Promise<BatchItemResult> {
+  /** Records `result` and the progress after it; heartbeats it. */
+  settled(results: readonly BatchItemResult[], applied: number, total: number): void {
+    this.progressNow = { total, settled: results.length, applied, current: null };
+    this.heartbeat(this.progressNow);
+  }
+
+  /** Marks `key` as the item being settled. */
+  current(key: string): void {
+    this.progressNow = { ...this.progressNow, current: key };
+  }
+
+  /** The cancellation of the batch after `results`: stops the attempt. */
+  cancelled(items: readonly PreparedItem[], results: readonly BatchItemResult[]): never {
+    return this.halt(cancelled(this.call, items, results));
+  }
+
+  /** What stopped the batch at item `ref`: stops the attempt. */
+  failed(error: unknown, ref: ItemRef, idempotencyKey: string): never {
+    return this.halt(itemError(error, this.call, ref, idempotencyKey));
+  }
+
+  /** The item's fence. */
+  get itemFence(): ItemFence {
+    return this.fence;
+  }
+
+  /** The deadline of one item, ms (the tool's `callDeadlineMs`). */
+  get callDeadlineMs(): number {
+    return this.call.tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
+  }
+
+  /** Whether the activity was cancelled (the batch stops at the next item boundary). */
+  get cancellationRequested(): boolean {
+    return this.cancellation.aborted;
+  }
+
+  /** Settles one item that has a checkpoint (or lost its claim), running it again under the next generation while a person proved it absent. */
+  async settle(value: JsonValue, first: ItemRef, apply: ApplyItem): Promise<BatchItemResult> {
     for (let ref = first; ; ref = { ...ref, generation: ref.generation + 1 }) {
       const item = this.prepareItem(value, ref, apply);
       let result: FencedToolResult;
       try {
-        result = await this.settleItem(item);
+        result = await this.fence.settle(item);
       } catch (error) {
-        this.halt(itemError(error, this.call, ref, item.idempotencyKey));
+        this.failed(error, ref, item.idempotencyKey);
       }
       const outcome = result.outcome;
       if (!outcome.ok && outcome.error.type === RESOLVED_ABSENT) continue;
@@ -135,7 +188,7 @@ export class BatchRun {
   }
 
   /** The prepared call of item `ref`: its binding, key and intent digest, and a tool whose `execute` applies the item. */
-  private prepareItem(value: JsonValue, ref: ItemRef, apply: (item: JsonValue, ctx: ToolContext) => Promise<ToolSuccess>): PreparedCall {
+  prepareItem(value: JsonValue, ref: ItemRef, apply: ApplyItem): PreparedCall {
     const { call } = this;
     const tool: ToolDefinition<any> = {
       ...call.tool,
@@ -164,6 +217,27 @@ export class BatchRun {
     this.stop = error;
     throw error;
   }
+}
+
+/** Default `groupSize` of a tool whose items a provider deduplicates by key: a crash costs same-key repeats, no waiting. */
+export const DEFAULT_DEDUPE_GROUP_SIZE = 100;
+
+/**
+ * How many items one grouped write claims: `options.groupSize`; by default
+ * {@link DEFAULT_DEDUPE_GROUP_SIZE} for a tool whose provider deduplicates by key, else 1 (one
+ * write per item: the previous item's result with the next item's claim). A group of more than
+ * one is refused for a tool that can reconcile an item neither by lookup nor by key: an item
+ * claimed but not started when the worker dies would pause for a person. With lookup only, an
+ * item claimed in a group settles at most `groupSize × callDeadlineMs` (+ margin) after the
+ * group's claim, so recovery after a crash may wait that long.
+ */
+function groupWidth(tool: ToolDefinition<any>, options: ForEachItemOptions | undefined): number {
+  const reconcilable = tool.lookup !== undefined || tool.dedupesByKey === true;
+  const size = options?.groupSize ?? (tool.dedupesByKey === true ? DEFAULT_DEDUPE_GROUP_SIZE : 1);
+  if (size > 1 && !reconcilable) {
+    throw Object.assign(new Error(`forEachItem: groupSize ${size} needs a tool whose items can be reconciled (lookup or dedupesByKey): an item claimed in a group but not started when a worker dies would otherwise pause for a person; no item ran`), { kind: 'rejected', type: 'INVALID_ARGUMENT' });
+  }
+  return size;
 }
 
 /**

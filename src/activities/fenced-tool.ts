@@ -113,6 +113,36 @@ export async function settleItem(deps: FencedToolDeps, item: PreparedCall): Prom
 }
 
 /**
+ * An item this attempt claimed itself, by a grouped write (`./batch-fence`): applied with the
+ * call's attempt logic (crash points, heartbeats, transient retries, the claim's deadline), its
+ * completion computed for the next grouped write, or its unknown outcome recorded as a call's is.
+ */
+export interface ClaimedItem {
+  /** Applies the item under `claimed` (this item's claim, as the store returned it); nothing is written. */
+  apply(claimed: CheckpointRecord): Promise<ItemOutcome>;
+  /** The write that stores `outcome` under `claimed`'s fence together with its delivery (a result over the bounds becomes an error result, as for a call). */
+  completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult;
+  /** Marks the item uncertain under its fence, then throws as a call's attempt does: RECONCILE_PENDING (lookup or key dedupe) or OUTCOME_UNKNOWN. */
+  recordUnknown(claimed: CheckpointRecord, reason: string): Promise<never>;
+}
+
+/** What applying an item came to: an outcome to store, or unknown (with why). */
+export type ItemOutcome = Invoked;
+
+/** The {@link ClaimedItem} of `item` (its claim was made with `item.attemptId`). */
+export function claimedItem(deps: FencedToolDeps, item: PreparedCall): ClaimedItem {
+  const attempt = new Attempt(deps, item, { claimSent: true, seen: null }, ITEM_OBSERVER);
+  return {
+    apply: (claimed) => attempt.applyClaimed(claimed),
+    completion: (claimed, outcome) => attempt.completion(claimed, outcome),
+    recordUnknown: async (claimed, reason) => {
+      await attempt.recordUnknown(claimed, reason);
+      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: its unknown outcome was recorded`, { callId: item.input.callId });
+    },
+  };
+}
+
+/**
  * When a claim can no longer have a request outstanding, in ms since the epoch (SPEC §7
  * "Overlapping attempts"): the deadline its holder declared in the claim (which it enforces by
  * aborting) plus the margin. A claim that declared none (migrated from schema version 1) uses
@@ -336,7 +366,7 @@ class Attempt {
   }
 
   /** The tool's outcome is unknown: mark the checkpoint uncertain under this fence, then reconcile-pending or pause. */
-  private async recordUnknown(claimed: CheckpointRecord, reason: string): Promise<Step> {
+  async recordUnknown(claimed: CheckpointRecord, reason: string): Promise<Step> {
     let current = claimed;
     for (let round = 0; ; round += 1) {
       if (current.status === 'uncertain' && current.execution?.attemptId === this.call.attemptId) break; // already marked under this fence
@@ -358,6 +388,36 @@ class Attempt {
    * as an error result. When the completion loses only to an uncertain-mark made under this
    * attempt's own fence, it completes from `uncertain` (SPEC §2 allows the owner to).
    */
+  /** The completion of `claimed` with `outcome` (and its delivery) in one write; a result over the bounds becomes an error result keeping the receipt (see {@link unstorableResult}). */
+  completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult {
+    const complete = (result: ToolOutcome): TransitionResult =>
+      completeAndDeliver(claimed, { attemptId: this.call.attemptId, deliveryId: this.call.deliveryId, at: this.now(claimed), result, maxPayloadBytes: this.deps.maxPayloadBytes });
+    try {
+      return complete(outcome);
+    } catch (error) {
+      if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE') && !isCheckpointError(error, 'NOT_JSON')) throw error;
+      return complete(unstorableResult(error, outcome, complete));
+    }
+  }
+
+  /**
+   * Applies the tool under `claimed`, a claim this attempt made by a grouped write (an item of a
+   * batch): the crash points and checks of {@link runAndStore} around {@link invoke}, without its
+   * re-read (the grouped write returned the claim) and without storing (the caller groups that).
+   */
+  async applyClaimed(claimed: CheckpointRecord): Promise<Invoked> {
+    Context.current().heartbeat(this.heartbeatDetails(claimed, 'execute'));
+    await this.step('after-claim');
+    await this.step('before-execute');
+    const deadlineAt = Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
+    if (this.clock().getTime() >= deadlineAt) {
+      return { kind: 'unknown', reason: `the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the item was applied; nothing was sent` };
+    }
+    const outcome = await this.invoke(claimed, 'executed');
+    await this.step('after-effect');
+    return outcome;
+  }
+
   private async store(claimed: CheckpointRecord, outcome: ToolOutcome, source: ResultSource): Promise<Step> {
     const complete = (current: CheckpointRecord, result: ToolOutcome): TransitionResult =>
       completeAndDeliver(current, { attemptId: this.call.attemptId, deliveryId: this.call.deliveryId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
@@ -515,7 +575,8 @@ class Attempt {
   /** The batch of this attempt of a `batch` tool: its items are settled by {@link settleItem} with this attempt's deps. */
   private batchRun(): BatchRun {
     const ctx = Context.current();
-    return new BatchRun(this.call, (item) => settleItem(this.deps, item), ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
+    const fence = { store: this.deps.store, settle: (item: PreparedCall) => settleItem(this.deps, item), claimed: (item: PreparedCall) => claimedItem(this.deps, item), now: () => transitionTime(this.deps) };
+    return new BatchRun(this.call, fence, ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
   }
 
   private context(signal: AbortSignal, batch?: BatchRun): ToolContext {

@@ -36,7 +36,7 @@ describe('tool activity names', () => {
 
   it("createToolActivities registers one activity per tool, named after it, next to the fence's own activities", () => {
     const acts = createToolActivities({ store: unusedStore, tools: [tool('create_ticket'), tool('send_email')] });
-    expect(Object.keys(acts).sort()).toEqual(['create_ticket', 'default', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'send_email']);
+    expect(Object.keys(acts).sort()).toEqual(['compensateToolCall', 'create_ticket', 'default', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'send_email']);
     expect(acts.create_ticket!.name).toBe('create_ticket');
   });
 

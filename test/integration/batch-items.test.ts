@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool, ToolError, type ToolContext } from '../../src/activities';
 import type { FencedToolInput } from '../../src/activities/contract';
+import type { BatchCancellationReport } from '../../src/activities/batch-items';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { callToolOnce } from '../fixtures/batch-workflows';
 
@@ -31,22 +32,31 @@ interface Provider {
   dropRequestOf: string | null;
   /** Start of each item's apply, by recipient, to prove the order. */
   started: string[];
+  /** Recipient whose send waits until the activity is cancelled, then is applied. */
+  holdUntilCancelled: string | null;
 }
 
-function notifyTool(name: string, provider: Provider, withLookup: boolean) {
+function notifyTool(name: string, provider: Provider, withLookup: boolean, callDeadlineMs = 300, dedupesByKey = false) {
   return defineTool({
     name,
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 300,
+    callDeadlineMs,
+    ...(dedupesByKey ? { dedupesByKey, keyRetentionMs: 24 * 3_600_000 } : {}),
     input: z.object({ recipients: z.array(z.string()).min(1) }).strict(),
     async execute(input, ctx) {
       const report = await ctx.forEachItem!(input.recipients, (to) => to, async (to, item) => {
         provider.started.push(to);
+        if (provider.holdUntilCancelled === to) {
+          // The call's signal aborts on cancellation; an item's does not (the batch stops between items).
+          while (!ctx.signal.aborted) await new Promise((r) => setTimeout(r, 20));
+        }
         if (provider.dropRequestOf === to) {
           provider.dropRequestOf = null;
           throw new ToolError('unknown-outcome', `connection reset sending to ${to}`);
         }
+        const earlier = dedupesByKey ? provider.sent.findIndex((s) => s.key === item.idempotencyKey) : -1;
+        if (earlier >= 0) return { output: { sent: to }, receipt: { messageId: `m-${earlier + 1}`, deduplicated: true } };
         provider.sent.push({ to, key: item.idempotencyKey });
         if (provider.loseAnswerOf === to) {
           provider.loseAnswerOf = null;
@@ -73,18 +83,29 @@ describe('batch tools on a real server', () => {
   let store: CheckpointStore;
   let worker: Worker;
   let workerRun: Promise<void>;
-  const provider: Provider = { sent: [], loseAnswerOf: null, dropRequestOf: null, started: [] };
+  const provider: Provider = { sent: [], loseAnswerOf: null, dropRequestOf: null, started: [], holdUntilCancelled: null };
   let n = 0;
+  const writes = { writeGroup: 0, createIfAbsent: 0, compareAndSwap: 0 };
 
   beforeAll(async () => {
     env = await createLocalEnv();
     dir = mkdtempSync(join(tmpdir(), 'ttc-batch-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    const counted = new Proxy(store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (name === 'writeGroup' || name === 'createIfAbsent' || name === 'compareAndSwap') writes[name] += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: 'batch-items-test',
       workflowsPath: require.resolve('../fixtures/batch-workflows'),
-      activities: createToolActivities({ store, tools: [notifyTool('notify_lookup', provider, true), notifyTool('notify_plain', provider, false)], reconcileMarginMs: 0 }),
+      activities: createToolActivities({ store: counted, tools: [notifyTool('notify_lookup', provider, true), notifyTool('notify_plain', provider, false), notifyTool('notify_held', provider, true, 20_000), notifyTool('notify_by_key', provider, false, 300, true)], reconcileMarginMs: 0 }),
     });
     workerRun = worker.run();
   });
@@ -102,6 +123,8 @@ describe('batch tools on a real server', () => {
     provider.started.length = 0;
     provider.loseAnswerOf = null;
     provider.dropRequestOf = null;
+    provider.holdUntilCancelled = null;
+    writes.writeGroup = writes.createIfAbsent = writes.compareAndSwap = 0;
   });
 
   /** One attempt of the call in workflow `workflowId` (the same id and run chain each time: the same call). */
@@ -116,6 +139,8 @@ describe('batch tools on a real server', () => {
     const wf = `batch-${++n}`;
     const first = await attempt(wf, 'notify_lookup');
     expect(first).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100, rejected: 0 } }, source: 'executed' } });
+    // One write per item (its claim together with the previous item's result) and one for the last result; the call's own claim and result.
+    expect(writes).toEqual({ writeGroup: 101, createIfAbsent: 1, compareAndSwap: 1 });
     expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS);
     const keys = provider.sent.map((s) => s.key);
     expect(new Set(keys).size).toBe(100);
@@ -162,6 +187,43 @@ describe('batch tools on a real server', () => {
     for (const to of RECIPIENTS) expect(sentTo(to)).toBe(1);
     const key20 = provider.sent.find((s) => s.to === 'user-20')!.key;
     expect(key20).not.toBe(item.idempotencyKey);
+  });
+
+  test('a provider that deduplicates by key: items are claimed 100 to a write; after the answer of item 20 is lost, the next attempt repeats items 20-100 with their keys at once, each applied once', async () => {
+    const wf = `batch-${++n}`;
+    const clean = await attempt(`${wf}-clean`, 'notify_by_key');
+    expect(clean).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
+    // The claims of the 100 items in one write, their results in another.
+    expect(writes).toEqual({ writeGroup: 2, createIfAbsent: 1, compareAndSwap: 1 });
+    provider.sent.length = 0;
+    provider.loseAnswerOf = 'user-20';
+    const first = await attempt(wf, 'notify_by_key');
+    expect(first).toMatchObject({ failure: { type: 'RECONCILE_PENDING' } });
+    expect(provider.started.at(-1)).toBe('user-20');
+    const second = await attempt(wf, 'notify_by_key');
+    expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
+    for (const to of RECIPIENTS) expect(sentTo(to)).toBe(1);
+  });
+
+  it.each([
+    ['after item 19', 'user-19', 19],
+    ['after item 20', 'user-20', 20],
+  ])('cancellation %s: the batch stops at the next item boundary and reports exactly what was applied', async (_when, held, appliedCount) => {
+    const wf = `batch-${++n}`;
+    provider.holdUntilCancelled = held;
+    const input: FencedToolInput = { tenant: TENANT, callId: 'call-1', runChainId: `chain-${wf}`, toolName: 'notify_held', input: { recipients: RECIPIENTS } };
+    const handle = await env.client.workflow.start('batchUntilCancelled', { taskQueue: 'batch-items-test', workflowId: wf, args: [input] });
+    while (!provider.started.includes(held)) await new Promise((r) => setTimeout(r, 20));
+    await handle.cancel();
+    const { cancelled } = (await handle.result()) as { cancelled: { batch: BatchCancellationReport } };
+    expect(cancelled.batch).toEqual({
+      total: 100,
+      applied: { count: appliedCount, keys: RECIPIENTS.slice(0, appliedCount) },
+      notApplied: { count: 100 - appliedCount, keys: RECIPIENTS.slice(appliedCount) },
+      unknown: { count: 0, keys: [] },
+      truncated: false,
+    });
+    expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS.slice(0, appliedCount));
   });
 
   /** The item named by the last failure of workflow `workflowId`'s activity. */
