@@ -54,7 +54,7 @@ module.exports = tseslint.config(
   // interceptor module (with the call header it shares with the Node side).
   sandboxRules(['src/workflows/**/*.ts'], '../'),
   sandboxRules(['src/workflow.ts'], './'),
-  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts', 'src/plugin/approval-scope.ts', 'src/plugin/approval-describe.ts', 'src/plugin/approval-contract.ts'], '../', [
+  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts', 'src/plugin/approval-scope.ts', 'src/plugin/approval-describe.ts', 'src/plugin/approval-contract.ts', 'src/plugin/call-scope.ts', 'src/plugin/compensations.ts'], '../', [
     { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `./${m}`), message: "the plugin's workflow side must not import the plugin's Node side" },
   ]),
   {
