@@ -204,7 +204,8 @@ export interface ProviderClientOptions {
   readonly fetch?: typeof fetch;
 }
 
-interface RawResponse {
+/** A 2xx (or tolerated 404) answer: status, headers and the parsed JSON body. */
+export interface RawResponse {
   readonly status: number;
   readonly headers: Headers;
   readonly body: unknown;
@@ -290,7 +291,8 @@ export class ProviderClient {
     await this.request('clearFaults', 'DELETE', '/_faults', options);
   }
 
-  private async request(
+  /** One request; every failure a {@link ProviderError} (see the table at the top of this file). For subclasses of other endpoints. */
+  protected async request(
     operation: string,
     method: string,
     path: string,
@@ -358,7 +360,8 @@ export function createProviderClient(options: ProviderClientOptions | string): P
   return new ProviderClient(options);
 }
 
-function toStructuredString(key: string): string {
+/** An idempotency key as a structured-field string header value. @throws TypeError for non-printable ASCII. */
+export function toStructuredString(key: string): string {
   if (!/^[\x20-\x7e]*$/.test(key)) throw new TypeError('an idempotency key must be printable ASCII');
   return `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }

@@ -1,5 +1,5 @@
 /**
- * The demo provider: a small external ticket-and-email system the example tools act on.
+ * The demo provider: a small external system (tickets, emails, notifications, orders) the example tools act on.
  * It runs as its own OS process with its own SQLite file, so killing a Temporal worker never
  * kills it, and it counts every effect it applies so tests can prove "applied once".
  *
@@ -22,17 +22,28 @@
  * - `POST /tickets/:id/close`: idempotent by nature; an effect only when it changes state.
  * - `POST /emails` `{to, subject, body}`: no idempotency support; every call sends again.
  * - `GET /emails`: the outbox.
+ * - Notifications (`notification-routes.ts`): keyed sends the provider deduplicates, a lookup
+ *   by key, unkeyed sends without idempotency support, and the request log.
+ * - Orders (`order-routes.ts`): reserve / release inventory, charge / refund payment, create
+ *   shipment (refused on demand), each keyed and looked up by key.
  * - `GET /effects`: applied effects per kind and per idempotency key, plus every logical
  *   request applied more than once.
  * - `GET /healthz`.
  * - With `--faults` only: `GET|POST|DELETE /_faults` (see {@link FaultSettings}).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import { drain, HttpProblem, nowIso, parseIdempotencyKey, readJson, requireFields, sendJson, sendProblem, sendRaw, sha256, sleep } from './http';
+import { createIdempotencyKeys } from './idempotency-keys';
+import { notificationRoutes } from './notification-routes';
+import { orderRoutes } from './order-routes';
+import type { RouteHandler, RouteKit } from './routes';
+
+export { MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey } from './http';
 import type {
   CloseTicketResult,
   CreateTicketInput,
@@ -46,13 +57,17 @@ import type {
   TicketReceipt,
 } from './types';
 
-/** Largest request body accepted, in bytes. */
-export const MAX_BODY_BYTES = 64 * 1024;
-/** Longest idempotency key accepted, in characters. */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-
-const EFFECT_KINDS: readonly EffectKind[] = ['ticket.create', 'ticket.close', 'email.send'];
-const PROBLEM_BASE = 'https://provider.example/problems/';
+const EFFECT_KINDS: readonly EffectKind[] = [
+  'ticket.create',
+  'ticket.close',
+  'email.send',
+  'notification.send',
+  'inventory.reserve',
+  'inventory.release',
+  'payment.charge',
+  'payment.refund',
+  'shipment.create',
+];
 
 /** Options of {@link createProviderServer}. */
 export interface ProviderServerOptions {
@@ -73,26 +88,6 @@ export interface ProviderServer {
   close(graceMs?: number): Promise<void>;
 }
 
-class HttpProblem extends Error {
-  constructor(
-    readonly status: number,
-    readonly slug: string,
-    readonly title: string,
-    readonly detail?: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(`${status} ${title}${detail ? `: ${detail}` : ''}`);
-  }
-}
-
-interface KeyRow {
-  key: string;
-  fingerprint: string;
-  state: 'in-flight' | 'done';
-  status_code: number | null;
-  response: string | null;
-}
-
 interface TicketRow {
   ticket_id: string;
   title: string;
@@ -102,59 +97,6 @@ interface TicketRow {
   created_at: string;
   closed_at: string | null;
   idempotency_key: string | null;
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
-function nowIso(): string {
-  return new Date().toISOString();
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/**
- * Parse an `Idempotency-Key` header. The draft defines the value as a Structured Field
- * String (`"…"`, with `\"` and `\\` escapes); a bare token of visible ASCII is accepted too.
- */
-export function parseIdempotencyKey(raw: string | string[] | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  if (Array.isArray(raw)) {
-    if (raw.length !== 1) throw new HttpProblem(400, 'invalid-idempotency-key', 'Invalid Idempotency-Key', 'the header must appear once');
-    raw = raw[0] as string;
-  }
-  let key = raw.trim();
-  if (key.startsWith('"')) {
-    const match = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(key);
-    if (!match) throw new HttpProblem(400, 'invalid-idempotency-key', 'Invalid Idempotency-Key', 'not a valid structured-field string');
-    key = (match[1] as string).replace(/\\(["\\])/g, '$1');
-  } else if (!/^[\x21-\x7e]+$/.test(key)) {
-    throw new HttpProblem(400, 'invalid-idempotency-key', 'Invalid Idempotency-Key', 'the key must be visible ASCII');
-  }
-  if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw new HttpProblem(400, 'invalid-idempotency-key', 'Invalid Idempotency-Key', `the key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
-  }
-  return key;
-}
-
-function requireFields<T extends object>(value: unknown, fields: Readonly<Record<keyof T & string, number>>): T {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new HttpProblem(400, 'invalid-body', 'Invalid request body', 'the body must be a JSON object');
-  }
-  const record = value as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!(key in fields)) throw new HttpProblem(400, 'invalid-body', 'Invalid request body', `unknown field "${key}"`);
-  }
-  for (const [field, maxLength] of Object.entries(fields) as [string, number][]) {
-    const v = record[field];
-    if (typeof v !== 'string' || v.length === 0 || v.length > maxLength) {
-      throw new HttpProblem(400, 'invalid-body', 'Invalid request body', `"${field}" must be a string of 1..${maxLength} characters`);
-    }
-  }
-  return record as T;
 }
 
 function openDatabase(dbFile: string): Database.Database {
@@ -211,11 +153,8 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
   let faults: FaultSettings = {};
   const counters = { rateLimit: 0, fail5xx: 0, dropAfterEffect: 0 };
 
+  const keys = createIdempotencyKeys(db);
   const stmt = {
-    getKey: db.prepare<[string], KeyRow>(`SELECT key, fingerprint, state, status_code, response FROM idempotency_keys WHERE key = ?`),
-    insertKey: db.prepare(`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in-flight', ?)`),
-    finishKey: db.prepare(`UPDATE idempotency_keys SET state = 'done', status_code = ?, response = ? WHERE key = ? AND state = 'in-flight'`),
-    dropKey: db.prepare(`DELETE FROM idempotency_keys WHERE key = ? AND state = 'in-flight'`),
     insertTicket: db.prepare(
       `INSERT INTO tickets (ticket_id, title, body, queue, status, created_at, idempotency_key) VALUES (?, ?, ?, ?, 'open', ?, ?)`,
     ),
@@ -252,33 +191,9 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
     createTicketEffect(input, undefined, fingerprint),
   );
 
-  /** Reserve a key: returns the stored response to replay, or undefined when this request now owns the key. */
-  const reserveKey = db.transaction((key: string, fingerprint: string): KeyRow | undefined => {
-    const row = stmt.getKey.get(key);
-    if (!row) {
-      stmt.insertKey.run(key, fingerprint, nowIso());
-      return undefined;
-    }
-    if (row.fingerprint !== fingerprint) {
-      throw new HttpProblem(
-        422,
-        'idempotency-key-reused',
-        'Idempotency-Key reused with a different request',
-        'this key was first used with another request body; use a new key for a new request',
-      );
-    }
-    if (row.state === 'in-flight') {
-      throw new HttpProblem(409, 'idempotency-key-in-flight', 'A request with this Idempotency-Key is in progress', 'retry later', {
-        'Retry-After': '1',
-      });
-    }
-    return row;
-  });
-
   const applyKeyedCreate = db.transaction((input: CreateTicketInput, key: string, fingerprint: string): string => {
     const response = JSON.stringify(createTicketEffect(input, key, fingerprint));
-    const changed = stmt.finishKey.run(201, response, key).changes;
-    if (changed !== 1) throw new Error(`idempotency key ${key} was not in flight`);
+    keys.finish(key, 201, response);
     return response;
   });
 
@@ -395,6 +310,19 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
     return faults;
   }
 
+  const kit: RouteKit = {
+    db,
+    keys,
+    recordEffect: (kind, logicalKey, idempotencyKey, subjectId, detail) => void stmt.insertEffect.run(kind, logicalKey, idempotencyKey, subjectId, detail, nowIso()),
+    async beforeEffect(pathname, res) {
+      if (injectEarlyFault(pathname, res)) return true;
+      await injectedDelay(pathname);
+      return false;
+    },
+    afterEffect: dropAfterEffect,
+  };
+  const routes: RouteHandler[] = [notificationRoutes(kit), orderRoutes(kit)];
+
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://provider.invalid');
     const pathname = url.pathname;
@@ -428,7 +356,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
           if (dropAfterEffect(pathname, req)) return;
           return sendJson(res, 201, receipt);
         }
-        const stored = reserveKey(key, fingerprint);
+        const stored = keys.reserve(key, fingerprint);
         if (stored) {
           return sendRaw(res, stored.status_code ?? 200, stored.response ?? '{}', { 'Idempotent-Replayed': 'true' });
         }
@@ -437,7 +365,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
           await injectedDelay(pathname);
           response = applyKeyedCreate(input, key, fingerprint);
         } catch (error) {
-          stmt.dropKey.run(key);
+          keys.drop(key);
           throw error;
         }
         if (dropAfterEffect(pathname, req)) return;
@@ -446,14 +374,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
       if (segments.length === 1 && method === 'GET') return sendJson(res, 200, stmt.listTickets.all().map(toTicket));
       if (segments.length === 3 && segments[1] === 'by-idempotency-key' && method === 'GET') {
         const key = segments[2] as string;
-        const row = stmt.getKey.get(key);
-        if (!row) throw new HttpProblem(404, 'idempotency-key-not-found', 'No request applied under this Idempotency-Key', key);
-        if (row.state === 'in-flight') {
-          throw new HttpProblem(409, 'idempotency-key-in-flight', 'A request with this Idempotency-Key is in progress', 'retry later', {
-            'Retry-After': '1',
-          });
-        }
-        return sendRaw(res, 200, row.response ?? '{}', {});
+        return sendRaw(res, 200, keys.lookup(key), {});
       }
       if (segments.length === 2 && method === 'GET') {
         const row = stmt.getTicket.get(segments[1] as string);
@@ -490,6 +411,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
       }
     }
 
+    for (const route of routes) if (await route({ req, res, method, pathname, segments, query: url.searchParams })) return;
     throw new HttpProblem(404, 'not-found', 'Not Found', `${method} ${pathname}`);
   }
 
@@ -534,54 +456,6 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
       db.close();
     },
   };
-}
-
-function sendRaw(res: http.ServerResponse, status: number, body: string, headers: Record<string, string>, contentType = 'application/json'): void {
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), ...headers });
-  res.end(body);
-}
-
-function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
-  sendRaw(res, status, JSON.stringify(value), {});
-}
-
-function sendProblem(res: http.ServerResponse, problem: HttpProblem): void {
-  const body = {
-    type: `${PROBLEM_BASE}${problem.slug}`,
-    title: problem.title,
-    status: problem.status,
-    ...(problem.detail !== undefined ? { detail: problem.detail } : {}),
-  };
-  sendRaw(res, problem.status, JSON.stringify(body), problem.headers, 'application/problem+json');
-}
-
-function drain(req: http.IncomingMessage): Promise<void> {
-  return new Promise((resolve, reject) => {
-    req.on('data', () => undefined);
-    req.on('end', resolve);
-    req.on('error', reject);
-  });
-}
-
-async function readJson(req: http.IncomingMessage): Promise<unknown> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') {
-    await drain(req).catch(() => undefined);
-    throw new HttpProblem(415, 'unsupported-media-type', 'Unsupported Media Type', 'send application/json');
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpProblem(413, 'body-too-large', 'Content Too Large', `at most ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    throw new HttpProblem(400, 'invalid-json', 'Invalid JSON', 'the body is not valid JSON');
-  }
 }
 
 /** Process entry point: parse the command line, listen, print the listening line, stop on SIGTERM/SIGINT. */

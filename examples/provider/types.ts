@@ -1,6 +1,6 @@
 /**
- * Wire types of the demo provider (the external ticket-and-email system the example tools act
- * on). Shared by `server.ts` and `client.ts`; type-only, no runtime code.
+ * Wire types of the demo provider (the external ticket, email, notification, inventory, payment
+ * and shipment system the example tools act on). Shared by `server.ts` and `client.ts`; type-only, no runtime code.
  */
 
 /** Body of `POST /tickets`. Exactly these three fields, each a non-empty string. */
@@ -56,7 +56,16 @@ export interface EmailReceipt {
 }
 
 /** Kinds of effect the provider counts. */
-export type EffectKind = 'ticket.create' | 'ticket.close' | 'email.send';
+export type EffectKind =
+  | 'ticket.create'
+  | 'ticket.close'
+  | 'email.send'
+  | 'notification.send'
+  | 'inventory.reserve'
+  | 'inventory.release'
+  | 'payment.charge'
+  | 'payment.refund'
+  | 'shipment.create';
 
 /**
  * One logical request applied more than once. `logicalKey` is the idempotency key for a
@@ -110,4 +119,120 @@ export interface FaultSettings {
   readonly delayMs?: number;
   /** Only requests whose path starts with this prefix are affected, e.g. `/emails`. */
   readonly pathPrefix?: string;
+}
+
+/** Body of `POST /notifications`. */
+export interface SendNotificationInput {
+  /** Who is notified, 1..200 characters (e.g. a user id). */
+  readonly recipient: string;
+  readonly message: string;
+}
+
+/**
+ * Response of `POST /notifications` and of `GET /notifications/by-idempotency-key/:key`. With an
+ * `Idempotency-Key` it is stored once and replayed byte for byte; without one every request
+ * sends one more notification (the provider's mode without idempotency support).
+ */
+export interface NotificationReceipt {
+  /** Provider-assigned id, e.g. `N-000042`. */
+  readonly notificationId: string;
+  readonly recipient: string;
+  readonly sentAt: string;
+}
+
+/** A sent notification as `GET /notifications` lists it. */
+export interface Notification extends SendNotificationInput, NotificationReceipt {
+  readonly idempotencyKey: string | null;
+}
+
+/**
+ * One request of the notification endpoints as the provider received it (`GET
+ * /notifications/requests`), in arrival order: what the provider saw, and when, so a test can
+ * prove which request came first.
+ */
+export interface NotificationRequest {
+  /** Arrival order over all notification requests. */
+  readonly seq: number;
+  /** `send` (`POST /notifications`) or `lookup` (`GET /notifications/by-idempotency-key/:key`). */
+  readonly operation: 'send' | 'lookup';
+  /** The recipient (for a lookup: of the notification found; null when none was). */
+  readonly recipient: string | null;
+  readonly idempotencyKey: string | null;
+  /** `applied`, `replayed` (same key again), `found`, `absent`, or the HTTP status of a refusal as text. */
+  readonly outcome: string;
+  /** Epoch ms when the request arrived and when it was answered (null while in flight). */
+  readonly receivedAtMs: number;
+  readonly answeredAtMs: number | null;
+}
+
+/** Body of `POST /inventory/reservations` (keyed). */
+export interface ReserveInventoryInput {
+  readonly orderId: string;
+  readonly sku: string;
+  readonly quantity: number;
+}
+
+/** A reservation (the receipt of a reserve, and what `GET /inventory/reservations?orderId=` lists). */
+export interface Reservation extends ReserveInventoryInput {
+  /** e.g. `R-000042`. */
+  readonly reservationId: string;
+  readonly status: 'reserved' | 'released';
+  readonly reservedAt: string;
+  readonly releasedAt: string | null;
+}
+
+/** Response of `POST /inventory/reservations/:id/release` (keyed). Releasing a released reservation is 410 `already-released` (nothing applied). */
+export interface ReleaseReceipt {
+  readonly reservationId: string;
+  readonly releasedAt: string;
+}
+
+/** Body of `POST /payments/charges` (keyed). */
+export interface ChargeInput {
+  readonly orderId: string;
+  readonly amountCents: number;
+  /**
+   * The card. Charges to `card_norefund` cannot be refunded through the API (refund: 403
+   * `refund-not-permitted`): the provider refuses the compensation for good.
+   */
+  readonly card: string;
+}
+
+/** A charge (the receipt of a charge, and what `GET /payments/charges?orderId=` lists). */
+export interface Charge extends ChargeInput {
+  /** e.g. `C-000042`. */
+  readonly chargeId: string;
+  readonly status: 'charged' | 'refunded';
+  readonly chargedAt: string;
+  readonly refundedAt: string | null;
+}
+
+/** Response of `POST /payments/charges/:id/refund` (keyed). Refunding a refunded charge is 410 `already-refunded` (nothing applied). */
+export interface RefundReceipt {
+  readonly chargeId: string;
+  readonly refundId: string;
+  readonly refundedAt: string;
+}
+
+/** Body of `POST /shipments` (keyed). A destination no carrier serves (`Atlantis`, `UNSERVED_DESTINATION` in `order-routes.ts`) is refused: 422 `destination-not-served`. */
+export interface CreateShipmentInput {
+  readonly orderId: string;
+  readonly destination: string;
+}
+
+/** Response of `POST /shipments`. */
+export interface ShipmentReceipt {
+  readonly shipmentId: string;
+  readonly orderId: string;
+  readonly createdAt: string;
+}
+
+/** One applied order effect (`GET /orders/:orderId/effects`), in the order the provider applied them. */
+export interface OrderEffect {
+  readonly seq: number;
+  readonly kind: Extract<EffectKind, 'inventory.reserve' | 'inventory.release' | 'payment.charge' | 'payment.refund' | 'shipment.create'>;
+  /** The reservation, charge or shipment it acted on. */
+  readonly subjectId: string;
+  readonly idempotencyKey: string | null;
+  readonly at: string;
 }
