@@ -100,6 +100,29 @@ describe('agentWorkflow compensations (issue 14)', () => {
     expect(result.calls.find((c) => c.callId === 's1')!.compensation).toBeUndefined();
   });
 
+  it('calls of a turn run at once: compensations undo them in the reverse order they applied, not the model order', async () => {
+    const model = scriptedModel([order()]);
+    const reserveMayFinish = deferred();
+    const shipMayFinish = deferred();
+    const f = fakes(async (input) => {
+      if (input.toolName === 'reserve') await reserveMayFinish.promise;
+      if (input.toolName !== 'ship') return undefined;
+      await shipMayFinish.promise;
+      return rejected(input);
+    });
+    const result = await harness.withRun(f.activities(model), sagaInput({ toolConcurrency: 3 }), async (handle) => {
+      const statusOf = (s: RunStatusView, callId: string) => s.calls.find((c) => c.callId === callId)?.status;
+      await waitForStatus(handle, (s) => statusOf(s, 'c1') === 'completed');
+      reserveMayFinish.resolve();
+      await waitForStatus(handle, (s) => statusOf(s, 'r1') === 'completed');
+      shipMayFinish.resolve();
+      return handle.result();
+    });
+
+    expect(result.stoppedBecause).toBe('compensate-on');
+    expect(f.compensations.map((c) => c.callId)).toEqual(['r1', 'c1']);
+  });
+
   it('without compensateOn nothing is compensated and the model reads the rejection (runs before issue 14 behave as they did)', async () => {
     const model = scriptedModel([order(), endTurn('Shipping failed.')]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
