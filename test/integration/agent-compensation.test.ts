@@ -166,6 +166,23 @@ describe('agentWorkflow compensations (issue 14)', () => {
     expect(result.effects).toEqual({ applied: [], compensated: ['r1'], compensationPending: [], notRun: ['c1', 's1'], unknown: [] });
   });
 
+  it('a run a person abandons on an unknown call compensates the calls applied before it; the abandoned call is not compensated', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(async (input) => {
+      if (input.toolName === 'charge') throw outcomeUnknown('charge: the provider timed out');
+      return undefined;
+    });
+    const result = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      await waitForStatus(handle, (s) => s.phase === 'paused');
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'the customer gave up' }] });
+      return handle.result();
+    });
+
+    expect(result).toMatchObject({ status: 'abandoned', stoppedBecause: 'abandon' });
+    expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
+    expect(result.effects).toEqual({ applied: [], compensated: ['r1'], compensationPending: [], notRun: ['s1'], unknown: ['c1'] });
+  });
+
   it('a cancel through Temporal (handle.cancel) still compensates, in a non-cancellable scope', async () => {
     const model = scriptedModel([toolTurn('Reserving.', call('r1', 'reserve')), toolTurn('Charging.', call('c1', 'charge'))]);
     const charging = deferred();
