@@ -76,6 +76,8 @@ export interface StartOptions {
   readonly retry?: { readonly initialIntervalMs?: number; readonly maximumIntervalMs?: number; readonly maximumAttempts?: number; readonly backoffCoefficient?: number };
   /** Tools whose calls need a person's approval, with the approval's lifetime. */
   readonly approvalRequired?: Readonly<Record<string, { readonly expiresAfterMs: number }>>;
+  /** The run's compensation policy (issue 14): present = the run compensates its applied effects on cancel, abandon or these result types. */
+  readonly compensateOn?: readonly string[];
 }
 
 export class Repetition {
@@ -159,6 +161,7 @@ export class Repetition {
       // one call at a time, as before issue 11 made a turn's calls run concurrently by default.
       toolConcurrency: 1,
       ...(options.approvalRequired ? { approvalRequired: options.approvalRequired } : {}),
+      ...(options.compensateOn ? { compensateOn: options.compensateOn } : {}),
     });
     const activityOptions = {
       ...input.activityOptions,

@@ -25,6 +25,10 @@
  *   this process writes `<file>.held` and holds its request until `<file>` exists (the harness
  *   releases it once the window it wants is open, e.g. the next attempt has arrived); the wait
  *   ends early, without sending, when `ctx.signal` aborts;
+ * - the batch tools of issue 14 (`./batch-tools`: `send_notifications`, `…_by_key`, `…_plain`),
+ *   with a held item (`TTC_CRASH_ITEM_HOLD=<tool>#<item>:<file>`: item `<item>`, 1-based, holds its
+ *   request until `<file>` exists; see there), and the order tools with their compensations
+ *   (`./order-tools`: `reserve_inventory`, `charge_payment`, `refund_payment`, `create_shipment`);
  * - a deploy (`TTC_CRASH_TOOL_REVISIONS=<tool>=<revision>,…` and `TTC_CRASH_REMOVE_TOOLS=<tool>,…`):
  *   this worker runs the named tools under another revision, or does not have them at all.
  */
@@ -34,6 +38,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { defineTool, type ToolDefinition } from '../src/activities';
 import { classifyProviderError, createDemoTools } from '../examples/demo-tools';
 import { ProviderClient } from '../examples/provider/client';
+import { createBatchTools, parseItemHold } from './batch-tools';
+import { createOrderTools } from './order-tools';
 
 /** `callDeadlineMs` of every crash tool, ms, unless the worker's `TTC_CRASH_CALL_DEADLINE_MS` says otherwise. */
 export const CRASH_CALL_DEADLINE_MS = 3_000;
@@ -50,7 +56,7 @@ export default async function tools(): Promise<ToolDefinition<any>[]> {
   const demo = createDemoTools(url);
   const createTicket = demo.find((t) => t.name === 'create_ticket')!;
   const byKey = defineTool({ ...createTicket, name: 'create_ticket_by_key', lookup: undefined, dedupesByKey: true });
-  const all = [createTicket, byKey, createTicketLookup(url), ...demo.filter((t) => t !== createTicket)];
+  const all = [createTicket, byKey, createTicketLookup(url), ...demo.filter((t) => t !== createTicket), ...createBatchTools(url, parseItemHold(process.env.TTC_CRASH_ITEM_HOLD)), ...createOrderTools(url)];
   const removed = list(process.env.TTC_CRASH_REMOVE_TOOLS);
   const revisions = new Map(list(process.env.TTC_CRASH_TOOL_REVISIONS).map((entry) => entry.split('=') as [string, string]));
   const delay = parseDelay(process.env.TTC_CRASH_REQUEST_DELAY);

@@ -8,7 +8,8 @@
 export interface ScriptedCall {
   readonly id: string;
   readonly name: string;
-  readonly input: Record<string, string>;
+  /** What the model sends (JSON). The ticket and email calls' fields are strings. */
+  readonly input: Readonly<Record<string, string | number | readonly string[]>>;
 }
 
 /** A ticket call (tool `create_ticket` unless named) with a title unique to `tag`. */
@@ -19,6 +20,26 @@ export function ticketCall(tag: string, n: number, name = 'create_ticket'): Scri
 /** A send_email call with a subject unique to `tag`. */
 export function emailCall(tag: string, n: number): ScriptedCall {
   return { id: `toolu_${tag}_e${n}`, name: 'send_email', input: { to: 'jane@example.com', subject: `crash ${tag} email ${n}`, body: `Sent by the crash harness (${tag}, call ${n}).` } };
+}
+
+/** The recipients of a notification batch of `tag`: `<tag>-r001` … (unique to the repetition; the provider lists them by the prefix `<tag>-r`). */
+export function batchRecipients(tag: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${tag}-r${String(i + 1).padStart(3, '0')}`);
+}
+
+/** A call of a notification batch tool (`send_notifications`, `…_by_key`, `…_plain`) sending to `count` recipients of `tag`. */
+export function notificationsCall(tag: string, toolName: string, count: number): ScriptedCall {
+  return { id: `toolu_${tag}_n1`, name: toolName, input: { recipients: batchRecipients(tag, count), message: `Your order ships soon (crash harness ${tag}).` } };
+}
+
+/** The order of `tag`: reserve → charge → ship (to `destination`; `Atlantis` is refused), paid with `card` (`card_norefund` cannot be refunded). */
+export function orderCalls(tag: string, options: { destination?: string; card?: string } = {}): ScriptedCall[] {
+  const orderId = `order-${tag}`;
+  return [
+    { id: `toolu_${tag}_o1`, name: 'reserve_inventory', input: { orderId, sku: 'SKU-42', quantity: 2 } },
+    { id: `toolu_${tag}_o2`, name: 'charge_payment', input: { orderId, amountCents: 4_200, card: options.card ?? 'card_visa' } },
+    { id: `toolu_${tag}_o3`, name: 'create_shipment', input: { orderId, destination: options.destination ?? 'Oslo' } },
+  ];
 }
 
 /** A transcript: one model turn asking for `calls` (in order), then the model ends its turn. */

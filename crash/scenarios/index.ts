@@ -9,6 +9,7 @@ import { zombieScenarios } from './zombie';
 import { redeployScenarios } from './redeploy';
 import { storeOutageAfterClaimScenario } from './store-outage-after-claim';
 import { approvalExpiryScenario } from './approval-expiry';
+import { batchScenarios } from './batch';
 
 /**
  * The scenarios of SPEC §7 (issue 9): a claim that must settle before a lookup-only tool is
@@ -22,6 +23,9 @@ export const SECTION_7_SCENARIOS: readonly Scenario[] = [
   approvalExpiryScenario,
 ];
 
+/** Issue 14's scenarios: the seed's batch of 100 notifications (kill after item 20, cancellation after item 19 / 20) and the order saga's compensations. */
+export const ISSUE_14_SCENARIOS: readonly Scenario[] = [...batchScenarios];
+
 export const SCENARIOS: readonly Scenario[] = [
   ...windowScenarios,
   staleAttemptScenario,
@@ -29,4 +33,5 @@ export const SCENARIOS: readonly Scenario[] = [
   serverRestartScenario,
   storeOutageScenario,
   ...SECTION_7_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
+  ...ISSUE_14_SCENARIOS,
 ];
