@@ -26,7 +26,7 @@ function sandboxRules(files, toSrc, extra = []) {
             { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/plugin', '@temporalio/envconfig', '@temporalio/testing', 'pg', 'better-sqlite3'], message: 'workflow code must not import Node-side packages' },
             { group: [...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']), ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`)], message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel' },
             { regex: `^${toSrc.replace(/\./g, '\\.')}(activities|model|plugin)/?$`, message: 'workflow code must not import the activities, model or plugin barrels (Node-side)' },
-            { group: [`${toSrc}activities/*`, `!${toSrc}activities/contract`, `!${toSrc}activities/error-classes`], message: 'workflow code imports only the sandbox-safe activities/contract and activities/error-classes' },
+            { group: [`${toSrc}activities/*`, `!${toSrc}activities/contract`, `!${toSrc}activities/error-classes`, `!${toSrc}activities/batch-items`, `!${toSrc}activities/compensation-contract`], message: 'workflow code imports only the sandbox-safe activities/contract, error-classes, batch-items and compensation-contract' },
             { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
             { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `${toSrc}plugin/${m}`), message: "workflow code must not import the plugin's Node side (fence interceptor, plugin class, options, activity context)" },
             ...extra,

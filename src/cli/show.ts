@@ -1,6 +1,6 @@
 /**
  * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
- * source, receipt) as a table and, once the run closed, its close status and (failed) its
+ * source, receipt) as a table, the progress of its running batch calls (`batches` in the JSON) and, once the run closed, its close status and (failed) its
  * failure with its cause chain, as `start --wait` prints it (`execution` in the JSON). With
  * `--tenant`, a run of another tenant is refused.
  */
@@ -11,7 +11,8 @@ import { runStatusQuery } from '../workflows/messages';
 import type { CallReport } from '../workflows/types';
 import type { JsonValue } from '../checkpoint/types';
 import { printTable, withCode } from './table';
-import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
+import { batchProgressLine, batchProgressOf } from './batch-progress';
 import { CheckpointError } from '../checkpoint/errors';
 import { explainUndecodable, runFailureOf, type RunFailure } from './errors';
 import { failureChainLines, failureChainOf, type FailureLink } from './failure-chain';
@@ -34,9 +35,11 @@ export function registerShow(program: Command): void {
           throw explainUndecodable(error, `run ${workflowId}'s status`);
         });
         assertRunTenant(workflowId, status.tenant, opts.tenant);
-        const execution = await runExecution(handle, workflowId);
+        const description = await handle.describe();
+        const execution = await runExecution(handle, workflowId, description);
+        const batches = await batchProgressOf(description, client.options.loadedDataConverter);
         if (opts.json) {
-          printJson({ ...status, execution });
+          printJson({ ...status, execution, batches });
           return;
         }
         const b = status.budget;
@@ -50,6 +53,7 @@ export function registerShow(program: Command): void {
             : '';
           printLine(`conversation: ${status.conversation.messages} messages, ${status.conversation.bytes} of ${status.conversation.maxBytes} bytes, in the side store${continued}`);
         }
+        for (const batch of batches) printLine(batchProgressLine(batch));
         if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
@@ -80,8 +84,7 @@ export interface RunExecutionView {
  * @throws {@link CheckpointError} DECRYPTION_FAILED (with a hint) when the failure is encrypted
  *   by the payload codec and no key is set; Temporal's errors otherwise.
  */
-async function runExecution(handle: WorkflowHandle, workflowId: string): Promise<RunExecutionView> {
-  const description = await handle.describe();
+async function runExecution(handle: WorkflowHandle, workflowId: string, description: WorkflowExecutionDescription): Promise<RunExecutionView> {
   const status = description.status.name;
   const closeTime = description.closeTime?.toISOString() ?? null;
   if (status === 'RUNNING' || status === 'COMPLETED' || status === 'CONTINUED_AS_NEW') return { status, closeTime, failure: null };

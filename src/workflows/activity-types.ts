@@ -14,7 +14,7 @@ import type {
   ResolveToolCallResult,
   ToolCallDescription,
 } from '../activities/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult } from './issue14-contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../activities/compensation-contract';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
 
 /**

@@ -29,7 +29,7 @@ import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type DeliveredOutcome, type F
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage, ModelTurnResult, ToolCallRequest } from '../model/types';
-import type { BatchCancellationReport } from './issue14-contract';
+import type { BatchCancellationReport } from '../activities/batch-items';
 import type { AgentToolResult, ToolActivities, ToolCallActivities } from './activity-types';
 import { compensateRun, type CompensationHost, type WindDownAttempt } from './compensation';
 import { Conversation, utf8Length } from './conversation';

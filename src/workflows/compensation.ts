@@ -22,7 +22,7 @@
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract';
-import type { CompensateToolCallInput, ResolveCompensationInput } from './issue14-contract';
+import type { CompensateToolCallInput, ResolveCompensationInput } from '../activities/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
 import { activityFailureMessage, activityFailureType } from './failures';
 import type { ActivityKind } from './input';

@@ -6,7 +6,7 @@
  * @see SPEC §4 "Fenced tool activity", STYLE "Error design"
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import type { BatchCancellationReport } from './issue14-contract';
+import type { BatchCancellationReport } from '../activities/batch-items';
 import { NOTHING_APPLIED_CODES } from '../activities/contract';
 import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../checkpoint/errors';
 import type { PausedItem } from './types';

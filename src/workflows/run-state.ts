@@ -5,7 +5,7 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
-import type { BatchCancellationReport } from './issue14-contract';
+import type { BatchCancellationReport } from '../activities/batch-items';
 import type { DeliveredOutcome } from '../activities/contract';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage, ToolCallRequest } from '../model/types';

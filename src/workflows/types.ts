@@ -7,7 +7,7 @@
  *
  * @see SPEC §4 "Agent workflow"
  */
-import type { BatchCancellationReport } from './issue14-contract';
+import type { BatchCancellationReport } from '../activities/batch-items';
 import type { BatchItemRef, DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
 import type { LoggedMessage } from '../model/types';
 import type { JsonValue } from '../checkpoint/types';

@@ -62,7 +62,7 @@ function notifyTool(name: string, provider: Provider, withLookup: boolean, callD
           provider.loseAnswerOf = null;
           throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
         }
-        return { output: { sent: to }, receipt: { messageId: `m-${provider.sent.length}` } };
+        return { output: { sent: to }, receipt: { messageId: `m-${provider.sent.length}`, deduplicated: false } };
       });
       return { output: { applied: report.applied, rejected: report.rejected } };
     },
