@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { runStatusQuery } from '../workflows/messages';
-import type { CallReport } from '../workflows/types';
+import type { CallReport, PausedView } from '../workflows/types';
 import type { JsonValue } from '../checkpoint/types';
 import { printTable, withCode } from './table';
 import { WorkflowNotFoundError, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
@@ -54,7 +54,7 @@ export function registerShow(program: Command): void {
           printLine(`conversation: ${status.conversation.messages} messages, ${status.conversation.bytes} of ${status.conversation.maxBytes} bytes, in the side store${continued}`);
         }
         for (const batch of batches) printLine(batchProgressLine(batch));
-        if (status.paused) printLine(`paused on ${status.paused.callId} (${status.paused.toolName}): ${withCode(status.paused.errorType, status.paused.reason)}`);
+        if (status.paused) printLine(`paused on ${pausedWhat(status.paused)}: ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
           status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', receiptOf(c) === null ? '' : JSON.stringify(receiptOf(c)), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),
@@ -63,6 +63,13 @@ export function registerShow(program: Command): void {
         await close();
       }
     });
+}
+
+/** What a paused run waits on: the call, its compensation, or one item of a batch call (issue 14). */
+export function pausedWhat(paused: PausedView): string {
+  const what = paused.role === 'compensation' ? `the compensation of ${paused.callId}` : paused.callId;
+  const item = paused.item === undefined ? '' : `, item ${JSON.stringify(paused.item.key)} (${paused.item.index + 1} of the batch, generation ${paused.item.generation}, key ${paused.item.idempotencyKey})`;
+  return `${what} (${paused.toolName}${item})`;
 }
 
 /** The Temporal side of a run `show` reports next to its status query. */
