@@ -170,7 +170,7 @@ function cancelScenario(inFlight: number): Scenario {
       const hold = rep.path('item-hold');
       const calls = [notificationsCall(rep.tag, tool, BATCH_ITEMS)];
       // Items get a long deadline: the held request must not outlive it while the cancellation travels.
-      await rep.worker({ env: { TTC_CRASH_ITEM_HOLD: `${tool}#${inFlight}:${hold}`, TTC_CRASH_CALL_DEADLINE_MS: '20000' } });
+      await rep.worker({ env: { TTC_CRASH_ITEM_HOLD: `${tool}#${inFlight}:${hold}`, TTC_CRASH_CALL_DEADLINE_MS: '20000', TTC_SHUTDOWN_GRACE_TIME: '30s' } });
       const handle = await rep.start(calls);
       x.check((await waitForFile(`${hold}.held`, 90_000)) !== null, `item ${inFlight}'s request was never held`);
       const cancelledAt = Date.now();

@@ -10,6 +10,7 @@ import { redeployScenarios } from './redeploy';
 import { storeOutageAfterClaimScenario } from './store-outage-after-claim';
 import { approvalExpiryScenario } from './approval-expiry';
 import { batchScenarios } from './batch';
+import { compensationScenarios } from './compensation';
 
 /**
  * The scenarios of SPEC §7 (issue 9): a claim that must settle before a lookup-only tool is
@@ -24,7 +25,7 @@ export const SECTION_7_SCENARIOS: readonly Scenario[] = [
 ];
 
 /** Issue 14's scenarios: the seed's batch of 100 notifications (kill after item 20, cancellation after item 19 / 20) and the order saga's compensations. */
-export const ISSUE_14_SCENARIOS: readonly Scenario[] = [...batchScenarios];
+export const ISSUE_14_SCENARIOS: readonly Scenario[] = [...batchScenarios, ...compensationScenarios];
 
 export const SCENARIOS: readonly Scenario[] = [
   ...windowScenarios,

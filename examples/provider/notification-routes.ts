@@ -61,10 +61,10 @@ export function notificationRoutes(kit: RouteKit): RouteHandler {
   const stmt = {
     insert: db.prepare(`INSERT INTO notifications (notification_id, recipient, message, idempotency_key, sent_at) VALUES (?, ?, ?, ?, ?)`),
     nextSeq: db.prepare<[], { next: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM notifications`),
-    list: db.prepare<[string], NotificationRow>(`SELECT * FROM notifications WHERE substr(recipient, 1, length(?1)) = ?1 ORDER BY seq`),
+    list: db.prepare<[{ prefix: string }], NotificationRow>(`SELECT * FROM notifications WHERE substr(recipient, 1, length(@prefix)) = @prefix ORDER BY seq`),
     logRequest: db.prepare(`INSERT INTO notification_requests (operation, recipient, idempotency_key, outcome, received_at_ms) VALUES (?, ?, ?, 'in-flight', ?)`),
     answerRequest: db.prepare(`UPDATE notification_requests SET recipient = COALESCE(?, recipient), outcome = ?, answered_at_ms = ? WHERE seq = ?`),
-    requests: db.prepare<[string], RequestRow>(`SELECT * FROM notification_requests WHERE substr(recipient, 1, length(?1)) = ?1 ORDER BY seq`),
+    requests: db.prepare<[{ prefix: string }], RequestRow>(`SELECT * FROM notification_requests WHERE substr(recipient, 1, length(@prefix)) = @prefix ORDER BY seq`),
   };
 
   const send = (input: SendNotificationInput, key: string | null): NotificationReceipt => {
@@ -126,12 +126,12 @@ export function notificationRoutes(kit: RouteKit): RouteHandler {
       return true;
     }
     if (segments.length === 2 && segments[1] === 'requests' && method === 'GET') {
-      const rows = stmt.requests.all(query.get('recipientPrefix') ?? '');
+      const rows = stmt.requests.all({ prefix: query.get('recipientPrefix') ?? '' });
       sendJson(res, 200, rows.map((r): NotificationRequest => ({ seq: r.seq, operation: r.operation, recipient: r.recipient, idempotencyKey: r.idempotency_key, outcome: r.outcome, receivedAtMs: r.received_at_ms, answeredAtMs: r.answered_at_ms })));
       return true;
     }
     if (segments.length === 1 && method === 'GET') {
-      const rows = stmt.list.all(query.get('recipientPrefix') ?? '');
+      const rows = stmt.list.all({ prefix: query.get('recipientPrefix') ?? '' });
       sendJson(res, 200, rows.map((r): Notification => ({ notificationId: r.notification_id, recipient: r.recipient, message: r.message, idempotencyKey: r.idempotency_key, sentAt: r.sent_at })));
       return true;
     }
