@@ -44,6 +44,8 @@ export function registerStart(program: Command): void {
     .option('--deadline <duration>', 'budget: total run deadline, e.g. 10m or 24h (a paused call must be resolved within it)', '10m')
     .option('--require-approval <tools>', "comma-separated tools whose calls wait for a person's `approve` / `reject`")
     .option('--approval-ttl <duration>', `with --require-approval: how long a call waits for a decision before it is rejected, e.g. 30m (default ${DEFAULT_APPROVAL_TTL})`)
+    .option('--compensate', "undo the run's applied effects (the compensations its tools declare) in reverse when it is cancelled or abandoned by a person")
+    .option('--compensate-on <types>', 'with or without --compensate: also stop and compensate when a tool result is an error of one of these comma-separated types, e.g. BUSINESS_REJECTION')
     .option('--wait', 'wait for the run to finish and print its result (a failed run: its cause chain, exit 1)')
     .action(async (file: string, opts: StartOptions) => {
       const config = loadConfig();
@@ -51,9 +53,10 @@ export function registerStart(program: Command): void {
       const deadlineMs = durationMs(opts.deadline, '--deadline');
       const input = scriptedRunInput(config, transcript, { tenant: opts.tenant, prompt: opts.prompt, budget: { maxTurns: opts.maxTurns, maxToolCalls: opts.maxToolCalls, deadlineMs } }, file);
       const approvalRequired = approvalRequiredOption(opts, input.tools);
+      const compensateOn = compensateOnOption(opts);
       const { client, close } = await connectClient(config);
       try {
-        const handle = await startAgentRun(client, config, approvalRequired === undefined ? input : { ...input, approvalRequired }, opts.workflowId);
+        const handle = await startAgentRun(client, config, { ...input, ...(approvalRequired === undefined ? {} : { approvalRequired }), ...(compensateOn === undefined ? {} : { compensateOn }) }, opts.workflowId);
         printLine(handle.workflowId);
         if (opts.wait) {
           printError(`waiting for run ${handle.workflowId} (a call awaiting approval waits for \`approve\` / \`reject\`, a paused call for \`resolve\`; see \`show ${handle.workflowId}\`)`);
@@ -80,7 +83,22 @@ interface StartOptions {
   readonly deadline: string;
   readonly requireApproval?: string;
   readonly approvalTtl?: string;
+  readonly compensate?: boolean;
+  readonly compensateOn?: string;
   readonly wait?: boolean;
+}
+
+/**
+ * The run's `compensateOn` policy (issue 14) from `--compensate` / `--compensate-on`: absent
+ * without either (no compensation), `[]` with `--compensate` alone (on cancel and abandon), the
+ * listed error types otherwise (the workflow's input validation refuses bad ones).
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for an empty type in the list.
+ */
+export function compensateOnOption(opts: Pick<StartOptions, 'compensate' | 'compensateOn'>): string[] | undefined {
+  if (opts.compensateOn === undefined) return opts.compensate === true ? [] : undefined;
+  const types = opts.compensateOn.split(',').map((t) => t.trim());
+  if (types.some((t) => t.length === 0)) throw new CheckpointError('INVALID_ARGUMENT', `--compensate-on takes comma-separated error types, got ${JSON.stringify(opts.compensateOn)}`, { field: 'compensateOn' });
+  return types;
 }
 
 /** Prints a failed run's cause chain on stderr and sets exit code 1. */

@@ -14,6 +14,7 @@ import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool, ToolError, type ToolContext } from '../../src/activities';
 import type { FencedToolInput } from '../../src/activities/contract';
 import type { BatchCancellationReport } from '../../src/activities/batch-items';
+import { batchProgressOf } from '../../src/cli/batch-progress';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { callToolOnce } from '../fixtures/batch-workflows';
 
@@ -214,6 +215,13 @@ describe('batch tools on a real server', () => {
     const input: FencedToolInput = { tenant: TENANT, callId: 'call-1', runChainId: `chain-${wf}`, toolName: 'notify_held', input: { recipients: RECIPIENTS } };
     const handle = await env.client.workflow.start('batchUntilCancelled', { taskQueue: 'batch-items-test', workflowId: wf, args: [input] });
     while (!provider.started.includes(held)) await new Promise((r) => setTimeout(r, 20));
+    // What `ttc show` prints: the batch's progress from the fence's heartbeat details.
+    let progress = await batchProgressOf(await handle.describe(), env.client.options.loadedDataConverter);
+    while (progress[0]?.current !== held) {
+      await new Promise((r) => setTimeout(r, 100));
+      progress = await batchProgressOf(await handle.describe(), env.client.options.loadedDataConverter);
+    }
+    expect(progress).toEqual([{ callId: 'call-1', activityType: 'runFencedTool', attempt: 1, total: 100, settled: appliedCount - 1, applied: appliedCount - 1, current: held }]);
     await handle.cancel();
     const { cancelled } = (await handle.result()) as { cancelled: { batch: BatchCancellationReport } };
     expect(cancelled.batch).toEqual({
