@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
-import { parseCallBindingId } from '../checkpoint/call-identity';
+import { bindingLabel } from '../checkpoint/binding-label';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import type { PendingCallView } from '../workflows/types';
@@ -41,10 +41,9 @@ export function registerPending(program: Command): void {
           ...(await store.listByStatus(['executing'], { olderThan: staleBefore, limit: 1_000 })),
         ];
         for (const r of records) {
-          const id = parseCallBindingId(r.binding.callId);
           const tenant = tenantOfNamespace(r.binding.namespace);
           if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
-          rows.push(['store', tenant, r.status, id === null ? r.binding.callId : `${id.workflowId}/${id.callId}`, r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
+          rows.push(['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
         }
       } finally {
         await store.close();
