@@ -23,7 +23,7 @@ export function registerResolve(program: Command): void {
     .description('resolve a paused call: --applied <json result> | --absent | --abandon, with --reason')
     .option('--applied <json>', 'the effect happened; this JSON is the exact tool output the model should see')
     .option('--receipt <json>', 'with --applied: the provider receipt, if you have one')
-    .option('--absent', 'the effect did not happen; run the call again under a new call id')
+    .option('--absent', 'the effect did not happen; run the call again under a new call id (a paused batch item: the item runs again under its next generation and the batch resumes)')
     .option('--abandon', 'give up; the run ends as abandoned')
     .requiredOption('--reason <text>', 'why (kept in the run for audit)')
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
