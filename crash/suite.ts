@@ -8,7 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Repetition } from './repetition';
 import type { RunOutcome, Scenario } from './scenario';
-import { SCENARIOS } from './scenarios';
+import { ISSUE_14_SCENARIOS, SCENARIOS } from './scenarios';
 import { startCrashStack, type StoreKind } from './stack';
 import { buildWorkflowBundle } from './workflow-bundle';
 
@@ -59,13 +59,18 @@ export interface CrashSuiteResult {
   readonly workDir: string;
 }
 
-/** Picks scenarios by id. @throws Error naming an unknown id. */
+/** Groups of scenarios a `--scenarios` list may name instead of their ids. */
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly Scenario[]>> = { 'issue-14': ISSUE_14_SCENARIOS };
+
+/** Picks scenarios by id or group name ({@link SCENARIO_GROUPS}). @throws Error naming an unknown id. */
 export function selectScenarios(ids?: readonly string[]): Scenario[] {
   if (ids === undefined || ids.length === 0) return [...SCENARIOS];
-  return ids.map((id) => {
+  return ids.flatMap((id) => {
+    const group = SCENARIO_GROUPS[id];
+    if (group !== undefined) return [...group];
     const scenario = SCENARIOS.find((s) => s.id === id);
-    if (scenario === undefined) throw new Error(`unknown scenario ${JSON.stringify(id)} (known: ${SCENARIOS.map((s) => s.id).join(', ')})`);
-    return scenario;
+    if (scenario === undefined) throw new Error(`unknown scenario ${JSON.stringify(id)} (known: ${SCENARIOS.map((s) => s.id).join(', ')}; groups: ${Object.keys(SCENARIO_GROUPS).join(', ')})`);
+    return [scenario];
   });
 }
 

@@ -151,8 +151,14 @@ const cancelAfterChargeScenario: Scenario = {
     const calls = orderCalls(rep.tag);
     await rep.worker();
     const handle = await rep.start(calls, { compensateOn: [], approvalRequired: { create_shipment: { expiresAfterMs: 120_000 } } });
-    const waiting = await waitFor(async () => ((await handle.query(runStatusQuery).catch(() => null))?.pendingCalls.some((c) => c.modelCallId === calls[2]!.id && c.status === 'awaiting-approval') ? true : undefined), 90_000, 100);
-    x.check(waiting === true, 'the shipment never waited for approval');
+    // The charge has completed and the shipment waits for its approval (approvals may be asked for before earlier calls ran).
+    const waiting = await waitFor(async () => {
+      const status = await handle.query(runStatusQuery).catch(() => null);
+      const charged = status?.calls.some((c) => c.modelCallId === calls[1]!.id && c.status === 'completed');
+      const awaiting = status?.pendingCalls.some((c) => c.modelCallId === calls[2]!.id && c.status === 'awaiting-approval');
+      return charged && awaiting ? true : undefined;
+    }, 90_000, 100);
+    x.check(waiting === true, 'the charge never completed with the shipment waiting for approval');
     const cancelledAt = Date.now();
     await handle.signal(cancelRunSignal, { reason: 'crash harness: the customer cancelled the order' });
     const state = await rep.settle(handle);
