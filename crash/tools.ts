@@ -39,7 +39,7 @@ import { defineTool, type ToolDefinition } from '../src/activities';
 import { classifyProviderError, createDemoTools } from '../examples/demo-tools';
 import { ProviderClient } from '../examples/provider/client';
 import { createBatchTools, parseItemHold } from './batch-tools';
-import { createOrderTools } from './order-tools';
+import { createOrderTools } from '../examples/order-tools';
 
 /** `callDeadlineMs` of every crash tool, ms, unless the worker's `TTC_CRASH_CALL_DEADLINE_MS` says otherwise. */
 export const CRASH_CALL_DEADLINE_MS = 3_000;

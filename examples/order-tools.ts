@@ -1,5 +1,5 @@
 /**
- * The crash harness's order tools (issue 14, the seed's "reserve inventory → charge payment →
+ * The demo's order tools (issue 14, the seed's "reserve inventory → charge payment →
  * create shipment"), each keyed, deduplicated by the provider and looked up by key:
  * - `reserve_inventory`, compensated by a function (`reserve_inventory~compensation`, revision
  *   v1) that releases the reservation under the compensation's own key, with a lookup;
@@ -10,10 +10,10 @@
  */
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '../src/activities';
-import { classifyProviderError } from '../examples/demo-tools';
-import { isProviderError } from '../examples/provider/client';
-import { OrderClient, type OrderFamily } from '../examples/provider/order-client';
-import type { Charge, RefundReceipt, ReleaseReceipt, Reservation, ShipmentReceipt } from '../examples/provider/types';
+import { classifyProviderError } from './demo-tools';
+import { isProviderError } from './provider/client';
+import { OrderClient, type OrderFamily } from './provider/order-client';
+import type { Charge, RefundReceipt, ReleaseReceipt, Reservation, ShipmentReceipt } from './provider/types';
 
 const KEY_RETENTION_MS = 24 * 60 * 60 * 1_000;
 
