@@ -273,13 +273,22 @@ function prepareItems<T>(items: readonly T[], itemKey: (item: T, index: number) 
 /**
  * What stopped the batch at item `ref`, with the item named in the message and `details.item`
  * (`{ key, generation, index, idempotencyKey }`), so a person resolves that item.
+ *
+ * An item's FENCE_CONFLICT (another attempt of the call took this attempt's claim of the item
+ * over: a later attempt, or an earlier one still running, by a same-key repeat or after the
+ * item's settle time) stops the batch as RECONCILE_PENDING, which is retryable: the item belongs
+ * to the attempt that took it, and the next attempt of the call settles it from the store or
+ * reconciles it. A non-retryable FENCE_CONFLICT would end the current attempt of the call for
+ * good although nothing is unknown (found by the batch interleaving explorer,
+ * test/property/batch-interleavings.property.test.ts).
  */
 function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotencyKey: string): unknown {
   if (!isCheckpointError(error)) return error;
   const bare = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  const takenOver = error.code === 'FENCE_CONFLICT';
   return new CheckpointError(
-    error.code,
-    `item ${JSON.stringify(ref.key)} (${ref.index + 1} of the batch, generation ${ref.generation}) of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}`,
+    takenOver ? 'RECONCILE_PENDING' : error.code,
+    `item ${JSON.stringify(ref.key)} (${ref.index + 1} of the batch, generation ${ref.generation}) of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${takenOver ? '; another attempt holds the item now, the next attempt of the call settles it' : ''}`,
     { ...error.details, callId: call.input.callId, item: { key: ref.key, generation: ref.generation, index: ref.index, idempotencyKey } },
     { cause: error },
   );
