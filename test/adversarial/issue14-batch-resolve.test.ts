@@ -1,0 +1,77 @@
+/**
+ * Adversarial (issue 14, batch tools): a person's resolution of a paused batch item
+ * (`resolveToolCall` with `item`). Guards: the wrong generation and an item that has no
+ * checkpoint are refused with nothing written; resolving twice is idempotent (the first answer
+ * stays); an item already settled is not reopened. (A resolution on a worker with a new tool
+ * revision: issue14-batch-resolve-revision.test.ts.)
+ *
+ * Real activities in MockActivityEnvironment against a real SQLite store (the adversarial harness).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
+import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
+import type { ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract';
+import { Harness, Provider, type Call } from './harness';
+
+jest.setTimeout(30_000);
+
+const h = new Harness();
+beforeAll(() => h.open());
+afterAll(() => h.close());
+
+const RECIPIENTS = ['u1', 'u2', 'u3', 'u4'];
+
+function batchTool(provider: Provider, revision: string, lose: { of: string | null }) {
+  return defineTool({
+    name: 'create_ticket',
+    revision,
+    batch: true,
+    callDeadlineMs: 1_000,
+    input: z.object({ title: z.string() }).strict(),
+    async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
+      const report = await ctx.forEachItem!(RECIPIENTS, (to) => to, async (to, item): Promise<ToolSuccess> => {
+        provider.apply(item.idempotencyKey);
+        if (lose.of === to) {
+          lose.of = null;
+          throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
+        }
+        return { output: { sent: to } };
+      });
+      return { output: { applied: report.applied } };
+    },
+  });
+}
+
+async function resolve(acts: ReturnType<Harness['activities']>, call: Call, extra: Partial<ResolveToolCallInput>): Promise<ResolveToolCallResult | { failure: string }> {
+  const input = { ...call.input, resolution: 'applied', reason: 'provider log shows the message', ...extra } as ResolveToolCallInput;
+  try {
+    return await h.env(call, 1).run(acts.resolveToolCall as (i: ResolveToolCallInput) => Promise<ResolveToolCallResult>, input);
+  } catch (error) {
+    return { failure: error instanceof ApplicationFailure ? String(error.type) : String(error) };
+  }
+}
+
+/** A call paused on item u2 (sent, answer lost; no lookup, no key dedupe). @returns the idempotency key u2 was sent under. */
+async function pausedOnU2(provider: Provider): Promise<{ call: Call; key: string }> {
+  const call = h.newCall();
+  const out = await h.run(h.activities([batchTool(provider, 'v1', { of: 'u2' })]), call, 1);
+  expect(out).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN', nonRetryable: true } });
+  return { call, key: provider.requests[1]! };
+}
+
+test('wrong generation, unknown item: refused, nothing stored; resolving twice keeps the first answer; the batch then resumes without sending u2 again', async () => {
+  const provider = new Provider();
+  const { call } = await pausedOnU2(provider);
+  const acts = h.activities([batchTool(provider, 'v1', { of: null })]);
+  expect(await resolve(acts, call, { item: { key: 'u2', generation: 2 } })).toEqual({ failure: 'INVALID_ARGUMENT' });
+  expect(await resolve(acts, call, { item: { key: 'u9', generation: 1 } })).toEqual({ failure: 'INVALID_ARGUMENT' });
+  const applied = { ok: true as const, output: { sent: 'u2' }, receipt: null };
+  expect(await resolve(acts, call, { item: { key: 'u2', generation: 1 }, result: applied })).toMatchObject({ outcome: applied });
+  // A second, contradicting resolution (absent) does not reopen the item.
+  expect(await resolve(acts, call, { item: { key: 'u2', generation: 1 }, resolution: 'absent' })).toMatchObject({ outcome: applied });
+  // An item that was never paused (u1, applied) is not reopened either.
+  expect(await resolve(acts, call, { item: { key: 'u1', generation: 1 }, resolution: 'absent' })).toMatchObject({ outcome: { ok: true, output: { sent: 'u1' } } });
+  expect(await h.run(acts, call, 2)).toMatchObject({ result: { outcome: { ok: true, output: { applied: 4 } } } });
+  expect(provider.total()).toBe(4);
+  expect(Math.max(...provider.effects.values())).toBe(1);
+});
