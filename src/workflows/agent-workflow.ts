@@ -110,8 +110,11 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWor
   try {
     end = await run.execute();
   } catch (error) {
-    // Cancelled through Temporal (`handle.cancel()`, `temporal workflow cancel`) while a call
-    // waited, or failed: the closed run waits for nobody, so visibility must not list it.
+    // Cancelled through Temporal (`handle.cancel()`, `temporal workflow cancel`) while the run
+    // waited (an approval, a person): it compensates as a cancelRun would before the cancellation
+    // closes it (issue 14). Then, or when it failed: the closed run waits for nobody, so
+    // visibility must not list it.
+    if (isCancellation(error)) await run.compensateCancelled();
     searchAttributes.publish([]);
     throw error;
   }
@@ -219,6 +222,18 @@ class AgentRun {
       // The model reads the results in its own order, whatever order they finished in.
       for (const call of this.state.turnCalls()) if (call.message !== null) this.conversation.add(call.message);
     }
+  }
+
+  /**
+   * A run cancelled through Temporal while it waited on a condition (an approval, a paused call):
+   * the cancellation reaches the workflow as a thrown CancelledFailure, not as a cancelled
+   * activity. When the run compensates on cancel, its applied effects are undone (its unknown
+   * calls settled by a person first) in a non-cancellable scope before the run closes cancelled.
+   */
+  async compensateCancelled(): Promise<void> {
+    this.cancel ??= { reason: 'the workflow was cancelled' };
+    if (this.windingDown || !this.compensates('cancel')) return;
+    await this.conclude(this.cancelStop());
   }
 
   /** A run that was cancelled while its handlers finished, as a result (compensated if its policy says so; else null). */

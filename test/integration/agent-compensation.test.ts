@@ -219,6 +219,29 @@ describe('agentWorkflow compensations (issue 14)', () => {
     expect(outcome).toEqual({ failed: 'WorkflowFailedError' });
   });
 
+  it('a cancel through Temporal while the run waits for a person (paused on a call) compensates before the run closes cancelled', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(async (input) => {
+      if (input.toolName === 'charge') throw outcomeUnknown('charge: the provider timed out');
+      return undefined;
+    });
+    const outcome = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1');
+      await handle.cancel();
+      // The unknown charge is settled by a person first; proven absent, it is not compensated.
+      await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1' && f.compensations.length === 0);
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no charge at the provider' }] });
+      const closed = await handle.result().then(
+        () => 'completed',
+        (error: Error) => error.name,
+      );
+      await expect(Worker.runReplayHistory({ workflowBundle: harness.workflowBundle }, await handle.fetchHistory())).resolves.toBeUndefined();
+      return closed;
+    });
+    expect(outcome).toBe('WorkflowFailedError');
+    expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
+  });
+
   it('a compensation the provider refuses pauses for a person (role compensation); "applied" stores it through resolveToolCall and the next one runs', async () => {
     const model = scriptedModel([order()]);
     const f = fakes(
