@@ -44,7 +44,7 @@ export const RESOLVED_ABSENT = 'RESOLVED_ABSENT';
 /** Progress of the batch, for heartbeat details and `show`. */
 export interface BatchProgress {
   readonly total: number;
-  /** Items settled (applied or refused for good) so far. */
+  /** Items settled (applied or refused for good) so far, counting items this attempt applied whose results wait for their group's write. */
   readonly settled: number;
   readonly applied: number;
   /** Key of the item being settled, null between items. */
@@ -62,6 +62,8 @@ export interface ItemFence {
   claimed(item: PreparedCall): ClaimedItem;
   /** Now, ISO-8601 UTC, for claims. */
   now(): string;
+  /** Whether the workflow asked to cancel the activity (not a worker shutdown): claimed items not started are then closed as not applied. */
+  cancelRequested(): boolean;
 }
 
 /** An item's effect, as `forEachItem` gets it (the item is its canonical JSON). */
@@ -79,6 +81,10 @@ export interface PreparedItem {
  */
 export class BatchRun {
   private stop: unknown = undefined;
+  /** `forEachItem` calls of this attempt so far (part of each item's attempt id) and those still running. */
+  private runs = 0;
+  private running = 0;
+  private idleWaiters: Array<() => void> = [];
   private progressNow: BatchProgress = { total: 0, settled: 0, applied: 0, current: null };
 
   /**
@@ -114,30 +120,56 @@ export class BatchRun {
     return this.stop;
   }
 
-  /** `ctx.forEachItem` of the call (see the file's rules). */
+  /**
+   * `ctx.forEachItem` of the call (see the file's rules). One at a time per attempt: a call while
+   * another runs (concurrently, or from inside an item's `apply`) is refused (`rejected`,
+   * INVALID_ARGUMENT) before it touches any item. Whatever stops it after it started (an item, the
+   * store, cancellation) is the batch's stop.
+   */
   readonly forEachItem: ForEachItem = async (items, itemKey, apply, options) => {
     this.rethrowStop();
+    if (this.running > 0) refuse('another forEachItem of this call is still running; call it once at a time (await it)');
     const prepared = prepareItems(items, itemKey, apply, options);
     const width = groupWidth(this.call.tool, options);
-    const run = new ItemsRun(this, prepared, apply as ApplyItem);
-    this.progressNow = { total: prepared.length, settled: 0, applied: 0, current: null };
-    let next = 0;
-    while (next < prepared.length) {
-      if (this.cancellation.aborted) await run.cancel();
-      if ((await run.known(next)) !== null) {
-        await run.settleOne(next);
-        next += 1;
-        continue;
+    this.running += 1;
+    this.runs += 1;
+    try {
+      const run = new ItemsRun(this, prepared, apply as ApplyItem, this.runs);
+      this.progressNow = { total: prepared.length, settled: 0, applied: 0, current: null };
+      let next = 0;
+      while (next < prepared.length) {
+        if (this.cancellation.aborted) await run.cancel();
+        if ((await run.known(next)) !== null) {
+          await run.settleOne(next);
+          next += 1;
+          continue;
+        }
+        next = await run.claimAndApply(next, width);
       }
-      next = await run.claimAndApply(next, width);
+      await run.flush([]);
+      return run.report();
+    } catch (error) {
+      // Also what the tool's code may catch: the attempt fails with it all the same (rethrowStop).
+      if (this.stop === undefined) this.stop = error;
+      throw error;
+    } finally {
+      this.running -= 1;
+      if (this.running === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-    await run.flush([]);
-    return run.report();
   };
 
-  /** Records `result` and the progress after it; heartbeats it. */
-  settled(results: readonly BatchItemResult[], applied: number, total: number): void {
-    this.progressNow = { total, settled: results.length, applied, current: null };
+  /**
+   * Resolves once no `forEachItem` of this attempt is running: the attempt never ends (stores a
+   * result, or fails) while items are still being applied, even if the tool returned without
+   * awaiting its batch.
+   */
+  idle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((wake) => this.idleWaiters.push(wake));
+  }
+
+  /** Records the progress (items settled, applied, in the batch) and heartbeats it. */
+  settled(settled: number, applied: number, total: number): void {
+    this.progressNow = { total, settled, applied, current: null };
     this.heartbeat(this.progressNow);
   }
 
@@ -172,9 +204,9 @@ export class BatchRun {
   }
 
   /** Settles one item that has a checkpoint (or lost its claim), running it again under the next generation while a person proved it absent. */
-  async settle(value: JsonValue, first: ItemRef, apply: ApplyItem): Promise<BatchItemResult> {
+  async settle(value: JsonValue, first: ItemRef, apply: ApplyItem, run: number): Promise<BatchItemResult> {
     for (let ref = first; ; ref = { ...ref, generation: ref.generation + 1 }) {
-      const item = this.prepareItem(value, ref, apply);
+      const item = this.prepareItem(value, ref, apply, run);
       let result: FencedToolResult;
       try {
         result = await this.fence.settle(item);
@@ -188,7 +220,7 @@ export class BatchRun {
   }
 
   /** The prepared call of item `ref`: its binding, key and intent digest, and a tool whose `execute` applies the item. */
-  prepareItem(value: JsonValue, ref: ItemRef, apply: ApplyItem): PreparedCall {
+  prepareItem(value: JsonValue, ref: ItemRef, apply: ApplyItem, run: number): PreparedCall {
     const { call } = this;
     const tool: ToolDefinition<any> = {
       ...call.tool,
@@ -197,7 +229,8 @@ export class BatchRun {
     };
     // An item is part of a call that was started under its approval: the approval's expiry does not stop the batch midway.
     const { approvalExpiresAt: _expiry, ...input } = call.input;
-    const suffix = `/i${ref.generation}-${ref.index}`;
+    // Unique per forEachItem call of the attempt, item and generation: a claim is this attempt's own only if it was made for exactly this item here.
+    const suffix = `/r${run}/i${ref.generation}-${ref.index}`;
     return {
       ...call,
       tool,
@@ -245,10 +278,12 @@ function groupWidth(tool: ToolDefinition<any>, options: ForEachItemOptions | und
  * values, keys valid and unique. A bad batch is the call's refusal (an error result with `kind`
  * `rejected`, type INVALID_ARGUMENT): nothing of it ran.
  */
+/** Refuses a `forEachItem` call before it touches any item: an error result of the call (`rejected`, INVALID_ARGUMENT). */
+function refuse(message: string): never {
+  throw Object.assign(new Error(`forEachItem: ${message}; no item of this call ran`), { kind: 'rejected', type: 'INVALID_ARGUMENT' });
+}
+
 function prepareItems<T>(items: readonly T[], itemKey: (item: T, index: number) => string, apply: unknown, options: ForEachItemOptions | undefined): PreparedItem[] {
-  const refuse = (message: string): never => {
-    throw Object.assign(new Error(`forEachItem: ${message}; no item ran`), { kind: 'rejected', type: 'INVALID_ARGUMENT' });
-  };
   if (!Array.isArray(items)) refuse('items must be an array');
   if (items.length > MAX_BATCH_ITEMS) refuse(`at most ${MAX_BATCH_ITEMS} items, got ${items.length}`);
   if (typeof itemKey !== 'function' || typeof apply !== 'function') refuse('itemKey and apply must be functions');
@@ -286,9 +321,14 @@ function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotency
   if (!isCheckpointError(error)) return error;
   const bare = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
   const takenOver = error.code === 'FENCE_CONFLICT';
+  // The item key holds another item's checkpoint (the items changed between attempts): never a cache hit, and no retry can
+  // change it (every attempt of a batch call holds a claim, so a BINDING_CONFLICT would read as retryable): a person decides.
+  const conflict = error.code === 'BINDING_CONFLICT';
+  const code = takenOver ? 'RECONCILE_PENDING' : conflict ? 'OUTCOME_UNKNOWN' : error.code;
+  const why = takenOver ? '; another attempt holds the item now, the next attempt of the call settles it' : conflict ? '; the key names another item than an earlier attempt applied under it, so the run waits for a person (resolve the item)' : '';
   return new CheckpointError(
-    takenOver ? 'RECONCILE_PENDING' : error.code,
-    `item ${JSON.stringify(ref.key)} (${ref.index + 1} of the batch, generation ${ref.generation}) of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${takenOver ? '; another attempt holds the item now, the next attempt of the call settles it' : ''}`,
+    code,
+    `item ${JSON.stringify(ref.key)} (${ref.index + 1} of the batch, generation ${ref.generation}) of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${why}`,
     { ...error.details, callId: call.input.callId, item: { key: ref.key, generation: ref.generation, index: ref.index, idempotencyKey } },
     { cause: error },
   );

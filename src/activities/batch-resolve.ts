@@ -10,6 +10,7 @@ import { sanitizeReason } from '../checkpoint/bounds';
 import { itemBinding, itemIdempotencyKey } from '../checkpoint/batch-identity';
 import { completeAndDeliver } from '../checkpoint/compose';
 import { CheckpointError } from '../checkpoint/errors';
+import { idempotencyKey } from '../checkpoint/digest';
 import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
 import type { CallLocator } from './call-failure';
 import { RESOLVED_ABSENT } from './batch-fence';
@@ -56,7 +57,12 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
     toolName: current.binding.toolName,
     toolRevision: current.binding.toolRevision,
     outcome: current.result.payload as ToolOutcome,
-    idempotencyKey: itemIdempotencyKey(call.idempotencyKey, ref.key, ref.generation),
+    // The key the item was sent under: the call's key under the tool and revision the item's checkpoint was made with (a deploy may have changed them since).
+    idempotencyKey: itemIdempotencyKey(
+      idempotencyKey({ namespace: call.binding.namespace, runChainId: call.runChainId, workflowId: call.workflowId, callId: call.keyCallId, toolName: current.binding.toolName, toolRevision: current.binding.toolRevision }, where.context.idempotencyKeySecret),
+      ref.key,
+      ref.generation,
+    ),
     intentDigest: null,
   };
 }

@@ -20,6 +20,9 @@ import type { BatchRun, ApplyItem, PreparedItem } from './batch-fence';
 import type { ToolOutcome } from './contract';
 import type { PreparedCall } from './prepare-call';
 
+/** The result of an item a cancelled batch claimed but never started (nothing was sent). */
+export const NOT_STARTED: ToolOutcome = { ok: false, error: { type: 'CANCELLED', message: 'the batch was cancelled before this item started; nothing was sent' } };
+
 /** An applied item whose result waits for the next grouped write. */
 interface Carried {
   readonly write: Extract<GroupWrite, { kind: 'cas' }>;
@@ -34,10 +37,12 @@ export class ItemsRun {
   private readonly records = new Map<number, CheckpointRecord | null>();
   private carry: Carried[] = [];
 
+  /** @param run this `forEachItem` call's number in the attempt (part of its items' attempt ids). */
   constructor(
     private readonly batch: BatchRun,
     private readonly items: readonly PreparedItem[],
     private readonly apply: ApplyItem,
+    private readonly run: number,
   ) {}
 
   /** Item `index`'s first-generation checkpoint as read ahead (a chunk of up to 1,000 is read when `index` is not known yet). */
@@ -57,7 +62,7 @@ export class ItemsRun {
     await this.flush([]);
     const { key, value } = this.items[index]!;
     this.batch.current(key);
-    this.push(await this.batch.settle(value, { key, index, generation: 1 }, this.apply));
+    this.push(await this.batch.settle(value, { key, index, generation: 1 }, this.apply, this.run));
   }
 
   /**
@@ -89,7 +94,15 @@ export class ItemsRun {
         continue;
       }
       if (this.batch.cancellationRequested) {
-        // Claimed by this attempt but not started: not applied (a later attempt of the call would look it up or repeat it with its key).
+        // Claimed by this attempt but not started: not applied. When the workflow asked for the
+        // cancellation, they are closed as such (nothing was sent); on a worker shutdown they stay
+        // claimed for the next attempt, which looks them up or repeats them with their keys.
+        if (this.batch.itemFence.cancelRequested()) {
+          for (let j = k; j < calls.length; j += 1) {
+            const mine = answers[j]!;
+            if (mine.kind === 'create' && mine.record.status === 'executing' && mine.record.execution?.attemptId === calls[j]!.attemptId) this.carryResult(calls[j]!, mine.record, NOT_STARTED, start + j);
+          }
+        }
         await this.cancel();
       }
       this.batch.current(key);
@@ -144,16 +157,23 @@ export class ItemsRun {
     const completion = this.batch.itemFence.claimed(item).completion(claimed, outcome);
     const stored = completion.next.result!.payload as ToolOutcome;
     this.carry.push({ write: { kind: 'cas', expectedRevision: completion.expectedRevision, next: completion.next, expected: claimed }, item, result: { key: this.items[index]!.key, index, outcome: stored, source: 'executed' } });
+    this.progress();
+  }
+
+  /** Reports progress: items settled, counting those applied by this attempt whose results wait for the group's write. */
+  private progress(): void {
+    const applied = this.applied + this.carry.filter((c) => c.result.outcome.ok).length;
+    this.batch.settled(this.results.length + this.carry.length, applied, this.items.length);
   }
 
   private push(result: BatchItemResult): void {
     this.results.push(result);
     if (result.outcome.ok) this.applied += 1;
-    this.batch.settled(this.results, this.applied, this.items.length);
+    this.progress();
   }
 
   private prepare(index: number): PreparedCall {
     const { key, value } = this.items[index]!;
-    return this.batch.prepareItem(value, { key, index, generation: 1 }, this.apply);
+    return this.batch.prepareItem(value, { key, index, generation: 1 }, this.apply, this.run);
   }
 }

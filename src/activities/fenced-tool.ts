@@ -355,7 +355,8 @@ class Attempt {
     // An item of a batch is not stopped by cancellation once claimed: the batch stops between items (./batch-fence).
     if (this.call.item === undefined && ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
     const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
-    if (this.clock().getTime() >= deadlineAt) {
+    // A batch call has no deadline of its own (its items have), and is taken over at once anyway.
+    if (this.call.tool.batch !== true && this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
       throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
     }
@@ -527,9 +528,12 @@ class Attempt {
           ]),
         batch === undefined ? this.heartbeatDetails(claimed, 'execute') : () => fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', batch.progress()),
       );
+      // A tool that returned without awaiting its batch: the attempt ends only once no item is being applied.
+      await batch?.idle();
       batch?.rethrowStop();
       return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
     } catch (error) {
+      await batch?.idle();
       // What stopped a batch (an item to reconcile or resolve, cancellation, the store) fails the attempt as it is; the call is not marked unknown.
       if (batch?.stopped === true) throw batch.stopError;
       if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
@@ -575,7 +579,7 @@ class Attempt {
   /** The batch of this attempt of a `batch` tool: its items are settled by {@link settleItem} with this attempt's deps. */
   private batchRun(): BatchRun {
     const ctx = Context.current();
-    const fence = { store: this.deps.store, settle: (item: PreparedCall) => settleItem(this.deps, item), claimed: (item: PreparedCall) => claimedItem(this.deps, item), now: () => transitionTime(this.deps) };
+    const fence = { store: this.deps.store, settle: (item: PreparedCall) => settleItem(this.deps, item), claimed: (item: PreparedCall) => claimedItem(this.deps, item), now: () => transitionTime(this.deps), cancelRequested: () => ctx.cancellationDetails?.cancelRequested === true };
     return new BatchRun(this.call, fence, ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
   }
 

@@ -37,7 +37,7 @@ interface Provider {
   holdUntilCancelled: string | null;
 }
 
-function notifyTool(name: string, provider: Provider, withLookup: boolean, callDeadlineMs = 300, dedupesByKey = false) {
+function notifyTool(name: string, provider: Provider, withLookup: boolean, callDeadlineMs = 5_000, dedupesByKey = false) {
   return defineTool({
     name,
     revision: 'v1',
@@ -86,6 +86,8 @@ describe('batch tools on a real server', () => {
   let workerRun: Promise<void>;
   const provider: Provider = { sent: [], loseAnswerOf: null, dropRequestOf: null, started: [], holdUntilCancelled: null };
   let n = 0;
+  /** The fence's clock runs this far ahead of the system's: raised to pass a claim's deadline without waiting for it. */
+  let skewMs = 0;
   const writes = { writeGroup: 0, createIfAbsent: 0, compareAndSwap: 0 };
 
   beforeAll(async () => {
@@ -106,7 +108,7 @@ describe('batch tools on a real server', () => {
       connection: env.nativeConnection,
       taskQueue: 'batch-items-test',
       workflowsPath: require.resolve('../fixtures/batch-workflows'),
-      activities: createToolActivities({ store: counted, tools: [notifyTool('notify_lookup', provider, true), notifyTool('notify_plain', provider, false), notifyTool('notify_held', provider, true, 20_000), notifyTool('notify_by_key', provider, false, 300, true)], reconcileMarginMs: 0 }),
+      activities: createToolActivities({ store: counted, tools: [notifyTool('notify_lookup', provider, true), notifyTool('notify_plain', provider, false), notifyTool('notify_held', provider, true, 20_000), notifyTool('notify_by_key', provider, false, 5_000, true), notifyTool('notify_by_key_held', provider, false, 20_000, true)], reconcileMarginMs: 0, clock: () => new Date(Date.now() + skewMs) }),
     });
     workerRun = worker.run();
   });
@@ -158,7 +160,7 @@ describe('batch tools on a real server', () => {
     const first = await attempt(wf, 'notify_lookup');
     expect(first).toMatchObject({ failure: { type: 'RECONCILE_PENDING' } });
     expect(provider.started.at(-1)).toBe('user-20');
-    await new Promise((r) => setTimeout(r, 400)); // past item 20's claim deadline (300 ms, margin 0)
+    skewMs += 5_001; // past item 20's claim deadline (5 s, margin 0)
     provider.started.length = 0;
     const second = await attempt(wf, 'notify_lookup');
     expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
@@ -174,7 +176,7 @@ describe('batch tools on a real server', () => {
     expect(first).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN', nonRetryable: true } });
     expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS.slice(0, 19));
     // The pause carries the item: a later attempt (before the person decides) pauses on it again and starts nothing.
-    await new Promise((r) => setTimeout(r, 400));
+    skewMs += 5_001; // past item 20's claim deadline
     const paused = await attempt(wf, 'notify_plain');
     expect(paused).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN' } });
     expect(provider.sent).toHaveLength(19);
@@ -232,6 +234,21 @@ describe('batch tools on a real server', () => {
       truncated: false,
     });
     expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS.slice(0, appliedCount));
+  });
+
+  test('a cancelled batch that claimed a group of items closes the claimed items it never started as not applied, so no claim is left for a person', async () => {
+    const wf = `batch-${++n}`;
+    provider.holdUntilCancelled = 'user-20';
+    const input: FencedToolInput = { tenant: TENANT, callId: 'call-1', runChainId: `chain-${wf}`, toolName: 'notify_by_key_held', input: { recipients: RECIPIENTS } };
+    const handle = await env.client.workflow.start('batchUntilCancelled', { taskQueue: 'batch-items-test', workflowId: wf, args: [input] });
+    while (!provider.started.includes('user-20')) await new Promise((r) => setTimeout(r, 20));
+    await handle.cancel();
+    const { cancelled } = (await handle.result()) as { cancelled: { batch: BatchCancellationReport } };
+    expect(cancelled.batch).toMatchObject({ applied: { count: 20 }, notApplied: { count: 80 }, unknown: { count: 0 } });
+    // The items' checkpoints (the call's own claim stays, as for any cancelled call).
+    const open = (await store.listByStatus(['executing', 'uncertain'], { limit: 10_000 })).filter((r) => r.binding.callId.startsWith('["ttc/item/1"') && r.binding.callId.includes(`chain-${wf}`));
+    expect(open).toEqual([]);
+    expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS.slice(0, 20));
   });
 
   /** The item named by the last failure of workflow `workflowId`'s activity. */
