@@ -128,6 +128,22 @@ describe('the command line for people in the loop', () => {
     expect(await ticketsCreatedFor(call.idempotencyKey)).toBe(1);
   });
 
+  it.concurrent('cancel --reason stops a waiting run (its result keeps the reason); a closed run is refused', async () => {
+    const workflowId = `cli-cancel-${Date.now()}`;
+    const waiting = cli('start', TRANSCRIPT, '--workflow-id', workflowId, '--require-approval', 'create_ticket', '--compensate', '--wait');
+    const { call } = await awaitingApproval(workflowId);
+    const cancelled = await cli('cancel', workflowId, '--reason', 'the customer withdrew the request');
+    expect([cancelled.code, cancelled.stderr]).toEqual([0, '']);
+    const finished = await waiting;
+    const result = JSON.parse(finished.stdout.split('\n').slice(1).join('\n')) as AgentWorkflowResult;
+    expect([result.status, result.reason]).toEqual(['cancelled', 'the customer withdrew the request']);
+    expect(result.effects).toEqual({ applied: [], compensated: [], compensationPending: [], notRun: [CALL_ID], unknown: [] });
+    expect(await ticketsCreatedFor(call.idempotencyKey)).toBe(0);
+    const again = await cli('cancel', workflowId, '--reason', 'twice');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`run ${workflowId} is COMPLETED; only a running run can be cancelled`);
+  });
+
   it.concurrent('reject --reason: nothing runs, the model reads the rejection in its next turn, `start --wait` prints the result', async () => {
     const workflowId = `cli-reject-${Date.now()}`;
     const waiting = cli('start', TRANSCRIPT, '--workflow-id', workflowId, '--require-approval', 'create_ticket', '--wait');
