@@ -2,8 +2,9 @@
  * Adversarial (issue 14, batch tools): a person's resolution of a paused batch item
  * (`resolveToolCall` with `item`). Guards: the wrong generation and an item that has no
  * checkpoint are refused with nothing written; resolving twice is idempotent (the first answer
- * stays); an item already settled is not reopened. (A resolution on a worker with a new tool
- * revision: issue14-batch-resolve-revision.test.ts.)
+ * stays); an item already settled is not reopened; resolved on a worker with a new tool revision
+ * (a deploy between the pause and the person), the answer names the key the item was sent under,
+ * not one derived from the new revision that no request carried.
  *
  * Real activities in MockActivityEnvironment against a real SQLite store (the adversarial harness).
  */
@@ -74,4 +75,12 @@ test('wrong generation, unknown item: refused, nothing stored; resolving twice k
   expect(await h.run(acts, call, 2)).toMatchObject({ result: { outcome: { ok: true, output: { applied: 4 } } } });
   expect(provider.total()).toBe(4);
   expect(Math.max(...provider.effects.values())).toBe(1);
+});
+
+test('resolved on a worker with a new tool revision: the answer names the key u2 was sent under', async () => {
+  const provider = new Provider();
+  const { call, key } = await pausedOnU2(provider);
+  const v2 = h.activities([batchTool(provider, 'v2', { of: null })]);
+  const answer = await resolve(v2, call, { item: { key: 'u2', generation: 1 }, result: { ok: true, output: { sent: 'u2' }, receipt: null } });
+  expect(answer).toMatchObject({ toolRevision: 'v1', idempotencyKey: key });
 });
