@@ -214,7 +214,7 @@ export class BatchRun {
         this.failed(error, ref, item.idempotencyKey);
       }
       const outcome = result.outcome;
-      if (!outcome.ok && outcome.error.type === RESOLVED_ABSENT) continue;
+      if (isResolvedAbsent(outcome)) continue;
       return { key: ref.key, index: ref.index, outcome, source: result.source };
     }
   }
