@@ -10,6 +10,10 @@ import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadHistory } from '../fixtures/histories/load-history';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 installQuietTemporalRuntime();
 

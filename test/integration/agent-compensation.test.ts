@@ -14,6 +14,10 @@ import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 installQuietTemporalRuntime();
 

@@ -20,6 +20,10 @@ import {
   useAgentTestEnv,
   waitForStatus,
 } from '../helpers/agent-harness';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 const harness = useAgentTestEnv();
 const withRun = harness.withRun.bind(harness);

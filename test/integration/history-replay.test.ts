@@ -13,6 +13,10 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { loadHistory } from '../fixtures/histories/load-history';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 // sdk-core logs the nondeterminism the last tests provoke on purpose at WARN: keep it to errors.
 if (Runtime._instance === undefined) Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });

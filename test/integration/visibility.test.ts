@@ -27,6 +27,10 @@ import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, toolTurn, waitForStatus } from '../helpers/agent-harness';
 import { ROOT, runCli } from '../helpers/cli';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 // ERROR: the OUTCOME_UNKNOWN tool failure is logged at WARN by the worker on purpose.
 installQuietTemporalRuntime('ERROR');

@@ -20,6 +20,10 @@ import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '
 import { checkoutWorkflow } from './workflows';
 import { approveChargeUpdate, approvedCheckoutWorkflow, pendingChargeQuery, type ApprovedCheckoutResult } from './approval-workflows';
 import { paymentActivities, readLedger } from './payment-activities';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+// Replays leave a process-wide promise hook that slows every later suite (see the helper).
+afterEach(releaseReplayHooks);
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
