@@ -15,7 +15,7 @@
  * installed the hook from.
  */
 export function releaseReplayHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- an SDK internal without types; no exports map, so the path is stable per version
+  // An SDK internal without types (the package has no exports map); the path holds for 1.24.
   const vmShared = require('@temporalio/worker/lib/workflow/vm-shared') as { globalHandlers?: { installed: boolean; uninstall(): void } };
   if (vmShared.globalHandlers?.installed === true) vmShared.globalHandlers.uninstall();
 }
