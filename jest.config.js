@@ -11,5 +11,7 @@ module.exports = {
   // in the single --runInBand process; every suite tears its own servers down, so exit promptly.
   forceExit: true,
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  // One in-band process: a file's AsyncLocalStorage instances must not slow the files after it.
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/release-async-local-storage.ts'],
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
 };
