@@ -3,7 +3,8 @@
  * this call was written" (the store's contract, and the fence relies on it: a claiming insert
  * that failed STORE_UNAVAILABLE resets `evidence.claimSent`, fenced-tool.ts `round()`).
  *
- * Scenario, with a real PostgreSQL server and a TCP relay between the store and the server:
+ * Scenario, with a real PostgreSQL server and a TCP relay (test/helpers/pg-relay.ts) between the
+ * store and the server:
  * 1. the claiming INSERT is sent, and the client's connection is cut (the server side stays
  *    open, so the server finishes the statement): the store sees "Connection terminated
  *    unexpectedly" (lost) and settles by re-reading (`settleInsert`);
@@ -13,7 +14,6 @@
  * The row this very call inserted is in the database, and the call must not answer
  * STORE_UNAVAILABLE ("nothing was written"): STORE_OUTCOME_UNKNOWN, or the row.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { Client } from 'pg';
 import { createClaimed } from '../../src/checkpoint/compose';
 import type { Binding } from '../../src/checkpoint/types';
@@ -21,83 +21,20 @@ import { checkpointKey } from '../../src/stores/checkpoint-key';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { pgStatements, statementName } from '../../src/stores/pg-statements';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { PgRelay } from '../helpers/pg-relay';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
-
-type Verdict = 'forward' | 'cut-after' | 'kill' | { hold: Promise<void> };
-
-/** A TCP relay to PostgreSQL; `inspect` decides what to do with each client→server chunk. */
-class Relay {
-  readonly sockets = new Set<Socket>();
-  private server!: Server;
-  port = 0;
-  inspect: (chunk: Buffer) => Verdict = () => 'forward';
-
-  constructor(private readonly host: string, private readonly upstreamPort: number) {}
-
-  async start(): Promise<void> {
-    this.server = createServer((client) => this.pipe(client));
-    await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  private pipe(client: Socket): void {
-    const upstream = connect(this.upstreamPort, this.host);
-    this.sockets.add(client);
-    this.sockets.add(upstream);
-    let cut = false;
-    let chain = Promise.resolve();
-    upstream.on('data', (data) => {
-      if (!cut && !client.destroyed) client.write(data);
-    });
-    client.on('error', () => undefined);
-    upstream.on('error', () => undefined);
-    client.on('close', () => {
-      // A cut connection keeps its server side open: the server finishes what it received.
-      if (!cut) upstream.destroy();
-    });
-    upstream.on('close', () => client.destroy());
-    client.on('data', (chunk) => {
-      chain = chain.then(async () => {
-        if (cut) {
-          upstream.write(chunk);
-          return;
-        }
-        const verdict = this.inspect(chunk);
-        if (verdict === 'kill') {
-          client.destroy();
-          upstream.destroy();
-          return;
-        }
-        if (typeof verdict === 'object') await verdict.hold;
-        upstream.write(chunk);
-        if (verdict === 'cut-after') {
-          cut = true;
-          // The rest of the flight (Bind/Execute/Sync may come in later chunks) still reaches the server.
-          setTimeout(() => client.destroy(), 100);
-        }
-      });
-    });
-  }
-
-  async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((done) => this.server.close(() => done()));
-  }
-}
 
 const binding: Binding = { namespace: 'default/acme', callId: 'call-lost-insert', toolName: 'create_ticket', toolRevision: 'v1', inputFingerprint: `sha256:${'a'.repeat(64)}` };
 
 describe('issue 12 PostgreSQL: a lost claiming insert is never reported as nothing written', () => {
   let db: TestDatabase;
-  let relay: Relay;
+  let relay: PgRelay;
   let store: CheckpointStore | undefined;
   let direct: Client;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const u = new URL(db.url);
-    relay = new Relay(u.hostname, Number(u.port || 5432));
-    await relay.start();
+    relay = await PgRelay.to(db.url);
     direct = new Client({ connectionString: db.url });
     direct.on('error', () => undefined);
     await direct.connect();
@@ -111,10 +48,7 @@ describe('issue 12 PostgreSQL: a lost claiming insert is never reported as nothi
   });
 
   test('insert lost, re-read empty, re-send conflicts with the lost insert, the read of the conflicting row fails: not STORE_UNAVAILABLE', async () => {
-    const u = new URL(db.url);
-    u.hostname = '127.0.0.1';
-    u.port = String(relay.port);
-    store = await openCheckpointStore(u.toString(), { poolSize: 2, connectTimeoutMs: 3_000 });
+    store = await openCheckpointStore(relay.through(db.url), { poolSize: 2, connectTimeoutMs: 3_000 });
     const sql = pgStatements('public');
     const insertName = Buffer.from(statementName(sql.INSERT));
     const existingName = Buffer.from(statementName(sql.EXISTING));

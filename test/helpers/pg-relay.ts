@@ -3,7 +3,6 @@
  * statement: `inspect` sees each client→server chunk and forwards it, holds it, kills the
  * connection without forwarding it (`kill`: the server never sees it), or forwards it and then
  * cuts the client side (`cut-after`: the server side stays open and finishes what it received).
- * (The same relay as `test/adversarial/issue12-pg-lost-insert.test.ts`, shared.)
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
