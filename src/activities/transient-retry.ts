@@ -53,7 +53,8 @@ export interface RetryTransientOptions {
 
 /**
  * Calls `work` until it succeeds; retries an error only while it is transient, calls remain,
- * the next delay ends before the deadline and `signal` is not aborted. The error's
+ * the next delay ends before the deadline and `signal` is not aborted; a retry whose delay ended
+ * at or after the deadline (the process stalled) is not started. The error's
  * `retryAfterMs` (a number of ms, as the provider clients set it) is the next delay.
  *
  * @returns what `work` returned.
@@ -71,6 +72,9 @@ export async function retryTransient<T>(work: () => Promise<T>, options: RetryTr
       if (now() + delayMs >= options.deadlineAt) throw error;
       options.onRetry?.(call, delayMs, error);
       if (!(await sleep(delayMs, options.signal))) throw error;
+      // A sleep can end late (a stalled process, a busy event loop): no request starts at or after
+      // the deadline, when another attempt may take the claim over (SPEC §7).
+      if (now() >= options.deadlineAt || options.signal?.aborted) throw error;
     }
   }
 }

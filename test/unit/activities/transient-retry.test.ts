@@ -1,5 +1,6 @@
 // In-attempt retry of transient tool failures: full-jitter backoff, Retry-After as the next
 // delay, the call deadline, the same request every time.
+import fc from 'fast-check';
 import { nextRetryDelayMs, retryTransient, type TransientRetryPolicy } from '../../../src/activities';
 
 const POLICY: TransientRetryPolicy = { initialIntervalMs: 100, maximumIntervalMs: 1_000, maximumAttempts: 5 };
@@ -72,4 +73,56 @@ describe('retryTransient', () => {
     await expect(done).rejects.toBeInstanceOf(Transient);
     expect(n).toBe(1);
   });
+
+  // Found by the batch interleaving explorer under CPU load (a retry's real timer fired after
+  // virtual time had passed the item's deadline): the sleep before a retry ended after the call
+  // deadline and the retry was still sent; another attempt had taken the claim over and applied
+  // the item, so it was applied twice.
+  it('sends no retry whose backoff ended at or after the call deadline (the process stalled during the sleep)', async () => {
+    let t = 1_000;
+    let n = 0;
+    const error = new Transient();
+    await expect(
+      retryTransient(async () => { n += 1; throw error; }, {
+        policy: { ...POLICY, initialIntervalMs: 1 },
+        deadlineAt: 10_000,
+        now: () => t,
+        onRetry: () => (t = 38_085),
+        isTransient,
+      }),
+    ).rejects.toBe(error);
+    expect(n).toBe(1);
+  });
+
+  it('property: whatever the backoff delays and however long each sleep stalls, every call starts before the deadline', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 20_000 }),
+        fc.array(fc.integer({ min: 0, max: 15_000 }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 0, max: 6 }),
+        async (deadlineAt, stalls, failures) => {
+          let t = 0;
+          const starts: number[] = [];
+          await retryTransient(
+            async () => {
+              starts.push(t);
+              if (starts.length <= failures) throw new Transient();
+              return 'ok';
+            },
+            {
+              policy: { initialIntervalMs: 1, maximumIntervalMs: 2, maximumAttempts: 7 },
+              deadlineAt,
+              now: () => t,
+              // The clock moves by the delay and by a stall while the retry sleeps.
+              onRetry: (retry, delayMs) => (t += delayMs + stalls[(retry - 1) % stalls.length]!),
+              isTransient,
+            },
+          ).catch((e: unknown) => expect(e).toBeInstanceOf(Transient));
+          expect(starts.slice(1).filter((at) => at >= deadlineAt)).toEqual([]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });
+
