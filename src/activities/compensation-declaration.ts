@@ -136,27 +136,22 @@ export function normalizeCompensation(toolName: string, value: unknown): ToolCom
 }
 
 /**
- * Refuses a worker whose tool declares a compensation by a tool the worker does not have, or by a
- * batch tool (a compensation is one fenced call; its items would have no call of their own to
- * settle them), checked when the activities are built, so a saga never finds out at compensation
- * time.
+ * Refuses a worker whose tool declares a compensation by a tool the worker does not have (checked
+ * when the activities are built, so a saga never finds out at compensation time).
  *
  * @param tools the worker's tools by name
  * @throws {@link CheckpointError} INVALID_ARGUMENT (`details.field` `compensation.tool`,
  *   `details.toolName`, `details.compensationTool`) naming both tools.
  */
-export function assertCompensationToolsRegistered(tools: ReadonlyMap<string, { readonly compensation?: ToolCompensation; readonly batch?: boolean }>): void {
+export function assertCompensationToolsRegistered(tools: ReadonlyMap<string, { readonly compensation?: ToolCompensation }>): void {
   for (const [name, tool] of tools) {
     const compensation = tool.compensation;
-    if (compensation === undefined || !isCompensationByTool(compensation)) continue;
-    const details = { field: 'compensation.tool', toolName: name, compensationTool: compensation.tool };
-    const target = tools.get(compensation.tool);
-    if (target === undefined) {
-      throw new CheckpointError('INVALID_ARGUMENT', `tool ${name}: its compensation names tool ${JSON.stringify(compensation.tool)}, which this worker does not have (register it in the same createToolActivities tools list)`, details);
-    }
-    if (target.batch === true) {
-      throw new CheckpointError('INVALID_ARGUMENT', `tool ${name}: its compensation names tool ${JSON.stringify(compensation.tool)}, a batch tool; a compensation is one call (use a non-batch tool, or a function compensation)`, details);
-    }
+    if (compensation === undefined || !isCompensationByTool(compensation) || tools.has(compensation.tool)) continue;
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `tool ${name}: its compensation names tool ${JSON.stringify(compensation.tool)}, which this worker does not have (register it in the same createToolActivities tools list)`,
+      { field: 'compensation.tool', toolName: name, compensationTool: compensation.tool },
+    );
   }
 }
 

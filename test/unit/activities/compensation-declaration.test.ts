@@ -85,13 +85,5 @@ describe('compensation declaration', () => {
       expect(refused.message).toContain('"release"');
       expect(typeof createToolActivities({ store, tools: [reserve, release] }).compensateToolCall).toBe('function');
     });
-
-    test('refuses a compensation by a batch tool, naming both tools', () => {
-      const notify = defineTool({ name: 'notify', revision: 'v1', input: z.object({}), execute, compensation: { tool: 'retract_all', input: () => ({}) } });
-      const retractAll = defineTool({ name: 'retract_all', revision: 'r1', input: z.object({}), batch: true, execute });
-      const refused = refusal(() => createToolActivities({ store, tools: [notify, retractAll] }));
-      expect(refused).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'compensation.tool', toolName: 'notify', compensationTool: 'retract_all' } });
-      expect(refused.message).toContain('batch tool');
-    });
   });
 });
