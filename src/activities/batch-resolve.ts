@@ -14,7 +14,7 @@ import { idempotencyKey } from '../checkpoint/digest';
 import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
 import type { CallLocator } from './call-failure';
 import { RESOLVED_ABSENT } from './batch-fence';
-import { transitionTime, type FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fenced-tool';
 
 /**
  * Stores `input.resolution` for the item `input.item` of the batch call `input.callId`.
@@ -22,8 +22,10 @@ import { transitionTime, type FencedToolDeps } from './fenced-tool';
  * @returns the item's stored outcome, its idempotency key, and the call's tool and revision.
  * @throws {@link CheckpointError} INVALID_ARGUMENT when this worker cannot prepare the call (its
  *   tool is gone), the tool is not a batch tool, `applied` comes without a result, or the item
- *   has no checkpoint; INVALID_TRANSITION when the item is neither executing, uncertain nor
- *   settled; STORE_OUTCOME_UNKNOWN when the item changed while being resolved (retry).
+ *   has no checkpoint; RECONCILE_PENDING (`details.retryAfterMs`) for `absent` while the item is
+ *   executing before its settle time (its holder's request may still land); INVALID_TRANSITION
+ *   when the item is neither executing, uncertain nor settled; STORE_OUTCOME_UNKNOWN when the
+ *   item changed while being resolved (retry).
  */
 export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput): Promise<ResolveToolCallResult> {
   const { call } = where;
@@ -35,6 +37,18 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
   const callId = itemBinding(call.binding, ref.key, ref.generation, null).callId;
   const record = await deps.store.getByCall(call.binding.namespace, callId);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${what} has no checkpoint to resolve`, { callId: input.callId, field: 'item' });
+  if (record.status === 'executing' && input.resolution !== 'applied') {
+    // `absent` runs the item again under a new key: not while its holder's request may still be outstanding (SPEC §7).
+    const settleAt = settleTime(record, call.tool, deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
+    const now = fenceNow(deps);
+    if (now < settleAt) {
+      throw new CheckpointError(
+        'RECONCILE_PENDING',
+        `${what} is executing under ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (its claim's deadline plus the margin), so it cannot be resolved absent before then`,
+        { callId: input.callId, retryAfterMs: Math.ceil(settleAt - now), fromStatus: 'executing' },
+      );
+    }
+  }
   if (record.status === 'executing' || record.status === 'uncertain') {
     let result: ToolOutcome;
     if (input.resolution === 'applied') {

@@ -84,3 +84,38 @@ test('resolved on a worker with a new tool revision: the answer names the key u2
   const answer = await resolve(v2, call, { item: { key: 'u2', generation: 1 }, result: { ok: true, output: { sent: 'u2' }, receipt: null } });
   expect(answer).toMatchObject({ toolRevision: 'v1', idempotencyKey: key });
 });
+
+// Found by a review of issue 14 (a reproduction with real activities): `absent` was accepted for an
+// item whose holder was still sending (executing, 60 s before its deadline); the next attempt then
+// applied the item again under generation 2's key while the holder's request was in flight.
+test('absent is refused while the item may still be sent by its holder (executing before its settle time): RECONCILE_PENDING, nothing stored, one effect', async () => {
+  const provider = new Provider();
+  let holding!: () => void;
+  const held = new Promise<void>((done) => (holding = done));
+  let release!: () => void;
+  const released = new Promise<void>((done) => (release = done));
+  const tool = defineTool({
+    name: 'create_ticket',
+    revision: 'v1',
+    batch: true,
+    callDeadlineMs: 60_000,
+    input: z.object({ title: z.string() }).strict(),
+    async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
+      const report = await ctx.forEachItem!(['u1'], (to) => to, async (to, item): Promise<ToolSuccess> => {
+        holding();
+        await released;
+        provider.apply(item.idempotencyKey);
+        return { output: { sent: to } };
+      });
+      return { output: { applied: report.applied } };
+    },
+  });
+  const acts = h.activities([tool]);
+  const call = h.newCall();
+  const first = h.run(acts, call, 1);
+  await held;
+  expect(await resolve(acts, call, { item: { key: 'u1', generation: 1 }, resolution: 'absent' })).toEqual({ failure: 'RECONCILE_PENDING' });
+  release();
+  expect(await first).toMatchObject({ result: { outcome: { ok: true, output: { applied: 1 } } } });
+  expect(provider.total()).toBe(1);
+});
