@@ -6,14 +6,10 @@
  * as CANCELLED without a result.) A run that has closed is refused with exit 1.
  */
 import type { Command } from 'commander';
-import { connectClient } from '../client';
-import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
-import { readRunStatus } from '../operator/run-decisions';
 import { cancelRunSignal } from '../workflows/messages';
-import { explainUndecodable } from './errors';
 import { printLine } from './terminal-safe';
-import { assertRunTenant } from './tenant';
+import { withRun } from './with-run';
 
 export function registerCancel(program: Command): void {
   program
@@ -22,20 +18,11 @@ export function registerCancel(program: Command): void {
     .requiredOption('--reason <text>', 'why (kept in the run result)')
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
     .action(async (workflowId: string, opts: { reason: string; tenant?: string }) => {
-      const config = loadConfig();
-      const { client, close } = await connectClient(config);
-      try {
-        const handle = client.workflow.getHandle(workflowId);
-        const status = await readRunStatus(handle, config.temporal.namespace).catch((error: unknown) => {
-          throw explainUndecodable(error, `run ${workflowId}'s status`);
-        });
-        assertRunTenant(workflowId, status.tenant, opts.tenant);
+      await withRun(workflowId, opts.tenant, async (handle, status) => {
         const description = await handle.describe();
         if (description.status.name !== 'RUNNING') throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${description.status.name}; only a running run can be cancelled`, { field: 'workflowId' });
         await handle.signal(cancelRunSignal, { reason: opts.reason });
         printLine(`asked run ${workflowId} to stop (${status.phase} now); see \`show ${workflowId}\` or \`start --wait\` for its result`);
-      } finally {
-        await close();
-      }
+      });
     });
 }

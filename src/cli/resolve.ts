@@ -8,14 +8,11 @@
  */
 import type { Command } from 'commander';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { connectClient } from '../client';
-import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
-import { readRunStatus, resolveCall } from '../operator/run-decisions';
+import { resolveCall } from '../operator/run-decisions';
 import type { ResolveOutcomeRequest } from '../workflows/types';
-import { explainUndecodable } from './errors';
 import { printLine } from './terminal-safe';
-import { assertRunTenant } from './tenant';
+import { withRun } from './with-run';
 
 export function registerResolve(program: Command): void {
   program
@@ -34,14 +31,7 @@ export function registerResolve(program: Command): void {
         opts.applied !== undefined
           ? { callId, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
           : { callId, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
-      const config = loadConfig();
-      const { client, close } = await connectClient(config);
-      try {
-        const handle = client.workflow.getHandle(workflowId);
-        const status = await readRunStatus(handle, config.temporal.namespace).catch((error: unknown) => {
-          throw explainUndecodable(error, `run ${workflowId}'s status`);
-        });
-        assertRunTenant(workflowId, status.tenant, opts.tenant);
+      await withRun(workflowId, opts.tenant, async (handle, status) => {
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
         }
@@ -52,9 +42,7 @@ export function registerResolve(program: Command): void {
           throw new Error(`run ${workflowId} refused the resolution of ${callId}: ${cause?.message ?? error.message}`);
         });
         printLine(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
-      } finally {
-        await close();
-      }
+      });
     });
 }
 
