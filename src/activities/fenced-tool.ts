@@ -79,19 +79,67 @@ const MAX_ROUNDS = 8;
  *   the holder's settle time has not come, a competitor won the claim, or the outcome is unknown
  *   and the next attempt reconciles; `details.retryAfterMs` when the wait is known);
  *   APPROVAL_EXPIRED before a claim; BINDING_CONFLICT; FENCE_CONFLICT (this attempt's claim was
- *   taken over; its result is discarded); INVALID_CHECKPOINT and the store codes.
+ *   taken over and Temporal has given up on it, see {@link fenceLost}; its result is discarded; the
+ *   attempt Temporal still waits for gets RECONCILE_PENDING instead); INVALID_CHECKPOINT and the store codes.
  */
 export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evidence: AttemptEvidence): Promise<FencedToolResult> {
   const ctx = Context.current();
   const observed = { toolName: call.tool.name, toolRevision: call.tool.revision, callId: call.input.callId, idempotencyKey: call.idempotencyKey, attempt: ctx.info.attempt, approved: call.input.expectedIntentDigest !== undefined };
   return observeAttempt(observed, deps.store, ctx.metricMeter, async (store, observer) => {
     const attempt = new Attempt({ ...deps, store }, call, evidence, observer);
-    for (let round = 0; round < MAX_ROUNDS; round += 1) {
-      const step = await attempt.round();
-      if (step !== REREAD) return step;
+    try {
+      for (let round = 0; round < MAX_ROUNDS; round += 1) {
+        const step = await attempt.round();
+        if (step !== REREAD) return step;
+      }
+    } catch (error) {
+      throw fenceLost(error, call, { attempt: ctx.info.attempt, cancellation: ctx.cancellationDetails });
     }
     throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
   });
+}
+
+/** What an attempt knows about whether Temporal still waits for it. */
+export interface AttemptStanding {
+  /** The activity's attempt number (`Info.attempt`, from 1). */
+  readonly attempt: number;
+  /** The activity's cancellation details (`Context.cancellationDetails`), if it was cancelled. */
+  readonly cancellation?: { readonly notFound?: boolean; readonly timedOut?: boolean; readonly reset?: boolean } | undefined;
+}
+
+/**
+ * Whether Temporal has given up on this attempt: it said so (the activity was cancelled because
+ * its heartbeat found it timed out, unknown to the server, or reset), or the fence that took the
+ * call over is a later attempt of the activity (`attempt-N-…` with N greater than this
+ * attempt's number: Temporal starts attempt N only after it stopped waiting for this one).
+ */
+export function supersededAttempt(standing: AttemptStanding, heldBy: unknown): boolean {
+  const c = standing.cancellation;
+  if (c?.notFound === true || c?.timedOut === true || c?.reset === true) return true;
+  const holder = typeof heldBy === 'string' ? /^attempt-(\d+)-/.exec(heldBy) : null;
+  return holder !== null && Number(holder[1]) > standing.attempt;
+}
+
+/**
+ * A FENCE_CONFLICT of this attempt's own claim (another attempt took the call over, e.g. an
+ * earlier attempt of a keyed tool, delayed past its heartbeat timeout, by a same-key repeat)
+ * stays final (non-retryable, its result discarded) only for an attempt Temporal has given up
+ * on ({@link supersededAttempt}). The attempt Temporal still waits for has learned only that a
+ * live competitor holds the call: it fails with RECONCILE_PENDING (retryable; `details.cause`
+ * FENCE_CONFLICT, `details.heldBy` the fence holding the call), and the next attempt delivers the
+ * competitor's stored result or reconciles its claim. Any other error is returned unchanged.
+ */
+export function fenceLost(error: unknown, call: PreparedCall, standing: AttemptStanding): unknown {
+  if (!isCheckpointError(error, 'FENCE_CONFLICT')) return error;
+  const heldBy = error.details.heldBy;
+  if (supersededAttempt(standing, heldBy)) return error;
+  const bare = error.message.startsWith('FENCE_CONFLICT: ') ? error.message.slice('FENCE_CONFLICT: '.length) : error.message;
+  return new CheckpointError(
+    'RECONCILE_PENDING',
+    `${call.tool.name} call ${call.input.callId}: another attempt took the call over while attempt ${standing.attempt} ran (FENCE_CONFLICT: ${bare}); this attempt's result is discarded and the next attempt delivers the stored result or reconciles`,
+    { callId: call.input.callId, cause: 'FENCE_CONFLICT', heldBy: typeof heldBy === 'string' ? heldBy : null },
+    { cause: error },
+  );
 }
 
 /** The observer of an item's attempt: items are traced as the store operations of their call's span. */

@@ -10,7 +10,9 @@
  * - a stored result never changes;
  * - a call with a claimed checkpoint is never reported nothing-applied;
  * - a result returned to a run (by any attempt, or a person's resolution) is the one stored for that run's call;
- * - no lost result: a call with an effect is not reported nothing-applied, and its stored result is that effect's.
+ * - no lost result: a call with an effect is not reported nothing-applied, and its stored result is that effect's;
+ * - no needless pause: the attempt Temporal waits for never ends the call with FENCE_CONFLICT (a lost fence
+ *   is a live competitor: retryable, the next attempt delivers or reconciles).
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ApplicationFailure } from '@temporalio/common';
@@ -35,7 +37,7 @@ export type ExplorerScheduler = ConstructorParameters<typeof Sim>[0];
 export const OUTCOME_KINDS = ['executed', 'store', 'lookup', 'same-key-repeat', 'paused', 'reconcile-pending', 'nothing-applied'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-export const VIOLATION_KINDS = ['duplicate-effect', 'stored-result-changed', 'nothing-applied-with-claim', 'result-not-stored-one', 'lost-result', 'harness'] as const;
+export const VIOLATION_KINDS = ['duplicate-effect', 'stored-result-changed', 'nothing-applied-with-claim', 'result-not-stored-one', 'lost-result', 'needless-pause', 'harness'] as const;
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];
 
 export interface Violation {
@@ -362,6 +364,9 @@ class World {
     if (end.ok) call.returned.push({ by: `attempt ${attempt.n}${attempt.timedOut ? ' (timed out)' : ''}`, outcome: end.result.outcome });
     // Temporal accepts a completion only from the current attempt, and none after it timed out.
     if (call.final !== null || attempt !== this.current(call) || attempt.timedOut) return;
+    if (!end.ok && end.type === 'FENCE_CONFLICT' && end.nonRetryable) {
+      this.violations.push({ kind: 'needless-pause', message: `${call.name}#${attempt.n}, the attempt Temporal waits for, ended the call with a final FENCE_CONFLICT: ${end.message}` });
+    }
     if (end.ok) {
       this.finish(call, { kind: end.result.source as OutcomeKind, type: null, at: this.sim.now, by: attempt.n });
       return;

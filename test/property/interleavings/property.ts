@@ -69,6 +69,7 @@ export class Figures {
       `nothing-applied-with-claim:    ${this.violations['nothing-applied-with-claim']}`,
       `result not the stored one:     ${this.violations['result-not-stored-one']}`,
       `stored result changed:         ${this.violations['stored-result-changed']}`,
+      `needless pauses:               ${this.violations['needless-pause']}`,
       `harness errors:                ${this.violations.harness}`,
       `outcomes by kind:              ${OUTCOME_KINDS.map((k) => `${k} ${this.outcomes[k]}`).join(' / ')}`,
       `final failure types:           ${formatMap(this.finalTypes)}`,
