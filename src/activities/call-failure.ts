@@ -6,7 +6,9 @@
  * fingerprint it was made under) is absent or `ready` and this attempt stored the refusal as the
  * call's result (so an earlier attempt that is still about to claim loses its compare-and-swap).
  * Otherwise a stored result is delivered, an unfinished claim waits for its settle time and then
- * pauses the run, and a store that cannot be read leaves the call to the next attempt.
+ * pauses the run (unless this attempt failed retryably: a store it could not reach taught it
+ * nothing, so the next attempt reconciles), and a store that cannot be read leaves the call to
+ * the next attempt.
  */
 import { randomUUID } from 'node:crypto';
 import { sanitizeReason } from '../checkpoint/bounds';
@@ -113,7 +115,13 @@ function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: C
   );
 }
 
-/** An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its settle time, then pause. */
+/**
+ * An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its
+ * settle time, then pause. An attempt that failed retryably (the store could not be read or
+ * written: STORE_UNAVAILABLE; a transient failure) has learned nothing about the claim, and the
+ * next attempt may reconcile it (lookup, same-key repeat): it fails RECONCILE_PENDING, and only
+ * the end of the retries pauses the run.
+ */
 function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord, error: CheckpointError): CheckpointError {
   const now = fenceNow(deps);
   const settleAt = settleTime(record, failed.call?.tool ?? deps.tools.get(record.binding.toolName), deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
@@ -126,6 +134,7 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
       { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
     );
   }
+  if (error.retryable) return claimUnsettled(error, `it is claimed under ${where} (${record.status} since ${record.updatedAt}) and this attempt could not settle it; the next attempt reconciles it`);
   return new CheckpointError(
     'OUTCOME_UNKNOWN',
     `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
