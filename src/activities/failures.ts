@@ -5,10 +5,28 @@
  * `checkpoint/errors.ts`.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { CHECKPOINT_ERROR_CODES, isCheckpointError } from '../checkpoint/errors';
+import { CHECKPOINT_ERROR_CODES, isCheckpointError, type CheckpointError } from '../checkpoint/errors';
+
+/** `details[0].fault` of a failure caused by the worker's key configuration (see {@link isKeyConfigurationFault}). */
+export const KEY_CONFIGURATION_FAULT = 'key-configuration';
+
+/**
+ * True for a stored record this worker's keys cannot read: DECRYPTION_FAILED or INTEGRITY_FAILURE
+ * raised by the store for a quarantined row (`details.quarantined`: a missing or wrong key id, a
+ * seal that does not verify under the configured keys, a plaintext where a ciphertext is due).
+ * The row is never changed (quarantine), so nothing about the call was learned or lost: a worker
+ * with the right keys can read it. Not a fact about the call, and never a reason to ask a person.
+ */
+export function isKeyConfigurationFault(error: unknown): error is CheckpointError {
+  return (isCheckpointError(error, 'DECRYPTION_FAILED') || isCheckpointError(error, 'INTEGRITY_FAILURE')) && error.details.quarantined === true;
+}
 
 /**
  * Maps an error thrown inside an activity to what the activity should throw.
+ * - A key configuration fault ({@link isKeyConfigurationFault}) → a *retryable* ApplicationFailure
+ *   with `type` = the code (DECRYPTION_FAILED or INTEGRITY_FAILURE) and `details[0]` = the error's
+ *   details plus `fault: 'key-configuration'`: the attempt is retried (the run does not pause for
+ *   a person, who could only be offered a rerun) until a worker with the right keys reads the row.
  * - CheckpointError → ApplicationFailure with `type` = code, `nonRetryable` from the code table,
  *   `details[0]` = the error's details, `nextRetryDelay` = `details.retryAfterMs` when present.
  * - ApplicationFailure and cancellation pass through unchanged.
@@ -17,6 +35,15 @@ import { CHECKPOINT_ERROR_CODES, isCheckpointError } from '../checkpoint/errors'
  */
 export function toApplicationFailure(error: unknown): Error {
   if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
+  if (isKeyConfigurationFault(error)) {
+    return ApplicationFailure.create({
+      type: error.code,
+      message: `${error.message}; this worker's keys cannot read the stored record (a key rotation without the old key listed, or a deploy rolled back to older keys): the record is left untouched, nothing ran, and the attempt is retried until a worker with the right keys reads it`,
+      nonRetryable: false,
+      details: [{ ...error.details, fault: KEY_CONFIGURATION_FAULT }],
+      cause: error,
+    });
+  }
   if (isCheckpointError(error)) {
     const retryAfterMs = error.details.retryAfterMs;
     return ApplicationFailure.create({
