@@ -33,6 +33,7 @@ export {
   completeExecution,
   markExecutionUncertain,
   reclaimExecution,
+  releaseExecution,
   renewExecution,
   releaseDelivery,
 } from './checkpoint/transitions';

@@ -25,7 +25,9 @@ export const TOOL_ERROR_CLASSES = {
    * the request was read (408), or a connection that never delivered the request. Retried inside
    * the attempt with the same idempotency key, exponential backoff with full jitter,
    * `Retry-After` honoured as the next delay, within the tool's `callDeadlineMs`; when that runs
-   * out the call is stored with this type. Nothing was applied.
+   * out the attempt gives its claim back and the next attempt tries again (same key), and only
+   * the last attempt (the retry policy's `maximumAttempts`, or the schedule-to-close deadline)
+   * stores the call with this type. Nothing was applied.
    */
   TRANSIENT_EXHAUSTED: { retryable: true },
   /** The input broke the tool's schema (activity failure, nothing written) or the provider refused it as malformed (400, 413, 415, 422). */

@@ -6,13 +6,14 @@
  * deduplicates by key within its key retention.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
+import { msOptionalToNumber } from '@temporalio/common/lib/time';
 import { sanitizeReason, utf8ByteLength } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { decideCheckpoint } from '../checkpoint/decide';
 import { createCheckpoint } from '../checkpoint/record';
 import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/compose';
-import { claimExecution, markExecutionUncertain, reclaimExecution } from '../checkpoint/transitions';
+import { claimExecution, markExecutionUncertain, reclaimExecution, releaseExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import type { CheckpointStore, CreateResult } from '../stores/checkpoint-store';
 import { observeAttempt, type AttemptObserver } from '../telemetry/attempt-telemetry';
@@ -408,10 +409,57 @@ class Attempt {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
       throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
     }
-    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invokeUserActivity(current) : { ...(await this.invoke(current, source)), record: current };
+    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invokeUserActivity(current, source) : { ...(await this.invoke(current, source)), record: current };
     await this.step('after-effect');
     if (outcome.kind === 'unknown') return this.recordUnknown(record, outcome.reason);
+    if (outcome.notApplied !== undefined && this.call.tool.batch !== true && !this.lastAttempt(outcome.notApplied.retryAfterMs)) return this.release(record, outcome.value, outcome.notApplied.retryAfterMs);
     return this.store(record, outcome.value, source);
+  }
+
+  /**
+   * Whether Temporal starts no further attempt of this activity after this one fails retryably:
+   * this is attempt `maximumAttempts` of its retry policy, the policy makes RECONCILE_PENDING
+   * non-retryable, or the next attempt (after `retryAfterMs`, else the policy's backoff: initial
+   * 1 s, coefficient 2, maximum 100 × initial by default) would start at or after the activity's
+   * schedule-to-close deadline (agentWorkflow sets it to the time left before the run deadline).
+   * Without a schedule-to-close timeout and `maximumAttempts`, Temporal retries without end: false.
+   */
+  private lastAttempt(retryAfterMs: number | undefined): boolean {
+    const { info } = Context.current();
+    const policy = info.retryPolicy;
+    if (policy?.maximumAttempts !== undefined && policy.maximumAttempts > 0 && info.attempt >= policy.maximumAttempts) return true;
+    if (policy?.nonRetryableErrorTypes?.includes('RECONCILE_PENDING') === true) return true;
+    if (!(info.scheduleToCloseTimeoutMs > 0)) return false;
+    const initialMs = msOptionalToNumber(policy?.initialInterval) ?? 1_000;
+    const maximumMs = msOptionalToNumber(policy?.maximumInterval) ?? 100 * initialMs;
+    const backoffMs = retryAfterMs ?? Math.min(maximumMs, initialMs * (policy?.backoffCoefficient ?? 2) ** Math.max(0, info.attempt - 1));
+    return this.clock().getTime() + backoffMs >= info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs;
+  }
+
+  /**
+   * Every request this attempt sent under its claim is proven not applied (a transient failure
+   * before the provider accepted it) and it is not the last attempt: gives the claim back
+   * (`releaseExecution`, executing → ready) so that the next attempt claims the call and sends it
+   * again under the same idempotency key, then fails retryably. Only the last attempt stores
+   * TRANSIENT_EXHAUSTED as the call's final result ({@link lastAttempt}).
+   * @throws {@link CheckpointError} RECONCILE_PENDING (`details.cause` TRANSIENT_EXHAUSTED,
+   *   `details.released` true, `details.retryAfterMs` when the provider sent Retry-After); when the
+   *   release loses its compare-and-swap, RECONCILE_PENDING without `released` (the next attempt
+   *   reads what the competitor left); FENCE_CONFLICT as {@link fenceLost} maps it.
+   */
+  private async release(claimed: CheckpointRecord, outcome: ToolOutcome, retryAfterMs: number | undefined): Promise<never> {
+    const { tool, input } = this.call;
+    const why = outcome.ok ? 'a transient failure' : outcome.error.message;
+    const release = releaseExecution(claimed, { attemptId: this.call.attemptId, at: this.now(claimed) });
+    if (!(await this.cas(release, claimed))) {
+      throw this.pending(`${tool.name} call ${input.callId}: ${why}; proven not applied, but the claim changed before it could be released; the next attempt reads what it left`, undefined);
+    }
+    this.evidence.seen = release.next;
+    throw new CheckpointError(
+      'RECONCILE_PENDING',
+      `${tool.name} call ${input.callId}: ${why}; proven not applied (the provider did not accept the request), so the claim was released and the next attempt sends the call again under the same idempotency key`,
+      { callId: input.callId, cause: 'TRANSIENT_EXHAUSTED', released: true, ...(retryAfterMs !== undefined && retryAfterMs > 0 ? { retryAfterMs: Math.ceil(retryAfterMs) } : {}) },
+    );
   }
 
   /** The tool's outcome is unknown: mark the checkpoint uncertain under this fence, then reconcile-pending or pause. */
@@ -500,7 +548,7 @@ class Attempt {
    * still apply its effect. Its heartbeats are its own (no fence heartbeats while it runs).
    * @returns the outcome, and the record as the last renewal left it.
    */
-  private async invokeUserActivity(claimed: CheckpointRecord): Promise<Invoked & { record: CheckpointRecord }> {
+  private async invokeUserActivity(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked & { record: CheckpointRecord }> {
     const { tool } = this.call;
     const renewal = new ClaimRenewal({
       store: this.deps.store,
@@ -518,6 +566,8 @@ class Attempt {
       outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null, ...(value.encoding === undefined ? {} : { encoding: value.encoding }) } };
     } catch (error) {
       outcome = this.classified(error);
+      // A transient failure proves this request not applied; after a same-key repeat it proves nothing about the earlier one.
+      if (outcome.kind === 'done' && toolErrorKind(error) === 'transient' && source !== 'same-key-repeat') outcome = { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
     }
     const record = await renewal.stop();
     return { ...outcome, record };
@@ -597,7 +647,8 @@ class Attempt {
         // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
         throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${sanitizeReason(raw, `${tool.name} failed without a message`)}); the call is left to the next attempt`);
       }
-      return outcome;
+      // Every request of this claim was refused before the provider accepted it: proven not applied.
+      return { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
@@ -749,5 +800,15 @@ export function unstorableResult(error: CheckpointError, outcome: ToolOutcome, f
   return { ok: false, error: { type: error.code, message: `${message} (${why}, so it is not kept)` } };
 }
 
-/** What one call of the tool came to: an outcome to store, or unknown. */
-type Invoked = { kind: 'done'; value: ToolOutcome } | { kind: 'unknown'; reason: string };
+/**
+ * What one call of the tool came to: an outcome to store, or unknown. `notApplied` marks a
+ * transient error result whose requests are proven not applied (the attempt may release its
+ * claim instead of storing it, see `release`), with the provider's Retry-After in ms.
+ */
+type Invoked = { kind: 'done'; value: ToolOutcome; notApplied?: { retryAfterMs: number | undefined } } | { kind: 'unknown'; reason: string };
+
+/** An error's `retryAfterMs` (ms, as the provider clients set it), when it is a positive number. */
+function retryAfterOf(error: unknown): number | undefined {
+  const value = (error as { retryAfterMs?: unknown } | null)?.retryAfterMs;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}

@@ -116,8 +116,9 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
   };
   notBefore(updatedAt, 'updatedAt', createdAt, 'createdAt');
 
+  // A ready record above revision 0 had every claim released (releaseExecution): claimable again.
   const minRevision: Record<Status, number> = { ready: 0, executing: 1, uncertain: 2, completed: 2, delivering: 3, delivered: 4 };
-  if (status === 'ready' ? revision !== 0 : revision < minRevision[status]) {
+  if (revision < minRevision[status]) {
     throw invalid('revision', `revision ${revision} is impossible for status ${status}`);
   }
 

@@ -2,8 +2,9 @@
  * The transitions of SPEC §2. Each one checks its arguments, guards the status and the fence,
  * builds `next` by spreading (revision + 1, updatedAt = at) and returns
  * `{ action, expectedRevision, next }`. The host may act only after a compare-and-swap from
- * `expectedRevision` to `next` succeeded. There is no transition back to `ready` and no
- * lease-expiry rerun. Pure: inputs are never mutated; no clock is read.
+ * `expectedRevision` to `next` succeeded. The only way back to `ready` is the holder's own
+ * {@link releaseExecution} (its request proven not applied); there is no lease-expiry rerun.
+ * Pure: inputs are never mutated; no clock is read.
  */
 import { assertIdentifier, assertReason, parseTimestamp, resolveMaxPayloadBytes, utf8ByteLength } from './bounds';
 import { canonicalJson } from './canonical-json';
@@ -61,6 +62,28 @@ export function renewExecution(record: CheckpointRecord, args: { attemptId: stri
     throw new CheckpointError('INVALID_ARGUMENT', `renewExecution: deadlineAt ${String(args.deadlineAt)} is before the current deadline ${String(current)}; a renewal never shortens a claim`, { field: 'deadlineAt', actual: args.deadlineAt ?? null });
   }
   return finish(record, at, 'execute', { execution: { ...record.execution!, deadlineAt } });
+}
+
+/**
+ * executing → ready: the holder of the fence gives the call back, because every request it sent
+ * under this claim is proven not applied (the provider refused it before accepting it: a 503,
+ * 429 or 408, a connection that never delivered it) and it sends no more. The record is a
+ * claimable `ready` again (execution cleared; `revision` keeps counting, so a `ready` record with
+ * a revision above 0 is one whose every claim was released), owned by the call, not by any
+ * attempt: the next attempt claims it and sends the request again under the same idempotency
+ * key. Never for a claim that took over an unfinished one by a same-key repeat, nor after an
+ * answer that may mean "applied" (the fence keeps those `executing` or `uncertain`).
+ *
+ * @param args.attemptId must be the owning fence.
+ * @param args.at ISO-8601 UTC, not before `record.updatedAt`.
+ * @returns action `execute` (for the next claim).
+ * @throws {@link CheckpointError} FENCE_CONFLICT when another attempt holds the fence, whatever the
+ *   status; INVALID_TRANSITION from any status but `executing`; INVALID_ARGUMENT for bad arguments.
+ */
+export function releaseExecution(record: CheckpointRecord, args: { attemptId: string; at: string }): TransitionResult {
+  const at = begin(record, args, 'releaseExecution', ['executing'], { field: 'attemptId', fence: args?.attemptId });
+  assertFence(record, 'attemptId', args.attemptId, 'releaseExecution');
+  return finish(record, at, 'execute', { status: 'ready', execution: null });
 }
 
 /**

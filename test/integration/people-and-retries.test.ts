@@ -233,6 +233,19 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect((await provider.client.effects()).byIdempotencyKey[key]).toBe(1);
     });
 
+    it('a create rate-limited through every in-attempt retry of its first attempt is not final: the attempt releases its claim, the next attempt sends it again under the same key, and it is applied once', async () => {
+      // The worker's tools try 5 times per attempt: attempt 1 gets five 429s (nothing applied), attempt 2 gets the 201.
+      await provider.client.setFaults({ rateLimitNext: 5, retryAfterMs: 100, pathPrefix: '/tickets' });
+      const handle = await start([toolTurn(call('t1', 'create_ticket', { title: 'scanner', body: 'offline', queue: 'it' }))]);
+      const result = await handle.result();
+
+      const key = keyOf(handle.workflowId, handle.firstExecutionRunId, 't1', 'create_ticket');
+      const creates = sent.filter((r) => r.method === 'POST' && r.path === '/tickets');
+      expect(creates.map((r) => [r.status, r.idempotencyKey])).toEqual([...Array.from({ length: 5 }, () => [429, key]), [201, key]]);
+      expect(result.calls).toEqual([expect.objectContaining({ callId: 't1', status: 'completed', source: 'executed', idempotencyKey: key, outcome: expect.objectContaining({ ok: true }) })]);
+      expect((await provider.client.effects()).byIdempotencyKey[key]).toBe(1);
+    });
+
     it('non-retryable failures are distinguishable by class: idempotency conflict, business rejection, invalid input, unsupported tool, user rejection', async () => {
       seq += 1;
       const workflowId = `issue6-classes-${seq}-${Date.now()}`;

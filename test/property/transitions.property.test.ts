@@ -15,6 +15,7 @@ import {
   markExecutionUncertain,
   parseCheckpoint,
   reclaimExecution,
+  releaseExecution,
   renewExecution,
   releaseDelivery,
   serializeCheckpoint,
@@ -48,7 +49,7 @@ class CasCell {
   }
 }
 
-const TRANSITIONS = ['claimExecution', 'reclaimExecution', 'renewExecution', 'completeExecution', 'markExecutionUncertain', 'claimDelivery', 'releaseDelivery', 'completeDelivery'] as const;
+const TRANSITIONS = ['claimExecution', 'reclaimExecution', 'renewExecution', 'releaseExecution', 'completeExecution', 'markExecutionUncertain', 'claimDelivery', 'releaseDelivery', 'completeDelivery'] as const;
 type TransitionName = (typeof TRANSITIONS)[number];
 const ATTEMPTS = ['attempt-a', 'attempt-b', 'attempt-c'] as const;
 const DELIVERIES = ['delivery-a', 'delivery-b', 'delivery-c'] as const;
@@ -85,6 +86,8 @@ function apply(step: Step, record: CheckpointRecord, at: string): TransitionResu
       return reclaimExecution(record, { attemptId: step.attemptId, previousAttemptId: step.previousAttemptId, at });
     case 'renewExecution':
       return renewExecution(record, { attemptId: step.attemptId, at, deadlineAt: at });
+    case 'releaseExecution':
+      return releaseExecution(record, { attemptId: step.attemptId, at });
     case 'completeExecution':
       return completeExecution(record, { attemptId: step.attemptId, at, result: step.result });
     case 'markExecutionUncertain':
@@ -102,6 +105,7 @@ const ALLOWED_FROM: Record<TransitionName, readonly Status[]> = {
   claimExecution: ['ready'],
   reclaimExecution: ['executing', 'uncertain'],
   renewExecution: ['executing'],
+  releaseExecution: ['executing'],
   completeExecution: ['executing', 'uncertain'],
   markExecutionUncertain: ['executing'],
   claimDelivery: ['completed'],
@@ -113,6 +117,7 @@ const ALLOWED_FROM: Record<TransitionName, readonly Status[]> = {
 function fences(step: Step, record: CheckpointRecord): { presented: string; held: string | undefined } | null {
   switch (step.transition) {
     case 'renewExecution':
+    case 'releaseExecution':
     case 'completeExecution':
     case 'markExecutionUncertain':
       return { presented: step.attemptId, held: record.execution?.attemptId };
@@ -155,6 +160,8 @@ function checkStored(record: CheckpointRecord): void {
 interface RunSummary {
   readonly cell: CasCell;
   readonly executionClaims: number;
+  /** Successful releaseExecution (a holder gave the call back, its requests proven not applied). */
+  readonly releases: number;
 }
 
 /**
@@ -169,6 +176,7 @@ function run(steps: readonly Step[], options: { checkStoredRecords: boolean }): 
   if (options.checkStoredRecords) checkStored(cell.get());
   const snapshots: Array<CheckpointRecord | undefined> = [undefined, undefined, undefined];
   let executionClaims = 0;
+  let releases = 0;
   steps.forEach((step, index) => {
     const at = new Date(START_MS + (index + 1) * 1000).toISOString();
     if (step.refresh || snapshots[step.actor] === undefined) snapshots[step.actor] = cell.get();
@@ -201,24 +209,25 @@ function run(steps: readonly Step[], options: { checkStoredRecords: boolean }): 
     if (cell.compareAndSwap(expectedRevision, next)) {
       check(before === seen, () => `${where()}: a CAS from a stale snapshot succeeded`);
       if (step.transition === 'claimExecution') executionClaims += 1;
+      if (step.transition === 'releaseExecution') releases += 1;
       if (options.checkStoredRecords) checkStored(next);
       snapshots[step.actor] = next;
     } else {
       check(before.revision !== seen.revision, () => `${where()}: a CAS from the current revision failed`);
     }
   });
-  return { cell, executionClaims };
+  return { cell, executionClaims, releases };
 }
 
 const NUM_RUNS = 10_000;
 
 describe(`random interleavings of transitions and fences through a compare-and-swap cell (${NUM_RUNS.toLocaleString('en-US')} sequences each)`, () => {
-  it('at most one claimExecution succeeds per record, and only the owning fence finishes: every non-owner call is FENCE_CONFLICT and every outcome matches the SPEC table', () => {
+  it('one claim at a time: a claimExecution succeeds only from ready, so at most once plus once per release by the holder; only the owning fence finishes: every non-owner call is FENCE_CONFLICT and every outcome matches the SPEC table', () => {
     fc.assert(
       fc.property(sequenceArbitrary, (steps) => {
-        const { cell, executionClaims } = run(steps, { checkStoredRecords: false });
+        const { cell, executionClaims, releases } = run(steps, { checkStoredRecords: false });
 
-        check(executionClaims <= 1, () => `${executionClaims} execution claims succeeded`);
+        check(executionClaims <= 1 + releases, () => `${executionClaims} execution claims succeeded with ${releases} releases`);
         for (let i = 1; i < cell.history.length; i += 1) {
           const [prev, next] = [cell.history[i - 1]!, cell.history[i]!];
           if ((prev.status === 'executing' || prev.status === 'uncertain') && (next.status === 'completed' || next.status === 'uncertain')) {
@@ -231,7 +240,7 @@ describe(`random interleavings of transitions and fences through a compare-and-s
     );
   });
 
-  it('a stored payload never changes, the revision rises by exactly 1 per transition, nothing returns to ready, decide yields execute only for ready, and every stored record validates and round-trips', () => {
+  it('a stored payload never changes, the revision rises by exactly 1 per transition, only the holder releasing an executing claim returns to ready (never after a stored result), decide yields execute only for ready, and every stored record validates and round-trips', () => {
     fc.assert(
       fc.property(sequenceArbitrary, (steps) => {
         const { cell } = run(steps, { checkStoredRecords: true });
@@ -240,7 +249,11 @@ describe(`random interleavings of transitions and fences through a compare-and-s
         const stored = firstWithResult === -1 ? null : JSON.stringify(cell.history[firstWithResult]!.result);
         cell.history.forEach((record, i) => {
           check(record.revision === i, () => `record ${i} has revision ${record.revision}`);
-          check(i === 0 || record.status !== 'ready', () => `record ${i} is ready again`);
+          if (i > 0 && record.status === 'ready') {
+            const prev = cell.history[i - 1]!;
+            check(prev.status === 'executing' && record.execution === null, () => `record ${i} is ready again from ${prev.status}`);
+            check(cell.history.slice(0, i).every((r) => r.result === null), () => `record ${i} is ready again after a stored result`);
+          }
           if (firstWithResult !== -1 && i >= firstWithResult) check(JSON.stringify(record.result) === stored, () => `record ${i} changed the stored result`);
         });
       }),

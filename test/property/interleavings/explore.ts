@@ -125,6 +125,9 @@ interface Call {
   claimedAt: number | null;
   /** Every fence that held the call's claim (`executing` under it was committed). */
   readonly claimFences: Set<string>;
+  /** Claims their holder gave back (releaseExecution: its requests proven not applied), and the fence of the last executing record seen. */
+  readonly releasedFences: Set<string>;
+  lastFence: string | null;
   /** The first stored result (virtual ms, payload). */
   stored: { readonly at: number; readonly payload: JsonValue } | null;
   resolution: ScheduleReport['resolution'];
@@ -287,6 +290,8 @@ class World {
       returned: [],
       claimedAt: null,
       claimFences: new Set(),
+      releasedFences: new Set(),
+      lastFence: null,
       stored: null,
       resolution: null,
     };
@@ -307,6 +312,9 @@ class World {
         workflowExecution: { workflowId: call.identity.workflowId, runId: call.identity.runChainId },
         // Long, so the fence's real-time heartbeat interval never fires during a schedule.
         heartbeatTimeoutMs: 3_600_000,
+        // Temporal's retry policy as modelled here: attempt maxAttempts is the last; no schedule-to-close bound.
+        retryPolicy: { maximumAttempts: call.maxAttempts },
+        scheduleToCloseTimeoutMs: 0,
       },
       { logger: QUIET },
     );
@@ -341,6 +349,8 @@ class World {
       tools: this.toolsFor(attempt),
       clock: this.sim.clock,
       reconcileMarginMs: this.scenario.reconcileMarginMs,
+      // One request per attempt: a transient answer is left to the next attempt (no real-time backoff inside a schedule).
+      transientRetry: { initialIntervalMs: 1, maximumIntervalMs: 1, maximumAttempts: 1 },
       hooks: { step: (point: FencePoint, fence: string) => this.step(attempt, point, fence) },
     });
     const run = (attempt.env.run(activities.runFencedTool, this.input(call)) as Promise<FencedToolResult>).then(
@@ -536,13 +546,14 @@ class World {
       if (lands) {
         this.sim.timer(plan.latencyMs, `${who} request lands`, () => {
           const deduplicatedBefore = this.provider.deduplicated;
-          const effect = this.provider.land(ctx.idempotencyKey, ctx.attemptId, plan.answer === 'rejected');
+          const effect = plan.answer === 'transient' ? null : this.provider.land(ctx.idempotencyKey, ctx.attemptId, plan.answer === 'rejected');
           const repeat = this.provider.deduplicated > deduplicatedBefore;
           this.log(`${who}'s request lands: ${repeat ? 'deduplicated to ' : ''}${effect === null ? 'refused' : `effect ${effect.n}`}`);
           if (plan.answer === 'lost' || this.closed) return;
           void this.sim.point(`${who} answer`, plan.answerDelayMs).then(() =>
             answer(() => {
               if (plan.answer === 'reset') reject(new ToolError('unknown-outcome', 'the connection was reset after the request was sent'));
+              else if (plan.answer === 'transient') reject(new ToolError('transient', 'HTTP 503: the provider did not accept the request'));
               else if (effect === null) reject(new ToolError('rejected', 'the provider refused the ticket', undefined, 'BUSINESS_REJECTION'));
               else {
                 attempt.known.push(effect);
@@ -586,6 +597,8 @@ class World {
     if (record.status === 'executing' && record.execution !== null) this.claimedAtByFence.set(record.execution.attemptId, Date.parse(record.execution.claimedAt) - EPOCH_MS);
     if (record.status !== 'ready' && call.claimedAt === null) call.claimedAt = this.sim.now;
     if (record.status === 'executing' && record.execution !== null) call.claimFences.add(record.execution.attemptId);
+    if (record.status === 'ready' && record.revision > 0 && call.lastFence !== null) call.releasedFences.add(call.lastFence);
+    call.lastFence = record.execution?.attemptId ?? null;
     this.log(`store: ${call.name} → ${record.status} r${record.revision}${record.execution === null ? '' : ` fence ${this.fenceName(record.execution.attemptId, call)}`}`);
     const payload = record.result?.payload ?? null;
     if (call.stored === null) {
@@ -654,7 +667,7 @@ class World {
   private durableRefusal(call: Call, final: FinalOutcome, stored: JsonValue | null): boolean {
     if (final.by === null) return false;
     const reporter = call.attempts.find((a) => a.n === final.by);
-    const onlyReporter = [...call.claimFences].every((f) => f.startsWith(`attempt-${final.by}-`));
+    const onlyReporter = [...call.claimFences].every((f) => f.startsWith(`attempt-${final.by}-`) || call.releasedFences.has(f));
     const refusal = stored !== null && typeof stored === 'object' && !Array.isArray(stored) && stored.ok === false && (stored.error as { type?: unknown } | null)?.type === final.type;
     return reporter !== undefined && reporter.executes === 0 && onlyReporter && refusal;
   }

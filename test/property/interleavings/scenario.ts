@@ -44,8 +44,12 @@ export interface AttemptPlan {
  */
 export interface RequestPlan {
   readonly latencyMs: number;
-  /** ok: the answer arrives; lost: never (the fence's deadline aborts); reset: unknown-outcome error; rejected: the provider refuses (no effect). */
-  readonly answer: 'ok' | 'lost' | 'reset' | 'rejected';
+  /**
+   * ok: the answer arrives; lost: never (the fence's deadline aborts); reset: unknown-outcome error;
+   * rejected: the provider refuses (no effect); transient: a 503 before the provider accepted the
+   * request (no effect: the attempt releases its claim unless it is the last one).
+   */
+  readonly answer: 'ok' | 'lost' | 'reset' | 'rejected' | 'transient';
   readonly answerDelayMs: number;
 }
 
@@ -121,7 +125,7 @@ const requestPlan = (deadline: number, margin: number): fc.Arbitrary<RequestPlan
       { weight: 1, arbitrary: fc.integer({ min: deadline, max: deadline + margin + 1_000 }) },
       { weight: 1, arbitrary: fc.constant(0) },
     ),
-    answer: fc.oneof({ weight: 6, arbitrary: fc.constant<RequestPlan['answer']>('ok') }, { weight: 1, arbitrary: fc.constantFrom<RequestPlan['answer']>('lost', 'reset', 'rejected') }),
+    answer: fc.oneof({ weight: 6, arbitrary: fc.constant<RequestPlan['answer']>('ok') }, { weight: 1, arbitrary: fc.constantFrom<RequestPlan['answer']>('lost', 'reset', 'rejected', 'transient') }),
     answerDelayMs: fc.integer({ min: 0, max: Math.floor(deadline / 2) }),
   });
 

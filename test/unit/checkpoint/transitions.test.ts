@@ -9,6 +9,7 @@ import {
   completeExecution,
   markExecutionUncertain,
   reclaimExecution,
+  releaseExecution,
   renewExecution,
   releaseDelivery,
   STATUSES,
@@ -437,5 +438,37 @@ describe('renewExecution: the holder of a running claim declares a later deadlin
 
   it.each(['ready', 'uncertain', 'completed', 'delivering', 'delivered'] as const)('from %s it is INVALID_TRANSITION (an uncertain claim is reconciled, never renewed)', (status) => {
     expect(caught(() => renewExecution(recordIn(status), { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE }))).toMatchObject({ code: 'INVALID_TRANSITION' });
+  });
+});
+
+describe('releaseExecution: the holder gives back a claim whose requests are proven not applied', () => {
+  it('executing → ready under the owning fence: execution cleared, revision + 1, updatedAt = at, action execute; the record validates and the next claim takes it', () => {
+    const executing = recordIn('executing');
+    const { action, expectedRevision, next } = releaseExecution(executing, { attemptId: OWNER_ATTEMPT, at: AT });
+    expect({ action, expectedRevision }).toEqual({ action: 'execute', expectedRevision: executing.revision });
+    expect(next).toEqual({ ...plainCopy(executing), status: 'ready', execution: null, revision: executing.revision + 1, updatedAt: AT });
+    expect(validateCheckpoint(next)).toBe(true);
+    expect(isDeepFrozen(next)).toBe(true);
+    const reclaimed = claimExecution(next, { attemptId: 'attempt-2', at: at(11), deadlineAt: DEADLINE });
+    expect({ status: reclaimed.next.status, attemptId: reclaimed.next.execution?.attemptId, revision: reclaimed.next.revision }).toEqual({ status: 'executing', attemptId: 'attempt-2', revision: executing.revision + 2 });
+  });
+
+  it('refuses another fence with FENCE_CONFLICT, whatever the status it holds', () => {
+    for (const status of ['executing', 'uncertain', 'completed', 'delivering', 'delivered'] as Status[]) {
+      expect([status, caught(() => releaseExecution(recordIn(status), { attemptId: 'attempt-9', at: AT }))]).toEqual([status, expect.objectContaining({ code: 'FENCE_CONFLICT' })]);
+    }
+  });
+
+  it('refuses every status but executing with INVALID_TRANSITION: never after an uncertain mark or a stored result, never from ready', () => {
+    for (const status of ['ready', 'uncertain', 'completed', 'delivering', 'delivered'] as Status[]) {
+      const record = recordIn(status);
+      expect([status, caught(() => releaseExecution(record, { attemptId: OWNER_ATTEMPT, at: AT }))]).toEqual([status, expect.objectContaining({ code: 'INVALID_TRANSITION' })]);
+    }
+  });
+
+  it('refuses a time before updatedAt and a missing fence with INVALID_ARGUMENT', () => {
+    const executing = recordIn('executing');
+    expect(caught(() => releaseExecution(executing, { attemptId: OWNER_ATTEMPT, at: '2025-01-01T00:00:00.000Z' }))).toEqual(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(caught(() => releaseExecution(executing, { attemptId: '', at: AT }))).toEqual(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 });
