@@ -19,6 +19,8 @@ export { temporalConnectionOptions, type TlsInput } from './temporal-env-config'
 export const HEARTBEAT_TO_BUSY_TIMEOUT_RATIO = 2;
 /** Largest `TTC_SQLITE_BUSY_TIMEOUT` (what the SQLite store accepts). */
 const MAX_SQLITE_BUSY_TIMEOUT_MS = 600_000;
+/** Largest `TTC_STORE_STARTUP_WAIT`: one day. */
+const MAX_STORE_STARTUP_WAIT_MS = 86_400_000;
 
 /** A duration: ms as a number, or a string such as '500ms', '10s', '5m', '7d'. */
 export type DurationInput = number | string;
@@ -49,6 +51,13 @@ export interface ConfigInput {
      * @default 'public' (env TTC_POSTGRES_SCHEMA)
      */
     postgresSchema?: string;
+    /**
+     * PostgreSQL only: how long `ttc worker` waits at start for a store that cannot be reached yet
+     * (refused or timed-out connections, `57P03` starting up), trying again with backoff and
+     * logging each try; a configuration error (bad URL, refused login, INVALID_CONFIG) exits at
+     * once. 0 tries once. @default '2m' (env TTC_STORE_STARTUP_WAIT)
+     */
+    startupWait?: DurationInput;
   };
   timeouts?: {
     /** Tool activity start-to-close. @default '60s' (env TTC_TOOL_START_TO_CLOSE_TIMEOUT) */
@@ -133,8 +142,8 @@ export interface ConfigInput {
 export interface Config {
   /** Connection settings from `@temporalio/envconfig` (see {@link TemporalConnection}; connect with `temporalConnectionOptions`), and the task queue. */
   readonly temporal: TemporalConnection & { readonly taskQueue: string };
-  /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only, `postgresSchema` to a PostgreSQL store only. */
-  readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number; readonly postgresSchema: string };
+  /** `sqliteBusyTimeoutMs` applies to a `sqlite:` store only, `postgresSchema` and `startupWaitMs` (the worker's wait for the store at start) to a PostgreSQL store only. */
+  readonly store: { readonly url: string; readonly sqliteBusyTimeoutMs: number; readonly postgresSchema: string; readonly startupWaitMs: number };
   readonly timeouts: { readonly toolStartToCloseMs: number; readonly toolHeartbeatMs: number; readonly modelStartToCloseMs: number; readonly shutdownGraceMs: number };
   readonly retry: { readonly initialIntervalMs: number; readonly backoffCoefficient: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
   /** `workflowBundlePath`: a prebuilt workflow bundle file, or null to bundle at start. */
@@ -240,7 +249,9 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       ...connection,
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
     },
-    store: { url: storeUrl, sqliteBusyTimeoutMs, postgresSchema: text(pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'), /^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier (schema name)') },
+    store: { url: storeUrl, sqliteBusyTimeoutMs, postgresSchema: text(pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'), /^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier (schema name)'),
+      startupWaitMs: duration(pick('TTC_STORE_STARTUP_WAIT', o.store?.startupWait, f.store?.startupWait, '2m'), { allowZero: true, max: MAX_STORE_STARTUP_WAIT_MS }),
+    },
     timeouts: {
       toolStartToCloseMs: duration(pick('TTC_TOOL_START_TO_CLOSE_TIMEOUT', o.timeouts?.toolStartToClose, f.timeouts?.toolStartToClose, '60s')),
       toolHeartbeatMs,

@@ -5,7 +5,7 @@
  * within the configured grace time, which must cover the longest tool deadline (checked at start).
  */
 import type { PayloadCodec } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { CheckpointError, isCheckpointError } from './checkpoint/errors';
 import type { Config } from './config';
 import { temporalConnectionOptions } from './config';
@@ -17,7 +17,8 @@ import { createToolActivities, DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } f
 import { createModelActivities } from './activities/model-turn';
 import { resolvePins, type WorkerPins } from './activities/pins';
 import type { ModelAdapter } from './model/model-adapter';
-import { openCheckpointStore } from './stores/open-checkpoint-store';
+import { maskUrl, openCheckpointStore } from './stores/open-checkpoint-store';
+import { openStoreWhenReady } from './stores/store-startup';
 import type { CheckpointStore } from './stores/checkpoint-store';
 import { storeOptions } from './stores/store-options';
 
@@ -35,6 +36,11 @@ export interface AgentWorkerOptions {
    * namespace must use the same codec keys. @default `codecFromEnv(process.env)` (TTC_PAYLOAD_CODEC_KEY…)
    */
   readonly payloadCodec?: PayloadCodec | null;
+  /**
+   * Where the worker says that it waits for a PostgreSQL store that cannot be reached yet (one
+   * line per try, see `config.store.startupWaitMs`). @default the Temporal runtime's logger, at WARN
+   */
+  readonly log?: (message: string) => void;
 }
 
 /** A created, not yet running worker, with what it must close. */
@@ -84,7 +90,8 @@ export function assertShutdownGraceCoversTools(shutdownGraceMs: number, tools: r
  *   checked before connecting),
  *   or when the payload codec is on and the prebuilt workflow bundle (TTC_WORKFLOW_BUNDLE) was
  *   built without its failure converter (see `assertWorkflowBundleEncodesFailures`);
- *   INVALID_ARGUMENT / STORE_UNAVAILABLE from the store; the SDK's connection errors when
+ *   INVALID_ARGUMENT / INVALID_CONFIG from the store at once; STORE_UNAVAILABLE once a
+ *   PostgreSQL store stayed unreachable for `config.store.startupWaitMs`; the SDK's connection errors when
  *   Temporal is unreachable.
  */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
@@ -94,7 +101,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
   // A prebuilt bundle carries its own failure converter: with the codec it must encode failure text.
   if (dataConverter !== undefined && config.worker.workflowBundlePath !== null) assertWorkflowBundleEncodesFailures(config.worker.workflowBundlePath);
-  const store = await openCheckpointStore(config.store.url, storeOptions(config));
+  const store = await openStore(config, options.log ?? ((message) => Runtime.instance().logger.warn(message)));
   try {
     const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal)).catch((error: unknown) => {
       throw temporalUnavailable(config, error);
@@ -136,6 +143,18 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     await store.close();
     throw error;
   }
+}
+
+/**
+ * The store of `config`. A PostgreSQL store that cannot be reached yet (restarting, failing over,
+ * `57P03` starting up) is waited for, with backoff and a line to `log` per try, for at most
+ * `config.store.startupWaitMs` (TTC_STORE_STARTUP_WAIT); a configuration error ends the wait at
+ * once (see `openStoreWhenReady`). A SQLite store is opened once.
+ */
+function openStore(config: Config, log: (message: string) => void): Promise<CheckpointStore> {
+  const open = (): Promise<CheckpointStore> => openCheckpointStore(config.store.url, storeOptions(config));
+  if (config.store.url.startsWith('sqlite:')) return open();
+  return openStoreWhenReady(open, maskUrl(config.store.url), { maxWaitMs: config.store.startupWaitMs, log });
 }
 
 /** The configuration variable of each worker pin option (named in INVALID_CONFIG errors). */

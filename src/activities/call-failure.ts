@@ -11,15 +11,17 @@
  * the next attempt.
  */
 import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { sanitizeReason } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { fingerprintInput, idempotencyKey } from '../checkpoint/digest';
 import { completeAndDeliver, composeTransitions, createClaimed, redeliver } from '../checkpoint/compose';
 import { assertBinding } from '../checkpoint/record';
-import { claimExecution } from '../checkpoint/transitions';
+import { claimExecution, reclaimExecution } from '../checkpoint/transitions';
 import type { Binding, CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, unstorableResult, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import type { LookupResult } from './define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */
@@ -73,7 +75,11 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     // A fenced user activity's call id is its workflow's command sequence number (`act-N`), which a
     // workflow reset reuses for whatever the reset run schedules there: only the same call gets its result.
     if (deps.executeIsUserActivity === true && !isSameCall(failed, record)) throw differentCall(failed, record, error);
-    if (record.status === 'executing' || record.status === 'uncertain') throw unfinishedClaim(deps, failed, record, error);
+    if (record.status === 'executing' || record.status === 'uncertain') {
+      const reconciled = await reconcileEarlierRevision(deps, failed, record);
+      if (reconciled !== null) return reconciled;
+      throw unfinishedClaim(deps, failed, record, error);
+    }
     try {
       return await deliverStored(deps, failed, record);
     } catch (deliveryError) {
@@ -116,6 +122,70 @@ function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: C
 }
 
 /**
+ * A claim left unfinished under an earlier revision of this call's tool, reconciled by this
+ * revision's `lookup` when the tool declares `lookupFindsEarlierRevisions` (SPEC §7, the settle
+ * time rules of a reconciliation): only once the claim's settle time has passed (read before the
+ * lookup starts), with the lookup asked for the idempotency key the earlier revision's attempt
+ * sent. A find takes the claim over and stores the effect as the call's result under the
+ * record's own binding, delivered in the same write (`source: 'lookup'`, `storedUnder` the
+ * earlier revision).
+ *
+ * @returns the delivered result; null when this does not apply (no such declaration, another
+ *   tool or other arguments, the same revision, a batch tool, before the settle time) or the
+ *   lookup found nothing: the caller waits or pauses ({@link unfinishedClaim}).
+ * @throws {@link CheckpointError} RECONCILE_PENDING when the lookup failed or answered neither
+ *   found nor not found, or another attempt changed the checkpoint first.
+ */
+async function reconcileEarlierRevision(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord): Promise<FencedToolResult | null> {
+  const { call } = failed;
+  const tool = call?.tool;
+  if (call === undefined || tool?.lookupFindsEarlierRevisions !== true || tool.lookup === undefined || tool.batch === true) return null;
+  if (record.binding.toolName !== tool.name || record.binding.toolRevision === tool.revision || !isSameCall(failed, record)) return null;
+  // Read before the lookup: a lookup that finds nothing proves nothing before the settle time, and one that finds the effect does not take over a live holder.
+  const now = fenceNow(deps);
+  if (now < settleTime(record, tool, deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS)) return null;
+  const key = keyOfRecord(failed, record.binding);
+  const where = `${tool.name} call ${JSON.stringify(failed.input.callId)}`;
+  let found: LookupResult;
+  try {
+    const activity = Context.current();
+    found = await tool.lookup({ idempotencyKey: key, intentDigest: call.intentDigest, attemptId: call.attemptId, callId: failed.input.callId, workflowId: call.workflowId, signal: activity.cancellationSignal, heartbeat: (details?: unknown) => activity.heartbeat(details) });
+  } catch (lookupError) {
+    throw new CheckpointError('RECONCILE_PENDING', `the lookup of ${where}, claimed under revision ${record.binding.toolRevision}, failed (${sanitizeReason(lookupError instanceof Error ? lookupError.message : String(lookupError), 'no message')}); the next attempt looks again`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+  }
+  if (found?.found !== true && found?.found !== false) {
+    throw new CheckpointError('RECONCILE_PENDING', `the lookup of ${where} answered neither { found: true, output } nor { found: false }; the next attempt looks again`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+  }
+  if (!found.found) return null;
+  const at = transitionTime(deps, record);
+  const complete = (claimed: CheckpointRecord, result: ToolOutcome): TransitionResult => completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: failed.deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
+  const takeOverAndStore = (result: ToolOutcome): TransitionResult =>
+    composeTransitions(reclaimExecution(record, { attemptId: call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: at }), (claimed) => complete(claimed, result));
+  const outcome: ToolOutcome = { ok: true, output: found.output, receipt: found.receipt ?? null };
+  let settled: TransitionResult;
+  try {
+    settled = takeOverAndStore(outcome);
+  } catch (error) {
+    if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE') && !isCheckpointError(error, 'NOT_JSON')) throw error;
+    settled = takeOverAndStore(unstorableResult(error, outcome, (candidate) => takeOverAndStore(candidate)));
+  }
+  failed.evidence.claimSent = true;
+  if (!(await deps.store.compareAndSwap(settled.expectedRevision, settled.next, record))) {
+    throw new CheckpointError('RECONCILE_PENDING', `another attempt changed the checkpoint of ${where} while this one reconciled it; the next attempt reads what it left`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+  }
+  const { binding } = settled.next;
+  return {
+    callId: failed.input.callId,
+    toolName: binding.toolName,
+    toolRevision: binding.toolRevision,
+    source: 'lookup',
+    outcome: settled.next.result!.payload as ToolOutcome,
+    idempotencyKey: key,
+    intentDigest: null,
+    storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision },
+  };
+}
+
  * An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its
  * settle time, then pause. An attempt that failed retryably (the store could not be read or
  * written: STORE_UNAVAILABLE; a transient failure) has learned nothing about the claim, and the
@@ -131,15 +201,24 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
     return new CheckpointError(
       'RECONCILE_PENDING',
       `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
-      { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
+      { callId: String(failed.input?.callId), toolName: record.binding.toolName, idempotencyKey: keyOf(failed, record), cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
     );
   }
   if (error.retryable) return claimUnsettled(error, `it is claimed under ${where} (${record.status} since ${record.updatedAt}) and this attempt could not settle it; the next attempt reconciles it`);
   return new CheckpointError(
     'OUTCOME_UNKNOWN',
     `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
-    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOf(failed, record), status: record.status, cause: error.code },
   );
+}
+
+/** The idempotency key the claim of `record` was made under (what a person searches the provider's log by), or null when it cannot be derived. */
+function keyOf(failed: FailedAttempt, record: CheckpointRecord): string | null {
+  try {
+    return keyOfRecord(failed, record.binding);
+  } catch {
+    return null;
+  }
 }
 
 /**

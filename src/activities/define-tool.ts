@@ -107,6 +107,17 @@ export interface ToolDefinition<I = unknown> {
   execute(input: Readonly<I>, ctx: ToolContext): Promise<ToolSuccess>;
   /** Finds an earlier effect by `ctx.idempotencyKey`, proving presence or absence. */
   lookup?(ctx: ToolContext): Promise<LookupResult>;
+  /**
+   * True when `lookup` also finds the effects of this tool's earlier revisions: asked with the
+   * idempotency key an earlier revision's attempt sent (`ctx.idempotencyKey`), it finds that
+   * effect. Then a call claimed under an earlier revision and left unfinished (a worker lost
+   * right after the effect, a deploy changed `revision` before the next attempt) is reconciled by
+   * this revision's `lookup` once the claim's settle time has passed: a find settles the call
+   * with the effect's output (stored under the earlier revision, `source: 'lookup'`); no find, or
+   * without this flag, the call pauses for a person (OUTCOME_UNKNOWN). Requires `lookup`; not
+   * with `batch`. @default false
+   */
+  readonly lookupFindsEarlierRevisions?: boolean;
   /** True when the provider deduplicates by idempotency key, so repeating with the same key is safe. Requires `keyRetentionMs`. */
   readonly dedupesByKey?: boolean;
   /**
@@ -160,6 +171,7 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
  */
 export type DefinedTool<I = unknown> = ToolDefinition<I> & {
   readonly dedupesByKey: boolean;
+  readonly lookupFindsEarlierRevisions: boolean;
   readonly dedupeByIntent: boolean;
   readonly callDeadlineMs: number;
   readonly batch: boolean;
@@ -176,7 +188,7 @@ export type DefinedTool<I = unknown> = ToolDefinition<I> & {
  * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad name (see {@link TOOL_NAME_PATTERN}),
  *   a name reserved for the agent's own activities (`RESERVED_ACTIVITY_NAMES`, details.reason
  *   `reserved-activity-name`: each tool is registered as an activity of its name), a bad revision, a missing schema or execute, a flag of the wrong type, `dedupesByKey` without
- *   `keyRetentionMs`.
+ *   `keyRetentionMs`, `lookupFindsEarlierRevisions` without `lookup` or with `batch`.
  */
 export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   if (typeof tool !== 'object' || tool === null) throw new CheckpointError('INVALID_ARGUMENT', 'a tool must be an object made with defineTool', { field: 'tool' });
@@ -217,6 +229,10 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   const batch = field('batch') ?? false;
   if (typeof batch !== 'boolean') throw bad('batch', 'must be a boolean');
   if (batch && dedupeByIntent) throw bad('batch', 'cannot be combined with dedupeByIntent');
+  const lookupFindsEarlierRevisions = field('lookupFindsEarlierRevisions') ?? false;
+  if (typeof lookupFindsEarlierRevisions !== 'boolean') throw bad('lookupFindsEarlierRevisions', 'must be a boolean');
+  if (lookupFindsEarlierRevisions && lookup === undefined) throw bad('lookupFindsEarlierRevisions', 'needs a lookup: it says what the lookup finds');
+  if (lookupFindsEarlierRevisions && batch) throw bad('lookupFindsEarlierRevisions', 'cannot be combined with batch (each item is looked up under its own key)');
   const compensation = normalizeCompensation(name, field('compensation'));
   if (dedupesByKey && keyRetentionMs === undefined) {
     throw bad('keyRetentionMs', 'is required with dedupesByKey: how long the provider remembers a key (e.g. 86,400,000 for 24 h)');
@@ -231,6 +247,7 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
     lookup: lookup as ToolDefinition<I>['lookup'],
     target: target as ToolDefinition<I>['target'],
     dedupesByKey,
+    lookupFindsEarlierRevisions,
     keyRetentionMs: keyRetentionMs as number | undefined,
     dedupeByIntent,
     callDeadlineMs: callDeadlineMs as number,

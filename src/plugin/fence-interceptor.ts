@@ -14,7 +14,8 @@ import { isCheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
 import { ToolError, type ToolDefinition } from '../activities/define-tool';
-import { toApplicationFailure } from '../activities/failures';
+import { toApplicationFailure, type CallNames } from '../activities/failures';
+import { boundedFailure, MAX_FAILURE_MESSAGE_BYTES, truncateText } from '../activities/failure-bounds';
 import { settleFailedAttempt } from '../activities/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/prepare-call';
@@ -99,7 +100,8 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         const deps: FencedToolDeps = { ...this.deps, tools: new Map() };
         return await settleFailedAttempt(deps, { input: callInput, context, call: undefined, evidence: { claimSent: false, seen: null }, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, refusal);
       } catch (error) {
-        throw this.failure(error);
+        const callId = (input.args[0] as { callId?: unknown } | null)?.callId;
+        throw this.failure(error, { toolName, ...(typeof callId === 'string' ? { callId } : {}) });
       }
     }
     try {
@@ -114,9 +116,12 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
   private async fence(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<FencedToolResult> {
     const { info } = this.ctx;
     const evidence: AttemptEvidence = { claimSent: false, seen: null };
+    // What names the call in a failure, filled in as the attempt learns it.
+    const names: { callId?: string; toolName: string; idempotencyKey?: string } = { toolName: info.activityType };
     try {
       const context = attemptContextOf(info, this.deps.idempotencyKeySecret);
       const identity = activityCallIdentity(info, input.headers);
+      names.callId = identity.callId;
       // An approval from `withApprovedIntent` rides in the call header: checked as runFencedTool checks it.
       const approval = approvalFromHeaders(input.headers);
       const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: asSent(input.args) }, ...approval };
@@ -125,6 +130,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       let call: PreparedCall | undefined;
       try {
         call = prepareCall(deps.tools, callInput, context);
+        names.idempotencyKey = call.idempotencyKey;
         if (this.deps.approvalPins !== undefined) assertApprovalGiven(this.deps.approvalPins, call.tool.name, callInput.expectedIntentDigest);
         assertApprovedIntent(call);
         return await settleCall(deps, call, evidence);
@@ -132,17 +138,18 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
     } catch (error) {
-      throw this.failure(error);
+      throw this.failure(error, names);
     }
   }
 
   /**
-   * What the activity throws for `error`: `toApplicationFailure(error)`, except that under
+   * What the activity throws for `error`: `toApplicationFailure(error, names)` (bounded in size,
+   * naming the call, tool and key: `../activities/failure-bounds`), except that under
    * `onUnknownOutcome: 'wait'` a pause (OUTCOME_UNKNOWN, from this fence or from a tool's
    * `runFencedTool`) becomes retryable (see {@link waitingFailure}). Every other failure keeps its retryability.
    */
-  private failure(error: unknown): unknown {
-    return this.waitIfPaused(toApplicationFailure(error));
+  private failure(error: unknown, names?: CallNames): unknown {
+    return this.waitIfPaused(toApplicationFailure(error, names));
   }
 
   /** `error` itself, or under `onUnknownOutcome: 'wait'`, a pause as a retryable failure (see {@link waitingFailure}). */
@@ -162,12 +169,15 @@ function isPause(failure: unknown): failure is ApplicationFailure {
  * OUTCOME_UNKNOWN, the same details (call id, tool, idempotency key, reason), `nextRetryDelay`
  * `retryMs`, and a message that says the call waits for a person to store its outcome.
  */
-function waitingFailure(paused: ApplicationFailure, retryMs: number): ApplicationFailure {
-  return ApplicationFailure.create({
+export function waitingFailure(paused: ApplicationFailure, retryMs: number): ApplicationFailure {
+  const details = paused.details?.[0];
+  const suffix = `; onUnknownOutcome 'wait': the call is tried again every ${retryMs} ms and delivers its outcome once a person has stored it`;
+  return boundedFailure({
     type: 'OUTCOME_UNKNOWN',
-    message: `${paused.message}; onUnknownOutcome 'wait': the call is tried again every ${retryMs} ms and delivers its outcome once a person has stored it`,
+    // The suffix is kept whole: the pause's message is cut first.
+    message: `${truncateText(paused.message, MAX_FAILURE_MESSAGE_BYTES - Buffer.byteLength(suffix, 'utf8') - 2)}${suffix}`,
     nonRetryable: false,
-    details: paused.details ?? undefined,
+    details: typeof details === 'object' && details !== null ? (details as Record<string, unknown>) : undefined,
     nextRetryDelay: retryMs,
     cause: paused.cause,
   });
@@ -216,17 +226,18 @@ function asSent(value: unknown): JsonValue {
 }
 
 /** The activity's result: the stored output as it was stored (bytes and undefined restored by their `encoding`), or the stored error result as a non-retryable failure. */
-function deliver(result: FencedToolResult): unknown {
+export function deliver(result: FencedToolResult): unknown {
   const { outcome } = result;
   if (outcome.ok) {
     if (outcome.encoding === 'binary/plain' && typeof outcome.output === 'string') return new Uint8Array(Buffer.from(outcome.output, 'base64'));
     if (outcome.encoding === 'binary/null') return undefined;
     return outcome.output;
   }
-  throw ApplicationFailure.create({
+  // The stored message is the tool's or the provider's text (up to maxPayloadBytes): cut to the failure's bounds.
+  throw boundedFailure({
     type: outcome.error.type,
     message: outcome.error.message,
     nonRetryable: true,
-    details: [{ callId: result.callId, toolName: result.toolName, source: result.source, idempotencyKey: result.idempotencyKey }],
+    details: { callId: result.callId, toolName: result.toolName, source: result.source, idempotencyKey: result.idempotencyKey },
   });
 }

@@ -17,6 +17,13 @@ export interface FencedActivityOptions {
   readonly revision: string;
   /** Finds an earlier effect by `ctx.idempotencyKey`: lets a retry after a crash settle the call instead of pausing. */
   lookup?(ctx: ToolContext): Promise<LookupResult>;
+  /**
+   * True when `lookup` also finds effects of the activity's earlier revisions, by the idempotency
+   * key an earlier revision's attempt sent: a claim left unfinished under an earlier `revision` is
+   * then reconciled by this revision's `lookup` after its settle time, instead of pausing (see
+   * `ToolDefinition.lookupFindsEarlierRevisions`). Requires `lookup`. @default false
+   */
+  readonly lookupFindsEarlierRevisions?: boolean;
   /** True when the provider deduplicates by idempotency key (requires `keyRetentionMs`). @default false */
   readonly dedupesByKey?: boolean;
   /** How long the provider remembers a key, ms. Required with `dedupesByKey`. */

@@ -17,6 +17,13 @@ export interface PluginWorkerOptions {
   readonly ledger: string;
   /** Fence `chargeCard` with a lookup by idempotency key in the ledger. */
   readonly lookup: boolean;
+  /** The fence entry's revision. @default 'v1' */
+  readonly revision?: string;
+  /** The fence entry's `lookupFindsEarlierRevisions`. @default absent */
+  readonly lookupFindsEarlierRevisions?: boolean;
+  /** The plugin's `onUnknownOutcome` and `unknownOutcomeRetryMs`. @default the plugin's */
+  readonly onUnknownOutcome?: 'fail' | 'wait';
+  readonly unknownOutcomeRetryMs?: number;
 }
 
 async function main(): Promise<void> {
@@ -26,7 +33,16 @@ async function main(): Promise<void> {
   const plugin = new ToolCheckpointPlugin({
     store,
     reconcileMarginMs: 0,
-    fence: { chargeCard: { revision: 'v1', callDeadlineMs: 2_000, ...(options.lookup ? { lookup: chargeLookup(options.ledger) } : {}) } },
+    ...(options.onUnknownOutcome === undefined ? {} : { onUnknownOutcome: options.onUnknownOutcome }),
+    ...(options.unknownOutcomeRetryMs === undefined ? {} : { unknownOutcomeRetryMs: options.unknownOutcomeRetryMs }),
+    fence: {
+      chargeCard: {
+        revision: options.revision ?? 'v1',
+        callDeadlineMs: 2_000,
+        ...(options.lookup ? { lookup: chargeLookup(options.ledger) } : {}),
+        ...(options.lookupFindsEarlierRevisions === undefined ? {} : { lookupFindsEarlierRevisions: options.lookupFindsEarlierRevisions }),
+      },
+    },
   });
   const worker = await Worker.create({
     connection,

@@ -77,7 +77,10 @@ test('toApplicationFailure on model errors: transient keeps retryable with the p
   expect(unexpected).toBeInstanceOf(ApplicationFailure);
   expect(unexpected.type).toBe('UNEXPECTED');
   expect(unexpected.nonRetryable).toBe(false);
-  expect(unexpected.cause).toBe(other);
+  // The cause is the error, cut to the failure's size bounds (its class and message kept; see failure-bounds).
+  expect(unexpected.cause).toBeInstanceOf(Error);
+  expect(unexpected.cause?.message).toBe('boom');
+  expect(unexpected.cause?.stack?.split('\n')[0]).toBe('Error: boom');
   // Cancellation (the activity signal's reason) passes through unchanged.
   const cancelled = new CancelledFailure('Activity cancelled');
   expect(toApplicationFailure(cancelled)).toBe(cancelled);
