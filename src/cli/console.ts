@@ -11,7 +11,9 @@ import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from '../console/defaults';
 import { CONSOLE_TOKEN_ENV, resolveConsoleToken } from '../console/token';
+import { DEFAULT_STATUS_QUERY_TIMEOUT_MS } from '../operator/waiting-runs';
 import { describeError } from './errors';
+import { durationMs } from './options';
 import { printError, printLine } from './terminal-safe';
 
 export function registerConsole(program: Command): void {
@@ -20,7 +22,8 @@ export function registerConsole(program: Command): void {
     .description(`serve the approval console: runs waiting for a person, approve / reject / resolve in the browser (on ${DEFAULT_CONSOLE_HOST}, token required)`)
     .option('--port <n>', `TCP port, 0 for any free one (default ${DEFAULT_CONSOLE_PORT})`, port)
     .option('--host <host>', `interface to listen on (default ${DEFAULT_CONSOLE_HOST}; anything else is reachable from the network)`)
-    .action(async (opts: { port?: number; host?: string }) => {
+    .option('--query-timeout <duration>', `how long each run may take to answer its status query before the page shows it as not answering (default ${DEFAULT_STATUS_QUERY_TIMEOUT_MS / 1_000}s)`, (value: string) => durationMs(value, '--query-timeout'))
+    .action(async (opts: { port?: number; host?: string; queryTimeout?: number }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
       // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
@@ -31,7 +34,7 @@ export function registerConsole(program: Command): void {
       let server;
       try {
         server = await startConsoleServer({
-          operations: temporalOperations(client),
+          operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}),
           namespace: config.temporal.namespace,
           token,
           ...(opts.host !== undefined ? { host: opts.host } : {}),

@@ -47,6 +47,7 @@ pre { margin: 4px 0 10px; padding: 8px 10px; background: #f0f2f5; border: 1px so
 .call h3 { margin: 0 0 6px; font-size: 15px; }
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; background: var(--accent); vertical-align: 1px; }
 .status.paused { background: var(--warn); }
+.status.unanswered { background: var(--muted); }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0 0 8px; font-size: 14px; }
 dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
