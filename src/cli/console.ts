@@ -2,8 +2,9 @@
  * `console [--port p] [--host h]`: the approval console in the browser (issue 13; see
  * src/console and docs/console.md). Connects to Temporal with the configuration, listens on
  * 127.0.0.1 unless `--host` says otherwise (with a warning when that is not loopback), and prints
- * the URL with the console token (a random one, unless TTC_CONSOLE_TOKEN is set: that one is
- * never printed). SIGINT / SIGTERM stop it.
+ * a one-time login link (never the token in a URL) and the console token for the login form and
+ * `Authorization: Bearer` (a random one, unless TTC_CONSOLE_TOKEN is set: that one is never
+ * printed). SIGINT / SIGTERM stop it.
  */
 import type { Command } from 'commander';
 import { CheckpointError } from '../checkpoint/errors';
@@ -47,7 +48,9 @@ export function registerConsole(program: Command): void {
       }
       if (!server.loopbackOnly) printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
       printLine(`console for namespace ${config.temporal.namespace} on ${server.url}`);
-      printLine(fromEnv ? `open ${server.url} with the token from ${CONSOLE_TOKEN_ENV}: ${server.url}?token=<${CONSOLE_TOKEN_ENV}>` : `open ${server.loginUrl}`);
+      // A one-time link: the token itself never goes into a URL (a browser's history keeps URLs).
+      printLine(`open ${server.loginUrl}`);
+      printLine(fromEnv ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})` : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`);
       const running = server;
       const stop = (): void => {
         void running
