@@ -37,7 +37,7 @@ export interface ConnectClientOptions {
  *   unreadable TLS file (before connecting); TEMPORAL_UNAVAILABLE naming the address when it cannot connect.
  */
 export async function connectClient(config: Config, options: ConnectClientOptions = {}): Promise<ConnectedClient> {
-  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
+  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec, config.temporal.namespace);
   const connectionOptions = temporalConnectionOptions(config.temporal);
   let connection: Connection;
   try {

@@ -98,7 +98,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   const { config } = options;
   assertShutdownGraceCoversTools(config.timeouts.shutdownGraceMs, options.tools);
   assertWorkerPinsMatchTools(config, options.tools);
-  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec);
+  const dataConverter = codecDataConverter(options.payloadCodec === undefined ? codecFromEnv(process.env) : options.payloadCodec, config.temporal.namespace);
   // A prebuilt bundle carries its own failure converter: with the codec it must encode failure text.
   if (dataConverter !== undefined && config.worker.workflowBundlePath !== null) assertWorkflowBundleEncodesFailures(config.worker.workflowBundlePath);
   const store = await openStore(config, options.log ?? ((message) => Runtime.instance().logger.warn(message)));

@@ -2,8 +2,9 @@
  * `console [--port p] [--host h]`: the approval console in the browser (issue 13; see
  * src/console and docs/console.md). Connects to Temporal with the configuration, listens on
  * 127.0.0.1 unless `--host` says otherwise (with a warning when that is not loopback), and prints
- * the URL with the console token (a random one, unless TTC_CONSOLE_TOKEN is set: that one is
- * never printed). SIGINT / SIGTERM stop it.
+ * a one-time login link (never the token in a URL) and the console token for the login form and
+ * `Authorization: Bearer` (a random one, unless TTC_CONSOLE_TOKEN is set: that one is never
+ * printed). SIGINT / SIGTERM stop it.
  */
 import type { Command } from 'commander';
 import { CheckpointError } from '../checkpoint/errors';
@@ -11,7 +12,9 @@ import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from '../console/defaults';
 import { CONSOLE_TOKEN_ENV, resolveConsoleToken } from '../console/token';
+import { DEFAULT_STATUS_QUERY_TIMEOUT_MS } from '../operator/waiting-runs';
 import { describeError } from './errors';
+import { durationMs } from './options';
 import { printError, printLine } from './terminal-safe';
 
 export function registerConsole(program: Command): void {
@@ -20,7 +23,8 @@ export function registerConsole(program: Command): void {
     .description(`serve the approval console: runs waiting for a person, approve / reject / resolve in the browser (on ${DEFAULT_CONSOLE_HOST}, token required)`)
     .option('--port <n>', `TCP port, 0 for any free one (default ${DEFAULT_CONSOLE_PORT})`, port)
     .option('--host <host>', `interface to listen on (default ${DEFAULT_CONSOLE_HOST}; anything else is reachable from the network)`)
-    .action(async (opts: { port?: number; host?: string }) => {
+    .option('--query-timeout <duration>', `how long each run may take to answer its status query before the page shows it as not answering (default ${DEFAULT_STATUS_QUERY_TIMEOUT_MS / 1_000}s)`, (value: string) => durationMs(value, '--query-timeout'))
+    .action(async (opts: { port?: number; host?: string; queryTimeout?: number }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
       // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
@@ -31,7 +35,7 @@ export function registerConsole(program: Command): void {
       let server;
       try {
         server = await startConsoleServer({
-          operations: temporalOperations(client),
+          operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}),
           namespace: config.temporal.namespace,
           token,
           ...(opts.host !== undefined ? { host: opts.host } : {}),
@@ -44,7 +48,9 @@ export function registerConsole(program: Command): void {
       }
       if (!server.loopbackOnly) printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
       printLine(`console for namespace ${config.temporal.namespace} on ${server.url}`);
-      printLine(fromEnv ? `open ${server.url} with the token from ${CONSOLE_TOKEN_ENV}: ${server.url}?token=<${CONSOLE_TOKEN_ENV}>` : `open ${server.loginUrl}`);
+      // A one-time link: the token itself never goes into a URL (a browser's history keeps URLs).
+      printLine(`open ${server.loginUrl}`);
+      printLine(fromEnv ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})` : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`);
       const running = server;
       const stop = (): void => {
         void running

@@ -23,12 +23,15 @@ export const DEFAULT_PAYLOAD_CODEC_KEY_ID = 'c1';
  * or empty (payloads go to Temporal unencrypted, as before).
  *
  * @param env @default process.env
+ * @param namespace the Temporal namespace new payloads are bound to (see
+ *   {@link AesGcmPayloadCodec.forNamespace}); workers and clients bind theirs when they connect.
+ *   @default none
  * @throws {@link CheckpointError} INVALID_CONFIG naming the variable (never the key): a key that
  *   is not exactly 32 bytes in an accepted format or has low entropy, a malformed key id or key
  *   list, the current id listed with another key, or `TTC_PAYLOAD_CODEC_KEYS` set without
  *   `TTC_PAYLOAD_CODEC_KEY` (a decrypt-only codec would send new payloads in plaintext: refused).
  */
-export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloadCodec | null {
+export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, namespace?: string): AesGcmPayloadCodec | null {
   const length = { bytes: PAYLOAD_CODEC_KEY_BYTES };
   const key = readKeyFromEnv(env, PAYLOAD_CODEC_KEY_ENV, length);
   if (key === null) {
@@ -43,7 +46,7 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloa
     throw new CheckpointError('INVALID_CONFIG', `${PAYLOAD_CODEC_KEY_ID_ENV} must be 1 to 128 letters, digits, "_", "." or "-"`, { field: PAYLOAD_CODEC_KEY_ID_ENV, reason: 'key-id' });
   }
   const olderKeys = readKeyringFromEnv(env, PAYLOAD_CODEC_KEYS_ENV, length, { id: keyId, key, variable: PAYLOAD_CODEC_KEY_ENV });
-  return createPayloadCodec({ keyId, key, olderKeys });
+  return createPayloadCodec({ keyId, key, olderKeys, ...(namespace !== undefined ? { namespace } : {}) });
 }
 
 /**

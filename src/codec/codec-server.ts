@@ -7,14 +7,18 @@
  *
  * Anyone who can reach the server can decrypt, so it binds 127.0.0.1 by default, answers browsers
  * only from the configured CORS origins (other `Origin`s get 403), requires a JSON content type
- * (so a cross-site page cannot post without a preflight), refuses requests whose `X-Namespace`
- * names another namespace than the configured one, and bounds the request size.
+ * (so a cross-site page cannot post without a preflight), requires the `X-Namespace` header (the
+ * Temporal UI and CLI send it; 400 without it) and refuses one that names another namespace than
+ * the configured one, and bounds the request size. With an {@link AesGcmPayloadCodec} each
+ * request is encoded and decoded for the namespace it names (`forNamespace`): a payload bound to
+ * another namespace does not decrypt, whatever the header says.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { payloadsFromJson, payloadsToJson } from './json-payloads';
+import { AesGcmPayloadCodec } from './payload-codec';
 
 /** Port of `ttc codec-server` when `--port` is not given. */
 export const DEFAULT_CODEC_SERVER_PORT = 8888;
@@ -27,6 +31,7 @@ const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
 
 /** Options of {@link startCodecServer}. */
 export interface CodecServerOptions {
+  /** The codec; an {@link AesGcmPayloadCodec} is bound, per request, to the namespace the request names. */
   readonly codec: PayloadCodec;
   /** TCP port; 0 picks a free one. @default {@link DEFAULT_CODEC_SERVER_PORT} */
   readonly port?: number;
@@ -34,7 +39,7 @@ export interface CodecServerOptions {
   readonly host?: string;
   /** Browser origins allowed to call the server (e.g. the Temporal UI, `http://localhost:8233`), as from {@link parseCorsOrigin}. @default none */
   readonly corsOrigins?: readonly string[];
-  /** The namespace served: a request whose `X-Namespace` header names another is refused (403). @default any */
+  /** The namespace served: a request whose `X-Namespace` header names another is refused (403). @default any (each request still names one) */
   readonly namespace?: string;
   /** @default {@link MAX_CODEC_REQUEST_BYTES} */
   readonly maxBodyBytes?: number;
@@ -53,9 +58,10 @@ export interface RunningCodecServer {
 /**
  * Starts the codec server and resolves once it listens.
  *
- * Answers: 200 `{ payloads }`; 204 to an allowed CORS preflight; 400 `{ error }` for a malformed
- * body (INVALID_ARGUMENT) or a payload that does not decrypt (DECRYPTION_FAILED, naming the key
- * id, never a key); 403 for another origin or namespace; 404 other paths; 405 other methods;
+ * Answers: 200 `{ payloads }`; 204 to an allowed CORS preflight; 400 `{ error, code }` for a
+ * request without `X-Namespace` (NAMESPACE_REQUIRED), a malformed body (INVALID_ARGUMENT) or a
+ * payload that does not decrypt in that namespace (DECRYPTION_FAILED, naming the key id, never a
+ * key); 403 for another origin or namespace; 404 other paths; 405 other methods;
  * 413 a body over the limit; 415 a body that is not JSON; 500 anything else.
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<RunningCodecServer> {
@@ -123,9 +129,13 @@ async function handle(options: CodecServerOptions, request: IncomingMessage, res
   }
   if (request.method !== 'POST') return reply(response, 405, { error: 'method not allowed: POST /encode or /decode' }, { Allow: 'POST, OPTIONS' });
   const namespace = request.headers['x-namespace'];
-  if (options.namespace !== undefined && namespace !== undefined && namespace !== options.namespace) {
+  if (typeof namespace !== 'string' || namespace === '') {
+    return reply(response, 400, { error: 'the X-Namespace header is required: it names the namespace whose payloads to encode or decode', code: 'NAMESPACE_REQUIRED' });
+  }
+  if (options.namespace !== undefined && namespace !== options.namespace) {
     return reply(response, 403, { error: `this codec server serves namespace ${JSON.stringify(options.namespace)} only` });
   }
+  const codec = options.codec instanceof AesGcmPayloadCodec ? options.codec.forNamespace(namespace) : options.codec;
   if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) return reply(response, 415, { error: 'the body must be application/json' });
   const limit = options.maxBodyBytes ?? MAX_CODEC_REQUEST_BYTES;
   const tooLarge = (): void => reply(response, 413, { error: `the body exceeds ${limit} bytes` }, { Connection: 'close' });
@@ -140,7 +150,7 @@ async function handle(options: CodecServerOptions, request: IncomingMessage, res
       throw new CheckpointError('INVALID_ARGUMENT', 'codec request body is not JSON', { field: 'body' }, { cause: error });
     }
     const payloads = payloadsFromJson(body);
-    const result = operation === 'encode' ? await options.codec.encode(payloads) : await options.codec.decode(payloads);
+    const result = operation === 'encode' ? await codec.encode(payloads) : await codec.decode(payloads);
     reply(response, 200, payloadsToJson(result));
   } catch (error) {
     if (isCheckpointError(error, 'INVALID_ARGUMENT') || isCheckpointError(error, 'DECRYPTION_FAILED')) return reply(response, 400, { error: error.message, code: error.code });

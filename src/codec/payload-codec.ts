@@ -9,7 +9,13 @@
  * - `metadata.encoding` = `binary/encrypted`, `metadata["encryption-key-id"]` = the key id;
  * - `data` = IV (12 random bytes) ‖ ciphertext ‖ GCM tag (16 bytes), where the plaintext is the
  *   whole original Payload serialized with Temporal's protobuf `Payload.encode` (its metadata is
- *   encrypted too) and the additional authenticated data binds the key id.
+ *   encrypted too) and the additional authenticated data binds the key id;
+ * - a codec bound to a namespace (workers, clients and the codec server always bind theirs) also
+ *   writes `metadata["encryption-format"]` = `namespace-bound/2` and binds the namespace into the
+ *   additional authenticated data, so a payload copied into another namespace's history (or
+ *   decoded by a codec server asked for another namespace) does not decrypt, even under the same
+ *   key. A payload without that marker (written before namespaces were bound, format 1) still
+ *   decodes by its key id in any namespace; it stops decoding once its key is retired.
  *
  * Rotation: one current key encrypts; every configured key (current and older, by id) decrypts.
  * Payloads without the `binary/encrypted` encoding pass through `decode` unchanged, so turning
@@ -34,6 +40,12 @@ export const PAYLOAD_CODEC_TAG_BYTES = GCM_TAG_BYTES;
 export const PAYLOAD_CODEC_KEY_ID_PATTERN = /^[\w.-]{1,128}$/;
 
 const AAD_PREFIX = 'ttc/temporal-payload/1\n';
+const NAMESPACE_AAD_PREFIX = 'ttc/temporal-payload/2\n';
+/** Metadata key marking the format of an encrypted payload; absent: format 1 (key id bound only). */
+export const PAYLOAD_CODEC_FORMAT_METADATA = 'encryption-format';
+/** {@link PAYLOAD_CODEC_FORMAT_METADATA} of a payload whose ciphertext is bound to its namespace and key id. */
+export const PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT = 'namespace-bound/2';
+const NAMESPACE_BOUND_FORMAT_BYTES = Buffer.from(PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT, 'utf8');
 const ENCODING_BYTES = Buffer.from(PAYLOAD_CODEC_ENCODING, 'utf8');
 
 /** Keys of a {@link createPayloadCodec} codec. */
@@ -44,6 +56,13 @@ export interface PayloadCodecKeys {
   readonly key: Uint8Array;
   /** Older keys by id that still decrypt (rotation). The current id may appear only with the same key. */
   readonly olderKeys?: Readonly<Record<string, Uint8Array>>;
+  /**
+   * The Temporal namespace whose payloads this codec encodes and decodes: new payloads are bound
+   * to it (format `namespace-bound/2`). Workers and clients bind their codec to their configured
+   * namespace ({@link AesGcmPayloadCodec.forNamespace}, `codecDataConverter`). @default none: new
+   * payloads are format 1 and namespace-bound payloads are refused (DECRYPTION_FAILED `no-namespace`)
+   */
+  readonly namespace?: string;
 }
 
 /**
@@ -53,11 +72,29 @@ export interface PayloadCodecKeys {
 export class AesGcmPayloadCodec implements PayloadCodec {
   readonly #keyId: string;
   readonly #keys: ReadonlyMap<string, Buffer>;
+  readonly #namespace: string | null;
 
   /** @internal use {@link createPayloadCodec}. */
-  constructor(keyId: string, keys: ReadonlyMap<string, Buffer>) {
+  constructor(keyId: string, keys: ReadonlyMap<string, Buffer>, namespace: string | null = null) {
     this.#keyId = keyId;
     this.#keys = keys;
+    this.#namespace = namespace;
+  }
+
+  /** The namespace new payloads are bound to, or null (format 1, see the module docstring). */
+  get namespace(): string | null {
+    return this.#namespace;
+  }
+
+  /**
+   * The same keys bound to `namespace`: its payloads are encoded as `namespace-bound/2` for that
+   * namespace and only that namespace's bound payloads decode (format 1 ones still do, by key id).
+   *
+   * @throws {@link CheckpointError} INVALID_ARGUMENT for an empty namespace.
+   */
+  forNamespace(namespace: string): AesGcmPayloadCodec {
+    assertNamespace(namespace, 'namespace');
+    return namespace === this.#namespace ? this : new AesGcmPayloadCodec(this.#keyId, this.#keys, namespace);
   }
 
   /** The id of the key new payloads are encrypted with. */
@@ -70,7 +107,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     return [this.#keyId, ...[...this.#keys.keys()].filter((id) => id !== this.#keyId)];
   }
 
-  /** Encrypts each whole payload (metadata and data) with the current key. */
+  /** Encrypts each whole payload (metadata and data) with the current key, bound to the codec's namespace when it has one. */
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => this.encryptOne(payload));
   }
@@ -81,7 +118,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
    * @throws {@link CheckpointError} DECRYPTION_FAILED naming the key id (never the key), with
    *   `details.reason`: `missing-key-id` (no or malformed `encryption-key-id`), `unknown-key`
    *   (that id is not configured), `malformed` (data shorter than IV + tag, or the plaintext is
-   *   not a Payload) or `authentication-failed` (wrong key, altered IV, ciphertext, tag or key id).
+   *   not a Payload), `unknown-format` (an `encryption-format` this codec does not know),
+   *   `no-namespace` (a namespace-bound payload and a codec bound to none) or
+   *   `authentication-failed` (wrong key, another namespace, altered IV, ciphertext, tag, key id
+   *   or format marker).
    */
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => (isEncryptedTemporalPayload(payload) ? this.decryptOne(payload) : payload));
@@ -89,11 +129,11 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   private encryptOne(payload: Payload): Payload {
     const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
-    const { iv, ct, tag } = gcmSeal(this.#keys.get(this.#keyId)!, plaintext, additionalData(this.#keyId));
-    return {
-      metadata: { [METADATA_ENCODING_KEY]: ENCODING_BYTES, [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(this.#keyId, 'utf8') },
-      data: Buffer.concat([iv, ct, tag]),
-    };
+    const namespace = this.#namespace;
+    const { iv, ct, tag } = gcmSeal(this.#keys.get(this.#keyId)!, plaintext, additionalData(this.#keyId, namespace));
+    const metadata: Record<string, Uint8Array> = { [METADATA_ENCODING_KEY]: ENCODING_BYTES, [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(this.#keyId, 'utf8') };
+    if (namespace !== null) metadata[PAYLOAD_CODEC_FORMAT_METADATA] = NAMESPACE_BOUND_FORMAT_BYTES;
+    return { metadata, data: Buffer.concat([iv, ct, tag]) };
   }
 
   private decryptOne(payload: Payload): Payload {
@@ -101,6 +141,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const keyId = kidBytes ? Buffer.from(kidBytes).toString('utf8') : '';
     if (!PAYLOAD_CODEC_KEY_ID_PATTERN.test(keyId)) {
       throw decryptionFailed('missing-key-id', null, `an encrypted Temporal payload has no valid ${PAYLOAD_CODEC_KEY_ID_METADATA} metadata`);
+    }
+    const formatBytes = payload.metadata?.[PAYLOAD_CODEC_FORMAT_METADATA];
+    const namespaceBound = formatBytes !== undefined && formatBytes !== null;
+    if (namespaceBound && !Buffer.from(formatBytes).equals(NAMESPACE_BOUND_FORMAT_BYTES)) {
+      throw decryptionFailed('unknown-format', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${PAYLOAD_CODEC_FORMAT_METADATA} ${JSON.stringify(Buffer.from(formatBytes).toString('utf8').slice(0, 64))}, which this codec does not know`);
+    }
+    if (namespaceBound && this.#namespace === null) {
+      throw decryptionFailed('no-namespace', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) is bound to its namespace, and this codec has no namespace configured`);
     }
     const key = this.#keys.get(keyId);
     if (key === undefined) {
@@ -114,9 +162,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const tag = data.subarray(data.length - PAYLOAD_CODEC_TAG_BYTES);
     let plaintext: Buffer;
     try {
-      plaintext = gcmOpen(key, iv, data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES), tag, additionalData(keyId));
+      plaintext = gcmOpen(key, iv, data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES), tag, additionalData(keyId, namespaceBound ? this.#namespace : null));
     } catch (error) {
-      throw decryptionFailed('authentication-failed', keyId, `a Temporal payload does not decrypt with key id ${JSON.stringify(keyId)} (wrong key, or the IV, ciphertext, tag or key id was altered)`, error);
+      const where = namespaceBound ? ` in namespace ${JSON.stringify(this.#namespace)} (wrong key, a payload of another namespace, or the IV, ciphertext, tag, key id or format was altered)` : ' (wrong key, or the IV, ciphertext, tag or key id was altered)';
+      throw decryptionFailed('authentication-failed', keyId, `a Temporal payload does not decrypt with key id ${JSON.stringify(keyId)}${where}`, error);
     }
     try {
       return temporal.api.common.v1.Payload.decode(plaintext);
@@ -146,7 +195,8 @@ export function createPayloadCodec(options: PayloadCodecKeys): AesGcmPayloadCode
     }
     keys.set(id, Buffer.from(key));
   }
-  return new AesGcmPayloadCodec(options.keyId, keys);
+  if (options.namespace !== undefined) assertNamespace(options.namespace, 'namespace');
+  return new AesGcmPayloadCodec(options.keyId, keys, options.namespace ?? null);
 }
 
 /** True when `payload` says it is encrypted by this codec (`metadata.encoding` = `binary/encrypted`). */
@@ -155,8 +205,15 @@ export function isEncryptedTemporalPayload(payload: Payload): boolean {
   return encoding !== undefined && encoding !== null && Buffer.from(encoding).equals(ENCODING_BYTES);
 }
 
-function additionalData(keyId: string): Buffer {
-  return Buffer.from(`${AAD_PREFIX}${keyId}`, 'utf8');
+/** Format 1 (namespace null): the key id; `namespace-bound/2`: the namespace and the key id, unambiguously (JSON). */
+function additionalData(keyId: string, namespace: string | null): Buffer {
+  return Buffer.from(namespace === null ? `${AAD_PREFIX}${keyId}` : `${NAMESPACE_AAD_PREFIX}${JSON.stringify([namespace, keyId])}`, 'utf8');
+}
+
+function assertNamespace(namespace: unknown, field: string): void {
+  if (typeof namespace !== 'string' || namespace === '') {
+    throw new CheckpointError('INVALID_ARGUMENT', `${field}: a payload codec's namespace is a non-empty string`, { field });
+  }
 }
 
 function decryptionFailed(reason: string, keyId: string | null, message: string, cause?: unknown): CheckpointError {

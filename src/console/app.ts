@@ -15,6 +15,7 @@ import { describeError } from '../cli/errors';
 import { DecisionRefusedError } from '../operator/run-decisions';
 import { accessGuard, type AccessPolicy } from './access';
 import { ConsoleHttpError } from './http-error';
+import { LoginLinks } from './login';
 import type { ConsoleOperations } from './operations';
 import { renderRefusal } from './render-outcome';
 import { registerConsoleRoutes } from './routes';
@@ -34,6 +35,8 @@ export interface ConsoleAppOptions extends AccessPolicy {
   readonly nowMs?: () => number;
   /** Called with every unexpected failure (a 500 page), e.g. to print it. @default ignore */
   readonly onError?: (error: unknown) => void;
+  /** The one-time login links this console accepts (`/login?once=`). @default a new, empty set */
+  readonly loginLinks?: LoginLinks;
 }
 
 /** Builds the app (plugins, hooks, routes, error pages); call `listen` or `inject` on it. */
@@ -49,7 +52,7 @@ export async function buildConsoleApp(options: ConsoleAppOptions): Promise<Fasti
     // The hidden `_csrf` field only: a token in a URL would leak through history and logs.
     getToken: (request) => (request.body as { _csrf?: unknown } | undefined)?._csrf as string | undefined,
   });
-  registerConsoleRoutes(app, { operations: options.operations, namespace: options.namespace, ...(options.nowMs ? { nowMs: options.nowMs } : {}) });
+  registerConsoleRoutes(app, { operations: options.operations, namespace: options.namespace, token: options.token, loginLinks: options.loginLinks ?? new LoginLinks(), ...(options.nowMs ? { nowMs: options.nowMs } : {}) });
 
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).type('text/html; charset=utf-8').send(renderRefusal('Not found', 'NOT_FOUND', `no page ${request.method} ${request.url.split('?')[0]}`, 'The console has one page: the list of runs waiting for a person.')),
@@ -82,7 +85,7 @@ const CSRF_CODES = new Set(['FST_CSRF_MISSING_SECRET', 'FST_CSRF_INVALID_TOKEN']
  */
 export function describeFailure(error: unknown): ConsoleFailure {
   if (error instanceof ConsoleHttpError) {
-    return { statusCode: error.statusCode, title: error.statusCode === 401 ? 'Console token required' : 'Request refused', code: error.code, message: error.message, hint: error.statusCode === 401 ? 'Open the URL that `ttc console` printed when it started.' : NOTHING_SENT };
+    return { statusCode: error.statusCode, title: error.statusCode === 401 ? 'Console token required' : 'Request refused', code: error.code, message: error.message, hint: error.statusCode === 401 ? 'Open the one-time login link that `ttc console` printed, or log in at /login with the console token.' : NOTHING_SENT };
   }
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && CSRF_CODES.has(code)) {

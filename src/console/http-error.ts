@@ -6,8 +6,12 @@
 
 /** Why the console refused a request. Stable: never renamed. */
 export const CONSOLE_REFUSALS = {
-  /** No console token in the request (`?token=`, the cookie, or `Authorization: Bearer`). */
+  /** No console token in the request (the cookie, or `Authorization: Bearer`). */
   TOKEN_REQUIRED: 'TOKEN_REQUIRED',
+  /** A request carrying the token in its URL (`?token=`): refused, never a login (a URL stays in the browser's history). */
+  TOKEN_IN_URL: 'TOKEN_IN_URL',
+  /** A one-time login link that was used already, or was never issued by this console. */
+  LOGIN_LINK_USED: 'LOGIN_LINK_USED',
   /** A console token that is not this console's. */
   TOKEN_INVALID: 'TOKEN_INVALID',
   /** The Host header names a host this console does not serve (DNS rebinding). */

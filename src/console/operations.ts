@@ -7,7 +7,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { approveCall, DecisionRefusedError, readWaitingCall, rejectCall, resolveCall } from '../operator/run-decisions';
 import { MESSAGE_ERROR_TYPES } from '../workflows/messages';
-import { listWaitingRuns, type WaitingRun } from '../operator/waiting-runs';
+import { listWaitingRuns, type ListWaitingRunsOptions, type WaitingRun } from '../operator/waiting-runs';
 import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult } from '../workflows/types';
 
 /**
@@ -16,7 +16,7 @@ import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, Res
  * Temporal's errors otherwise.
  */
 export interface ConsoleOperations {
-  /** Running agent runs with a call awaiting approval or paused, and those that did not answer. */
+  /** Running agent runs with a call awaiting approval or paused, and those that did not answer (each status query bounded in time). */
   listWaitingRuns(): Promise<WaitingRun[]>;
   /** `approveCall` with the intent digest and state version the person saw. */
   approveCall(workflowId: string, request: ApproveCallRequest): Promise<ApprovalDecisionResult>;
@@ -39,8 +39,11 @@ export interface ShownCall {
   readonly intentDigest: string | null;
 }
 
+/** How the console asks runs for their status: `queryTimeoutMs` per run and `queryConcurrency` at once (see `listWaitingRuns`). */
+export type ConsoleQueryOptions = Pick<ListWaitingRunsOptions, 'queryTimeoutMs' | 'queryConcurrency'>;
+
 /** {@link ConsoleOperations} on a connected Temporal client (its namespace is the client's). */
-export function temporalOperations(client: Client): ConsoleOperations {
+export function temporalOperations(client: Client, queries: ConsoleQueryOptions = {}): ConsoleOperations {
   const handle = (workflowId: string) => client.workflow.getHandle(workflowId);
   /** Refuses, before anything is sent, a decision on a call that is not waiting for it or whose intent is not the one the page showed. */
   const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall) => {
@@ -51,7 +54,7 @@ export function temporalOperations(client: Client): ConsoleOperations {
     }
   };
   return {
-    listWaitingRuns: () => listWaitingRuns(client),
+    listWaitingRuns: () => listWaitingRuns(client, queries),
     approveCall: (workflowId, request) => approveCall(handle(workflowId), request),
     rejectCall: async (workflowId, request, shown) => {
       const run = handle(workflowId);

@@ -47,6 +47,7 @@ pre { margin: 4px 0 10px; padding: 8px 10px; background: #f0f2f5; border: 1px so
 .call h3 { margin: 0 0 6px; font-size: 15px; }
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; background: var(--accent); vertical-align: 1px; }
 .status.paused { background: var(--warn); }
+.status.unanswered { background: var(--muted); }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0 0 8px; font-size: 14px; }
 dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
@@ -57,7 +58,8 @@ h4 { margin: 8px 0 0; font-size: 13px; color: var(--muted); font-weight: 600; }
 .decisions form.resolve { flex-direction: column; align-items: stretch; width: 100%; }
 .decisions form.resolve .buttons { display: flex; gap: 6px; }
 label { font-size: 13px; color: var(--muted); }
-input[type=text], textarea { font: inherit; padding: 4px 6px; border: 1px solid var(--line); border-radius: 4px; min-width: 260px; }
+form.login { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+input[type=text], input[type=password], textarea { font: inherit; padding: 4px 6px; border: 1px solid var(--line); border-radius: 4px; min-width: 260px; }
 textarea { font: 13px/1.4 ui-monospace, Menlo, Consolas, monospace; min-height: 60px; }
 button { font: inherit; padding: 5px 14px; border-radius: 4px; border: 1px solid var(--line); background: #fff; cursor: pointer; }
 button.approve, button.applied { background: var(--ok); border-color: var(--ok); color: #fff; }

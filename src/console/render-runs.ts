@@ -6,7 +6,7 @@
  * (arguments come from a model). Pure.
  */
 import { describeError, explainUndecodable } from '../cli/errors';
-import type { WaitingRun } from '../operator/waiting-runs';
+import { StatusQueryTimeoutError, type WaitingRun } from '../operator/waiting-runs';
 import type { PendingCallView, RunStatusView } from '../workflows/types';
 import { formCarriesExactly } from './forms';
 import { html, prettyJson, type SafeHtml } from './html';
@@ -31,6 +31,9 @@ export function renderWaitingRunsPage(runs: readonly WaitingRun[], namespace: st
 }
 
 function renderRun(run: WaitingRun, form: FormContext, nowMs: number): SafeHtml {
+  if (!('status' in run) && run.error instanceof StatusQueryTimeoutError) {
+    return html`<section class="run" data-workflow-id="${run.workflowId}" data-answer="none"><h2>Run <code>${run.workflowId}</code> <span class="status unanswered">no answer</span></h2><p class="note">The run did not answer its status query within ${seconds(run.error.timeoutMs)}: no worker may be polling its task queue, or its workers are busy. It may be waiting for a person; reload, or check its workers.</p></section>`;
+  }
   if (!('status' in run)) {
     const why = explainUndecodable(run.error, 'its status');
     return html`<section class="run" data-workflow-id="${run.workflowId}"><h2>Run <code>${run.workflowId}</code></h2><p class="note">The run did not answer its status query: ${describeError(why)}</p></section>`;
@@ -112,6 +115,11 @@ function resolveForm(workflowId: string, status: RunStatusView, call: PendingCal
 <label>Reason (kept for audit) <input type="text" name="reason" required maxlength="4096"></label>
 <div class="buttons"><button type="submit" name="resolution" value="applied" class="applied">Applied (with this result)</button><button type="submit" name="resolution" value="absent" class="absent">Absent: run it again</button><button type="submit" name="resolution" value="abandon" class="abandon">Abandon the run</button></div>
 </form>`;
+}
+
+/** A timeout as a person reads it: `3 s`, `500 ms`. */
+function seconds(ms: number): string {
+  return ms % 1_000 === 0 ? `${ms / 1_000} s` : `${ms} ms`;
 }
 
 /** `in 14 min` / `2 min ago`, to the minute (seconds under a minute). */

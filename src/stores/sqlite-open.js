@@ -1,13 +1,14 @@
 // @ts-check
 /**
  * Opens the SQLite store's connection for its executor (SPEC §3): creates the file when
- * absent, sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout, registers
+ * absent (mode 0600, see {@link restrictFileModes}), sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout, registers
  * `ttc_sha256(body)`, and applies the schema migrations under `BEGIN IMMEDIATE`. Plain
  * JavaScript, like the executor (`./sqlite-executor.js`); the migrations are passed in.
  */
 'use strict';
 
 const { createHash } = require('node:crypto');
+const fs = require('node:fs');
 const { SqliteExecutor, wireDriverError } = require('./sqlite-executor');
 
 /**
@@ -41,6 +42,7 @@ function openExecutor(options) {
   try {
     /** @type {typeof import('better-sqlite3')} */
     const Database = require('better-sqlite3');
+    if (options.path !== ':memory:' && options.path !== '') restrictFileModes(options.path);
     db = new Database(options.path, { timeout: options.busyTimeoutMs });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
@@ -58,6 +60,47 @@ function openExecutor(options) {
       // already failing; the first error is the one to report
     }
     return { ok: false, error: { kind: 'unavailable', what: 'open', driver: wireDriverError(error) } };
+  }
+}
+
+/** Mode of the store's files: read and write for the owner only (they hold tool results, receipts and keys). */
+const STORE_FILE_MODE = 0o600;
+
+/**
+ * Makes the database file and its `-wal` and `-shm` companions readable by their owner only,
+ * before SQLite opens the file. An absent database file is created empty with mode 0600 whatever
+ * the umask; SQLite then creates `-wal` and `-shm` with the database file's mode. An existing
+ * file (of the three) that this process's user owns and that group or others may access is
+ * tightened to 0600; a file another user owns is left as it is (its owner decides, e.g. a
+ * store shared by a group on purpose). Throws the file system's error (reported as the open's
+ * `unavailable` error, nothing else written).
+ *
+ * @param {string} path the database file
+ */
+function restrictFileModes(path) {
+  try {
+    const fd = fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, STORE_FILE_MODE);
+    try {
+      fs.fchmodSync(fd, STORE_FILE_MODE); // the umask may have taken bits off the owner's too
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (error) {
+    const code = /** @type {NodeJS.ErrnoException} */ (error).code;
+    // No directory: SQLite's own open reports it ("the directory does not exist").
+    if (code === 'ENOENT') return;
+    if (code !== 'EEXIST') throw error;
+  }
+  const uid = typeof process.getuid === 'function' ? process.getuid() : null;
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    let stat;
+    try {
+      stat = fs.statSync(file);
+    } catch (error) {
+      if (/** @type {NodeJS.ErrnoException} */ (error).code === 'ENOENT') continue;
+      throw error;
+    }
+    if (stat.isFile() && uid !== null && stat.uid === uid && (stat.mode & 0o077) !== 0) fs.chmodSync(file, STORE_FILE_MODE);
   }
 }
 
@@ -91,4 +134,4 @@ function migrate(db, migrations) {
   }
 }
 
-module.exports = { openExecutor, bodyDigest };
+module.exports = { openExecutor, bodyDigest, STORE_FILE_MODE };

@@ -26,7 +26,7 @@ import { TTC_NEEDS_PERSON } from '../../src/workflows/search-attributes';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, toolTurn, waitForStatus } from '../helpers/agent-harness';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
-import { cookiesOf, formsOf, send } from '../helpers/console-http';
+import { cookiesOf, formsOf, logIn, send } from '../helpers/console-http';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(90_000);
@@ -83,8 +83,7 @@ describe('issue 13 adversarial: console and visibility on a real dev server', ()
 
   /** Logs in and reads the list until `workflowId` shows with `calls` forms (visibility is eventually consistent). */
   async function openPage(workflowId: string, minForms: number): Promise<{ cookie: string; page: string }> {
-    const login = await send(port(), 'GET', `/?token=${TOKEN}`, { host: host() });
-    const tokenCookie = cookiesOf(login);
+    const tokenCookie = await logIn(port(), host(), TOKEN);
     const until = Date.now() + 20_000;
     for (;;) {
       const list = await send(port(), 'GET', '/', { host: host(), cookie: tokenCookie });

@@ -4,12 +4,15 @@
  * playwright-core (scripts/ensure-chromium.sh; no browser download). A person approves a call
  * through the page and the run completes with the call executed once; a stale page's approval is
  * refused by the run (STALE_STATE_VERSION, APPROVAL_MISMATCH) and nothing runs; a paused call is
- * resolved as applied through the page. TTC_CONSOLE_SCREENSHOT=1 rewrites docs/console-pending.png.
+ * resolved as applied through the page. Logging in leaves no token in the browser's history (read
+ * from the profile's History database) and a login link works once. TTC_CONSOLE_SCREENSHOT=1
+ * rewrites docs/console-pending.png.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { z } from 'zod';
 import { defineTool, ToolError } from '../../src/activities';
@@ -30,6 +33,8 @@ jest.setTimeout(90_000);
 
 const TASK_QUEUE = 'console-browser';
 const SCRIPT = '<script>alert(1)</script>';
+/** The console's fixed token (TTC_CONSOLE_TOKEN): people log in with it through the login form. */
+const CONSOLE_TOKEN = 'console-browser-token-0123456789abcdef';
 
 describe('the approval console in Chromium', () => {
   let dir: string;
@@ -40,6 +45,7 @@ describe('the approval console in Chromium', () => {
   let client: ConnectedClient;
   let consoleProcess: ChildProcess;
   let loginUrl: string;
+  let executablePath: string;
   let browser: Browser;
   /** Executions of each tool call, by call id (what the provider would have applied). */
   const executions = new Map<string, number>();
@@ -79,11 +85,12 @@ describe('the approval console in Chromium', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-console-'));
-    const executablePath = execFileSync('bash', [join(ROOT, 'scripts/ensure-chromium.sh')], { encoding: 'utf8' }).trim();
+    executablePath = execFileSync('bash', [join(ROOT, 'scripts/ensure-chromium.sh')], { encoding: 'utf8' }).trim();
     [server, browser] = await Promise.all([startDevServer(), chromium.launch({ executablePath, headless: true })]);
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, NODE_OPTIONS: '' };
-    for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS', 'TTC_TENANTS', 'TTC_TOOLS', 'TTC_REQUIRE_APPROVAL', 'TTC_CONSOLE_TOKEN']) delete env[name];
+    for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS', 'TTC_TENANTS', 'TTC_TOOLS', 'TTC_REQUIRE_APPROVAL']) delete env[name];
     config = resolveConfig({}, env);
+    env.TTC_CONSOLE_TOKEN = CONSOLE_TOKEN;
     consoleProcess = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'console', '--port', '0'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
     [loginUrl, worker, client] = await Promise.all([
       printedLoginUrl(consoleProcess),
@@ -136,7 +143,7 @@ describe('the approval console in Chromium', () => {
       dialogs.push(dialog.message());
       void dialog.dismiss();
     });
-    await tab.goto(loginUrl);
+    await logInWithForm(tab, new URL(loginUrl).origin);
     const call = tab.locator(`section[data-workflow-id="${workflowId}"] article[data-call-id="${callId}"]`);
     for (let i = 0; i < 100 && (await call.count()) === 0; i++) await tab.reload();
     await call.waitFor();
@@ -207,6 +214,65 @@ describe('the approval console in Chromium', () => {
     expect(executions.get('c1')).toBe(1);
   });
 
+  /** The URLs in the History database of Chromium profile `profile` (read after the browser closed it). */
+  function historyUrls(profile: string): string[] {
+    const historyFile = join(profile, 'Default', 'History');
+    expect(existsSync(historyFile)).toBe(true);
+    const history = new Database(historyFile, { readonly: true, fileMustExist: true });
+    try {
+      return (history.prepare('SELECT url FROM urls').all() as { url: string }[]).map((row) => row.url);
+    } finally {
+      history.close();
+    }
+  }
+
+  /** Runs `visit` in a persistent Chromium profile, closes it (Chromium writes its History database), and returns the history's URLs. */
+  async function browse(profile: string, visit: (tab: Page) => Promise<void>): Promise<string[]> {
+    const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true });
+    try {
+      await visit(await context.newPage());
+    } finally {
+      await context.close();
+    }
+    return historyUrls(profile);
+  }
+
+  const carriesToken = (url: string) => url.includes(CONSOLE_TOKEN) || decodeURIComponent(url).includes(CONSOLE_TOKEN);
+
+  it("logging in through the printed link, then through the login form, leaves no console token in the browser's history; the used link does not log in again", async () => {
+    const origin = new URL(loginUrl).origin;
+    const profile = join(dir, 'chromium-profile');
+    const heading = async (tab: Page) => [tab.url(), await tab.locator('h1').textContent()];
+
+    const afterLink = await browse(profile, async (tab) => {
+      await tab.goto(loginUrl);
+      expect(await heading(tab)).toEqual([`${origin}/`, 'Runs waiting for a person']);
+      await tab.goto(`${origin}/?after=link`);
+    });
+    // The visits are recorded (so the check below is not vacuous), and none carries the token.
+    expect(afterLink).toEqual(expect.arrayContaining([loginUrl, `${origin}/?after=link`]));
+    expect(afterLink.filter(carriesToken)).toEqual([]);
+
+    // Every URL in that history, opened in a browser without the console's cookie, logs nobody in.
+    const stranger = await browser.newPage();
+    try {
+      for (const url of afterLink) {
+        await stranger.goto(url);
+        expect([url, await stranger.locator('.outcome .code').textContent()]).toEqual([url, url === loginUrl ? 'LOGIN_LINK_USED' : 'TOKEN_REQUIRED']);
+      }
+    } finally {
+      await stranger.context().close();
+    }
+
+    const afterForm = await browse(profile, async (tab) => {
+      await tab.context().clearCookies();
+      await logInWithForm(tab, origin);
+      expect(await heading(tab)).toEqual([`${origin}/`, 'Runs waiting for a person']);
+    });
+    expect(afterForm).toEqual(expect.arrayContaining([`${origin}/login`, `${origin}/`]));
+    expect(afterForm.filter(carriesToken)).toEqual([]);
+  });
+
   it('`ttc console` stops on SIGTERM with exit code 0', async () => {
     const exited = new Promise<number | null>((done) => consoleProcess.once('exit', (code) => done(code)));
     consoleProcess.kill('SIGTERM');
@@ -214,13 +280,20 @@ describe('the approval console in Chromium', () => {
   });
 });
 
-/** The login URL `ttc console` prints (`open http://127.0.0.1:<port>/?token=…`). */
+/** Logs `tab` in through the console's login form with the console token (what a person types). */
+async function logInWithForm(tab: Page, origin: string): Promise<void> {
+  await tab.goto(`${origin}/login`);
+  await tab.locator('input[name=token]').fill(CONSOLE_TOKEN);
+  await Promise.all([tab.waitForURL(`${origin}/`), tab.getByRole('button', { name: 'Log in' }).click()]);
+}
+
+/** The login link `ttc console` prints (`open http://127.0.0.1:<port>/…`). */
 function printedLoginUrl(child: ChildProcess): Promise<string> {
   return new Promise((done, fail) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
-      const url = /^open (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m.exec(out)?.[1];
+      const url = /^open (http:\/\/127\.0\.0\.1:\d+\/\S*)$/m.exec(out)?.[1];
       if (url) done(url);
     });
     child.once('exit', (code) => fail(new Error(`ttc console exited (${code}) before printing its URL: ${out}`)));

@@ -37,6 +37,21 @@ export function send(port: number, method: string, path: string, headers: Record
   });
 }
 
+/**
+ * Logs in through the login form as a browser does: GET /login (the CSRF secret cookie and the
+ * form's `_csrf`), then POST /login with the token from the console's own origin. Returns the
+ * token cookie as a `Cookie` header (the next page sets the CSRF secret of its forms).
+ */
+export async function logIn(port: number, host: string, token: string): Promise<string> {
+  const form = await send(port, 'GET', '/login', { host });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1];
+  if (form.statusCode !== 200 || csrf === undefined) throw new Error(`no login form (${form.statusCode}): ${form.body.slice(0, 500)}`);
+  const csrfCookie = cookiesOf(form);
+  const login = await send(port, 'POST', '/login', { host, origin: `http://${host}`, cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ _csrf: decodeAttribute(csrf), token }).toString());
+  if (login.statusCode !== 303) throw new Error(`the login form refused the token (${login.statusCode}): ${login.body.slice(0, 500)}`);
+  return cookiesOf(login);
+}
+
 /** The `Cookie` header a browser sends back after `response` (name=value pairs). */
 export function cookiesOf(response: Pick<ConsoleResponse, 'setCookies'>): string {
   return response.setCookies.map((c) => c.split(';')[0]).join('; ');

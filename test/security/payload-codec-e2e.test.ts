@@ -19,6 +19,7 @@ import { connectClient, scriptedRunInput, startAgentRun, type ConnectedClient } 
 import { codecFromEnv } from '../../src/codec/codec-config';
 import { startCodecServer, type RunningCodecServer } from '../../src/codec/codec-server';
 import { payloadsToJson } from '../../src/codec/json-payloads';
+import { PAYLOAD_CODEC_FORMAT_METADATA, PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT } from '../../src/codec/payload-codec';
 import { resolveConfig, type Config } from '../../src/config';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { temporalCliPath } from '../../src/dev/temporal-binaries';
@@ -144,6 +145,15 @@ describe('the payload codec on a real Temporal server', () => {
       expect(Buffer.from(body.payloads[0]!.metadata.encoding!, 'base64').toString()).toBe('json/plain');
       const decoded = JSON.parse(Buffer.from(body.payloads[0]!.data, 'base64').toString('utf8')) as AgentWorkflowResult;
       expect(decoded.calls[0]!.receipt).toEqual(receipt);
+    });
+
+    it("the run's payloads are bound to its namespace: each carries the namespace-bound format marker and does not decrypt as another namespace's", async () => {
+      const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
+      const completed = history.events!.find((e) => e.workflowExecutionCompletedEventAttributes)!.workflowExecutionCompletedEventAttributes!;
+      const [payload] = completed.result!.payloads!;
+      expect(Buffer.from(payload!.metadata![PAYLOAD_CODEC_FORMAT_METADATA]!).toString()).toBe(PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT);
+      await expect(codec.forNamespace(`${server.namespace}-other`).decode([payload!])).rejects.toMatchObject({ code: 'DECRYPTION_FAILED', details: { reason: 'authentication-failed' } });
+      await expect(codec.forNamespace(server.namespace).decode([payload!])).resolves.toHaveLength(1);
     });
 
     it('item 8: `temporal workflow show --codec-endpoint` prints the history decoded (the receipt readable); without it every payload stays encrypted', async () => {

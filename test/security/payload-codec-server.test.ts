@@ -2,7 +2,7 @@
  * Issue 15 item 8, codec server: Temporal's codec server protocol (POST /encode and /decode with
  * `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`) over the payload codec, for the
  * Temporal UI and `temporal --codec-endpoint`. Loopback by default, CORS only for configured
- * origins, X-Namespace checked, JSON only, bounded; `ttc codec-server` refuses to start without a key.
+ * origins, X-Namespace required and checked, JSON only, bounded; `ttc codec-server` refuses to start without a key.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +29,8 @@ beforeAll(async () => {
 afterAll(async () => server?.close());
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any }> {
-  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  // Every request names its namespace (the server requires X-Namespace), unless a test says otherwise.
+  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-a', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text === '' ? null : JSON.parse(text) };
 }
@@ -52,7 +53,8 @@ describe('the codec server', () => {
     expect(encoded.status).toBe(200);
     expect(JSON.stringify(encoded.body)).not.toContain(Buffer.from(JSON.stringify(SECRET)).toString('base64').slice(0, 20));
     expect(Buffer.from(encoded.body.payloads[0].metadata['encryption-key-id'], 'base64').toString()).toBe('srv-1');
-    expect(defaultPayloadConverter.fromPayload((await codec.decode([fromJson(encoded.body.payloads[0])]))[0]!)).toEqual(SECRET);
+    // The server encodes for the namespace the request names: the payload is bound to ns-a.
+    expect(defaultPayloadConverter.fromPayload((await codec.forNamespace('ns-a').decode([fromJson(encoded.body.payloads[0])]))[0]!)).toEqual(SECRET);
   });
 
   it('item 8: answers the CORS preflight of the configured UI origin only, and refuses other origins and namespaces (403)', async () => {
@@ -75,7 +77,7 @@ describe('the codec server', () => {
   });
 
   it('item 8: refuses bodies that are not JSON payloads (415, 400 naming the path), oversized bodies (413), other paths and methods', async () => {
-    const plain = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: '{"payloads":[]}' });
+    const plain = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'text/plain', 'X-Namespace': 'ns-a' }, body: '{"payloads":[]}' });
     expect(plain.status).toBe(415);
     expect((await post('/decode', '{not json')).status).toBe(400);
     const badData = await post('/decode', { payloads: [{ metadata: {}, data: 'not base64!' }] });
@@ -123,10 +125,10 @@ describe('the codec server', () => {
     const port = await freePort();
     const encrypted = payloadsToJson(await codec.encode([defaultPayloadConverter.toPayload(SECRET)]));
     let decoded: any = null;
-    const served = await runCli(['codec-server', '--port', String(port)], { ...env, TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' }, (stdout) => {
+    const served = await runCli(['codec-server', '--port', String(port)], { ...env, TEMPORAL_NAMESPACE: 'ns-cli', TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' }, (stdout) => {
       if (!stdout.includes(`codec server on http://127.0.0.1:${port}`)) return null;
       return (async () => {
-        const response = await fetch(`http://127.0.0.1:${port}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(encrypted) });
+        const response = await fetch(`http://127.0.0.1:${port}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-cli' }, body: JSON.stringify(encrypted) });
         decoded = await response.json();
       })();
     });

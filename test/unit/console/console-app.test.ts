@@ -9,7 +9,7 @@ import { startConsoleServer, type RunningConsole } from '../../../src/console/se
 import { CONTENT_SECURITY_POLICY } from '../../../src/console/security-headers';
 import { DecisionRefusedError } from '../../../src/operator/run-decisions';
 import { awaitingCall, recordingOperations, waitingRun } from './fixtures';
-import { send, type ConsoleResponse as Response } from '../../helpers/console-http';
+import { logIn, send, type ConsoleResponse as Response } from '../../helpers/console-http';
 
 const TOKEN = 'test-console-token-0123456789';
 
@@ -36,10 +36,9 @@ describe('the console over HTTP', () => {
   const get = (url: string, headers: Record<string, string> = {}) => send(port(), 'GET', url, { host: HOST, ...headers });
   const cookieHeader = (response: Response) => response.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
 
-  /** Logs in with ?token= and reads the list: the cookies (token + CSRF secret) and the page's CSRF token. */
+  /** Logs in with the login form and reads the list: the cookies (token + CSRF secret) and the page's CSRF token. */
   async function openPage(): Promise<{ cookie: string; csrf: string; page: string }> {
-    const login = await get(`/?token=${TOKEN}`);
-    const tokenCookie = cookieHeader(login);
+    const tokenCookie = await logIn(port(), HOST, TOKEN);
     const list = await get('/', { cookie: tokenCookie });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(list.body)?.[1];
     if (!csrf) throw new Error(`no CSRF token in the page: ${list.body}`);
@@ -63,7 +62,6 @@ describe('the console over HTTP', () => {
     });
 
     it.each([
-      ['a query parameter', '/?token=wrong-token-0123456789', {}],
       ['a bearer header', '/', { authorization: 'Bearer wrong-token-0123456789' }],
       ['a cookie', '/', { cookie: 'ttc_console_token=wrong-token-0123456789' }],
     ])('a wrong token in %s is refused with 401 TOKEN_INVALID', async (_where, url, headers) => {
@@ -72,11 +70,43 @@ describe('the console over HTTP', () => {
       expect(response.body).toContain('TOKEN_INVALID');
     });
 
-    it('?token= sets an HttpOnly SameSite=Strict cookie and redirects to the same page without the token', async () => {
-      const response = await get(`/?token=${TOKEN}`);
+    it('the login form (POST /login with the token) sets an HttpOnly SameSite=Strict cookie and redirects to /', async () => {
+      const cookie = await logIn(port(), HOST, TOKEN);
+      expect(cookie).toBe(`ttc_console_token=${TOKEN}`);
+      const page = await get('/login');
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+      const response = await post('/login', cookieHeader(page), { _csrf: csrf, token: TOKEN });
       expect([response.statusCode, response.headers.location]).toEqual([303, '/']);
       expect(response.cookies).toEqual([{ name: 'ttc_console_token', value: TOKEN, attributes: 'Path=/; HttpOnly; SameSite=Strict' }]);
       expect((await get('/', { cookie: cookieHeader(response) })).statusCode).toBe(200);
+      const wrong = await post('/login', cookieHeader(page), { _csrf: csrf, token: 'wrong-token-0123456789' });
+      expect([wrong.statusCode, wrong.cookies]).toEqual([401, []]);
+      expect(wrong.body).toContain('TOKEN_INVALID');
+    });
+
+    it('a token in the URL (?token=) never logs in, even the right one: 401 TOKEN_IN_URL, no cookie', async () => {
+      for (const url of [`/?token=${TOKEN}`, '/?token=wrong-token-0123456789', `/login?token=${TOKEN}`]) {
+        const response = await get(url);
+        expect([url, response.statusCode, response.cookies.filter((c) => c.name === 'ttc_console_token')]).toEqual([url, 401, []]);
+        expect(response.body).toContain('TOKEN_IN_URL');
+        expect(response.body).not.toContain(TOKEN);
+      }
+    });
+
+    it('a one-time login link logs in once: the first GET sets the cookie and redirects to /, the same link again is 401 LOGIN_LINK_USED; a HEAD does not spend it', async () => {
+      const link = new URL(server.issueLoginUrl());
+      expect(link.pathname).toBe('/login');
+      expect(link.href).not.toContain(TOKEN);
+      const path = `${link.pathname}${link.search}`;
+      expect((await send(port(), 'HEAD', path, { host: HOST })).statusCode).toBe(200);
+      const first = await get(path);
+      expect([first.statusCode, first.headers.location, first.cookies.map((c) => c.name)]).toEqual([303, '/', ['ttc_console_token']]);
+      expect((await get('/', { cookie: cookieHeader(first) })).statusCode).toBe(200);
+      const again = await get(path);
+      expect([again.statusCode, again.cookies]).toEqual([401, []]);
+      expect(again.body).toContain('LOGIN_LINK_USED');
+      const forged = await get('/login?once=not-a-code-this-console-issued');
+      expect([forged.statusCode, forged.body.includes('LOGIN_LINK_USED')]).toEqual([401, true]);
     });
 
     it('a bearer header with the token is accepted', async () => {

@@ -16,7 +16,7 @@ import { startConsoleServer, type RunningConsole } from '../../../src/console/se
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
 import type { PendingCallView } from '../../../src/workflows/types';
 import { awaitingCall, waitingRun } from './fixtures';
-import { cookiesOf, decodeAttribute, formsOf, send } from '../../helpers/console-http';
+import { cookiesOf, decodeAttribute, formsOf, logIn, send } from '../../helpers/console-http';
 
 const TOKEN = 'test-console-token-0123456789';
 
@@ -77,8 +77,7 @@ describe('the console sends back exactly the ids the page showed (property)', ()
   });
 
   it('every form of a call sends back exactly its workflow id, call id and intent digest, whatever they hold; a call whose id no form can carry gets none', async () => {
-    const login = await send(port(), 'GET', `/?token=${TOKEN}`, { host });
-    const tokenCookie = cookiesOf(login);
+    const tokenCookie = await logIn(port(), host, TOKEN);
     let cookie = tokenCookie;
     await fc.assert(
       fc.asyncProperty(ID, ID, ID, async (workflowId, awaitingId, pausedId) => {
