@@ -186,6 +186,7 @@ async function reconcileEarlierRevision(deps: FencedToolDeps, failed: FailedAtte
   };
 }
 
+/**
  * An earlier claim of the call is unfinished and this attempt cannot reconcile it: wait for its
  * settle time, then pause. An attempt that failed retryably (the store could not be read or
  * written: STORE_UNAVAILABLE; a transient failure) has learned nothing about the claim, and the
