@@ -123,14 +123,31 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
     return new CheckpointError(
       'RECONCILE_PENDING',
       `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
-      { cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
+      { cause: error.code, retryAfterMs: Math.ceil(settleAt - now), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding) },
     );
   }
   return new CheckpointError(
     'OUTCOME_UNKNOWN',
     `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
-    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding), status: record.status, cause: error.code },
   );
+}
+
+/**
+ * The idempotency key the unfinished claim's request was sent under, for the person who looks
+ * the effect up at the provider: this attempt's key when the claim was made under its binding
+ * (a compensation's key derives from its original's, so only its prepared call knows it),
+ * otherwise the key of the record's own tool and revision ({@link keyOfRecord}); null when no
+ * key can be derived from the input.
+ */
+function keyOfClaim(failed: FailedAttempt, binding: Binding): string | null {
+  const call = failed.call;
+  if (call !== undefined && call.binding.callId === binding.callId && call.binding.toolName === binding.toolName && call.binding.toolRevision === binding.toolRevision) return call.idempotencyKey;
+  try {
+    return keyOfRecord(failed, binding);
+  } catch {
+    return null; // an input the key cannot be derived from; the pause still names the call, tool and revision
+  }
 }
 
 /**
