@@ -23,6 +23,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { assertItemKey, itemBinding, itemIdempotencyKey, type ItemRef } from '../checkpoint/batch-identity';
+import { describeItem, itemPosition } from '../checkpoint/item-position';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { intentDigest } from '../checkpoint/digest';
 import { deepFreeze } from '../checkpoint/record';
@@ -185,7 +186,7 @@ export class BatchRun {
 
   /** What stopped the batch at item `ref`: stops the attempt. */
   failed(error: unknown, ref: ItemRef, idempotencyKey: string): never {
-    return this.halt(itemError(error, this.call, ref, idempotencyKey));
+    return this.halt(itemError(error, this.call, ref, idempotencyKey, this.progressNow.total));
   }
 
   /** The item's fence. */
@@ -297,17 +298,20 @@ function prepareItems<T>(items: readonly T[], itemKey: (item: T, index: number) 
       assertItemKey(key);
       value = deepFreeze(JSON.parse(canonicalJson(item, `items[${index}]`)) as JsonValue);
     } catch (error) {
-      return refuse(`item ${index}: ${error instanceof Error ? error.message : String(error)}`);
+      return refuse(`item ${itemPosition(index, items.length)}: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (seen.has(key)) refuse(`item key ${JSON.stringify(key)} is used twice (item ${index}); keys name items, so each must be unique`);
+    if (seen.has(key)) refuse(`item key ${JSON.stringify(key)} is used twice (item ${itemPosition(index, items.length)}); keys name items, so each must be unique`);
     seen.add(key);
     return { key, value };
   });
 }
 
 /**
- * What stopped the batch at item `ref`, with the item named in the message and `details.item`
- * (`{ key, generation, index, idempotencyKey }`), so a person resolves that item.
+ * What stopped the batch at item `ref`, with the item named in the message (`item "k" (3 of 100,
+ * generation 1)`, counted from 1) and `details.item` (`{ key, generation, index, total,
+ * idempotencyKey }`, `index` 0-based, `idempotencyKey` the item's), so a person resolves that item.
+ * `details.idempotencyKey` and `details.toolRevision` are the call's (what the call was claimed
+ * and keyed under; the item's key derives from it).
  *
  * An item's FENCE_CONFLICT (another attempt of the call took this attempt's claim of the item
  * over: a later attempt, or an earlier one still running, by a same-key repeat or after the
@@ -317,7 +321,7 @@ function prepareItems<T>(items: readonly T[], itemKey: (item: T, index: number) 
  * good although nothing is unknown (found by the batch interleaving explorer,
  * test/property/batch-interleavings.property.test.ts).
  */
-function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotencyKey: string): unknown {
+function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotencyKey: string, total: number): unknown {
   if (!isCheckpointError(error)) return error;
   const bare = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
   const takenOver = error.code === 'FENCE_CONFLICT';
@@ -328,8 +332,15 @@ function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotency
   const why = takenOver ? '; another attempt holds the item now, the next attempt of the call settles it' : conflict ? '; the key names another item than an earlier attempt applied under it, so the run waits for a person (resolve the item)' : '';
   return new CheckpointError(
     code,
-    `item ${JSON.stringify(ref.key)} (${ref.index + 1} of the batch, generation ${ref.generation}) of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${why}`,
-    { ...error.details, callId: call.input.callId, item: { key: ref.key, generation: ref.generation, index: ref.index, idempotencyKey } },
+    `${describeItem({ ...ref, total })} of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${why}`,
+    {
+      ...error.details,
+      callId: call.input.callId,
+      toolName: call.tool.name,
+      toolRevision: call.tool.revision,
+      idempotencyKey: call.idempotencyKey,
+      item: { key: ref.key, generation: ref.generation, index: ref.index, total, idempotencyKey },
+    },
     { cause: error },
   );
 }

@@ -202,23 +202,31 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
     return new CheckpointError(
       'RECONCILE_PENDING',
       `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
-      { callId: String(failed.input?.callId), toolName: record.binding.toolName, idempotencyKey: keyOf(failed, record), cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
+      { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding), cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
     );
   }
   if (error.retryable) return claimUnsettled(error, `it is claimed under ${where} (${record.status} since ${record.updatedAt}) and this attempt could not settle it; the next attempt reconciles it`);
   return new CheckpointError(
     'OUTCOME_UNKNOWN',
     `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
-    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOf(failed, record), status: record.status, cause: error.code },
+    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding), status: record.status, cause: error.code },
   );
 }
 
-/** The idempotency key the claim of `record` was made under (what a person searches the provider's log by), or null when it cannot be derived. */
-function keyOf(failed: FailedAttempt, record: CheckpointRecord): string | null {
+/**
+ * The idempotency key the unfinished claim's request was sent under, for the person who looks
+ * the effect up at the provider: this attempt's key when the claim was made under its binding
+ * (a compensation's key derives from its original's, so only its prepared call knows it),
+ * otherwise the key of the record's own tool and revision ({@link keyOfRecord}); null when no
+ * key can be derived from the input.
+ */
+function keyOfClaim(failed: FailedAttempt, binding: Binding): string | null {
+  const call = failed.call;
+  if (call !== undefined && call.binding.callId === binding.callId && call.binding.toolName === binding.toolName && call.binding.toolRevision === binding.toolRevision) return call.idempotencyKey;
   try {
-    return keyOfRecord(failed, record.binding);
+    return keyOfRecord(failed, binding);
   } catch {
-    return null;
+    return null; // an input the key cannot be derived from; the pause still names the call, tool and revision
   }
 }
 

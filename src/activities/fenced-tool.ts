@@ -720,6 +720,7 @@ class Attempt {
     return new CheckpointError('OUTCOME_UNKNOWN', `${this.call.tool.name} call ${this.call.input.callId}: the outcome is unknown and cannot be looked up (${reason}); the run waits for a person`, {
       callId: this.call.input.callId,
       toolName: this.call.tool.name,
+      toolRevision: this.call.tool.revision,
       idempotencyKey: this.call.idempotencyKey,
       intentDigest: this.call.intentDigest,
       reason,

@@ -177,7 +177,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       // An input that did not parse has no trustworthy threshold: its result is returned inline.
       return parsed ? await delivered(options.store, input, context, result) : result;
     } catch (error) {
-      throw toApplicationFailure(error);
+      throw toApplicationFailure(namingCall(error, call));
     }
   };
   /** The compensation of `input`'s call; refuses an item, and a tool that declares none. */
@@ -205,7 +205,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       } catch (error) {
         // The failure path looks the call up by address too: it must see the compensation's checkpoint only.
         const own = { ...deps, store: compensationStore(deps.store, call.binding) };
-        result = await settleFailedAttempt(own, { input: call.input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        try {
+          result = await settleFailedAttempt(own, { input: call.input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        } catch (failure) {
+          throw namingCall(failure, call);
+        }
       }
       // The key is the compensation's whatever revision its stored result was made under (it derives from the original's key).
       // No intent digest for a compensation input the tool refuses (its refusal may be the stored result).
@@ -263,6 +267,18 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   // "activity not registered" that the workflow would report as nothing applied.
   const unregisteredTool: ToolCallActivity = (input) => fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
   return { ...toolCallActivities(tools.keys(), fence.runFencedTool), default: unregisteredTool, ...fence };
+}
+
+/**
+ * `error` with the prepared call's tool revision and idempotency key in its details when it names
+ * neither (a failure that pauses the run shows a person the key to look the effect up by at the
+ * provider, and the revision it was claimed under). A failure that names them (an unfinished
+ * claim under another revision, a batch item) keeps its own. Anything else is returned as is.
+ */
+function namingCall(error: unknown, call: PreparedCall | undefined): unknown {
+  if (call === undefined || !isCheckpointError(error) || error.details.idempotencyKey !== undefined || error.details.toolRevision !== undefined) return error;
+  const bare = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  return new CheckpointError(error.code, bare, { ...error.details, toolName: error.details.toolName ?? call.tool.name, toolRevision: call.tool.revision, idempotencyKey: call.idempotencyKey }, { cause: error.cause });
 }
 
 /**

@@ -108,7 +108,7 @@ export const CHECKPOINT_ERROR_CODES = {
 export type CheckpointErrorCode = keyof typeof CHECKPOINT_ERROR_CODES;
 
 /** JSON-safe facts about an error (`field`, `limit`, `actual`, `fromStatus`, …). */
-/** Details of a {@link CheckpointError}: flat values, or one level of them (`item` of a batch item: key, generation, index, idempotency key). */
+/** Details of a {@link CheckpointError}: flat values, or one level of them (`item` of a batch item: key, generation, index, total, idempotency key). */
 export type CheckpointErrorDetails = Readonly<Record<string, string | number | boolean | null | readonly string[] | Readonly<Record<string, string | number>>>>;
 
 /**

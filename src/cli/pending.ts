@@ -3,15 +3,18 @@
  * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
  * Temporal, running agent runs that are paused or awaiting approval (`listWaitingRuns`: by the
  * `TtcNeedsPerson` search attribute when the namespace has it, docs/visibility.md; `--scan` asks
- * every running agent run instead). Each row shows
- * its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`). A
+ * every running agent run instead). A paused call both list is shown once (`temporal+store`,
+ * with the checkpoint's `updatedAt`), with the revision and idempotency key it was claimed under.
+ * Each row shows its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`). A
  * run whose status is encrypted by the payload codec while no key is set is listed as
  * `encrypted` with the hint to set TTC_PAYLOAD_CODEC_KEY.
  */
 import type { Command } from 'commander';
+import type { Client } from '@temporalio/client';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
-import { bindingLabel } from '../checkpoint/binding-label';
+import { bindingLabel, checkpointOwner, type CheckpointOwner } from '../checkpoint/binding-label';
+import { describeItem } from '../checkpoint/item-position';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import type { PendingCallView } from '../workflows/types';
@@ -32,6 +35,8 @@ export function registerPending(program: Command): void {
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeOptions(config));
       const rows: (string | number)[][] = [];
+      /** The store's rows, with whose checkpoint each is, so a call Temporal also lists is shown once. */
+      const storeRows: { readonly owner: CheckpointOwner | null; readonly updatedAt: string; readonly row: (string | number)[] }[] = [];
       /** Per call awaiting approval: what will run (validated arguments, target) and, labelled, what the model sent (issue 15 item 2). */
       const approvals: string[] = [];
       try {
@@ -43,7 +48,9 @@ export function registerPending(program: Command): void {
         for (const r of records) {
           const tenant = tenantOfNamespace(r.binding.namespace);
           if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
-          rows.push(['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')]);
+          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')];
+          storeRows.push({ owner: checkpointOwner(r.binding.callId), updatedAt: r.updatedAt, row });
+          rows.push(row);
         }
       } finally {
         await store.close();
@@ -62,9 +69,14 @@ export function registerPending(program: Command): void {
             }
             const { status } = run;
             if (opts.tenant !== undefined && status.tenant !== opts.tenant) continue;
+            const runChainId = run.waiting.some((call) => call.status === 'paused') ? await runChainOf(client, run.workflowId) : undefined;
             for (const call of run.waiting) {
-              const why = call.status === 'paused' ? withCode(call.errorType, call.reason) : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
-              rows.push(['temporal', status.tenant ?? '?', call.status, `${run.workflowId}/${call.callId}`, call.toolName, '', why ?? '']);
+              const why = call.status === 'paused' ? `${withCode(call.errorType, call.reason)} (${claimedUnder(call)})` : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
+              // The store's rows of this paused call (its own checkpoint, the paused item's or compensation's) merge into this one.
+              const same = call.status === 'paused' ? storeRows.filter((r) => isCheckpointOf(r.owner, runChainId, run.workflowId, call)) : [];
+              for (const r of same) rows.splice(rows.indexOf(r.row), 1);
+              const updatedAt = same.map((r) => r.updatedAt).sort().at(-1) ?? '';
+              rows.push([same.length > 0 ? 'temporal+store' : 'temporal', status.tenant ?? '?', call.status, `${run.workflowId}/${call.callId}`, call.toolName, updatedAt, why ?? '']);
               if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${run.workflowId}/${call.callId}`, call));
             }
           }
@@ -80,6 +92,44 @@ export function registerPending(program: Command): void {
       if (approvals.length > 0) printLine('');
       for (const line of approvals) printLine(line);
     });
+}
+
+/**
+ * The revision and idempotency key a paused call (or its compensation, or its paused batch item)
+ * was claimed under, what a person looks it up by in the provider's log: `revision v1, key ttc2-…`
+ * (`item key ttci-…` for an item), `not reported` when the run's failure named none.
+ */
+function claimedUnder(call: PendingCallView): string {
+  const shown = call.role === 'compensation' ? { toolRevision: call.compensation?.toolRevision ?? null, idempotencyKey: call.compensation?.idempotencyKey ?? null } : call;
+  const item = call.item === undefined ? '' : `, ${describeItem(call.item)}, item key ${call.item.idempotencyKey ?? 'not reported'}`;
+  return `${call.role === 'compensation' ? 'compensation ' : ''}revision ${shown.toolRevision ?? 'not reported'}, key ${shown.idempotencyKey ?? 'not reported'}${item}`;
+}
+
+/**
+ * The run chain (first run id) of the running execution of `workflowId`, which its checkpoints
+ * are bound to; undefined when the server does not say or the run cannot be described.
+ */
+async function runChainOf(client: Client, workflowId: string): Promise<string | undefined> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    const first = description.raw.workflowExecutionInfo?.firstRunId;
+    return typeof first === 'string' && first.length > 0 ? first : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the store checkpoint of `owner` belongs to the paused call `call` of the run
+ * (`runChainId`, `workflowId`): the call's own checkpoint, the paused item's, or the paused
+ * compensation's. Without the run chain (a server that does not list it) nothing matches: a
+ * checkpoint of an earlier chain that reused the workflow id must stay listed.
+ */
+function isCheckpointOf(owner: CheckpointOwner | null, runChainId: string | undefined, workflowId: string, call: PendingCallView): boolean {
+  if (owner === null || runChainId === undefined || owner.runChainId !== runChainId || owner.workflowId !== workflowId || owner.callId !== call.callId) return false;
+  if (owner.item !== undefined) return call.item !== undefined && owner.item.key === call.item.key && owner.item.generation === call.item.generation;
+  if (owner.compensationGeneration !== undefined) return call.role === 'compensation' && owner.compensationGeneration === call.compensation?.generation;
+  return true;
 }
 
 /**

@@ -9,7 +9,7 @@
 import type { Command } from 'commander';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
-import { resolveCall } from '../operator/run-decisions';
+import { resolutionNextStep, resolveCall } from '../operator/run-decisions';
 import type { ResolveOutcomeRequest } from '../workflows/types';
 import { printLine } from './terminal-safe';
 import { withRun } from './with-run';
@@ -41,7 +41,8 @@ export function registerResolve(program: Command): void {
           const cause = error.cause as { type?: string; message?: string } | undefined;
           throw new Error(`run ${workflowId} refused the resolution of ${callId}: ${cause?.message ?? error.message}`);
         });
-        printLine(`resolved ${callId} as ${result.resolution}: call status ${result.status}${result.retryCallId ? `, runs again as ${result.retryCallId}` : ''}`);
+        const next = resolutionNextStep(result);
+        printLine(`resolved ${callId} as ${result.resolution}: call status ${result.status}${next === null ? '' : `; ${next}`}`);
       });
     });
 }

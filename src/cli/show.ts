@@ -1,6 +1,9 @@
 /**
  * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
- * source, receipt) as a table, the progress of its running batch calls (`batches` in the JSON) and, once the run closed, its close status and (failed) its
+ * source, receipt, error; a call whose outcome is the tool's error result shows `completed,
+ * refused` and that error) as a table, each call's compensation, the run's effects once it
+ * stopped (`effects` in the JSON), what a paused run waits on with the revision and idempotency
+ * key it was claimed under, the progress of its running batch calls (`batches` in the JSON) and, once the run closed, its close status and (failed) its
  * failure with its cause chain, as `start --wait` prints it (`execution` in the JSON). With
  * `--tenant`, a run of another tenant is refused.
  */
@@ -8,7 +11,9 @@ import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { runStatusQuery } from '../workflows/messages';
-import type { CallReport, PausedView } from '../workflows/types';
+import type { CallReport, CompensationReport, FinalCallStatus, PausedView, RunEffects } from '../workflows/types';
+import { listEffects } from '../workflows/effects';
+import { describeItem } from '../checkpoint/item-position';
 import type { JsonValue } from '../checkpoint/types';
 import { printTable, withCode } from './table';
 import { WorkflowNotFoundError, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
@@ -38,8 +43,10 @@ export function registerShow(program: Command): void {
         const description = await handle.describe();
         const execution = await runExecution(handle, workflowId, description);
         const batches = await batchProgressOf(description, client.options.loadedDataConverter);
+        // A stopped run's calls are final: their effects are listed as the run's result lists them.
+        const effects = status.stoppedBecause !== null ? listEffects(status.calls as CallReport<FinalCallStatus>[]) : null;
         if (opts.json) {
-          printJson({ ...status, execution, batches });
+          printJson({ ...status, execution, batches, ...(effects === null ? {} : { effects }) });
           return;
         }
         const b = status.budget;
@@ -57,19 +64,52 @@ export function registerShow(program: Command): void {
         if (status.paused) printLine(`paused on ${pausedWhat(status.paused)}: ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
           ['call', 'tool', 'status', 'source', 'receipt', 'error'],
-          status.calls.map((c) => [c.callId, c.toolName, c.status, c.source ?? '', receiptOf(c) === null ? '' : JSON.stringify(receiptOf(c)), c.errorType || c.reason ? withCode(c.errorType, c.reason) : '']),
+          status.calls.map((c) => [c.callId, c.toolName, shownStatus(c), c.source ?? '', receiptOf(c) === null ? '' : JSON.stringify(receiptOf(c)), errorOf(c)]),
         );
+        for (const c of status.calls) if (c.compensation !== undefined) printLine(compensationLine(c.callId, c.compensation));
+        if (effects !== null) printLine(effectsLine(effects));
       } finally {
         await close();
       }
     });
 }
 
-/** What a paused run waits on: the call, its compensation, or one item of a batch call (issue 14). */
+/**
+ * What a paused run waits on: the call, its compensation, or one item of a batch call (issue 14),
+ * with the revision it was claimed under and the idempotency key to look it up by at the provider
+ * (`not reported` when the failure that paused the run named none).
+ */
 export function pausedWhat(paused: PausedView): string {
   const what = paused.role === 'compensation' ? `the compensation of ${paused.callId}` : paused.callId;
-  const item = paused.item === undefined ? '' : `, item ${JSON.stringify(paused.item.key)} (${paused.item.index + 1} of the batch, generation ${paused.item.generation}, key ${paused.item.idempotencyKey})`;
-  return `${what} (${paused.toolName}${item})`;
+  const claimed = `revision ${paused.toolRevision ?? 'not reported'}, key ${paused.idempotencyKey ?? 'not reported'}`;
+  const item = paused.item === undefined ? '' : `; ${describeItem(paused.item)}, item key ${paused.item.idempotencyKey ?? 'not reported'}`;
+  return `${what} (${paused.toolName} ${claimed}${item})`;
+}
+
+/** A call's status as people read it: `completed, refused` for a call whose stored outcome is the tool's error result (nothing applied). */
+export function shownStatus(call: Pick<CallReport, 'status' | 'outcome'>): string {
+  return call.outcome !== null && !call.outcome.ok ? `${call.status}, refused` : call.status;
+}
+
+/** The error column: the call's failure or reason, else the refusal of its error result (`TYPE: message`). */
+export function errorOf(call: Pick<CallReport, 'errorType' | 'reason' | 'outcome'>): string {
+  if (call.outcome !== null && !call.outcome.ok) return withCode(call.outcome.error.type, call.outcome.error.message);
+  return call.errorType || call.reason ? withCode(call.errorType, call.reason) : '';
+}
+
+/** `compensation of c1: compensated by refund revision v1 (generation 1, source executed, key ttcc-…)`, with the compensation's error when it has one. */
+export function compensationLine(callId: string, c: CompensationReport): string {
+  const by = c.toolName === null ? '' : ` by ${c.toolName}${c.toolRevision === null ? '' : ` revision ${c.toolRevision}`}`;
+  const facts = [`generation ${c.generation}`, ...(c.source === null ? [] : [`source ${c.source}`]), ...(c.idempotencyKey === null ? [] : [`key ${c.idempotencyKey}`])].join(', ');
+  const refused = c.outcome !== null && !c.outcome.ok ? `: refused: ${withCode(c.outcome.error.type, c.outcome.error.message)}` : '';
+  const why = refused === '' && (c.errorType || c.reason) ? `: ${withCode(c.errorType, c.reason)}` : '';
+  return `compensation of ${callId}: ${c.status}${by} (${facts})${refused}${why}`;
+}
+
+/** `effects: applied c2; compensated c1; compensation pending none; not run s1; unknown none` (a stopped run's calls, see `listEffects`). */
+export function effectsLine(effects: RunEffects): string {
+  const list = (ids: readonly string[]): string => (ids.length === 0 ? 'none' : ids.join(', '));
+  return `effects: applied ${list(effects.applied)}; compensated ${list(effects.compensated)}; compensation pending ${list(effects.compensationPending)}; not run ${list(effects.notRun)}; unknown ${list(effects.unknown)}`;
 }
 
 /** The Temporal side of a run `show` reports next to its status query. */

@@ -4,6 +4,7 @@
  * console refused the request. Every value is escaped. Pure.
  */
 import type { ApprovalDecisionResult, ResolveOutcomeResult } from '../workflows/types';
+import { resolutionNextStep } from '../operator/run-decisions';
 import { html } from './html';
 import { renderPage } from './page';
 
@@ -19,10 +20,11 @@ export function renderApprovalDecision(workflowId: string, result: ApprovalDecis
 
 /** The page after a resolution the run acted on. */
 export function renderResolution(workflowId: string, result: ResolveOutcomeResult): string {
+  const next = resolutionNextStep(result);
   return renderPage(
     `Resolved ${result.callId}`,
     `run ${workflowId}`,
-    html`<div class="outcome accepted"><p><span class="code">${result.resolution}</span>: call <code>${result.callId}</code> of run <code>${workflowId}</code> is now ${result.status}${result.retryCallId !== null ? html`; it runs again as <code>${result.retryCallId}</code>` : null}.</p></div>`,
+    html`<div class="outcome accepted"><p><span class="code">${result.resolution}</span>: call <code>${result.callId}</code> of run <code>${workflowId}</code> is now ${result.status}${next === null ? null : `; ${next}`}.</p></div>`,
   );
 }
 

@@ -8,6 +8,7 @@
 import { describeError, explainUndecodable } from '../cli/errors';
 import { StatusQueryTimeoutError, type WaitingRun } from '../operator/waiting-runs';
 import type { PendingCallView, RunStatusView } from '../workflows/types';
+import { describeItem } from '../checkpoint/item-position';
 import { formCarriesExactly } from './forms';
 import { html, prettyJson, type SafeHtml } from './html';
 import { renderPage } from './page';
@@ -55,7 +56,7 @@ function renderCall(workflowId: string, status: RunStatusView, call: PendingCall
 <dt>Intent digest</dt><dd><code>${call.intentDigest ?? 'not known yet'}</code></dd>
 ${call.modelCallId !== call.callId ? html`<dt>Model's call id</dt><dd><code>${call.modelCallId}</code></dd>` : null}
 ${call.approvalExpiresAt !== null ? html`<dt>Approval expires</dt><dd>${call.approvalExpiresAt} (${relative(call.approvalExpiresAt, nowMs)})</dd>` : null}
-${call.idempotencyKey !== null ? html`<dt>Idempotency key</dt><dd><code>${call.idempotencyKey}</code></dd>` : null}
+${!paused && call.idempotencyKey !== null ? html`<dt>Idempotency key</dt><dd><code>${call.idempotencyKey}</code></dd>` : null}
 ${paused ? renderEvidence(status, call) : null}
 </dl>
 <h4>Arguments (validated by the tool's schema; these run)</h4>
@@ -67,10 +68,19 @@ ${call.target !== null ? html`<h4>Target</h4><pre class="target">${prettyJson(ca
 </article>`;
 }
 
-/** Why the outcome is unknown and what is known of it. */
+/**
+ * Why the outcome is unknown and what is known of it: the idempotency key and revision the call
+ * (or its compensation, or its paused batch item) was claimed under, which a person looks it up by
+ * in the provider's log, the failure, the receipt and the outcome.
+ */
 function renderEvidence(status: RunStatusView, call: PendingCallView): SafeHtml {
   const pausedAt = status.paused?.callId === call.callId ? status.paused.pausedAt : null;
-  return html`<dt>Failure</dt><dd><code>${call.errorType ?? 'UNCLASSIFIED'}</code></dd>
+  const compensation = call.role === 'compensation' ? (call.compensation ?? null) : null;
+  const key = compensation !== null ? compensation.idempotencyKey : call.idempotencyKey;
+  return html`<dt>Idempotency key</dt><dd>${key === null ? 'not reported by the worker' : html`<code>${key}</code>`}</dd>
+${compensation !== null ? html`<dt>Compensation</dt><dd>${compensation.toolName ?? 'not known yet'}, revision ${compensation.toolRevision ?? 'not reported'}, generation ${compensation.generation}</dd>` : null}
+${call.item !== undefined ? html`<dt>Batch item</dt><dd>${describeItem(call.item)}, item key ${call.item.idempotencyKey === null ? 'not reported' : html`<code>${call.item.idempotencyKey}</code>`}</dd>` : null}
+<dt>Failure</dt><dd><code>${call.errorType ?? 'UNCLASSIFIED'}</code></dd>
 <dt>Reason</dt><dd>${call.reason ?? ''}</dd>
 ${pausedAt !== null ? html`<dt>Paused at</dt><dd>${pausedAt}</dd>` : null}
 <dt>Receipt</dt><dd>${call.receipt === null ? 'none' : html`<pre>${prettyJson(call.receipt)}</pre>`}</dd>

@@ -119,3 +119,23 @@ function refusal(workflowId: string, callId: string): (error: unknown) => never 
     throw error;
   };
 }
+
+/**
+ * What happens next after a resolution the run acted on, as one sentence for the person who sent
+ * it (the command line and the console print it after the call's new status), or null when
+ * nothing more happens (an applied call, an abandon):
+ * - a batch item (`result.item`): whether the item is sent again (absent: as its next generation,
+ *   under a new key; applied: never) and whether the call resumes the batch after it;
+ * - a compensation proven absent: the generation it runs again as;
+ * - a call proven absent: the call id it runs again under.
+ */
+export function resolutionNextStep(result: ResolveOutcomeResult): string | null {
+  if (result.item !== undefined) {
+    const item = `item ${JSON.stringify(result.item.key)} (generation ${result.item.generation})`;
+    const sent = result.resolution === 'applied' ? `${item} is stored as applied and is not sent again` : `${item} is sent again as generation ${result.item.generation + 1}, under a new idempotency key`;
+    const resumes = result.retryCallId !== null ? `call ${result.retryCallId} runs again and resumes the batch ${result.resolution === 'applied' ? 'after it' : 'with it'}` : 'the batch does not resume: the run is stopping';
+    return `${sent}; ${resumes}`;
+  }
+  if (result.role === 'compensation') return result.compensationGeneration !== undefined ? `the compensation runs again as generation ${result.compensationGeneration}` : null;
+  return result.retryCallId !== null ? `it runs again as ${result.retryCallId}` : null;
+}

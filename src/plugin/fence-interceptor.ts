@@ -138,24 +138,28 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
     } catch (error) {
-      throw this.failure(error, names);
+      throw this.failure(error, names, true);
     }
   }
 
   /**
    * What the activity throws for `error`: `toApplicationFailure(error, names)` (bounded in size,
-   * naming the call, tool and key: `../activities/failure-bounds`), except that under
-   * `onUnknownOutcome: 'wait'` a pause (OUTCOME_UNKNOWN, from this fence or from a tool's
-   * `runFencedTool`) becomes retryable (see {@link waitingFailure}). Every other failure keeps its retryability.
+   * naming the call, tool and key: `../activities/failure-bounds`), except that a pause
+   * (OUTCOME_UNKNOWN, from this fence or from a tool's `runFencedTool`) is worded by
+   * {@link pauseFailure} and, under `onUnknownOutcome: 'wait'`, becomes retryable. A fenced
+   * activity of the user's own workflow (`ownActivity`) always gets that wording (no agent run
+   * waits on it); a plugin tool's pause keeps the fence's under `'fail'` (an `agentWorkflow` may
+   * run the tool and does wait for a person). Every other failure keeps its retryability.
    */
-  private failure(error: unknown, names?: CallNames): unknown {
-    return this.waitIfPaused(toApplicationFailure(error, names));
+  private failure(error: unknown, names?: CallNames, ownActivity = false): unknown {
+    return this.waitIfPaused(toApplicationFailure(error, names), ownActivity);
   }
 
-  /** `error` itself, or under `onUnknownOutcome: 'wait'`, a pause as a retryable failure (see {@link waitingFailure}). */
-  private waitIfPaused(error: unknown): unknown {
-    if (this.deps.onUnknownOutcome !== 'wait' || !isPause(error)) return error;
-    return waitingFailure(error, this.deps.unknownOutcomeRetryMs ?? DEFAULT_UNKNOWN_OUTCOME_RETRY_MS);
+  /** `error` itself, or a pause as {@link pauseFailure} words it (see {@link failure}). */
+  private waitIfPaused(error: unknown, ownActivity = false): unknown {
+    const mode = this.deps.onUnknownOutcome ?? 'fail';
+    if (!isPause(error) || (mode !== 'wait' && !ownActivity)) return error;
+    return pauseFailure(error, mode, this.deps.unknownOutcomeRetryMs ?? DEFAULT_UNKNOWN_OUTCOME_RETRY_MS);
   }
 }
 
@@ -164,22 +168,38 @@ function isPause(failure: unknown): failure is ApplicationFailure {
   return failure instanceof ApplicationFailure && failure.type === 'OUTCOME_UNKNOWN' && isCheckpointError(failure.cause, 'OUTCOME_UNKNOWN');
 }
 
+/** What the fence appends to an agent run's pause; a user's workflow is no agent run, so the plugin says what happens instead. */
+const AGENT_RUN_WAITS = '; the run waits for a person';
+
 /**
- * `paused` as a retryable failure (SPEC §8 last point, `onUnknownOutcome: 'wait'`): type
- * OUTCOME_UNKNOWN, the same details (call id, tool, idempotency key, reason), `nextRetryDelay`
- * `retryMs`, and a message that says the call waits for a person to store its outcome.
+ * A pause in a user's own workflow (SPEC §8 last point), type OUTCOME_UNKNOWN with the same
+ * details (call id, tool, revision, idempotency key, reason). Its message names the type once
+ * (Temporal shows the type beside it; the fence's own `OUTCOME_UNKNOWN: ` prefix is dropped) and
+ * says what happens to the activity, not to an agent run:
+ * - `'fail'`: non-retryable, the activity fails now and the workflow decides;
+ * - `'wait'`: retryable with `nextRetryDelay` `retryMs`; the call delivers its outcome once a
+ *   person has stored it (`ttc resolve-in-store`).
+ * The cause (the fence's CheckpointError, the same text) is not sent along, so the failure chain
+ * does not repeat it.
  */
-export function waitingFailure(paused: ApplicationFailure, retryMs: number): ApplicationFailure {
+export function pauseFailure(paused: ApplicationFailure, mode: 'fail' | 'wait', retryMs: number): ApplicationFailure {
+  let text = paused.message.startsWith('OUTCOME_UNKNOWN: ') ? paused.message.slice('OUTCOME_UNKNOWN: '.length) : paused.message;
+  if (text.endsWith(AGENT_RUN_WAITS)) text = text.slice(0, -AGENT_RUN_WAITS.length);
   const details = paused.details?.[0];
-  const suffix = `; onUnknownOutcome 'wait': the call is tried again every ${retryMs} ms and delivers its outcome once a person has stored it`;
+  const key = (details as { idempotencyKey?: unknown } | undefined)?.idempotencyKey;
+  const lookUp = typeof key === 'string' ? `; look the effect up at the provider by idempotency key ${key}` : '';
+  const then =
+    mode === 'wait'
+      ? `; onUnknownOutcome 'wait': the call is tried again every ${retryMs} ms and delivers its outcome once a person has stored it (ttc resolve-in-store)`
+      : "; onUnknownOutcome 'fail': the activity fails without a retry and your workflow decides";
+  const suffix = `${then}${lookUp}`;
   return boundedFailure({
     type: 'OUTCOME_UNKNOWN',
-    // The suffix is kept whole: the pause's message is cut first.
-    message: `${truncateText(paused.message, MAX_FAILURE_MESSAGE_BYTES - Buffer.byteLength(suffix, 'utf8') - 2)}${suffix}`,
-    nonRetryable: false,
+    // The suffix is kept whole: the pause's text is cut first.
+    message: `${truncateText(text, MAX_FAILURE_MESSAGE_BYTES - Buffer.byteLength(suffix, 'utf8') - 2)}${suffix}`,
+    nonRetryable: mode !== 'wait',
     details: typeof details === 'object' && details !== null ? (details as Record<string, unknown>) : undefined,
-    nextRetryDelay: retryMs,
-    cause: paused.cause,
+    ...(mode === 'wait' ? { nextRetryDelay: retryMs } : {}),
   });
 }
 

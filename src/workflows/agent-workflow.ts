@@ -28,6 +28,7 @@ import {
 import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type DeliveredOutcome, type FencedToolInput, type ToolCallInput, type ToolOutcome } from '../activities/contract';
 import type { ToolErrorClass } from '../activities/error-classes';
 import type { JsonValue } from '../checkpoint/types';
+import { describeItem } from '../checkpoint/item-position';
 import type { LoggedMessage, ModelTurnResult, ToolCallRequest } from '../model/types';
 import type { BatchCancellationReport } from '../activities/batch-items';
 import type { AgentToolResult, ToolActivities, ToolCallActivities } from './activity-types';
@@ -39,6 +40,7 @@ import {
   activityFailureMessage,
   activityFailureType,
   batchCancellationReportOf,
+  claimIdentityOf,
   isNothingApplied,
   isScheduleToCloseTimeout,
   isTimeout,
@@ -582,6 +584,10 @@ class AgentRun {
           return null;
         }
         call.pausedItem = pausedItemOf(attempt.error);
+        // What the person looks the effect up by at the provider: the key and revision the call was claimed under.
+        const claimed = claimIdentityOf(attempt.error);
+        call.toolRevision = claimed.toolRevision ?? call.toolRevision;
+        call.idempotencyKey = claimed.idempotencyKey ?? call.idempotencyKey;
         this.markPaused(call, type, message);
         if (deferPause) {
           this.deferredPauses.push(call);
@@ -707,9 +713,10 @@ class AgentRun {
       return attempt.kind === 'cancelled' ? this.cancelStop() : this.deadlineStop();
     }
     call.pausedItem = null;
-    call.reason = `a person proved item "${item.key}" (index ${item.index}) ${resolution}: ${req.reason}`;
+    call.reason = `a person proved ${describeItem(item)} ${resolution}: ${req.reason}`;
     this.state.paused = null;
-    this.settle(pending, { callId: call.callId, resolution, status: resolution === 'applied' ? 'resolved-applied' : 'resolved-absent', retryCallId: call.callId, item: ref });
+    // The call runs again (resuming the batch after the item) unless the run is winding down.
+    this.settle(pending, { callId: call.callId, resolution, status: resolution === 'applied' ? 'resolved-applied' : 'resolved-absent', retryCallId: this.windingDown ? null : call.callId, item: ref });
     if (this.windingDown) {
       call.status = 'unknown';
       call.reason += '; the batch did not resume: the run is stopping (items after it did not run)';

@@ -24,7 +24,7 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract';
 import type { CompensateToolCallInput, ResolveCompensationInput } from '../activities/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
-import { activityFailureMessage, activityFailureType } from './failures';
+import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from './failures';
 import type { ActivityKind } from './input';
 import type { CallState, CompensationState, RunState } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';
@@ -118,6 +118,12 @@ async function compensateCall(host: CompensationHost, call: CallState): Promise<
       }
       pause(host, call, compensation, result.outcome.error.type, `${result.outcome.error.type}: the provider refused the compensation: ${result.outcome.error.message}`);
     } else if (attempt.kind === 'failed') {
+      // The key and revision the compensation was claimed under, for the person who looks it up at the provider.
+      const claimed = claimIdentityOf(attempt.error);
+      compensation.toolRevision = claimed.toolRevision ?? compensation.toolRevision;
+      compensation.idempotencyKey = claimed.idempotencyKey ?? compensation.idempotencyKey;
+      const named = activityFailureDetails(attempt.error)?.toolName;
+      if (compensation.toolName === null && typeof named === 'string' && named.length > 0) compensation.toolName = named;
       pause(host, call, compensation, activityFailureType(attempt.error) ?? 'UNCLASSIFIED', activityFailureMessage(attempt.error));
     }
     if ((await awaitCompensationResolution(host, call, compensation)) === 'done') return;

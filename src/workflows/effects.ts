@@ -4,6 +4,7 @@
  *
  * @see issue 14 "The run result lists effects applied, compensated, compensation pending, and not run"
  */
+import type { BatchCancellationReport } from '../activities/batch-items';
 import type { CallReport, FinalCallStatus, RunEffects } from './types';
 
 /**
@@ -13,7 +14,10 @@ import type { CallReport, FinalCallStatus, RunEffects } from './types';
  *   (including `not-declared`: the tool has no compensation);
  * - `completed` with the tool's own error result (`ok: false`), `not-run`, `rejected`, `failed`,
  *   `resolved-absent`: `notRun`;
- * - `unknown`, `abandoned`: `unknown`.
+ * - a batch call cancelled part-way (`unknown` with its `batch` report): by its items, whose split
+ *   the activity reported exactly: `unknown` while any item's outcome is unknown, else `applied`
+ *   when some item applied (those stay in place), else `notRun`;
+ * - any other `unknown`, `abandoned`: `unknown`.
  *
  * Pure: reads only `calls`.
  * @returns {@link RunEffects}, call ids in the order of `calls`
@@ -35,9 +39,16 @@ function effectOf(call: CallReport<FinalCallStatus>): keyof RunEffects {
       return 'applied';
     }
     case 'unknown':
+      return call.batch !== undefined ? batchEffect(call.batch) : 'unknown';
     case 'abandoned':
       return 'unknown';
     default:
       return 'notRun';
   }
+}
+
+/** The effect of a cancelled batch call by its items (see {@link listEffects}). */
+function batchEffect(batch: BatchCancellationReport): keyof RunEffects {
+  if (batch.unknown.count > 0) return 'unknown';
+  return batch.applied.count > 0 ? 'applied' : 'notRun';
 }

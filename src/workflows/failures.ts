@@ -70,15 +70,26 @@ export function isTimeout(err: unknown): boolean {
 
 /**
  * The batch item an OUTCOME_UNKNOWN failure names (`details.item` = { key, generation, index,
- * idempotencyKey }, issue 14), or null when the failure names none or the shape is not that one
+ * total, idempotencyKey }, issue 14; `total` kept when it is an integer above `index`), or null when the failure names none or the shape is not that one
  * (key a non-empty string, generation an integer ≥ 1, index an integer ≥ 0).
  */
 export function pausedItemOf(err: unknown): PausedItem | null {
   const item = activityFailureDetails(err)?.item;
   if (typeof item !== 'object' || item === null) return null;
-  const { key, generation, index, idempotencyKey } = item as Record<string, unknown>;
+  const { key, generation, index, total, idempotencyKey } = item as Record<string, unknown>;
   if (typeof key !== 'string' || key.length === 0 || !isInteger(generation, 1) || !isInteger(index, 0)) return null;
-  return { key, generation, index, idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null };
+  return { key, generation, index, ...(isInteger(total, index + 1) ? { total } : {}), idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null };
+}
+
+/**
+ * The tool revision and idempotency key a failure of a fenced attempt names (`details.toolRevision`
+ * and `details.idempotencyKey`: the revision the call was claimed under and the key its request
+ * was sent with), each null when the failure does not name it (a timeout, an older worker).
+ */
+export function claimIdentityOf(err: unknown): { readonly toolRevision: string | null; readonly idempotencyKey: string | null } {
+  const details = activityFailureDetails(err);
+  const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+  return { toolRevision: text(details?.toolRevision), idempotencyKey: text(details?.idempotencyKey) };
 }
 
 /**

@@ -363,11 +363,21 @@ const SUMMARY_GROUP: Readonly<Record<FinalCallStatus, keyof CallSummary>> = {
   abandoned: 'unknown',
 };
 
-/** Groups final calls into ran / not run / unknown by status (see {@link CallSummary}). Pure. */
+/**
+ * Groups final calls into ran / not run / unknown by status (see {@link CallSummary}); a batch call
+ * cancelled part-way (`unknown` with its `batch` report) by its items, as `listEffects` groups it:
+ * `unknown` while an item's outcome is unknown, else `ran` when an item applied, else `notRun`. Pure.
+ */
 export function summarizeCalls(calls: readonly CallReport<FinalCallStatus>[]): CallSummary {
   const summary: { ran: string[]; notRun: string[]; unknown: string[] } = { ran: [], notRun: [], unknown: [] };
-  for (const call of calls) summary[SUMMARY_GROUP[call.status]].push(call.callId);
+  for (const call of calls) summary[summaryGroup(call)].push(call.callId);
   return summary;
+}
+
+function summaryGroup(call: CallReport<FinalCallStatus>): keyof CallSummary {
+  const batch = call.status === 'unknown' ? call.batch : undefined;
+  if (batch === undefined || batch.unknown.count > 0) return SUMMARY_GROUP[call.status];
+  return batch.applied.count > 0 ? 'ran' : 'notRun';
 }
 
 /** ISO-8601 UTC string of a workflow time in ms. */
@@ -391,6 +401,8 @@ function pausedView(call: CallState, now: number): PausedView {
       reason: compensation.reason ?? '',
       pausedAt: iso(compensation.pausedAt ?? now),
       role: 'compensation',
+      toolRevision: compensation.toolRevision,
+      idempotencyKey: compensation.idempotencyKey,
     };
   }
   return {
@@ -400,6 +412,8 @@ function pausedView(call: CallState, now: number): PausedView {
     reason: call.reason ?? '',
     pausedAt: iso(call.pausedAt ?? now),
     ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
+    toolRevision: call.toolRevision,
+    idempotencyKey: call.idempotencyKey,
   };
 }
 

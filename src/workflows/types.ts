@@ -258,6 +258,10 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   /** Known once `describeToolCall` or the tool's activity answered; else null. */
   readonly toolRevision: string | null;
   readonly intentDigest: string | null;
+  /**
+   * The key the call's request is sent with. Known once the activity answered, or from the failure
+   * that paused it (with `toolRevision`: the revision it was claimed under); else null.
+   */
   readonly idempotencyKey: string | null;
   /** Failure type behind `failed`, `paused`, `unknown` (e.g. `OUTCOME_UNKNOWN`), else null. */
   readonly errorType: string | null;
@@ -275,9 +279,14 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly batch?: BatchCancellationReport;
 }
 
-/** A paused batch item, from the OUTCOME_UNKNOWN failure's `details.item`: key, generation, 0-based index, its idempotency key. */
+/**
+ * A paused batch item, from the OUTCOME_UNKNOWN failure's `details.item`: key, generation, 0-based
+ * index, the batch's size (absent from older workers) and the item's idempotency key. People are
+ * shown the position counted from 1 (`item 3 of 100`, see `checkpoint/item-position.ts`).
+ */
 export interface PausedItem extends BatchItemRef {
   readonly index: number;
+  readonly total?: number;
   readonly idempotencyKey: string | null;
 }
 
@@ -324,7 +333,11 @@ export interface RunEffects {
   readonly compensationPending: readonly string[];
   /** Nothing applied: not run, rejected, failed, proven absent, or the tool's own error result. */
   readonly notRun: readonly string[];
-  /** May have been applied, nobody knows: `unknown`, `abandoned` (never compensated). */
+  /**
+   * May have been applied, nobody knows: `unknown`, `abandoned` (never compensated). A batch call
+   * cancelled part-way is grouped by its items' report instead: `applied` when an item applied
+   * and none is unknown, `notRun` when none applied and none is unknown.
+   */
   readonly unknown: readonly string[];
 }
 
@@ -337,7 +350,11 @@ export interface CallSummary {
   readonly ran: readonly string[];
   /** Nothing was applied: `not-run`, `rejected`, `failed`, `resolved-absent` (its rerun is listed on its own). */
   readonly notRun: readonly string[];
-  /** The effect may have been applied: `unknown`, `abandoned`. */
+  /**
+   * The effect may have been applied: `unknown`, `abandoned`. A batch call cancelled part-way
+   * (`unknown` with a `batch` report whose items are all known) is in `ran` when an item applied,
+   * else in `notRun`.
+   */
   readonly unknown: readonly string[];
 }
 
@@ -456,6 +473,14 @@ export interface PausedView {
   readonly role?: 'compensation';
   /** The batch item the call is paused on (issue 14). Absent otherwise. */
   readonly item?: PausedItem;
+  /**
+   * The revision the paused call (or compensation) was claimed under and the idempotency key its
+   * request was sent with: what a person looks the effect up by in the provider's log (for a
+   * batch item, `item.idempotencyKey` is the item's own key). Null when the failure that paused
+   * the run named none (an activity timeout, an older worker).
+   */
+  readonly toolRevision: string | null;
+  readonly idempotencyKey: string | null;
 }
 
 /** Payload of `approveCallUpdate`: binds the approval to the call's frozen intent and the run's state. */
@@ -508,8 +533,11 @@ export interface ResolveOutcomeResult {
    */
   readonly status: 'resolved-applied' | 'resolved-absent' | 'abandoned';
   /**
-   * After `absent`: the call id the call runs again under (`<callId>~retryN`; for a batch item,
-   * the same call id: the call resumes after the item); else null. Null for a compensation.
+   * After `absent`: the call id the call runs again under (`<callId>~retryN`). For a batch item
+   * (`applied` or `absent`): the same call id, which runs again and resumes the batch after the
+   * item (an item resolved applied is not sent again; one resolved absent is sent again as its
+   * next generation); null when the run is winding down and the batch does not resume. Else null;
+   * null for a compensation.
    */
   readonly retryCallId: string | null;
   /** The batch item the resolution was stored for (issue 14). Absent otherwise. */

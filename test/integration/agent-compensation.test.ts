@@ -13,7 +13,8 @@ import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
 import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
-import { installQuietTemporalRuntime } from '../helpers/temporal';
+import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { runCli, type CliOutput } from '../helpers/cli';
 import { releaseReplayHooks } from '../helpers/replay-hooks';
 
 // Replays leave a process-wide promise hook that slows every later suite (see the helper).
@@ -22,6 +23,12 @@ afterEach(releaseReplayHooks);
 installQuietTemporalRuntime();
 
 const harness = useAgentTestEnv('dev');
+
+/** `ttc <args>` against the file's dev server. */
+function cli(...args: string[]): Promise<CliOutput> {
+  const { devServer } = harness.env as LocalTestEnv;
+  return runCli(args, { ...process.env, TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace });
+}
 const TOOLS = ['reserve', 'charge', 'ship', 'notify'];
 
 type ToolBehaviour = (input: FencedToolInput, attempt: number) => Promise<FencedToolResult | undefined>;
@@ -102,6 +109,24 @@ describe('agentWorkflow compensations (issue 14)', () => {
       reason: null,
     });
     expect(result.calls.find((c) => c.callId === 's1')!.compensation).toBeUndefined();
+  });
+
+  it('`ttc show` prints a refused call as refused with its error, every compensation, and the stopped run\'s effects', async () => {
+    const model = scriptedModel([order()]);
+    const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
+    const { workflowId, text, json } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      await handle.result();
+      // The worker still runs: the closed run answers its status query.
+      return { workflowId: handle.workflowId, text: await cli('show', handle.workflowId), json: await cli('show', handle.workflowId, '--json') };
+    });
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^s1\s+ship\s+completed, refused\s+executed\s+BUSINESS_REJECTION: no carrier serves this address$/));
+    expect(lines).toContainEqual('compensation of c1: compensated by charge~compensation revision c1 (generation 1, source executed, key ttcc-c1-1)');
+    expect(lines).toContainEqual('compensation of r1: compensated by reserve~compensation revision c1 (generation 1, source executed, key ttcc-r1-1)');
+    expect(lines).toContainEqual('effects: applied none; compensated r1, c1; compensation pending none; not run s1; unknown none');
+    expect(JSON.parse(json.stdout)).toMatchObject({ stoppedBecause: 'compensate-on', effects: { applied: [], compensated: ['r1', 'c1'], compensationPending: [], notRun: ['s1'], unknown: [] } });
+    expect(workflowId).toMatch(/^run-/);
   });
 
   it('calls of a turn run at once: compensations undo them in the reverse order they applied, not the model order', async () => {
@@ -319,6 +344,34 @@ describe('agentWorkflow batch calls (issue 14)', () => {
       details: [{ item: { key: 'n20', generation, index: 19, idempotencyKey: `ttci-n20-${generation}` } }],
     });
 
+  it('`ttc show` names the paused item counted from 1 with its keys; `ttc resolve --applied` says the item is not sent again and the call resumes after it', async () => {
+    const model = scriptedModel([toolTurn('Notifying.', call('b1', 'notify', { to: 'all' })), endTurn('Sent.')]);
+    const paused = ApplicationFailure.create({
+      type: 'OUTCOME_UNKNOWN',
+      message: 'OUTCOME_UNKNOWN: item "n20" (20 of 100, generation 1) of notify call "b1": the answer was lost',
+      nonRetryable: true,
+      details: [{ callId: 'b1', toolName: 'notify', toolRevision: 'v7', idempotencyKey: 'ttc2-b1', item: { key: 'n20', generation: 1, index: 19, total: 100, idempotencyKey: 'ttci-n20-1' } }],
+    });
+    const f = fakes(async () => {
+      if (f.runs.length === 1) throw paused;
+      return undefined;
+    });
+    const { shown, resolved, result } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
+      await waitForStatus(handle, (s) => s.phase === 'paused');
+      const shown = await cli('show', handle.workflowId);
+      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log');
+      return { shown, resolved, result: await handle.result() };
+    });
+    expect(shown.stdout).toContain('paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1): OUTCOME_UNKNOWN: ');
+    expect(resolved).toEqual({
+      code: 0,
+      stdout: 'resolved b1 as applied: call status resolved-applied; item "n20" (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it\n',
+      stderr: '',
+    });
+    expect(result.status).toBe('completed');
+    expect(f.runs).toHaveLength(2);
+  });
+
   it('an item pause routes "absent" then "applied" to the item (resolveToolCall with item) and reruns the same call each time', async () => {
     const model = scriptedModel([toolTurn('Notifying.', call('b1', 'notify', { to: 'all' })), endTurn('Sent.')]);
     const f = fakes(async () => {
@@ -354,6 +407,45 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     ]);
     expect(result.status).toBe('completed');
     expect(result.calls.map((c) => [c.callId, c.status, c.item])).toEqual([['b1', 'completed', undefined]]);
+  });
+
+  it.each([
+    ['some items applied, none unknown', 20, 0, 'applied', 'ran'],
+    ['no item applied, none unknown', 0, 0, 'notRun', 'notRun'],
+    ['an item unknown', 20, 1, 'unknown', 'unknown'],
+  ] as const)("a batch call cancelled part-way is grouped by its items in the run's effects and summary (%s)", async (_case, applied, unknown, effect, summary) => {
+    const notApplied = 100 - applied - unknown;
+    const report: BatchCancellationReport = {
+      total: 100,
+      applied: { count: applied, keys: Array.from({ length: applied }, (_, i) => `n${i + 1}`) },
+      notApplied: { count: notApplied, keys: Array.from({ length: notApplied }, (_, i) => `n${applied + unknown + i + 1}`) },
+      unknown: { count: unknown, keys: unknown === 0 ? [] : [`n${applied + 1}`] },
+      truncated: false,
+    };
+    const model = scriptedModel([toolTurn('Notifying.', call('b1', 'notify', { to: 'all' }))]);
+    const sending = deferred();
+    const f = fakes(async () => {
+      sending.resolve();
+      const ctx = Context.current();
+      try {
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(50);
+        }
+      } catch (error) {
+        if (error instanceof CancelledFailure) throw new CancelledFailure('the batch stopped at an item boundary', [{ batch: report }]);
+        throw error;
+      }
+    });
+    const result = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS, activityOptions: { heartbeatTimeoutMs: 1_000 } }), async (handle) => {
+      await sending.promise;
+      await handle.signal(cancelRunSignal, { reason: 'stop sending' });
+      return handle.result();
+    });
+    expect(result.calls.map((c) => [c.callId, c.status, c.batch])).toEqual([['b1', 'unknown', report]]);
+    const effects = { applied: [], compensated: [], compensationPending: [], notRun: [], unknown: [], [effect]: ['b1'] };
+    expect(result.effects).toEqual(effects);
+    expect(result.summary).toEqual({ ran: [], notRun: [], unknown: [], [summary]: ['b1'] });
   });
 
   it("a cancelled batch call reports its items applied / not applied / unknown from the activity's cancellation", async () => {

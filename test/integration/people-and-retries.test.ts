@@ -23,6 +23,8 @@ import { startProvider, type RunningProvider } from '../../examples/provider/sta
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 import { conversationFake } from '../helpers/conversation-fake';
+import { listWaitingRuns } from '../../src/operator/waiting-runs';
+import { renderWaitingRunsPage } from '../../src/console/render-runs';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
@@ -399,8 +401,10 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(pending).toEqual(expect.objectContaining({ code: 0 }));
       const lines = pending.stdout.split('\n');
       expect(lines[0]).toMatch(/^from\s+tenant\s+status\s+call\s+tool\s+updatedAt\s+why$/);
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^store\\s+${TENANT}\\s+uncertain\\s+${handle.workflowId}/e1\\s+send_email\\s+\\d{4}-`)));
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^temporal\\s+${TENANT}\\s+paused\\s+${handle.workflowId}/e1\\s+send_email\\s+OUTCOME_UNKNOWN: `)));
+      // The store's uncertain checkpoint and Temporal's paused call are one call: listed once, with the checkpoint's time.
+      expect(lines.filter((line) => line.includes(`${handle.workflowId}/e1`))).toEqual([
+        expect.stringMatching(new RegExp(`^temporal\\+store\\s+${TENANT}\\s+paused\\s+${handle.workflowId}/e1\\s+send_email\\s+\\d{4}-\\S+\\s+OUTCOME_UNKNOWN: `)),
+      ]);
 
       const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
       const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox');
@@ -415,6 +419,42 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(again.stdout).toBe('');
       expect(again.stderr.trim()).toBe(`INVALID_ARGUMENT: run ${handle.workflowId} is completed; call e1 is not waiting for a resolution`);
       expect(await emailsTo(to)).toBe(1);
+    });
+
+    it('a paused call shows the idempotency key its request was sent under and the tool revision: status view, show, show --json, pending once, the console card', async () => {
+      const to = 'key-shown@example.com';
+      await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
+      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'Update', body: 'Fixed.' }))]);
+      const status = await waitForStatus(handle, (s) => s.phase === 'paused');
+      expect(sent.filter((r) => r.path === '/emails' && r.method === 'POST')).toHaveLength(1);
+      // The key the fence handed the tool for this call (ctx.idempotencyKey), derived as the worker derives it.
+      const key = keyOf(handle.workflowId, handle.firstExecutionRunId, 'e1', 'send_email');
+
+      expect(status.paused).toEqual(expect.objectContaining({ callId: 'e1', errorType: 'OUTCOME_UNKNOWN', toolRevision: 'v1', idempotencyKey: key }));
+      expect(status.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'paused', toolRevision: 'v1', idempotencyKey: key })]);
+      expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'e1', status: 'paused', toolRevision: 'v1', idempotencyKey: key })]);
+
+      const json = await cli('show', handle.workflowId, '--json');
+      expect(json.code).toBe(0);
+      const shown = JSON.parse(json.stdout) as RunStatusView;
+      expect(shown.paused).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
+      expect(shown.calls[0]).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
+
+      const text = await cli('show', handle.workflowId);
+      expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}): OUTCOME_UNKNOWN: `);
+
+      const pending = await cli('pending');
+      const rows = pending.stdout.split('\n').filter((line) => line.includes(`${handle.workflowId}/e1`));
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toContain(`(revision v1, key ${key})`);
+
+      const runs = (await listWaitingRuns(env.client, { searchAttributes: false })).filter((run) => run.workflowId === handle.workflowId);
+      const page = renderWaitingRunsPage(runs, 'default', { csrfToken: 'token' }, Date.now());
+      expect(page).toContain(`<dt>Idempotency key</dt><dd><code>${key}</code></dd>`);
+      expect(page).toContain('<dt>Tool</dt><dd>send_email, revision v1</dd>');
+
+      await handle.signal('cancelRun', { reason: 'test over' });
+      await handle.result();
     });
 
     it('`resolve` refuses a call of a running run that is not paused, with a clear message and exit 1', async () => {

@@ -7,7 +7,7 @@
  *
  * Each path that builds a failure is driven at its largest: a CheckpointError of the fence
  * (`toApplicationFailure`, with and without naming details), a pause under
- * `onUnknownOutcome: 'wait'` (`waitingFailure`), a stored error result delivered (`deliver`), and
+ * `onUnknownOutcome: 'wait'` and `'fail'` (`pauseFailure`), a stored error result delivered (`deliver`), and
  * an unexpected third-party error. The failure is encoded as a worker sends it: Temporal's
  * default converter, and the payload codec with its failure converter (message and stack moved
  * into an encrypted payload).
@@ -23,7 +23,7 @@ import { toApplicationFailure } from '../../src/activities/failures';
 import { FAILURE_BUDGET_BYTES } from '../../src/activities/failure-bounds';
 import { codecDataConverter } from '../../src/codec/data-converter';
 import { createPayloadCodec } from '../../src/codec/payload-codec';
-import { deliver, waitingFailure } from '../../src/plugin/fence-interceptor';
+import { deliver, pauseFailure } from '../../src/plugin/fence-interceptor';
 
 /** Temporal's default `limit.mutableStateActivityFailureSize.error`. */
 const TEMPORAL_FAILURE_SIZE_LIMIT = 4_096;
@@ -64,7 +64,8 @@ function failuresOf(text: string, causes: readonly string[], call: Named): { pat
   return [
     { path: 'a pause (toApplicationFailure)', failure: toApplicationFailure(pause, call) },
     { path: 'a retryable wait naming no call in its own details (toApplicationFailure with the attempt names)', failure: toApplicationFailure(pending, call) },
-    { path: "a pause under onUnknownOutcome 'wait' (waitingFailure)", failure: waitingFailure(toApplicationFailure(pause, call) as ApplicationFailure, 300_000) },
+    { path: "a pause under onUnknownOutcome 'wait' (pauseFailure)", failure: pauseFailure(toApplicationFailure(pause, call) as ApplicationFailure, 'wait', 300_000) },
+    { path: "a pause of the user's own activity under onUnknownOutcome 'fail' (pauseFailure)", failure: pauseFailure(toApplicationFailure(pause, call) as ApplicationFailure, 'fail', 300_000) },
     { path: 'a stored error result delivered (deliver)', failure: thrown(() => deliver(stored)) },
     { path: 'an unexpected third-party error (toApplicationFailure)', failure: toApplicationFailure(new Error(text, { cause: chain }), call) },
   ];

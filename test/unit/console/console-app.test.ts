@@ -202,7 +202,7 @@ describe('the console over HTTP', () => {
         waitingRun([
           awaitingCall({ callId: `c1${evil}`, arguments: { note: evil, file: 'gnp\u202e.exe' }, modelInput: { note: evil }, target: { to: `"><img src=x onerror=alert(2)>` } }),
           awaitingCall({ callId: 'p1', status: 'paused', approvalExpiresAt: null, errorType: 'OUTCOME_UNKNOWN', reason: evil, receipt: { id: evil } }),
-        ], { paused: { callId: 'p1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: evil, pausedAt: '2030-01-01T00:00:00.000Z' } }),
+        ], { paused: { callId: 'p1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: evil, pausedAt: '2030-01-01T00:00:00.000Z', toolRevision: null, idempotencyKey: null } }),
       ];
       const { page } = await openPage();
       expect(page).not.toMatch(/<script|<img/i);

@@ -1,7 +1,9 @@
 // Issue 14: the run input's compensation policy (`compensateOn`) is refused with a typed error
 // naming the field, and the run's effects are listed in exactly one group per call.
 import { ApplicationFailure } from '@temporalio/common';
+import fc from 'fast-check';
 import { listEffects } from '../../../src/workflows/effects';
+import { summarizeCalls } from '../../../src/workflows/run-state';
 import { validateAgentWorkflowInput } from '../../../src/workflows/input';
 import type { AgentWorkflowInput, CallReport, FinalCallStatus } from '../../../src/workflows/types';
 
@@ -72,5 +74,26 @@ describe('listEffects', () => {
       report('i', 'abandoned'),
     ];
     expect(listEffects(calls)).toEqual({ applied: ['a', 'd'], compensated: ['b'], compensationPending: ['c'], notRun: ['e', 'f', 'g'], unknown: ['h', 'i'] });
+  });
+
+  it('property: a batch call cancelled part-way is grouped by its items, in effects and summary alike; every call in exactly one group', () => {
+    const counts = fc.record({ applied: fc.nat(50), notApplied: fc.nat(50), unknown: fc.nat(3) });
+    const part = (count: number) => ({ count, keys: Array.from({ length: Math.min(count, 3) }, (_, i) => `k${i}`) });
+    const batchCall = counts.map(({ applied, notApplied, unknown }) => ({ applied, unknown, report: { total: applied + notApplied + unknown, applied: part(applied), notApplied: part(notApplied), unknown: part(unknown), truncated: false } }));
+    fc.assert(
+      fc.property(fc.array(fc.option(batchCall, { nil: null }), { minLength: 1, maxLength: 8 }), (batches) => {
+        const calls = batches.map((b, i) => (b === null ? report(`u${i}`, 'unknown') : report(`b${i}`, 'unknown', { batch: b.report })));
+        const effects = listEffects(calls);
+        const summary = summarizeCalls(calls);
+        const groups = [...effects.applied, ...effects.compensated, ...effects.compensationPending, ...effects.notRun, ...effects.unknown];
+        expect(groups.sort()).toEqual(calls.map((c) => c.callId).sort());
+        batches.forEach((b, i) => {
+          const id = b === null ? `u${i}` : `b${i}`;
+          const expected = b === null || b.unknown > 0 ? 'unknown' : b.applied > 0 ? 'applied' : 'notRun';
+          expect(effects[expected]).toContain(id);
+          expect(summary[expected === 'applied' ? 'ran' : expected]).toContain(id);
+        });
+      }),
+    );
   });
 });
