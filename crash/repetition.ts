@@ -259,8 +259,8 @@ export class Repetition {
     await handle.executeUpdate(resolveOutcomeUpdate, {
       args: [
         sent
-          ? { callId: paused.callId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'crash harness operator: found in the provider outbox' }
-          : { callId: paused.callId, resolution: 'absent', reason: 'crash harness operator: not in the provider outbox' },
+          ? { callId: paused.callId, pauseId: paused.pauseId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'crash harness operator: found in the provider outbox' }
+          : { callId: paused.callId, pauseId: paused.pauseId, resolution: 'absent', reason: 'crash harness operator: not in the provider outbox' },
       ],
     });
     return sent ? 'applied' : 'absent';

@@ -141,9 +141,9 @@ shapes.push({
     return undefined;
   },
   async drive({ handle }) {
-    await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'e1');
+    const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'e1');
     const resolved = await handle.executeUpdate(resolveOutcomeUpdate, {
-      args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-77' }, receipt: { messageId: 'm-77' }, reason: 'seen in the outbox' }],
+      args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'applied', result: { messageId: 'm-77' }, receipt: { messageId: 'm-77' }, reason: 'seen in the outbox' }],
     });
     expectEqual('resolution', resolved.status, 'resolved-applied');
     return handle.result();
@@ -168,8 +168,8 @@ shapes.push({
     return undefined;
   },
   async drive({ handle }) {
-    await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'e1');
-    const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'absent', reason: 'not in the provider log' }] });
+    const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'e1');
+    const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'absent', reason: 'not in the provider log' }] });
     expectEqual('retry call id', resolved.retryCallId, 'e1~retry1');
     return handle.result();
   },
@@ -309,8 +309,8 @@ shapes.push({
     const s = await waitForStatus(handle, (st) => st.phase === 'awaiting-approval');
     const r1 = s.pendingCalls.find((c) => c.callId === 'r1')!;
     await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: r1.intentDigest!, stateVersion: s.stateVersion }] });
-    await waitForStatus(handle, (st) => st.phase === 'paused' && st.paused?.callId === 'e1');
-    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-9' }, reason: 'seen in the outbox' }] });
+    const paused = await waitForStatus(handle, (st) => st.phase === 'paused' && st.paused?.callId === 'e1');
+    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'applied', result: { messageId: 'm-9' }, reason: 'seen in the outbox' }] });
     return handle.result();
   },
   check(result, [history]) {

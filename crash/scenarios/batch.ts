@@ -124,7 +124,7 @@ async function resolveItemAsPerson(rep: Repetition, handle: WorkflowHandle<typeo
   const resolvedAt = Date.now();
   try {
     await handle.executeUpdate(resolveOutcomeUpdate, {
-      args: [{ callId: pausedOn.callId, resolution: 'applied', result: { notificationId: found!.notificationId }, receipt: { notificationId: found!.notificationId, sentAt: found!.sentAt }, reason: `crash harness person: ${found!.notificationId} to ${recipient} is in the provider's log` }],
+      args: [{ callId: pausedOn.callId, pauseId: pausedOn.pauseId, resolution: 'applied', result: { notificationId: found!.notificationId }, receipt: { notificationId: found!.notificationId, sentAt: found!.sentAt }, reason: `crash harness person: ${found!.notificationId} to ${recipient} is in the provider's log` }],
     });
   } catch (error) {
     x.check(false, `the person's resolution of item ${CRASHED_ITEM} was refused: ${(error as { cause?: { message?: string } }).cause?.message ?? String(error)}`);

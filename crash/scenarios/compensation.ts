@@ -210,7 +210,7 @@ async function resolveRefundAsPerson(rep: Repetition, handle: WorkflowHandle<typ
   const charge = before.find((e) => e.kind === 'payment.charge');
   try {
     await handle.executeUpdate(resolveOutcomeUpdate, {
-      args: [{ callId: p.callId, resolution: 'applied', result: { chargeId: charge?.subjectId ?? 'unknown', refundId: `issuer-${rep.tag}` }, receipt: { refundedBy: 'card issuer' }, reason: 'crash harness person: refunded through the card issuer' }],
+      args: [{ callId: p.callId, pauseId: p.pauseId, resolution: 'applied', result: { chargeId: charge?.subjectId ?? 'unknown', refundId: `issuer-${rep.tag}` }, receipt: { refundedBy: 'card issuer' }, reason: 'crash harness person: refunded through the card issuer' }],
     });
   } catch (error) {
     x.check(false, `the person's resolution of the refund was refused: ${(error as { cause?: { message?: string } }).cause?.message ?? String(error)}`);

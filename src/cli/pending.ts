@@ -48,7 +48,7 @@ export function registerPending(program: Command): void {
         for (const r of records) {
           const tenant = tenantOfNamespace(r.binding.namespace);
           if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
-          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')];
+          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, `${r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')} (revision ${r.revision})`];
           storeRows.push({ owner: checkpointOwner(r.binding.callId), updatedAt: r.updatedAt, row });
           rows.push(row);
         }
@@ -98,11 +98,13 @@ export function registerPending(program: Command): void {
  * The revision and idempotency key a paused call (or its compensation, or its paused batch item)
  * was claimed under, what a person looks it up by in the provider's log: `revision v1, key ttc2-…`
  * (`item key ttci-…` for an item), `not reported` when the run's failure named none.
+ * Ends with the pause's identity, what `ttc resolve --pause` takes.
  */
 function claimedUnder(call: PendingCallView): string {
   const shown = call.role === 'compensation' ? { toolRevision: call.compensation?.toolRevision ?? null, idempotencyKey: call.compensation?.idempotencyKey ?? null } : call;
   const item = call.item === undefined ? '' : `, ${describeItem(call.item)}, item key ${call.item.idempotencyKey ?? 'not reported'}`;
-  return `${call.role === 'compensation' ? 'compensation ' : ''}revision ${shown.toolRevision ?? 'not reported'}, key ${shown.idempotencyKey ?? 'not reported'}${item}`;
+  const pause = call.pauseId === undefined ? '' : `, pause ${call.pauseId}`;
+  return `${call.role === 'compensation' ? 'compensation ' : ''}revision ${shown.toolRevision ?? 'not reported'}, key ${shown.idempotencyKey ?? 'not reported'}${item}${pause}`;
 }
 
 /**

@@ -27,6 +27,7 @@ interface ResolveInStoreOptions {
   readonly namespace?: string;
   readonly runChain?: string;
   readonly by?: string;
+  readonly revision: string;
 }
 
 /** Registers `resolve-in-store` on `program`. */
@@ -42,8 +43,10 @@ export function registerResolveInStore(program: Command): void {
     .option('--namespace <namespace>', 'the Temporal namespace of the workflow (default: the configured namespace)')
     .option('--run-chain <runId>', "the workflow's first execution run id, when the workflow id was reused (default: looked up in the store)")
     .option('--by <name>', 'who resolves (kept in the checkpoint; default: <OS user>@<host>)')
+    .requiredOption('--revision <n>', 'the checkpoint revision you decided on, as `ttc pending` shows it; refused if the checkpoint moved on since')
     .action(async (workflowId: string, callId: string, opts: ResolveInStoreOptions) => {
       const resolution = resolutionOf(opts);
+      if (!/^\d{1,15}$/.test(opts.revision)) throw new CheckpointError('INVALID_ARGUMENT', `--revision must be the checkpoint revision (a non-negative integer), got ${JSON.stringify(opts.revision)}`, { field: '--revision' });
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeOptions(config));
       try {
@@ -58,6 +61,7 @@ export function registerResolveInStore(program: Command): void {
             reason: opts.reason,
             ...(opts.runChain === undefined ? {} : { runChainId: opts.runChain }),
             ...(opts.by === undefined ? {} : { resolvedBy: opts.by }),
+            expectedRevision: Number(opts.revision),
           },
           config.keys.idempotencyKeySecret ? { idempotencyKeySecret: config.keys.idempotencyKeySecret } : {},
         );

@@ -1,6 +1,10 @@
 /**
  * `resolve <workflowId> <callId>`: tells a paused run how an unknown outcome ended: applied
  * (with the exact result), absent (run it again under a new call id) or abandon (end the run).
+ * The decision names the pause it was made for (`--pause <id>`, as `ttc pending` and `ttc show`
+ * print it): a call can pause again (its compensation, a batch item, a later generation), and a
+ * decision about an earlier pause is refused (STALE_PAUSE) by this command before anything is
+ * sent and by the run itself.
  * Checks that the call is the one paused (and, with `--tenant`, that the run is that tenant's) before sending the update; a refusal by the run
  * (another operator was faster, the run stopped) is printed with its type and the run's own
  * message (`src/operator/run-decisions.ts`, shared with `approve` and the console). Any refusal
@@ -9,8 +13,9 @@
 import type { Command } from 'commander';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
-import { resolutionNextStep, resolveCall } from '../operator/run-decisions';
-import type { ResolveOutcomeRequest } from '../workflows/types';
+import { DecisionRefusedError, resolutionNextStep, resolveCall } from '../operator/run-decisions';
+import { MESSAGE_ERROR_TYPES } from '../workflows/messages';
+import type { PausedView, ResolveOutcomeRequest } from '../workflows/types';
 import { printLine } from './terminal-safe';
 import { withRun } from './with-run';
 
@@ -23,17 +28,26 @@ export function registerResolve(program: Command): void {
     .option('--absent', 'the effect did not happen; run the call again under a new call id (a paused batch item: the item runs again under its next generation and the batch resumes)')
     .option('--abandon', 'give up; the run ends as abandoned')
     .requiredOption('--reason <text>', 'why (kept in the run for audit)')
+    .option('--pause <pauseId>', 'the pause you decided on, as `ttc pending` / `ttc show` print it (required; refused if the run now waits on another pause)')
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
-    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string; tenant?: string }) => {
+    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string; pause?: string; tenant?: string }) => {
       const chosen = [opts.applied !== undefined, !!opts.absent, !!opts.abandon].filter(Boolean).length;
       if (chosen !== 1) throw new CheckpointError('INVALID_ARGUMENT', 'choose exactly one of --applied <json>, --absent, --abandon', { field: 'resolution' });
+      const pauseId = opts.pause ?? '';
       const request: ResolveOutcomeRequest =
         opts.applied !== undefined
-          ? { callId, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
-          : { callId, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
+          ? { callId, pauseId, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
+          : { callId, pauseId, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
       await withRun(workflowId, opts.tenant, async (handle, status) => {
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });
+        }
+        const waiting = status.paused.pauseId;
+        if (opts.pause === undefined) {
+          throw new CheckpointError('INVALID_ARGUMENT', `--pause is required: run ${workflowId} waits on pause ${waiting} (${describePaused(status.paused)}); check that it is the pause you decided on, then pass --pause ${waiting}`, { field: '--pause' });
+        }
+        if (opts.pause !== waiting) {
+          throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.STALE_PAUSE, workflowId, callId, `the decision was made for pause ${opts.pause}, but the run now waits on pause ${waiting} (${describePaused(status.paused)}); nothing was sent`);
         }
         const result = await resolveCall(handle, request).catch((error: unknown) => {
           // The run's refusals are DecisionRefusedErrors; an `applied` the worker refused fails the update with the worker's failure.
@@ -45,6 +59,13 @@ export function registerResolve(program: Command): void {
         printLine(`resolved ${callId} as ${result.resolution}: call status ${result.status}${next === null ? '' : `; ${next}`}`);
       });
     });
+}
+
+/** What a pause is about, as a person reads it: the call, its compensation or one of its batch items. */
+function describePaused(paused: PausedView): string {
+  if (paused.role === 'compensation') return `the compensation of call ${paused.callId}`;
+  if (paused.item !== undefined) return `item ${JSON.stringify(paused.item.key)} (generation ${paused.item.generation}) of call ${paused.callId}`;
+  return `call ${paused.callId}`;
 }
 
 function parseJson(text: string, flag: string): never {

@@ -83,7 +83,7 @@ export function pausedWhat(paused: PausedView): string {
   const what = paused.role === 'compensation' ? `the compensation of ${paused.callId}` : paused.callId;
   const claimed = `revision ${paused.toolRevision ?? 'not reported'}, key ${paused.idempotencyKey ?? 'not reported'}`;
   const item = paused.item === undefined ? '' : `; ${describeItem(paused.item)}, item key ${paused.item.idempotencyKey ?? 'not reported'}`;
-  return `${what} (${paused.toolName} ${claimed}${item})`;
+  return `${what} (${paused.toolName} ${claimed}${item}); pause ${paused.pauseId} (ttc resolve … --pause ${paused.pauseId})`;
 }
 
 /** A call's status as people read it: `completed, refused` for a call whose stored outcome is the tool's error result (nothing applied). */

@@ -76,15 +76,17 @@ export function parseResolveForm(body: unknown): BoundCallDecision<ResolveOutcom
   const form = fields(body);
   const workflowId = exact(form, 'workflowId');
   const callId = exact(form, 'callId');
+  // The pause the page showed: the run refuses a decision about any other (STALE_PAUSE).
+  const pauseId = exact(form, 'pauseId');
   const shownIntentDigest = shownDigest(form);
   const resolution = exact(form, 'resolution');
   const reason = text(form, 'reason');
-  if (resolution === 'absent' || resolution === 'abandon') return { workflowId, request: { callId, resolution, reason }, shownIntentDigest };
+  if (resolution === 'absent' || resolution === 'abandon') return { workflowId, request: { callId, pauseId, resolution, reason }, shownIntentDigest };
   if (resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolution must be applied, absent or abandon, got ${JSON.stringify(resolution)}`, { field: 'resolution' });
   const receiptText = optional(form, 'receipt').trim();
   return {
     workflowId,
-    request: { callId, resolution, result: json(text(form, 'result', Infinity), 'result'), receipt: receiptText === '' ? null : json(receiptText, 'receipt'), reason },
+    request: { callId, pauseId, resolution, result: json(text(form, 'result', Infinity), 'result'), receipt: receiptText === '' ? null : json(receiptText, 'receipt'), reason },
     shownIntentDigest,
   };
 }

@@ -27,8 +27,10 @@ export interface ConsoleOperations {
    */
   rejectCall(workflowId: string, request: RejectCallRequest, shown: ShownCall): Promise<ApprovalDecisionResult>;
   /**
-   * `resolveOutcome` for the call the run is paused on, once it is seen paused with the intent
-   * digest the page showed (`shown`); else refused (CALL_NOT_PAUSED, APPROVAL_MISMATCH) and nothing is sent.
+   * `resolveOutcome` for the call the run is paused on, once it is seen paused on the pause the
+   * request names (`request.pauseId`) with the intent digest the page showed (`shown`); else
+   * refused (CALL_NOT_PAUSED, STALE_PAUSE, APPROVAL_MISMATCH) and nothing is sent. The run
+   * checks the pause again itself.
    */
   resolveCall(workflowId: string, request: ResolveOutcomeRequest, shown: ShownCall): Promise<ResolveOutcomeResult>;
 }
@@ -46,8 +48,11 @@ export type ConsoleQueryOptions = Pick<ListWaitingRunsOptions, 'queryTimeoutMs' 
 export function temporalOperations(client: Client, queries: ConsoleQueryOptions = {}): ConsoleOperations {
   const handle = (workflowId: string) => client.workflow.getHandle(workflowId);
   /** Refuses, before anything is sent, a decision on a call that is not waiting for it or whose intent is not the one the page showed. */
-  const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall) => {
-    const { call } = await readWaitingCall(run, client.options.namespace, callId, waitingFor);
+  const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall, pauseId?: string) => {
+    const { call, status } = await readWaitingCall(run, client.options.namespace, callId, waitingFor);
+    if (pauseId !== undefined && status.paused !== null && status.paused.pauseId !== pauseId) {
+      throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.STALE_PAUSE, run.workflowId, callId, `the page showed pause ${pauseId}, the run now waits on pause ${status.paused.pauseId}; nothing was sent`);
+    }
     if (call.intentDigest !== shown.intentDigest) {
       const named = (digest: string | null) => (digest === null ? 'none' : digest);
       throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH, run.workflowId, callId, `the page showed intent digest ${named(shown.intentDigest)}, the call has ${named(call.intentDigest)}; nothing was sent`);
@@ -63,7 +68,7 @@ export function temporalOperations(client: Client, queries: ConsoleQueryOptions 
     },
     resolveCall: async (workflowId, request, shown) => {
       const run = handle(workflowId);
-      await checkShown(run, request.callId, 'paused', shown);
+      await checkShown(run, request.callId, 'paused', shown, request.pauseId);
       return resolveCall(run, request);
     },
   };

@@ -77,7 +77,7 @@ function renderEvidence(status: RunStatusView, call: PendingCallView): SafeHtml 
   const pausedAt = status.paused?.callId === call.callId ? status.paused.pausedAt : null;
   const compensation = call.role === 'compensation' ? (call.compensation ?? null) : null;
   const key = compensation !== null ? compensation.idempotencyKey : call.idempotencyKey;
-  return html`<dt>Idempotency key</dt><dd>${key === null ? 'not reported by the worker' : html`<code>${key}</code>`}</dd>
+  return html`${status.paused?.callId === call.callId ? html`<dt>Pause</dt><dd><code>${status.paused.pauseId}</code></dd>` : null}<dt>Idempotency key</dt><dd>${key === null ? 'not reported by the worker' : html`<code>${key}</code>`}</dd>
 ${compensation !== null ? html`<dt>Compensation</dt><dd>${compensation.toolName ?? 'not known yet'}, revision ${compensation.toolRevision ?? 'not reported'}, generation ${compensation.generation}</dd>` : null}
 ${call.item !== undefined ? html`<dt>Batch item</dt><dd>${describeItem(call.item)}, item key ${call.item.idempotencyKey === null ? 'not reported' : html`<code>${call.item.idempotencyKey}</code>`}</dd>` : null}
 <dt>Failure</dt><dd><code>${call.errorType ?? 'UNCLASSIFIED'}</code></dd>
@@ -119,7 +119,7 @@ function resolveForm(workflowId: string, status: RunStatusView, call: PendingCal
   if (status.paused?.callId !== call.callId) {
     return html`<p class="note">Waits for its turn: the run is paused on ${status.paused === null ? 'no call yet' : html`<code>${status.paused.callId}</code>`}; resolve that call first.</p>`;
   }
-  return html`<form method="post" action="/resolve" class="resolve">${hidden(workflowId, call.callId, form)}${shownDigest(call)}
+  return html`<form method="post" action="/resolve" class="resolve">${hidden(workflowId, call.callId, form)}${shownDigest(call)}<input type="hidden" name="pauseId" value="${status.paused.pauseId}">
 <label>Result, if the effect was applied: the tool's exact output as JSON (the model reads it)<textarea name="result" placeholder='{"id": "…"}'></textarea></label>
 <label>Receipt (JSON, optional)<textarea name="receipt"></textarea></label>
 <label>Reason (kept for audit) <input type="text" name="reason" required maxlength="4096"></label>

@@ -122,8 +122,8 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
           await handle.executeUpdate(resolveOutcomeUpdate, {
             args: [
               sent
-                ? { callId: status.paused.callId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'found in the provider outbox' }
-                : { callId: status.paused.callId, resolution: 'absent', reason: 'not in the provider outbox' },
+                ? { callId: status.paused.callId, pauseId: status.paused.pauseId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'found in the provider outbox' }
+                : { callId: status.paused.callId, pauseId: status.paused.pauseId, resolution: 'absent', reason: 'not in the provider outbox' },
             ],
           });
           resolved.add(`${handle.workflowId}/${status.paused.callId}`);

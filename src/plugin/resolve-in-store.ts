@@ -69,6 +69,12 @@ export interface ResolveCallInStoreArgs {
   readonly reason: string;
   /** Who decided (kept in the record; 1 to 256 characters, no control characters). @default `<OS user>@<host name>` */
   readonly resolvedBy?: string;
+  /**
+   * The checkpoint revision the person decided on (`ttc pending` shows it). A record that moved on
+   * since (another claim, a renewal, a result) is refused (FENCE_CONFLICT, `stale-decision`): a
+   * decision about one claim never settles another. @default not checked (any unfinished claim)
+   */
+  readonly expectedRevision?: number;
 }
 
 /** Options of {@link resolveCallInStore}; give the values the worker's plugin uses. */
@@ -150,7 +156,7 @@ export interface ResolvedInStore {
  *   - RECONCILE_PENDING (`may-be-running`): `executing` before its settle time, its holder may
  *     still be running; `details.retryAfterMs` is the time left;
  *   - FENCE_CONFLICT (`lost-race`): the compare-and-swap lost, the record changed after it was
- *     read (`details.nowStatus`);
+ *     read (`details.nowStatus`); (`stale-decision`): the record is not at `expectedRevision`;
  *   - PAYLOAD_TOO_LARGE, NOT_JSON: `applied` is not bounded JSON;
  *   - the store's codes (STORE_UNAVAILABLE, STORE_OUTCOME_UNKNOWN, a quarantine code for a row
  *     that fails to parse or verify, which is left as it is).
@@ -159,6 +165,14 @@ export async function resolveCallInStore(store: CheckpointStore, args: ResolveCa
   const request = checkArgs(args, options);
   const { record, runChainId } = await findCall(store, request);
   const what = `call ${JSON.stringify(request.callId)} of workflow ${JSON.stringify(request.workflowId)} (${record.binding.toolName} revision ${record.binding.toolRevision}, run chain ${runChainId})`;
+  if (request.expectedRevision !== undefined && record.revision !== request.expectedRevision) {
+    throw refusal(
+      'FENCE_CONFLICT',
+      'stale-decision',
+      `${what}: the decision was made on checkpoint revision ${request.expectedRevision}, but the checkpoint is now at revision ${record.revision} (${record.status}${record.execution === null ? '' : ` under ${record.execution.attemptId} since ${record.execution.claimedAt}`}${describeResolution(record)}); nothing was written: read it again and decide on what it holds now`,
+      { seenRevision: request.expectedRevision, nowRevision: record.revision, nowStatus: record.status },
+    );
+  }
   const fromStatus = resolvableStatus(record, what, options);
   const execution = record.execution!;
   const at = transitionTime({ clock: options.clock }, record);
@@ -219,6 +233,7 @@ interface Request {
   readonly resolution: StoreResolution;
   readonly reason: string;
   readonly resolvedBy: string;
+  readonly expectedRevision: number | undefined;
 }
 
 const FAILURE_TYPE = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
@@ -227,7 +242,8 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOptions): Request {
   if (typeof args !== 'object' || args === null) throw invalid('args', 'resolveCallInStore needs { namespace, workflowId, callId, resolution, reason }');
-  const { namespace, workflowId, callId, runChainId, tenant = DEFAULT_PLUGIN_TENANT, resolution, reason, resolvedBy = defaultResolvedBy() } = args;
+  const { namespace, workflowId, callId, runChainId, tenant = DEFAULT_PLUGIN_TENANT, resolution, reason, resolvedBy = defaultResolvedBy(), expectedRevision } = args;
+  if (expectedRevision !== undefined && !(Number.isSafeInteger(expectedRevision) && expectedRevision >= 0)) throw invalid('expectedRevision', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`);
   assertIdentifier(namespace, 'namespace');
   assertIdentifier(workflowId, 'workflowId');
   assertIdentifier(callId, 'callId');
@@ -239,7 +255,7 @@ function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOpti
   }
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) throw invalid('reconcileMarginMs', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`);
-  return { namespace, workflowId, callId, runChainId, tenant, resolution: checkResolution(resolution), reason, resolvedBy };
+  return { namespace, workflowId, callId, runChainId, tenant, resolution: checkResolution(resolution), reason, resolvedBy, expectedRevision };
 }
 
 function checkResolution(resolution: unknown): StoreResolution {

@@ -1012,19 +1012,9 @@ class AgentRun {
 
   private validateResolution(req: ResolveOutcomeRequest): void {
     if (this.state.stopped !== null) refuse(MESSAGE_ERROR_TYPES.RUN_FINISHED, `the run has stopped (${this.state.stopped.because})`);
-    if (typeof req?.callId !== 'string') refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'resolveOutcome needs a callId string');
-    const paused = this.state.paused;
-    const waiting = paused !== null && (paused.status === 'paused' || this.state.pausedOnCompensation());
-    if (paused === null || paused.callId !== req.callId || !waiting || this.resolution !== null) {
-      refuse(
-        MESSAGE_ERROR_TYPES.CALL_NOT_PAUSED,
-        paused === null
-          ? `the run is not paused; no call "${req.callId}" awaits a resolution`
-          : this.resolution !== null
-            ? `a resolution of call "${paused.callId}" is already being applied`
-            : `the run is paused on call "${paused.callId}", not "${req.callId}"`,
-      );
-    }
+    // The decision applies only to the pause the person saw (its pauseId), never to a later one of the same call.
+    const refusal = this.state.resolutionRefusal(req?.callId, req?.pauseId, this.resolution !== null);
+    if (refusal !== null) refuse(MESSAGE_ERROR_TYPES[refusal.type], refusal.message);
     if (!['applied', 'absent', 'abandon'].includes(req.resolution)) {
       refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, `resolution must be 'applied', 'absent' or 'abandon', got ${JSON.stringify(req.resolution)}`);
     }
@@ -1045,8 +1035,8 @@ class AgentRun {
     return pending.result!;
   }
 
-  private settle(pending: PendingResolution, result: ResolveOutcomeResult): void {
-    pending.result = result;
+  private settle(pending: PendingResolution, result: Omit<ResolveOutcomeResult, 'pauseId'>): void {
+    pending.result = { ...result, pauseId: pending.request.pauseId };
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();

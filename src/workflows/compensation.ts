@@ -36,7 +36,8 @@ export type WindDownAttempt<T> = { readonly kind: 'ok'; readonly value: T } | { 
 export interface ResolutionTicket {
   readonly request: ResolveOutcomeRequest;
   /** Completes the update with `result` (the run advanced). */
-  settle(result: ResolveOutcomeResult): void;
+  /** Settles the update; the result's `pauseId` is the request's. */
+  settle(result: Omit<ResolveOutcomeResult, 'pauseId'>): void;
   /** Fails the update with a typed failure; the run stays paused. */
   fail(type: string, message: string): void;
 }

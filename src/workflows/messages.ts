@@ -34,6 +34,8 @@ export const MESSAGE_ERROR_TYPES = {
   CALL_NOT_AWAITING_APPROVAL: 'CALL_NOT_AWAITING_APPROVAL',
   /** No call with this id is paused on an unknown outcome, or a resolution for it is already being applied. */
   CALL_NOT_PAUSED: 'CALL_NOT_PAUSED',
+  /** The resolution was made for another pause than the one the run waits on now (a compensation, a batch item or a later generation of the same call): read the status again and decide on what is paused now. */
+  STALE_PAUSE: 'STALE_PAUSE',
   /** The update's payload is malformed (missing or wrong field). */
   INVALID_REQUEST: 'INVALID_REQUEST',
   /** The run has already stopped. */
@@ -81,6 +83,8 @@ export const rejectCallUpdate = defineUpdate<ApprovalDecisionResult, [RejectCall
  * `applied` stores the compensation's result (`resolveToolCall` with `role: 'compensation'`),
  * `absent` runs the compensation again as its next generation, `abandon` leaves it "compensation
  * pending" and the run goes on compensating the others.
- * Refused with CALL_NOT_PAUSED, INVALID_REQUEST or RUN_FINISHED.
+ * The request carries the `pauseId` of the pause the person saw (`runStatus().paused.pauseId`);
+ * one made for any other pause is refused (STALE_PAUSE) and nothing changes.
+ * Refused with CALL_NOT_PAUSED, STALE_PAUSE, INVALID_REQUEST or RUN_FINISHED.
  */
 export const resolveOutcomeUpdate = defineUpdate<ResolveOutcomeResult, [ResolveOutcomeRequest]>('resolveOutcome');

@@ -112,8 +112,10 @@ export class RunState {
   turns = 0;
   toolCallsUsed = 0;
   stopped: RunStop | null = null;
-  /** The call the run is paused on, while phase is `paused`. */
-  paused: CallState | null = null;
+  private pausedCall: CallState | null = null;
+  /** How many pauses this run has begun (the last part of a pause's identity). */
+  private pauseCount = 0;
+  private currentPauseId: string | null = null;
   /** The current generation per intent digest, raised when a person proves a call's effect absent (dedupeByIntent tools). */
   readonly intentGenerations: Record<string, number> = {};
   /** Calls that finished in earlier runs of the chain (continue-as-new), counted. */
@@ -144,6 +146,53 @@ export class RunState {
       this.toolCallsUsed = continued.toolCallsUsed;
       Object.assign(this.intentGenerations, continued.intentGenerations);
     }
+  }
+
+  /** The call the run is paused on (the call itself, its compensation or one of its batch items), while phase is `paused`. */
+  get paused(): CallState | null {
+    return this.pausedCall;
+  }
+
+  /**
+   * Setting a call begins a new pause, with a new identity ({@link pauseIdOf}) built from what is
+   * paused at that moment (the call, its compensation's generation, its batch item's key and
+   * generation); set what is paused on the call first. Null ends the pause.
+   */
+  set paused(call: CallState | null) {
+    this.pausedCall = call;
+    if (call === null) {
+      this.currentPauseId = null;
+      return;
+    }
+    this.pauseCount += 1;
+    this.currentPauseId = pauseIdOf(call, this.pauseCount);
+  }
+
+  /** The identity of the pause the run waits on now, or null. */
+  get pauseId(): string | null {
+    return this.currentPauseId;
+  }
+
+  /**
+   * Why a resolution of `callId` made for pause `pauseId` is refused now, or null when it is for
+   * the pause the run waits on. Refusals: INVALID_REQUEST (no call id or pause id),
+   * CALL_NOT_PAUSED (the run waits on no call, on another call, or a resolution is already being
+   * applied: `inFlight`), STALE_PAUSE (the same call, but another pause than the one waiting now).
+   */
+  resolutionRefusal(callId: unknown, pauseId: unknown, inFlight: boolean): { readonly type: 'INVALID_REQUEST' | 'CALL_NOT_PAUSED' | 'STALE_PAUSE'; readonly message: string } | null {
+    if (typeof callId !== 'string') return { type: 'INVALID_REQUEST', message: 'resolveOutcome needs a callId string' };
+    if (typeof pauseId !== 'string' || pauseId.length === 0) {
+      return { type: 'INVALID_REQUEST', message: `resolveOutcome needs the pauseId of the pause the person decided on (runStatus: paused.pauseId${this.currentPauseId === null ? '' : `; the run waits on ${this.currentPauseId}`})` };
+    }
+    const paused = this.pausedCall;
+    const waiting = paused !== null && (paused.status === 'paused' || this.pausedOnCompensation());
+    if (paused === null || !waiting) return { type: 'CALL_NOT_PAUSED', message: `the run is not paused; no call "${callId}" awaits a resolution` };
+    if (inFlight) return { type: 'CALL_NOT_PAUSED', message: `a resolution of call "${paused.callId}" is already being applied` };
+    if (paused.callId !== callId) return { type: 'CALL_NOT_PAUSED', message: `the run is paused on call "${paused.callId}", not "${callId}"` };
+    if (pauseId !== this.currentPauseId) {
+      return { type: 'STALE_PAUSE', message: `the decision was made for pause ${pauseId}, but the run now waits on pause ${this.currentPauseId} (${describePause(paused)}); nothing was changed: read the status again and decide on what is paused now` };
+    }
+    return null;
   }
 
   /** Whether a call id was used before in this chain. */
@@ -329,8 +378,11 @@ export class RunState {
         modelInput: call.input,
         approvalExpiresAt: call.approval?.expiresAt != null ? iso(call.approval.expiresAt) : null,
       }));
-    if (this.pausedOnCompensation()) pendingCalls.push(compensationPendingView(this.paused!));
+    if (this.pausedOnCompensation()) pendingCalls.push({ ...compensationPendingView(this.paused!), pauseId: this.currentPauseId! });
     const paused = this.paused;
+    // The call the run waits on now carries the pause's identity, for the forms built from pending calls.
+    const waitingOn = pendingCalls.findIndex((call) => paused !== null && call.callId === paused.callId && call.status === 'paused' && call.pauseId === undefined && !this.pausedOnCompensation());
+    if (waitingOn >= 0) pendingCalls[waitingOn] = { ...pendingCalls[waitingOn]!, pauseId: this.currentPauseId! };
     return {
       phase: this.phase,
       stateVersion: this.stateVersion,
@@ -346,7 +398,7 @@ export class RunState {
         deadlineAt: iso(this.deadlineAt),
         remainingMs: Math.max(0, this.deadlineAt - now),
       },
-      paused: paused === null ? null : pausedView(paused, now),
+      paused: paused === null ? null : pausedView(paused, this.currentPauseId!, now),
       stoppedBecause: this.stopped?.because ?? null,
     };
   }
@@ -390,11 +442,31 @@ export function retryId(modelCallId: string, attempt: number): string {
   return `${modelCallId}~retry${attempt}`;
 }
 
+/**
+ * The identity of a pause of `call`, the run's `seq`-th pause: what is paused (the call, its
+ * compensation at its generation, or one of its batch items at the item's generation) and the
+ * number, e.g. `c1/compensation@1#3`, `c1/item:sku-7@2#2`, `c1#1`. Unique within the run
+ * (`seq`) and across a chain (call ids are unique in a chain). Pure.
+ */
+export function pauseIdOf(call: CallState, seq: number): string {
+  if (call.compensation?.status === 'paused') return `${call.callId}/compensation@${call.compensation.generation}#${seq}`;
+  if (call.pausedItem !== null) return `${call.callId}/item:${call.pausedItem.key}@${call.pausedItem.generation}#${seq}`;
+  return `${call.callId}#${seq}`;
+}
+
+/** What is paused, as a person reads it: `the compensation of call "c1" (generation 1)`, `item "k" (generation 2) of call "c1"`, `call "c1"`. */
+function describePause(call: CallState): string {
+  if (call.compensation?.status === 'paused') return `the compensation of call "${call.callId}" (generation ${call.compensation.generation})`;
+  if (call.pausedItem !== null) return `item "${call.pausedItem.key}" (generation ${call.pausedItem.generation}) of call "${call.callId}"`;
+  return `call "${call.callId}"`;
+}
+
 /** The paused view of `call`: the call's pause, or its compensation's (`role: 'compensation'`). */
-function pausedView(call: CallState, now: number): PausedView {
+function pausedView(call: CallState, pauseId: string, now: number): PausedView {
   const compensation = call.compensation?.status === 'paused' ? call.compensation : null;
   if (compensation !== null) {
     return {
+      pauseId,
       callId: call.callId,
       toolName: call.toolName,
       errorType: compensation.errorType ?? 'UNCLASSIFIED',
@@ -406,6 +478,7 @@ function pausedView(call: CallState, now: number): PausedView {
     };
   }
   return {
+    pauseId,
     callId: call.callId,
     toolName: call.toolName,
     errorType: call.errorType ?? 'UNCLASSIFIED',

@@ -423,6 +423,8 @@ export interface PendingCallView extends CallReport<LiveCallStatus> {
    * its details. Absent for the call itself.
    */
   readonly role?: 'compensation';
+  /** The pause's identity ({@link PausedView.pauseId}) when the run waits on this call now. Absent otherwise. */
+  readonly pauseId?: string;
 }
 
 /** Budget used against limits. */
@@ -464,6 +466,12 @@ export interface RunStatusView {
 
 /** What the run is paused on: the call (or, with `role: 'compensation'`, its compensation; with `item`, one item of a batch call). */
 export interface PausedView {
+  /**
+   * The identity of this pause (see `pauseIdOf` in run-state.ts: what is paused, the call, the
+   * compensation's or the batch item's generation, and the run's pause number). A resolution must
+   * carry it; the run refuses one made for any other pause (STALE_PAUSE).
+   */
+  readonly pauseId: string;
   readonly callId: string;
   readonly toolName: string;
   readonly errorType: string;
@@ -513,6 +521,8 @@ export interface ApprovalDecisionResult {
 export type ResolveOutcomeRequest =
   | {
       readonly callId: string;
+      /** The `paused.pauseId` the person decided on (the run refuses any other: STALE_PAUSE). */
+      readonly pauseId: string;
       readonly resolution: 'applied';
       /** The tool's exact output JSON, as the model should see it. */
       readonly result: JsonValue;
@@ -521,11 +531,13 @@ export type ResolveOutcomeRequest =
       /** Audit text, non-empty. */
       readonly reason: string;
     }
-  | { readonly callId: string; readonly resolution: 'absent' | 'abandon'; readonly reason: string };
+  | { readonly callId: string; readonly pauseId: string; readonly resolution: 'absent' | 'abandon'; readonly reason: string };
 
 /** What `resolveOutcomeUpdate` returns once the workflow has acted on the resolution. */
 export interface ResolveOutcomeResult {
   readonly callId: string;
+  /** The pause the resolution settled. */
+  readonly pauseId: string;
   readonly resolution: ToolCallResolution;
   /**
    * The paused call's final status: `resolved-applied`, `resolved-absent` or `abandoned`. For a

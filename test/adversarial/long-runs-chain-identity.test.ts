@@ -18,7 +18,7 @@ import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow, cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
-import { waitForStatus } from '../helpers/agent-harness';
+import { waitForStatus, currentPauseId } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';
 
@@ -92,7 +92,7 @@ describe('continue-as-new keeps call identity and intent generations (real fence
     const result = await withWorker('adv-chain-dedupe', model, [sendNote], async (taskQueue) => {
       const handle = await env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `adv-chain-dedupe-${Date.now()}`, args: [input] });
       await waitForStatus(handle, (s) => s.phase === 'paused', 60_000);
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'absent', reason: 'not in the outbox' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'not in the outbox' }] });
       const result = await handle.result();
       const status = await handle.query(runStatusQuery);
       process.stdout.write(`effects ${JSON.stringify(effects)}; continuations ${status.continuations}; last run calls ${JSON.stringify(result.calls.map((c) => [c.callId, c.status, c.source]))}\n`);

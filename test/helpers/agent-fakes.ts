@@ -44,6 +44,13 @@ export function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** The identity of the pause the run waits on now (`runStatus().paused.pauseId`), what a resolution must carry. Throws when the run is not paused. */
+export async function currentPauseId(handle: WorkflowHandle): Promise<string> {
+  const status = await handle.query(runStatusQuery);
+  if (status.paused === null) throw new Error(`the run is ${status.phase}, not paused`);
+  return status.paused.pauseId;
+}
+
 /** Polls the status query (real time) until `predicate` holds. */
 export async function waitForStatus(handle: WorkflowHandle, predicate: (s: RunStatusView) => boolean, timeoutMs = 20_000): Promise<RunStatusView> {
   const until = Date.now() + timeoutMs;

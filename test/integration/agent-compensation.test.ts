@@ -12,9 +12,11 @@ import type { BatchCancellationReport } from '../../src/activities/batch-items';
 import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
-import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
+import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus, currentPauseId } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
+import { temporalOperations } from '../../src/console/operations';
+import { DecisionRefusedError } from '../../src/operator/run-decisions';
 import { releaseReplayHooks } from '../helpers/replay-hooks';
 
 // Replays leave a process-wide promise hook that slows every later suite (see the helper).
@@ -182,13 +184,13 @@ describe('agentWorkflow compensations (issue 14)', () => {
       await handle.signal(cancelRunSignal, { reason: 'customer cancelled' });
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
       expect(f.compensations).toEqual([]);
-      const answer = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no charge in the provider log' }] });
+      const answer = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge in the provider log' }] });
       return { result: await handle.result(), paused, answer };
     });
 
     expect(paused.paused).toMatchObject({ callId: 'c1', toolName: 'charge' });
     expect(paused.paused!.role).toBeUndefined();
-    expect(answer).toEqual({ callId: 'c1', resolution: 'absent', status: 'resolved-absent', retryCallId: null });
+    expect(answer).toEqual({ callId: 'c1', pauseId: 'c1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null });
     expect(result).toMatchObject({ status: 'cancelled', stoppedBecause: 'cancel', reason: 'customer cancelled' });
     expect(f.runs.map((r) => r.callId)).toEqual(['r1', 'c1']);
     expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);
@@ -203,7 +205,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
     });
     const result = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'the customer gave up' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'the customer gave up' }] });
       return handle.result();
     });
 
@@ -234,7 +236,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
       await charging.promise;
       await handle.cancel();
       await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'finance checks it by hand' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance checks it by hand' }] });
       const closed = await handle.result().then(
         (result) => ({ status: result.status, effects: result.effects }),
         (error: Error) => ({ failed: error.name }),
@@ -259,7 +261,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
       await handle.cancel();
       // The unknown charge is settled by a person first; proven absent, it is not compensated.
       await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1' && f.compensations.length === 0);
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no charge at the provider' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge at the provider' }] });
       const closed = await handle.result().then(
         () => 'completed',
         (error: Error) => error.name,
@@ -281,14 +283,14 @@ describe('agentWorkflow compensations (issue 14)', () => {
       const status = await waitForStatus(handle, (s) => s.phase === 'paused');
       expect(f.compensations.map((c) => c.callId)).toEqual(['c1']);
       const answer = await handle.executeUpdate(resolveOutcomeUpdate, {
-        args: [{ callId: 'c1', resolution: 'applied', result: { refunded: 500, by: 'bank transfer' }, receipt: { transfer: 't-9' }, reason: 'refunded by transfer' }],
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { refunded: 500, by: 'bank transfer' }, receipt: { transfer: 't-9' }, reason: 'refunded by transfer' }],
       });
       return { result: await handle.result(), status, answer };
     });
 
     expect(status.paused).toMatchObject({ callId: 'c1', role: 'compensation', errorType: 'REFUND_REFUSED' });
     expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'c1', status: 'paused', role: 'compensation', errorType: 'REFUND_REFUSED' })]);
-    expect(answer).toEqual({ callId: 'c1', resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
+    expect(answer).toEqual({ callId: 'c1', pauseId: 'c1/compensation@1#1', resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
     expect(f.resolved).toEqual([
       expect.objectContaining({
         callId: 'c1',
@@ -317,13 +319,13 @@ describe('agentWorkflow compensations (issue 14)', () => {
     const { result, rerun } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
       const first = (s: RunStatusView) => s.paused?.role === 'compensation' && f.compensations.length === 1;
       await waitForStatus(handle, first);
-      const rerun = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'absent', reason: 'no refund in the provider log' }] });
+      const rerun = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the provider log' }] });
       await waitForStatus(handle, (s) => s.paused?.role === 'compensation' && f.compensations.length === 2);
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', resolution: 'abandon', reason: 'finance refunds by hand' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance refunds by hand' }] });
       return { result: await handle.result(), rerun };
     });
 
-    expect(rerun).toEqual({ callId: 'c1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
+    expect(rerun).toEqual({ callId: 'c1', pauseId: 'c1/compensation@1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
     expect(f.compensations.map((c) => [c.callId, c.compensationGeneration])).toEqual([
       ['c1', 1],
       ['c1', 2],
@@ -359,10 +361,10 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     const { shown, resolved, result } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
       const shown = await cli('show', handle.workflowId);
-      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log');
+      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log', '--pause', await currentPauseId(handle));
       return { shown, resolved, result: await handle.result() };
     });
-    expect(shown.stdout).toContain('paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1): OUTCOME_UNKNOWN: ');
+    expect(shown.stdout).toContain('paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1); pause b1/item:n20@1#1 (ttc resolve … --pause b1/item:n20@1#1): OUTCOME_UNKNOWN: ');
     expect(resolved).toEqual({
       code: 0,
       stdout: 'resolved b1 as applied: call status resolved-applied; item "n20" (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it\n',
@@ -382,10 +384,10 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     });
     const { result, paused, answers } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 1);
-      const absent = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'b1', resolution: 'absent', reason: 'n20 not in the provider log' }] });
+      const absent = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'b1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'n20 not in the provider log' }] });
       await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 2);
       const applied = await handle.executeUpdate(resolveOutcomeUpdate, {
-        args: [{ callId: 'b1', resolution: 'applied', result: { messageId: 'm-20' }, receipt: { id: 'm-20' }, reason: 'n20 is in the log' }],
+        args: [{ callId: 'b1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-20' }, receipt: { id: 'm-20' }, reason: 'n20 is in the log' }],
       });
       return { result: await handle.result(), paused, answers: [absent, applied] };
     });
@@ -393,8 +395,8 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     expect(paused.paused).toMatchObject({ callId: 'b1', errorType: 'OUTCOME_UNKNOWN', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } });
     expect(paused.pendingCalls).toEqual([expect.objectContaining({ callId: 'b1', status: 'paused', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } })]);
     expect(answers).toEqual([
-      { callId: 'b1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
-      { callId: 'b1', resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
+      { callId: 'b1', pauseId: 'b1/item:n20@1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
+      { callId: 'b1', pauseId: 'b1/item:n20@2#2', resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
     ]);
     expect(f.resolved.map((r) => [r.callId, r.resolution, r.item, r.result])).toEqual([
       ['b1', 'absent', { key: 'n20', generation: 1 }, undefined],
@@ -480,5 +482,53 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     expect(result.status).toBe('cancelled');
     const batch = result.calls[0]!;
     expect([batch.status, batch.batch, batch.reason]).toEqual(['unknown', report, 'cancelled during the batch of 100 items: 20 applied, 80 not applied, 0 unknown']);
+  });
+});
+
+describe('a decision applies only to the pause the person saw', () => {
+  it('charge paused, resolved applied by B; ship refused; the refund pauses on the same call: A\'s stale "absent" is refused by the run, the console and the CLI, and the refund runs once', async () => {
+    const model = scriptedModel([toolTurn('Charging, then shipping.', call('c1', 'charge', { cents: 500 }), call('s1', 'ship', { to: 'Oslo' }))]);
+    const f = fakes(
+      async (input) => {
+        if (input.toolName === 'charge') throw outcomeUnknown('charge: the answer was lost');
+        return input.toolName === 'ship' ? rejected(input) : undefined;
+      },
+      async (input) => {
+        if (input.toolName === 'charge') throw outcomeUnknown('refund: the answer was lost');
+        return undefined;
+      },
+    );
+    const { seenByA, refundPause, refusals, result } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
+      // Operator A reads the pause on the charge (and keeps the page open).
+      const seenByA = (await waitForStatus(handle, (s) => s.paused?.callId === 'c1' && s.paused.role === undefined)).paused!;
+      // Operator B resolves the charge applied; ship is refused; the refund's answer is lost too.
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: seenByA.pauseId, resolution: 'applied', result: { chargeId: 'ch_1' }, reason: 'B found the charge' }] });
+      const refundPause = (await waitForStatus(handle, (s) => s.paused?.role === 'compensation')).paused!;
+      // A submits the old decision: through the update itself, the console and the CLI.
+      const stale = { callId: 'c1', pauseId: seenByA.pauseId, resolution: 'absent', reason: 'A: no charge seen' } as const;
+      const byUpdate = await handle.executeUpdate(resolveOutcomeUpdate, { args: [stale] }).then(
+        () => 'accepted',
+        (error: { cause?: { type?: string } }) => error.cause?.type,
+      );
+      const byConsole = await temporalOperations(harness.env.client)
+        .resolveCall(handle.workflowId, stale, { intentDigest: null })
+        .then(
+          () => 'accepted',
+          (error: unknown) => (error instanceof DecisionRefusedError ? error.type : String(error)),
+        );
+      const byCli = await cli('resolve', handle.workflowId, 'c1', '--absent', '--reason', 'A: no charge seen', '--pause', seenByA.pauseId);
+      const compensationsAfterStale = f.compensations.length;
+      // The refund's own pause is decided with its own id.
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: refundPause.pauseId, resolution: 'applied', result: { refundId: 're_1' }, reason: 'refund found' }] });
+      return { seenByA, refundPause, refusals: { byUpdate, byConsole, byCli: [byCli.code, byCli.stdout], compensationsAfterStale }, result: await handle.result() };
+    });
+
+    expect(refundPause.callId).toBe(seenByA.callId);
+    expect(refundPause.pauseId).not.toBe(seenByA.pauseId);
+    expect(refusals).toEqual({ byUpdate: 'STALE_PAUSE', byConsole: 'STALE_PAUSE', byCli: [1, ''], compensationsAfterStale: 1 });
+    // The refund ran once; nothing ran the charge again.
+    expect(f.compensations.map((c) => [c.callId, c.compensationGeneration])).toEqual([['c1', 1]]);
+    expect(f.runs.filter((r) => r.toolName === 'charge').map((r) => r.callId)).toEqual(['c1']);
+    expect(result.calls.find((c) => c.callId === 'c1')!.compensation).toMatchObject({ status: 'compensated', generation: 1, source: 'resolution' });
   });
 });

@@ -103,8 +103,8 @@ describe('agentWorkflow: continue-as-new', () => {
       const shown = await cli('show', handle.workflowId);
       expect(shown.stderr).toBe('');
       expect(shown.stdout).toMatch(/continued as new [1-9]\d* times/);
-      expect(shown.stdout).toContain('paused on e1 (send_email)');
-      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', '{"messageId":"m-9"}', '--reason', 'in the outbox');
+      expect(shown.stdout).toContain(`paused on e1 (send_email revision not reported, key not reported); pause ${paused.paused!.pauseId} `);
+      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', '{"messageId":"m-9"}', '--reason', 'in the outbox', '--pause', paused.paused!.pauseId);
       expect([resolved.code, resolved.stderr]).toEqual([0, '']);
       return handle.result();
     });

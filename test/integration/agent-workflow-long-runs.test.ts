@@ -22,6 +22,7 @@ import {
   toolTurn,
   useAgentTestEnv,
   waitForStatus,
+  currentPauseId,
 } from '../helpers/agent-harness';
 import { conversationFake } from '../helpers/conversation-fake';
 
@@ -119,7 +120,7 @@ describe('agentWorkflow: the calls of one turn run concurrently', () => {
       const s = await waitForStatus(handle, (st) => st.phase === 'paused');
       expect(s.paused?.callId).toBe('e1');
       expect(callStatuses(s.calls)).toEqual({ a: 'completed', e1: 'paused', c: 'completed' });
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-1' }, reason: 'seen in the outbox' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-1' }, reason: 'seen in the outbox' }] });
       return handle.result();
     });
     expect(result.status).toBe('completed');

@@ -19,6 +19,7 @@ import {
   updateFailureType,
   useAgentTestEnv,
   waitForStatus,
+  currentPauseId,
 } from '../helpers/agent-harness';
 import { releaseReplayHooks } from '../helpers/replay-hooks';
 
@@ -211,12 +212,12 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const { result, paused, resolved } = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
-      expect(await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 't2', resolution: 'absent', reason: 'x' }] }))).toBe('CALL_NOT_PAUSED');
+      expect(await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 't2', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'x' }] }))).toBe('CALL_NOT_PAUSED');
       expect(
-        await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', reason: 'seen in the outbox' } as never] })),
+        await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', reason: 'seen in the outbox' } as never] })),
       ).toBe('INVALID_REQUEST');
       const resolved = await handle.executeUpdate(resolveOutcomeUpdate, {
-        args: [{ callId: 'e1', resolution: 'applied', result: { messageId: 'm-77' }, receipt: { messageId: 'm-77' }, reason: 'seen in the outbox' }],
+        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-77' }, receipt: { messageId: 'm-77' }, reason: 'seen in the outbox' }],
       });
       return { result: await handle.result(), paused, resolved };
     });
@@ -226,7 +227,7 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
       ['e1', 'paused'],
       ['t2', 'queued'],
     ]);
-    expect(resolved).toEqual({ callId: 'e1', resolution: 'applied', status: 'resolved-applied', retryCallId: null });
+    expect(resolved).toEqual({ callId: 'e1', pauseId: 'e1#1', resolution: 'applied', status: 'resolved-applied', retryCallId: null });
     expect(tools.resolved).toEqual([
       expect.objectContaining({
         tenant: 'acme',
@@ -255,11 +256,11 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const { result, resolved } = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'absent', reason: 'not in the provider log' }] });
+      const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'not in the provider log' }] });
       return { result: await handle.result(), resolved };
     });
 
-    expect(resolved).toEqual({ callId: 'e1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'e1~retry1' });
+    expect(resolved).toEqual({ callId: 'e1', pauseId: 'e1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'e1~retry1' });
     expect(tools.runs.map((r) => r.callId)).toEqual(['e1', 'e1~retry1', 't2']);
     expect(tools.resolved).toEqual([]);
     expect(result.status).toBe('completed');
@@ -281,7 +282,7 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const result = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'abandon', reason: 'customer withdrew the request' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'customer withdrew the request' }] });
       return handle.result();
     });
 
@@ -302,13 +303,13 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     const result = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
       const type = await updateFailureType(
-        handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { huge: true }, reason: 'seen' }] }),
+        handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { huge: true }, reason: 'seen' }] }),
       );
       expect(type).toBe('PAYLOAD_TOO_LARGE');
       const after = await handle.query(runStatusQuery);
       expect(after.phase).toBe('paused');
       expect(after.paused?.callId).toBe('e1');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'abandon', reason: 'give up' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'give up' }] });
       return handle.result();
     });
     expect(result.status).toBe('abandoned');

@@ -25,6 +25,7 @@ import { runCli, type CliOutput } from '../helpers/cli';
 import { conversationFake } from '../helpers/conversation-fake';
 import { listWaitingRuns } from '../../src/operator/waiting-runs';
 import { renderWaitingRunsPage } from '../../src/console/render-runs';
+import { currentPauseId } from '../helpers/agent-fakes';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
@@ -351,7 +352,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
       const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'issue6-dedupe');
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }] });
       const result = await handle.result();
 
       expect(result.calls.map((c) => [c.callId, c.status, c.source])).toEqual([
@@ -406,15 +407,18 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
         expect.stringMatching(new RegExp(`^temporal\\+store\\s+${TENANT}\\s+paused\\s+${handle.workflowId}/e1\\s+send_email\\s+\\d{4}-\\S+\\s+OUTCOME_UNKNOWN: `)),
       ]);
 
+      // The operator reads the pause's identity from `pending` and decides on exactly that pause.
+      const pauseId = /, pause (\S+)\)/.exec(lines.find((line) => line.includes(`${handle.workflowId}/e1`)) ?? '')?.[1];
+      expect(pauseId).toBe(paused.paused!.pauseId);
       const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
-      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox');
+      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox', '--pause', pauseId!);
       expect(resolved).toEqual({ code: 0, stdout: 'resolved e1 as applied: call status resolved-applied\n', stderr: '' });
       const result: AgentWorkflowResult = await handle.result();
       expect(result.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'resolved-applied', source: 'resolution', outcome: { ok: true, output: { messageId: sentEmail.messageId }, receipt: null } })]);
       expect(result.summary).toEqual({ ran: ['e1'], notRun: [], unknown: [] });
       expect(await emailsTo(to)).toBe(1);
 
-      const again = await cli('resolve', handle.workflowId, 'e1', '--absent', '--reason', 'try again');
+      const again = await cli('resolve', handle.workflowId, 'e1', '--absent', '--reason', 'try again', '--pause', pauseId!);
       expect(again.code).toBe(1);
       expect(again.stdout).toBe('');
       expect(again.stderr.trim()).toBe(`INVALID_ARGUMENT: run ${handle.workflowId} is completed; call e1 is not waiting for a resolution`);
@@ -441,12 +445,12 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(shown.calls[0]).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
 
       const text = await cli('show', handle.workflowId);
-      expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}): OUTCOME_UNKNOWN: `);
+      expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}); pause e1#1 (ttc resolve … --pause e1#1): OUTCOME_UNKNOWN: `);
 
       const pending = await cli('pending');
       const rows = pending.stdout.split('\n').filter((line) => line.includes(`${handle.workflowId}/e1`));
       expect(rows).toHaveLength(1);
-      expect(rows[0]).toContain(`(revision v1, key ${key})`);
+      expect(rows[0]).toContain(`(revision v1, key ${key}, pause e1#1)`);
 
       const runs = (await listWaitingRuns(env.client, { searchAttributes: false })).filter((run) => run.workflowId === handle.workflowId);
       const page = renderWaitingRunsPage(runs, 'default', { csrfToken: 'token' }, Date.now());

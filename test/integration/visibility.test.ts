@@ -24,7 +24,7 @@ import { approveCallUpdate, resolveOutcomeUpdate, runStatusQuery, type agentWork
 import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../../src/workflows/run-search-attributes';
 import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../../src/workflows/search-attributes';
 import type { AgentWorkflowInput } from '../../src/workflows/types';
-import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, toolTurn, waitForStatus } from '../helpers/agent-harness';
+import { activitiesOf, baseInput, call, endTurn, fakeTools, outcomeUnknown, toolTurn, waitForStatus, currentPauseId } from '../helpers/agent-harness';
 import { ROOT, runCli } from '../helpers/cli';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { releaseReplayHooks } from '../helpers/replay-hooks';
@@ -189,7 +189,7 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
     const waiting = (await listWaitingRuns(env.client)).filter((run) => run.workflowId === id);
     expect(waiting.map((run) => ('waiting' in run ? run.waiting.map((c) => [c.callId, c.status]) : run.error))).toEqual([[['e1', 'paused']]]);
 
-    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', resolution: 'applied', result: { sent: true }, reason: 'seen in the outbox' }] });
+    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { sent: true }, reason: 'seen in the outbox' }] });
     const result = await handle.result();
     expect(result.status).toBe('completed');
 

@@ -77,7 +77,7 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
       }
       expect(paused?.status).toBe('uncertain');
       // A person, in another process, with the store URL and the namespace only (no run chain: looked up).
-      const out = await runCli(['resolve-in-store', workflowId, 'act-1', '--applied', JSON.stringify({ chargeId: charges[0]!.id }), '--reason', `found ${charges[0]!.id} in the ledger`, '--by', 'e2e-operator'], {
+      const out = await runCli(['resolve-in-store', workflowId, 'act-1', '--revision', String(paused!.revision), '--applied', JSON.stringify({ chargeId: charges[0]!.id }), '--reason', `found ${charges[0]!.id} in the ledger`, '--by', 'e2e-operator'], {
         PATH: process.env.PATH,
         HOME: process.env.HOME,
         TTC_STORE_URL: storeUrl,

@@ -63,6 +63,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
   let worker: Worker;
   let running: Promise<void>;
   let workflowId: string;
+  let pauseId: string;
 
   const cli = (...args: string[]): Promise<CliOutput> =>
     runCli(args, { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl });
@@ -111,6 +112,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     } while (status.phase !== 'paused' && Date.now() < until);
     expect(status.phase).toBe('paused');
     expect(status.paused?.callId).toBe(CALL_ID);
+    pauseId = status.paused!.pauseId;
   });
 
   afterAll(async () => {
@@ -157,7 +159,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     expect(refused.code).toBe(1);
     expect(unsafeCharsIn(refused.stderr)).toEqual([]);
     expect(refused.stderr).toContain('paused on call-\\u202egnp.exe');
-    const resolved = await cli('resolve', workflowId, CALL_ID, '--abandon', '--reason', `operator ${EVIL}`);
+    const resolved = await cli('resolve', workflowId, CALL_ID, '--abandon', '--reason', `operator ${EVIL}`, '--pause', pauseId);
     expect(resolved.code).toBe(0);
     expect(unsafeCharsIn(resolved.stdout)).toEqual([]);
     expect(resolved.stdout).toContain('resolved call-\\u202egnp.exe');

@@ -64,7 +64,7 @@ describe('ttc resolve-in-store', () => {
 
   it('--applied: stores the result and the audit, and prints the tool, revision, status, idempotency key, claim time and reason', async () => {
     const call = await seed('uncertain');
-    const out = await cli(call.workflowId, 'act-3', '--applied', '{"chargeId":"ch_42","amount":1200}', '--reason', 'found ch_42 in the provider dashboard', '--by', 'alice');
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', '{"chargeId":"ch_42","amount":1200}', '--reason', 'found ch_42 in the provider dashboard', '--by', 'alice');
     expect(out).toMatchObject({ code: 0, stderr: '' });
     const after = await stored(call.binding);
     expect(after).toMatchObject({ status: 'completed', revision: call.record.revision + 1, execution: { attemptId: 'attempt-1-dead' } });
@@ -92,20 +92,20 @@ describe('ttc resolve-in-store', () => {
 
   it('--not-applied [--type]: stores the failure the workflow will receive; --tenant, --namespace and --run-chain address the call', async () => {
     const call = await seed('uncertain', 'prod/acme');
-    const out = await cli(call.workflowId, 'act-3', '--not-applied', 'no charge under this key', '--type', 'CHARGE_NOT_FOUND', '--reason', 'provider search: nothing', '--tenant', 'acme', '--namespace', 'prod', '--run-chain', call.runChainId);
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--not-applied', 'no charge under this key', '--type', 'CHARGE_NOT_FOUND', '--reason', 'provider search: nothing', '--tenant', 'acme', '--namespace', 'prod', '--run-chain', call.runChainId);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("the activity's next attempt delivers a non-retryable failure CHARGE_NOT_FOUND: no charge under this key");
     expect((await stored(call.binding))!.result!.payload).toMatchObject({ ok: false, error: { type: 'CHARGE_NOT_FOUND', message: 'no charge under this key' }, resolvedInStore: { kind: 'not-applied' } });
 
     const other = await seed('uncertain');
-    const plain = await cli(other.workflowId, 'act-3', '--not-applied', 'declined', '--reason', 'r');
+    const plain = await cli(other.workflowId, 'act-3', '--revision', String(other.record.revision), '--not-applied', 'declined', '--reason', 'r');
     expect(plain.code).toBe(0);
     expect((await stored(other.binding))!.result!.payload).toMatchObject({ ok: false, error: { type: 'RESOLVED_NOT_APPLIED', message: 'declined' } });
   });
 
   it('a call that never ran is refused: exit 1 with the reason, nothing written', async () => {
     const call = await seed('ready');
-    const out = await cli(call.workflowId, 'act-3', '--applied', '{}', '--reason', 'r');
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', '{}', '--reason', 'r');
     expect(out.code).toBe(1);
     expect(out.stdout).toBe('');
     expect(out.stderr).toMatch(/^INVALID_TRANSITION: .* is ready: it was never claimed, so it never ran and there is nothing to resolve/);
@@ -114,9 +114,9 @@ describe('ttc resolve-in-store', () => {
 
   it('an already resolved call is refused, naming who resolved it and why', async () => {
     const call = await seed('uncertain');
-    expect((await cli(call.workflowId, 'act-3', '--applied', '1', '--reason', 'first', '--by', 'alice')).code).toBe(0);
+    expect((await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', '1', '--reason', 'first', '--by', 'alice')).code).toBe(0);
     const before = await stored(call.binding);
-    const again = await cli(call.workflowId, 'act-3', '--not-applied', 'no', '--reason', 'second', '--by', 'bob');
+    const again = await cli(call.workflowId, 'act-3', '--revision', String(before!.revision), '--not-applied', 'no', '--reason', 'second', '--by', 'bob');
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^INVALID_TRANSITION: .* is completed: its result is already stored \(resolved in the store as applied by alice at .*: first\)/);
     expect(await stored(call.binding)).toEqual(before);
@@ -131,18 +131,30 @@ describe('ttc resolve-in-store', () => {
       [['--applied', '1', '--type', 'X', '--reason', 'r'], /INVALID_ARGUMENT: --type goes with --not-applied/],
       [['--applied', '1'], /required option '--reason <text>' not specified/],
       [['--not-applied', 'x', '--type', 'bad type', '--reason', 'r'], /INVALID_ARGUMENT: resolution\.failed\.type must match/],
+      [['--revision', '1.5', '--applied', '1', '--reason', 'r'], /INVALID_ARGUMENT: --revision must be the checkpoint revision/],
     ];
     for (const [flags, message] of cases) {
-      const out = await cli(call.workflowId, 'act-3', ...flags);
+      const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), ...flags);
       expect(out.code).toBe(1);
       expect(out.stderr).toMatch(message);
     }
     expect(await stored(call.binding)).toEqual(call.record);
   });
 
+  it('a decision bound to a revision the checkpoint has moved on from is refused (FENCE_CONFLICT stale-decision), nothing written; no --revision is refused', async () => {
+    const call = await seed('uncertain');
+    const stale = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision - 1), '--not-applied', 'no', '--reason', 'seen earlier');
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toMatch(new RegExp(`^FENCE_CONFLICT: .*the decision was made on checkpoint revision ${call.record.revision - 1}, but the checkpoint is now at revision ${call.record.revision} \\(uncertain under attempt-1-dead`));
+    const missing = await runCli(['resolve-in-store', call.workflowId, 'act-3', '--applied', '1', '--reason', 'r'], { PATH: process.env.PATH, HOME: process.env.HOME, TTC_STORE_URL: url });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/required option '--revision <n>' not specified/);
+    expect(await stored(call.binding)).toEqual(call.record);
+  });
+
   it('prints what the store and the person supplied terminal-safe: escape sequences and bidi controls are shown escaped, never raw', async () => {
     const call = await seed('uncertain');
-    const out = await cli(call.workflowId, 'act-3', '--applied', JSON.stringify({ note: `ok${ESC}]0;pwned\u0007 \u202egnp.exe` }), '--reason', `saw it${ESC}[2J`, '--by', 'mallory\u202e');
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', JSON.stringify({ note: `ok${ESC}]0;pwned\u0007 \u202egnp.exe` }), '--reason', `saw it${ESC}[2J`, '--by', 'mallory\u202e');
     expect(out.code).toBe(0);
     expect(out.stdout).not.toMatch(/[\u001b\u0007\u202e]/);
     expect(out.stdout).toContain('reason: saw it\\u001b[2J');

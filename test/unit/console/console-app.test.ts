@@ -175,11 +175,13 @@ describe('the console over HTTP', () => {
     it('resolve applied sends the result and receipt parsed from JSON; reject sends the reason', async () => {
       const { cookie, csrf } = await openPage();
       const base = { _csrf: csrf, workflowId: 'wf-1', callId: 'c1' };
-      expect((await post('/resolve', cookie, { ...base, resolution: 'applied', result: '{"id": "t-1"}', receipt: '', reason: 'found it in the outbox' })).statusCode).toBe(200);
-      expect((await post('/resolve', cookie, { ...base, resolution: 'applied', result: '{not json', reason: 'r' })).statusCode).toBe(400);
+      expect((await post('/resolve', cookie, { ...base, pauseId: 'c1#2', resolution: 'applied', result: '{"id": "t-1"}', receipt: '', reason: 'found it in the outbox' })).statusCode).toBe(200);
+      expect((await post('/resolve', cookie, { ...base, pauseId: 'c1#2', resolution: 'applied', result: '{not json', reason: 'r' })).statusCode).toBe(400);
+      // A resolve form without the pause it was made for is refused; nothing is sent.
+      expect((await post('/resolve', cookie, { ...base, resolution: 'absent', reason: 'r' })).statusCode).toBe(400);
       expect((await post('/reject', cookie, { ...base, reason: 'wrong account' })).statusCode).toBe(200);
       expect(sent).toEqual([
-        ['resolve', 'wf-1', { callId: 'c1', resolution: 'applied', result: { id: 't-1' }, receipt: null, reason: 'found it in the outbox' }],
+        ['resolve', 'wf-1', { callId: 'c1', pauseId: 'c1#2', resolution: 'applied', result: { id: 't-1' }, receipt: null, reason: 'found it in the outbox' }],
         ['reject', 'wf-1', { callId: 'c1', reason: 'wrong account' }],
       ]);
     });
@@ -202,7 +204,7 @@ describe('the console over HTTP', () => {
         waitingRun([
           awaitingCall({ callId: `c1${evil}`, arguments: { note: evil, file: 'gnp\u202e.exe' }, modelInput: { note: evil }, target: { to: `"><img src=x onerror=alert(2)>` } }),
           awaitingCall({ callId: 'p1', status: 'paused', approvalExpiresAt: null, errorType: 'OUTCOME_UNKNOWN', reason: evil, receipt: { id: evil } }),
-        ], { paused: { callId: 'p1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: evil, pausedAt: '2030-01-01T00:00:00.000Z', toolRevision: null, idempotencyKey: null } }),
+        ], { paused: { pauseId: 'p1#1', callId: 'p1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: evil, pausedAt: '2030-01-01T00:00:00.000Z', toolRevision: null, idempotencyKey: null } }),
       ];
       const { page } = await openPage();
       expect(page).not.toMatch(/<script|<img/i);

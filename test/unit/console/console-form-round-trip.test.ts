@@ -52,7 +52,7 @@ describe('the console sends back exactly the ids the page showed (property)', ()
     },
     resolveCall: async (workflowId, request, shown) => {
       sent.push(['resolve', workflowId, request, shown]);
-      return { callId: request.callId, resolution: request.resolution, status: 'resolved-absent', retryCallId: null };
+      return { callId: request.callId, pauseId: request.pauseId, resolution: request.resolution, status: 'resolved-absent', retryCallId: null };
     },
   };
 
@@ -76,7 +76,7 @@ describe('the console sends back exactly the ids the page showed (property)', ()
     );
   });
 
-  it('every form of a call sends back exactly its workflow id, call id and intent digest, whatever they hold; a call whose id no form can carry gets none', async () => {
+  it('every form of a call sends back exactly its workflow id, call id, pause id and intent digest, whatever they hold; a call whose id no form can carry gets none', async () => {
     const tokenCookie = await logIn(port(), host, TOKEN);
     let cookie = tokenCookie;
     await fc.assert(
@@ -88,7 +88,7 @@ describe('the console sends back exactly the ids the page showed (property)', ()
             ? awaitingCall({ callId, modelCallId: callId, status: 'paused', approvalExpiresAt: null, intentDigest: `sha256:${i}`, errorType: 'OUTCOME_UNKNOWN' })
             : awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${i}` }),
         );
-        const run = waitingRun(calls, { paused: { callId: pausedId, toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'timed out', pausedAt: '2030-01-01T00:00:00.000Z' } } as never);
+        const run = waitingRun(calls, { paused: { pauseId: `${pausedId}#1`, callId: pausedId, toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'timed out', pausedAt: '2030-01-01T00:00:00.000Z' } } as never);
         runs = [{ ...run, workflowId } as WaitingRun];
         const list = await send(port(), 'GET', '/', { host, cookie });
         expect(list.statusCode).toBe(200);
@@ -106,7 +106,7 @@ describe('the console sends back exactly the ids the page showed (property)', ()
           .filter((c) => formCarriesExactly(workflowId) && formCarriesExactly(c.callId))
           .flatMap((c): Array<[string, string, unknown, ShownCall?]> =>
             c.status === 'paused'
-              ? [['resolve', workflowId, { callId: c.callId, resolution: 'absent', reason: 'not in the ledger' }, { intentDigest: c.intentDigest }]]
+              ? [['resolve', workflowId, { callId: c.callId, pauseId: `${c.callId}#1`, resolution: 'absent', reason: 'not in the ledger' }, { intentDigest: c.intentDigest }]]
               : [
                   ['approve', workflowId, { callId: c.callId, intentDigest: c.intentDigest, stateVersion: 7 }],
                   ['reject', workflowId, { callId: c.callId, reason: 'no' }, { intentDigest: c.intentDigest }],

@@ -80,7 +80,7 @@ export function recordingOperations(): RecordingOperations {
       },
       resolveCall: async (workflowId, request) => {
         fake.sent.push(['resolve', workflowId, request]);
-        return { callId: request.callId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
+        return { callId: request.callId, pauseId: request.pauseId, resolution: request.resolution, status: 'resolved-applied', retryCallId: null };
       },
     },
   };
