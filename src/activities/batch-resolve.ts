@@ -13,6 +13,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { idempotencyKey } from '../checkpoint/digest';
 import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
 import type { CallLocator } from './call-failure';
+import { withoutResolutionAudit, withResolutionAudit } from './resolution-audit';
 import { RESOLVED_ABSENT } from './batch-fence';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fenced-tool';
 
@@ -57,7 +58,9 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
     } else {
       result = { ok: false, error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') } };
     }
-    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId: `delivery-resolve-${randomUUID()}`, at: transitionTime(deps, record), result, maxPayloadBytes: deps.maxPayloadBytes });
+    const at = transitionTime(deps, record);
+    const audited = withResolutionAudit(result, { kind: input.resolution === 'applied' ? 'applied' : 'not-applied', by: input.decidedBy ?? null, reason: input.reason, at, fromStatus: record.status, attemptId: record.execution!.attemptId });
+    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId: `delivery-resolve-${randomUUID()}`, at, result: audited, maxPayloadBytes: deps.maxPayloadBytes });
     if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
       throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${what} changed while being resolved; retry`, { callId: input.callId });
     }
@@ -70,7 +73,7 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
     callId: input.callId,
     toolName: current.binding.toolName,
     toolRevision: current.binding.toolRevision,
-    outcome: current.result.payload as ToolOutcome,
+    outcome: withoutResolutionAudit(current.result.payload as ToolOutcome),
     // The key the item was sent under: the call's key under the tool and revision the item's checkpoint was made with (a deploy may have changed them since).
     idempotencyKey: itemIdempotencyKey(
       idempotencyKey({ namespace: call.binding.namespace, runChainId: call.runChainId, workflowId: call.workflowId, callId: call.keyCallId, toolName: current.binding.toolName, toolRevision: current.binding.toolRevision }, where.context.idempotencyKeySecret),

@@ -50,6 +50,8 @@ export interface FencedToolInput {
    * the digest it computes for the call differs. Absent: no approval is checked.
    */
   readonly expectedIntentDigest?: string;
+  /** Who approved the call (the approval's `by`), for the call's span (`ttc.decision.by`); not part of the call's identity. */
+  readonly approvedBy?: string;
   /**
    * When the approval of this call expires, ISO-8601 UTC. At or after it the activity refuses
    * with APPROVAL_EXPIRED before any claim (nothing runs). Absent: no expiry.
@@ -269,9 +271,11 @@ export interface ResolveToolCallInput extends FencedToolInput {
   readonly item?: BatchItemRef;
   /** Why the person believes the effect was applied (audit text, non-empty). */
   readonly reason: string;
+  /** Who decided (kept in the checkpoint's audit, see `./resolution-audit`; 1 to 256 characters). @default null */
+  readonly decidedBy?: string;
 }
 
-/** Result of `resolveToolCall`: the stored payload, delivered; the tool was not called. */
+/** Result of `resolveToolCall`: the stored outcome (without the audit kept beside it, see `./resolution-audit`), delivered; the tool was not called. */
 export interface ResolveToolCallResult {
   readonly callId: string;
   readonly toolName: string;

@@ -85,7 +85,7 @@ const MAX_ROUNDS = 8;
  */
 export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evidence: AttemptEvidence): Promise<FencedToolResult> {
   const ctx = Context.current();
-  const observed = { toolName: call.tool.name, toolRevision: call.tool.revision, callId: call.input.callId, idempotencyKey: call.idempotencyKey, attempt: ctx.info.attempt, approved: call.input.expectedIntentDigest !== undefined };
+  const observed = { toolName: call.tool.name, toolRevision: call.tool.revision, callId: call.input.callId, idempotencyKey: call.idempotencyKey, attempt: ctx.info.attempt, approved: call.input.expectedIntentDigest !== undefined, ...(call.input.approvedBy === undefined ? {} : { approvedBy: call.input.approvedBy }) };
   return observeAttempt(observed, deps.store, ctx.metricMeter, async (store, observer) => {
     const attempt = new Attempt({ ...deps, store }, call, evidence, observer);
     try {

@@ -10,6 +10,7 @@ import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
 import { completeAndDeliver } from '../checkpoint/compose';
+import { withoutResolutionAudit, withResolutionAudit } from './resolution-audit';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract';
@@ -356,7 +357,8 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
     const at = transitionTime(deps, record);
     // The resolution and its delivery in one write (SPEC §9), as the fence stores a result.
-    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId, at, result: input.result, maxPayloadBytes: deps.maxPayloadBytes });
+    const result = withResolutionAudit(input.result!, { kind: 'applied', by: input.decidedBy ?? null, reason: input.reason, at, fromStatus: record.status, attemptId: record.execution!.attemptId });
+    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
     if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
       throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${describe} changed while being resolved; retry`, { callId: input.callId });
     }
@@ -371,7 +373,7 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
     callId: input.callId,
     toolName: binding.toolName,
     toolRevision: binding.toolRevision,
-    outcome: current.result.payload as ResolveToolCallResult['outcome'],
+    outcome: withoutResolutionAudit(current.result.payload as ResolveToolCallResult['outcome']),
     idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
     intentDigest: sameTool ? where.call!.intentDigest : null,
   };

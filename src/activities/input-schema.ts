@@ -20,6 +20,7 @@ const fencedToolInputShape = {
   toolName: z.string(),
   input: z.unknown(),
   expectedIntentDigest: z.string().optional(),
+  approvedBy: z.string().min(1).max(256).optional(),
   // An expiry that does not parse would never pass (Date.parse gives NaN): refused, fail closed.
   approvalExpiresAt: z.string().refine(isTimestamp, 'must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z').optional(),
   intentGeneration: z.number().optional(),
@@ -45,6 +46,7 @@ export const resolveToolCallInputSchema = z.strictObject({
   resolution: z.string(),
   result: z.unknown().optional(),
   reason: z.string(),
+  decidedBy: z.string().min(1).max(256).optional(),
   item: z.strictObject({ key: z.string().min(1).max(256), generation: z.number().int().min(1).max(1_000_000) }).optional(),
   compensationGeneration: compensationGenerationSchema,
 });
@@ -133,6 +135,7 @@ export function readResolveToolCallInput(value: unknown): ResolveToolCallInput |
     resolution: d.resolution as ResolveToolCallInput['resolution'],
     result: (Object.hasOwn(d, 'result') ? d.result : undefined) as ToolOutcome,
     reason: d.reason,
+    decidedBy: Object.hasOwn(d, 'decidedBy') ? d.decidedBy : undefined,
     item: item === undefined ? undefined : Object.freeze({ key: item.key, generation: item.generation }),
     compensationGeneration: generation,
   });
@@ -165,6 +168,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     toolName: d.toolName,
     input: own('input') as JsonValue,
     expectedIntentDigest: own('expectedIntentDigest'),
+    approvedBy: own('approvedBy'),
     approvalExpiresAt: own('approvalExpiresAt'),
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),

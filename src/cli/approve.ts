@@ -20,6 +20,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { approveCall, readWaitingCall, rejectCall, type WaitingCall } from '../operator/run-decisions';
 import { explainUndecodable } from './errors';
 import { nonNegativeInteger } from './options';
+import { defaultResolvedBy } from '../plugin/resolve-in-store';
 import { printLine } from './terminal-safe';
 import { assertRunTenant } from './tenant';
 
@@ -28,12 +29,14 @@ interface ApproveOptions {
   readonly intent?: string;
   readonly stateVersion?: number;
   readonly tenant?: string;
+  readonly by?: string;
 }
 
 /** Options of `reject`. */
 interface RejectOptions {
   readonly reason: string;
   readonly tenant?: string;
+  readonly by?: string;
 }
 
 /** Adds `approve` and `reject` to the command line. */
@@ -44,9 +47,10 @@ export function registerApprove(program: Command): void {
     .option('--intent <digest>', 'the intent digest you reviewed (default: the one the run shows now)')
     .option('--state-version <n>', 'the run state version you reviewed (default: the run\'s current one)', (v) => nonNegativeInteger(v, '--state-version'))
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
+    .option('--by <name>', 'who approves (kept with the decision in the run; default: <OS user>@<host>)')
     .action(async (workflowId: string, callId: string, opts: ApproveOptions) => {
       await withWaitingCall(workflowId, callId, opts.tenant, async (handle, waiting) => {
-        const request = { callId, intentDigest: opts.intent ?? waiting.call.intentDigest ?? '', stateVersion: opts.stateVersion ?? waiting.status.stateVersion };
+        const request = { callId, intentDigest: opts.intent ?? waiting.call.intentDigest ?? '', stateVersion: opts.stateVersion ?? waiting.status.stateVersion, by: opts.by ?? defaultResolvedBy() };
         if (request.intentDigest === '') {
           throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} of run ${workflowId} shows no intent digest (not described by a worker yet); nothing was sent`, { field: 'intentDigest' });
         }
@@ -62,11 +66,12 @@ export function registerApprove(program: Command): void {
     .description('reject a call awaiting approval: nothing runs, the model reads the reason')
     .requiredOption('--reason <text>', 'why (the model reads it; kept in the run for audit)')
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
+    .option('--by <name>', 'who rejects (kept with the decision in the run; default: <OS user>@<host>)')
     .action(async (workflowId: string, callId: string, opts: RejectOptions) => {
       if (opts.reason.trim() === '') throw new CheckpointError('INVALID_ARGUMENT', '--reason must not be empty: the model reads it', { field: '--reason' });
       await withWaitingCall(workflowId, callId, opts.tenant, async (handle, waiting) => {
         printReview('reject', waiting);
-        const decided = await rejectCall(handle, { callId, reason: opts.reason });
+        const decided = await rejectCall(handle, { callId, reason: opts.reason, by: opts.by ?? defaultResolvedBy() });
         printLine(`rejected ${callId} at ${decided.decidedAt}; nothing ran, the model reads: ${opts.reason}`);
       });
     });

@@ -13,6 +13,7 @@ import { loadConfig } from '../config';
 import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from '../console/defaults';
 import { CONSOLE_TOKEN_ENV, resolveConsoleToken } from '../console/token';
 import { DEFAULT_STATUS_QUERY_TIMEOUT_MS } from '../operator/waiting-runs';
+import { defaultResolvedBy } from '../plugin/resolve-in-store';
 import { describeError } from './errors';
 import { durationMs } from './options';
 import { printError, printLine } from './terminal-safe';
@@ -24,7 +25,9 @@ export function registerConsole(program: Command): void {
     .option('--port <n>', `TCP port, 0 for any free one (default ${DEFAULT_CONSOLE_PORT})`, port)
     .option('--host <host>', `interface to listen on (default ${DEFAULT_CONSOLE_HOST}; anything else is reachable from the network)`)
     .option('--query-timeout <duration>', `how long each run may take to answer its status query before the page shows it as not answering (default ${DEFAULT_STATUS_QUERY_TIMEOUT_MS / 1_000}s)`, (value: string) => durationMs(value, '--query-timeout'))
-    .action(async (opts: { port?: number; host?: string; queryTimeout?: number }) => {
+    .option('--operator <name>', 'who the decisions taken in this console name (kept with each decision; default: TTC_CONSOLE_OPERATOR, else <OS user>@<host>)')
+    .option('--identity-header <name>', 'take who decides from this request header, set by a trusted proxy in front of the console (a decision without it is refused); off unless given')
+    .action(async (opts: { port?: number; host?: string; queryTimeout?: number; operator?: string; identityHeader?: string }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
       // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
@@ -38,6 +41,7 @@ export function registerConsole(program: Command): void {
           operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}),
           namespace: config.temporal.namespace,
           token,
+          decider: opts.identityHeader !== undefined ? { identityHeader: opts.identityHeader } : { operator: opts.operator ?? process.env.TTC_CONSOLE_OPERATOR ?? defaultResolvedBy() },
           ...(opts.host !== undefined ? { host: opts.host } : {}),
           port: opts.port ?? DEFAULT_CONSOLE_PORT,
           onError: (error) => printError(`console: unexpected error: ${describeError(error)}`),

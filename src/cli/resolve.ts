@@ -17,6 +17,7 @@ import { DecisionRefusedError, resolutionNextStep, resolveCall } from '../operat
 import { MESSAGE_ERROR_TYPES } from '../workflows/messages';
 import type { PausedView, ResolveOutcomeRequest } from '../workflows/types';
 import { printLine } from './terminal-safe';
+import { defaultResolvedBy } from '../plugin/resolve-in-store';
 import { withRun } from './with-run';
 
 export function registerResolve(program: Command): void {
@@ -28,16 +29,18 @@ export function registerResolve(program: Command): void {
     .option('--absent', 'the effect did not happen; run the call again under a new call id (a paused batch item: the item runs again under its next generation and the batch resumes)')
     .option('--abandon', 'give up; the run ends as abandoned')
     .requiredOption('--reason <text>', 'why (kept in the run for audit)')
+    .option('--by <name>', 'who resolves (kept with the decision in the run and the checkpoint; default: <OS user>@<host>)')
     .option('--pause <pauseId>', 'the pause you decided on, as `ttc pending` / `ttc show` print it (required; refused if the run now waits on another pause)')
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
-    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string; pause?: string; tenant?: string }) => {
+    .action(async (workflowId: string, callId: string, opts: { applied?: string; receipt?: string; absent?: boolean; abandon?: boolean; reason: string; pause?: string; by?: string; tenant?: string }) => {
       const chosen = [opts.applied !== undefined, !!opts.absent, !!opts.abandon].filter(Boolean).length;
       if (chosen !== 1) throw new CheckpointError('INVALID_ARGUMENT', 'choose exactly one of --applied <json>, --absent, --abandon', { field: 'resolution' });
       const pauseId = opts.pause ?? '';
+      const by = opts.by ?? defaultResolvedBy();
       const request: ResolveOutcomeRequest =
         opts.applied !== undefined
-          ? { callId, pauseId, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
-          : { callId, pauseId, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
+          ? { callId, pauseId, by, resolution: 'applied', result: parseJson(opts.applied, '--applied'), receipt: opts.receipt === undefined ? null : parseJson(opts.receipt, '--receipt'), reason: opts.reason }
+          : { callId, pauseId, by, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
       await withRun(workflowId, opts.tenant, async (handle, status) => {
         if (status.phase !== 'paused' || status.paused?.callId !== callId) {
           throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`, { field: 'callId' });

@@ -37,6 +37,20 @@ export interface ConsoleAppOptions extends AccessPolicy {
   readonly onError?: (error: unknown) => void;
   /** The one-time login links this console accepts (`/login?once=`). @default a new, empty set */
   readonly loginLinks?: LoginLinks;
+  /** Who the console's decisions name (`by`): see {@link DeciderIdentity}. @default none named */
+  readonly decider?: DeciderIdentity;
+}
+
+/**
+ * Who takes the decisions sent from this console, kept with each decision (`by`):
+ * - `identityHeader`: the name of a request header a trusted proxy in front of the console sets
+ *   to the signed-in person (opt-in: never trusted unless configured); a decision without it is
+ *   refused (403 IDENTITY_REQUIRED) and nothing is sent;
+ * - otherwise `operator`: the name the console was started with.
+ */
+export interface DeciderIdentity {
+  readonly operator?: string;
+  readonly identityHeader?: string;
 }
 
 /** Builds the app (plugins, hooks, routes, error pages); call `listen` or `inject` on it. */
@@ -52,7 +66,7 @@ export async function buildConsoleApp(options: ConsoleAppOptions): Promise<Fasti
     // The hidden `_csrf` field only: a token in a URL would leak through history and logs.
     getToken: (request) => (request.body as { _csrf?: unknown } | undefined)?._csrf as string | undefined,
   });
-  registerConsoleRoutes(app, { operations: options.operations, namespace: options.namespace, token: options.token, loginLinks: options.loginLinks ?? new LoginLinks(), ...(options.nowMs ? { nowMs: options.nowMs } : {}) });
+  registerConsoleRoutes(app, { operations: options.operations, namespace: options.namespace, token: options.token, loginLinks: options.loginLinks ?? new LoginLinks(), ...(options.nowMs ? { nowMs: options.nowMs } : {}), ...(options.decider ? { decider: options.decider } : {}) });
 
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).type('text/html; charset=utf-8').send(renderRefusal('Not found', 'NOT_FOUND', `no page ${request.method} ${request.url.split('?')[0]}`, 'The console has one page: the list of runs waiting for a person.')),

@@ -20,6 +20,8 @@ export const CONSOLE_REFUSALS = {
   ORIGIN_NOT_ALLOWED: 'ORIGIN_NOT_ALLOWED',
   /** A form without this browser's CSRF token (or with a wrong one). */
   CSRF_TOKEN_INVALID: 'CSRF_TOKEN_INVALID',
+  /** A decision without the identity header the trusted proxy must set (`identityHeader`), or with one that names no one acceptably. */
+  IDENTITY_REQUIRED: 'IDENTITY_REQUIRED',
 } as const;
 export type ConsoleRefusal = (typeof CONSOLE_REFUSALS)[keyof typeof CONSOLE_REFUSALS];
 

@@ -28,10 +28,22 @@ export interface RouteOptions {
   readonly token: string;
   /** The one-time login links this console issued. */
   readonly loginLinks: LoginLinks;
+  /** Who the decisions name (see `DeciderIdentity` in ./app). */
+  readonly decider?: { readonly operator?: string; readonly identityHeader?: string };
 }
 
 /** Registers the routes on `app` (which has @fastify/csrf-protection registered). */
 export function registerConsoleRoutes(app: FastifyInstance, options: RouteOptions): void {
+  /** `{ by }` for a decision: the trusted proxy's header when one is configured (refused without it), else the configured operator name. */
+  const decidedBy = (headers: Readonly<Record<string, string | string[] | undefined>>): { by?: string } => {
+    const header = options.decider?.identityHeader;
+    if (header === undefined) return options.decider?.operator === undefined ? {} : { by: options.decider.operator };
+    const value = headers[header.toLowerCase()];
+    if (typeof value !== 'string' || value.trim() === '' || value.length > 256) {
+      throw new ConsoleHttpError(403, CONSOLE_REFUSALS.IDENTITY_REQUIRED, `the decision carries no ${header} header naming who decides (set by the proxy in front of this console); nothing was sent`);
+    }
+    return { by: value };
+  };
   const { operations, namespace } = options;
   const nowMs = options.nowMs ?? Date.now;
   const sendHtml = (reply: FastifyReply, page: string) => reply.type('text/html; charset=utf-8').send(page);
@@ -68,16 +80,16 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
 
   app.post('/approve', guarded, async (request, reply) => {
     const { workflowId, request: approval } = parseApproveForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.approveCall(workflowId, approval)));
+    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.approveCall(workflowId, { ...approval, ...decidedBy(request.headers) })));
   });
 
   app.post('/reject', guarded, async (request, reply) => {
     const { workflowId, request: rejection, shownIntentDigest } = parseRejectForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, rejection, { intentDigest: shownIntentDigest })));
+    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, { ...rejection, ...decidedBy(request.headers) }, { intentDigest: shownIntentDigest })));
   });
 
   app.post('/resolve', guarded, async (request, reply) => {
     const { workflowId, request: resolution, shownIntentDigest } = parseResolveForm(request.body);
-    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, resolution, { intentDigest: shownIntentDigest })));
+    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, { ...resolution, ...decidedBy(request.headers) }, { intentDigest: shownIntentDigest })));
   });
 }

@@ -25,6 +25,7 @@ import type { ToolOutcome } from '../activities/contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fenced-tool';
 import { callAddress } from '../activities/prepare-call';
 import type { ToolErrorClass } from '../activities/error-classes';
+import type { ResolutionAudit } from '../activities/resolution-audit';
 import { DEFAULT_PLUGIN_TENANT } from './options';
 
 /**
@@ -91,21 +92,9 @@ export interface ResolveCallInStoreOptions {
 
 /**
  * Who resolved a call in the store, why and when: stored in the result payload as its
- * `resolvedInStore` member (`{ ok, output, receipt, resolvedInStore }` or
- * `{ ok: false, error, resolvedInStore }`), so the record keeps it as long as it keeps the result.
- * The fence delivers only `output` (or `error` as the failure), so the workflow never sees it.
+ * `resolvedInStore` member (see `../activities/resolution-audit`). `by` is always set here.
  */
-export interface StoreResolutionAudit {
-  readonly kind: 'applied' | 'not-applied';
-  readonly by: string;
-  readonly reason: string;
-  /** ISO-8601 UTC; the record's `updatedAt` after the resolution. */
-  readonly at: string;
-  /** The status the person resolved from. */
-  readonly fromStatus: 'executing' | 'uncertain';
-  /** The fence the result was stored under (the claim that never finished). */
-  readonly attemptId: string;
-}
+export type StoreResolutionAudit = ResolutionAudit;
 
 /** The stored payload of a call resolved in the store: a tool outcome plus its audit. */
 export type ResolvedOutcome = ToolOutcome & { readonly resolvedInStore: StoreResolutionAudit };
@@ -219,7 +208,7 @@ export function storeResolutionOf(record: CheckpointRecord | null): StoreResolut
   const audit = (payload as Record<string, unknown>).resolvedInStore;
   if (typeof audit !== 'object' || audit === null || Array.isArray(audit)) return null;
   const { kind, by, reason, at } = audit as Record<string, unknown>;
-  if ((kind !== 'applied' && kind !== 'not-applied') || typeof by !== 'string' || typeof reason !== 'string' || typeof at !== 'string') return null;
+  if ((kind !== 'applied' && kind !== 'not-applied') || (typeof by !== 'string' && by !== null) || typeof reason !== 'string' || typeof at !== 'string') return null;
   return audit as unknown as StoreResolutionAudit;
 }
 
@@ -333,7 +322,7 @@ function resolvableStatus(record: CheckpointRecord, what: string, options: Resol
 /** `, resolved in the store as … by … (reason)` for a record this module resolved, else ''. */
 function describeResolution(record: CheckpointRecord): string {
   const audit = storeResolutionOf(record);
-  return audit === null ? '' : ` (resolved in the store as ${audit.kind} by ${audit.by} at ${audit.at}: ${audit.reason})`;
+  return audit === null ? '' : ` (resolved in the store as ${audit.kind} by ${audit.by ?? 'an unnamed person'} at ${audit.at}: ${audit.reason})`;
 }
 
 function refusal(code: 'INVALID_ARGUMENT' | 'INVALID_TRANSITION' | 'RECONCILE_PENDING' | 'FENCE_CONFLICT', kind: string, message: string, details: Record<string, string | number | null>): CheckpointError {
@@ -344,7 +333,8 @@ function invalid(field: string, message: string): CheckpointError {
   return new CheckpointError('INVALID_ARGUMENT', message, { field });
 }
 
-function defaultResolvedBy(): string {
+/** Who decides when a person's command names no one: `<OS user>@<host name>` (`unknown` when the OS cannot say). */
+export function defaultResolvedBy(): string {
   try {
     return `${userInfo().username}@${hostname()}`;
   } catch {

@@ -44,12 +44,14 @@ export interface ObservedCall {
   readonly attempt: number;
   /** The call runs under a person's approval (its input carries the approved intent digest). */
   readonly approved: boolean;
+  /** Who approved it, when the approval named someone. */
+  readonly approvedBy?: string;
 }
 
 /** What an attempt returns, as far as telemetry reads it (a `FencedToolResult`). */
 export interface ObservedResult {
   readonly source: string;
-  readonly outcome: { readonly ok: boolean; readonly error?: { readonly type?: unknown }; readonly resolvedInStore?: { readonly kind?: unknown } };
+  readonly outcome: { readonly ok: boolean; readonly error?: { readonly type?: unknown }; readonly resolvedInStore?: { readonly kind?: unknown; readonly by?: unknown } };
 }
 
 /** What the attempt reports while it runs. */
@@ -85,6 +87,7 @@ export function observeAttempt<T extends ObservedResult>(call: ObservedCall, sto
     [TTC.IDEMPOTENCY_KEY]: call.idempotencyKey,
     [TTC.ATTEMPT]: call.attempt,
     [TTC.APPROVED]: call.approved,
+    ...(call.approvedBy === undefined ? {} : { [TTC.DECISION_BY]: call.approvedBy }),
   };
   const span = IsolatedSpan.start(tracer, `${EXECUTE_TOOL} ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes });
   const onRecord = (record: CheckpointRecord): void => span.setAttribute(TTC.REVISION, record.revision);
@@ -131,6 +134,8 @@ function succeeded(span: IsolatedSpan, metrics: FenceMetrics, call: ObservedCall
   span.setAttribute(TTC.RESULT_OK, outcome.ok);
   const resolved = outcome.resolvedInStore?.kind;
   if (resolved === 'applied' || resolved === 'not-applied') span.setAttribute(TTC.RESOLVED_BY_PERSON, resolved);
+  const by = outcome.resolvedInStore?.by;
+  if (typeof by === 'string') span.setAttribute(TTC.DECISION_BY, by);
   if (!outcome.ok) span.setError(errorType(outcome.error));
   metrics.toolCall(result.source);
   if (call.approved && ACTED_SOURCES.includes(result.source)) metrics.approvedCallAttempt('ran');

@@ -49,6 +49,8 @@ export const TTC = {
   RESULT_OK: 'ttc.result.ok',
   /** Set when the delivered outcome was stored by a person (`resolveCallInStore`): `applied` or `not-applied`. */
   RESOLVED_BY_PERSON: 'ttc.result.resolved_by_person',
+  /** Who took the person's decision the attempt delivers or runs under (a resolution's or an approval's `by`), when it named someone. */
+  DECISION_BY: 'ttc.decision.by',
   /** True when the call ran under a person's approval (the input carries the approved intent digest). */
   APPROVED: 'ttc.call.approved',
   /** The revision of the last checkpoint record the attempt read or wrote. */

@@ -59,7 +59,7 @@ import {
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
 import { countApprovalDecision } from './run-metrics';
 import { RunSearchAttributes } from './run-search-attributes';
-import { iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
+import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
 import type {
   AgentWorkflowInput,
   AgentWorkflowResult,
@@ -660,7 +660,7 @@ class AgentRun {
       const outcome: ToolOutcome = { ok: true, output: req.result, receipt: req.receipt ?? null };
       this.state.phase = 'tools';
       const attempt = await this.callActivity('resolve', (options) =>
-        agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution: 'applied', result: outcome, reason: req.reason }),
+        agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution: 'applied', result: outcome, reason: req.reason, ...decidedBy(req) }),
       );
       if (attempt.kind === 'ok') {
         const stored = attempt.value;
@@ -700,7 +700,7 @@ class AgentRun {
     const result: ToolOutcome | undefined = req.resolution === 'applied' ? { ok: true, output: req.result, receipt: req.receipt ?? null } : undefined;
     this.state.phase = 'tools';
     const attempt = await this.callActivity('resolve', (options) =>
-      agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution, ...(result !== undefined ? { result } : {}), item: ref, reason: req.reason }),
+      agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution, ...(result !== undefined ? { result } : {}), item: ref, reason: req.reason, ...decidedBy(req) }),
     );
     if (attempt.kind === 'failed') {
       this.state.phase = 'paused';
@@ -758,6 +758,7 @@ class AgentRun {
    */
   private toolInput(call: CallState): FencedToolInput {
     const expiresAt = call.approval?.decision === 'approved' ? call.approval.expiresAt : null;
+    const approvedBy = call.decisions.find((decision) => decision.kind === 'approved')?.by ?? null;
     const generations = this.state.intentGenerations;
     return {
       tenant: this.input.tenant,
@@ -767,6 +768,7 @@ class AgentRun {
       input: call.input,
       ...(call.approvedIntentDigest !== null ? { expectedIntentDigest: call.approvedIntentDigest } : {}),
       ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
+      ...(approvedBy !== null ? { approvedBy } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
       ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.inlineMaxBytes() } } : {}),
@@ -948,6 +950,7 @@ class AgentRun {
       refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'approveCall needs { callId: string, intentDigest: string, stateVersion: number }');
     }
     const call = this.awaitingApproval(req.callId);
+    refuseBadDecidedBy(req.by);
     if (req.intentDigest !== call.intentDigest) {
       refuse(
         MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH,
@@ -963,7 +966,7 @@ class AgentRun {
   }
 
   private approve(req: ApproveCallRequest): ApprovalDecisionResult {
-    return this.decide(req.callId, 'approved', null);
+    return this.decide(req.callId, 'approved', null, req.by);
   }
 
   private validateReject(req: RejectCallRequest): void {
@@ -971,13 +974,14 @@ class AgentRun {
       refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, 'rejectCall needs { callId: string, reason: non-empty string }');
     }
     this.awaitingApproval(req.callId);
+    refuseBadDecidedBy(req.by);
   }
 
   private reject(req: RejectCallRequest): ApprovalDecisionResult {
-    return this.decide(req.callId, 'rejected', req.reason);
+    return this.decide(req.callId, 'rejected', req.reason, req.by);
   }
 
-  private decide(callId: string, decision: 'approved' | 'rejected', reason: string | null): ApprovalDecisionResult {
+  private decide(callId: string, decision: 'approved' | 'rejected', reason: string | null, by: string | undefined): ApprovalDecisionResult {
     const call = this.state.get(callId)!;
     const approval = call.approval!;
     const now = Date.now();
@@ -985,6 +989,7 @@ class AgentRun {
     approval.decidedAt = now;
     approval.reason = reason;
     call.status = decision === 'approved' ? 'approved' : 'rejected';
+    call.decisions.push({ kind: decision, by: by ?? null, at: iso(now) });
     if (decision === 'approved') call.approvedIntentDigest = call.intentDigest;
     if (decision === 'rejected') call.reason = `REJECTED: a person rejected the call: ${reason ?? ''}`;
     countApprovalDecision(decision, call.toolName);
@@ -1015,6 +1020,7 @@ class AgentRun {
     // The decision applies only to the pause the person saw (its pauseId), never to a later one of the same call.
     const refusal = this.state.resolutionRefusal(req?.callId, req?.pauseId, this.resolution !== null);
     if (refusal !== null) refuse(MESSAGE_ERROR_TYPES[refusal.type], refusal.message);
+    refuseBadDecidedBy(req.by);
     if (!['applied', 'absent', 'abandon'].includes(req.resolution)) {
       refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, `resolution must be 'applied', 'absent' or 'abandon', got ${JSON.stringify(req.resolution)}`);
     }
@@ -1037,6 +1043,8 @@ class AgentRun {
 
   private settle(pending: PendingResolution, result: Omit<ResolveOutcomeResult, 'pauseId'>): void {
     pending.result = { ...result, pauseId: pending.request.pauseId };
+    // Who decided, kept with the call (the run's result and status show it).
+    this.state.get(result.callId)?.decisions.push({ kind: result.status, by: pending.request.by ?? null, at: iso(Date.now()), ...(pending.request.pauseId === undefined ? {} : { pauseId: pending.request.pauseId }), ...(result.role === undefined ? {} : { role: result.role }) });
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();
@@ -1103,6 +1111,17 @@ const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';
 
 /** What the model reads when a call's approval expired (the times stay in the status). */
 const APPROVAL_EXPIRED_FOR_MODEL = `APPROVAL_EXPIRED: ${MODEL_ERROR_MESSAGES.APPROVAL_EXPIRED}`;
+
+/** `{ decidedBy }` for a resolution that names who decided (sent to `resolveToolCall` for the checkpoint's audit), else nothing. */
+function decidedBy(req: ResolveOutcomeRequest): { decidedBy?: string } {
+  return typeof req.by === 'string' ? { decidedBy: req.by } : {};
+}
+
+/** Refuses, in an update validator, a `by` that names no one acceptably (INVALID_REQUEST; see `decidedByRefusal`). */
+function refuseBadDecidedBy(by: unknown): void {
+  const refusal = decidedByRefusal(by);
+  if (refusal !== null) refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, refusal);
+}
 
 /** Refuses an update (in a validator) or fails it (in a handler) with a typed ApplicationFailure. */
 function refuse(type: MessageErrorType | string, message: string): never {

@@ -177,6 +177,7 @@ async function awaitCompensationResolution(host: CompensationHost, call: CallSta
       resolution: 'applied',
       result,
       reason: req.reason,
+      ...(typeof req.by === 'string' ? { decidedBy: req.by } : {}),
     };
     const attempt = await host.windDownActivity('resolve', null, (options) => proxyActivities<ToolActivities>(options).resolveToolCall(input));
     if (attempt.kind === 'failed') {

@@ -17,6 +17,7 @@ import type {
   CallStatus,
   CompensationReport,
   ContinuedRun,
+  DecisionRecord,
   EarlierCalls,
   FinalCallStatus,
   LiveCallStatus,
@@ -28,7 +29,7 @@ import type {
   RunStatusView,
   StopReason,
 } from './types';
-import { LIVE_CALL_STATUSES } from './types';
+import { LIVE_CALL_STATUSES, MAX_DECIDED_BY_CHARS } from './types';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
 
 /** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
@@ -84,6 +85,8 @@ export interface CallState {
   appliedSeq: number | null;
   /** The call's compensation, once the run started compensating it (issue 14); else null. */
   compensation: CompensationState | null;
+  /** The decisions people took on the call, in order (see {@link DecisionRecord}). */
+  readonly decisions: DecisionRecord[];
 }
 
 /** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */
@@ -538,7 +541,21 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
     batch: null,
     appliedSeq: null,
     compensation: null,
+    decisions: [],
   };
+}
+
+/**
+ * Why `by` (who took a decision) is refused, or null when it is absent or acceptable: a string of
+ * 1 to {@link MAX_DECIDED_BY_CHARS} characters, well-formed, without control characters (C0, C1).
+ * Pure; the workflow's update validators refuse with INVALID_REQUEST.
+ */
+export function decidedByRefusal(by: unknown): string | null {
+  if (by === undefined) return null;
+  if (typeof by !== 'string' || by.trim().length === 0 || by.length > MAX_DECIDED_BY_CHARS || !by.isWellFormed() || /[\u0000-\u001f\u007f-\u009f]/.test(by)) {
+    return `by (who decides) must be a string of 1 to ${MAX_DECIDED_BY_CHARS} characters without control characters, got ${JSON.stringify(typeof by === 'string' ? by.slice(0, 64) : typeof by)}`;
+  }
+  return null;
 }
 
 function report(call: CallState): CallReport {
@@ -559,6 +576,7 @@ function report(call: CallState): CallReport {
     ...(call.compensation !== null ? { compensation: compensationReport(call.compensation) } : {}),
     ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
     ...(call.batch !== null ? { batch: call.batch } : {}),
+    ...(call.decisions.length > 0 ? { decisions: [...call.decisions] } : {}),
   };
 }
 

@@ -277,6 +277,24 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly item?: PausedItem;
   /** A batch call cancelled part-way: its items applied / not applied / unknown, as the activity reported them. Absent otherwise. */
   readonly batch?: BatchCancellationReport;
+  /** The decisions people took on this call (approval, rejection, resolutions of its pauses), in order, with who took them. Absent when none. */
+  readonly decisions?: readonly DecisionRecord[];
+}
+
+/** Most characters of a decision's `by` (who decided). */
+export const MAX_DECIDED_BY_CHARS = 256;
+
+/**
+ * One decision a person took on a call, as the run keeps it: what was decided, by whom (the
+ * request's `by`; null when it named no one), when (workflow time, ISO-8601 UTC), and for a
+ * resolution the pause it settled (`pauseId`, `role: 'compensation'` for a compensation's).
+ */
+export interface DecisionRecord {
+  readonly kind: 'approved' | 'rejected' | 'resolved-applied' | 'resolved-absent' | 'abandoned';
+  readonly by: string | null;
+  readonly at: string;
+  readonly pauseId?: string;
+  readonly role?: 'compensation';
 }
 
 /**
@@ -498,6 +516,8 @@ export interface ApproveCallRequest {
   readonly intentDigest: string;
   /** Must equal the run's current `stateVersion` (else STALE_STATE_VERSION). */
   readonly stateVersion: number;
+  /** Who approves (kept in the call's `decisions` and on the call's span as `ttc.decision.by`): 1 to 256 characters, no control characters. @default null */
+  readonly by?: string;
 }
 
 /** Payload of `rejectCallUpdate`. */
@@ -505,6 +525,8 @@ export interface RejectCallRequest {
   readonly callId: string;
   /** Shown to the model in the rejection result. Non-empty. */
   readonly reason: string;
+  /** Who rejects (see {@link ApproveCallRequest.by}). @default null */
+  readonly by?: string;
 }
 
 /** What `approveCallUpdate` and `rejectCallUpdate` return: the decision as recorded. */
@@ -530,8 +552,10 @@ export type ResolveOutcomeRequest =
       readonly receipt?: JsonValue;
       /** Audit text, non-empty. */
       readonly reason: string;
+      /** Who resolves (kept in the call's `decisions`, in the checkpoint's audit and on the span as `ttc.decision.by`; see {@link ApproveCallRequest.by}). @default null */
+      readonly by?: string;
     }
-  | { readonly callId: string; readonly pauseId: string; readonly resolution: 'absent' | 'abandon'; readonly reason: string };
+  | { readonly callId: string; readonly pauseId: string; readonly resolution: 'absent' | 'abandon'; readonly reason: string; readonly by?: string };
 
 /** What `resolveOutcomeUpdate` returns once the workflow has acted on the resolution. */
 export interface ResolveOutcomeResult {

@@ -461,6 +461,35 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       await handle.result();
     });
 
+    it('who decided is kept: `approve --by` and `resolve --by` name the person in the run result (decisions) and in the checkpoint; a `by` with control characters is refused and changes nothing', async () => {
+      const to = 'decided-by@example.com';
+      await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
+      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'Refund', body: 'Approved.' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
+      const waiting = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
+      const pending = waiting.pendingCalls[0]!;
+      const forged = await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion, by: 'eve\u001b[2J' }] }).then(
+        () => 'accepted',
+        (error: { cause?: { type?: string } }) => error.cause?.type,
+      );
+      expect(forged).toBe('INVALID_REQUEST');
+      expect((await handle.query(runStatusQuery)).phase).toBe('awaiting-approval');
+
+      expect(await cli('approve', handle.workflowId, 'e1', '--by', 'alice@example.com')).toMatchObject({ code: 0 });
+      const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
+      const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
+      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the outbox', '--pause', paused.paused!.pauseId, '--by', 'carol@example.com');
+      expect(resolved).toMatchObject({ code: 0 });
+      const result = await handle.result();
+
+      expect(result.calls[0]!.decisions).toEqual([
+        { kind: 'approved', by: 'alice@example.com', at: expect.any(String) },
+        { kind: 'resolved-applied', by: 'carol@example.com', at: expect.any(String), pauseId: paused.paused!.pauseId },
+      ]);
+      const record = (await store.listByStatus(['delivered'])).find((r) => JSON.stringify(r.binding).includes(handle.workflowId));
+      expect(record!.result!.payload).toMatchObject({ ok: true, output: { messageId: sentEmail.messageId }, resolvedInStore: { kind: 'applied', by: 'carol@example.com', reason: 'found in the outbox' } });
+      expect(await emailsTo(to)).toBe(1);
+    });
+
     it('`resolve` refuses a call of a running run that is not paused, with a clear message and exit 1', async () => {
       const handle = await start([toolTurn(call('e1', 'send_email', { to: 'waiting@example.com', subject: 's', body: 'b' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
       await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');

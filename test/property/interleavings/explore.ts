@@ -650,7 +650,8 @@ class World {
       if (call.final?.kind === 'nothing-applied') {
         this.violations.push({ kind: 'lost-result', message: `${call.name}: effect ${effect.n} was applied, yet the run was told nothing applied (${call.final.type})` });
       }
-      if (stored !== null && !isDeepStrictEqual(stored, { ok: true, output: effect.result.output, receipt: effect.result.receipt })) {
+      // A person's resolution stores its audit (`resolvedInStore`) beside the outcome: the outcome is what must match.
+      if (stored !== null && !isDeepStrictEqual(withoutAudit(stored), { ok: true, output: effect.result.output, receipt: effect.result.receipt })) {
         this.violations.push({ kind: 'lost-result', message: `${call.name}: effect ${effect.n} was applied, yet the stored result is ${JSON.stringify(stored)}` });
       }
     }
@@ -703,4 +704,11 @@ function failureOf(error: unknown): AttemptEnd {
   }
   const e = error instanceof Error ? error : new Error(String(error));
   return { ok: false, type: e.name, nonRetryable: false, nextRetryDelayMs: undefined, message: e.message };
+}
+
+/** A stored outcome without the audit a person's resolution keeps beside it. */
+function withoutAudit(stored: unknown): unknown {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return stored;
+  const { resolvedInStore: _audit, ...outcome } = stored as { resolvedInStore?: unknown };
+  return outcome;
 }

@@ -17,7 +17,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../../src/activities';
-import type { FencedToolInput, FencedToolResult } from '../../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../../../src/activities/contract';
 import { ToolCheckpointPlugin } from '../../../src/plugin';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
@@ -173,6 +173,33 @@ describe('spans and metrics of a fenced call attempt', () => {
     expect(children.map((s) => s.name)).toEqual(['ttc.store createIfAbsent', 'ttc.store get', 'ttc.store compareAndSwap']);
     expect(meter.by('ttc_pauses', 'reason')).toEqual({ OUTCOME_UNKNOWN: 1 });
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({});
+  });
+
+  it('who decided names the span (ttc.decision.by): the approver on an approved call, the person who resolved on a delivered resolution; the checkpoint keeps the resolver, the workflow gets the tool outcome alone', async () => {
+    const activities = createToolActivities({ store, tools: [ticket, email] });
+    const mock = (attemptNumber: number) => new MockActivityEnvironment({ activityType: 'x', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } }, { logger: QUIET });
+    // An approved call: the approval's `by` travels with the input.
+    const approvedInput: FencedToolInput = { tenant: 'acme', callId: 'call-approved-by', toolName: 'create_ticket', input: { title: 'approved' } };
+    const described = (await mock(1).run(activities.describeToolCall, approvedInput)) as ToolCallDescription;
+    await attempt({ ...approvedInput, expectedIntentDigest: described.intentDigest!, approvedBy: 'alice@example.com' }, 1);
+    expect(spanTree('execute_tool create_ticket').span.attributes).toMatchObject({ 'ttc.call.approved': true, 'ttc.decision.by': 'alice@example.com' });
+
+    // A lost answer, resolved applied by carol: stored with her name, delivered to the next attempt.
+    const lost: FencedToolInput = { tenant: 'acme', callId: 'call-resolved-by', toolName: 'send_email', input: { to: 'b@example.com' } };
+    await attempt(lost, 1);
+    const resolution: ResolveToolCallInput = { ...lost, resolution: 'applied', result: { ok: true, output: { messageId: 'm-1' }, receipt: null }, reason: 'found in the outbox', decidedBy: 'carol' };
+    const resolved = (await mock(2).run((input: ResolveToolCallInput) => activities.resolveToolCall(input), resolution)) as ResolveToolCallResult;
+    expect(resolved.outcome).toEqual({ ok: true, output: { messageId: 'm-1' }, receipt: null });
+    const [record] = (await store.listByStatus(['delivered'])).filter((r) => JSON.stringify(r.binding).includes('call-resolved-by'));
+    expect(record!.result!.payload).toMatchObject({ resolvedInStore: { kind: 'applied', by: 'carol', reason: 'found in the outbox' } });
+    tracing.exporter.reset();
+    const { result } = await attempt(lost, 3);
+    expect(result?.source).toBe('store');
+    expect(spanTree('execute_tool send_email').span.attributes).toMatchObject({ 'ttc.result.resolved_by_person': 'applied', 'ttc.decision.by': 'carol' });
+    // A call nobody decided on carries no such attribute.
+    tracing.exporter.reset();
+    await attempt({ tenant: 'acme', callId: 'call-undecided', toolName: 'create_ticket', input: { title: 'undecided' } }, 1);
+    expect(spanTree('execute_tool create_ticket').span.attributes['ttc.decision.by']).toBeUndefined();
   });
 
   it("composes with OpenTelemetryPlugin: the fence's execute_tool span is a child of the attempt's RunActivity span, the store spans its children", async () => {

@@ -215,3 +215,55 @@ describe('the console over HTTP', () => {
     });
   });
 });
+
+describe('who decides in the console', () => {
+  /** A console started with `decider`, logged in, its page open: post a form with extra headers. */
+  async function consoleWith(decider: { operator?: string; identityHeader?: string }) {
+    const fake = recordingOperations();
+    fake.runs = [waitingRun([awaitingCall()])];
+    const server = await startConsoleServer({ operations: fake.operations, token: TOKEN, port: 0, namespace: 'default', decider, nowMs: () => Date.parse('2030-01-01T00:00:00.000Z') });
+    const host = new URL(server.url).host;
+    const port = Number(new URL(server.url).port);
+    const tokenCookie = await logIn(port, host, TOKEN);
+    const list = await send(port, 'GET', '/', { host, cookie: tokenCookie });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(list.body)![1]!;
+    const cookie = `${tokenCookie}; ${list.cookies.map((c) => `${c.name}=${c.value}`).join('; ')}`;
+    const post = (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+      send(port, 'POST', url, { host, origin: `http://${host}`, cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', ...form }).toString());
+    return { sent: fake.sent, post, close: () => server.close() };
+  }
+
+  it('the operator name the console was started with goes with every decision (approve, reject, resolve)', async () => {
+    const c = await consoleWith({ operator: 'ops-team@acme' });
+    try {
+      expect((await c.post('/approve', { intentDigest: 'sha256:aaaa', stateVersion: '7' })).statusCode).toBe(200);
+      expect((await c.post('/reject', { reason: 'wrong account' })).statusCode).toBe(200);
+      expect((await c.post('/resolve', { pauseId: 'c1#2', resolution: 'absent', reason: 'not in the ledger' })).statusCode).toBe(200);
+      // A header a client sets is not trusted unless the console was told to.
+      expect((await c.post('/reject', { reason: 'r' }, { 'x-forwarded-user': 'mallory' })).statusCode).toBe(200);
+      expect(c.sent.map(([kind, , request]) => [kind, (request as { by?: string }).by])).toEqual([
+        ['approve', 'ops-team@acme'],
+        ['reject', 'ops-team@acme'],
+        ['resolve', 'ops-team@acme'],
+        ['reject', 'ops-team@acme'],
+      ]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('behind a trusted proxy the configured header names who decides; a decision without it is refused with 403 IDENTITY_REQUIRED and nothing is sent', async () => {
+    const c = await consoleWith({ identityHeader: 'X-Forwarded-User' });
+    try {
+      const missing = await c.post('/approve', { intentDigest: 'sha256:aaaa', stateVersion: '7' });
+      expect(missing.statusCode).toBe(403);
+      expect(missing.body).toContain('IDENTITY_REQUIRED');
+      expect((await c.post('/resolve', { pauseId: 'c1#2', resolution: 'absent', reason: 'r' }, { 'x-forwarded-user': ' ' })).statusCode).toBe(403);
+      expect(c.sent).toEqual([]);
+      expect((await c.post('/approve', { intentDigest: 'sha256:aaaa', stateVersion: '7' }, { 'x-forwarded-user': 'alice@acme' })).statusCode).toBe(200);
+      expect(c.sent).toEqual([['approve', 'wf-1', { callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: 7, by: 'alice@acme' }]]);
+    } finally {
+      await c.close();
+    }
+  });
+});
