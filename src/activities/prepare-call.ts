@@ -85,7 +85,7 @@ export interface PrepareLimits {
 /**
  * Validates `input` against its tool and derives binding, idempotency key and intent digest.
  * Before the tool's schema sees the model's input, `assertToolInput` refuses `__proto__`,
- * `constructor` and `prototype` keys at any depth, unsafe integers and inputs over
+ * `constructor` and `prototype` keys at any depth and inputs over
  * `limits.maxToolInputBytes` (issue 15 items 1 and 3), also for callers that skip the adapters.
  * `input` should come from `readFencedToolInput` (every field own).
  *

@@ -1,6 +1,6 @@
 /**
- * What `JSON.parse` hides in JSON text: duplicate member names (it keeps the last) and integer
- * tokens it rounds. Read from the @humanwhocodes/momoa syntax tree. Shared by the stored-record
+ * What `JSON.parse` hides in JSON text: duplicate member names (it keeps the last) and number
+ * literals it changes (see {@link literalChangesValue}). Read from the @humanwhocodes/momoa syntax tree. Shared by the stored-record
  * codec (`codec.ts`) and the model-input checks (`model-input.ts`). Pure: no I/O.
  *
  * momoa's parser is recursive: callers bound the text's nesting with {@link maxNestingDepth}
@@ -11,7 +11,7 @@ import { parse as parseAst } from '@humanwhocodes/momoa';
 /** Something `JSON.parse` would silently drop or change. `path` is JSONPath-like: `$.a.b[0]`. */
 export type JsonTextFinding =
   | { readonly kind: 'duplicate-key'; readonly key: string; readonly path: string }
-  | { readonly kind: 'unsafe-integer'; readonly token: string; readonly path: string };
+  | { readonly kind: 'inexact-number'; readonly token: string; readonly path: string };
 
 /** Deepest nesting of `[`/`{` in syntactically valid JSON text, outside strings (iterative). */
 export function maxNestingDepth(text: string): number {
@@ -32,19 +32,18 @@ export function maxNestingDepth(text: string): number {
 
 /**
  * Walks the syntax tree of valid JSON `text` (iteratively) for the first object with a repeated
- * member name and, when `integers` is set, the first number token whose value is an integer
- * beyond ±(2^53 − 1) (`Number.isInteger && !Number.isSafeInteger` of the parsed token: the raw
- * token is reported, before any rounding shows). Document order is not guaranteed.
+ * member name and, when `numbers` is set, every number literal that `JSON.parse` changes (see
+ * {@link literalChangesValue}; the raw token is reported). Document order is not guaranteed.
  *
  * @param text syntactically valid JSON whose nesting the caller has bounded.
- * @returns every kind found at most once: the first duplicate and the first unsafe integer.
+ * @returns the first duplicate, and every inexact number.
  */
-export function scanJsonText(text: string, options: { readonly integers?: boolean } = {}): JsonTextFinding[] {
+export function scanJsonText(text: string, options: { readonly numbers?: boolean } = {}): JsonTextFinding[] {
   const findings: JsonTextFinding[] = [];
   let duplicate = false;
-  let unsafe = !options.integers;
+  const numbers = options.numbers === true;
   const stack: Array<{ node: any; path: string }> = [{ node: parseAst(text, { mode: 'json', ranges: true }).body, path: '$' }];
-  while (stack.length > 0 && !(duplicate && unsafe)) {
+  while (stack.length > 0 && !(duplicate && !numbers)) {
     const { node, path } = stack.pop()!;
     if (node.type === 'Object') {
       const seen = new Set<string>();
@@ -59,16 +58,45 @@ export function scanJsonText(text: string, options: { readonly integers?: boolea
       }
     } else if (node.type === 'Array') {
       node.elements.forEach((element: any, i: number) => stack.push({ node: element.value, path: `${path}[${i}]` }));
-    } else if (node.type === 'Number' && !unsafe) {
-      const value = node.value as number;
-      if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
-        const [start, end] = node.range as [number, number];
-        findings.push({ kind: 'unsafe-integer', token: text.slice(start, end), path });
-        unsafe = true;
-      }
+    } else if (node.type === 'Number' && numbers) {
+      const [start, end] = node.range as [number, number];
+      const token = text.slice(start, end);
+      if (literalChangesValue(token, node.value as number)) findings.push({ kind: 'inexact-number', token, path });
     }
   }
   return findings;
+}
+
+/**
+ * Whether a JSON number literal means another number than the double `JSON.parse` reads from it,
+ * in the way a tool could act on: an integer literal no double holds exactly (`9007199254740993`,
+ * `1e300`, `1e400`), or a fraction read as an integer (`0.99999999999999999`, `1e-400`). Integer
+ * literals a double holds exactly (`1e20`, `1e21`, `9007199254740992`) pass, and so do fractions
+ * read as the nearest fraction (`0.1`), as every JSON reader does. Pure and exact
+ * (BigInt arithmetic on the decimal digits).
+ *
+ * @param token a JSON number literal (RFC 8259 §6 grammar).
+ * @param parsed `Number(token)`.
+ */
+export function literalChangesValue(token: string, parsed: number): boolean {
+  // At most 15 digits and no exponent: an integer below 10^15, or a fraction no double rounds to an integer.
+  if (token.length <= 15 && !/[eE]/.test(token)) return false;
+  const match = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (match === null) return true;
+  const [, whole, fraction = '', exponentText = '0'] = match;
+  const digits = (whole! + fraction).replace(/^0+/, '');
+  const exponent = Number(exponentText) - fraction.length;
+  if (digits === '') return !Object.is(Math.abs(parsed), 0);
+  if (!Number.isFinite(parsed)) return true;
+  // Trailing zeros move into the exponent: the literal is digits × 10^exponent.
+  const trimmed = digits.replace(/0+$/, '');
+  const scale = exponent + (digits.length - trimmed.length);
+  const literalIsInteger = scale >= 0;
+  if (!literalIsInteger) return Number.isInteger(parsed);
+  if (!Number.isInteger(parsed)) return true;
+  // A finite double below 2^1024 has at most 309 integer digits: a longer literal cannot be one.
+  if (trimmed.length + scale > 310) return true;
+  return BigInt(trimmed) * 10n ** BigInt(scale) !== BigInt(Math.abs(parsed));
 }
 
 /** The first object in valid JSON `text` with a repeated member name, or null. */

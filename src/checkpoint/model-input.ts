@@ -9,8 +9,11 @@
  *   lone surrogates, non-plain objects, …);
  * - has a member named `__proto__`, `constructor` or `prototype` at any depth (`forbidden-key`):
  *   a naive deep merge in a tool would otherwise write `Object.prototype`;
- * - holds an integer beyond ±(2^53 − 1) (`unsafe-integer`): JSON numbers are doubles, so the tool
- *   would act on a number the model did not write; in text the raw token is checked;
+ * - holds a number literal that JSON's doubles cannot read as written (`inexact-number`: an
+ *   integer literal no double holds exactly, such as `9007199254740993`, or a fraction read as an
+ *   integer; see `literalChangesValue` in `./json-text`): the tool would act on a number the model
+ *   did not write. Only literals are checked (JSON text, or the literals the caller found in the
+ *   text a value was parsed from): a parsed double is exactly the number it holds (`1e21` passes);
  * - repeats a member name in one object (`duplicate-key`, text only: `JSON.parse` keeps the last);
  * - exceeds `maxBytes` UTF-8 bytes as text or as canonical JSON (RFC 8785), or the depth (32) and
  *   value-count (10,000) bounds of SPEC §2 (`too-large`).
@@ -25,7 +28,7 @@ import type { JsonValue } from './types';
 export const FORBIDDEN_INPUT_KEYS: readonly string[] = Object.freeze(['__proto__', 'constructor', 'prototype']);
 
 /** Why a tool input was refused (`details.reason` of INVALID_TOOL_INPUT); see the module comment. */
-export const TOOL_INPUT_REFUSALS = ['not-json', 'not-object', 'forbidden-key', 'duplicate-key', 'unsafe-integer', 'too-large'] as const;
+export const TOOL_INPUT_REFUSALS = ['not-json', 'not-object', 'forbidden-key', 'duplicate-key', 'inexact-number', 'too-large'] as const;
 export type ToolInputRefusal = (typeof TOOL_INPUT_REFUSALS)[number];
 
 /** A refused tool input: why, where (`$.a.b[0]`, model-chosen keys cut to 64 characters) and a sentence for the model. */
@@ -42,6 +45,17 @@ export type JsonObject = { [key: string]: JsonValue };
 export interface ToolInputCheckOptions {
   /** UTF-8 bytes of the input (as text, and as canonical JSON). @default LIMITS.defaultMaxToolInputBytes (65,536) */
   readonly maxBytes?: number;
+  /**
+   * The inexact number literals (`scanJsonText(text, { numbers: true })`) of the text the value
+   * was parsed from, paths relative to the value (`$.amount`); the first is refused. @default none
+   */
+  readonly inexactNumbers?: readonly InexactNumber[];
+}
+
+/** A number literal `JSON.parse` changed: the raw token and where (`$.a[0]`). */
+export interface InexactNumber {
+  readonly token: string;
+  readonly path: string;
 }
 
 const FORBIDDEN = new Set(FORBIDDEN_INPUT_KEYS);
@@ -70,9 +84,7 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
   const stack: Array<{ v: JsonValue; path: string }> = [{ v: value as JsonValue, path: '$' }];
   while (stack.length > 0) {
     const { v, path } = stack.pop()!;
-    if (typeof v === 'number') {
-      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return unsafeInteger(String(v), path);
-    } else if (Array.isArray(v)) {
+    if (Array.isArray(v)) {
       v.forEach((child, i) => stack.push({ v: child, path: `${path}[${i}]` }));
     } else if (typeof v === 'object' && v !== null) {
       for (const key of Object.keys(v)) {
@@ -84,12 +96,13 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
   }
   const bytes = utf8ByteLength(canonicalize(value) as string);
   if (bytes > maxBytes) return problem('too-large', '$', `tool input is ${bytes} bytes as canonical JSON, over the limit of ${maxBytes}`);
-  return null;
+  const [inexact] = options.inexactNumbers ?? [];
+  return inexact === undefined ? null : inexactNumber(inexact);
 }
 
 /**
  * Parses a tool input sent as JSON text (OpenAI `function.arguments`): the text's byte size,
- * syntax, nesting, duplicate member names and raw integer tokens, then
+ * syntax, nesting, duplicate member names and number literals, then
  * {@link checkToolInputValue} on the parsed value.
  *
  * @returns the parsed object, or the first problem found.
@@ -110,12 +123,12 @@ export function parseToolInputText(text: string, options: ToolInputCheckOptions 
   }
   const depth = maxNestingDepth(text);
   if (depth > LIMITS.maxDepth) return refuse(problem('too-large', '$', `tool input nests ${depth} levels, deeper than ${LIMITS.maxDepth}`));
-  const [finding] = scanJsonText(text, { integers: true });
-  if (finding?.kind === 'duplicate-key') {
-    return refuse(problem('duplicate-key', finding.path, `member name ${JSON.stringify(cut(finding.key))} appears more than once in the object at ${cut(finding.path)}`));
+  const findings = scanJsonText(text, { numbers: true });
+  const duplicate = findings.find((f) => f.kind === 'duplicate-key');
+  if (duplicate?.kind === 'duplicate-key') {
+    return refuse(problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`));
   }
-  if (finding?.kind === 'unsafe-integer') return refuse(unsafeInteger(finding.token, finding.path));
-  const found = checkToolInputValue(value, { maxBytes });
+  const found = checkToolInputValue(value, { maxBytes, inexactNumbers: findings.filter((f) => f.kind === 'inexact-number') as InexactNumber[] });
   return found === null ? { ok: true, value: value as JsonObject } : refuse(found);
 }
 
@@ -135,8 +148,8 @@ export function toolInputError(found: ToolInputProblem, what: string, details: R
   return new CheckpointError('INVALID_TOOL_INPUT', `${what}: input refused (${found.reason}): ${found.message}`, { ...details, reason: found.reason, path: found.path });
 }
 
-function unsafeInteger(token: string, path: string): ToolInputProblem {
-  return problem('unsafe-integer', path, `number ${cut(token)} at ${cut(path)} is an integer beyond ±(2^53 − 1) and cannot be represented exactly; send it as a string`);
+function inexactNumber({ token, path }: InexactNumber): ToolInputProblem {
+  return problem('inexact-number', path, `number ${cut(token)} at ${cut(path)} would be read as ${Number(token)}, not as written (JSON numbers are doubles); send it as a string`);
 }
 
 function problem(reason: ToolInputRefusal, path: string, message: string): ToolInputProblem {

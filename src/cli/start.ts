@@ -11,13 +11,14 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
+import { inexactLiteralsOf, MAX_SCANNED_DEPTH } from '../model/transcript';
 import { explainUndecodable } from './errors';
 import { failureChainLines, failureChainOf } from './failure-chain';
 import { durationMs, positiveInteger } from './options';
 import { approvalRequiredOption, DEFAULT_APPROVAL_TTL } from './require-approval';
 import { printError, printJson, printLine } from './terminal-safe';
 
-/** Reads and parses a transcript file. @throws {@link CheckpointError} INVALID_ARGUMENT naming the file. */
+/** Reads and parses a transcript file. @throws {@link CheckpointError} INVALID_ARGUMENT naming the file; INVALID_TRANSCRIPT for text that is not JSON or holds a number literal JSON reads changed. */
 function readTranscriptFile(file: string): unknown {
   let text: string;
   try {
@@ -25,11 +26,19 @@ function readTranscriptFile(file: string): unknown {
   } catch (error) {
     throw new CheckpointError('INVALID_ARGUMENT', `cannot read transcript file ${file}: ${(error as Error).message}`, { field: 'transcript' }, { cause: error });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     throw new CheckpointError('INVALID_TRANSCRIPT', `transcript file ${file} is not valid JSON: ${(error as Error).message}`, { field: 'transcript' }, { cause: error });
   }
+  // The run gets the parsed value: a literal parsing changed would reach a tool changed.
+  const inexact = inexactLiteralsOf(text);
+  if (inexact === null || inexact.length > 0) {
+    const what = inexact === null ? `nests deeper than ${MAX_SCANNED_DEPTH} levels` : `has number ${inexact[0]!.token} at ${inexact[0]!.path}, which JSON reads as ${Number(inexact[0]!.token)} (write it as a string)`;
+    throw new CheckpointError('INVALID_TRANSCRIPT', `transcript file ${file} ${what}`, { field: 'transcript' });
+  }
+  return value;
 }
 
 export function registerStart(program: Command): void {

@@ -7,7 +7,8 @@ import type { ModelAdapter } from './model-adapter';
 import {
   sdkClientOptions, mapSdkError, parseSdkTurnOptions, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
-import { anthropicMessageToTurnResult } from './transcript';
+import { anthropicMessageTextToTurnResult } from './transcript';
+import { CheckpointError } from '../checkpoint/errors';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
 import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 
@@ -151,13 +152,18 @@ export class AnthropicModel implements ModelAdapter {
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnResult> {
     if (signal?.aborted) throw signal.reason;
     const body = this.buildRequest(input);
-    let response: unknown;
+    // The body as text, not as the SDK's parsed object: number literals are checked as written.
+    let text: string;
     try {
-      response = await this.client.messages.create(body, signal === undefined ? {} : { signal });
+      const response = await this.client.messages.create(body, signal === undefined ? {} : { signal }).asResponse();
+      text = await response.text();
     } catch (err) {
-      throw mapSdkError(err, 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
+      const mapped = mapSdkError(err, 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
+      // A body cut off while read (not an SDK error): an answer lost after sending, retried.
+      if (mapped === err && !(err instanceof APIUserAbortError)) throw new CheckpointError('MODEL_TRANSIENT', `anthropic: the response could not be read: ${(err as Error).message}`, { provider: 'anthropic', status: null }, { cause: err });
+      throw mapped;
     }
-    return anthropicMessageToTurnResult(response, {
+    return anthropicMessageTextToTurnResult(text, {
       where: `anthropic response to turn ${input.turn}`,
       live: true,
       details: { provider: 'anthropic', turn: input.turn },

@@ -54,7 +54,7 @@
  * reason, a call id twice in one turn, …) `MODEL_TRANSIENT` with `details.reason:
  * 'invalid-response'` (retryable: the next response may be fine). A tool call whose
  * input is refused (not JSON, not an object, a `__proto__`/`constructor`/`prototype` key, a
- * duplicate key, an unsafe integer, over `maxToolInputBytes`: see `checkpoint/model-input.ts`)
+ * duplicate key, a number literal JSON reads changed, over `maxToolInputBytes`: see `checkpoint/model-input.ts`)
  * fails alone: it is returned with `input: {}` and `inputError` (INVALID_TOOL_INPUT and a reason),
  * and the rest of the turn stands. Tool names are passed through (an unknown or made-up one is the
  * workflow's to answer, UNKNOWN_TOOL). Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
@@ -63,7 +63,8 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import { IDENTIFIER_MAX_LENGTH } from '../checkpoint/bounds';
-import { checkToolInputValue, parseToolInputText, type ToolInputProblem } from '../checkpoint/model-input';
+import { checkToolInputValue, parseToolInputText, type InexactNumber, type ToolInputProblem } from '../checkpoint/model-input';
+import { maxNestingDepth, scanJsonText } from '../checkpoint/json-text';
 import type { JsonValue } from '../checkpoint/types';
 import type { ModelStopReason, ModelTurnResult, ToolCallRequest } from './types';
 
@@ -204,6 +205,13 @@ export interface ResponseContext {
    * offered tools under `wireToolName`s, see `wire-names.ts`). @default identity
    */
   readonly toolNameFromWire?: (name: string) => string;
+  /**
+   * The number literals `JSON.parse` changed in the text this response was parsed from (see
+   * `literalChangesValue` in `checkpoint/json-text.ts`), paths relative to the response
+   * (`$.content[1].input.amount`): a call whose input holds one is refused (`inexact-number`).
+   * A response that came as a value has none. @default none
+   */
+  readonly inexactNumbers?: readonly InexactNumber[];
 }
 
 /** `details.reason` of the `MODEL_TRANSIENT` error a malformed live response raises. */
@@ -238,9 +246,13 @@ function refusedCall(callId: string, toolName: string, found: ToolInputProblem):
   return { callId, toolName, input: {}, inputError: Object.freeze({ type: 'INVALID_TOOL_INPUT', reason: found.reason, message }) };
 }
 
-/** A call whose input is already a value (Anthropic `tool_use.input`), checked by `checkToolInputValue`. */
-function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext): ToolCallRequest {
-  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes });
+/**
+ * A call whose input is already a value (Anthropic `tool_use.input`), checked by
+ * `checkToolInputValue` with the inexact literals the response's text held under `at` (the
+ * input's path in the response).
+ */
+function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext, at: string): ToolCallRequest {
+  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes, inexactNumbers: literalsUnder(ctx.inexactNumbers, at) });
   return found === null ? { callId, toolName, input: value as JsonValue } : refusedCall(callId, toolName, found);
 }
 
@@ -249,11 +261,34 @@ function callFromValue(callId: string, toolName: string, value: unknown, ctx: Re
  * an empty or blank string is `{}` (OpenAI sends `""` for a tool without parameters); a
  * non-string (some OpenAI-compatible servers send the object itself) is checked as a value.
  */
-function callFromArguments(callId: string, toolName: string, args: unknown, ctx: ResponseContext): ToolCallRequest {
-  if (typeof args !== 'string') return callFromValue(callId, toolName, args, ctx);
+function callFromArguments(callId: string, toolName: string, args: unknown, ctx: ResponseContext, at: string): ToolCallRequest {
+  if (typeof args !== 'string') return callFromValue(callId, toolName, args, ctx, at);
   if (args.trim() === '') return { callId, toolName, input: {} };
   const parsed = parseToolInputText(args, { maxBytes: ctx.maxToolInputBytes });
   return parsed.ok ? { callId, toolName, input: parsed.value } : refusedCall(callId, toolName, parsed.problem);
+}
+
+/** The literals of `found` under `at`, their paths made relative to it (`$.content[1].input.a` under `$.content[1].input` → `$.a`). */
+export function literalsUnder(found: readonly InexactNumber[] | undefined, at: string): InexactNumber[] {
+  if (found === undefined || found.length === 0) return [];
+  return found.filter((f) => f.path === at || f.path.startsWith(`${at}.`) || f.path.startsWith(`${at}[`)).map((f) => ({ token: f.token, path: `$${f.path.slice(at.length)}` }));
+}
+
+/** Deepest nesting of a response's text that is scanned for literals (the scan's parser recurses). */
+export const MAX_SCANNED_DEPTH = 128;
+
+/**
+ * The number literals `JSON.parse` changed in valid JSON `text` (see `literalChangesValue`); none
+ * when the text holds no literal that could be one (16 digits in a row, or an exponent), so the
+ * syntax tree is built only for such text.
+ *
+ * @returns null when the text nests deeper than {@link MAX_SCANNED_DEPTH} (not scanned: the
+ * caller refuses the response).
+ */
+export function inexactLiteralsOf(text: string): InexactNumber[] | null {
+  if (!/\d{16}|\d[eE]/.test(text)) return [];
+  if (maxNestingDepth(text) > MAX_SCANNED_DEPTH) return null;
+  return scanJsonText(text, { numbers: true }).flatMap((f) => (f.kind === 'inexact-number' ? [{ token: f.token, path: f.path }] : []));
 }
 
 /**
@@ -303,13 +338,13 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
   const message = parsed.data;
   const nameOf = ctx.toolNameFromWire ?? ((name: string) => name);
   let text = '';
-  const blocks: Array<{ id: string; name: string; input: unknown }> = [];
-  for (const block of message.content) {
+  const blocks: Array<{ id: string; name: string; input: unknown; at: string }> = [];
+  message.content.forEach((block, i) => {
     // The schema checked text and tool_use blocks (anthropicContent).
     if (block.type === 'text') text += block['text'] as string;
-    else if (block.type === 'tool_use') blocks.push({ id: block['id'] as string, name: block['name'] as string, input: block['input'] });
-  }
-  const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx));
+    else if (block.type === 'tool_use') blocks.push({ id: block['id'] as string, name: block['name'] as string, input: block['input'], at: `$.content[${i}].input` });
+  });
+  const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx, b.at));
   switch (message.stop_reason) {
     case 'tool_use':
       if (blocks.length === 0) throw structureError(ctx, `stop_reason is tool_use but there is no tool_use block`);
@@ -333,6 +368,26 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
 }
 
 /**
+ * Converts one Anthropic Messages API response from its JSON text (the body as received), so
+ * that a `tool_use.input` holding a number literal `JSON.parse` would change is refused
+ * (`inexact-number`), as OpenAI's `arguments` text is; otherwise {@link anthropicMessageToTurnResult}.
+ *
+ * @throws CheckpointError as {@link anthropicMessageToTurnResult}, also for text that is not JSON
+ * or nests deeper than {@link MAX_SCANNED_DEPTH}.
+ */
+export function anthropicMessageTextToTurnResult(text: string, ctx: ResponseContext): ModelTurnResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw structureError(ctx, `not JSON: ${(error as Error).message}`);
+  }
+  const inexactNumbers = inexactLiteralsOf(text);
+  if (inexactNumbers === null) throw structureError(ctx, `nests deeper than ${MAX_SCANNED_DEPTH} levels`);
+  return anthropicMessageToTurnResult(raw, { ...ctx, inexactNumbers });
+}
+
+/**
  * Converts one OpenAI Chat Completions response to a {@link ModelTurnResult}, reading
  * `choices[0]`.
  *
@@ -349,7 +404,7 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
  *
  * Per call, never for the whole turn: `arguments` `""` or blank → `{}` (a tool without
  * parameters); arguments that `parseToolInputText` refuses (not JSON, not an object, forbidden or
- * duplicate keys, an unsafe integer token, over `ctx.maxToolInputBytes`) → that call's
+ * duplicate keys, an inexact number literal, over `ctx.maxToolInputBytes`) → that call's
  * `inputError`; a non-string `arguments` is checked as a value (an object is accepted, anything
  * else is `not-object`).
  *
@@ -370,7 +425,7 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
   if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx, rawCalls.length);
   const refused = choice.message.refusal !== undefined && choice.message.refusal !== null;
   if (choice.finish_reason === 'content_filter' || refused) return finish('refusal', text, [], ctx, rawCalls.length);
-  const calls = rawCalls.map((call) => callFromArguments(call.id, nameOf(call.function.name), call.function.arguments, ctx));
+  const calls = rawCalls.map((call, i) => callFromArguments(call.id, nameOf(call.function.name), call.function.arguments, ctx, `$.choices[0].message.tool_calls[${i}].function.arguments`));
   if (calls.length > 0) return finish('tool_use', text, calls, ctx);
   if (choice.finish_reason === 'tool_calls') throw structureError(ctx, `finish_reason is tool_calls but there are no tool_calls`);
   return finish('end_turn', text, [], ctx);
@@ -386,11 +441,12 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
  * numbers calls per turn; the agent workflow must then scope a call's checkpoint by turn).
  *
  * @param source names the transcript in errors (a file path or a label); defaults to its id.
+ * @param inexactNumbers the number literals `JSON.parse` changed in the text `value` was parsed from (`inexactLiteralsOf`), paths from the transcript root; a call whose input holds one is refused (`inexact-number`). A value with no text has none.
  * Refused tool inputs are per call (`inputError`), as in the converters.
  *
  * @throws CheckpointError INVALID_TRANSCRIPT (details: `transcript`, `turn`, `path`).
  */
-export function parseTranscript(value: unknown, source?: string): Transcript {
+export function parseTranscript(value: unknown, source?: string, inexactNumbers?: readonly InexactNumber[]): Transcript {
   const parsed = transcriptSchema.safeParse(value);
   const label = source ?? (typeof value === 'object' && value !== null && typeof (value as { id?: unknown }).id === 'string'
     ? (value as { id: string }).id
@@ -412,6 +468,7 @@ export function parseTranscript(value: unknown, source?: string): Transcript {
       where: `transcript ${JSON.stringify(name)} response ${turn}`,
       live: false,
       details: { transcript: name, turn },
+      inexactNumbers: literalsUnder(inexactNumbers, `$.responses[${turn}]`),
     };
     const result =
       file.format === 'anthropic-messages' ? anthropicMessageToTurnResult(response, ctx) : openAiCompletionToTurnResult(response, ctx);
@@ -451,7 +508,9 @@ export function parseTranscriptJson(text: string, source: string): Transcript {
       path: '$',
     }, { cause: err });
   }
-  return parseTranscript(value, source);
+  const inexact = inexactLiteralsOf(text);
+  if (inexact === null) throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} nests deeper than ${MAX_SCANNED_DEPTH} levels`, { transcript: source, path: '$' });
+  return parseTranscript(value, source, inexact);
 }
 
 /**

@@ -14,7 +14,7 @@ export interface ToolCallRequest {
   readonly input: JsonValue;
   /**
    * Set by the adapter when it refused this call's input (issue 15 items 1 and 3: not JSON, not
-   * an object, a `__proto__`/`constructor`/`prototype` key, a duplicate key, an unsafe integer,
+   * an object, a `__proto__`/`constructor`/`prototype` key, a duplicate key, a number literal JSON reads changed,
    * over `maxToolInputBytes`). Only this call fails: the agent workflow reports it to the model
    * as a tool error `{ type, message }` and runs the rest of the turn. What the model sent is not
    * kept (`input` is `{}`).

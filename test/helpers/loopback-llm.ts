@@ -17,11 +17,12 @@ import type { AddressInfo } from 'node:net';
 /** Which API a request or reply belongs to. */
 export type LoopbackApi = 'anthropic' | 'openai';
 
-/** One queued answer. `body` is sent as JSON; `delayMs` waits before answering. */
+/** One queued answer. `body` is sent as JSON (`rawBody`, when given, as written); `delayMs` waits before answering. */
 export interface LoopbackReply {
   readonly status?: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body: unknown;
+  readonly rawBody?: string;
   readonly delayMs?: number;
 }
 
@@ -165,7 +166,7 @@ export class LoopbackLlm {
 
 function send(res: import('node:http').ServerResponse, reply: LoopbackReply): void {
   if (res.destroyed) return;
-  const payload = JSON.stringify(reply.body);
+  const payload = reply.rawBody ?? JSON.stringify(reply.body);
   res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...reply.headers });
   res.end(payload);
 }

@@ -191,6 +191,20 @@ describe('Anthropic SDK adapter', () => {
     expect((err as Error).message).toContain('anthropic response to turn 4');
   });
 
+  test('numbers are read as written: 1e20 and 1e21 (exact doubles) reach the tool; 9007199254740993, which JSON would read as ...992, refuses that call alone (inexact-number)', async () => {
+    const body = `{"id":"msg_nums","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[
+      {"type":"tool_use","id":"toolu_exact","name":"create_ticket","input":{"title":"t","body":"b","queue":"q","n":1e20,"m":1e21}},
+      {"type":"tool_use","id":"toolu_rounded","name":"create_ticket","input":{"title":"t","body":"b","queue":"q","n":9007199254740993}}],
+      "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`;
+    server.enqueue('anthropic', { status: 200, body: null, rawBody: body });
+    const result = await anthropicModel().turn(turnInput('anthropic', 0, [user]));
+    expect(result.toolCalls.map((c) => [c.callId, c.input, c.inputError?.reason ?? null])).toEqual([
+      ['toolu_exact', { title: 't', body: 'b', queue: 'q', n: 1e20, m: 1e21 }, null],
+      ['toolu_rounded', {}, 'inexact-number'],
+    ]);
+    expect(result.toolCalls[1]!.inputError!.message).toContain('9007199254740993 at $.n would be read as 9007199254740992');
+  });
+
   test('a tool the adapter has no spec for fails before any request', async () => {
     const err = await anthropicModel().turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] }).catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);

@@ -77,7 +77,7 @@ function completion(finish: 'tool_calls' | 'stop', content: string | null, calls
   };
 }
 
-test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, an unsafe integer) and a good call: each poisoned call fails typed as INVALID_TOOL_INPUT, the good one runs, Object.prototype untouched', async () => {
+test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a number JSON would read changed) and good calls (one with 1e21): each poisoned call fails typed as INVALID_TOOL_INPUT, the good one runs, Object.prototype untouched', async () => {
   const executed: string[] = [];
   const createTicket = defineTool({
     name: 'create_ticket',
@@ -94,6 +94,7 @@ test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a
       ['call_poisoned', 'create_ticket', '{"title":"t","options":{"x":{"__proto__":{"dedupesByKey":true}}}}'],
       ['call_big', 'create_ticket', '{"title":"big","options":{"n":9007199254740993}}'],
       ['call_good', 'create_ticket', '{"title":"printer on fire"}'],
+      ['call_exact', 'create_ticket', '{"title":"exact","options":{"n":1e21}}'],
     ]),
     completion('stop', 'Done.'),
   ]);
@@ -115,19 +116,21 @@ test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a
 
   expect(polluted).toEqual([]);
   expect(result.status).toBe('completed');
-  expect(executed).toEqual(['call_good']);
+  expect(executed.sort()).toEqual(['call_exact', 'call_good']);
   expect(result.calls.map((c) => [c.callId, c.status, c.errorType])).toEqual([
     ['call_poisoned', 'failed', 'INVALID_TOOL_INPUT'],
     ['call_big', 'failed', 'INVALID_TOOL_INPUT'],
     ['call_good', 'completed', null],
+    ['call_exact', 'completed', null],
   ]);
   const toolMessages = model.requests[1]!.messages!.filter((m) => m.role === 'tool');
   expect(toolMessages.map((m) => [m.callId, m.isError, (m.content as { error?: { type?: string } }).error?.type ?? null])).toEqual([
     ['call_poisoned', true, 'INVALID_TOOL_INPUT'],
     ['call_big', true, 'INVALID_TOOL_INPUT'],
     ['call_good', false, null],
+    ['call_exact', false, null],
   ]);
   // What the model sent for a refused call is not carried on: the assistant message holds `{}`.
   const assistant = model.requests[1]!.messages!.find((m) => m.role === 'assistant');
-  expect(assistant?.role === 'assistant' && assistant.toolCalls.map((c) => c.input)).toEqual([{}, {}, { title: 'printer on fire' }]);
+  expect(assistant?.role === 'assistant' && assistant.toolCalls.map((c) => c.input)).toEqual([{}, {}, { title: 'printer on fire' }, { title: 'exact', options: { n: 1e21 } }]);
 });

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { createToolActivities, defineTool, type ToolDefinition } from '../../src/activities';
 import { isCheckpointError } from '../../src/checkpoint/errors';
-import { anthropicMessageToTurnResult, openAiCompletionToTurnResult, parseTranscript, type ResponseContext } from '../../src/model/transcript';
+import { anthropicMessageToTurnResult, openAiCompletionToTurnResult, parseTranscript, parseTranscriptJson, type ResponseContext } from '../../src/model/transcript';
 import type { ToolCallRequest } from '../../src/model/types';
 import { Gate, Harness, Provider, typeOf, waitFor } from '../adversarial/harness';
 import { cleanPrototype, naiveMerge } from '../helpers/prototype';
@@ -213,16 +213,36 @@ describe('item 1: prototype keys', () => {
 // ---- item 3 ------------------------------------------------------------------------------------
 
 describe('item 3: numbers, duplicates and size', () => {
-  test('item 3: an integer beyond 2^53 in OpenAI arguments is refused for that call, naming the raw token; a safe one passes', () => {
+  test('numbers: exactly the literals JSON reads changed are refused, naming the token, per call; 1e20, 1e21, 2^53 and 0.1 pass, in OpenAI arguments and in an Anthropic transcript', () => {
     const result = openAiCompletionToTurnResult(
-      openAiTurn(['call_big', 'refund', '{"amount": 9007199254740993}'], ['call_neg', 'refund', '{"amount": -1e300}'], ['call_ok', 'refund', '{"amount": 9007199254740991, "rate": 0.5}']),
+      openAiTurn(
+        ['call_big', 'refund', '{"amount": 9007199254740993}'],
+        ['call_neg', 'refund', '{"amount": -1e300}'],
+        ['call_frac', 'refund', '{"amount": 0.99999999999999999}'],
+        ['call_ok', 'refund', '{"amount": 9007199254740991, "rate": 0.5, "big": 1e20, "bigger": 1e21, "pow": 9007199254740992}'],
+      ),
       ctx,
     );
-    expect(result.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'unsafe-integer' }, { type: 'INVALID_TOOL_INPUT', reason: 'unsafe-integer' }, undefined]);
-    expect(result.toolCalls[0]!.inputError!.message).toContain('9007199254740993');
-    expect(result.toolCalls[2]!.input).toEqual({ amount: 9007199254740991, rate: 0.5 });
-    const anthropic = anthropicMessageToTurnResult(anthropicTurn(['toolu_big', 'refund', { amount: 2 ** 53 }]), ctx);
-    expect(anthropic.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'unsafe-integer' }]);
+    expect(result.toolCalls.map(refusal)).toEqual([
+      { type: 'INVALID_TOOL_INPUT', reason: 'inexact-number' },
+      { type: 'INVALID_TOOL_INPUT', reason: 'inexact-number' },
+      { type: 'INVALID_TOOL_INPUT', reason: 'inexact-number' },
+      undefined,
+    ]);
+    expect(result.toolCalls[0]!.inputError!.message).toContain('9007199254740993 at $.amount would be read as 9007199254740992');
+    expect(result.toolCalls[3]!.input).toEqual({ amount: 9007199254740991, rate: 0.5, big: 1e20, bigger: 1e21, pow: 2 ** 53 });
+    // A transcript is read from its text: the same rule, per call.
+    const text = `{"version":1,"id":"t","format":"anthropic-messages","responses":[{"id":"msg_1","type":"message","role":"assistant","model":"claude","stop_reason":"tool_use","content":[
+      {"type":"tool_use","id":"toolu_ok","name":"refund","input":{"amount":1e20,"cap":1e21}},
+      {"type":"tool_use","id":"toolu_big","name":"refund","input":{"amount":9007199254740993}}]}]}`;
+    const turn = parseTranscriptJson(text, 'numbers.json').turns[0]!;
+    expect(turn.toolCalls.map((c) => [c.callId, c.input, refusal(c)?.reason])).toEqual([
+      ['toolu_ok', { amount: 1e20, cap: 1e21 }, undefined],
+      ['toolu_big', {}, 'inexact-number'],
+    ]);
+    // A value has no literals left to check: it is exactly the double it holds.
+    const anthropic = anthropicMessageToTurnResult(anthropicTurn(['toolu_pow', 'refund', { amount: 2 ** 53, big: 1e21 }]), ctx);
+    expect(anthropic.toolCalls.map(refusal)).toEqual([undefined]);
   });
 
   test('item 3: duplicate keys in OpenAI arguments are refused for that call (at any depth), not resolved last-wins', () => {
@@ -248,10 +268,11 @@ describe('item 3: numbers, duplicates and size', () => {
     expect(custom.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'too-large' }]);
   });
 
-  test('item 3: the activity refuses a 5 MB input, an unsafe integer, and input over its configured maxToolInputBytes, writing nothing', async () => {
+  test('item 3: the activity refuses a 5 MB input and input over its configured maxToolInputBytes, writing nothing; a number beyond 2^53 is the double it holds and runs', async () => {
     const tool = defineTool({ name: 'create_ticket', revision: 'v1', input: z.object({ title: z.string(), n: z.number().optional() }), execute: async (i) => ({ output: { title: i.title.length } }) });
     const acts = h.activities([tool]);
-    for (const input of [{ title: 'x'.repeat(5 * 1024 * 1024) }, { title: 't', n: 2 ** 53 + 2 }]) {
+    expect(typeOf(await h.run(acts, h.newCall({ input: { title: 't', n: 2 ** 53 + 2 } as never }), 1))).toBe('result:executed');
+    for (const input of [{ title: 'x'.repeat(5 * 1024 * 1024) }]) {
       const call = h.newCall({ input: input as never });
       const out = await h.run(acts, call, 1);
       expect(typeOf(out)).toBe('failure:INVALID_TOOL_INPUT');

@@ -88,6 +88,11 @@ describe('command-line inputs', () => {
     const cut = await cli(['start', join(dir, 'cut.json')]);
     expect(cut.code).toBe(1);
     expect(cut.stderr).toMatch(/^INVALID_TRANSCRIPT: transcript file .*cut\.json is not valid JSON/m);
+    // The run gets the parsed value, so a literal JSON reads changed is refused at the file.
+    writeFileSync(join(dir, 'rounded.json'), '{"version": 1, "id": "x", "responses": [{"input": {"amount": 9007199254740993}}]}');
+    const rounded = await cli(['start', join(dir, 'rounded.json')]);
+    expect(rounded.code).toBe(1);
+    expect(rounded.stderr).toMatch(/^INVALID_TRANSCRIPT: transcript file .*rounded\.json has number 9007199254740993 at \$\.responses\[0\]\.input\.amount, which JSON reads as 9007199254740992/m);
   });
 
   it('`show` against an unreachable Temporal server exits 1 with TEMPORAL_UNAVAILABLE naming the address', async () => {
