@@ -60,6 +60,7 @@ import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from 
 import { countApprovalDecision } from './run-metrics';
 import { RunSearchAttributes } from './run-search-attributes';
 import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
+import { DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MAX_TOOL_INPUT_BYTES_PER_TURN, turnRefusals, type TurnRefusal } from './turn-bounds';
 import type {
   AgentWorkflowInput,
   AgentWorkflowResult,
@@ -335,12 +336,26 @@ class AgentRun {
     this.finalText = turn.text;
     // A truncated or refused answer hands out no call (the adapters drop them); guard anyway.
     const requests = turn.stopReason === 'max_tokens' || turn.stopReason === 'refusal' ? [] : turn.toolCalls;
-    const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns);
+    const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns, this.turnRefusals(requests));
     // The conversation names each call by the id it runs under (unique per conversation).
     const toolCalls: ToolCallRequest[] = requests.map((req, i) => (calls[i]!.callId === req.callId ? req : { ...req, callId: calls[i]!.callId }));
     this.conversation.add({ role: 'assistant', text: turn.text, toolCalls });
     this.state.bump();
     return turn;
+  }
+
+  /**
+   * The calls of a turn beyond its bounds (`budget.maxToolCallsPerTurn`, `maxToolInputBytesPerTurn`;
+   * see `turn-bounds.ts`), refused before anything is scheduled. Runs that refused nothing, or
+   * whose history predates the bounds (patch `ttc-turn-bounds`), run every call as before.
+   */
+  private turnRefusals(requests: readonly ToolCallRequest[]): (TurnRefusal | null)[] {
+    const { maxToolCallsPerTurn = DEFAULT_MAX_TOOL_CALLS_PER_TURN, maxToolInputBytesPerTurn = DEFAULT_MAX_TOOL_INPUT_BYTES_PER_TURN } = this.input.budget;
+    const refusals = turnRefusals(
+      requests.map((req) => req.input),
+      { maxCalls: maxToolCallsPerTurn, maxInputBytes: maxToolInputBytesPerTurn },
+    );
+    return refusals.some((r) => r !== null) && patched(TURN_BOUNDS_PATCH) ? refusals : [];
   }
 
   /** The stop a model answer asks for: cut off (`max_tokens`) or refused (`refusal`): `incomplete`, nothing of it runs. */
@@ -1108,6 +1123,8 @@ const MIN_INLINE_BYTES = 256;
 
 /** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';
+/** Patch id: the calls of a turn beyond its bounds are refused (`turn-bounds.ts`). */
+const TURN_BOUNDS_PATCH = 'ttc-turn-bounds';
 
 /** What the model reads when a call's approval expired (the times stay in the status). */
 const APPROVAL_EXPIRED_FOR_MODEL = `APPROVAL_EXPIRED: ${MODEL_ERROR_MESSAGES.APPROVAL_EXPIRED}`;

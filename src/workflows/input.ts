@@ -54,6 +54,8 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
   positiveInteger('budget.maxToolCalls', input.budget.maxToolCalls);
   positiveInteger('budget.deadlineMs', input.budget.deadlineMs);
   if (input.budget.maxConversationBytes !== undefined) positiveInteger('budget.maxConversationBytes', input.budget.maxConversationBytes);
+  if (input.budget.maxToolCallsPerTurn !== undefined) positiveInteger('budget.maxToolCallsPerTurn', input.budget.maxToolCallsPerTurn);
+  if (input.budget.maxToolInputBytesPerTurn !== undefined) positiveInteger('budget.maxToolInputBytesPerTurn', input.budget.maxToolInputBytesPerTurn);
   if (input.toolConcurrency !== undefined) positiveInteger('toolConcurrency', input.toolConcurrency);
   if (input.limits !== undefined) {
     if (typeof input.limits !== 'object' || input.limits === null) invalid('limits', 'must be an object', input.limits);

@@ -12,7 +12,9 @@
  * - `INVALID_TOOL_INPUT` and `TOOL_REJECTED`: the schema check of the model's own arguments (its
  *   paths and the tool's schema messages, which the model's tool spec already holds) and a
  *   rejection the tool classified;
- * - a person's rejection reason (`rejectCallUpdate`: documented as shown to the model).
+ * - a person's rejection reason (`rejectCallUpdate`: documented as shown to the model);
+ * - `TOO_MANY_TOOL_CALLS` and `TURN_INPUT_TOO_LARGE`: the workflow's own sentence with the turn's
+ *   counts and bounds (see `turn-bounds.ts`).
  *
  * Pure and sandbox-safe.
  */
@@ -56,7 +58,7 @@ const RESULT_FAILURE_MESSAGES: Readonly<Record<string, string>> = {
 };
 
 /** Failure types whose message the model reads as written (see the module comment). */
-const READ_AS_WRITTEN: ReadonlySet<string> = new Set(['INVALID_TOOL_INPUT', 'TOOL_REJECTED']);
+const READ_AS_WRITTEN: ReadonlySet<string> = new Set(['INVALID_TOOL_INPUT', 'TOOL_REJECTED', 'TOO_MANY_TOOL_CALLS', 'TURN_INPUT_TOO_LARGE']);
 
 /**
  * Error-result types the fence itself stores: a durable refusal (a nothing-applied code, see

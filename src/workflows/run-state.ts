@@ -31,6 +31,7 @@ import type {
 } from './types';
 import { LIVE_CALL_STATUSES, MAX_DECIDED_BY_CHARS } from './types';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
+import type { TurnRefusal } from './turn-bounds';
 
 /** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
 export interface ApprovalState {
@@ -271,10 +272,11 @@ export class RunState {
    * Registers the tool calls of a new turn as `queued` and returns them in order; retries added
    * later are not in the returned array. Refused up front, with a `preFailure` the model sees as
    * its tool result: a repeated call id (DUPLICATE_CALL_ID) and a call whose input the adapter
-   * refused (`inputError`, INVALID_TOOL_INPUT).
+   * refused (`inputError`, INVALID_TOOL_INPUT); and, given `refusals` (see `turn-bounds.ts`), the
+   * calls beyond the turn's bounds.
    */
-  startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false): CallState[] {
-    this.currentTurn = requests.map((req) => {
+  startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false, refusals: readonly (TurnRefusal | null)[] = []): CallState[] {
+    this.currentTurn = requests.map((req, index) => {
       const reused = this.used(req.callId);
       // Issue 11: a provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
       // turn-scoped id, so each call has its own checkpoint and ids in history stay unique.
@@ -293,6 +295,8 @@ export class RunState {
         this.byId.set(call.callId, call);
         // The adapter refused this call's input (issue 15 items 1 and 3): only this call fails.
         if (req.inputError !== undefined) call.preFailure = { type: req.inputError.type, message: req.inputError.message };
+        const refusal = refusals[index];
+        if (refusal !== undefined && refusal !== null) call.preFailure = { type: refusal.type, message: refusal.message };
       }
       this.calls.push(call);
       return call;

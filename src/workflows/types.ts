@@ -46,7 +46,7 @@ export interface AgentActivityOptions extends ToolActivityOptions {
   readonly perTool?: Readonly<Record<string, ToolActivityOptions>>;
 }
 
-/** Budgets of one run. All three are required and must be positive integers. */
+/** Budgets of one run. The first three are required; every one must be a positive integer. */
 export interface AgentBudget {
   /** Most model turns the run may take. */
   readonly maxTurns: number;
@@ -60,6 +60,17 @@ export interface AgentBudget {
    * run stops `budget-exhausted` / `max-conversation-bytes` (issue 11). @default 33,554,432 (32 MiB)
    */
   readonly maxConversationBytes?: number;
+  /**
+   * Most tool calls one model turn may run. The calls after the first this many are not run: the
+   * model reads `TOO_MANY_TOOL_CALLS` for each (see `turn-bounds.ts`). @default 64
+   */
+  readonly maxToolCallsPerTurn?: number;
+  /**
+   * Most UTF-8 bytes of tool input (each call's input as JSON, summed) one model turn may run. The
+   * call that crosses it and every later one are not run: the model reads `TURN_INPUT_TOO_LARGE`.
+   * @default 524,288 (512 KiB)
+   */
+  readonly maxToolInputBytesPerTurn?: number;
 }
 
 /**
