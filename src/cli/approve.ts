@@ -21,7 +21,7 @@ import { approveCall, readWaitingCall, rejectCall, type WaitingCall } from '../o
 import { explainUndecodable } from './errors';
 import { nonNegativeInteger } from './options';
 import { defaultResolvedBy } from '../plugin/resolve-in-store';
-import { printLine } from './terminal-safe';
+import { hiddenCharacterWarning, printLine } from './terminal-safe';
 import { assertRunTenant } from './tenant';
 
 /** Options of `approve`. */
@@ -104,6 +104,8 @@ function printReview(verb: 'approve' | 'reject', { workflowId, status, call }: W
   const json = (value: unknown): string => JSON.stringify(value) ?? 'null';
   printLine(`${verb} ${workflowId}/${call.callId} (tenant ${status.tenant ?? '?'}): ${call.toolName} revision ${call.toolRevision ?? '?'}`);
   printLine(`  arguments (validated; these run): ${call.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(call.arguments)}`);
+  const hidden = hiddenCharacterWarning('the arguments', call.arguments);
+  if (hidden !== null) printLine(`  ${hidden}`);
   if (call.target !== null) printLine(`  target: ${json(call.target)}`);
   printLine(`  model sent (not run as sent): ${json(call.modelInput)}`);
   printLine(`  intent digest: ${call.intentDigest ?? '?'}`);

@@ -21,7 +21,7 @@ import type { PendingCallView } from '../workflows/types';
 import { storeOptions } from '../stores/store-options';
 import { printTable, withCode } from './table';
 import { explainUndecodable } from './errors';
-import { printLine } from './terminal-safe';
+import { hiddenCharacterWarning, printLine } from './terminal-safe';
 import { tenantOfNamespace } from './tenant';
 
 export function registerPending(program: Command): void {
@@ -144,6 +144,7 @@ function approvalLines(call: string, view: PendingCallView): string[] {
   return [
     `approval of ${call}: ${view.toolName} revision ${view.toolRevision ?? '?'}, intent ${view.intentDigest ?? '?'}`,
     `  arguments (validated; these run): ${view.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(view.arguments)}`,
+    ...[hiddenCharacterWarning('the arguments', view.arguments)].flatMap((warning) => (warning === null ? [] : [`  ${warning}`])),
     ...(view.target === null ? [] : [`  target: ${json(view.target)}`]),
     `  model sent (not run as sent): ${json(view.modelInput)}`,
   ];

@@ -53,6 +53,7 @@ dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
 h4 { margin: 8px 0 0; font-size: 13px; color: var(--muted); font-weight: 600; }
 .note { color: var(--muted); font-size: 13px; }
+.warning { color: var(--warn); font-weight: 600; font-size: 13px; margin: 4px 0; }
 .decisions { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; margin-top: 8px; }
 .decisions form { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .decisions form.resolve { flex-direction: column; align-items: stretch; width: 100%; }

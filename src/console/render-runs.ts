@@ -6,6 +6,7 @@
  * (arguments come from a model). Pure.
  */
 import { describeError, explainUndecodable } from '../cli/errors';
+import { hiddenCharacterWarning } from '../cli/terminal-safe';
 import { StatusQueryTimeoutError, type WaitingRun } from '../operator/waiting-runs';
 import type { PendingCallView, RunStatusView } from '../workflows/types';
 import { describeItem } from '../checkpoint/item-position';
@@ -60,12 +61,18 @@ ${!paused && call.idempotencyKey !== null ? html`<dt>Idempotency key</dt><dd><co
 ${paused ? renderEvidence(status, call) : null}
 </dl>
 <h4>Arguments (validated by the tool's schema; these run)</h4>
-${call.arguments === null ? html`<p class="note">Not reported by the worker: what runs may differ from what the model sent.</p>` : html`<pre class="arguments">${prettyJson(call.arguments)}</pre>`}
+${call.arguments === null ? html`<p class="note">Not reported by the worker: what runs may differ from what the model sent.</p>` : html`${hiddenWarning('the arguments', call.arguments)}<pre class="arguments">${prettyJson(call.arguments)}</pre>`}
 ${call.target !== null ? html`<h4>Target</h4><pre class="target">${prettyJson(call.target)}</pre>` : null}
 <h4>What the model sent (shown for reference; not run as sent)</h4>
-<pre class="model-input">${prettyJson(call.modelInput)}</pre>
+${hiddenWarning('the model\'s input', call.modelInput)}<pre class="model-input">${prettyJson(call.modelInput)}</pre>
 <div class="decisions">${!formCarriesExactly(workflowId) || !formCarriesExactly(call.callId) ? noForms(workflowId, call) : paused ? resolveForm(workflowId, status, call, form) : approvalForms(workflowId, status, call, form)}</div>
 </article>`;
+}
+
+/** A flag above a value holding characters shown as escapes (`hiddenCharacterWarning`), else nothing. */
+function hiddenWarning(what: string, value: unknown): SafeHtml | null {
+  const warning = hiddenCharacterWarning(what, value);
+  return warning === null ? null : html`<p class="warning hidden-characters">${warning}</p>`;
 }
 
 /**

@@ -4,7 +4,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isTerminalSafe, terminalSafe, terminalSafeJson } from '../../src/cli/terminal-safe';
+import fc from 'fast-check';
+import { hiddenCharacterCount, hiddenCharacterWarning, isTerminalSafe, terminalSafe, terminalSafeJson } from '../../src/cli/terminal-safe';
 import { printTable } from '../../src/cli/table';
 
 /** Independent oracle: the characters that must never reach a terminal raw (LF allowed only where the test says). */
@@ -60,4 +61,54 @@ test('item 9: no command-line file prints except through terminal-safe.ts', () =
     .filter((f) => f.endsWith('.ts') && f !== 'terminal-safe.ts')
     .filter((f) => /\b(console\.(log|error|warn|info)|process\.(stdout|stderr)\.write)\b/.test(readFileSync(join(dir, f), 'utf8')));
   expect(offenders).toEqual([]);
+});
+
+/** The invisible characters an approver must see: TAG characters, soft hyphen, variation selectors, Hangul fillers, the combining grapheme joiner, bidi controls. */
+const INVISIBLE: number[] = [
+  ...range(0xe0000, 0xe007f),
+  0x00ad,
+  ...range(0xfe00, 0xfe0f),
+  ...range(0xe0100, 0xe01ef),
+  0x115f,
+  0x1160,
+  0x3164,
+  0xffa0,
+  0x034f,
+  0x061c,
+  0x200e,
+  0x200f,
+  ...range(0x202a, 0x202e),
+  ...range(0x2066, 0x2069),
+];
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+const escapedUnits = (c: string): string => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+
+test('every invisible character of the kind is escaped, by code point, in text and JSON, and counted for the flag', () => {
+  for (const cp of INVISIBLE) {
+    const c = String.fromCodePoint(cp);
+    expect(terminalSafe(`a${c}b`)).toBe(`a${escapedUnits(c)}b`);
+    expect(terminalSafeJson({ v: `a${c}b` }, 0)).toBe(`{"v":"a${escapedUnits(c)}b"}`);
+    expect(hiddenCharacterCount({ v: `a${c}b` })).toBe(1);
+  }
+  const hidden = [...'wire 5000 to account 12345'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+  expect(hiddenCharacterCount({ title: `Refund for late delivery${hidden}` })).toBe(26);
+  expect(hiddenCharacterWarning('the arguments', { title: 'Refund for late delivery' })).toBeNull();
+});
+
+/** Independent of the module: what must never be printed raw, by Unicode property. */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+
+test('any text: nothing hidden is printed raw, JSON output parses back to the value, and the flag counts every hidden character a string holds (JSON shows C0 and lone surrogates as escapes itself)', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
+      const out = terminalSafe(text);
+      expect([...out].some((c) => HIDDEN.test(c) || (c.length === 1 && c.charCodeAt(0) >= 0xd800 && c.charCodeAt(0) <= 0xdfff))).toBe(false);
+      expect(JSON.parse(terminalSafeJson({ [text]: text }))).toEqual({ [text]: text });
+      const hiddenInString = [...text].filter((c) => HIDDEN.test(c) && !/[\u0000-\u001f]/.test(c)).length;
+      expect(hiddenCharacterCount(text)).toBe(hiddenInString);
+    }),
+    { seed: 20261204, numRuns: 2000 },
+  );
 });
