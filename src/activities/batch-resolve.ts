@@ -13,7 +13,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { idempotencyKey } from '../checkpoint/digest';
 import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
 import type { CallLocator } from './call-failure';
-import { withoutResolutionAudit, withResolutionAudit } from './resolution-audit';
+import { withResolutionAudit } from './resolution-audit';
 import { RESOLVED_ABSENT } from './batch-fence';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fenced-tool';
 
@@ -73,7 +73,7 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
     callId: input.callId,
     toolName: current.binding.toolName,
     toolRevision: current.binding.toolRevision,
-    outcome: withoutResolutionAudit(current.result.payload as ToolOutcome),
+    outcome: current.result.payload as ToolOutcome,
     // The key the item was sent under: the call's key under the tool and revision the item's checkpoint was made with (a deploy may have changed them since).
     idempotencyKey: itemIdempotencyKey(
       idempotencyKey({ namespace: call.binding.namespace, runChainId: call.runChainId, workflowId: call.workflowId, callId: call.keyCallId, toolName: current.binding.toolName, toolRevision: current.binding.toolRevision }, where.context.idempotencyKeySecret),

@@ -275,7 +275,7 @@ export interface ResolveToolCallInput extends FencedToolInput {
   readonly decidedBy?: string;
 }
 
-/** Result of `resolveToolCall`: the stored outcome (without the audit kept beside it, see `./resolution-audit`), delivered; the tool was not called. */
+/** Result of `resolveToolCall`: the stored payload (the outcome and, for a person's resolution, its `resolvedInStore` audit: see `./resolution-audit`), delivered; the tool was not called. */
 export interface ResolveToolCallResult {
   readonly callId: string;
   readonly toolName: string;

@@ -10,7 +10,7 @@ import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
 import { completeAndDeliver } from '../checkpoint/compose';
-import { withoutResolutionAudit, withResolutionAudit } from './resolution-audit';
+import { withResolutionAudit } from './resolution-audit';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract';
@@ -373,7 +373,7 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
     callId: input.callId,
     toolName: binding.toolName,
     toolRevision: binding.toolRevision,
-    outcome: withoutResolutionAudit(current.result.payload as ResolveToolCallResult['outcome']),
+    outcome: current.result.payload as ResolveToolCallResult['outcome'],
     idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
     intentDigest: sameTool ? where.call!.intentDigest : null,
   };

@@ -1,9 +1,10 @@
 /**
  * The audit a person's resolution of an unknown outcome leaves in the checkpoint: who resolved the
  * call, why, when, from which status and under which claim. It is stored in the result payload as
- * its `resolvedInStore` member, so the record keeps it as long as it keeps the result; the fence
- * delivers only `output` (or `error`), so neither the model nor a workflow reads it as the result.
- * Written by `agentWorkflow`'s `resolveToolCall` and by `resolveCallInStore` alike.
+ * its `resolvedInStore` member, so the record keeps it as long as it keeps the result, and a run
+ * receives the stored payload whole (its result's `outcome` shows the audit); the model reads only
+ * `output`, and a plugin-fenced activity returns only `output` (or fails with `error`).
+ * Written by `agentWorkflow`'s `resolveToolCall`, batch item resolutions and `resolveCallInStore`.
  */
 import type { ToolOutcome } from './contract';
 
@@ -24,11 +25,4 @@ export interface ResolutionAudit {
 /** `outcome` with its audit, as stored. */
 export function withResolutionAudit<T extends ToolOutcome>(outcome: T, audit: ResolutionAudit): T & { readonly resolvedInStore: ResolutionAudit } {
   return { ...outcome, resolvedInStore: audit };
-}
-
-/** A stored payload without its audit: the tool outcome a workflow receives (the run keeps who decided in its own `decisions`). */
-export function withoutResolutionAudit<T extends ToolOutcome>(stored: T & { readonly resolvedInStore?: unknown }): T {
-  if (!Object.hasOwn(stored, 'resolvedInStore')) return stored;
-  const { resolvedInStore: _audit, ...outcome } = stored;
-  return outcome as unknown as T;
 }

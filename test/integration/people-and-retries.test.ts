@@ -414,7 +414,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox', '--pause', pauseId!);
       expect(resolved).toEqual({ code: 0, stdout: 'resolved e1 as applied: call status resolved-applied\n', stderr: '' });
       const result: AgentWorkflowResult = await handle.result();
-      expect(result.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'resolved-applied', source: 'resolution', outcome: { ok: true, output: { messageId: sentEmail.messageId }, receipt: null } })]);
+      expect(result.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'resolved-applied', source: 'resolution', outcome: { ok: true, output: { messageId: sentEmail.messageId }, receipt: null, resolvedInStore: expect.objectContaining({ kind: 'applied', reason: 'found in the provider outbox', by: expect.any(String) }) } })]);
       expect(result.summary).toEqual({ ran: ['e1'], notRun: [], unknown: [] });
       expect(await emailsTo(to)).toBe(1);
 

@@ -175,7 +175,7 @@ describe('spans and metrics of a fenced call attempt', () => {
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({});
   });
 
-  it('who decided names the span (ttc.decision.by): the approver on an approved call, the person who resolved on a delivered resolution; the checkpoint keeps the resolver, the workflow gets the tool outcome alone', async () => {
+  it('who decided names the span (ttc.decision.by): the approver on an approved call, the person who resolved on a delivered resolution; the checkpoint and the delivered outcome keep the resolver', async () => {
     const activities = createToolActivities({ store, tools: [ticket, email] });
     const mock = (attemptNumber: number) => new MockActivityEnvironment({ activityType: 'x', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } }, { logger: QUIET });
     // An approved call: the approval's `by` travels with the input.
@@ -189,7 +189,7 @@ describe('spans and metrics of a fenced call attempt', () => {
     await attempt(lost, 1);
     const resolution: ResolveToolCallInput = { ...lost, resolution: 'applied', result: { ok: true, output: { messageId: 'm-1' }, receipt: null }, reason: 'found in the outbox', decidedBy: 'carol' };
     const resolved = (await mock(2).run((input: ResolveToolCallInput) => activities.resolveToolCall(input), resolution)) as ResolveToolCallResult;
-    expect(resolved.outcome).toEqual({ ok: true, output: { messageId: 'm-1' }, receipt: null });
+    expect(resolved.outcome).toEqual({ ok: true, output: { messageId: 'm-1' }, receipt: null, resolvedInStore: expect.objectContaining({ kind: 'applied', by: 'carol' }) });
     const [record] = (await store.listByStatus(['delivered'])).filter((r) => JSON.stringify(r.binding).includes('call-resolved-by'));
     expect(record!.result!.payload).toMatchObject({ resolvedInStore: { kind: 'applied', by: 'carol', reason: 'found in the outbox' } });
     tracing.exporter.reset();
