@@ -287,8 +287,11 @@ class AgentRun {
       toolInput: (call) => this.toolInput(call),
       windDownActivity: <T>(kind: ActivityKind, toolName: string | null, run: (options: ActivityOptions) => Promise<T>) => this.windDownActivity(kind, toolName, run),
       nextResolution: async () => {
-        await condition(() => this.resolution !== null);
-        const pending = this.resolution!;
+        let pending: PendingResolution;
+        do {
+          await condition(() => this.resolution !== null);
+          pending = this.resolution!;
+        } while (this.refuseIfStale(pending));
         return { request: pending.request, settle: (result) => this.settle(pending, result), fail: (type, message) => this.fail(pending, type, message) };
       },
       settleUnknownCall: async (call) => {
@@ -641,7 +644,7 @@ class AgentRun {
       if (this.windingDown) await condition(() => this.resolution !== null);
       else await condition(() => this.resolution !== null || this.cancel !== null, remainingMs);
       const pending = this.resolution;
-      if ((!this.windingDown && this.cancel) || pending === null) continue;
+      if ((!this.windingDown && this.cancel) || pending === null || this.refuseIfStale(pending)) continue;
       const req = pending.request;
       if (req.resolution === 'abandon') {
         call.status = 'abandoned';
@@ -1064,6 +1067,19 @@ class AgentRun {
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();
     this.publishWaiting();
+  }
+
+  /**
+   * Fails a waiting decision made for a pause that is no longer the one waiting (a cancel or a
+   * compensation moved the run on between the validator and now) with STALE_PAUSE; true if so.
+   */
+  private refuseIfStale(pending: PendingResolution): boolean {
+    // A request without a pauseId was accepted by older code's validator: it replays as it ran.
+    if (pending.request.pauseId === undefined) return false;
+    const refusal = this.state.resolutionRefusal(pending.request.callId, pending.request.pauseId, false);
+    if (refusal === null) return false;
+    this.fail(pending, MESSAGE_ERROR_TYPES[refusal.type], refusal.message);
+    return true;
   }
 
   private fail(pending: PendingResolution, type: string, message: string): void {
