@@ -89,7 +89,9 @@ export function literalChangesValue(token: string, parsed: number): boolean {
   if (digits === '') return !Object.is(Math.abs(parsed), 0);
   if (!Number.isFinite(parsed)) return true;
   // Trailing zeros move into the exponent: the literal is digits × 10^exponent.
-  const trimmed = digits.replace(/0+$/, '');
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 0x30) end -= 1; // a loop: /0+$/ backtracks quadratically
+  const trimmed = digits.slice(0, end);
   const scale = exponent + (digits.length - trimmed.length);
   const literalIsInteger = scale >= 0;
   if (!literalIsInteger) return Number.isInteger(parsed);

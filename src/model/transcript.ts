@@ -279,14 +279,14 @@ export const MAX_SCANNED_DEPTH = 128;
 
 /**
  * The number literals `JSON.parse` changed in valid JSON `text` (see `literalChangesValue`); none
- * when the text holds no literal that could be one (16 digits in a row, or an exponent), so the
+ * when the text holds no literal that could be one (16 digits and points in a row, or an exponent), so the
  * syntax tree is built only for such text.
  *
  * @returns null when the text nests deeper than {@link MAX_SCANNED_DEPTH} (not scanned: the
  * caller refuses the response).
  */
 export function inexactLiteralsOf(text: string): InexactNumber[] | null {
-  if (!/\d{16}|\d[eE]/.test(text)) return [];
+  if (!/\d[\d.]{15}|\d[eE]/.test(text)) return [];
   if (maxNestingDepth(text) > MAX_SCANNED_DEPTH) return null;
   return scanJsonText(text, { numbers: true }).flatMap((f) => (f.kind === 'inexact-number' ? [{ token: f.token, path: f.path }] : []));
 }
