@@ -80,7 +80,7 @@ function ticketTool(provider: Provider, options: { lookup?: boolean; dedupesByKe
 
 type Outcome = { result: FencedToolResult } | { failure: { type: string | undefined; nonRetryable: boolean; nextRetryDelay: unknown; message: string } };
 
-describe('never twice (issue 9), activities in MockActivityEnvironment against SQLite', () => {
+describe('never twice, activities in MockActivityEnvironment against SQLite', () => {
   let dir: string;
   let store: CheckpointStore;
   let offsetMs = 0;
@@ -352,7 +352,9 @@ describe('never twice (issue 9), activities in MockActivityEnvironment against S
       const result = { ok: true as const, output: { ticketId: 'T-found' }, receipt: null };
       const resolved = await env(call, 1).run(activities([]).resolveToolCall, { ...call.input, resolution: 'applied' as const, result, reason: 'found in the provider' });
 
-      expect(resolved).toEqual(expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: result, intentDigest: null }));
+      // The run receives the stored payload whole: the result and the audit of who settled it, from what.
+      const audit = { kind: 'applied', reason: 'found in the provider', fromStatus: 'executing', by: null };
+      expect(resolved).toEqual(expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: { ...result, resolvedInStore: expect.objectContaining(audit) }, intentDigest: null }));
       const record = await recordOf(call);
       expect(record?.status).toBe('delivered');
       expect(record?.execution?.attemptId).toMatch(/^attempt-1-/);
