@@ -171,7 +171,7 @@ class AgentRun {
     private readonly searchAttributes: RunSearchAttributes,
   ) {
     const continued = input.continued;
-    this.state = new RunState(input.budget, continued?.startedAt ?? now, continued);
+    this.state = new RunState(input.budget, continued?.startedAt ?? now, continued, workflowInfo().firstExecutionRunId);
     this.conversation = new Conversation(longRuns, continued?.conversation);
     if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
     this.finalText = continued?.finalText ?? '';

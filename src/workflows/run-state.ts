@@ -120,6 +120,8 @@ export class RunState {
   /** How many pauses this run has begun (the last part of a pause's identity). */
   private pauseCount = 0;
   private currentPauseId: string | null = null;
+  /** What names the run chain in a pause id ({@link chainTagOf}). */
+  private readonly chainTag: string;
   /** The current generation per intent digest, raised when a person proves a call's effect absent (dedupeByIntent tools). */
   readonly intentGenerations: Record<string, number> = {};
   /** Calls that finished in earlier runs of the chain (continue-as-new), counted. */
@@ -136,12 +138,15 @@ export class RunState {
    * @param budget the run's budgets
    * @param startedAt workflow time the run (or, with `continued`, its chain) started, ms
    * @param continued what an earlier run of the chain handed over (continue-as-new), if any
+   * @param runChainId the run chain (`workflowInfo().firstExecutionRunId`), named by every pause id
    */
   constructor(
     readonly budget: AgentBudget,
     readonly startedAt: number,
     continued?: ContinuedRun,
+    runChainId = '',
   ) {
+    this.chainTag = chainTagOf(runChainId);
     this.usedBefore = unpackCallIdHashes(continued?.usedCallIdHashes ?? '');
     this.earlierCalls = continued?.earlierCalls ?? { ran: 0, notRun: 0, unknown: 0 };
     if (continued !== undefined) {
@@ -169,7 +174,7 @@ export class RunState {
       return;
     }
     this.pauseCount += 1;
-    this.currentPauseId = pauseIdOf(call, this.pauseCount);
+    this.currentPauseId = pauseIdOf(call, this.pauseCount, this.chainTag);
   }
 
   /** The identity of the pause the run waits on now, or null. */
@@ -450,15 +455,27 @@ export function retryId(modelCallId: string, attempt: number): string {
 }
 
 /**
- * The identity of a pause of `call`, the run's `seq`-th pause: what is paused (the call, its
- * compensation at its generation, or one of its batch items at the item's generation) and the
- * number, e.g. `c1/compensation@1#3`, `c1/item:sku-7@2#2`, `c1#1`. Unique within the run
- * (`seq`) and across a chain (call ids are unique in a chain). Pure.
+ * The identity of a pause of `call`, the run's `seq`-th pause, in run chain `chainTag`: what is
+ * paused (the call, its compensation at its generation, or one of its batch items at the item's
+ * generation), the number and the chain, e.g. `c1#1.9f3c2a7b1e04`, `c1/compensation@1#3.9f3c2a7b1e04`.
+ * Unique within the run (`seq`), across a chain (call ids are unique in a chain) and across chains
+ * that reuse a workflow id (`chainTag`). Pure.
  */
-export function pauseIdOf(call: CallState, seq: number): string {
-  if (call.compensation?.status === 'paused') return `${call.callId}/compensation@${call.compensation.generation}#${seq}`;
-  if (call.pausedItem !== null) return `${call.callId}/item:${call.pausedItem.key}@${call.pausedItem.generation}#${seq}`;
-  return `${call.callId}#${seq}`;
+export function pauseIdOf(call: CallState, seq: number, chainTag: string): string {
+  const chain = chainTag === '' ? '' : `.${chainTag}`;
+  if (call.compensation?.status === 'paused') return `${call.callId}/compensation@${call.compensation.generation}#${seq}${chain}`;
+  if (call.pausedItem !== null) return `${call.callId}/item:${call.pausedItem.key}@${call.pausedItem.generation}#${seq}${chain}`;
+  return `${call.callId}#${seq}${chain}`;
+}
+
+/**
+ * The run chain's part of a pause id: the last 12 hex digits of its first run id (random in both
+ * UUID v4 and v7 run ids: two chains of one workflow id share a tag with odds 2^-48), or the
+ * whole id when it has fewer. Pure.
+ */
+export function chainTagOf(runChainId: string): string {
+  const hex = runChainId.replace(/[^0-9a-fA-F]/g, '').toLowerCase();
+  return hex.length >= 12 ? hex.slice(-12) : runChainId;
 }
 
 /** What is paused, as a person reads it: `the compensation of call "c1" (generation 1)`, `item "k" (generation 2) of call "c1"`, `call "c1"`. */

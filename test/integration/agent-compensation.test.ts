@@ -190,7 +190,8 @@ describe('agentWorkflow compensations (issue 14)', () => {
 
     expect(paused.paused).toMatchObject({ callId: 'c1', toolName: 'charge' });
     expect(paused.paused!.role).toBeUndefined();
-    expect(answer).toEqual({ callId: 'c1', pauseId: 'c1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null });
+    expect(answer).toEqual({ callId: 'c1', pauseId: paused.paused!.pauseId, resolution: 'absent', status: 'resolved-absent', retryCallId: null });
+    expect(paused.paused!.pauseId).toMatch(/^c1#1\.[0-9a-f]{12}$/);
     expect(result).toMatchObject({ status: 'cancelled', stoppedBecause: 'cancel', reason: 'customer cancelled' });
     expect(f.runs.map((r) => r.callId)).toEqual(['r1', 'c1']);
     expect(f.compensations.map((c) => c.callId)).toEqual(['r1']);

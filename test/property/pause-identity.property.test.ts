@@ -7,7 +7,7 @@
  * generation, gets an identity of its own. Pure: no Temporal.
  */
 import fc from 'fast-check';
-import { RunState, type CallState } from '../../src/workflows/run-state';
+import { RunState, chainTagOf, type CallState } from '../../src/workflows/run-state';
 
 const CALL_IDS = ['c1', 'c2', 'b1'] as const;
 
@@ -32,8 +32,8 @@ const event = fc.oneof(
   decisionOf.map((decision) => ({ kind: 'decide' as const, decision })),
 );
 
-function newRun(): { state: RunState; calls: Map<string, CallState> } {
-  const state = new RunState({ maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000 }, 0);
+function newRun(runChainId?: string): { state: RunState; calls: Map<string, CallState> } {
+  const state = new RunState({ maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000 }, 0, undefined, runChainId);
   const started = state.startTurn(
     CALL_IDS.map((callId) => ({ callId, toolName: 'charge', input: {} })),
     0,
@@ -84,6 +84,33 @@ describe('pause identity', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('two run chains of one workflow id, pausing alike (same call ids, same order), never share a pause id: a decision seen on one is refused by the other', () => {
+    fc.assert(
+      fc.property(fc.uuid({ version: [4, 7] }), fc.uuid({ version: [4, 7] }), fc.array(pauseOf, { minLength: 1, maxLength: 12 }), (chainA, chainB, pauses) => {
+        fc.pre(chainTagOf(chainA) !== chainTagOf(chainB));
+        const runs = [newRun(chainA), newRun(chainB)];
+        const ids = runs.map(({ state, calls }) =>
+          pauses.map((pause) => {
+            if (state.paused !== null) state.paused.status = 'completed';
+            beginPause(state, calls.get(pause.callId)!, pause);
+            return state.pauseId!;
+          }),
+        );
+        expect(ids[0]!.filter((id) => ids[1]!.includes(id))).toEqual([]);
+        const [, b] = runs;
+        for (const id of ids[0]!) expect(b!.state.resolutionRefusal(b!.state.paused!.callId, id, false)).toMatchObject({ type: 'STALE_PAUSE' });
+        expect(b!.state.resolutionRefusal(b!.state.paused!.callId, ids[1]!.at(-1), false)).toBeNull();
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the chain part of a pause id is the random tail of the run id (UUID v4 and v7 alike)', () => {
+    expect(chainTagOf('0192f3a1-7c4d-7e2b-9a61-5f2a9c0d1e3b')).toBe('5f2a9c0d1e3b');
+    expect(chainTagOf('0192f3a1-7c4d-7e2b-9a61-000000000001')).not.toBe(chainTagOf('0192f3a1-7c4d-7e2b-9a61-000000000002'));
+    expect(chainTagOf('')).toBe('');
   });
 
   it('the stale decision of the charge-then-refund scenario: the charge pause and its compensation pause differ, and only the latter is accepted', () => {
