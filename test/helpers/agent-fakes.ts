@@ -44,6 +44,11 @@ export function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** Matches the id of pause `base` (`c1#1`, `c1/compensation@1#2`) of any run chain (`c1#1.9f3c2a7b1e04`). */
+export function pauseIdLike(base: string): string {
+  return expect.stringMatching(new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.[0-9a-f]{12}$`)) as unknown as string;
+}
+
 /** The identity of the pause the run waits on now (`runStatus().paused.pauseId`), what a resolution must carry. Throws when the run is not paused. */
 export async function currentPauseId(handle: WorkflowHandle): Promise<string> {
   const status = await handle.query(runStatusQuery);

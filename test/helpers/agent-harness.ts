@@ -16,7 +16,7 @@ import type { AgentWorkflowInput } from '../../src/workflows/types';
 import { conversationFake } from './conversation-fake';
 import { digestOf, okResult } from './agent-fakes';
 
-export { call, currentPauseId, deferred, digestOf, endTurn, okResult, outcomeUnknown, toolTurn, waitForStatus } from './agent-fakes';
+export { call, currentPauseId, pauseIdLike, deferred, digestOf, endTurn, okResult, outcomeUnknown, toolTurn, waitForStatus } from './agent-fakes';
 import { createLocalEnv, createTimeSkippingEnv } from './temporal';
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };

@@ -12,7 +12,7 @@ import type { BatchCancellationReport } from '../../src/activities/batch-items';
 import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
-import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus, currentPauseId } from '../helpers/agent-harness';
+import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus, currentPauseId, pauseIdLike } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 import { temporalOperations } from '../../src/console/operations';
@@ -291,7 +291,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
 
     expect(status.paused).toMatchObject({ callId: 'c1', role: 'compensation', errorType: 'REFUND_REFUSED' });
     expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'c1', status: 'paused', role: 'compensation', errorType: 'REFUND_REFUSED' })]);
-    expect(answer).toEqual({ callId: 'c1', pauseId: 'c1/compensation@1#1', resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
+    expect(answer).toEqual({ callId: 'c1', pauseId: pauseIdLike('c1/compensation@1#1'), resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
     expect(f.resolved).toEqual([
       expect.objectContaining({
         callId: 'c1',
@@ -326,7 +326,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
       return { result: await handle.result(), rerun };
     });
 
-    expect(rerun).toEqual({ callId: 'c1', pauseId: 'c1/compensation@1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
+    expect(rerun).toEqual({ callId: 'c1', pauseId: pauseIdLike('c1/compensation@1#1'), resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
     expect(f.compensations.map((c) => [c.callId, c.compensationGeneration])).toEqual([
       ['c1', 1],
       ['c1', 2],
@@ -359,13 +359,15 @@ describe('agentWorkflow batch calls (issue 14)', () => {
       if (f.runs.length === 1) throw paused;
       return undefined;
     });
-    const { shown, resolved, result } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
+    const { pauseId, shown, resolved, result } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
+      const pauseId = await currentPauseId(handle);
       const shown = await cli('show', handle.workflowId);
-      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log', '--pause', await currentPauseId(handle));
-      return { shown, resolved, result: await handle.result() };
+      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log', '--pause', pauseId);
+      return { pauseId, shown, resolved, result: await handle.result() };
     });
-    expect(shown.stdout).toContain('paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1); pause b1/item:n20@1#1 (ttc resolve … --pause b1/item:n20@1#1): OUTCOME_UNKNOWN: ');
+    expect(pauseId).toEqual(pauseIdLike('b1/item:n20@1#1'));
+    expect(shown.stdout).toContain(`paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1); pause ${pauseId} (ttc resolve … --pause ${pauseId}): OUTCOME_UNKNOWN: `);
     expect(resolved).toEqual({
       code: 0,
       stdout: 'resolved b1 as applied: call status resolved-applied; item "n20" (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it\n',
@@ -396,8 +398,8 @@ describe('agentWorkflow batch calls (issue 14)', () => {
     expect(paused.paused).toMatchObject({ callId: 'b1', errorType: 'OUTCOME_UNKNOWN', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } });
     expect(paused.pendingCalls).toEqual([expect.objectContaining({ callId: 'b1', status: 'paused', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } })]);
     expect(answers).toEqual([
-      { callId: 'b1', pauseId: 'b1/item:n20@1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
-      { callId: 'b1', pauseId: 'b1/item:n20@2#2', resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
+      { callId: 'b1', pauseId: pauseIdLike('b1/item:n20@1#1'), resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
+      { callId: 'b1', pauseId: pauseIdLike('b1/item:n20@2#2'), resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
     ]);
     expect(f.resolved.map((r) => [r.callId, r.resolution, r.item, r.result])).toEqual([
       ['b1', 'absent', { key: 'n20', generation: 1 }, undefined],

@@ -445,12 +445,14 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(shown.calls[0]).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
 
       const text = await cli('show', handle.workflowId);
-      expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}); pause e1#1 (ttc resolve … --pause e1#1): OUTCOME_UNKNOWN: `);
+      // The run's first pause, of call e1, in this run chain (the last 12 hex digits of its first run id).
+      const pauseId = `e1#1.${handle.firstExecutionRunId.replace(/-/g, '').slice(-12)}`;
+      expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}); pause ${pauseId} (ttc resolve … --pause ${pauseId}): OUTCOME_UNKNOWN: `);
 
       const pending = await cli('pending');
       const rows = pending.stdout.split('\n').filter((line) => line.includes(`${handle.workflowId}/e1`));
       expect(rows).toHaveLength(1);
-      expect(rows[0]).toContain(`(revision v1, key ${key}, pause e1#1)`);
+      expect(rows[0]).toContain(`(revision v1, key ${key}, pause ${pauseId})`);
 
       const runs = (await listWaitingRuns(env.client, { searchAttributes: false })).filter((run) => run.workflowId === handle.workflowId);
       const page = renderWaitingRunsPage(runs, 'default', { csrfToken: 'token' }, Date.now());
