@@ -1,31 +1,24 @@
 /**
- * Terminal-safe output for the command line (issue 15 item 9). Model output (call ids, tool
+ * Terminal-safe output for the command line. Model output (call ids, tool
  * names, arguments), tool and provider error text and schema messages quoting model-chosen keys
  * reach `show`, `pending` and `resolve`; printed raw, an ESC or CSI sequence in them can
  * rewrite the operator's screen, set the window title or fake a line, and a bidi override can
  * make `gnp.exe` read as `exe.png`. Every line the CLI prints goes through this module.
  *
  * What is escaped, as `\uXXXX` per UTF-16 unit (the JSON / JavaScript notation, so the text stays
- * readable and a JSON output stays valid JSON that parses back to the original value), by
- * Unicode property, so the whole kind is covered and not a list of examples:
- * - controls (`\p{Cc}`: C0 with, in plain text, TAB and LF, DEL, C1 with the one-byte CSI U+009B);
- * - format characters (`\p{Cf}`): every bidi control (ALM, LRM/RLM, embeddings, overrides,
- *   isolates), zero-width characters, soft hyphen U+00AD, BOM, interlinear annotation, the
- *   Unicode TAG characters U+E0000–E007F;
- * - default-ignorable code points (`\p{Default_Ignorable_Code_Point}`): what renders as nothing,
- *   such as variation selectors U+FE00–FE0F and U+E0100–E01EF, Hangul fillers U+115F, U+1160,
- *   U+3164, U+FFA0, the combining grapheme joiner U+034F;
- * - line and paragraph separators U+2028/U+2029 (`\p{Zl}`, `\p{Zp}`);
- * - lone surrogates (not text; terminals print garbage).
- * An emoji sequence joined by U+200D or styled by a variation selector shows those as escapes:
- * a person approving a call sees every code point that runs.
+ * readable and a JSON output stays valid JSON that parses back to the original value): every
+ * character a person cannot see, as `src/checkpoint/visible-text.ts` defines them by Unicode
+ * property (controls, with, in plain text, TAB and LF; format characters such as bidi controls and
+ * zero-width characters; default-ignorable code points; line and paragraph separators; every
+ * space but U+0020; U+2800; lone surrogates). An emoji sequence joined by U+200D or styled by a
+ * variation selector shows those as escapes: a person approving a call sees every code point
+ * that runs.
  */
+import { HIDDEN_CHARACTER, hiddenCharactersIn } from '../checkpoint/visible-text';
 
-/** One character that must never reach a terminal raw (see the module comment). */
-const UNSAFE_CHAR = '[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Default_Ignorable_Code_Point}\\ud800-\\udfff]';
-const UNSAFE_TEXT = new RegExp(UNSAFE_CHAR, 'gu');
+const UNSAFE_TEXT = new RegExp(HIDDEN_CHARACTER, 'gu');
 /** In `JSON.stringify` output every raw C0 character is structural whitespace (strings escape theirs). */
-const UNSAFE_IN_JSON = new RegExp(`(?![\\u0000-\\u001f])${UNSAFE_CHAR}`, 'gu');
+const UNSAFE_IN_JSON = new RegExp(`(?![\\u0000-\\u001f])${HIDDEN_CHARACTER}`, 'gu');
 
 /** `\uXXXX` for each UTF-16 unit of `c` (an astral character is escaped as its surrogate pair, as JSON writes it). */
 const escapeChar = (c: string): string => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
@@ -54,12 +47,26 @@ export function isTerminalSafe(text: string): boolean {
 }
 
 /**
- * How many characters (code points) of the strings and keys in `value` would be shown escaped:
- * the count a view flags beside the escaped text, so a person knows the value holds text that
- * renders as nothing or reorders what is shown. Structural JSON whitespace is not counted.
+ * How many characters (code points) of the strings and keys in `value` would be shown escaped
+ * (C0 controls inside strings included): the count a view flags beside the escaped text, so a
+ * person knows the value holds text that renders as nothing or reorders what is shown. Walks the
+ * value without recursion (any depth).
  */
 export function hiddenCharacterCount(value: unknown): number {
-  return (JSON.stringify(value) ?? '').match(UNSAFE_IN_JSON)?.length ?? 0;
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next === 'string') count += hiddenCharactersIn(next);
+    else if (Array.isArray(next)) for (const member of next) stack.push(member);
+    else if (next !== null && typeof next === 'object') {
+      for (const [key, member] of Object.entries(next)) {
+        count += hiddenCharactersIn(key);
+        stack.push(member);
+      }
+    }
+  }
+  return count;
 }
 
 /**

@@ -10,7 +10,8 @@ import fastifyCsrfProtection from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { isCheckpointError } from '../checkpoint/errors';
+import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { describeError } from '../cli/errors';
 import { DecisionRefusedError } from '../operator/run-decisions';
 import { accessGuard, type AccessPolicy } from './access';
@@ -44,8 +45,9 @@ export interface ConsoleAppOptions extends AccessPolicy {
 /**
  * Who takes the decisions sent from this console, kept with each decision (`by`):
  * - `identityHeader`: the name of a request header a trusted proxy in front of the console sets
- *   to the signed-in person (opt-in: never trusted unless configured); a decision without it is
- *   refused (403 IDENTITY_REQUIRED) and nothing is sent;
+ *   to the signed-in person (opt-in: never trusted unless configured); a decision without it, with
+ *   it twice, not UTF-8 or naming no one (`deciderNameRefusal`) is refused (403 IDENTITY_REQUIRED)
+ *   and nothing is sent;
  * - otherwise `operator`: the name the console was started with.
  */
 export interface DeciderIdentity {
@@ -53,8 +55,14 @@ export interface DeciderIdentity {
   readonly identityHeader?: string;
 }
 
-/** Builds the app (plugins, hooks, routes, error pages); call `listen` or `inject` on it. */
+/**
+ * Builds the app (plugins, hooks, routes, error pages); call `listen` or `inject` on it.
+ * @throws CheckpointError INVALID_ARGUMENT when `decider.operator` names no one (`deciderNameRefusal`)
+ */
 export async function buildConsoleApp(options: ConsoleAppOptions): Promise<FastifyInstance> {
+  const operator = options.decider?.operator;
+  const operatorRefusal = operator === undefined ? null : deciderNameRefusal(operator);
+  if (operatorRefusal !== null) throw new CheckpointError('INVALID_ARGUMENT', `the console's operator: ${operatorRefusal}`, { field: 'operator' });
   const app = Fastify({ logger: false, bodyLimit: CONSOLE_BODY_LIMIT_BYTES, forceCloseConnections: true });
   app.addHook('onRequest', setSecurityHeaders);
   await app.register(fastifyCookie);

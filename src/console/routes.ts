@@ -7,6 +7,7 @@
  * rendered by the app's error handler (see app.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { TOKEN_COOKIE } from './access';
 import { parseApproveForm, parseRejectForm, parseResolveForm } from './forms';
 import { CONSOLE_REFUSALS, ConsoleHttpError } from './http-error';
@@ -34,15 +35,24 @@ export interface RouteOptions {
 
 /** Registers the routes on `app` (which has @fastify/csrf-protection registered). */
 export function registerConsoleRoutes(app: FastifyInstance, options: RouteOptions): void {
-  /** `{ by }` for a decision: the trusted proxy's header when one is configured (refused without it), else the configured operator name. */
-  const decidedBy = (headers: Readonly<Record<string, string | string[] | undefined>>): { by?: string } => {
+  /**
+   * `{ by }` for a decision: the trusted proxy's header when one is configured, else the configured
+   * operator name. The header must come once (Node joins repeats into `a, b`), as UTF-8 (Node reads
+   * header bytes as Latin-1), and name someone (`deciderNameRefusal`); else 403 IDENTITY_REQUIRED.
+   */
+  const decidedBy = (rawHeaders: readonly string[]): { by?: string } => {
     const header = options.decider?.identityHeader;
     if (header === undefined) return options.decider?.operator === undefined ? {} : { by: options.decider.operator };
-    const value = headers[header.toLowerCase()];
-    if (typeof value !== 'string' || value.trim() === '' || value.length > 256) {
-      throw new ConsoleHttpError(403, CONSOLE_REFUSALS.IDENTITY_REQUIRED, `the decision carries no ${header} header naming who decides (set by the proxy in front of this console); nothing was sent`);
-    }
-    return { by: value };
+    const refuse = (why: string) => new ConsoleHttpError(403, CONSOLE_REFUSALS.IDENTITY_REQUIRED, `${why} (set by the proxy in front of this console); nothing was sent`);
+    const values = rawHeaders.filter((_, i) => i % 2 === 1 && rawHeaders[i - 1]!.toLowerCase() === header.toLowerCase());
+    if (values.length === 0) throw refuse(`the decision carries no ${header} header naming who decides`);
+    if (values.length > 1) throw refuse(`the decision carries the ${header} header ${values.length} times; it must name one person`);
+    const bytes = Buffer.from(values[0]!, 'latin1');
+    const by = bytes.toString('utf8');
+    if (!Buffer.from(by, 'utf8').equals(bytes)) throw refuse(`the ${header} header is not UTF-8 text`);
+    const refusal = deciderNameRefusal(by.trim());
+    if (refusal !== null) throw refuse(`the ${header} header names no one acceptably: ${refusal}`);
+    return { by: by.trim() };
   };
   const { operations, namespace } = options;
   const nowMs = options.nowMs ?? Date.now;
@@ -80,16 +90,16 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
 
   app.post('/approve', guarded, async (request, reply) => {
     const { workflowId, request: approval } = parseApproveForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.approveCall(workflowId, { ...approval, ...decidedBy(request.headers) })));
+    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.approveCall(workflowId, { ...approval, ...decidedBy(request.raw.rawHeaders) })));
   });
 
   app.post('/reject', guarded, async (request, reply) => {
     const { workflowId, request: rejection, shownIntentDigest } = parseRejectForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, { ...rejection, ...decidedBy(request.headers) }, { intentDigest: shownIntentDigest })));
+    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, { ...rejection, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })));
   });
 
   app.post('/resolve', guarded, async (request, reply) => {
     const { workflowId, request: resolution, shownIntentDigest } = parseResolveForm(request.body);
-    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, { ...resolution, ...decidedBy(request.headers) }, { intentDigest: shownIntentDigest })));
+    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, { ...resolution, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })));
   });
 }

@@ -18,6 +18,7 @@ import { assertIdentifier, assertReason } from '../checkpoint/bounds';
 import { parseCallBindingId } from '../checkpoint/call-identity';
 import { idempotencyKey } from '../checkpoint/digest';
 import { CheckpointError } from '../checkpoint/errors';
+import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { completeExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
@@ -68,7 +69,7 @@ export interface ResolveCallInStoreArgs {
   readonly resolution: StoreResolution;
   /** Why the person decided so (audit text kept in the record; non-empty, at most 2,048 characters). */
   readonly reason: string;
-  /** Who decided (kept in the record; 1 to 256 characters, no control characters). @default `<OS user>@<host name>` */
+  /** Who decided (kept in the record; see `deciderNameRefusal`: 1 to 256 characters, none invisible, not blank). @default `<OS user>@<host name>` */
   readonly resolvedBy?: string;
   /**
    * The checkpoint revision the person decided on (`ttc pending` shows it). A record that moved on
@@ -226,8 +227,6 @@ interface Request {
 }
 
 const FAILURE_TYPE = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
-const RESOLVED_BY_MAX_LENGTH = 256;
-const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOptions): Request {
   if (typeof args !== 'object' || args === null) throw invalid('args', 'resolveCallInStore needs { namespace, workflowId, callId, resolution, reason }');
@@ -239,8 +238,9 @@ function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOpti
   if (runChainId !== undefined) assertIdentifier(runChainId, 'runChainId');
   if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw invalid('tenant', 'tenant must be a non-empty string of at most 256 characters');
   assertReason(reason, 'reason');
-  if (typeof resolvedBy !== 'string' || resolvedBy.trim().length === 0 || resolvedBy.length > RESOLVED_BY_MAX_LENGTH || CONTROL_CHARS.test(resolvedBy) || !resolvedBy.isWellFormed()) {
-    throw invalid('resolvedBy', `resolvedBy must be a non-empty string of at most ${RESOLVED_BY_MAX_LENGTH} characters without control characters`);
+  const byRefusal = deciderNameRefusal(resolvedBy);
+  if (byRefusal !== null) {
+    throw invalid('resolvedBy', `resolvedBy: ${byRefusal}`);
   }
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) throw invalid('reconcileMarginMs', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`);

@@ -29,7 +29,8 @@ import type {
   RunStatusView,
   StopReason,
 } from './types';
-import { LIVE_CALL_STATUSES, MAX_DECIDED_BY_CHARS } from './types';
+import { LIVE_CALL_STATUSES } from './types';
+import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
 import type { TurnRefusal } from './turn-bounds';
 
@@ -322,8 +323,11 @@ export class RunState {
     let attempt = original.attempt + 1;
     while (this.used(retryId(original.modelCallId, attempt))) attempt += 1;
     const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
+    // The rerun runs under the original's approval: its digest (hence with the arguments the
+    // approver saw), its expiry (the worker refuses to claim after it) and who gave it.
     retry.approvedIntentDigest = original.approvedIntentDigest;
-    // The rerun runs under the approved digest, hence with the arguments the approver saw.
+    retry.approval = original.approval === null ? null : { ...original.approval };
+    retry.decisions.push(...original.decisions.filter((decision) => decision.kind === 'approved'));
     retry.arguments = original.arguments;
     retry.target = original.target;
     this.byId.set(retry.callId, retry);
@@ -567,16 +571,14 @@ function newCall(callId: string, modelCallId: string, toolName: string, input: J
 }
 
 /**
- * Why `by` (who took a decision) is refused, or null when it is absent or acceptable: a string of
- * 1 to {@link MAX_DECIDED_BY_CHARS} characters, well-formed, without control characters (C0, C1).
- * Pure; the workflow's update validators refuse with INVALID_REQUEST.
+ * Why `by` (who took a decision) is refused, or null when it is absent or names someone (see
+ * `deciderNameRefusal` in src/checkpoint/visible-text.ts: 1 to 256 characters, none hidden, not
+ * blank). Pure; the workflow's update validators refuse with INVALID_REQUEST.
  */
 export function decidedByRefusal(by: unknown): string | null {
   if (by === undefined) return null;
-  if (typeof by !== 'string' || by.trim().length === 0 || by.length > MAX_DECIDED_BY_CHARS || !by.isWellFormed() || /[\u0000-\u001f\u007f-\u009f]/.test(by)) {
-    return `by (who decides) must be a string of 1 to ${MAX_DECIDED_BY_CHARS} characters without control characters, got ${JSON.stringify(typeof by === 'string' ? by.slice(0, 64) : typeof by)}`;
-  }
-  return null;
+  const refusal = deciderNameRefusal(by);
+  return refusal === null ? null : `by: ${refusal}`;
 }
 
 function report(call: CallState): CallReport {

@@ -11,6 +11,7 @@ import type { BatchCancellationReport } from '../activities/batch-items';
 import type { BatchItemRef, DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
 import type { LoggedMessage } from '../model/types';
 import type { JsonValue } from '../checkpoint/types';
+import { MAX_DECIDER_NAME_CHARS } from '../checkpoint/visible-text';
 
 /** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
 export interface ActivityRetryInput {
@@ -293,7 +294,7 @@ export interface CallReport<S extends CallStatus = CallStatus> {
 }
 
 /** Most characters of a decision's `by` (who decided). */
-export const MAX_DECIDED_BY_CHARS = 256;
+export const MAX_DECIDED_BY_CHARS = MAX_DECIDER_NAME_CHARS;
 
 /**
  * One decision a person took on a call, as the run keeps it: what was decided, by whom (the
@@ -527,7 +528,7 @@ export interface ApproveCallRequest {
   readonly intentDigest: string;
   /** Must equal the run's current `stateVersion` (else STALE_STATE_VERSION). */
   readonly stateVersion: number;
-  /** Who approves (kept in the call's `decisions` and on the call's span as `ttc.decision.by`): 1 to 256 characters, no control characters. @default null */
+  /** Who approves (kept in the call's `decisions` and on the call's span as `ttc.decision.by`): 1 to 256 characters, none invisible (controls, bidi, zero-width, non-ASCII spaces), not blank. @default null */
   readonly by?: string;
 }
 

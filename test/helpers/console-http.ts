@@ -17,7 +17,7 @@ export interface ConsoleResponse {
 }
 
 /** Sends one request to the console on 127.0.0.1:`port`. */
-export function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<ConsoleResponse> {
+export function send(port: number, method: string, path: string, headers: Record<string, string | string[]>, body?: string | Buffer): Promise<ConsoleResponse> {
   return new Promise((done, fail) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
       let text = '';
@@ -33,7 +33,8 @@ export function send(port: number, method: string, path: string, headers: Record
       });
     });
     req.on('error', fail);
-    req.end(body);
+    // A Buffer body: Node then writes the header block alone, each character of a header value as one (Latin-1) byte.
+    req.end(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
   });
 }
 

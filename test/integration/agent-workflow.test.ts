@@ -530,6 +530,27 @@ describe('agentWorkflow: approvals', () => {
     expect(result.calls[1]!.reason).toMatch(/^APPROVAL_EXPIRED: the call was approved at .* but could not start before its approval expired/);
   });
 
+  it('a rerun after "absent" runs under the approval the person gave: the same approved digest, approver and expiry reach the worker', async () => {
+    const model = scriptedModel([toolTurn('refunding', call('r1', 'refund', { amount: 25 })), endTurn('Refunded.')]);
+    const tools = fakeTools(async (input) => {
+      if (input.callId === 'r1') throw outcomeUnknown('refund: the answer was lost');
+      return undefined;
+    });
+    await withRun(activitiesOf(model, tools), approvalInput(), async (handle) => {
+      const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
+      await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: status.pendingCalls[0]!.intentDigest!, stateVersion: status.stateVersion, by: 'alice' }] });
+      await waitForStatus(handle, (s) => s.phase === 'paused');
+      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'r1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the ledger', by: 'bob' }] });
+      return handle.result();
+    });
+
+    const [first, rerun] = tools.runs;
+    expect(rerun!.callId).toBe('r1~retry1');
+    const approval = (input: typeof first) => ({ expectedIntentDigest: input!.expectedIntentDigest, approvalExpiresAt: input!.approvalExpiresAt, approvedBy: input!.approvedBy });
+    expect(approval(first)).toEqual({ expectedIntentDigest: expect.any(String), approvalExpiresAt: expect.any(String), approvedBy: 'alice' });
+    expect(approval(rerun)).toEqual(approval(first));
+  });
+
   it('two pending approvals in one turn never cross: approving one releases only that call', async () => {
     const model = scriptedModel([toolTurn('two refunds', call('r1', 'refund', { amount: 1 }), call('r2', 'refund', { amount: 2 })), endTurn('done')]);
     const tools = fakeTools();

@@ -463,17 +463,23 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       await handle.result();
     });
 
-    it('who decided is kept: `approve --by` and `resolve --by` name the person in the run result (decisions) and in the checkpoint; a `by` with control characters is refused and changes nothing', async () => {
+    it('who decided is kept: `approve --by` and `resolve --by` name the person in the run result (decisions) and in the checkpoint; a `by` with control, bidi or only invisible characters is refused and changes nothing', async () => {
       const to = 'decided-by@example.com';
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
       const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'Refund', body: 'Approved.' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
       const waiting = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       const pending = waiting.pendingCalls[0]!;
-      const forged = await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion, by: 'eve\u001b[2J' }] }).then(
-        () => 'accepted',
-        (error: { cause?: { type?: string } }) => error.cause?.type,
-      );
-      expect(forged).toBe('INVALID_REQUEST');
+      // Control characters, a bidi override that shows "alice", nothing visible at all.
+      const forged = [];
+      for (const by of ['eve\u001b[2J', '\u202eecila', '\u200b\u3164']) {
+        forged.push(
+          await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion, by }] }).then(
+            () => 'accepted',
+            (error: { cause?: { type?: string } }) => error.cause?.type,
+          ),
+        );
+      }
+      expect(forged).toEqual(['INVALID_REQUEST', 'INVALID_REQUEST', 'INVALID_REQUEST']);
       expect((await handle.query(runStatusQuery)).phase).toBe('awaiting-approval');
 
       expect(await cli('approve', handle.workflowId, 'e1', '--by', 'alice@example.com')).toMatchObject({ code: 0 });

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 9, the module: every value the CLI prints is escaped for the terminal, in plain
+ * The terminal-safe module: every value the CLI prints is escaped for the terminal, in plain
  * text (tables, one-line summaries, error messages) and in JSON output.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ const HOSTILE = [
   'new\nline\ttab\rreturn',
 ].join('|');
 
-test('item 9: terminalSafe escapes every control, bidi and invisible character as \\uXXXX and keeps other text', () => {
+test('terminalSafe escapes every control, bidi and invisible character as \\uXXXX and keeps other text', () => {
   const out = terminalSafe(HOSTILE);
   expect(out).not.toMatch(UNSAFE);
   expect(isTerminalSafe(out)).toBe(true);
@@ -35,7 +35,7 @@ test('item 9: terminalSafe escapes every control, bidi and invisible character a
   expect(terminalSafe('\ud800 lone')).toBe('\\ud800 lone');
 });
 
-test('item 9: terminalSafeJson is valid JSON without raw C1 or bidi characters and parses back to the same value', () => {
+test('terminalSafeJson is valid JSON without raw C1 or bidi characters and parses back to the same value', () => {
   const value = { [HOSTILE]: [HOSTILE, { nested: HOSTILE }], n: 1, ok: true, none: null };
   const json = terminalSafeJson(value);
   // Only the structural line breaks of the indentation stay raw.
@@ -46,7 +46,7 @@ test('item 9: terminalSafeJson is valid JSON without raw C1 or bidi characters a
   expect(terminalSafeJson(value, 0)).not.toMatch(UNSAFE);
 });
 
-test('item 9: table cells are escaped before alignment', () => {
+test('table cells are escaped before alignment', () => {
   const lines: string[] = [];
   printTable(['call', 'why'], [[`c\u001b]0;title\u0007`, 'x\u202ey'], ['plain', 2]], (l) => lines.push(l));
   for (const line of lines) expect(line).not.toMatch(UNSAFE);
@@ -55,7 +55,7 @@ test('item 9: table cells are escaped before alignment', () => {
   expect(lines).toHaveLength(4);
 });
 
-test('item 9: no command-line file prints except through terminal-safe.ts', () => {
+test('no command-line file prints except through terminal-safe.ts', () => {
   const dir = join(__dirname, '../../src/cli');
   const offenders = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && f !== 'terminal-safe.ts')
@@ -97,18 +97,28 @@ test('every invisible character of the kind is escaped, by code point, in text a
   expect(hiddenCharacterWarning('the arguments', { title: 'Refund for late delivery' })).toBeNull();
 });
 
-/** Independent of the module: what must never be printed raw, by Unicode property. */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+/** Independent of the module: what must never be printed raw, by Unicode property (and U+2800, every space but U+0020). */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}/u;
+const isLoneSurrogate = (c: string) => c.length === 1 && c.charCodeAt(0) >= 0xd800 && c.charCodeAt(0) <= 0xdfff;
 
-test('any text: nothing hidden is printed raw, JSON output parses back to the value, and the flag counts every hidden character a string holds (JSON shows C0 and lone surrogates as escapes itself)', () => {
+test('any text: nothing hidden is printed raw, JSON output parses back to the value, and the flag counts every hidden character of its strings and keys, C0 and lone surrogates included', () => {
   fc.assert(
     fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
       const out = terminalSafe(text);
-      expect([...out].some((c) => HIDDEN.test(c) || (c.length === 1 && c.charCodeAt(0) >= 0xd800 && c.charCodeAt(0) <= 0xdfff))).toBe(false);
+      expect([...out].some((c) => HIDDEN.test(c) || isLoneSurrogate(c))).toBe(false);
       expect(JSON.parse(terminalSafeJson({ [text]: text }))).toEqual({ [text]: text });
-      const hiddenInString = [...text].filter((c) => HIDDEN.test(c) && !/[\u0000-\u001f]/.test(c)).length;
+      const hiddenInString = [...text].filter((c) => HIDDEN.test(c) || isLoneSurrogate(c)).length;
       expect(hiddenCharacterCount(text)).toBe(hiddenInString);
+      expect(hiddenCharacterCount({ [text]: [text, { note: text }] })).toBe(3 * hiddenInString);
     }),
     { seed: 20261204, numRuns: 2000 },
   );
+});
+
+test('a value whose strings hold C0 controls, look-alike spaces or the blank Braille pattern is flagged with their count and shows them escaped', () => {
+  const args = { note: 'pay\u001b[2J', to: 'acme\u00a0corp', memo: '\u2800', amount: 'five\u3000thousand' };
+  expect(hiddenCharacterCount(args)).toBe(4);
+  expect(hiddenCharacterWarning('the arguments', args)).toContain('hold 4 invisible or control characters');
+  expect(terminalSafeJson(args)).toContain('"acme\\u00a0corp"');
+  expect(terminalSafe('\u2800|\u3000|\u2007| |')).toBe('\\u2800|\\u3000|\\u2007| |');
 });

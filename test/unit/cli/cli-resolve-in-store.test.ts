@@ -154,13 +154,26 @@ describe('ttc resolve-in-store', () => {
 
   it('prints what the store and the person supplied terminal-safe: escape sequences and bidi controls are shown escaped, never raw', async () => {
     const call = await seed('uncertain');
-    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', JSON.stringify({ note: `ok${ESC}]0;pwned\u0007 \u202egnp.exe` }), '--reason', `saw it${ESC}[2J`, '--by', 'mallory\u202e');
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--applied', JSON.stringify({ note: `ok${ESC}]0;pwned\u0007 \u202egnp.exe` }), '--reason', `saw it${ESC}[2J`, '--by', 'mallory');
     expect(out.code).toBe(0);
     expect(out.stdout).not.toMatch(/[\u001b\u0007\u202e]/);
     expect(out.stdout).toContain('reason: saw it\\u001b[2J');
-    expect(out.stdout).toContain('resolved by: mallory\\u202e at');
+    expect(out.stdout).toContain('resolved by: mallory at');
     expect(out.stdout).toContain('\\u202egnp.exe');
     // Stored as given: the escaping is only for the terminal.
-    expect((await stored(call.binding))!.result!.payload).toMatchObject({ resolvedInStore: { reason: `saw it${ESC}[2J`, by: 'mallory\u202e' } });
+    expect((await stored(call.binding))!.result!.payload).toMatchObject({ resolvedInStore: { reason: `saw it${ESC}[2J`, by: 'mallory' } });
+  });
+
+  it.each([
+    ['a bidi override that makes it read as another name', '\u202eecila'],
+    ['only invisible characters', '\u200b\u2060'],
+    ['a no-break space that looks like a space', 'alice\u00a0smith'],
+    ['only spaces', '   '],
+  ])('refuses a --by with %s (INVALID_ARGUMENT, exit 1) and leaves the checkpoint as it was', async (_what, by) => {
+    const call = await seed('uncertain');
+    const out = await cli(call.workflowId, 'act-3', '--revision', String(call.record.revision), '--not-applied', 'no', '--reason', 'checked the ledger', '--by', by);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/^INVALID_ARGUMENT: resolvedBy: /);
+    expect(await stored(call.binding)).toEqual(call.record);
   });
 });

@@ -239,7 +239,7 @@ describe('who decides in the console', () => {
     const list = await send(port, 'GET', '/', { host, cookie: tokenCookie });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(list.body)![1]!;
     const cookie = `${tokenCookie}; ${list.cookies.map((c) => `${c.name}=${c.value}`).join('; ')}`;
-    const post = (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+    const post = (url: string, form: Record<string, string>, headers: Record<string, string | string[]> = {}) =>
       send(port, 'POST', url, { host, origin: `http://${host}`, cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', ...form }).toString());
     return { sent: fake.sent, post, close: () => server.close() };
   }
@@ -276,5 +276,33 @@ describe('who decides in the console', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('the identity header must name one person, visibly, in UTF-8: a repeated header, a bidi or invisible name, or bytes that are not UTF-8 are refused (403) and nothing is sent; a UTF-8 name arrives as written', async () => {
+    const c = await consoleWith({ identityHeader: 'X-Forwarded-User' });
+    const approve = (value: string | string[]) => c.post('/approve', { intentDigest: 'sha256:aaaa', stateVersion: '7' }, { 'x-forwarded-user': value });
+    /** A header value as its UTF-8 bytes on the wire (Node sends a string's characters as Latin-1 bytes). */
+    const utf8OnTheWire = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    try {
+      const refused = [
+        await approve(['mallory', 'alice']),
+        await approve(utf8OnTheWire('\u202eecila')),
+        await approve(utf8OnTheWire('\u200b\u2060')),
+        await approve(utf8OnTheWire('alice\u00a0smith')),
+        await approve('Jos\u00e9'),
+      ];
+      expect(refused.map((r) => [r.statusCode, /IDENTITY_REQUIRED/.test(r.body)])).toEqual(Array(5).fill([403, true]));
+      expect(refused[0]!.body).toContain('2 times');
+      expect(refused[4]!.body).toContain('not UTF-8');
+      expect(c.sent).toEqual([]);
+      expect((await approve(utf8OnTheWire('José Núñez'))).statusCode).toBe(200);
+      expect(c.sent.map(([, , request]) => (request as { by?: string }).by)).toEqual(['José Núñez']);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a console started with an operator name that names no one visibly is refused at start (INVALID_ARGUMENT)', async () => {
+    await expect(startConsoleServer({ operations: recordingOperations().operations, token: TOKEN, port: 0, namespace: 'default', decider: { operator: 'ops\u202e' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
