@@ -5,10 +5,9 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
-  sdkClientOptions, mapSdkError, parseSdkTurnOptions, requireMessages, toolResultText } from './sdk-common';
+  sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
-import { anthropicMessageTextToTurnResult } from './transcript';
-import { CheckpointError } from '../checkpoint/errors';
+import { anthropicMessageToTurnResult, turnResultFromResponseText } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
 import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 
@@ -153,17 +152,8 @@ export class AnthropicModel implements ModelAdapter {
     if (signal?.aborted) throw signal.reason;
     const body = this.buildRequest(input);
     // The body as text, not as the SDK's parsed object: number literals are checked as written.
-    let text: string;
-    try {
-      const response = await this.client.messages.create(body, signal === undefined ? {} : { signal }).asResponse();
-      text = await response.text();
-    } catch (err) {
-      const mapped = mapSdkError(err, 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
-      // A body cut off while read (not an SDK error): an answer lost after sending, retried.
-      if (mapped === err && !(err instanceof APIUserAbortError)) throw new CheckpointError('MODEL_TRANSIENT', `anthropic: the response could not be read: ${(err as Error).message}`, { provider: 'anthropic', status: null }, { cause: err });
-      throw mapped;
-    }
-    return anthropicMessageTextToTurnResult(text, {
+    const text = await readSdkResponseText(this.client.messages.create(body, signal === undefined ? {} : { signal }), 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    return turnResultFromResponseText(text, anthropicMessageToTurnResult, {
       where: `anthropic response to turn ${input.turn}`,
       live: true,
       details: { provider: 'anthropic', turn: input.turn },

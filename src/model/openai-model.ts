@@ -5,9 +5,9 @@ import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
 import {
-  sdkClientOptions, mapSdkError, parseSdkTurnOptions, requireMessages, toolResultText } from './sdk-common';
+  sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
-import { openAiCompletionToTurnResult } from './transcript';
+import { openAiCompletionToTurnResult, turnResultFromResponseText } from './transcript';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
 import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 
@@ -89,7 +89,8 @@ export function toOpenAiMessages(messages: readonly ConversationMessage[], syste
 /**
  * {@link ModelAdapter} over `client.chat.completions.create` (non-streaming). Sends the turn's
  * tools as `{type: 'function', function: {name, description, parameters}}`, converts the
- * response's `choices[0]` with `openAiCompletionToTurnResult` (arguments parsed from JSON text).
+ * response body, read as text (`turnResultFromResponseText`: number literals checked as written),
+ * with `openAiCompletionToTurnResult` reading `choices[0]` (arguments parsed from JSON text).
  *
  * Errors: `CheckpointError` INVALID_ARGUMENT (no resolved `messages`), MISSING_TOOL_SPEC,
  * INVALID_MODEL_OPTIONS, MODEL_TRANSIENT with `details.reason: 'invalid-response'` for a malformed
@@ -148,13 +149,10 @@ export class OpenAiModel implements ModelAdapter {
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnResult> {
     if (signal?.aborted) throw signal.reason;
     const body = this.buildRequest(input);
-    let response: unknown;
-    try {
-      response = await this.client.chat.completions.create(body, signal === undefined ? {} : { signal });
-    } catch (err) {
-      throw mapSdkError(err, 'openai', { APIError, APIConnectionError, APIUserAbortError }, signal);
-    }
-    return openAiCompletionToTurnResult(response, {
+    // The body as text, not as the SDK's parsed object: number literals are checked as written,
+    // also in `arguments` an OpenAI-compatible server sends as an object.
+    const text = await readSdkResponseText(this.client.chat.completions.create(body, signal === undefined ? {} : { signal }), 'openai', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    return turnResultFromResponseText(text, openAiCompletionToTurnResult, {
       where: `openai response to turn ${input.turn}`,
       live: true,
       details: { provider: 'openai', turn: input.turn },

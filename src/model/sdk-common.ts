@@ -185,3 +185,19 @@ export function requireMessages(input: ModelTurnInput, adapter: string): readonl
   }
   return input.messages;
 }
+
+/**
+ * The body of an SDK call's response as text (`request` is the SDK's API promise; its
+ * `asResponse()` gives the raw `Response`), so number literals are checked as written before any
+ * `JSON.parse`. Errors as {@link mapSdkError}; a body cut off while read is an answer lost after
+ * sending: `MODEL_TRANSIENT` (retried).
+ */
+export async function readSdkResponseText(request: { asResponse(): Promise<Response> }, provider: ModelProvider, classes: SdkErrorClasses, signal?: AbortSignal): Promise<string> {
+  try {
+    return await (await request.asResponse()).text();
+  } catch (err) {
+    const mapped = mapSdkError(err, provider, classes, signal);
+    if (mapped === err && !(err instanceof classes.APIUserAbortError)) throw new CheckpointError('MODEL_TRANSIENT', `${provider}: the response could not be read: ${(err as Error).message}`, { provider, status: null }, { cause: err });
+    throw mapped;
+  }
+}

@@ -368,14 +368,15 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
 }
 
 /**
- * Converts one Anthropic Messages API response from its JSON text (the body as received), so
- * that a `tool_use.input` holding a number literal `JSON.parse` would change is refused
- * (`inexact-number`), as OpenAI's `arguments` text is; otherwise {@link anthropicMessageToTurnResult}.
+ * Converts one provider response from its JSON text (the body as received) with `convert`
+ * ({@link anthropicMessageToTurnResult}, {@link openAiCompletionToTurnResult}), passing the number
+ * literals `JSON.parse` changed, so a call input holding one is refused (`inexact-number`)
+ * whether it came as a value or as an object where text was expected.
  *
- * @throws CheckpointError as {@link anthropicMessageToTurnResult}, also for text that is not JSON
- * or nests deeper than {@link MAX_SCANNED_DEPTH}.
+ * @throws CheckpointError as `convert`, also for text that is not JSON or nests deeper than
+ * {@link MAX_SCANNED_DEPTH}.
  */
-export function anthropicMessageTextToTurnResult(text: string, ctx: ResponseContext): ModelTurnResult {
+export function turnResultFromResponseText(text: string, convert: (raw: unknown, ctx: ResponseContext) => ModelTurnResult, ctx: ResponseContext): ModelTurnResult {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -384,7 +385,7 @@ export function anthropicMessageTextToTurnResult(text: string, ctx: ResponseCont
   }
   const inexactNumbers = inexactLiteralsOf(text);
   if (inexactNumbers === null) throw structureError(ctx, `nests deeper than ${MAX_SCANNED_DEPTH} levels`);
-  return anthropicMessageToTurnResult(raw, { ...ctx, inexactNumbers });
+  return convert(raw, { ...ctx, inexactNumbers });
 }
 
 /**

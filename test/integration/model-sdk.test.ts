@@ -268,6 +268,22 @@ describe('OpenAI SDK adapter', () => {
     ]);
   });
 
+  test('numbers are read as written also in arguments an OpenAI-compatible server sends as an object: 9007199254740993 refuses that call alone (inexact-number), 1e21 and the text arguments pass', async () => {
+    const body = `{"id":"chatcmpl-nums","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[
+      {"id":"call_rounded","type":"function","function":{"name":"create_ticket","arguments":{"title":"t","body":"b","queue":"q","n":9007199254740993}}},
+      {"id":"call_exact","type":"function","function":{"name":"create_ticket","arguments":{"title":"t","body":"b","queue":"q","n":1e21}}},
+      {"id":"call_text","type":"function","function":{"name":"create_ticket","arguments":"{\\"title\\":\\"t\\",\\"body\\":\\"b\\",\\"queue\\":\\"q\\"}"}}]}}],
+      "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`;
+    server.enqueue('openai', { status: 200, body: null, rawBody: body });
+    const result = await openAiModel().turn(turnInput('openai', 0, [user]));
+    expect(result.toolCalls.map((c) => [c.callId, c.input, c.inputError?.reason ?? null])).toEqual([
+      ['call_rounded', {}, 'inexact-number'],
+      ['call_exact', { title: 't', body: 'b', queue: 'q', n: 1e21 }, null],
+      ['call_text', { title: 't', body: 'b', queue: 'q' }, null],
+    ]);
+    expect(result.toolCalls[0]!.inputError!.message).toContain('9007199254740993 at $.n would be read as 9007199254740992');
+  });
+
   test('429 with retry-after is retried by the SDK after the asked delay', async () => {
     const file = transcriptFile('openai-triage.json');
     server.enqueue('openai', openaiRateLimited(1), ok(file.responses[1]));
