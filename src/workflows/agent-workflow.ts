@@ -60,7 +60,7 @@ import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from 
 import { countApprovalDecision } from './run-metrics';
 import { RunSearchAttributes } from './run-search-attributes';
 import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
-import { DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MAX_TOOL_INPUT_BYTES_PER_TURN, turnRefusals, type TurnRefusal } from './turn-bounds';
+import { DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MAX_TOOL_INPUT_BYTES_PER_TURN, isTurnRefusal, turnRefusals, type TurnRefusal } from './turn-bounds';
 import type {
   AgentWorkflowInput,
   AgentWorkflowResult,
@@ -374,12 +374,17 @@ class AgentRun {
     return null;
   }
 
+  /** Counts `call` against `budget.maxToolCalls`, unless the turn's bounds refused it (it never runs; see turn-bounds.ts). */
+  private countCall(call: CallState): void {
+    if (!isTurnRefusal(call.preFailure?.type)) this.state.toolCallsUsed += 1;
+  }
+
   /** Runs the calls of a turn one at a time, in the model's order (runs before issue 11, `toolConcurrency: 1`). */
   private async runInOrder(calls: readonly CallState[]): Promise<RunStop | null> {
     for (const call of calls) {
       const beforeTool = this.stopBefore('tool');
       if (beforeTool) return beforeTool;
-      this.state.toolCallsUsed += 1;
+      this.countCall(call);
       const stop = await this.processCall(call, false);
       if (stop) return stop;
     }
@@ -403,7 +408,7 @@ class AgentRun {
           stop = beforeTool;
           return;
         }
-        this.state.toolCallsUsed += 1;
+        this.countCall(call);
         const callStop = await this.processCall(call, true);
         if (callStop) stop ??= callStop;
       }

@@ -27,6 +27,11 @@ export interface TurnRefusal {
   readonly message: string;
 }
 
+/** True for the failure types of {@link TurnRefusal}. */
+export function isTurnRefusal(type: string | undefined): boolean {
+  return type === 'TOO_MANY_TOOL_CALLS' || type === 'TURN_INPUT_TOO_LARGE';
+}
+
 /**
  * For each call of a turn, in order: null when it runs, else its refusal (see the module comment).
  * @param inputs each call's input, in the model's order.

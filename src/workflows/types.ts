@@ -63,7 +63,8 @@ export interface AgentBudget {
   readonly maxConversationBytes?: number;
   /**
    * Most tool calls one model turn may run. The calls after the first this many are not run: the
-   * model reads `TOO_MANY_TOOL_CALLS` for each (see `turn-bounds.ts`). @default 64
+   * model reads `TOO_MANY_TOOL_CALLS` for each (see `turn-bounds.ts`); they take nothing of
+   * `maxToolCalls`. @default 64
    */
   readonly maxToolCallsPerTurn?: number;
   /**

@@ -41,6 +41,17 @@ describe('a turn asks for more than a turn may run', () => {
     );
   });
 
+  it('refused calls never ran, so they take nothing of the tool-call budget of the run: with 5 calls allowed, 3 run, 2 are refused, and the 2 asked again in the next turn run', async () => {
+    const first = [1, 2, 3, 4, 5].map((n) => call(`c${n}`, 'create_ticket', { title: `ticket ${n}` }));
+    const again = [4, 5].map((n) => call(`d${n}`, 'create_ticket', { title: `ticket ${n}` }));
+    const model = scriptedModel([toolTurn('Opening five tickets.', ...first), toolTurn('The last two.', ...again), endTurn('Five opened.')]);
+    const tools = fakeTools();
+    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ toolConcurrency: 4, budget: { maxTurns: 5, maxToolCalls: 5, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }), (handle) => handle.result());
+
+    expect(tools.runs.map((r) => r.callId).sort()).toEqual(['c1', 'c2', 'c3', 'd4', 'd5']);
+    expect({ status: result.status, turns: result.turns }).toEqual({ status: 'completed', turns: 3 });
+  });
+
   it('inputs over the bytes per turn: the call that crosses the bound and every later one are refused (TURN_INPUT_TOO_LARGE), even a small one after it', async () => {
     const small = { title: 'a' };
     const large = { title: 'x'.repeat(200) };
