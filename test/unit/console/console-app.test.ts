@@ -144,7 +144,7 @@ describe('the console over HTTP', () => {
 
     it.each([
       ['without a CSRF token', (csrf: string, cookie: string) => ({ form: { ...approveForm(csrf), _csrf: '' }, cookie })],
-      ['with a forged CSRF token', (csrf: string, cookie: string) => ({ form: { ...approveForm(csrf), _csrf: `x${csrf.slice(1)}` }, cookie })],
+      ['with a forged CSRF token', (csrf: string, cookie: string) => ({ form: { ...approveForm(csrf), _csrf: `${csrf[0] === 'x' ? 'y' : 'x'}${csrf.slice(1)}` }, cookie })],
       ['without the CSRF cookie', (csrf: string, cookie: string) => ({ form: approveForm(csrf), cookie: cookie.split('; ').filter((c) => !c.startsWith('ttc_console_csrf=')).join('; ') })],
     ])('a POST %s is refused with 403 CSRF_TOKEN_INVALID and nothing is sent', async (_how, tamper) => {
       const page = await openPage();
