@@ -25,7 +25,7 @@ interface ResolveInStoreOptions {
   readonly reason: string;
   readonly tenant: string;
   readonly namespace?: string;
-  readonly runChain?: string;
+  readonly runChain: string;
   readonly by?: string;
   readonly revision: string;
 }
@@ -41,7 +41,7 @@ export function registerResolveInStore(program: Command): void {
     .requiredOption('--reason <text>', 'why (kept in the checkpoint for audit)')
     .option('--tenant <tenant>', "the plugin's tenant option", DEFAULT_PLUGIN_TENANT)
     .option('--namespace <namespace>', 'the Temporal namespace of the workflow (default: the configured namespace)')
-    .option('--run-chain <runId>', "the workflow's first execution run id, when the workflow id was reused (default: looked up in the store)")
+    .requiredOption('--run-chain <runId>', "the workflow's first execution run id, as `ttc pending` shows it (with --revision it names the checkpoint you decided on)")
     .option('--by <name>', 'who resolves (kept in the checkpoint; default: <OS user>@<host>)')
     .requiredOption('--revision <n>', 'the checkpoint revision you decided on, as `ttc pending` shows it; refused if the checkpoint moved on since')
     .action(async (workflowId: string, callId: string, opts: ResolveInStoreOptions) => {
@@ -59,7 +59,7 @@ export function registerResolveInStore(program: Command): void {
             tenant: opts.tenant,
             resolution,
             reason: opts.reason,
-            ...(opts.runChain === undefined ? {} : { runChainId: opts.runChain }),
+            runChainId: opts.runChain,
             ...(opts.by === undefined ? {} : { resolvedBy: opts.by }),
             expectedRevision: Number(opts.revision),
           },

@@ -72,9 +72,10 @@ export interface ResolveCallInStoreArgs {
   /** Who decided (kept in the record; see `deciderNameRefusal`: 1 to 256 characters, none invisible, not blank). @default `<OS user>@<host name>` */
   readonly resolvedBy?: string;
   /**
-   * The checkpoint revision the person decided on (`ttc pending` shows it). A record that moved on
-   * since (another claim, a renewal, a result) is refused (FENCE_CONFLICT, `stale-decision`): a
-   * decision about one claim never settles another. @default not checked (any unfinished claim)
+   * The checkpoint revision the person decided on (`ttc pending` shows it, with the run chain;
+   * `runChainId` is required with it). A record that moved on since (another claim, a renewal, a
+   * result) is refused (FENCE_CONFLICT, `stale-decision`): a decision about one claim never
+   * settles another. @default not checked (any unfinished claim)
    */
   readonly expectedRevision?: number;
 }
@@ -236,6 +237,9 @@ function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOpti
   assertIdentifier(workflowId, 'workflowId');
   assertIdentifier(callId, 'callId');
   if (runChainId !== undefined) assertIdentifier(runChainId, 'runChainId');
+  // Records of two run chains that reuse a workflow id go through the same revisions: a revision
+  // names the checkpoint a person saw only together with its run chain.
+  if (expectedRevision !== undefined && runChainId === undefined) throw invalid('runChainId', 'expectedRevision names a checkpoint only with its run chain: give runChainId as well (`ttc pending` shows both)');
   if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw invalid('tenant', 'tenant must be a non-empty string of at most 256 characters');
   assertReason(reason, 'reason');
   const byRefusal = deciderNameRefusal(resolvedBy);

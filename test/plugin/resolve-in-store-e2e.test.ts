@@ -76,13 +76,14 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
         if (paused?.status !== 'uncertain') await new Promise((r) => setTimeout(r, 100));
       }
       expect(paused?.status).toBe('uncertain');
-      // A person, in another process, with the store URL and the namespace only (no run chain: looked up).
-      const out = await runCli(['resolve-in-store', workflowId, 'act-1', '--revision', String(paused!.revision), '--applied', JSON.stringify({ chargeId: charges[0]!.id }), '--reason', `found ${charges[0]!.id} in the ledger`, '--by', 'e2e-operator'], {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        TTC_STORE_URL: storeUrl,
-        TEMPORAL_NAMESPACE: env.devServer.namespace,
-      });
+      // A person, in other processes, with the store URL and the namespace only: `ttc pending` shows
+      // the call's revision and run chain, and the decision names both.
+      const personEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TTC_STORE_URL: storeUrl, TEMPORAL_NAMESPACE: env.devServer.namespace };
+      const pending = await runCli(['pending', '--no-temporal'], personEnv);
+      const row = pending.stdout.split('\n').find((line) => line.includes(`${workflowId}/act-1`))!;
+      const [, revision, runChain] = /\(revision (\d+), run chain ([^)]+)\)/.exec(row)!;
+      expect([Number(revision), runChain]).toEqual([paused!.revision, handle.firstExecutionRunId]);
+      const out = await runCli(['resolve-in-store', workflowId, 'act-1', '--run-chain', runChain!, '--revision', revision!, '--applied', JSON.stringify({ chargeId: charges[0]!.id }), '--reason', `found ${charges[0]!.id} in the ledger`, '--by', 'e2e-operator'], personEnv);
       return { result: await handle.result(), cli: out };
     });
 
