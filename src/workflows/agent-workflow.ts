@@ -374,17 +374,30 @@ class AgentRun {
     return null;
   }
 
-  /** Counts `call` against `budget.maxToolCalls`, unless the turn's bounds refused it (it never runs; see turn-bounds.ts). */
-  private countCall(call: CallState): void {
-    if (!isTurnRefusal(call.preFailure?.type)) this.state.toolCallsUsed += 1;
+  /**
+   * Whether `call` is refused before it runs (beyond the turn's bounds, a repeated call id, input
+   * the adapter refused, a tool the run does not offer, a description that failed): it takes
+   * nothing of `budget.maxToolCalls` and no budget stops it, so the model reads why. Runs whose
+   * history counted such calls (before patch `ttc-refused-calls-uncounted`) replay as they ran.
+   */
+  private refusedBeforeRunning(call: CallState): boolean {
+    if (isTurnRefusal(call.preFailure?.type)) return true;
+    return (call.preFailure !== null || !this.input.tools.includes(call.toolName)) && patched(REFUSED_CALLS_UNCOUNTED_PATCH);
+  }
+
+  /** The stop before `call` (see {@link stopBefore}), and counts it against the budget unless it is refused before it runs. */
+  private startCall(call: CallState): RunStop | null {
+    const refused = this.refusedBeforeRunning(call);
+    const stop = this.stopBefore(refused ? 'refused-call' : 'tool');
+    if (stop === null && !refused) this.state.toolCallsUsed += 1;
+    return stop;
   }
 
   /** Runs the calls of a turn one at a time, in the model's order (runs before issue 11, `toolConcurrency: 1`). */
   private async runInOrder(calls: readonly CallState[]): Promise<RunStop | null> {
     for (const call of calls) {
-      const beforeTool = this.stopBefore('tool');
+      const beforeTool = this.startCall(call);
       if (beforeTool) return beforeTool;
-      this.countCall(call);
       const stop = await this.processCall(call, false);
       if (stop) return stop;
     }
@@ -403,12 +416,11 @@ class AgentRun {
     const lane = async (): Promise<void> => {
       while (stop === null && next < calls.length) {
         const call = calls[next++]!;
-        const beforeTool = this.stopBefore('tool');
+        const beforeTool = this.startCall(call);
         if (beforeTool) {
           stop = beforeTool;
           return;
         }
-        this.countCall(call);
         const callStop = await this.processCall(call, true);
         if (callStop) stop ??= callStop;
       }
@@ -909,7 +921,7 @@ class AgentRun {
     }
   }
 
-  private stopBefore(step: 'model' | 'tool' | 'describe'): RunStop | null {
+  private stopBefore(step: 'model' | 'tool' | 'refused-call' | 'describe'): RunStop | null {
     if (this.cancel) return this.cancelStop();
     if (Date.now() >= this.state.deadlineAt) return this.deadlineStop();
     const { maxTurns, maxToolCalls } = this.input.budget;
@@ -1146,6 +1158,8 @@ const MIN_INLINE_BYTES = 256;
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';
 /** Patch id: the calls of a turn beyond its bounds are refused (`turn-bounds.ts`). */
 const TURN_BOUNDS_PATCH = 'ttc-turn-bounds';
+/** Patch id: calls refused before they run take nothing of `budget.maxToolCalls` (see `refusedBeforeRunning`). */
+const REFUSED_CALLS_UNCOUNTED_PATCH = 'ttc-refused-calls-uncounted';
 
 /** What the model reads when a call's approval expired (the times stay in the status). */
 const APPROVAL_EXPIRED_FOR_MODEL = `APPROVAL_EXPIRED: ${MODEL_ERROR_MESSAGES.APPROVAL_EXPIRED}`;

@@ -52,6 +52,30 @@ describe('a turn asks for more than a turn may run', () => {
     expect({ status: result.status, turns: result.turns }).toEqual({ status: 'completed', turns: 3 });
   });
 
+  it('refused calls never end the run on the budget either: 3 calls allowed, 6 asked in one turn, 3 per turn: 3 run, the model reads the 3 refusals and answers', async () => {
+    const calls = [1, 2, 3, 4, 5, 6].map((n) => call(`c${n}`, 'create_ticket', { title: `ticket ${n}` }));
+    const model = scriptedModel([toolTurn('Six tickets.', ...calls), endTurn('Three opened; the other three were refused.')]);
+    const tools = fakeTools();
+    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 3, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }), (handle) => handle.result());
+
+    expect(tools.runs.map((r) => r.callId)).toEqual(['c1', 'c2', 'c3']);
+    expect({ status: result.status, turns: result.turns, refused: result.calls.filter((c) => c.errorType === 'TOO_MANY_TOOL_CALLS').length }).toEqual({ status: 'completed', turns: 2, refused: 3 });
+  });
+
+  it('every call refused before it runs takes nothing of the budget: a repeated call id and a tool the run does not offer leave room for the next turn\'s call', async () => {
+    const model = scriptedModel([
+      toolTurn('Three asks.', call('c1', 'create_ticket', { title: 'a' }), call('c1', 'create_ticket', { title: 'again' }), call('x1', 'drop_database', {})),
+      toolTurn('One more.', call('c2', 'create_ticket', { title: 'b' })),
+      endTurn('Done.'),
+    ]);
+    const tools = fakeTools();
+    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 2, deadlineMs: 3_600_000 } }), (handle) => handle.result());
+
+    expect(tools.runs.map((r) => r.callId)).toEqual(['c1', 'c2']);
+    expect(result.calls.map((c) => c.errorType)).toEqual([null, 'DUPLICATE_CALL_ID', 'UNKNOWN_TOOL', null]);
+    expect(result.status).toBe('completed');
+  });
+
   it('inputs over the bytes per turn: the call that crosses the bound and every later one are refused (TURN_INPUT_TOO_LARGE), even a small one after it', async () => {
     const small = { title: 'a' };
     const large = { title: 'x'.repeat(200) };
