@@ -32,24 +32,26 @@ export function maxNestingDepth(text: string): number {
 
 /**
  * Walks the syntax tree of valid JSON `text` (iteratively) for the first object with a repeated
- * member name and, when `numbers` is set, every number literal that `JSON.parse` changes (see
- * {@link literalChangesValue}; the raw token is reported). Document order is not guaranteed.
+ * member name (with `everyDuplicate`, every one) and, when `numbers` is set, every number literal
+ * that `JSON.parse` changes (see {@link literalChangesValue}; the raw token is reported).
+ * Document order is not guaranteed.
  *
  * @param text syntactically valid JSON whose nesting the caller has bounded.
- * @returns the first duplicate, and every inexact number.
+ * @returns the first duplicate (or every one), and every inexact number.
  */
-export function scanJsonText(text: string, options: { readonly numbers?: boolean } = {}): JsonTextFinding[] {
+export function scanJsonText(text: string, options: { readonly numbers?: boolean; readonly everyDuplicate?: boolean } = {}): JsonTextFinding[] {
   const findings: JsonTextFinding[] = [];
   let duplicate = false;
   const numbers = options.numbers === true;
+  const every = options.everyDuplicate === true;
   const stack: Array<{ node: any; path: string }> = [{ node: parseAst(text, { mode: 'json', ranges: true }).body, path: '$' }];
-  while (stack.length > 0 && !(duplicate && !numbers)) {
+  while (stack.length > 0 && !(duplicate && !numbers && !every)) {
     const { node, path } = stack.pop()!;
     if (node.type === 'Object') {
       const seen = new Set<string>();
       for (const member of node.members) {
         const key = member.name.value as string;
-        if (seen.has(key) && !duplicate) {
+        if (seen.has(key) && (every || !duplicate)) {
           findings.push({ kind: 'duplicate-key', key, path });
           duplicate = true;
         }

@@ -21,7 +21,7 @@
 import canonicalize from 'canonicalize';
 import { assertJsonValue, LIMITS, resolveMaxToolInputBytes, utf8ByteLength } from './bounds';
 import { CheckpointError, isCheckpointError } from './errors';
-import { maxNestingDepth, scanJsonText } from './json-text';
+import { maxNestingDepth, scanJsonText, type JsonTextFinding } from './json-text';
 import type { JsonValue } from './types';
 
 /** Member names refused at every depth of model-supplied input. */
@@ -50,6 +50,17 @@ export interface ToolInputCheckOptions {
    * was parsed from, paths relative to the value (`$.amount`); the first is refused. @default none
    */
   readonly inexactNumbers?: readonly InexactNumber[];
+  /**
+   * The repeated member names (`scanJsonText`) of the text the value was parsed from, paths of
+   * their objects relative to the value (`$`, `$.items[0]`); the first is refused. @default none
+   */
+  readonly duplicateKeys?: readonly DuplicateKey[];
+}
+
+/** A member name that appears more than once in the object at `path` (`JSON.parse` keeps the last). */
+export interface DuplicateKey {
+  readonly key: string;
+  readonly path: string;
 }
 
 /** A number literal `JSON.parse` changed: the raw token and where (`$.a[0]`). */
@@ -96,6 +107,8 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
   }
   const bytes = utf8ByteLength(canonicalize(value) as string);
   if (bytes > maxBytes) return problem('too-large', '$', `tool input is ${bytes} bytes as canonical JSON, over the limit of ${maxBytes}`);
+  const [duplicate] = options.duplicateKeys ?? [];
+  if (duplicate !== undefined) return problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`);
   const [inexact] = options.inexactNumbers ?? [];
   return inexact === undefined ? null : inexactNumber(inexact);
 }
@@ -123,13 +136,16 @@ export function parseToolInputText(text: string, options: ToolInputCheckOptions 
   }
   const depth = maxNestingDepth(text);
   if (depth > LIMITS.maxDepth) return refuse(problem('too-large', '$', `tool input nests ${depth} levels, deeper than ${LIMITS.maxDepth}`));
-  const findings = scanJsonText(text, { numbers: true });
-  const duplicate = findings.find((f) => f.kind === 'duplicate-key');
-  if (duplicate?.kind === 'duplicate-key') {
-    return refuse(problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`));
-  }
-  const found = checkToolInputValue(value, { maxBytes, inexactNumbers: findings.filter((f) => f.kind === 'inexact-number') as InexactNumber[] });
+  const found = checkToolInputValue(value, { maxBytes, ...textChecks(scanJsonText(text, { numbers: true })) });
   return found === null ? { ok: true, value: value as JsonObject } : refuse(found);
+}
+
+/** The findings of a text scan (`scanJsonText`) as the options of {@link checkToolInputValue}. */
+export function textChecks(findings: readonly JsonTextFinding[]): { duplicateKeys: DuplicateKey[]; inexactNumbers: InexactNumber[] } {
+  return {
+    duplicateKeys: findings.flatMap((f) => (f.kind === 'duplicate-key' ? [{ key: f.key, path: f.path }] : [])),
+    inexactNumbers: findings.flatMap((f) => (f.kind === 'inexact-number' ? [{ token: f.token, path: f.path }] : [])),
+  };
 }
 
 /**

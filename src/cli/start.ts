@@ -11,7 +11,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
-import { inexactLiteralsOf, MAX_SCANNED_DEPTH } from '../model/transcript';
+import { MAX_SCANNED_DEPTH, textFindingsOf } from '../model/transcript';
 import { explainUndecodable } from './errors';
 import { failureChainLines, failureChainOf } from './failure-chain';
 import { durationMs, positiveInteger } from './options';
@@ -32,10 +32,16 @@ function readTranscriptFile(file: string): unknown {
   } catch (error) {
     throw new CheckpointError('INVALID_TRANSCRIPT', `transcript file ${file} is not valid JSON: ${(error as Error).message}`, { field: 'transcript' }, { cause: error });
   }
-  // The run gets the parsed value: a literal parsing changed would reach a tool changed.
-  const inexact = inexactLiteralsOf(text);
-  if (inexact === null || inexact.length > 0) {
-    const what = inexact === null ? `nests deeper than ${MAX_SCANNED_DEPTH} levels` : `has number ${inexact[0]!.token} at ${inexact[0]!.path}, which JSON reads as ${Number(inexact[0]!.token)} (write it as a string)`;
+  // The run gets the parsed value: a literal parsing changed, or a key it dropped, would reach a tool changed.
+  const findings = textFindingsOf(text);
+  const [first] = findings ?? [];
+  if (findings === null || first !== undefined) {
+    const what =
+      first === undefined
+        ? `nests deeper than ${MAX_SCANNED_DEPTH} levels`
+        : first.kind === 'inexact-number'
+          ? `has number ${first.token} at ${first.path}, which JSON reads as ${Number(first.token)} (write it as a string)`
+          : `repeats member name ${JSON.stringify(first.key)} in the object at ${first.path} (JSON keeps only the last)`;
     throw new CheckpointError('INVALID_TRANSCRIPT', `transcript file ${file} ${what}`, { field: 'transcript' });
   }
   return value;

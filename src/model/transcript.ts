@@ -63,8 +63,8 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import { IDENTIFIER_MAX_LENGTH } from '../checkpoint/bounds';
-import { checkToolInputValue, parseToolInputText, type InexactNumber, type ToolInputProblem } from '../checkpoint/model-input';
-import { maxNestingDepth, scanJsonText } from '../checkpoint/json-text';
+import { checkToolInputValue, parseToolInputText, textChecks, type ToolInputProblem } from '../checkpoint/model-input';
+import { maxNestingDepth, scanJsonText, type JsonTextFinding } from '../checkpoint/json-text';
 import type { JsonValue } from '../checkpoint/types';
 import type { ModelStopReason, ModelTurnResult, ToolCallRequest } from './types';
 
@@ -206,12 +206,12 @@ export interface ResponseContext {
    */
   readonly toolNameFromWire?: (name: string) => string;
   /**
-   * The number literals `JSON.parse` changed in the text this response was parsed from (see
-   * `literalChangesValue` in `checkpoint/json-text.ts`), paths relative to the response
-   * (`$.content[1].input.amount`): a call whose input holds one is refused (`inexact-number`).
-   * A response that came as a value has none. @default none
+   * What `JSON.parse` hid in the text this response was parsed from ({@link textFindingsOf}:
+   * repeated member names, number literals it changed), paths relative to the response
+   * (`$.content[1].input.amount`): a call whose input holds one is refused (`duplicate-key`,
+   * `inexact-number`). A response that came as a value has none. @default none
    */
-  readonly inexactNumbers?: readonly InexactNumber[];
+  readonly textFindings?: readonly JsonTextFinding[];
 }
 
 /** `details.reason` of the `MODEL_TRANSIENT` error a malformed live response raises. */
@@ -252,7 +252,7 @@ function refusedCall(callId: string, toolName: string, found: ToolInputProblem):
  * input's path in the response).
  */
 function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext, at: string): ToolCallRequest {
-  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes, inexactNumbers: literalsUnder(ctx.inexactNumbers, at) });
+  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes, ...textChecks(findingsUnder(ctx.textFindings, at)) });
   return found === null ? { callId, toolName, input: value as JsonValue } : refusedCall(callId, toolName, found);
 }
 
@@ -268,27 +268,25 @@ function callFromArguments(callId: string, toolName: string, args: unknown, ctx:
   return parsed.ok ? { callId, toolName, input: parsed.value } : refusedCall(callId, toolName, parsed.problem);
 }
 
-/** The literals of `found` under `at`, their paths made relative to it (`$.content[1].input.a` under `$.content[1].input` → `$.a`). */
-export function literalsUnder(found: readonly InexactNumber[] | undefined, at: string): InexactNumber[] {
+/** The findings of `found` under `at`, their paths made relative to it (`$.content[1].input.a` under `$.content[1].input` → `$.a`). */
+export function findingsUnder(found: readonly JsonTextFinding[] | undefined, at: string): JsonTextFinding[] {
   if (found === undefined || found.length === 0) return [];
-  return found.filter((f) => f.path === at || f.path.startsWith(`${at}.`) || f.path.startsWith(`${at}[`)).map((f) => ({ token: f.token, path: `$${f.path.slice(at.length)}` }));
+  return found.filter((f) => f.path === at || f.path.startsWith(`${at}.`) || f.path.startsWith(`${at}[`)).map((f) => ({ ...f, path: `$${f.path.slice(at.length)}` }));
 }
 
 /** Deepest nesting of a response's text that is scanned for literals (the scan's parser recurses). */
 export const MAX_SCANNED_DEPTH = 128;
 
 /**
- * The number literals `JSON.parse` changed in valid JSON `text` (see `literalChangesValue`); none
- * when the text holds no literal that could be one (16 digits and points in a row, or an exponent), so the
- * syntax tree is built only for such text.
+ * What `JSON.parse` hides in valid JSON `text`: every repeated member name and every number
+ * literal it changes (`scanJsonText`).
  *
  * @returns null when the text nests deeper than {@link MAX_SCANNED_DEPTH} (not scanned: the
  * caller refuses the response).
  */
-export function inexactLiteralsOf(text: string): InexactNumber[] | null {
-  if (!/\d[\d.]{15}|\d[eE]/.test(text)) return [];
+export function textFindingsOf(text: string): JsonTextFinding[] | null {
   if (maxNestingDepth(text) > MAX_SCANNED_DEPTH) return null;
-  return scanJsonText(text, { numbers: true }).flatMap((f) => (f.kind === 'inexact-number' ? [{ token: f.token, path: f.path }] : []));
+  return scanJsonText(text, { numbers: true, everyDuplicate: true });
 }
 
 /**
@@ -327,7 +325,8 @@ function finish(stopReason: ModelStopReason, text: string, toolCalls: ToolCallRe
  * @throws CheckpointError INVALID_TRANSCRIPT (transcript) / MODEL_TRANSIENT with `details.reason:
  * 'invalid-response'` (live) for a malformed response, including a call id twice in the turn.
  * A `tool_use.input` that `checkToolInputValue` refuses becomes that call's `inputError` (not a
- * throw); duplicate keys cannot be seen here (the SDK or transcript parser already dropped them).
+ * throw); repeated keys and changed number literals are seen only in the text
+ * (`ctx.textFindings`, see {@link turnResultFromResponseText}).
  */
 export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext): ModelTurnResult {
   const parsed = anthropicMessageSchema.safeParse(raw);
@@ -369,9 +368,10 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
 
 /**
  * Converts one provider response from its JSON text (the body as received) with `convert`
- * ({@link anthropicMessageToTurnResult}, {@link openAiCompletionToTurnResult}), passing the number
- * literals `JSON.parse` changed, so a call input holding one is refused (`inexact-number`)
- * whether it came as a value or as an object where text was expected.
+ * ({@link anthropicMessageToTurnResult}, {@link openAiCompletionToTurnResult}), passing what
+ * `JSON.parse` hid ({@link textFindingsOf}), so a call input holding a repeated key or a number
+ * literal read as another number is refused (`duplicate-key`, `inexact-number`), whether it came
+ * as a value or as an object where text was expected.
  *
  * @throws CheckpointError as `convert`, also for text that is not JSON or nests deeper than
  * {@link MAX_SCANNED_DEPTH}.
@@ -383,9 +383,9 @@ export function turnResultFromResponseText(text: string, convert: (raw: unknown,
   } catch (error) {
     throw structureError(ctx, `not JSON: ${(error as Error).message}`);
   }
-  const inexactNumbers = inexactLiteralsOf(text);
-  if (inexactNumbers === null) throw structureError(ctx, `nests deeper than ${MAX_SCANNED_DEPTH} levels`);
-  return convert(raw, { ...ctx, inexactNumbers });
+  const textFindings = textFindingsOf(text);
+  if (textFindings === null) throw structureError(ctx, `nests deeper than ${MAX_SCANNED_DEPTH} levels`);
+  return convert(raw, { ...ctx, textFindings });
 }
 
 /**
@@ -442,12 +442,12 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
  * numbers calls per turn; the agent workflow must then scope a call's checkpoint by turn).
  *
  * @param source names the transcript in errors (a file path or a label); defaults to its id.
- * @param inexactNumbers the number literals `JSON.parse` changed in the text `value` was parsed from (`inexactLiteralsOf`), paths from the transcript root; a call whose input holds one is refused (`inexact-number`). A value with no text has none.
+ * @param textFindings what `JSON.parse` hid in the text `value` was parsed from ({@link textFindingsOf}), paths from the transcript root; a call whose input holds one is refused (`duplicate-key`, `inexact-number`). A value with no text has none.
  * Refused tool inputs are per call (`inputError`), as in the converters.
  *
  * @throws CheckpointError INVALID_TRANSCRIPT (details: `transcript`, `turn`, `path`).
  */
-export function parseTranscript(value: unknown, source?: string, inexactNumbers?: readonly InexactNumber[]): Transcript {
+export function parseTranscript(value: unknown, source?: string, textFindings?: readonly JsonTextFinding[]): Transcript {
   const parsed = transcriptSchema.safeParse(value);
   const label = source ?? (typeof value === 'object' && value !== null && typeof (value as { id?: unknown }).id === 'string'
     ? (value as { id: string }).id
@@ -469,7 +469,7 @@ export function parseTranscript(value: unknown, source?: string, inexactNumbers?
       where: `transcript ${JSON.stringify(name)} response ${turn}`,
       live: false,
       details: { transcript: name, turn },
-      inexactNumbers: literalsUnder(inexactNumbers, `$.responses[${turn}]`),
+      textFindings: findingsUnder(textFindings, `$.responses[${turn}]`),
     };
     const result =
       file.format === 'anthropic-messages' ? anthropicMessageToTurnResult(response, ctx) : openAiCompletionToTurnResult(response, ctx);
@@ -509,9 +509,9 @@ export function parseTranscriptJson(text: string, source: string): Transcript {
       path: '$',
     }, { cause: err });
   }
-  const inexact = inexactLiteralsOf(text);
-  if (inexact === null) throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} nests deeper than ${MAX_SCANNED_DEPTH} levels`, { transcript: source, path: '$' });
-  return parseTranscript(value, source, inexact);
+  const findings = textFindingsOf(text);
+  if (findings === null) throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} nests deeper than ${MAX_SCANNED_DEPTH} levels`, { transcript: source, path: '$' });
+  return parseTranscript(value, source, findings);
 }
 
 /**

@@ -205,6 +205,19 @@ describe('Anthropic SDK adapter', () => {
     expect(result.toolCalls[1]!.inputError!.message).toContain('9007199254740993 at $.n would be read as 9007199254740992');
   });
 
+  test('a repeated key in a tool_use.input refuses that call alone (duplicate-key): the approver and the tool never see a value JSON silently dropped', async () => {
+    const body = `{"id":"msg_dup","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[
+      {"type":"tool_use","id":"toolu_dup","name":"create_ticket","input":{"title":"t","body":"b","queue":"q","queue":"billing"}},
+      {"type":"tool_use","id":"toolu_ok","name":"create_ticket","input":{"title":"t","body":"b","queue":"q"}}],
+      "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`;
+    server.enqueue('anthropic', { status: 200, body: null, rawBody: body });
+    const result = await anthropicModel().turn(turnInput('anthropic', 0, [user]));
+    expect(result.toolCalls.map((c) => [c.callId, c.inputError?.reason ?? null])).toEqual([
+      ['toolu_dup', 'duplicate-key'],
+      ['toolu_ok', null],
+    ]);
+  });
+
   test('a tool the adapter has no spec for fails before any request', async () => {
     const err = await anthropicModel().turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] }).catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);
@@ -282,6 +295,21 @@ describe('OpenAI SDK adapter', () => {
       ['call_text', { title: 't', body: 'b', queue: 'q' }, null],
     ]);
     expect(result.toolCalls[0]!.inputError!.message).toContain('9007199254740993 at $.n would be read as 9007199254740992');
+  });
+
+  test('a repeated key in arguments an OpenAI-compatible server sends as an object refuses that call alone (duplicate-key), at any depth', async () => {
+    const body = `{"id":"chatcmpl-dup","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[
+      {"id":"call_top","type":"function","function":{"name":"create_ticket","arguments":{"title":"t","body":"b","queue":"q","amount":1,"amount":100000}}},
+      {"id":"call_deep","type":"function","function":{"name":"create_ticket","arguments":{"title":"t","body":"b","queue":"q","meta":[{"a":1,"a":2}]}}},
+      {"id":"call_ok","type":"function","function":{"name":"create_ticket","arguments":{"title":"t","body":"b","queue":"q"}}}]}}],
+      "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`;
+    server.enqueue('openai', { status: 200, body: null, rawBody: body });
+    const result = await openAiModel().turn(turnInput('openai', 0, [user]));
+    expect(result.toolCalls.map((c) => [c.callId, c.inputError?.reason ?? null])).toEqual([
+      ['call_top', 'duplicate-key'],
+      ['call_deep', 'duplicate-key'],
+      ['call_ok', null],
+    ]);
   });
 
   test('429 with retry-after is retried by the SDK after the asked delay', async () => {

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { literalChangesValue } from '../../src/checkpoint/json-text';
 import { parseToolInputText } from '../../src/checkpoint/model-input';
-import { inexactLiteralsOf } from '../../src/model/transcript';
+import { textFindingsOf } from '../../src/model/transcript';
 
 /** What the rule says for an integer literal of value `n`: refused iff no double is exactly n. */
 const changes = (n: bigint): boolean => BigInt(Number(n)) !== n;
@@ -65,7 +65,7 @@ describe('number literals in tool input', () => {
 
 describe('number literals: named cases from a review', () => {
   it('a fraction read as an integer is found in a response text without 16 digits in a row (99999999.999999999)', () => {
-    expect(inexactLiteralsOf('{"content":[{"input":{"n":99999999.999999999}}]}')).toEqual([{ token: '99999999.999999999', path: '$.content[0].input.n' }]);
+    expect(textFindingsOf('{"content":[{"input":{"n":99999999.999999999}}]}')).toEqual([{ kind: 'inexact-number', token: '99999999.999999999', path: '$.content[0].input.n' }]);
   });
 
 });
