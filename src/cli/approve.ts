@@ -107,7 +107,11 @@ function printReview(verb: 'approve' | 'reject', { workflowId, status, call }: W
   const hidden = hiddenCharacterWarning('the arguments', call.arguments);
   if (hidden !== null) printLine(`  ${hidden}`);
   if (call.target !== null) printLine(`  target: ${json(call.target)}`);
+  const hiddenInTarget = hiddenCharacterWarning('the target', call.target);
+  if (hiddenInTarget !== null) printLine(`  ${hiddenInTarget}`);
   printLine(`  model sent (not run as sent): ${json(call.modelInput)}`);
+  const hiddenInModelInput = hiddenCharacterWarning("the model's input", call.modelInput);
+  if (hiddenInModelInput !== null) printLine(`  ${hiddenInModelInput}`);
   printLine(`  intent digest: ${call.intentDigest ?? '?'}`);
   printLine(`  approval expires at: ${call.approvalExpiresAt ?? '?'}`);
   printLine(`  run state version: ${status.stateVersion}`);

@@ -140,13 +140,21 @@ function isCheckpointOf(owner: CheckpointOwner | null, runChainId: string | unde
  * digest covers and the tool will receive, the target, and the model's input, marked as not
  * what runs. The `approveCall` update must name the digest printed here.
  */
+/** The hidden-character warning about `value` (`hiddenCharacterWarning`) as an indented line, or none. */
+function warningLine(what: string, value: unknown): string[] {
+  const warning = hiddenCharacterWarning(what, value);
+  return warning === null ? [] : [`  ${warning}`];
+}
+
 function approvalLines(call: string, view: PendingCallView): string[] {
   const json = (value: unknown): string => JSON.stringify(value) ?? 'null';
   return [
     `approval of ${call}: ${view.toolName} revision ${view.toolRevision ?? '?'}, intent ${view.intentDigest ?? '?'}`,
     `  arguments (validated; these run): ${view.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(view.arguments)}`,
-    ...[hiddenCharacterWarning('the arguments', view.arguments)].flatMap((warning) => (warning === null ? [] : [`  ${warning}`])),
+    ...warningLine('the arguments', view.arguments),
     ...(view.target === null ? [] : [`  target: ${json(view.target)}`]),
+    ...warningLine('the target', view.target),
     `  model sent (not run as sent): ${json(view.modelInput)}`,
+    ...warningLine("the model's input", view.modelInput),
   ];
 }

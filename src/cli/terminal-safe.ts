@@ -76,7 +76,7 @@ export function hiddenCharacterCount(value: unknown): number {
 export function hiddenCharacterWarning(what: string, value: unknown): string | null {
   const count = hiddenCharacterCount(value);
   if (count === 0) return null;
-  return `WARNING: ${what} hold ${count} invisible or control character${count === 1 ? '' : 's'}, shown as \\uXXXX escapes; they reach the tool as they are`;
+  return `WARNING: ${count} invisible or control character${count === 1 ? '' : 's'} in ${what}, shown as \\uXXXX escapes; they reach the tool as they are`;
 }
 
 /**

@@ -62,7 +62,7 @@ ${paused ? renderEvidence(status, call) : null}
 </dl>
 <h4>Arguments (validated by the tool's schema; these run)</h4>
 ${call.arguments === null ? html`<p class="note">Not reported by the worker: what runs may differ from what the model sent.</p>` : html`${hiddenWarning('the arguments', call.arguments)}<pre class="arguments">${prettyJson(call.arguments)}</pre>`}
-${call.target !== null ? html`<h4>Target</h4><pre class="target">${prettyJson(call.target)}</pre>` : null}
+${call.target !== null ? html`<h4>Target</h4>${hiddenWarning('the target', call.target)}<pre class="target">${prettyJson(call.target)}</pre>` : null}
 <h4>What the model sent (shown for reference; not run as sent)</h4>
 ${hiddenWarning('the model\'s input', call.modelInput)}<pre class="model-input">${prettyJson(call.modelInput)}</pre>
 <div class="decisions">${!formCarriesExactly(workflowId) || !formCarriesExactly(call.callId) ? noForms(workflowId, call) : paused ? resolveForm(workflowId, status, call, form) : approvalForms(workflowId, status, call, form)}</div>

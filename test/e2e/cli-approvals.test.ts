@@ -156,7 +156,7 @@ describe('the command line for people in the loop', () => {
     await awaitingApproval(workflowId);
 
     const escaped = [...hidden].map((c) => `\\udb40\\u${c.charCodeAt(1).toString(16)}`).join('');
-    const warning = 'WARNING: the arguments hold 26 invisible or control characters, shown as \\uXXXX escapes; they reach the tool as they are';
+    const warning = 'WARNING: 26 invisible or control characters in the arguments, shown as \\uXXXX escapes; they reach the tool as they are';
     const pending = await cli('pending');
     expect(pending.stdout).toContain(`"title":"Refund for late delivery${escaped}"`);
     expect(pending.stdout).toContain(`  ${warning}\n`);

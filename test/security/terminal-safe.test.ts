@@ -118,7 +118,7 @@ test('any text: nothing hidden is printed raw, JSON output parses back to the va
 test('a value whose strings hold C0 controls, look-alike spaces or the blank Braille pattern is flagged with their count and shows them escaped', () => {
   const args = { note: 'pay\u001b[2J', to: 'acme\u00a0corp', memo: '\u2800', amount: 'five\u3000thousand' };
   expect(hiddenCharacterCount(args)).toBe(4);
-  expect(hiddenCharacterWarning('the arguments', args)).toContain('hold 4 invisible or control characters');
+  expect(hiddenCharacterWarning('the arguments', args)).toContain('4 invisible or control characters in the arguments');
   expect(terminalSafeJson(args)).toContain('"acme\\u00a0corp"');
   expect(terminalSafe('\u2800|\u3000|\u2007| |')).toBe('\\u2800|\\u3000|\\u2007| |');
 });

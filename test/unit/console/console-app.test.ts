@@ -221,7 +221,14 @@ describe('the console over HTTP', () => {
       expect(page).not.toMatch(/[\u{e0000}-\u{e007f}\u00ad\u3164\ufe0f]/u);
       expect(page).toContain(`Refund for late delivery${[...hidden].map((c) => `\\udb40\\u${c.charCodeAt(1).toString(16)}`).join('')}`);
       expect(page).toContain('soft\\u00adhyphen \\u3164 x\\ufe0f');
-      expect(page).toContain('<p class="warning hidden-characters">WARNING: the arguments hold 29 invisible or control characters, shown as \\uXXXX escapes; they reach the tool as they are</p>');
+      expect(page).toContain('<p class="warning hidden-characters">WARNING: 29 invisible or control characters in the arguments, shown as \\uXXXX escapes; they reach the tool as they are</p>');
+      expect(page.match(/hidden-characters/g)).toHaveLength(1);
+    });
+
+    it('a target holding invisible characters gets its own warning with its count (the intent digest covers it)', async () => {
+      fake.runs = [waitingRun([awaitingCall({ target: { account: 'acct-1\u200b\u2060' } })])];
+      const { page } = await openPage();
+      expect(page).toContain('<p class="warning hidden-characters">WARNING: 2 invisible or control characters in the target, shown as \\uXXXX escapes; they reach the tool as they are</p>');
       expect(page.match(/hidden-characters/g)).toHaveLength(1);
     });
   });
