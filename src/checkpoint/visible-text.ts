@@ -23,11 +23,15 @@ export function hiddenCharactersIn(text: string): number {
 /** Most UTF-16 code units of the name of who decides (an approval, a rejection, a resolution). */
 export const MAX_DECIDER_NAME_CHARS = 256;
 
+/** Letters, marks, numbers, punctuation, symbols and the ASCII space: what a name may be written with. */
+const NAME_CHARACTERS = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]+$/u;
+
 /**
  * Why `name` cannot name who decides, or null when it can: a string of 1 to
- * {@link MAX_DECIDER_NAME_CHARS} UTF-16 units with no hidden character (see the module comment)
- * and at least one that is not a space, so the name a person reads in an audit is the name
- * stored, never reordered (`\u202eecila` reads as `alice`) or blank.
+ * {@link MAX_DECIDER_NAME_CHARS} UTF-16 units of letters, marks, numbers, punctuation, symbols and
+ * ASCII spaces (no private-use, unassigned or noncharacter code points), none hidden (see the
+ * module comment), not blank and not starting with a combining mark, so the name a person reads
+ * in an audit is the name stored, never reordered (`\u202eecila` reads as `alice`) or blank.
  */
 export function deciderNameRefusal(name: unknown): string | null {
   const shown = typeof name === 'string' ? JSON.stringify(name.slice(0, 64)) : typeof name;
@@ -37,5 +41,7 @@ export function deciderNameRefusal(name: unknown): string | null {
   const hidden = hiddenCharactersIn(name);
   if (hidden > 0) return `the name of who decides holds ${hidden} invisible or control character${hidden === 1 ? '' : 's'} (controls, bidi, zero-width, non-ASCII spaces): ${shown}`;
   if (name.trim() === '') return 'the name of who decides is blank';
+  if (!NAME_CHARACTERS.test(name)) return `the name of who decides holds a character that is not a letter, mark, number, punctuation, symbol or space (private-use, unassigned): ${shown}`;
+  if (/^\p{M}/u.test(name.trimStart())) return `the name of who decides starts with a combining mark: ${shown}`;
   return null;
 }
