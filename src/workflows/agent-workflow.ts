@@ -471,9 +471,13 @@ class AgentRun {
   private async prepareApprovals(calls: readonly CallState[]): Promise<RunStop | null> {
     const budgetLeft = this.input.budget.maxToolCalls - this.state.toolCallsUsed;
     let registered = false;
-    for (const [index, call] of calls.entries()) {
+    // The calls before this one that take budget (see `refusedBeforeRunning`): a call at or past
+    // the budget left is stopped by the budget before it runs, so nobody is asked about it.
+    let counted = 0;
+    for (const call of calls) {
+      const position = this.refusedBeforeRunning(call) ? null : counted++;
       const policy = this.approvalRequired[call.toolName];
-      if (policy === undefined || index >= budgetLeft || call.preFailure !== null || !this.input.tools.includes(call.toolName)) continue;
+      if (policy === undefined || position === null || position >= budgetLeft || call.preFailure !== null || !this.input.tools.includes(call.toolName)) continue;
       const stop = this.stopBefore('describe');
       if (stop) return stop;
       const attempt = await this.callActivity('describe', (options) => agentActivities(options).describeToolCall(this.toolInput(call)));
@@ -482,6 +486,7 @@ class AgentRun {
       if (attempt.kind === 'failed') {
         const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
         call.preFailure = { type, message: activityFailureMessage(attempt.error) };
+        if (this.refusedBeforeRunning(call)) counted -= 1;
         continue;
       }
       const described = attempt.value;
@@ -490,6 +495,7 @@ class AgentRun {
         // approver could not see what would run, so the call is refused (fail closed). Runs
         // described before this change replay as they ran (patched() is false for them).
         call.preFailure = { type: 'INVALID_ARGUMENT', message: `INVALID_ARGUMENT: the worker that described ${call.toolName} call "${call.callId}" did not report its validated arguments; nothing ran` };
+        if (this.refusedBeforeRunning(call)) counted -= 1;
         continue;
       }
       call.toolRevision = described.toolRevision;
@@ -520,6 +526,11 @@ class AgentRun {
     if (call.approval !== null) {
       const decision = await this.awaitApproval(call);
       if (decision !== 'approved') return decision === 'rejected' ? null : decision;
+    }
+    if (this.approvalRequired[call.toolName] !== undefined && call.approvedIntentDigest === null) {
+      // Fail closed: a tool that needs approval never runs without an approved intent.
+      this.failCall(call, 'APPROVAL_REQUIRED', `APPROVAL_REQUIRED: ${call.toolName} call "${call.callId}" needs a person's approval and was never approved; nothing ran`);
+      return null;
     }
     return this.runTool(call, deferPause);
   }
