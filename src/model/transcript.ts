@@ -248,12 +248,31 @@ function refusedCall(callId: string, toolName: string, found: ToolInputProblem):
 
 /**
  * A call whose input is already a value (Anthropic `tool_use.input`), checked by
- * `checkToolInputValue` with the inexact literals the response's text held under `at` (the
- * input's path in the response).
+ * `checkToolInputValue` with what the response's text held under the input (`findings`, see
+ * {@link findingsByInput}).
  */
-function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext, at: string): ToolCallRequest {
-  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes, ...textChecks(findingsUnder(ctx.textFindings, at)) });
+function callFromValue(callId: string, toolName: string, value: unknown, ctx: ResponseContext, findings: readonly JsonTextFinding[]): ToolCallRequest {
+  const found = checkToolInputValue(value, { maxBytes: ctx.maxToolInputBytes, ...textChecks(findings) });
   return found === null ? { callId, toolName, input: value as JsonValue } : refusedCall(callId, toolName, found);
+}
+
+/**
+ * What the response's text held under each input (`inputPaths`: `$.content[1].input`), paths
+ * made relative to it (`$.a`), found by walking each finding's path up (findings × nesting). A
+ * repeated member outside every input (a second `input`, `name`, `arguments` or `tool_calls`) is a
+ * structure error: JSON keeps the last, so what runs could differ from what another reader of the
+ * same response sees.
+ */
+function findingsByInput(ctx: ResponseContext, inputPaths: readonly string[]): Map<string, JsonTextFinding[]> {
+  const byInput = new Map<string, JsonTextFinding[]>(inputPaths.map((at) => [at, []]));
+  for (const finding of ctx.textFindings ?? []) {
+    let at = finding.path;
+    while (at.length > 1 && !byInput.has(at)) at = at.slice(0, Math.max(at.lastIndexOf('.'), at.lastIndexOf('['), 1));
+    const under = byInput.get(at);
+    if (under !== undefined) under.push({ ...finding, path: `$${finding.path.slice(at.length)}` });
+    else if (finding.kind === 'duplicate-key') throw structureError(ctx, `member name ${JSON.stringify(finding.key.slice(0, 64))} appears more than once in the object at ${finding.path.slice(0, 200)}`, { path: finding.path.slice(0, 200) });
+  }
+  return byInput;
 }
 
 /**
@@ -261,8 +280,8 @@ function callFromValue(callId: string, toolName: string, value: unknown, ctx: Re
  * an empty or blank string is `{}` (OpenAI sends `""` for a tool without parameters); a
  * non-string (some OpenAI-compatible servers send the object itself) is checked as a value.
  */
-function callFromArguments(callId: string, toolName: string, args: unknown, ctx: ResponseContext, at: string): ToolCallRequest {
-  if (typeof args !== 'string') return callFromValue(callId, toolName, args, ctx, at);
+function callFromArguments(callId: string, toolName: string, args: unknown, ctx: ResponseContext, findings: readonly JsonTextFinding[]): ToolCallRequest {
+  if (typeof args !== 'string') return callFromValue(callId, toolName, args, ctx, findings);
   if (args.trim() === '') return { callId, toolName, input: {} };
   const parsed = parseToolInputText(args, { maxBytes: ctx.maxToolInputBytes });
   return parsed.ok ? { callId, toolName, input: parsed.value } : refusedCall(callId, toolName, parsed.problem);
@@ -343,7 +362,8 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
     if (block.type === 'text') text += block['text'] as string;
     else if (block.type === 'tool_use') blocks.push({ id: block['id'] as string, name: block['name'] as string, input: block['input'], at: `$.content[${i}].input` });
   });
-  const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx, b.at));
+  const findings = findingsByInput(ctx, blocks.map((b) => b.at));
+  const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx, findings.get(b.at)!));
   switch (message.stop_reason) {
     case 'tool_use':
       if (blocks.length === 0) throw structureError(ctx, `stop_reason is tool_use but there is no tool_use block`);
@@ -422,11 +442,13 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
   const nameOf = ctx.toolNameFromWire ?? ((name: string) => name);
   const text = choice.message.content ?? choice.message.refusal ?? '';
   const rawCalls = choice.message.tool_calls ?? [];
+  const inputPath = (i: number) => `$.choices[0].message.tool_calls[${i}].function.arguments`;
+  const findings = findingsByInput(ctx, rawCalls.map((_, i) => inputPath(i)));
   if (choice.finish_reason === 'function_call') throw structureError(ctx, `legacy finish_reason function_call is not supported`);
   if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx, rawCalls.length);
   const refused = choice.message.refusal !== undefined && choice.message.refusal !== null;
   if (choice.finish_reason === 'content_filter' || refused) return finish('refusal', text, [], ctx, rawCalls.length);
-  const calls = rawCalls.map((call, i) => callFromArguments(call.id, nameOf(call.function.name), call.function.arguments, ctx, `$.choices[0].message.tool_calls[${i}].function.arguments`));
+  const calls = rawCalls.map((call, i) => callFromArguments(call.id, nameOf(call.function.name), call.function.arguments, ctx, findings.get(inputPath(i))!));
   if (calls.length > 0) return finish('tool_use', text, calls, ctx);
   if (choice.finish_reason === 'tool_calls') throw structureError(ctx, `finish_reason is tool_calls but there are no tool_calls`);
   return finish('end_turn', text, [], ctx);

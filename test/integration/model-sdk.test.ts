@@ -218,6 +218,18 @@ describe('Anthropic SDK adapter', () => {
     ]);
   });
 
+  test('a repeated member around a call (a second input or name) is an invalid response, retried (MODEL_TRANSIENT): JSON would keep the last', async () => {
+    const block = (extra: string) => `{"id":"msg_env","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[
+      {"type":"tool_use","id":"toolu_env","name":"create_ticket",${extra}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`;
+    for (const extra of ['"input":{"title":"t","body":"b","queue":"q"},"input":{"title":"t","body":"b","queue":"billing"}', '"name":"send_email","input":{"title":"t","body":"b","queue":"q"}']) {
+      server.enqueue('anthropic', { status: 200, body: null, rawBody: block(extra) });
+      const err = await anthropicModel().turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e);
+      expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
+      expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response' });
+      expect((err as Error).message).toMatch(/appears more than once in the object at \$\.content\[0\]/);
+    }
+  });
+
   test('a tool the adapter has no spec for fails before any request', async () => {
     const err = await anthropicModel().turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] }).catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);
@@ -310,6 +322,22 @@ describe('OpenAI SDK adapter', () => {
       ['call_deep', 'duplicate-key'],
       ['call_ok', null],
     ]);
+  });
+
+  test('a repeated arguments or tool_calls member is an invalid response, retried (MODEL_TRANSIENT): JSON would keep the last', async () => {
+    const bodies = [
+      `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[
+        {"id":"call_a","type":"function","function":{"name":"create_ticket","arguments":"{\\"title\\":\\"t\\",\\"body\\":\\"b\\",\\"queue\\":\\"q\\"}","arguments":"{}"}}]}}]}`,
+      `{"id":"c2","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+        "tool_calls":[{"id":"call_b","type":"function","function":{"name":"send_email","arguments":"{}"}}],
+        "tool_calls":[{"id":"call_c","type":"function","function":{"name":"create_ticket","arguments":"{\\"title\\":\\"t\\",\\"body\\":\\"b\\",\\"queue\\":\\"q\\"}"}}]}}]}`,
+    ];
+    for (const body of bodies) {
+      server.enqueue('openai', { status: 200, body: null, rawBody: body });
+      const err = await openAiModel({ maxRetries: 0 }).turn(turnInput('openai', 0, [user])).catch((e: unknown) => e);
+      expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
+      expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response' });
+    }
   });
 
   test('429 with retry-after is retried by the SDK after the asked delay', async () => {
