@@ -30,8 +30,9 @@ const NAME_CHARACTERS = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]+$/u;
  * Why `name` cannot name who decides, or null when it can: a string of 1 to
  * {@link MAX_DECIDER_NAME_CHARS} UTF-16 units of letters, marks, numbers, punctuation, symbols and
  * ASCII spaces (no private-use, unassigned or noncharacter code points), none hidden (see the
- * module comment), not blank and not starting with a combining mark, so the name a person reads
- * in an audit is the name stored, never reordered (`\u202eecila` reads as `alice`) or blank.
+ * module comment), not blank, without spaces around it, no combining mark on nothing or five in
+ * a row, so the name a person reads in an audit is the name stored, never reordered
+ * (`\u202eecila` reads as `alice`), padded or blank.
  */
 export function deciderNameRefusal(name: unknown): string | null {
   const shown = typeof name === 'string' ? JSON.stringify(name.slice(0, 64)) : typeof name;
@@ -41,7 +42,8 @@ export function deciderNameRefusal(name: unknown): string | null {
   const hidden = hiddenCharactersIn(name);
   if (hidden > 0) return `the name of who decides holds ${hidden} invisible or control character${hidden === 1 ? '' : 's'} (controls, bidi, zero-width, non-ASCII spaces): ${shown}`;
   if (name.trim() === '') return 'the name of who decides is blank';
+  if (name.trim() !== name) return `the name of who decides starts or ends with a space (it would read as another name): ${shown}`;
   if (!NAME_CHARACTERS.test(name)) return `the name of who decides holds a character that is not a letter, mark, number, punctuation, symbol or space (private-use, unassigned): ${shown}`;
-  if (/^\p{M}/u.test(name.trimStart())) return `the name of who decides starts with a combining mark: ${shown}`;
+  if (/(?:^| )\p{M}|\p{M}{5}/u.test(name)) return `the name of who decides has a combining mark on nothing (first, or after a space) or five in a row: ${shown}`;
   return null;
 }

@@ -14,7 +14,6 @@ import type { Client } from '@temporalio/client';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { bindingLabel, checkpointOwner, type CheckpointOwner } from '../checkpoint/binding-label';
-import { parseCallBindingId } from '../checkpoint/call-identity';
 import { describeItem } from '../checkpoint/item-position';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
@@ -49,8 +48,9 @@ export function registerPending(program: Command): void {
         for (const r of records) {
           const tenant = tenantOfNamespace(r.binding.namespace);
           if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
-          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, `${r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')} (revision ${r.revision}, run chain ${parseCallBindingId(r.binding.callId)?.runChainId ?? 'unknown'})`];
-          storeRows.push({ owner: checkpointOwner(r.binding.callId), updatedAt: r.updatedAt, row });
+          const owner = checkpointOwner(r.binding.callId);
+          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, `${r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')} (revision ${r.revision}, run chain ${owner?.runChainId ?? 'unknown'})`];
+          storeRows.push({ owner, updatedAt: r.updatedAt, row });
           rows.push(row);
         }
       } finally {

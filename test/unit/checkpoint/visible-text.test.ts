@@ -17,8 +17,8 @@ const hiddenChar = fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }).fil
 
 test('a name of visible characters (any script, ASCII spaces between) is accepted', () => {
   fc.assert(
-    fc.property(fc.array(fc.oneof(visibleChar, fc.constant(' ')), { minLength: 1, maxLength: 60 }), visibleChar, (parts, one) => {
-      const name = [...parts, one].join('');
+    fc.property(fc.array(fc.oneof(visibleChar, fc.constant(' ')), { minLength: 1, maxLength: 60 }), visibleChar, visibleChar, (parts, first, last) => {
+      const name = [first, ...parts, last].join('');
       expect(deciderNameRefusal(name)).toBeNull();
       expect(hiddenCharactersIn(name)).toBe(0);
     }),
@@ -49,6 +49,10 @@ test.each([
   ['a private-use character', 'alice\uf8ff'],
   ['a noncharacter', '\uffff'],
   ['an unassigned code point', '\u0378'],
+  ['spaces after the name', 'alice   '],
+  ['a space before the name', ' alice'],
+  ['a combining mark after a space', 'alice \u0301'],
+  ['stacked combining marks', `a${'\u0301'.repeat(200)}`],
 ])('refused: %s', (_what, name) => {
   expect(deciderNameRefusal(name)).not.toBeNull();
 });
