@@ -3,7 +3,7 @@
  *
  *   npm run crashtest -- [--runs 20] [--stores sqlite,postgres] [--scenarios a,b] [--concurrency 2] [--parallel-stores] [--report docs/crash-report.md]
  *
- * `--scenarios` takes scenario ids or group names (`issue-14`: the batch and saga scenarios).
+ * `--scenarios` takes scenario ids or group names (`batch-and-saga`: the batch and saga scenarios).
  *
  * Writes the report and exits 1 when any repetition failed: a duplicate effect, a lost
  * result, an unknown outcome that did not pause, or any other broken expectation.
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const opts = new Command('crashtest')
     .option('--runs <n>', 'repetitions per scenario and store', '20')
     .option('--stores <list>', 'stores to run against', STORE_KINDS.join(','))
-    .option('--scenarios <list>', 'scenario ids or groups (issue-14) (default: all)')
+    .option('--scenarios <list>', 'scenario ids or groups (batch-and-saga) (default: all)')
     .option('--concurrency <n>', 'repetitions side by side for scenarios that do not disturb the shared stack', '2')
     .option('--parallel-stores', 'run the stores at the same time (each has its own stack)')
     .option('--report <file>', 'where to write the Markdown report', 'docs/crash-report.md')

@@ -8,7 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Repetition } from './repetition';
 import type { RunOutcome, Scenario } from './scenario';
-import { ISSUE_14_SCENARIOS, SCENARIOS } from './scenarios';
+import { BATCH_AND_SAGA_SCENARIOS, SCENARIOS } from './scenarios';
 import { startCrashStack, type StoreKind } from './stack';
 import { buildWorkflowBundle } from './workflow-bundle';
 
@@ -60,7 +60,7 @@ export interface CrashSuiteResult {
 }
 
 /** Groups of scenarios a `--scenarios` list may name instead of their ids. */
-export const SCENARIO_GROUPS: Readonly<Record<string, readonly Scenario[]>> = { 'issue-14': ISSUE_14_SCENARIOS };
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly Scenario[]>> = { 'batch-and-saga': BATCH_AND_SAGA_SCENARIOS };
 
 /** Picks scenarios by id or group name ({@link SCENARIO_GROUPS}). @throws Error naming an unknown id. */
 export function selectScenarios(ids?: readonly string[]): Scenario[] {

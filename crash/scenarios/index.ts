@@ -24,8 +24,8 @@ export const SECTION_7_SCENARIOS: readonly Scenario[] = [
   approvalExpiryScenario,
 ];
 
-/** Issue 14's scenarios: the seed's batch of 100 notifications (kill after item 20, cancellation after item 19 / 20) and the order saga's compensations. */
-export const ISSUE_14_SCENARIOS: readonly Scenario[] = [...batchScenarios, ...compensationScenarios];
+/** The batch and saga scenarios: a batch of 100 notifications (kill after item 20, cancellation after item 19 / 20) and the order saga's compensations. */
+export const BATCH_AND_SAGA_SCENARIOS: readonly Scenario[] = [...batchScenarios, ...compensationScenarios];
 
 export const SCENARIOS: readonly Scenario[] = [
   ...windowScenarios,
@@ -34,5 +34,5 @@ export const SCENARIOS: readonly Scenario[] = [
   serverRestartScenario,
   storeOutageScenario,
   ...SECTION_7_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
-  ...ISSUE_14_SCENARIOS,
+  ...BATCH_AND_SAGA_SCENARIOS,
 ];

@@ -18,7 +18,7 @@ import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
 
-describe('issue 12 classifyPgError: errors that may follow a commit are never refusals', () => {
+describe('classifyPgError: errors that may follow a commit are never refusals', () => {
   test('a PANIC during commit (WAL fsync failed) is lost, not refused', async () => {
     const error = await errorResponse({ S: 'PANIC', V: 'PANIC', C: '58030', M: 'could not fsync file "pg_wal/000000010000000000000001": Input/output error' });
     expect(classifyPgError(error).kind).toBe('lost');

@@ -10,7 +10,7 @@ import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
 
-describe('issue 12 classifyPgError: server-side disconnect reasons PgBouncer passes to an active client', () => {
+describe('classifyPgError: server-side disconnect reasons PgBouncer passes to an active client', () => {
   test('are lost', async () => {
     // unlink_server() hands these disconnect_server() reasons to the client whose statement was running.
     for (const reason of ['server conn crashed?', 'query timeout', 'database removed', 'admin forced disconnect', 'server lifetime over', 'idle transaction timeout', 'out of memory', 'database configuration changed']) {

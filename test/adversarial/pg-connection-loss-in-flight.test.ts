@@ -56,13 +56,13 @@ const { createCheckpoint } = require(${JSON.stringify(join(REPO, 'src/checkpoint
 })();
 `;
 
-describe('issue 12 PostgreSQL: a connection lost mid-statement does not kill the process', () => {
+describe('PostgreSQL: a connection lost mid-statement does not kill the process', () => {
   let db: TestDatabase;
   let dir: string;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'ttc-issue12-crash-'));
+    dir = mkdtempSync(join(tmpdir(), 'ttc-pg-connection-loss-'));
   });
 
   afterAll(async () => {

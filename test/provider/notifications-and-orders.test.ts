@@ -1,5 +1,5 @@
 /**
- * The demo provider's issue-14 endpoints as a real process over real HTTP (what the crash
+ * The demo provider's batch and order endpoints as a real process over real HTTP (what the crash
  * scenarios count on): notifications deduplicated by key, sent again without one, looked up by
  * key, and the request log in arrival order; the order steps and their compensations, each
  * keyed, refusals on demand, and the order's effects in the order applied.

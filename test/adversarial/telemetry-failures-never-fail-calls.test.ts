@@ -44,7 +44,7 @@ class ThrowingOnEnd implements SpanProcessor {
   }
 }
 
-describe('issue 13 adversarial: telemetry that throws never fails or double-runs a fenced call', () => {
+describe('telemetry that throws never fails or double-runs a fenced call', () => {
   let dir: string;
   let store: CheckpointStore;
   const executions: string[] = [];

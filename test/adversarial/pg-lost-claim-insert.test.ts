@@ -26,7 +26,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 const binding: Binding = { namespace: 'default/acme', callId: 'call-lost-insert', toolName: 'create_ticket', toolRevision: 'v1', inputFingerprint: `sha256:${'a'.repeat(64)}` };
 
-describe('issue 12 PostgreSQL: a lost claiming insert is never reported as nothing written', () => {
+describe('PostgreSQL: a lost claiming insert is never reported as nothing written', () => {
   let db: TestDatabase;
   let relay: PgRelay;
   let store: CheckpointStore | undefined;

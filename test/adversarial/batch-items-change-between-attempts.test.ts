@@ -3,7 +3,7 @@
  * - The items change between attempts under the same call (the tool reads its list from elsewhere):
  *   the same items in another order are delivered from the store, not applied again; items
  *   removed or added run as the new list says, none twice. (An item key reused for a different
- *   item: see issue14-batch-item-conflict.test.ts.)
+ *   item: see batch-item-key-conflict.test.ts.)
  * - A slow attempt still applying items while a later attempt takes the call over (SPEC §7
  *   "Overlapping attempts"): every item applied once, with a provider that has only a lookup and
  *   with one that deduplicates by key (items claimed 100 to a write).

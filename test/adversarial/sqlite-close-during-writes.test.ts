@@ -26,10 +26,10 @@ const REPO = join(__dirname, '..', '..');
 const binding = (callId: string): Binding => ({ namespace: 'default/acme', callId, toolName: 'create_ticket', toolRevision: 'v1', inputFingerprint: `sha256:${'c'.repeat(64)}` });
 const claimed = (callId: string) => createClaimed(binding(callId), { attemptId: `attempt-1-${callId}`, at: new Date().toISOString(), deadlineAt: new Date(Date.now() + 60_000).toISOString() });
 
-describe('issue 12 SQLite: close() during pending writes, SIGKILL mid-group-commit', () => {
+describe('SQLite: close() during pending writes, SIGKILL mid-group-commit', () => {
   let dir: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ttc-issue12-sqlite-'));
+    dir = mkdtempSync(join(tmpdir(), 'ttc-sqlite-close-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,7 +1,7 @@
 /**
  * Issue 13, adversarial review of the console's HTTP surface: the real listening console
  * (startConsoleServer on a free port) with operations that record what they were asked to send
- * (the run's own validation is exercised in issue13-console-temporal.test.ts). Each case attacks
+ * (the run's own validation is exercised in console-on-dev-server.test.ts). Each case attacks
  * one promise: methods other than GET / POST, attribute-context escaping of every model-controlled
  * value, malformed and oversized bodies, a JSON body, the token never accepted from a POST's URL
  * and never written into a page or a redirect target, the login redirect staying on the console,
@@ -14,7 +14,7 @@ import { cookiesOf, formsOf, logIn, send } from '../helpers/console-http';
 
 const TOKEN = 'adversarial-console-token-0123456789';
 
-describe('issue 13 adversarial: the console over HTTP', () => {
+describe('the console over HTTP', () => {
   let server: RunningConsole;
   let HOST: string;
   let ORIGIN: string;

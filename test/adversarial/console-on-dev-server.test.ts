@@ -32,7 +32,7 @@ installQuietTemporalRuntime('ERROR');
 jest.setTimeout(90_000);
 
 type Handle = WorkflowHandle<typeof agentWorkflow>;
-const TASK_QUEUE = 'issue13-adversarial';
+const TASK_QUEUE = 'console-adversarial';
 const WEEK_MS = 7 * 24 * 3_600_000;
 const TOKEN = 'adversarial-console-token-0123456789';
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -50,7 +50,7 @@ function runInput(script: readonly ModelTurnResult[], overrides: Partial<AgentWo
   return baseInput({ modelOptions: { script } as never, approvalRequired: { refund: { expiresAfterMs: WEEK_MS } }, ...overrides });
 }
 
-describe('issue 13 adversarial: console and visibility on a real dev server', () => {
+describe('console and visibility on a real dev server', () => {
   let env: LocalTestEnv;
   let bundle: WorkflowBundleWithSourceMap;
   let config: Config;
