@@ -219,7 +219,7 @@ describe('rolling deploy meets overlapping attempts', () => {
   });
 });
 
-describe('idempotency-key secret set, changed or removed between attempts (issue 15 item 12)', () => {
+describe('idempotency-key secret set, changed or removed between attempts', () => {
   const secretA = randomBytes(32);
   const secretB = randomBytes(32);
 

@@ -67,7 +67,7 @@ class RedactingModel implements ModelAdapter {
   }
 }
 
-describe('ConversationCache aliasing (issue 11)', () => {
+describe('ConversationCache aliasing', () => {
   let dir: string;
   let store: CheckpointStore;
   beforeAll(async () => {

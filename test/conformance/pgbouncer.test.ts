@@ -166,7 +166,7 @@ describe.each<[string, StartPgBouncerOptions, (url: string) => string]>([
   }, 60_000);
 });
 
-describe('pooler errors are refusals: nothing was written (issue 12)', () => {
+describe('pooler errors are refusals: nothing was written', () => {
   /** One server connection only, and a short wait for it: a client holding it in a transaction starves every other. */
   let narrow: PgBouncer;
   beforeAll(async () => {

@@ -466,7 +466,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       });
     });
 
-    describe('conversation log (issue 11, claim check)', () => {
+    describe('conversation log (claim check)', () => {
       const LOG = 'log-a';
       const E1 = { encryptionKey: Buffer.alloc(32, 1), encryptionKeyId: 'enc-1' } as const;
       const message = (text: string) => ({ role: 'user', text });

@@ -85,7 +85,7 @@ function sagaInput(overrides: Partial<AgentWorkflowInput> = {}): AgentWorkflowIn
 
 const order = () => toolTurn('Placing the order.', call('r1', 'reserve', { sku: 'A' }), call('c1', 'charge', { cents: 500 }), call('s1', 'ship', { to: 'Oslo' }));
 
-describe('agentWorkflow compensations (issue 14)', () => {
+describe('agentWorkflow compensations', () => {
   it('reserve → charge → ship rejected with a compensateOn type: charge then reserve are compensated once each, in that order; the result lists the effects', async () => {
     const model = scriptedModel([order()]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
@@ -338,7 +338,7 @@ describe('agentWorkflow compensations (issue 14)', () => {
   });
 });
 
-describe('agentWorkflow batch calls (issue 14)', () => {
+describe('agentWorkflow batch calls', () => {
   const itemUnknown = (generation: number) =>
     ApplicationFailure.create({
       type: 'OUTCOME_UNKNOWN',

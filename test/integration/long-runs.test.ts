@@ -61,7 +61,7 @@ interface RunFigures {
   readonly largestEventBytes: number;
 }
 
-describe('long runs (issue 11): 300 turns of 60 KiB results on a real server', () => {
+describe('long runs: 300 turns of 60 KiB results on a real server', () => {
   let real: RealAgentEnv;
   let env: LocalTestEnv;
   let store: CheckpointStore;

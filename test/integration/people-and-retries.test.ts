@@ -63,7 +63,7 @@ interface SentRequest {
   status: number | null;
 }
 
-describe('people in the loop and the retry policy on a real server (issue 6)', () => {
+describe('people in the loop and the retry policy on a real server', () => {
   let env: LocalTestEnv;
   let dir: string;
   let storeUrl: string;
@@ -347,7 +347,7 @@ describe('people in the loop and the retry policy on a real server (issue 6)', (
       expect(await emailsTo(other.to)).toBe(1);
     });
 
-    it('after a person proves a lost email absent, the rerun gets a new intent generation: it runs again instead of reopening the paused checkpoint, and a later call with that intent is answered from the rerun (issue 9 scenario 10)', async () => {
+    it('after a person proves a lost email absent, the rerun gets a new intent generation: it runs again instead of reopening the paused checkpoint, and a later call with that intent is answered from the rerun', async () => {
       const to = 'replan-absent@example.com';
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
       const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'issue6-dedupe');

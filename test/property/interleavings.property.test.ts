@@ -57,7 +57,7 @@ function failureType(a: AttemptReport | undefined): string | undefined {
   return a?.end !== null && a?.end !== undefined && !a.end.ok ? a.end.type : undefined;
 }
 
-describe('issue 9 scenario 1: overlapping attempts of a tool with lookup', () => {
+describe('overlapping attempts of a tool with lookup', () => {
   test('attempt 2 arrives 100 ms into attempt 1 (execute takes 200 ms): it waits for the settle time, attempt 1 stores its result, attempt 3 delivers it; one effect', async () => {
     const report = await runSchedule(scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 100 }), attempt()] }), fifoScheduler());
     expectClean(report);
@@ -92,7 +92,7 @@ describe('issue 9 scenario 1: overlapping attempts of a tool with lookup', () =>
   });
 });
 
-describe('issue 9 scenario 2: overlapping attempts of a tool with neither lookup nor key dedupe', () => {
+describe('overlapping attempts of a tool with neither lookup nor key dedupe', () => {
   test('attempt 2 arrives mid-request: it neither marks the call uncertain nor pauses; attempt 1 completes and a later attempt delivers its result', async () => {
     const report = await runSchedule(scenario({ attempts: [attempt({ timeoutMs: 100 }), attempt()] }), fifoScheduler());
     expectClean(report);
@@ -128,7 +128,7 @@ describe('issue 9 scenario 2: overlapping attempts of a tool with neither lookup
   });
 });
 
-describe('issue 9 scenario 4: a deduplicating provider forgets keys', () => {
+describe('a deduplicating provider forgets keys', () => {
   const dedupe = (lookup: boolean) => ({ lookup, dedupesByKey: true, keyRetentionMs: 20_000, callDeadlineMs: DEADLINE });
 
   test('within the key retention a later attempt repeats with the same key at once; the provider deduplicates; one effect', async () => {

@@ -188,7 +188,7 @@ const faultsArb: fc.Arbitrary<Faults> = fc.record({
   at: fc.uniqueArray(fc.nat(80), { maxLength: 12 }),
 });
 
-describe('issue 13: telemetry that throws at any subset of its calls never changes a fenced call', () => {
+describe('telemetry that throws at any subset of its calls never changes a fenced call', () => {
   let dir: string;
   let store: CheckpointStore;
   let sdk: BasicTracerProvider;

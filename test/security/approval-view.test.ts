@@ -38,7 +38,7 @@ async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
   return script[input.turn] ?? { stopReason: 'end_turn', text: 'done', toolCalls: [] };
 }
 
-describe('issue 15 item 2: the approval view shows what runs', () => {
+describe('the approval view shows what runs', () => {
   let env: LocalTestEnv;
   let dir: string;
   let storeUrl: string;
@@ -108,7 +108,7 @@ describe('issue 15 item 2: the approval view shows what runs', () => {
     }
   }
 
-  it('item 2: the pending call shows the validated arguments the approved digest covers and execute receives; the model input apart; another digest is refused', async () => {
+  it('the pending call shows the validated arguments the approved digest covers and execute receives; the model input apart; another digest is refused', async () => {
     const handle = await startTransfer('t1');
     const { status, pending } = await awaitingApproval(handle);
 
@@ -131,7 +131,7 @@ describe('issue 15 item 2: the approval view shows what runs', () => {
     expect(executed).toEqual([pending.arguments]);
   });
 
-  it('item 2: `ttc pending` prints the validated arguments (what runs) and, labelled, what the model sent', async () => {
+  it('`ttc pending` prints the validated arguments (what runs) and, labelled, what the model sent', async () => {
     const handle = await startTransfer('t2');
     const { pending } = await awaitingApproval(handle);
     const out = await runCli(['pending'], { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TTC_STORE_URL: storeUrl });

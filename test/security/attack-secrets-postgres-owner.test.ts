@@ -34,7 +34,7 @@ async function legacyPublicDatabase(): Promise<TestDatabase> {
   return db;
 }
 
-describe('item 12 (attack): objects a co-tenant creates in the store schema', () => {
+describe('objects a co-tenant creates in the store schema', () => {
   beforeAll(async () => {
     const db = await createTestDatabase();
     try {

@@ -26,7 +26,7 @@ const LEAKY = [
   ['a postgresql:// URL with user:password:port and no @', `postgresql://app:${SECRET}:5432/ttc`],
 ] as const;
 
-describe('item 5 (attack): passwords outside the user part of a well-formed URL', () => {
+describe('passwords outside the user part of a well-formed URL', () => {
   test.each(LEAKY)('maskUrl hides the password of %s', (_, url) => {
     expect(maskUrl(url)).not.toContain(SECRET);
   });

@@ -22,7 +22,7 @@ function captured(run: (logger: ReturnType<typeof createWorkerLogger>) => void):
   return text;
 }
 
-describe('item 9 (attack): ttc worker log lines are terminal-safe', () => {
+describe('ttc worker log lines are terminal-safe', () => {
   test('"Activity failed" with tool error text in the failure message and stack: no raw control or bidi character, the stack keeps its lines', () => {
     const error = ApplicationFailure.create({ type: 'TOOL_ERROR', message: `provider said ${EVIL}`, nonRetryable: false, cause: new Error(`inner ${EVIL}`) });
     const text = captured((logger) => logger.warn('Activity failed', { error, durationMs: 12, activityType: `evil${EVIL}` }));

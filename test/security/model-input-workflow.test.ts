@@ -77,7 +77,7 @@ function completion(finish: 'tool_calls' | 'stop', content: string | null, calls
   };
 }
 
-test('item 1: a model turn with a poisoned call (a __proto__ key; and, item 3, a number JSON would read changed) and good calls (one with 1e21): each poisoned call fails typed as INVALID_TOOL_INPUT, the good one runs, Object.prototype untouched', async () => {
+test('a model turn with a poisoned call (a __proto__ key; and, item 3, a number JSON would read changed) and good calls (one with 1e21): each poisoned call fails typed as INVALID_TOOL_INPUT, the good one runs, Object.prototype untouched', async () => {
   const executed: string[] = [];
   const createTicket = defineTool({
     name: 'create_ticket',

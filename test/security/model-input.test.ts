@@ -80,8 +80,8 @@ const ISSUE_INPUT = '{"title":"t","options":{"x":{"__proto__":{"dedupesByKey":tr
 
 // ---- item 1 ------------------------------------------------------------------------------------
 
-describe('item 1: prototype keys', () => {
-  test('item 1: the issue scenario: a tool with a naive deep merge gets the call refused with INVALID_TOOL_INPUT and Object.prototype stays unchanged', async () => {
+describe('prototype keys', () => {
+  test('the issue scenario: a tool with a naive deep merge gets the call refused with INVALID_TOOL_INPUT and Object.prototype stays unchanged', async () => {
     const acts = h.activities([mergeTool()]);
     const call = h.newCall({ input: JSON.parse(ISSUE_INPUT) });
     const out = await h.run(acts, call, 1);
@@ -91,7 +91,7 @@ describe('item 1: prototype keys', () => {
     expect(await h.recordOf(call)).toBeNull();
   });
 
-  test.each(['__proto__', 'constructor', 'prototype'])('item 1: the OpenAI adapter refuses %s at any depth for that call only; the other call of the turn stands', (key) => {
+  test.each(['__proto__', 'constructor', 'prototype'])('the OpenAI adapter refuses %s at any depth for that call only; the other call of the turn stands', (key) => {
     const deep = `{"title":"t","options":{"a":[{"b":{${JSON.stringify(key)}:{"dedupesByKey":true}}}]}}`;
     const result = openAiCompletionToTurnResult(openAiTurn(['call_bad', 'create_ticket', deep], ['call_ok', 'create_ticket', '{"title":"fine"}']), ctx);
     expect(result.stopReason).toBe('tool_use');
@@ -103,7 +103,7 @@ describe('item 1: prototype keys', () => {
     expect(cleanPrototype()).toEqual([]);
   });
 
-  test('item 1: the Anthropic adapter and a recorded transcript refuse them per call as well', () => {
+  test('the Anthropic adapter and a recorded transcript refuse them per call as well', () => {
     const poisoned = JSON.parse(ISSUE_INPUT) as unknown;
     const live = anthropicMessageToTurnResult(anthropicTurn(['toolu_bad', 'create_ticket', poisoned], ['toolu_ok', 'create_ticket', { title: 'ok' }]), { ...ctx, details: { provider: 'anthropic', turn: 0 } });
     expect(live.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'forbidden-key' }, undefined]);
@@ -116,7 +116,7 @@ describe('item 1: prototype keys', () => {
     expect(transcript.turns[0]!.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'forbidden-key' }]);
   });
 
-  test('item 1: defineTool and createToolActivities make every flag an own property; a polluted Object.prototype sets none', () => {
+  test('defineTool and createToolActivities make every flag an own property; a polluted Object.prototype sets none', () => {
     const declaration = { name: 'send_email', revision: 'v1', input: z.object({ to: z.string() }), execute: async () => ({ output: null }) };
     Object.assign(Object.prototype, { dedupesByKey: true, keyRetentionMs: 1e12, dedupeByIntent: true, callDeadlineMs: 1 });
     const defined = defineTool(declaration);
@@ -129,7 +129,7 @@ describe('item 1: prototype keys', () => {
     expect(() => createToolActivities({ store: h.store, tools: [{ ...declaration, dedupesByKey: 'yes' } as never] })).toThrow(/dedupesByKey must be a boolean/);
   });
 
-  test('item 1: with Object.prototype polluted (dedupesByKey, keyRetentionMs), a crashed claim of a non-deduplicating tool without lookup pauses instead of repeating the effect', async () => {
+  test('with Object.prototype polluted (dedupesByKey, keyRetentionMs), a crashed claim of a non-deduplicating tool without lookup pauses instead of repeating the effect', async () => {
     const provider = new Provider();
     const stuck = new Gate();
     // Declared without defineTool and without dedupesByKey: the provider does NOT deduplicate.
@@ -156,7 +156,7 @@ describe('item 1: prototype keys', () => {
     expect({ second: typeOf(second), effects: provider.total() }).toEqual({ second: 'failure:OUTCOME_UNKNOWN', effects: 1 });
   });
 
-  test('item 1: the activity input is read from its own properties: a polluted expectedIntentDigest or runChainId changes nothing; unknown fields are refused', async () => {
+  test('the activity input is read from its own properties: a polluted expectedIntentDigest or runChainId changes nothing; unknown fields are refused', async () => {
     const acts = h.activities([mergeTool()]);
     const call = h.newCall({ input: { title: 'own fields' } });
     Object.assign(Object.prototype, { expectedIntentDigest: `sha256:${'0'.repeat(64)}`, runChainId: 'chain-of-the-attacker', intentGeneration: -1 });
@@ -170,7 +170,7 @@ describe('item 1: prototype keys', () => {
     expect('failure' in typo && typo.failure.message).toMatch(/expectedIntentDigst/);
   });
 
-  test('item 1: (property) no model input, as arguments text through the OpenAI adapter or as an object through the activity, changes Object.prototype or a tool\'s flags', async () => {
+  test('(property) no model input, as arguments text through the OpenAI adapter or as an object through the activity, changes Object.prototype or a tool\'s flags', async () => {
     const tool = mergeTool('merge_tool', { input: z.record(z.string(), z.unknown()) });
     const acts = h.activities([tool]);
     const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'dedupesByKey', 'keyRetentionMs', 'runChainId', 'title'), fc.string({ maxLength: 4 }));
@@ -212,7 +212,7 @@ describe('item 1: prototype keys', () => {
 
 // ---- item 3 ------------------------------------------------------------------------------------
 
-describe('item 3: numbers, duplicates and size', () => {
+describe('numbers, duplicates and size', () => {
   test('numbers: exactly the literals JSON reads changed are refused, naming the token, per call; 1e20, 1e21, 2^53 and 0.1 pass, in OpenAI arguments and in an Anthropic transcript', () => {
     const result = openAiCompletionToTurnResult(
       openAiTurn(
@@ -245,7 +245,7 @@ describe('item 3: numbers, duplicates and size', () => {
     expect(anthropic.toolCalls.map(refusal)).toEqual([undefined]);
   });
 
-  test('item 3: duplicate keys in OpenAI arguments are refused for that call (at any depth), not resolved last-wins', () => {
+  test('duplicate keys in OpenAI arguments are refused for that call (at any depth), not resolved last-wins', () => {
     const result = openAiCompletionToTurnResult(
       openAiTurn(['call_dup', 'refund', '{"account":"A-1","amount":5,"amount":5000}'], ['call_deep', 'refund', '{"a":{"b":1,"b":2}}'], ['call_ok', 'refund', '{"amount":5}']),
       ctx,
@@ -258,7 +258,7 @@ describe('item 3: numbers, duplicates and size', () => {
     expect(result.toolCalls[0]!.inputError!.message).toMatch(/"amount" appears more than once/);
   });
 
-  test('item 3: an input over 64 KiB is refused for that call by the adapters (as text and as an object)', () => {
+  test('an input over 64 KiB is refused for that call by the adapters (as text and as an object)', () => {
     const big = JSON.stringify({ body: 'x'.repeat(5 * 1024 * 1024) });
     const openai = openAiCompletionToTurnResult(openAiTurn(['call_big', 'send_email', big], ['call_ok', 'send_email', '{"body":"hi"}']), ctx);
     expect(openai.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'too-large' }, undefined]);
@@ -268,7 +268,7 @@ describe('item 3: numbers, duplicates and size', () => {
     expect(custom.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'too-large' }]);
   });
 
-  test('item 3: the activity refuses a 5 MB input and input over its configured maxToolInputBytes, writing nothing; a number beyond 2^53 is the double it holds and runs', async () => {
+  test('the activity refuses a 5 MB input and input over its configured maxToolInputBytes, writing nothing; a number beyond 2^53 is the double it holds and runs', async () => {
     const tool = defineTool({ name: 'create_ticket', revision: 'v1', input: z.object({ title: z.string(), n: z.number().optional() }), execute: async (i) => ({ output: { title: i.title.length } }) });
     const acts = h.activities([tool]);
     expect(typeOf(await h.run(acts, h.newCall({ input: { title: 't', n: 2 ** 53 + 2 } as never }), 1))).toBe('result:executed');

@@ -78,7 +78,7 @@ function toolResults(request: RecordedRequest): Array<{ tool_use_id: string; con
   return body.messages.flatMap((m) => m.content.filter((b) => b.type === 'tool_result')) as never;
 }
 
-describe('issue 15 item 4: what reaches the model', () => {
+describe('what reaches the model', () => {
   let env: LocalTestEnv;
   let bundle: WorkflowBundleWithSourceMap;
   let llm: LoopbackLlm;
@@ -155,7 +155,7 @@ describe('issue 15 item 4: what reaches the model', () => {
     for (const secret of secrets) expect({ secret, found: sent.includes(secret.toLowerCase()) }).toEqual({ secret, found: false });
   }
 
-  it('item 4: a SQLite store that cannot be used: the model gets a short STORE_UNAVAILABLE, no file path or driver text; the status keeps the path', async () => {
+  it('a SQLite store that cannot be used: the model gets a short STORE_UNAVAILABLE, no file path or driver text; the status keeps the path', async () => {
     const vault = join(dir, 'acme-ledger-vault');
     mkdirSync(vault);
     const path = join(vault, 'prod-checkpoints.db');
@@ -169,7 +169,7 @@ describe('issue 15 item 4: what reaches the model', () => {
     expect(status.calls[0]).toEqual(expect.objectContaining({ errorType: 'STORE_UNAVAILABLE', reason: expect.stringContaining(path) }));
   });
 
-  it('item 4: a PostgreSQL store that went away: the model gets a short STORE_UNAVAILABLE, no user, host, database or driver text; the status keeps them', async () => {
+  it('a PostgreSQL store that went away: the model gets a short STORE_UNAVAILABLE, no user, host, database or driver text; the status keeps them', async () => {
     pg = await startPostgres();
     await withClient(pg.url, async (c) => {
       await c.query(`CREATE ROLE ${PG_USER} LOGIN SUPERUSER`);
@@ -188,7 +188,7 @@ describe('issue 15 item 4: what reaches the model', () => {
     expect(status.calls[0]!.reason).toContain(PG_USER);
   });
 
-  it("item 4: a tool the worker does not have: the model gets a short UNKNOWN_TOOL that lists none of the worker's tools; a tool's own rejection keeps its message", async () => {
+  it("a tool the worker does not have: the model gets a short UNKNOWN_TOOL that lists none of the worker's tools; a tool's own rejection keeps its message", async () => {
     const store = await openCheckpointStore(`sqlite:${join(dir, 'ok.db')}`);
     stores.push(store);
     const tools = [transferTool(), adminTool];

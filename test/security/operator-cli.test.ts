@@ -75,7 +75,7 @@ describe('operator-facing CLI fixes on a pinned worker with the payload codec', 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('item 1: `start --wait` of a run the pin refuses prints the cause chain down to NOT_PINNED; `show` reports FAILED with the failure', async () => {
+  it('`start --wait` of a run the pin refuses prints the cause chain down to NOT_PINNED; `show` reports FAILED with the failure', async () => {
     const started = await cli(true, 'start', TRANSCRIPT_FILE, '--tenant', 'globex', '--wait');
     expect(started.code).toBe(1);
     expect(started.stderr).toContain('WorkflowFailedError: Workflow execution failed; caused by');

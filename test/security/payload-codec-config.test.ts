@@ -24,14 +24,14 @@ describe('payload codec configuration', () => {
   const k1 = randomBytes(32);
   const k2 = randomBytes(32);
 
-  it('item 8: no TTC_PAYLOAD_CODEC_KEY means no codec; a key gives one under TTC_PAYLOAD_CODEC_KEY_ID (default c1), its trailing newline trimmed', () => {
+  it('no TTC_PAYLOAD_CODEC_KEY means no codec; a key gives one under TTC_PAYLOAD_CODEC_KEY_ID (default c1), its trailing newline trimmed', () => {
     expect(codecFromEnv({})).toBeNull();
     expect(codecFromEnv({ TTC_PAYLOAD_CODEC_KEY: '  ' })).toBeNull();
     expect(codecFromEnv({ TTC_PAYLOAD_CODEC_KEY: `${hex(k1)}\n` })?.keyIds).toEqual(['c1']);
     expect(codecFromEnv({ TTC_PAYLOAD_CODEC_KEY: `base64:${k1.toString('base64')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'blue-2' })?.currentKeyId).toBe('blue-2');
   });
 
-  it('item 8: rotation from the environment: the new current key encrypts, TTC_PAYLOAD_CODEC_KEYS keys still decrypt', async () => {
+  it('rotation from the environment: the new current key encrypts, TTC_PAYLOAD_CODEC_KEYS keys still decrypt', async () => {
     const before = codecFromEnv({ TTC_PAYLOAD_CODEC_KEY: hex(k1), TTC_PAYLOAD_CODEC_KEY_ID: 'c1' })!;
     const after = codecFromEnv({ TTC_PAYLOAD_CODEC_KEY: hex(k2), TTC_PAYLOAD_CODEC_KEY_ID: 'c2', TTC_PAYLOAD_CODEC_KEYS: ` c1:${hex(k1)} ` })!;
     const old = await before.encode([defaultPayloadConverter.toPayload({ a: 1 })]);
@@ -39,7 +39,7 @@ describe('payload codec configuration', () => {
     expect(after.keyIds).toEqual(['c2', 'c1']);
   });
 
-  it('item 8: malformed, short, low-entropy or conflicting codec keys are refused naming the variable, never the key', () => {
+  it('malformed, short, low-entropy or conflicting codec keys are refused naming the variable, never the key', () => {
     const cases: [NodeJS.ProcessEnv, string][] = [
       [{ TTC_PAYLOAD_CODEC_KEY: k1.toString('hex').slice(0, 62) }, 'TTC_PAYLOAD_CODEC_KEY'],
       [{ TTC_PAYLOAD_CODEC_KEY: `0x${k1.toString('hex')}` }, 'TTC_PAYLOAD_CODEC_KEY'],
@@ -59,7 +59,7 @@ describe('payload codec configuration', () => {
     }
   });
 
-  it('item 8: the codec server needs a codec key: without one requireCodecFromEnv is INVALID_CONFIG naming TTC_PAYLOAD_CODEC_KEY', () => {
+  it('the codec server needs a codec key: without one requireCodecFromEnv is INVALID_CONFIG naming TTC_PAYLOAD_CODEC_KEY', () => {
     expect(configError(() => requireCodecFromEnv({}))).toEqual({ message: expect.stringContaining('TTC_PAYLOAD_CODEC_KEY is not set'), field: 'TTC_PAYLOAD_CODEC_KEY' });
     expect(requireCodecFromEnv({ TTC_PAYLOAD_CODEC_KEY: hex(k1) }).currentKeyId).toBe('c1');
   });

@@ -81,7 +81,7 @@ describe('the payload codec on a real Temporal server', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('item 8: the client with the codec gets the run result with the tool receipt, and the status query', async () => {
+  it('the client with the codec gets the run result with the tool receipt, and the status query', async () => {
     expect([result.status, result.calls.map((c) => [c.toolName, c.status, c.source])]).toEqual(['completed', [['create_ticket', 'completed', 'executed']]]);
     expect(receipt.ticketId).toMatch(/^T-\d{6}$/);
     expect(receipt.receipt).toMatch(/^rcpt_[0-9a-f]{24}$/);
@@ -89,7 +89,7 @@ describe('the payload codec on a real Temporal server', () => {
     expect(JSON.stringify(status)).toContain(receipt.receipt);
   });
 
-  it('item 8: history read raw holds only binary/encrypted payloads: no receipt, ticket id, run input or JSON anywhere but the labels Temporal reads', async () => {
+  it('history read raw holds only binary/encrypted payloads: no receipt, ticket id, run input or JSON anywhere but the labels Temporal reads', async () => {
     const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
     // Plaintext by design: the tool name as the activity type, and the patch id of agentWorkflow's
     // per-tool activity types (its core_patch marker and TemporalChangeVersion, written past the codec).
@@ -111,13 +111,13 @@ describe('the payload codec on a real Temporal server', () => {
     }
   });
 
-  it('item 8: a client without the codec cannot read the result or the status query', async () => {
+  it('a client without the codec cannot read the result or the status query', async () => {
     const handle = raw.client.workflow.getHandle(workflowId);
     await expect(handle.result()).rejects.toThrow(/binary\/encrypted/);
     await expect(handle.query(runStatusQuery)).rejects.toThrow(/binary\/encrypted/);
   });
 
-  it('item 8: `ttc show --json` reads the run through the codec when TTC_PAYLOAD_CODEC_KEY is set, and cannot without it', async () => {
+  it('`ttc show --json` reads the run through the codec when TTC_PAYLOAD_CODEC_KEY is set, and cannot without it', async () => {
     const ttc = (env: NodeJS.ProcessEnv): Promise<CliOutput> => runCli(['show', workflowId, '--json'], env);
     const base: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
     for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS']) delete base[name];
@@ -136,7 +136,7 @@ describe('the payload codec on a real Temporal server', () => {
     });
     afterAll(async () => codecServer?.close());
 
-    it('item 8: POST /decode turns the raw run result from history into the JSON result', async () => {
+    it('POST /decode turns the raw run result from history into the JSON result', async () => {
       const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
       const completed = history.events!.find((e) => e.workflowExecutionCompletedEventAttributes)!.workflowExecutionCompletedEventAttributes!;
       const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': server.namespace }, body: JSON.stringify(payloadsToJson(completed.result!.payloads!)) });
@@ -156,7 +156,7 @@ describe('the payload codec on a real Temporal server', () => {
       await expect(codec.forNamespace(server.namespace).decode([payload!])).resolves.toHaveLength(1);
     });
 
-    it('item 8: `temporal workflow show --codec-endpoint` prints the history decoded (the receipt readable); without it every payload stays encrypted', async () => {
+    it('`temporal workflow show --codec-endpoint` prints the history decoded (the receipt readable); without it every payload stays encrypted', async () => {
       const show = async (extra: string[]): Promise<{ encodings: string[]; texts: string[] }> => {
         const { stdout } = await promisify(execFile)(temporalCliPath(), ['workflow', 'show', '--workflow-id', workflowId, '--address', server.address, '--namespace', server.namespace, '--output', 'json', ...extra], { maxBuffer: 16 * 1024 * 1024 });
         // The CLI prints payloads as protobuf JSON: metadata values and data in base64.

@@ -41,7 +41,7 @@ const fromJson = (p: { metadata: Record<string, string>; data: string }): Payloa
 });
 
 describe('the codec server', () => {
-  it('item 8: listens on 127.0.0.1 and decodes what the codec encoded (POST /decode), and encodes for the UI (POST /encode)', async () => {
+  it('listens on 127.0.0.1 and decodes what the codec encoded (POST /decode), and encodes for the UI (POST /encode)', async () => {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const encrypted = await codec.encode([defaultPayloadConverter.toPayload(SECRET)]);
     const decoded = await post('/decode', payloadsToJson(encrypted), { 'X-Namespace': 'ns-a' });
@@ -57,7 +57,7 @@ describe('the codec server', () => {
     expect(defaultPayloadConverter.fromPayload((await codec.forNamespace('ns-a').decode([fromJson(encoded.body.payloads[0])]))[0]!)).toEqual(SECRET);
   });
 
-  it('item 8: answers the CORS preflight of the configured UI origin only, and refuses other origins and namespaces (403)', async () => {
+  it('answers the CORS preflight of the configured UI origin only, and refuses other origins and namespaces (403)', async () => {
     const preflight = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace' } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe(UI);
@@ -76,7 +76,7 @@ describe('the codec server', () => {
     expect(JSON.stringify(otherNamespace.body)).not.toContain('rcpt_');
   });
 
-  it('item 8: refuses bodies that are not JSON payloads (415, 400 naming the path), oversized bodies (413), other paths and methods', async () => {
+  it('refuses bodies that are not JSON payloads (415, 400 naming the path), oversized bodies (413), other paths and methods', async () => {
     const plain = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'text/plain', 'X-Namespace': 'ns-a' }, body: '{"payloads":[]}' });
     expect(plain.status).toBe(415);
     expect((await post('/decode', '{not json')).status).toBe(400);
@@ -89,7 +89,7 @@ describe('the codec server', () => {
     expect((await fetch(`${server.url}/decode`)).status).toBe(405);
   });
 
-  it('item 8: a payload that does not decrypt is a 400 DECRYPTION_FAILED naming the key id, never the key', async () => {
+  it('a payload that does not decrypt is a 400 DECRYPTION_FAILED naming the key id, never the key', async () => {
     const other = createPayloadCodec({ keyId: 'elsewhere', key: randomBytes(32) });
     const unknown = await post('/decode', payloadsToJson(await other.encode([defaultPayloadConverter.toPayload(SECRET)])));
     expect([unknown.status, unknown.body.code]).toEqual([400, 'DECRYPTION_FAILED']);
@@ -102,7 +102,7 @@ describe('the codec server', () => {
     for (const body of [unknown.body, tampered.body]) for (const form of ['hex', 'base64'] as const) expect(JSON.stringify(body)).not.toContain(key.toString(form));
   });
 
-  it('item 8: --cors-origin takes an origin only', () => {
+  it('--cors-origin takes an origin only', () => {
     expect(parseCorsOrigin('http://localhost:8233/')).toBe(UI);
     for (const bad of ['localhost:8233', 'http://localhost:8233/ui', 'ftp://x', 'http://u:p@host', '*']) {
       let refused = false;
@@ -115,7 +115,7 @@ describe('the codec server', () => {
     }
   });
 
-  it('item 8: `ttc codec-server` refuses to start without TTC_PAYLOAD_CODEC_KEY, and with one serves /decode on 127.0.0.1:--port', async () => {
+  it('`ttc codec-server` refuses to start without TTC_PAYLOAD_CODEC_KEY, and with one serves /decode on 127.0.0.1:--port', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS']) delete env[name];
     const refused = await runCli(['codec-server'], env, () => null);

@@ -43,7 +43,7 @@ describe('the payload codec', () => {
   const k1 = randomBytes(32);
   const k2 = randomBytes(32);
 
-  it('item 8: round trip: the encoded payload is binary/encrypted under the key id with no plaintext, and decodes to the original metadata and data', async () => {
+  it('round trip: the encoded payload is binary/encrypted under the key id with no plaintext, and decodes to the original metadata and data', async () => {
     const codec = createPayloadCodec({ keyId: 'c1', key: k1 });
     const original = plainPayload();
     const encoded = await encodeOne(codec, original);
@@ -61,7 +61,7 @@ describe('the payload codec', () => {
     expect(Buffer.from((await encodeOne(codec, original)).data!).equals(Buffer.from(encoded.data!))).toBe(false);
   });
 
-  it('item 8: rotation: the current key encrypts, every configured key decrypts', async () => {
+  it('rotation: the current key encrypts, every configured key decrypts', async () => {
     const before = createPayloadCodec({ keyId: 'c1', key: k1 });
     const after = createPayloadCodec({ keyId: 'c2', key: k2, olderKeys: { c1: k1 } });
     const old = await encodeOne(before);
@@ -71,7 +71,7 @@ describe('the payload codec', () => {
     expect(after.keyIds).toEqual(['c2', 'c1']);
   });
 
-  it('item 8: an unknown key id is a typed DECRYPTION_FAILED naming the id, never the key', async () => {
+  it('an unknown key id is a typed DECRYPTION_FAILED naming the id, never the key', async () => {
     const before = createPayloadCodec({ keyId: 'c1', key: k1 });
     const after = createPayloadCodec({ keyId: 'c2', key: k2, olderKeys: { c1: k1 } });
     const failure = await decryptionFailure(before.decode([await encodeOne(after)]));
@@ -80,7 +80,7 @@ describe('the payload codec', () => {
     for (const key of [k1, k2]) for (const form of ['hex', 'base64', 'base64url'] as const) expect(failure.message).not.toContain(key.toString(form));
   });
 
-  it('item 8: a truncated tag, a short tag that verifies under GCM, another IV length or data shorter than IV + tag is refused', async () => {
+  it('a truncated tag, a short tag that verifies under GCM, another IV length or data shorter than IV + tag is refused', async () => {
     const codec = createPayloadCodec({ keyId: 'c1', key: k1 });
     const good = await encodeOne(codec);
     const truncated = { ...good, data: good.data!.subarray(0, good.data!.length - 12) };
@@ -95,7 +95,7 @@ describe('the payload codec', () => {
     expect((await decryptionFailure(codec.decode([{ metadata: good.metadata }]))).details).toMatchObject({ reason: 'malformed' });
   });
 
-  it('item 8: altered ciphertext, IV, tag, a relabelled key id or a missing key id is refused', async () => {
+  it('altered ciphertext, IV, tag, a relabelled key id or a missing key id is refused', async () => {
     // The same key under two ids: only the bound key id decrypts.
     const codec = createPayloadCodec({ keyId: 'c1', key: k1, olderKeys: { alias: k1 } });
     const good = await encodeOne(codec);
@@ -110,7 +110,7 @@ describe('the payload codec', () => {
     expect((await decryptionFailure(codec.decode([unlabelled]))).details).toMatchObject({ keyId: null, reason: 'missing-key-id' });
   });
 
-  it('item 8: payloads that are not encrypted pass through decode unchanged (older history stays readable)', async () => {
+  it('payloads that are not encrypted pass through decode unchanged (older history stays readable)', async () => {
     const codec = createPayloadCodec({ keyId: 'c1', key: k1 });
     const json = plainPayload();
     const nothing = defaultPayloadConverter.toPayload(undefined);
@@ -123,7 +123,7 @@ describe('the payload codec', () => {
     expect(decoded[3]).toBe(bare);
   });
 
-  it('item 8: keys that are not 32 bytes, malformed key ids and one id with two keys are refused, naming the field and never the key', () => {
+  it('keys that are not 32 bytes, malformed key ids and one id with two keys are refused, naming the field and never the key', () => {
     const refused = (work: () => unknown): string => {
       try {
         work();

@@ -30,7 +30,7 @@ function urlAs(databaseUrl: string, role: string): string {
 
 const BINDING: Binding = { namespace: 'tenant', callId: 'pay-1', toolName: 'send_payment', toolRevision: '1', inputFingerprint: fingerprintInput({ amount: 10 }) };
 
-describe('item 12: PostgreSQL tables cannot be shadowed by a co-tenant', () => {
+describe('PostgreSQL tables cannot be shadowed by a co-tenant', () => {
   let db: TestDatabase;
   beforeAll(async () => {
     await withClient(requireDatabaseUrl(), async (c) => {
@@ -52,7 +52,7 @@ describe('item 12: PostgreSQL tables cannot be shadowed by a co-tenant', () => {
     });
   });
 
-  test('item 12: a table a co-tenant creates in a schema earlier in the search_path is never read; the store reads its own row', async () => {
+  test('a table a co-tenant creates in a schema earlier in the search_path is never read; the store reads its own row', async () => {
     const appUrl = urlAs(db.url, APP);
     const store = await openCheckpointStore(appUrl);
     const created = (await store.createIfAbsent(createCheckpoint(BINDING, { createdAt: AT }))).record;
@@ -86,7 +86,7 @@ describe('item 12: PostgreSQL tables cannot be shadowed by a co-tenant', () => {
     }
   }, 60_000);
 
-  test('item 12: a store table this role owns in another schema (where an earlier version created it) is INVALID_CONFIG, not a fresh empty store', async () => {
+  test('a store table this role owns in another schema (where an earlier version created it) is INVALID_CONFIG, not a fresh empty store', async () => {
     const other = await createTestDatabase();
     try {
       await withClient(other.url, async (c) => {

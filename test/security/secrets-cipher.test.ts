@@ -27,10 +27,10 @@ function binding(callId: string): Binding {
   return { namespace: 'tenant', callId, toolName: 'charge_card', toolRevision: '1', inputFingerprint: fingerprintInput({ callId }) };
 }
 
-describe('item 7: AES-GCM lengths and what is encrypted', () => {
+describe('AES-GCM lengths and what is encrypted', () => {
   const cipher = createPayloadCipher(ENCRYPTED)!;
 
-  test('item 7: an authentication tag truncated to 4 bytes is refused (DECRYPTION_FAILED), not checked on its first 4 bytes', () => {
+  test('an authentication tag truncated to 4 bytes is refused (DECRYPTION_FAILED), not checked on its first 4 bytes', () => {
     const envelope = cipher.encrypt({ ok: true }, 'row-1') as unknown as EncryptedPayload;
     const short = { ...envelope, tag: Buffer.from(envelope.tag, 'base64url').subarray(0, 4).toString('base64url') };
 
@@ -38,7 +38,7 @@ describe('item 7: AES-GCM lengths and what is encrypted', () => {
     expect(cipher.decrypt(envelope, 'row-1')).toEqual({ ok: true });
   });
 
-  test('item 7: an IV that is not 12 bytes is refused, even when the envelope authenticates with the right key', () => {
+  test('an IV that is not 12 bytes is refused, even when the envelope authenticates with the right key', () => {
     const iv = Buffer.alloc(16, 7);
     const gcm = createCipheriv('aes-256-gcm', KEY, iv);
     gcm.setAAD(Buffer.from('ttc/payload/1\ne1\nrow-1', 'utf8'));
@@ -85,7 +85,7 @@ describe('item 7: AES-GCM lengths and what is encrypted', () => {
       }
     }
 
-    test('item 7: with encryption on, uncertainReason (tool and provider error text) is stored encrypted and reads back as written', async () => {
+    test('with encryption on, uncertainReason (tool and provider error text) is stored encrypted and reads back as written', async () => {
       const store = await open(ENCRYPTED);
       const written = await uncertain(store, binding('c1'), SECRET_REASON);
 
@@ -95,14 +95,14 @@ describe('item 7: AES-GCM lengths and what is encrypted', () => {
       expect((await store.listByStatus(['uncertain']))[0]?.execution?.uncertainReason).toBe(SECRET_REASON);
     });
 
-    test('item 7: a reason of 2,048 three-byte characters still fits its stored (encrypted) form', async () => {
+    test('a reason of 2,048 three-byte characters still fits its stored (encrypted) form', async () => {
       const store = await open(ENCRYPTED);
       const long = '€'.repeat(2_048);
       await uncertain(store, binding('long'), long);
       expect((await store.get(binding('long')))?.execution?.uncertainReason).toBe(long);
     });
 
-    test('item 7: records written before (plaintext reason) stay readable once encryption is on; without the key an encrypted reason is DECRYPTION_FAILED', async () => {
+    test('records written before (plaintext reason) stay readable once encryption is on; without the key an encrypted reason is DECRYPTION_FAILED', async () => {
       const before = await open({});
       await uncertain(before, binding('old'), SECRET_REASON);
       const encrypted = await open(ENCRYPTED);
@@ -112,7 +112,7 @@ describe('item 7: AES-GCM lengths and what is encrypted', () => {
       await expect(before.get(binding('new'))).rejects.toMatchObject({ code: 'DECRYPTION_FAILED', details: { field: 'execution.uncertainReason', keyId: 'e1', reason: 'no-keys' } });
     });
 
-    test('item 7: a tool reason that itself starts with "$enc:" is stored and read back as itself, with and without a key', async () => {
+    test('a tool reason that itself starts with "$enc:" is stored and read back as itself, with and without a key', async () => {
       const forged = '$enc:A256GCM:AAAA:BBBB:CCCC:e1';
       for (const [callId, options] of [['plain', {}], ['enc', ENCRYPTED]] as const) {
         const store = await open(options);

@@ -20,8 +20,8 @@ import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 const SECRET = randomBytes(32);
 const PARTS: IdempotencyKeyParts = { namespace: 'default/acme', runChainId: 'run-1', workflowId: 'wf-1', callId: 'c1', toolName: 'create_ticket', toolRevision: 'v1' };
 
-describe('item 12: keyed idempotency keys', () => {
-  test('item 12: with a secret the key is HMAC-SHA-256 of the parts (ttc3-), not computable from the parts alone; without one it is unchanged', () => {
+describe('keyed idempotency keys', () => {
+  test('with a secret the key is HMAC-SHA-256 of the parts (ttc3-), not computable from the parts alone; without one it is unchanged', () => {
     const text = JSON.stringify(['ttc/idempotency-key/2', 'default/acme', 'run-1', 'wf-1', 'c1', 'create_ticket', 'v1']);
     const unkeyed = `ttc2-${createHash('sha256').update(text).digest('hex')}`;
 
@@ -34,7 +34,7 @@ describe('item 12: keyed idempotency keys', () => {
     expect(() => idempotencyKey(PARTS, Buffer.alloc(16, 1))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'idempotencyKeySecret' }) }));
   });
 
-  test('item 12: TTC_IDEMPOTENCY_KEY_SECRET is read with the key rules (trimmed, >= 32 bytes, low entropy refused, never shown)', () => {
+  test('TTC_IDEMPOTENCY_KEY_SECRET is read with the key rules (trimmed, >= 32 bytes, low entropy refused, never shown)', () => {
     expect(resolveConfig({}, {}).keys.idempotencyKeySecret).toBeNull();
     expect(resolveConfig({}, { TTC_IDEMPOTENCY_KEY_SECRET: `hex:${SECRET.toString('hex')}\n` }).keys.idempotencyKeySecret).toEqual(SECRET);
     expect(() => resolveConfig({}, { TTC_IDEMPOTENCY_KEY_SECRET: '00'.repeat(32) })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', details: { field: 'TTC_IDEMPOTENCY_KEY_SECRET', reason: 'low-entropy' } }));
@@ -67,7 +67,7 @@ describe('item 12: keyed idempotency keys', () => {
     const env = (workflowId: string): MockActivityEnvironment => new MockActivityEnvironment({ workflowExecution: { workflowId, runId: 'run-1' }, attempt: 1 } as never);
     const call: FencedToolInput = { tenant: 'acme', callId: 'c1', toolName: 'create_ticket', input: {} };
 
-    test('item 12: a worker with idempotencyKeySecret hands the tool (and describeToolCall) the keyed key; without it, the unkeyed key', async () => {
+    test('a worker with idempotencyKeySecret hands the tool (and describeToolCall) the keyed key; without it, the unkeyed key', async () => {
       const keyedSeen: string[] = [];
       const keyed = activities(keyedSeen, SECRET);
       await env('wf-keyed').run(keyed.runFencedTool, call);
@@ -82,7 +82,7 @@ describe('item 12: keyed idempotency keys', () => {
       expect(plainSeen).toEqual([idempotencyKey({ ...PARTS, workflowId: 'wf-plain' })]);
     });
 
-    test('item 12: a secret shorter than 32 bytes is refused when the activities are built', () => {
+    test('a secret shorter than 32 bytes is refused when the activities are built', () => {
       expect(() => activities([], Buffer.alloc(16, 7))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     });
   });

@@ -39,8 +39,8 @@ function expectRefused(error: CheckpointError, variable: string, reason: string,
   for (const secret of secrets) expect(shown).not.toContain(secret);
 }
 
-describe('item 6: keys from configuration', () => {
-  test('item 6: a hex key with a trailing newline (or other surrounding whitespace) is the same 32 bytes, not a 48-byte base64 reading', () => {
+describe('keys from configuration', () => {
+  test('a hex key with a trailing newline (or other surrounding whitespace) is the same 32 bytes, not a 48-byte base64 reading', () => {
     for (const text of [`${HEX}\n`, `  ${HEX}\r\n`, `\thex:${HEX} `, `base64:${B64}\n`]) {
       const config = resolveConfig({}, { TTC_HMAC_KEY: text, TTC_ENCRYPTION_KEY: text });
       expect(config.keys.hmacKey).toEqual(KEY);
@@ -48,7 +48,7 @@ describe('item 6: keys from configuration', () => {
     }
   });
 
-  test('item 6: hex:, base64: (padded), base64: (base64url) and bare hex all decode to the same key', () => {
+  test('hex:, base64: (padded), base64: (base64url) and bare hex all decode to the same key', () => {
     for (const text of [`hex:${HEX}`, `hex:${HEX.toUpperCase()}`, `base64:${B64}`, `base64:${B64URL}`, HEX]) {
       expect(parseKeyMaterial('TTC_ENCRYPTION_KEY', text, { bytes: 32 })).toEqual(KEY);
     }
@@ -86,7 +86,7 @@ describe('item 6: keys from configuration', () => {
     expectRefused(refusal(() => resolveConfig({}, { TTC_ENCRYPTION_KEYS: `e1:base64:${key.toString('base64')}` })), 'TTC_ENCRYPTION_KEYS', 'low-entropy', [hex, key.toString('base64')]);
   });
 
-  test('item 6: key lists take the same formats, and an entry written key:id does not echo the key', () => {
+  test('key lists take the same formats, and an entry written key:id does not echo the key', () => {
     const other = randomBytes(32);
     const ring = parseKeyring('TTC_ENCRYPTION_KEYS', ` e1:hex:${HEX} ,e2:base64:${other.toString('base64')}\n`, { bytes: 32 });
     expect(ring).toEqual({ e1: KEY, e2: other });

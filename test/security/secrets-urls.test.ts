@@ -40,8 +40,8 @@ function closedPort(): Promise<number> {
   });
 }
 
-describe('item 5: database passwords never reach a message', () => {
-  test.each(SPECIALS)('item 5: maskUrl hides a password holding %s, raw (malformed URL) or percent-encoded (valid URL)', (c) => {
+describe('database passwords never reach a message', () => {
+  test.each(SPECIALS)('maskUrl hides a password holding %s, raw (malformed URL) or percent-encoded (valid URL)', (c) => {
     const raw = `postgres://app:${A}${c}${B}@db.internal:5432/ttc?sslmode=require`;
     const encoded = `postgres://app:${A}${encodeURIComponent(c)}${B}@db.internal:5432/ttc?sslmode=require`;
     expectNoSecret(maskUrl(raw));
@@ -49,7 +49,7 @@ describe('item 5: database passwords never reach a message', () => {
     expect(maskUrl(encoded)).toBe('postgres://app:***@db.internal:5432/ttc?sslmode=require');
   });
 
-  test('item 5: maskUrl hides password= and sslpassword= parameters, also with a raw & or # in them', () => {
+  test('maskUrl hides password= and sslpassword= parameters, also with a raw & or # in them', () => {
     for (const url of [
       `postgres://db/ttc?user=app&password=${A}&sslmode=require`,
       `postgres://db/ttc?sslpassword=${A}&sslkey=/k.pem`,
@@ -62,14 +62,14 @@ describe('item 5: database passwords never reach a message', () => {
     expect(maskUrl(`postgres://db/ttc?sslpassword=${A}&sslmode=require`)).toBe('postgres://db/ttc?sslpassword=***&sslmode=require');
   });
 
-  test.each(SPECIALS)('item 5: a malformed TTC_STORE_URL (password with a raw %s and a space) is INVALID_CONFIG without the password', async (c) => {
+  test.each(SPECIALS)('a malformed TTC_STORE_URL (password with a raw %s and a space) is INVALID_CONFIG without the password', async (c) => {
     const error = await failure(() => resolveConfig({}, { TTC_STORE_URL: `postgres://app:${A}${c} ${B}@db:5432/ttc` }));
     expect(error.code).toBe('INVALID_CONFIG');
     expect(error.details.field).toBe('TTC_STORE_URL');
     expectNoSecret(shown(error));
   });
 
-  test.each(['/', '?', '#'])('item 5: openCheckpointStore refuses a URL whose password holds a raw %s (INVALID_ARGUMENT) without showing it, cause included', async (c) => {
+  test.each(['/', '?', '#'])('openCheckpointStore refuses a URL whose password holds a raw %s (INVALID_ARGUMENT) without showing it, cause included', async (c) => {
     const port = await closedPort();
     const error = await failure(() => openCheckpointStore(`postgres://app:${A}${c}${B}@127.0.0.1:${port}/ttc`, { connectTimeoutMs: 2_000 }));
     expect(error.code).toBe('INVALID_ARGUMENT');
@@ -77,7 +77,7 @@ describe('item 5: database passwords never reach a message', () => {
     expectNoSecret(shown(error));
   });
 
-  test('item 5: a raw @ in the password is unambiguous (the last @ ends the user part): STORE_UNAVAILABLE without the password', async () => {
+  test('a raw @ in the password is unambiguous (the last @ ends the user part): STORE_UNAVAILABLE without the password', async () => {
     const port = await closedPort();
     const error = await failure(() => openCheckpointStore(`postgres://app:${A}@${B}@127.0.0.1:${port}/ttc`, { connectTimeoutMs: 2_000 }));
     expect(error.code).toBe('STORE_UNAVAILABLE');
@@ -85,7 +85,7 @@ describe('item 5: database passwords never reach a message', () => {
     expectNoSecret(shown(error));
   });
 
-  test.each(SPECIALS)('item 5: STORE_UNAVAILABLE for a refused connection (password with %s, and an sslpassword) shows neither', async (c) => {
+  test.each(SPECIALS)('STORE_UNAVAILABLE for a refused connection (password with %s, and an sslpassword) shows neither', async (c) => {
     const port = await closedPort();
     const error = await failure(() => openCheckpointStore(`postgres://app:${A}${encodeURIComponent(c)}${B}@127.0.0.1:${port}/ttc?sslmode=disable&sslpassword=${B}${A}`, { connectTimeoutMs: 2_000 }));
     expect(error.code).toBe('STORE_UNAVAILABLE');
@@ -110,12 +110,12 @@ describe('item 5: database passwords never reach a message', () => {
 
     const url = (pw: string): string => `postgres://ttc_pw:${encodeURIComponent(pw)}@127.0.0.1:${server.port}/ttc_pw`;
 
-    test('item 5: the right password, percent-encoded, opens the store (the URL form the messages point to works)', async () => {
+    test('the right password, percent-encoded, opens the store (the URL form the messages point to works)', async () => {
       const store = await openCheckpointStore(url(password), { connectTimeoutMs: 5_000 });
       await store.close();
     });
 
-    test('item 5: an authentication failure is STORE_UNAVAILABLE naming the user and host, never the password tried', async () => {
+    test('an authentication failure is STORE_UNAVAILABLE naming the user and host, never the password tried', async () => {
       const wrong = `${B}@/#?${A}`;
       const error = await failure(() => openCheckpointStore(url(wrong), { connectTimeoutMs: 5_000 }));
       expect(error.code).toBe('STORE_UNAVAILABLE');

@@ -54,7 +54,7 @@ async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
   };
 }
 
-describe('item 9: the command line escapes model, tool and provider text', () => {
+describe('the command line escapes model, tool and provider text', () => {
   let env: LocalTestEnv;
   let dir: string;
   let storeUrl: string;
@@ -123,7 +123,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('item 9: show prints the call ids, tool names, schema messages and tool errors escaped', async () => {
+  it('show prints the call ids, tool names, schema messages and tool errors escaped', async () => {
     const out = await cli('show', workflowId);
     expect(out.code).toBe(0);
     expect(unsafeCharsIn(out.stdout)).toEqual([]);
@@ -135,7 +135,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     expect(out.stdout).toContain('provider said \\u001b[2J');
   });
 
-  it('item 9: show --json escapes C1 and bidi characters and stays JSON that parses back to the raw values', async () => {
+  it('show --json escapes C1 and bidi characters and stays JSON that parses back to the raw values', async () => {
     const out = await cli('show', workflowId, '--json');
     expect(out.code).toBe(0);
     expect(unsafeCharsIn(out.stdout)).toEqual([]);
@@ -145,7 +145,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     expect(parsed.calls.map((c) => c.toolName)).toContain(TOOL_NAME);
   });
 
-  it('item 9: pending prints the store record and the paused call escaped', async () => {
+  it('pending prints the store record and the paused call escaped', async () => {
     const out = await cli('pending');
     expect(out.code).toBe(0);
     expect(unsafeCharsIn(out.stdout)).toEqual([]);
@@ -154,7 +154,7 @@ describe('item 9: the command line escapes model, tool and provider text', () =>
     expect(out.stdout).toContain('provider said \\u001b[2J');
   });
 
-  it('item 9: resolve prints the refusal naming the paused call, and the resolution, escaped', async () => {
+  it('resolve prints the refusal naming the paused call, and the resolution, escaped', async () => {
     const refused = await cli('resolve', workflowId, 'not-this-one', '--absent', '--reason', 'x');
     expect(refused.code).toBe(1);
     expect(unsafeCharsIn(refused.stderr)).toEqual([]);

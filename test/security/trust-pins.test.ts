@@ -56,7 +56,7 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
   return error as ApplicationFailure;
 }
 
-describe('item 11: the activities refuse input outside the worker pins', () => {
+describe('the activities refuse input outside the worker pins', () => {
   let dir: string;
   let store: CheckpointStore;
   beforeAll(async () => {
@@ -72,7 +72,7 @@ describe('item 11: the activities refuse input outside the worker pins', () => {
   const call = (overrides: Partial<FencedToolInput>): FencedToolInput => ({ tenant: 'acme', callId: 'c1', toolName: 'create_ticket', input: {}, ...overrides });
   const written = async (): Promise<number> => (await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 1_000 })).length;
 
-  it('item 11: runFencedTool refuses another tenant, a tool outside the pin, and a pinned-approval tool without an approved intent; nothing written or run', async () => {
+  it('runFencedTool refuses another tenant, a tool outside the pin, and a pinned-approval tool without an approved intent; nothing written or run', async () => {
     const executions: Record<string, number> = {};
     const acts = createToolActivities({ store, tools: countingTools(executions), ...PINS });
     const tenant = await failureOf(activityEnv().run(acts.runFencedTool, call({ tenant: 'globex' })));
@@ -100,7 +100,7 @@ describe('item 11: the activities refuse input outside the worker pins', () => {
     expect(executions).toEqual({ create_ticket: 1, refund: 1 });
   });
 
-  it('item 11: runModelTurn refuses another tenant and tools outside the pin before calling the model', async () => {
+  it('runModelTurn refuses another tenant and tools outside the pin before calling the model', async () => {
     let calls = 0;
     const model: ModelAdapter = { name: 'scripted', turn: async () => ((calls += 1), { stopReason: 'end_turn', text: 'ok', toolCalls: [] }) };
     const { runModelTurn } = createModelActivities({ adapters: { scripted: model }, pinnedTenants: ['acme'], pinnedTools: ['create_ticket', 'refund'] });
@@ -114,13 +114,13 @@ describe('item 11: the activities refuse input outside the worker pins', () => {
     expect(calls).toBe(1);
   });
 
-  it('item 11: pins naming tools the worker does not register are refused when the activities are built', () => {
+  it('pins naming tools the worker does not register are refused when the activities are built', () => {
     expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTools: ['nope'] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTools: ['create_ticket'], requireApproval: ['refund'] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTenants: [] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
-  it('item 11: TTC_TENANTS, TTC_TOOLS and TTC_REQUIRE_APPROVAL configure the worker pins', () => {
+  it('TTC_TENANTS, TTC_TOOLS and TTC_REQUIRE_APPROVAL configure the worker pins', () => {
     const config = resolveConfig({}, { TTC_TENANTS: 'acme, globex', TTC_TOOLS: 'create_ticket,refund', TTC_REQUIRE_APPROVAL: 'refund' });
     expect(workerPins(config)).toEqual({ pinnedTenants: ['acme', 'globex'], pinnedTools: ['create_ticket', 'refund'], requireApproval: ['refund'] });
     expect(workerPins(resolveConfig({}, {}))).toEqual({});
@@ -130,7 +130,7 @@ describe('item 11: the activities refuse input outside the worker pins', () => {
   });
 });
 
-describe('item 11: a pinned worker refuses workflow input outside its pins, end to end', () => {
+describe('a pinned worker refuses workflow input outside its pins, end to end', () => {
   let env: LocalTestEnv;
   let dir: string;
   let storeUrl: string;
@@ -213,7 +213,7 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
     return (cause as ApplicationFailure | undefined)?.type ?? undefined;
   }
 
-  it('item 11: a workflow input naming another tenant fails with NOT_PINNED before the model or any tool runs', async () => {
+  it('a workflow input naming another tenant fails with NOT_PINNED before the model or any tool runs', async () => {
     const handle = await start({ tenant: 'globex' });
     expect(await failureType(handle)).toBe('NOT_PINNED');
     expect(modelCalls).toBe(0);
@@ -221,7 +221,7 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
     expect(await stored()).toBe(0);
   });
 
-  it('item 11: a workflow input offering a tool outside the pin fails with NOT_PINNED before the model or any tool runs', async () => {
+  it('a workflow input offering a tool outside the pin fails with NOT_PINNED before the model or any tool runs', async () => {
     const handle = await start({ tools: ['create_ticket', 'refund', 'delete_everything'], modelOptions: { script: [{ stopReason: 'tool_use', text: 'x', toolCalls: [{ callId: 'd1', toolName: 'delete_everything', input: {} }] }] } as never });
     expect(await failureType(handle)).toBe('NOT_PINNED');
     expect(modelCalls).toBe(0);
@@ -229,7 +229,7 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
     expect(await stored()).toBe(0);
   });
 
-  it('item 11: skipping approval for a tool the worker pins as approval-required is refused with APPROVAL_REQUIRED; the tool never runs', async () => {
+  it('skipping approval for a tool the worker pins as approval-required is refused with APPROVAL_REQUIRED; the tool never runs', async () => {
     const handle = await start({}); // no approvalRequired in the input
     const result = await handle.result();
     const refund = result.calls.find((c) => c.callId === 'r1')!;
@@ -239,7 +239,7 @@ describe('item 11: a pinned worker refuses workflow input outside its pins, end 
     expect(await stored()).toBe(0);
   });
 
-  it('item 11: with the approval the input asks for, the pinned tool runs once a person approves; pending, show and resolve show and filter by tenant', async () => {
+  it('with the approval the input asks for, the pinned tool runs once a person approves; pending, show and resolve show and filter by tenant', async () => {
     const handle = await start({ approvalRequired: { refund: { expiresAfterMs: 120_000 } } });
     let status: RunStatusView;
     const until = Date.now() + 30_000;

@@ -16,7 +16,7 @@ import { z } from 'zod';
 /** Every own field of the model, serialized: what it holds between turns. */
 const stateOf = (model: ScriptedModel): Buffer => serialize(Object.fromEntries(Object.entries(model)));
 
-test('item 10: the scripted model keeps no per-turn state: 200 turns with a 50 KB conversation leave it as it was', async () => {
+test('the scripted model keeps no per-turn state: 200 turns with a 50 KB conversation leave it as it was', async () => {
   const [transcript] = loadTranscripts();
   const model = new ScriptedModel({ transcripts: transcript! });
   const before = stateOf(model);
@@ -30,7 +30,7 @@ test('item 10: the scripted model keeps no per-turn state: 200 turns with a 50 K
   expect(after.equals(before)).toBe(true);
 });
 
-test('item 10: requests are kept only when a test opts in with recordRequests', async () => {
+test('requests are kept only when a test opts in with recordRequests', async () => {
   const [transcript] = loadTranscripts();
   const model = new ScriptedModel({ transcripts: transcript! });
   await model.turn({ model: 'scripted', turn: 0, messages: [{ role: 'user', text: 'hi' }], tools: [] });
@@ -47,19 +47,19 @@ test('item 10: requests are kept only when a test opts in with recordRequests', 
   expect(recording.requests).toHaveLength(1);
 });
 
-describe('item 10: ttc worker offers the scripted model only when asked', () => {
+describe('ttc worker offers the scripted model only when asked', () => {
   const tools = [defineTool({ name: 'noop', revision: 'v1', input: z.object({}), execute: async () => ({ output: null }) })];
 
-  it('item 10: without --models or TTC_MODELS a worker offers the real adapters whose keys are set, never scripted', () => {
+  it('without --models or TTC_MODELS a worker offers the real adapters whose keys are set, never scripted', () => {
     expect(buildModels(tools, { OPENAI_API_KEY: 'k' }).map((m) => m.name)).toEqual(['openai']);
     expect(buildModels(tools, { OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' }).map((m) => m.name).sort()).toEqual(['anthropic', 'openai']);
   });
 
-  it('item 10: a worker with no model at all is refused with INVALID_CONFIG naming --models scripted', () => {
+  it('a worker with no model at all is refused with INVALID_CONFIG naming --models scripted', () => {
     expect(() => buildModels(tools, {})).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/--models scripted/) }));
   });
 
-  it('item 10: --models / TTC_MODELS opts in to scripted; unknown names and missing keys are INVALID_CONFIG', () => {
+  it('--models / TTC_MODELS opts in to scripted; unknown names and missing keys are INVALID_CONFIG', () => {
     expect(buildModels(tools, {}, ['scripted']).map((m) => m.name)).toEqual(['scripted']);
     expect(buildModels(tools, { ANTHROPIC_API_KEY: 'k' }, ['scripted', 'anthropic']).map((m) => m.name)).toEqual(['scripted', 'anthropic']);
     expect(() => buildModels(tools, {}, ['gpt-9'])).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/"gpt-9"/) }));

@@ -32,7 +32,7 @@ async function refusal(promise: Promise<unknown>): Promise<CheckpointError> {
   return error;
 }
 
-describe('item 3: pins naming unregistered tools are INVALID_CONFIG naming the variable, before connecting', () => {
+describe('pins naming unregistered tools are INVALID_CONFIG naming the variable, before connecting', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-pins-config-'));
@@ -54,7 +54,7 @@ describe('item 3: pins naming unregistered tools are INVALID_CONFIG naming the v
     expect(error.message).toContain(`names ${name}, which this worker does not register; it registers create_ticket, refund, lookup`);
   });
 
-  it('item 3: the library keeps INVALID_ARGUMENT for the same mistake made through the API', async () => {
+  it('the library keeps INVALID_ARGUMENT for the same mistake made through the API', async () => {
     const store = await openCheckpointStore(`sqlite:${join(dir, 'api.db')}`);
     try {
       let error: unknown;
@@ -70,11 +70,11 @@ describe('item 3: pins naming unregistered tools are INVALID_CONFIG naming the v
   });
 });
 
-describe('item 2: the worker banner shows the pins', () => {
+describe('the worker banner shows the pins', () => {
   const base = resolveConfig({}, { TEMPORAL_TASK_QUEUE: 'q1', TEMPORAL_ADDRESS: 'temporal:7233' });
   const banner = (env: NodeJS.ProcessEnv): string => workerBanner({ identity: 'w1', config: resolveConfig({}, { TEMPORAL_TASK_QUEUE: 'q1', TEMPORAL_ADDRESS: 'temporal:7233', ...env }), tools: TOOLS.map((t) => t.name), models: ['scripted'] });
 
-  it('item 2: pinned tenants, the pinned tools among the registered ones, and the approval-required tools', () => {
+  it('pinned tenants, the pinned tools among the registered ones, and the approval-required tools', () => {
     const text = banner({ TTC_TENANTS: 'acme,initech', TTC_TOOLS: 'refund,create_ticket', TTC_REQUIRE_APPROVAL: 'refund' });
     expect(text).toContain('worker w1 polling task queue q1 on temporal:7233');
     expect(text).toContain('tenants: acme, initech');
@@ -84,7 +84,7 @@ describe('item 2: the worker banner shows the pins', () => {
     expect(text).toContain('models: scripted');
   });
 
-  it('item 2: unpinned: any tenant, every registered tool, no approval', () => {
+  it('unpinned: any tenant, every registered tool, no approval', () => {
     expect(base.pins.tenants).toBeNull();
     const text = banner({});
     expect(text).toContain('tenants: any');
@@ -93,22 +93,22 @@ describe('item 2: the worker banner shows the pins', () => {
   });
 });
 
-describe('item 1: CLI errors carry the cause chain', () => {
+describe('CLI errors carry the cause chain', () => {
   const notPinned = ApplicationFailure.create({ type: 'NOT_PINNED', message: 'NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called', nonRetryable: true });
   const activity = new ActivityFailure('Activity task failed', 'runModelTurn', '1', RetryState.NON_RETRYABLE_FAILURE, 'worker-1', notPinned);
   const failed = new WorkflowFailedError('Workflow execution failed', activity, RetryState.RETRY_POLICY_NOT_SET);
 
-  it('item 1: a WorkflowFailedError prints its ActivityFailure and the NOT_PINNED ApplicationFailure, escaped when printed', () => {
+  it('a WorkflowFailedError prints its ActivityFailure and the NOT_PINNED ApplicationFailure, escaped when printed', () => {
     const text = describeError(failed);
     expect(text).toBe('WorkflowFailedError: Workflow execution failed; caused by ActivityFailure: Activity task failed; caused by ApplicationFailure: NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called');
     expect(terminalSafe(text)).toContain('"globex"\\u001b[2J');
   });
 
-  it('item 1: the run failure is the innermost ApplicationFailure (type and message)', () => {
+  it('the run failure is the innermost ApplicationFailure (type and message)', () => {
     expect(runFailureOf(failed)).toEqual({ type: 'NOT_PINNED', message: notPinned.message });
   });
 
-  it('item 1: a CheckpointError prints as before; a cycle or a plain value does not hang', () => {
+  it('a CheckpointError prints as before; a cycle or a plain value does not hang', () => {
     const a = new Error('a') as Error & { cause?: unknown };
     a.cause = a;
     expect(describeError(a)).toBe('a');
@@ -118,8 +118,8 @@ describe('item 1: CLI errors carry the cause chain', () => {
   });
 });
 
-describe('item 4: an encrypted payload read without the codec key', () => {
-  it('item 4: is DECRYPTION_FAILED naming TTC_PAYLOAD_CODEC_KEY with the hint (never a key); other errors pass through', () => {
+describe('an encrypted payload read without the codec key', () => {
+  it('is DECRYPTION_FAILED naming TTC_PAYLOAD_CODEC_KEY with the hint (never a key); other errors pass through', () => {
     const typed = explainUndecodable(new ValueError('Unknown encoding: binary/encrypted'), "run w1's status");
     expect(isCheckpointError(typed, 'DECRYPTION_FAILED')).toBe(true);
     expect((typed as CheckpointError).details).toMatchObject({ field: 'TTC_PAYLOAD_CODEC_KEY', reason: 'no-codec-key' });
@@ -131,7 +131,7 @@ describe('item 4: an encrypted payload read without the codec key', () => {
   });
 });
 
-describe('item 5: a malformed hex key reports the right reason', () => {
+describe('a malformed hex key reports the right reason', () => {
   const digits = 'ab'.repeat(31);
   const reasonOf = (text: string): string => {
     try {
@@ -143,7 +143,7 @@ describe('item 5: a malformed hex key reports the right reason', () => {
     throw new Error('expected INVALID_CONFIG');
   };
 
-  it('item 5: a non-hex character is named as such (with its position), not as an odd count', () => {
+  it('a non-hex character is named as such (with its position), not as an odd count', () => {
     const message = reasonOf(`hex:ZZ${digits}`);
     expect(message).not.toContain('even number');
     expect(message).toBe('INVALID_CONFIG: TTC_ENCRYPTION_KEY has a character that is not a hex digit (0-9, a-f, A-F) at position 1 of its hex digits after "hex:"');
@@ -151,7 +151,7 @@ describe('item 5: a malformed hex key reports the right reason', () => {
     expect(reasonOf(`hex:${digits.slice(0, 20)} ${digits.slice(20)}`)).toContain('has whitespace at position 21');
   });
 
-  it('item 5: an odd number of hex digits and an empty hex: say so', () => {
+  it('an odd number of hex digits and an empty hex: say so', () => {
     expect(reasonOf(`hex:${digits}a`)).toContain('must be an even number of hex digits, got 63 digits after "hex:"');
     expect(reasonOf('hex:')).toContain('has no hex digits after "hex:"');
     expect(reasonOf(`${digits}a`)).toContain('must be an even number of hex digits, got 63 digits');

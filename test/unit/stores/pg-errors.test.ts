@@ -13,7 +13,7 @@ import { classifyPgError, NEVER_SENT_FATAL, POOLER_REFUSALS } from '../../../src
 /** What PgBouncer sends for a pooler error (proto.c `send_pooler_error`). */
 const pooler = (message: string, severity = 'FATAL') => errorResponse({ S: severity, C: '08P01', M: message });
 
-describe('classifyPgError (issue 12)', () => {
+describe('classifyPgError', () => {
   test('PgBouncer reasons after which the statement never reached a server are refusals naming the pooler', async () => {
     for (const reason of [
       'query_wait_timeout',

@@ -70,7 +70,7 @@ function messageTypes(bytes: Buffer): string {
   return types;
 }
 
-describe('PostgreSQL store round trips per call (issue 12)', () => {
+describe('PostgreSQL store round trips per call', () => {
   let db: TestDatabase;
   let counter: Awaited<ReturnType<typeof relay>>;
   let store: CheckpointStore;
