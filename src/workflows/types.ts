@@ -11,7 +11,6 @@ import type { BatchCancellationReport } from '../activities/batch-items';
 import type { BatchItemRef, DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
 import type { LoggedMessage } from '../model/types';
 import type { JsonValue } from '../checkpoint/types';
-import { MAX_DECIDER_NAME_CHARS } from '../checkpoint/visible-text';
 
 /** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
 export interface ActivityRetryInput {
@@ -293,9 +292,6 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   /** The decisions people took on this call (approval, rejection, resolutions of its pauses), in order, with who took them. Absent when none. */
   readonly decisions?: readonly DecisionRecord[];
 }
-
-/** Most characters of a decision's `by` (who decided). */
-export const MAX_DECIDED_BY_CHARS = MAX_DECIDER_NAME_CHARS;
 
 /**
  * One decision a person took on a call, as the run keeps it: what was decided, by whom (the
