@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { msToNumber } from '@temporalio/common/lib/time';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
 import { maskUrl } from './stores/mask-url';

@@ -11,7 +11,7 @@
  * @see SPEC §2 "Fingerprints and keys", §4, §7
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { fingerprintInput, intentDigest, sha256Hex } from '../checkpoint/digest';

@@ -3,7 +3,7 @@
  * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
  */
 import type { ResultEncoding } from './contract';
-import type { z } from 'zod';
+import type { z } from 'zod/v4';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';

@@ -6,7 +6,7 @@
  * from a polluted `Object.prototype`, and a misspelt field is refused instead of ignored.
  * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { parseTimestamp } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';

@@ -6,6 +6,7 @@
  * `Authorization: Bearer` (a random one, unless TTC_CONSOLE_TOKEN is set: that one is never
  * printed). SIGINT / SIGTERM stop it.
  */
+import { assertPeersInstalled } from '../optional-peer';
 import type { Command } from 'commander';
 import { CheckpointError } from '../checkpoint/errors';
 import { connectClient } from '../client';
@@ -32,6 +33,7 @@ export function registerConsole(program: Command): void {
       const config = loadConfig();
       // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
       // see the worker command).
+      assertPeersInstalled(['fastify', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/formbody'], '`ttc console`');
       const { temporalOperations } = require('../console/operations') as typeof import('../console/operations');
       const { startConsoleServer } = require('../console/server') as typeof import('../console/server');
       const { client, close } = await connectClient(config);

@@ -8,6 +8,7 @@
  * client); it keeps no per-turn state, but anyone who can start a workflow can run it, so a
  * production worker offers it only when asked.
  */
+import { assertPeersInstalled } from '../optional-peer';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ToolDefinition } from '../activities/define-tool';
@@ -68,10 +69,12 @@ export function buildModels(tools: readonly ToolDefinition<any>[], env: NodeJS.P
   if (chosen.has('scripted')) models.push(new ScriptedModel({ transcripts: loadTranscripts() }));
   // The SDKs load only for a worker that offers them (a scripted worker starts without them).
   if (chosen.has('anthropic')) {
+    assertPeersInstalled(['@anthropic-ai/sdk'], 'the anthropic model');
     const { AnthropicModel } = require('../model/anthropic-model') as typeof import('../model/anthropic-model');
     models.push(new AnthropicModel({ model: env.TTC_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5', tools: specs, apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL }));
   }
   if (chosen.has('openai')) {
+    assertPeersInstalled(['openai'], 'the openai model');
     const { OpenAiModel } = require('../model/openai-model') as typeof import('../model/openai-model');
     models.push(new OpenAiModel({ model: env.TTC_OPENAI_MODEL ?? 'gpt-4.1', tools: specs, apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }));
   }

@@ -5,7 +5,7 @@
  * same shape back.
  */
 import type { Payload } from '@temporalio/common';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { CheckpointError } from '../checkpoint/errors';
 
 /** Most payloads one request may carry. */

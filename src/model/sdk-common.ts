@@ -11,7 +11,7 @@
  * and becomes `MODEL_TRANSIENT` (retryable; `details.retryAfterMs` from the last response, for
  * the activity's `nextRetryDelay`) or `MODEL_REJECTED` (not retryable); see {@link modelFailureCode}.
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { classifyHttpFailure, type HttpFailureClass } from '../activities/error-classes';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';

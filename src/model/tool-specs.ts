@@ -2,7 +2,7 @@
  * Tool descriptions the real-model adapters send to the provider: a description and a JSON
  * Schema of the input object, per tool name.
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 

@@ -60,7 +60,7 @@
  * workflow's to answer, UNKNOWN_TOOL). Uses `node:fs` in {@link loadTranscriptFile}: not for workflow code.
  */
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { CheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import { IDENTIFIER_MAX_LENGTH } from '../checkpoint/bounds';
 import { checkToolInputValue, parseToolInputText, textChecks, type ToolInputProblem } from '../checkpoint/model-input';

@@ -2,7 +2,7 @@
  * Options of {@link ToolCheckpointPlugin} (`./tool-checkpoint-plugin`) and their validation.
  * @experimental while `@temporalio/plugin` is.
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import { assertIdempotencyKeySecret } from '../checkpoint/digest';

@@ -18,7 +18,10 @@ export { maskUrl } from './mask-url';
  * @param options seal and encryption keys, `busyTimeoutMs` (SQLite), `poolSize` and
  *   `connectTimeoutMs` (PostgreSQL); see {@link CheckpointStoreOptions}.
  * @returns a {@link CheckpointStore}; close it with `close()`.
- * @throws {@link CheckpointError} INVALID_ARGUMENT for an unknown scheme or a malformed URL (the
+ * The driver is an optional peer dependency: `better-sqlite3` for `sqlite:`, `pg` for `postgres://`.
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG when the URL's driver package is not installed;
+ *   INVALID_ARGUMENT for an unknown scheme or a malformed URL (the
  *   message names the URL with any password masked) or bad options; STORE_UNAVAILABLE when the
  *   database cannot be opened or reached (the driver error is the `cause`); UNSUPPORTED_SCHEMA
  *   when the database was migrated by newer code.
@@ -34,7 +37,6 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     if (path.length === 0 || path.includes('\0') || path.startsWith('//')) {
       throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not sqlite:<path> or sqlite::memory: (for example sqlite:./.data/checkpoints.db)`, { field: 'url', url: shown });
     }
-     
     const { SqliteCheckpointStore } = require('./sqlite-store') as typeof import('./sqlite-store');
     return SqliteCheckpointStore.open(path === ':memory:' ? ':memory:' : path, options);
   }
@@ -51,7 +53,6 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
       throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} names no host (postgres://user@host:5432/database)`, { field: 'url', url: shown });
     }
-     
     const { PostgresCheckpointStore } = require('./postgres-store') as typeof import('./postgres-store');
     return PostgresCheckpointStore.open(url, shown, options);
   }

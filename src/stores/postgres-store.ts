@@ -34,6 +34,7 @@
  * which can apply at most once), never assumed either way; if that is impossible the call throws
  * STORE_OUTCOME_UNKNOWN.
  */
+import { assertPeersInstalled } from '../optional-peer';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
@@ -142,7 +143,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
    *   `connectTimeoutMs` @default 5,000 ms.
    * @throws {@link CheckpointError} STORE_UNAVAILABLE when the server cannot be reached or the
    *   migration fails (driver error as `cause`); UNSUPPORTED_SCHEMA when the database was
-   *   migrated by newer code; INVALID_ARGUMENT for bad options.
+   *   migrated by newer code; INVALID_ARGUMENT for bad options; INVALID_CONFIG when `pg` is not
+   *   installed.
    */
   static async open(url: string, where: string, options: CheckpointStoreOptions = {}): Promise<PostgresCheckpointStore> {
     const codec = new RowCodec(options);
@@ -158,6 +160,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
       throw new CheckpointError('INVALID_ARGUMENT', `postgresSchema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters), got ${JSON.stringify(schema)}`, { field: 'postgresSchema' });
     }
+    assertPeersInstalled(['pg'], 'the PostgreSQL store');
     // Lazily required: a SQLite-only deployment never loads pg.
      
     const pg = require('pg') as typeof import('pg');

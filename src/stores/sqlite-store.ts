@@ -35,6 +35,7 @@
  * A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?` (and, when the caller
  * passes the record it read, `AND ttc_sha256(body) = ?`: the body must be the one read).
  */
+import { assertPeersInstalled } from '../optional-peer';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
@@ -93,7 +94,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
    * and runs the migrations.
    *
    * @param options see {@link CheckpointStoreOptions}; `busyTimeoutMs` @default 5,000 ms.
-   * @throws {@link CheckpointError} STORE_UNAVAILABLE when the file cannot be opened or
+   * @throws {@link CheckpointError} INVALID_CONFIG when `better-sqlite3` is not installed;
+   *   STORE_UNAVAILABLE when the file cannot be opened or
    *   migrated (missing directory, locked past the timeout, not a database), with the driver
    *   error as `cause`; INVALID_ARGUMENT for bad options; UNSUPPORTED_SCHEMA when the file was
    *   migrated by newer code.
@@ -104,6 +106,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
     if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > 600_000) {
       throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, { field: 'busyTimeoutMs', limit: 600_000 });
     }
+    assertPeersInstalled(['better-sqlite3'], 'the SQLite store');
     const migrations = SQLITE_MIGRATIONS.map(({ version, sql }) => ({ version, sql }));
     const thread = await SqliteThread.open({ path, busyTimeoutMs, migrations });
     return new SqliteCheckpointStore(thread, path, codec, options);

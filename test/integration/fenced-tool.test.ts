@@ -7,23 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import {
-  callBindingId,
-  claimDelivery,
-  claimExecution,
-  completeExecution,
-  completeDelivery,
-  createCheckpoint,
-  fingerprintInput,
-  idempotencyKey,
-  markExecutionUncertain,
-  openCheckpointStore,
-  type Binding,
-  type CheckpointRecord,
-  type CheckpointStore,
-  type Status,
-  type TransitionResult,
-} from '../../src';
+import { callBindingId, claimDelivery, claimExecution, completeExecution, completeDelivery, createCheckpoint, fingerprintInput, idempotencyKey, markExecutionUncertain, type Binding, type CheckpointRecord, type Status, type TransitionResult } from '../../src/protocol';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool, type ToolContext } from '../../src/activities';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { callToolOnce } from '../fixtures/fenced-workflows';

@@ -24,7 +24,23 @@ import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['temporal-tool-checkpoint', 'temporal-tool-checkpoint/workflow', 'temporal-tool-checkpoint/plugin', 'temporal-tool-checkpoint/workflow-interceptors', 'temporal-tool-checkpoint/testing'];
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; exports: Record<string, unknown>; peerDependencies: Record<string, string> };
+/** Every entry of the exports map but the provider adapters (their SDKs are optional peers the consumer does not install). */
+const ENTRIES = Object.keys(PACKAGE.exports)
+  .filter((subpath) => subpath !== './package.json' && !subpath.startsWith('./model/'))
+  .map((subpath) => `temporal-tool-checkpoint${subpath.slice(1)}`);
+/** The Temporal packages a project using the plugin already has, at the version this repository tests. */
+const TEMPORAL_PACKAGES = ['activity', 'client', 'common', 'envconfig', 'plugin', 'proto', 'worker', 'workflow', 'testing'].map((n) => `@temporalio/${n}@1.24.0`);
+/** What installing the package may add to such a project: its own dependencies and the zod peer, nothing heavy. */
+const MAX_ADDED_PACKAGES = 10;
+const HEAVY = ['@anthropic-ai/sdk', 'openai', 'fastify', 'pg', 'better-sqlite3', 'express', 'koa'];
+
+/** The packages installed in `project` (node_modules/.package-lock.json's entries). */
+function installedPackages(project: string): string[] {
+  const lock = JSON.parse(readFileSync(join(project, 'node_modules/.package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+  return Object.keys(lock.packages).filter((p) => p.startsWith('node_modules/'));
+}
+let addedByPackage: string[] = [];
 
 jest.setTimeout(600_000);
 
@@ -41,7 +57,14 @@ beforeAll(async () => {
   tarball = join(dir, packed);
   cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-  await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', tarball, '@temporalio/testing@1.24.0'], { cwd: consumer, maxBuffer: 64 << 20 });
+  const install = (...specs: string[]) => run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
+  await install(...TEMPORAL_PACKAGES);
+  const before = new Set(installedPackages(consumer));
+  await install(tarball);
+  addedByPackage = installedPackages(consumer).filter((p) => !before.has(p));
+  // The store drivers are optional peers: this project uses both stores.
+  const rootVersion = (name: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  await install(`pg@${rootVersion('pg')}`, `better-sqlite3@${rootVersion('better-sqlite3')}`);
 });
 
 afterAll(() => {
@@ -62,6 +85,13 @@ describe('npm pack', () => {
 });
 
 describe('installed in a fresh project', () => {
+  test(`installing the package into a project that has the Temporal SDK adds at most ${MAX_ADDED_PACKAGES} packages, none of them a model SDK, a web framework or a store driver`, () => {
+    const names = addedByPackage.map((p) => p.replace(/^(.*\/)?node_modules\//, ''));
+    expect(names).toContain('temporal-tool-checkpoint');
+    expect(names.length).toBeLessThanOrEqual(MAX_ADDED_PACKAGES);
+    expect(names.filter((n) => HEAVY.includes(n) || n.startsWith('@fastify/'))).toEqual([]);
+  });
+
   test('every entry of the exports map loads by the package name; a path outside the map is refused', async () => {
     const script = `
       const out = {};
@@ -76,12 +106,12 @@ describe('installed in a fresh project', () => {
     expect(out['temporal-tool-checkpoint/testing']).toEqual(expect.arrayContaining(['createTempSqliteStore', 'runCrashAndRetry', 'createTimeSkippingEnv', 'FENCE_POINTS']));
     expect(out['temporal-tool-checkpoint/plugin']).toEqual(expect.arrayContaining(['ToolCheckpointPlugin']));
     expect(out['temporal-tool-checkpoint/workflow-interceptors']).toEqual(['interceptors']);
-    expect(out.version).toBe(require('../../package.json').version);
+    expect(out.version).toBe(PACKAGE.version);
     expect(out.deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
-  test("the Temporal SDK is a peer: the package uses the project's one copy of each @temporalio package; @temporalio/testing is an optional peer", async () => {
-    const sdk = ['activity', 'client', 'common', 'envconfig', 'plugin', 'worker', 'workflow', 'testing'].map((n) => `@temporalio/${n}`);
+  test("the Temporal SDK is a peer: the package uses the project's one copy of each @temporalio package; drivers, model SDKs and the console's framework are optional peers", async () => {
+    const sdk = ['activity', 'client', 'common', 'envconfig', 'plugin', 'proto', 'worker', 'workflow', 'testing'].map((n) => `@temporalio/${n}`);
     const script = `
       const path = require('node:path');
       const pkgDir = path.dirname(require.resolve('temporal-tool-checkpoint/package.json'));
@@ -89,13 +119,31 @@ describe('installed in a fresh project', () => {
       const at = (paths) => Object.fromEntries(${JSON.stringify(sdk)}.map((n) => [n, require.resolve(n, { paths })]));
       console.log(JSON.stringify({ fromPackage: at([pkgDir]), fromProject: at([process.cwd()]), nested: require('node:fs').existsSync(path.join(pkgDir, 'node_modules/@temporalio')), peers: pkg.peerDependencies, meta: pkg.peerDependenciesMeta, deps: Object.keys(pkg.dependencies) }));`;
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
-    const out = JSON.parse(stdout) as { fromPackage: Record<string, string>; fromProject: Record<string, string>; nested: boolean; peers: Record<string, string>; meta: Record<string, unknown>; deps: string[] };
+    const out = JSON.parse(stdout) as { fromPackage: Record<string, string>; fromProject: Record<string, string>; nested: boolean; peers: Record<string, string>; meta: Record<string, { optional: boolean }>; deps: string[] };
     expect(out.fromPackage).toEqual(out.fromProject);
     expect(out.nested).toBe(false);
-    expect(Object.keys(out.peers).sort()).toEqual(sdk.sort());
-    expect(Object.values(out.peers)).toEqual(Object.values(out.peers).map(() => '~1.24.0'));
-    expect(out.meta).toEqual({ '@temporalio/testing': { optional: true } });
-    expect(out.deps.filter((d) => sdk.includes(d))).toEqual([]);
+    expect(Object.keys(out.peers).filter((n) => n.startsWith('@temporalio/')).sort()).toEqual(sdk.sort());
+    expect(out.deps.filter((d) => d.startsWith('@temporalio/') || HEAVY.includes(d) || d.startsWith('@fastify/') || d === 'zod')).toEqual([]);
+    const optional = Object.keys(out.meta).sort();
+    expect(optional).toEqual(['@anthropic-ai/sdk', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/formbody', '@temporalio/testing', 'better-sqlite3', 'fastify', 'openai', 'pg']);
+    expect(Object.keys(out.peers)).toEqual(expect.arrayContaining([...optional, 'zod']));
+  });
+
+  test('a store whose driver is not installed is a configuration error naming the package to install', async () => {
+    const script = `
+      const { openCheckpointStore } = require('temporal-tool-checkpoint');
+      const Module = require('node:module');
+      const resolve = Module._resolveFilename;
+      Module._resolveFilename = function (request, ...rest) {
+        if (request === 'better-sqlite3' || request === 'pg') throw Object.assign(new Error('Cannot find module ' + request), { code: 'MODULE_NOT_FOUND' });
+        return resolve.call(this, request, ...rest);
+      };
+      Promise.all(['sqlite:' + require('node:path').join(process.cwd(), 'x.db'), 'postgres://u@localhost:1/db'].map((url) => openCheckpointStore(url).then(() => 'opened', (e) => e.code + ' ' + e.message)))
+        .then((r) => console.log(JSON.stringify(r)));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+    const [sqlite, postgres] = JSON.parse(stdout) as [string, string];
+    expect(sqlite).toMatch(/^INVALID_CONFIG .*npm install better-sqlite3/);
+    expect(postgres).toMatch(/^INVALID_CONFIG .*npm install pg/);
   });
 
   test('the types of every entry resolve under moduleResolution node10 (typesVersions) and node16 (exports)', async () => {

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
-import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
+import { callBindingId } from '../../src/protocol';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { defineTool } from '../../src/activities';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
 

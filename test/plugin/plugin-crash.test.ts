@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
+import { callBindingId } from '../../src/protocol';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { readLedger } from './payment-activities';
 import type { PluginWorkerOptions } from './plugin-worker';

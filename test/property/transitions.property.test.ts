@@ -4,27 +4,8 @@
  * be stale, as workers racing on one record do. 10,000 generated sequences per property run.
  */
 import fc from 'fast-check';
-import {
-  claimDelivery,
-  claimExecution,
-  completeDelivery,
-  completeExecution,
-  createCheckpoint,
-  decideCheckpoint,
-  isCheckpointError,
-  markExecutionUncertain,
-  parseCheckpoint,
-  reclaimExecution,
-  releaseExecution,
-  renewExecution,
-  releaseDelivery,
-  serializeCheckpoint,
-  validateCheckpoint,
-  type CheckpointErrorCode,
-  type CheckpointRecord,
-  type Status,
-  type TransitionResult,
-} from '../../src/index';
+import { claimDelivery, claimExecution, completeDelivery, completeExecution, createCheckpoint, decideCheckpoint, markExecutionUncertain, parseCheckpoint, reclaimExecution, releaseExecution, renewExecution, releaseDelivery, serializeCheckpoint, validateCheckpoint, type CheckpointRecord, type Status, type TransitionResult } from '../../src/protocol';
+import { isCheckpointError, type CheckpointErrorCode } from '../../src';
 import { BINDING } from '../unit/checkpoint/fixtures';
 
 /** A side store of one record: compare the revision, then replace (what every real store does atomically). */

@@ -15,7 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import fc from 'fast-check';
-import { callBindingId, openCheckpointStore, type CheckpointStore } from '../../src';
+import { callBindingId } from '../../src/protocol';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
 import type { LookupResult, ToolContext } from '../../src/activities';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
 

@@ -2,19 +2,7 @@
  * SPEC §2 "Bounds": result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
  * and identifiers.
  */
-import {
-  assertJsonValue,
-  canonicalJson,
-  claimDelivery,
-  claimExecution,
-  completeExecution,
-  createCheckpoint,
-  fingerprintInput,
-  idempotencyKey,
-  LIMITS,
-  validateCheckpoint,
-  type CheckpointRecord,
-} from '../../../src/index';
+import { assertJsonValue, canonicalJson, claimDelivery, claimExecution, completeExecution, createCheckpoint, fingerprintInput, idempotencyKey, LIMITS, validateCheckpoint, type CheckpointRecord } from '../../../src/protocol';
 import { runInNewContext } from 'node:vm';
 import { assertIdentifier, resolveMaxPayloadBytes, utf8ByteLength } from '../../../src/checkpoint/bounds';
 import { at, BINDING, caught, OWNER_ATTEMPT, plainCopy, recordIn } from './fixtures';

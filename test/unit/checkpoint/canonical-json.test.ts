@@ -1,7 +1,7 @@
 /**
  * RFC 8785 (JCS) canonical JSON: fixed vectors from the RFC and from public reports.
  */
-import { canonicalJson, fingerprintInput } from '../../../src/index';
+import { canonicalJson, fingerprintInput } from '../../../src/protocol';
 import { caught } from './fixtures';
 
 describe('canonicalJson (RFC 8785)', () => {

@@ -3,7 +3,7 @@
  * The expected seal was computed independently with
  * `{ printf 'ttc/checkpoint-seal/1\nk1\n'; cat ready.txt; } | openssl dgst -sha256 -mac HMAC -macopt hexkey:0101…01`.
  */
-import { canonicalJson, MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint, STATUSES, type CheckpointRecord } from '../../../src/index';
+import { canonicalJson, MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint, STATUSES, type CheckpointRecord } from '../../../src/protocol';
 import { MAX_STORED_TEXT_LENGTH } from '../../../src/checkpoint/codec';
 import { caught, isDeepFrozen, plainCopy, recordIn, RESULT } from './fixtures';
 

@@ -2,7 +2,7 @@
  * SPEC §2 "decide": the recovery action for each status, after validating the record and the
  * full binding. Any binding difference is BINDING_CONFLICT, never a cache hit.
  */
-import { ACTION_BY_STATUS, decideCheckpoint, type Binding, type CheckpointRecord } from '../../../src/index';
+import { ACTION_BY_STATUS, decideCheckpoint, type Binding, type CheckpointRecord } from '../../../src/protocol';
 import { BINDING, caught, plainCopy, recordIn } from './fixtures';
 
 describe('decideCheckpoint', () => {

@@ -2,7 +2,7 @@
  * SPEC §2 "Fingerprints and keys". Expected digests were computed independently of this code,
  * with `printf '%s' '<canonical text>' | sha256sum`; crypto is never mocked.
  */
-import { fingerprintInput, FINGERPRINT_PATTERN, idempotencyKey, intentDigest, type IdempotencyKeyParts, type Intent } from '../../../src/index';
+import { fingerprintInput, FINGERPRINT_PATTERN, idempotencyKey, intentDigest, type IdempotencyKeyParts, type Intent } from '../../../src/protocol';
 import { caught } from './fixtures';
 
 describe('fingerprintInput', () => {

@@ -2,19 +2,8 @@
  * Shared fixtures of the checkpoint unit and property tests: one binding, and one record per
  * status built through the real transitions (never by hand), at fixed times.
  */
-import {
-  claimDelivery,
-  claimExecution,
-  completeDelivery,
-  completeExecution,
-  createCheckpoint,
-  isCheckpointError,
-  markExecutionUncertain,
-  type Binding,
-  type CheckpointErrorCode,
-  type CheckpointRecord,
-  type Status,
-} from '../../../src/index';
+import { claimDelivery, claimExecution, completeDelivery, completeExecution, createCheckpoint, markExecutionUncertain, type Binding, type CheckpointRecord, type Status } from '../../../src/protocol';
+import { isCheckpointError, type CheckpointErrorCode } from '../../../src';
 
 /** sha256 of the canonical text `{"q":1}`, computed with `printf '%s' '{"q":1}' | sha256sum`. */
 export const FINGERPRINT_Q1 = 'sha256:6ae0f660046dadcf5fe8462c0e00a062db4c8d67be82f4098c5ea4208d19b076';

@@ -3,7 +3,7 @@
  * explicit step; anything without a registered path is UNSUPPORTED_SCHEMA, and a missing field
  * never defaults.
  */
-import { migrateCheckpoint, supportedSchemaVersions } from '../../../src/index';
+import { migrateCheckpoint, supportedSchemaVersions } from '../../../src/protocol';
 import { caught, plainCopy, recordIn } from './fixtures';
 
 describe('migrateCheckpoint', () => {

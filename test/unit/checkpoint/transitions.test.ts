@@ -2,22 +2,7 @@
  * SPEC §2 "Transitions" as a table: every status × transition cell, legal and illegal, with
  * exact next records, exact error codes and details, and the input never mutated.
  */
-import {
-  claimDelivery,
-  claimExecution,
-  completeDelivery,
-  completeExecution,
-  markExecutionUncertain,
-  reclaimExecution,
-  releaseExecution,
-  renewExecution,
-  releaseDelivery,
-  STATUSES,
-  validateCheckpoint,
-  type CheckpointRecord,
-  type Status,
-  type TransitionResult,
-} from '../../../src/index';
+import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain, reclaimExecution, releaseExecution, renewExecution, releaseDelivery, STATUSES, validateCheckpoint, type CheckpointRecord, type Status, type TransitionResult } from '../../../src/protocol';
 import { at, caught, isDeepFrozen, OWNER_ATTEMPT, OWNER_DELIVERY, plainCopy, RESULT, recordIn } from './fixtures';
 
 type TransitionName =
