@@ -132,7 +132,7 @@ export const d = defineTool;
     const config = { rootDir: consumer, roots: ['<rootDir>/example'], testEnvironment: 'node', transform: { '^.+\\.ts$': [require.resolve('ts-jest'), { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }] } };
     const env = { ...process.env, TEMPORAL_TEST_SERVER_PATH: temporalTestServerPath(ROOT) };
     const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], { cwd: consumer, env, maxBuffer: 64 << 20 });
-    expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
+    expect(stderr).toMatch(/Tests:\s+4 passed, 4 total/);
   });
 
   describe('on a real dev server', () => {
