@@ -3,13 +3,17 @@
  * `temporal-tool-checkpoint/testing` runs one call through a crash after its effect (no server),
  * and a worker with `ToolCheckpointPlugin` runs a plain workflow on the time-skipping server.
  * Set TEMPORAL_TEST_SERVER_PATH to run the server offline; without it the SDK downloads one.
+ * On that server the plugin reads the time through `timeSkippingClock`: the fence's waits then
+ * pass with the skipped time, as Temporal's retry backoffs do.
  */
+import { Context } from '@temporalio/activity';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from 'temporal-tool-checkpoint';
 import { ToolCheckpointPlugin } from 'temporal-tool-checkpoint/plugin';
-import { createTempSqliteStore, createTimeSkippingEnv, runCrashAndRetry, type TempCheckpointStore } from 'temporal-tool-checkpoint/testing';
+import type { ToolContext } from 'temporal-tool-checkpoint';
+import { createTempSqliteStore, createTimeSkippingEnv, runCrashAndRetry, timeSkippingClock, type TempCheckpointStore } from 'temporal-tool-checkpoint/testing';
 import { findSent, outbox, send, sendWelcomeEmail } from './activities';
 
 jest.setTimeout(120_000);
@@ -59,7 +63,7 @@ describe('a plain workflow on the time-skipping server, its activity fenced by t
   });
 
   test('the activity runs once under an idempotency key, and its result is stored and delivered', async () => {
-    const plugin = new ToolCheckpointPlugin({ store: temp.store, fence: { sendWelcomeEmail: { revision: 'v1', lookup: findSent } } });
+    const plugin = new ToolCheckpointPlugin({ store: temp.store, clock: timeSkippingClock, fence: { sendWelcomeEmail: { revision: 'v1', lookup: findSent } } });
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: 'signup',
@@ -73,5 +77,34 @@ describe('a plain workflow on the time-skipping server, its activity fenced by t
     const [record, ...others] = await temp.store.listByStatus(['delivered', 'completed', 'executing', 'uncertain'], { limit: 10 });
     expect(others).toEqual([]);
     expect(record).toMatchObject({ status: 'delivered', binding: { toolName: 'sendWelcomeEmail' }, result: { payload: { ok: true, output: result } } });
+  });
+
+  test('an answer lost after the email went out: a few attempts later the lookup finds it and delivers it; one email', async () => {
+    // The provider applies the first send, then the worker never hears back (a connection reset).
+    let answered = 0;
+    async function sendWelcomeEmailLosingTheFirstAnswer(to: string): Promise<{ messageId: string }> {
+      const sent = await sendWelcomeEmail(to);
+      if (answered++ === 0) throw new Error('socket hang up');
+      return sent;
+    }
+    let attempts = 0;
+    async function findSentCountingAttempts(ctx: ToolContext) {
+      attempts = Math.max(attempts, Context.current().info.attempt);
+      return findSent(ctx);
+    }
+    const plugin = new ToolCheckpointPlugin({ store: temp.store, clock: timeSkippingClock, fence: { sendWelcomeEmail: { revision: 'v1', lookup: findSentCountingAttempts } } });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: 'signup-lost-answer',
+      workflowsPath: require.resolve('./workflows'),
+      activities: { sendWelcomeEmail: sendWelcomeEmailLosingTheFirstAnswer },
+      plugins: [plugin],
+    });
+    const result = await worker.runUntil(env.client.workflow.execute('signupWorkflow', { taskQueue: 'signup-lost-answer', workflowId: `signup-lost-${Date.now()}`, args: ['ada@example.com'] }));
+    expect(result).toEqual({ messageId: 'msg-1' });
+    expect(outbox).toHaveLength(1);
+    // The fence waits for the lost attempt's settle time (call deadline + margin, 35 s) on the server's clock, not 35 real seconds of retries.
+    expect(attempts).toBeGreaterThanOrEqual(2);
+    expect(attempts).toBeLessThanOrEqual(5);
   });
 });

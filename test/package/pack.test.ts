@@ -5,14 +5,17 @@
  * entries and nothing else, every entry of the `exports` map loads and nothing else does, the
  * types resolve under both TypeScript resolutions, the workflow-safe entry bundles, and a worker
  * plus workflow from the installed package, with the plugin fencing a plain activity, survive a
- * SIGKILL after the effect on a real dev server.
+ * SIGKILL after the effect on a real dev server. The install is the README's install line (the
+ * tarball copied into the project, `npm install ./<name>-<version>.tgz`), and the README's
+ * snippets (examples/readme) are compiled with strict tsc and run, unchanged, in a CommonJS and an
+ * ESM folder of that project: the worker fences the activity, the client gets the workflow's result.
  *
  * Dependencies come from the npm cache or the registry (`--prefer-offline`). Install scripts are
  * skipped (`--ignore-scripts`: compiling better-sqlite3 takes minutes here), so the consumer uses
  * the PostgreSQL store of the jest global setup.
  */
-import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -51,20 +54,22 @@ let tarball: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ttc-pack-'));
   consumer = join(dir, 'consumer');
-  await run('npm', ['pack', '--pack-destination', dir], { cwd: ROOT, maxBuffer: 64 << 20 });
-  const packed = readdirSync(dir).find((f) => f.endsWith('.tgz'));
-  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${dir}`);
-  tarball = join(dir, packed);
   cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
+  // The tarball lands in the project, as the README says to copy it there.
+  await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
+  const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
+  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
+  tarball = join(consumer, packed);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   const install = (...specs: string[]) => run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
   await install(...TEMPORAL_PACKAGES);
   const before = new Set(installedPackages(consumer));
-  await install(tarball);
+  // As the README's install line: `npm install ./temporal-tool-checkpoint-<version>.tgz`.
+  await install(`./${packed}`);
   addedByPackage = installedPackages(consumer).filter((p) => !before.has(p));
-  // The store drivers are optional peers: this project uses both stores.
+  // The store drivers are optional peers: this project uses both stores; @types/node for the README snippets a user compiles.
   const rootVersion = (name: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
-  await install(`pg@${rootVersion('pg')}`, `better-sqlite3@${rootVersion('better-sqlite3')}`);
+  await install(`pg@${rootVersion('pg')}`, `better-sqlite3@${rootVersion('better-sqlite3')}`, `@types/node@${rootVersion('@types/node')}`);
 });
 
 afterAll(() => {
@@ -72,6 +77,12 @@ afterAll(() => {
 });
 
 describe('npm pack', () => {
+  test("the tarball has the name the README's install line gives", () => {
+    const pkg = require('../../package.json') as { name: string; version: string };
+    expect(tarball.endsWith(`/${pkg.name}-${pkg.version}.tgz`)).toBe(true);
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`npm install ./${pkg.name}-${pkg.version}.tgz`);
+  });
+
   test('the tarball holds the built entries with their types, the CLI and the README; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
@@ -180,7 +191,7 @@ export const d = defineTool;
     const config = { rootDir: consumer, roots: ['<rootDir>/example'], testEnvironment: 'node', transform: { '^.+\\.ts$': [require.resolve('ts-jest'), { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }] } };
     const env = { ...process.env, TEMPORAL_TEST_SERVER_PATH: temporalTestServerPath(ROOT) };
     const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], { cwd: consumer, env, maxBuffer: 64 << 20 });
-    expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
+    expect(stderr).toMatch(/Tests:\s+4 passed, 4 total/);
   });
 
   describe('on a real dev server', () => {
@@ -193,6 +204,78 @@ export const d = defineTool;
     afterAll(async () => {
       await server?.stop({ signal: 'SIGKILL' });
       await db?.drop();
+    });
+
+    // The README's snippets (examples/readme, byte-identical to the README's blocks: test/package/readme-snippets.test.ts),
+    // copied as they are into a CommonJS and an ESM project, strict TypeScript, compiled with tsc and run with node.
+    const SNIPPETS = readdirSync(join(ROOT, 'examples/readme')).filter((f) => f.endsWith('.ts'));
+    const PROJECTS = {
+      commonjs: { type: 'commonjs', compilerOptions: { module: 'commonjs', moduleResolution: 'node10' } },
+      esm: { type: 'module', compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext' } },
+    } as const;
+    describe.each(Object.keys(PROJECTS) as Array<keyof typeof PROJECTS>)("the README's snippets in a %s project", (kind) => {
+      let project: string;
+      beforeAll(async () => {
+        // A folder of the installed project: its own package.json ("type") and tsconfig, the installed node_modules above it.
+        project = join(consumer, `readme-${kind}`);
+        mkdirSync(project);
+        for (const f of SNIPPETS) cpSync(join(ROOT, 'examples/readme', f), join(project, f));
+        writeFileSync(join(project, 'package.json'), JSON.stringify({ name: `readme-${kind}`, private: true, type: PROJECTS[kind].type }));
+        const compilerOptions = { ...PROJECTS[kind].compilerOptions, target: 'es2022', strict: true, skipLibCheck: true, types: ['node'] };
+        writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }));
+      });
+
+      test('they compile with tsc (strict) as they are', async () => {
+        const compiled = await run(process.execPath, [TSC, '-p', '.'], { cwd: project }).then(
+          () => 'compiled',
+          (error: { stdout?: string }) => error.stdout,
+        );
+        expect(compiled).toBe('compiled');
+        expect(SNIPPETS.map((f) => existsSync(join(project, f.replace(/\.ts$/, '.js'))))).toEqual(SNIPPETS.map(() => true));
+      });
+
+      test('the worker fences chargeCard with the plugin; the client starts checkoutWorkflow and prints its receipt; the worker stops on SIGTERM', async () => {
+        // A server and a database of its own: the workflow id and task queue are the README's, the same in both projects.
+        const projectServer = await startDevServer();
+        const projectDb = await createTestDatabase();
+        const env = { ...process.env, TEMPORAL_ADDRESS: projectServer.address, TTC_STORE_URL: projectDb.url };
+        const worker = spawn(process.execPath, ['worker.js'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let workerOutput = '';
+        worker.stdout.on('data', (d: Buffer) => (workerOutput += d.toString()));
+        worker.stderr.on('data', (d: Buffer) => (workerOutput += d.toString()));
+        const exited = new Promise<number | string | null>((resolve) => worker.on('exit', (code, signal) => resolve(code ?? signal)));
+        try {
+          const client = run(process.execPath, ['client.js'], { cwd: project, env, timeout: 120_000 });
+          const workerDied = exited.then((exit) => Promise.reject(new Error(`the worker exited (${String(exit)}) before the client's result`)));
+          workerDied.catch(() => undefined); // read by the race below; after it, the worker's exit is awaited on its own
+          const { stdout } = await Promise.race([client, workerDied]).catch((error: Error) => {
+            throw new Error(`${error.message}\nworker: ${workerOutput}`);
+          });
+          const receipt = JSON.parse(stdout.trim()) as unknown;
+          expect(receipt).toEqual({ chargeId: 'ch_1', amountCents: 4_200 });
+          const store = await openCheckpointStore(projectDb.url);
+          try {
+            const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 100 });
+            expect(records.map((r) => [r.binding.toolName, r.binding.toolRevision, r.status, r.result?.payload])).toEqual([['chargeCard', 'v1', 'delivered', { ok: true, output: receipt, receipt: null }]]);
+            expect(records[0]!.binding.callId).toContain('"checkout-order-1001"');
+          } finally {
+            await store.close();
+          }
+          worker.kill('SIGTERM');
+          expect(await exited).toBe(0);
+        } finally {
+          worker.kill('SIGKILL');
+          await projectDb.drop();
+          await projectServer.stop({ signal: 'SIGKILL' });
+        }
+      });
+
+      test("tools.ts loads: its defineTool declaration, as a worker's --tools file would load it", async () => {
+        const load = kind === 'esm' ? "import('./tools.js').then((m) => m)" : "Promise.resolve(require('./tools.js'))";
+        const script = `${load}.then((m) => console.log(JSON.stringify(m.tools.map((t) => [t.name, t.revision, typeof t.execute, typeof t.lookup]))))`;
+        const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project });
+        expect(JSON.parse(stdout)).toEqual([['record_reading', 'v1', 'function', 'function']]);
+      });
     });
 
     test('a plain activity fenced by the plugin from the installed package: worker SIGKILLed after the effect, a second worker delivers the looked-up result; one effect', async () => {
