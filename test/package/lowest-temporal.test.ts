@@ -1,0 +1,103 @@
+/**
+ * The lowest Temporal SDK the peer range admits, next to `@temporalio/ai-sdk` (which pins its
+ * Temporal dependencies exactly): the packed tarball installs without a peer conflict, the
+ * project holds one copy of each Temporal package, the types compile (strict), and the plugin
+ * from the installed package fences a plain activity across a SIGKILL after the effect on a real
+ * dev server. The highest version (this repository's own) is covered by pack.test.ts.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+const run = promisify(execFile);
+const ROOT = resolve(__dirname, '../..');
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+const PEERS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies;
+/** The lowest version of the `@temporalio/*` peer range (`^1.23.0` → 1.23.0). */
+const LOWEST = /^\^(\d+\.\d+\.\d+)$/.exec(PEERS['@temporalio/worker'] ?? '')?.[1];
+const SDK = ['activity', 'client', 'common', 'envconfig', 'plugin', 'proto', 'worker', 'workflow'];
+
+jest.setTimeout(600_000);
+
+let dir: string;
+let consumer: string;
+
+beforeAll(async () => {
+  if (LOWEST === undefined) throw new Error(`the @temporalio/worker peer range ${PEERS['@temporalio/worker']} is not ^x.y.z`);
+  dir = mkdtempSync(join(tmpdir(), 'ttc-lowest-'));
+  consumer = join(dir, 'consumer');
+  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
+  await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
+  const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
+  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  const pg = (JSON.parse(readFileSync(join(ROOT, 'node_modules/pg/package.json'), 'utf8')) as { version: string }).version;
+  const specs = [...SDK.map((n) => `@temporalio/${n}@${LOWEST}`), `@temporalio/ai-sdk@${LOWEST}`, `./${packed}`, `pg@${pg}`];
+  await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
+});
+
+afterAll(() => {
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+test('beside @temporalio/ai-sdk at the lowest Temporal version, the project holds one copy of each Temporal package', () => {
+  const lock = JSON.parse(readFileSync(join(consumer, 'node_modules/.package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  const copies = Object.entries(lock.packages)
+    .filter(([path]) => /node_modules\/@temporalio\/(activity|client|common|plugin|worker|workflow)$/.test(path))
+    .map(([path, { version }]) => `${path.replace(/^.*node_modules\//, '')}@${version}`)
+    .sort();
+  expect(copies).toEqual(['activity', 'client', 'common', 'plugin', 'worker', 'workflow'].map((n) => `@temporalio/${n}@${LOWEST}`));
+  expect(Object.keys(lock.packages)).toContain('node_modules/@temporalio/ai-sdk');
+});
+
+test('the types of the adoption entries compile (strict) against the lowest Temporal version', async () => {
+  writeFileSync(
+    join(consumer, 'types.ts'),
+    `import { Worker } from '@temporalio/worker';
+import { defineTool, openCheckpointStore } from 'temporal-tool-checkpoint';
+import { ToolCheckpointPlugin, fencedCallContext } from 'temporal-tool-checkpoint/plugin';
+import { isOutcomeUnknown } from 'temporal-tool-checkpoint/workflow';
+export async function main(): Promise<void> {
+  const store = await openCheckpointStore('sqlite:.data/c.db');
+  const plugin = new ToolCheckpointPlugin({ store, fence: { sendEmail: { revision: 'v1' } } });
+  await Worker.create({ taskQueue: 'q', workflowsPath: 'w.js', activities: { async sendEmail() { return fencedCallContext()?.idempotencyKey; } }, plugins: [plugin] });
+}
+export const used = [defineTool, isOutcomeUnknown];
+`,
+  );
+  const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types'), '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', 'types.ts'];
+  await expect(run(process.execPath, [TSC, ...args], { cwd: consumer }).then(() => 'compiled')).resolves.toBe('compiled');
+});
+
+describe('on a real dev server', () => {
+  let server: DevServer;
+  let db: TestDatabase;
+  beforeAll(async () => {
+    server = await startDevServer();
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await server?.stop({ signal: 'SIGKILL' });
+    await db?.drop();
+  });
+
+  test('at the lowest Temporal version, a plain activity fenced by the plugin survives a SIGKILL after the effect: one effect, its result delivered', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url, LEDGER: join(dir, 'ledger.jsonl'), WORKFLOW_ID: `lowest-email-${Date.now()}`, TASK_QUEUE: `lowest-${Date.now()}` };
+    const killed = await run(process.execPath, ['run-worker.js', 'start'], { cwd: consumer, env: { ...env, TTC_CRASH_AT: 'after-effect:sendEmail' } }).then(
+      () => 'exited',
+      (error: { signal?: string }) => error.signal,
+    );
+    expect(killed).toBe('SIGKILL');
+    const clean: NodeJS.ProcessEnv = { ...env };
+    delete clean.TTC_CRASH_AT;
+    const { stdout } = await run(process.execPath, ['run-worker.js', 'finish'], { cwd: consumer, env: clean, maxBuffer: 64 << 20 });
+    const { result } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: { email: { messageId: string } } };
+    const ledger = readFileSync(env.LEDGER, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messageId: string });
+    expect(ledger).toHaveLength(1);
+    expect(result.email).toEqual({ messageId: ledger[0]!.messageId });
+  });
+});
