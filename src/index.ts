@@ -1,6 +1,6 @@
 /**
  * temporal-tool-checkpoint: persisted, compare-and-swap checkpoints around AI-agent tool calls
- * on Temporal (SPEC §1). This barrel is for Node code (workers, clients, tests); workflow code
+ * on Temporal (docs/protocol.md). This barrel is for Node code (workers, clients, tests); workflow code
  * must never import it, because it reaches node:crypto and the store drivers.
  */
 export type {
@@ -41,7 +41,8 @@ export { MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint } from './chec
 export type { ParseOptions, SealOptions } from './checkpoint/codec';
 export { migrateCheckpoint, supportedSchemaVersions } from './checkpoint/migrate';
 
-// Side stores (SPEC §3): SQLite (embedded default) and PostgreSQL (fleet), opened by URL.
+// Side stores (docs/protocol.md#side-stores): SQLite (embedded default) and PostgreSQL (fleet),
+// opened by URL.
 export { openCheckpointStore, maskUrl } from './stores/open-checkpoint-store';
 export type {
   CheckpointStore,
@@ -60,14 +61,15 @@ export { PostgresCheckpointStore, DEFAULT_POSTGRES_POOL_SIZE, DEFAULT_POSTGRES_C
 export { ENCRYPTION_KEY_BYTES, PAYLOAD_ENCRYPTION_ALGORITHM, isEncryptedPayload } from './stores/payload-cipher';
 export type { EncryptedPayload, PayloadEncryptionOptions } from './stores/payload-cipher';
 
-// Temporal integration (SPEC §4): activities, worker and client entry points, configuration.
+// Temporal integration (docs/protocol.md#the-fenced-attempt, #agent-workflow, #client-and-fleet):
+// activities, worker and client entry points, configuration.
 export { createToolActivities, defineTool, ToolError, toApplicationFailure } from './activities';
 export type { LookupResult, ToolActivities, ToolActivitiesOptions, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities';
 export type { Delivered, DeliveredOutcome, FencedToolInput, FencedToolResult, OutputRef, ToolOutcome, ResultSource } from './activities/contract';
 export { NOTHING_APPLIED_CODES } from './activities/contract';
 export { createModelActivities } from './activities/model-turn';
 export type { ModelActivitiesOptions } from './activities/model-turn';
-// Issue 11: the conversation log (claim check) a run's conversation and large outputs live in.
+// The conversation log (claim check): a run's conversation and large outputs live in.
 export { conversationLogId } from './activities/conversation-log';
 export { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './activities/conversation-cache';
 export { TOOL_ERROR_CLASSES, classifyHttpFailure } from './activities/error-classes';
@@ -76,7 +78,7 @@ export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, scriptedRunInput, startAgentRun } from './client';
 export type { ConnectClientOptions, StartAgentRunOptions } from './client';
-// Temporal payload codec (issue 15 item 8): AES-256-GCM for everything Temporal stores, and its codec server.
+// Temporal payload codec: AES-256-GCM for everything Temporal stores, and its codec server.
 export {
   AesGcmPayloadCodec,
   createPayloadCodec,
@@ -94,16 +96,17 @@ export { buildAgentWorkflowBundle, assertWorkflowBundleEncodesFailures } from '.
 export type { AgentWorkflowBundleOptions } from './codec/workflow-bundle';
 export { startCodecServer, parseCorsOrigin, DEFAULT_CODEC_SERVER_PORT, DEFAULT_CODEC_SERVER_HOST, MAX_CODEC_REQUEST_BYTES } from './codec/codec-server';
 export type { CodecServerOptions, RunningCodecServer } from './codec/codec-server';
-// Observability (issue 13): the fence's span and metric names, and the store-latency buckets to give your own Temporal runtime.
+// Observability: the fence's span and metric names, and the store-latency buckets to give your own
+// Temporal runtime.
 export { TRACER_NAME } from './telemetry/attempt-telemetry';
 export { FENCE_METRICS, STORE_LATENCY_BUCKETS_MS } from './telemetry/fence-metrics';
 export type { FenceHeartbeatDetails, FencePhase } from './telemetry/heartbeat-details';
-// People in the loop (issue 13): read the call a decision is about, send the workflow's validated update.
+// People in the loop: read the call a decision is about, send the workflow's validated update.
 export { approveCall, rejectCall, resolveCall, readWaitingCall, readRunStatus, DecisionRefusedError } from './operator/run-decisions';
 export type { WaitingCall } from './operator/run-decisions';
 export { listWaitingRuns, WAITING_RUNS_QUERY } from './operator/waiting-runs';
 export type { ListWaitingRunsOptions, WaitingRun } from './operator/waiting-runs';
-// Temporal visibility (issue 13): the runs' search attributes, registered on a server that lacks them.
+// Temporal visibility: the runs' search attributes, registered on a server that lacks them.
 export { hasRunSearchAttributes, registerRunSearchAttributes, searchAttributeCreateCommands } from './visibility/namespace-search-attributes';
 export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
 export { defineConfig, loadConfig, resolveConfig } from './config';
