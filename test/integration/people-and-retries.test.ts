@@ -1,8 +1,8 @@
 /**
- * Issue 6 on a real Temporal dev server, a real SQLite store, the real activities and the demo
- * provider in its own process (effects counted there): approval bound to intent end to end,
- * the retry policy's error classes, Retry-After, unknown outcomes after the request was sent,
- * dedupeByIntent, and the `pending` / `resolve` command line as a user runs it.
+ * People in the loop and retries on a real Temporal dev server, a real SQLite store, the real
+ * activities and the demo provider in its own process (effects counted there): approval bound to
+ * intent end to end, the retry policy's error classes, Retry-After, unknown outcomes after the
+ * request was sent, dedupeByIntent, and the `pending` / `resolve` command line as a user runs it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

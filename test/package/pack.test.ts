@@ -1,5 +1,5 @@
 /**
- * The installable package (issue 10 "Installable"): `npm pack` (which builds through `prepack`),
+ * The installable package: `npm pack` (which builds through `prepack`),
  * then `npm install` of the tarball into a fresh project outside the repository, whose files
  * import the package by name only. Checks what a user depends on: the tarball holds the built
  * entries and nothing else, every entry of the `exports` map loads and nothing else does, the

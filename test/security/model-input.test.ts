@@ -1,8 +1,7 @@
 /**
- * Issue 15 items 1 and 3: model-supplied tool input cannot change how the fence behaves.
- * Through the model adapters (OpenAI arguments text, Anthropic input objects) and through the
- * real activities (MockActivityEnvironment, SQLite store), since users' workflows call the
- * activities directly.
+ * Model-supplied tool input cannot change how the fence behaves. Through the model adapters (OpenAI
+ * arguments text, Anthropic input objects) and through the real activities
+ * (MockActivityEnvironment, SQLite store), since users' workflows call the activities directly.
  */
 import fc from 'fast-check';
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * SPEC §2 "Bounds": result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
+ * docs/protocol.md#bounds: result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
  * and identifiers.
  */
 import {
