@@ -47,7 +47,8 @@ export function bindingDifferences(a: Binding, b: Binding): string[] {
 }
 
 /**
- * Creates a fresh checkpoint: schema version 1, status `ready`, revision 0, frozen.
+ * Creates a fresh checkpoint: schema version {@link CURRENT_SCHEMA_VERSION} (2), status `ready`,
+ * revision 0, frozen.
  *
  * @param binding the call (see {@link Binding}); copied, only its five fields are kept.
  * @param options.createdAt ISO-8601 UTC; also `updatedAt`.
@@ -83,7 +84,8 @@ export function createCheckpoint(binding: Binding, options: { createdAt: string 
  * shape within the hard bounds (10 MiB, depth 32, 10,000 values).
  *
  * @returns true.
- * @throws {@link CheckpointError} UNSUPPORTED_SCHEMA when `schemaVersion` is not 1 (use `migrateCheckpoint`).
+ * @throws {@link CheckpointError} UNSUPPORTED_SCHEMA when `schemaVersion` is not the current one, 2 (for older
+ *   versions use `migrateCheckpoint`).
  * @throws {@link CheckpointError} INVALID_CHECKPOINT naming the first broken rule in `details.field`.
  */
 export function validateCheckpoint(record: unknown): record is CheckpointRecord {

@@ -340,7 +340,7 @@ describe('the HMAC seal', () => {
 });
 
 describe('stored schema version 1 records (docs/protocol.md#schema-version-and-migration)', () => {
-  it('a sealed version-1 record written by 0.1.0 verifies and is migrated to version 2 on load', () => {
+  it('a sealed version-1 record written by earlier code verifies and is migrated to version 2 on load', () => {
     const stored = READY_TEXT_V1.replace('"schemaVersion":1,', `"schemaVersion":1,"seal":{"alg":"HMAC-SHA256","keyId":"k1","mac":"${READY_MAC_K1_V1}"},`);
 
     const record = parseCheckpoint(stored, { hmacKey: KEY_1, keyId: 'k1' });
