@@ -33,7 +33,7 @@ export interface ToolContext {
   /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
   heartbeat(details?: unknown): void;
   /**
-   * Applies one effect per item, each under its own checkpoint (the seed's "send 100
+   * Applies one effect per item, each under its own checkpoint (the batch example: "send 100
    * notifications"): only in a tool declared with `batch: true`. See `./batch-items` for the
    * rules (child bindings, per-item idempotency keys, order, grouped writes, cancellation).
    * Absent in the context an item's `apply` or the tool's `lookup` receives.
