@@ -11,7 +11,8 @@
  * 135 s of a suite over its 25-minute budget); the full run is `npm run check:interleavings --
  * --runs 100000` (figures in docs/crash-report.md).
  *
- * The named tests below are the issue's scenarios 1, 2 and 4 on one fixed (FIFO) schedule each.
+ * The named tests below (overlapping attempts with and without a lookup, a provider that forgets
+ * keys, findings A–E) run on one fixed (FIFO) schedule each.
  */
 import fc from 'fast-check';
 import { fifoScheduler, runSchedule, type AttemptReport, type ScheduleReport } from './interleavings/explore';
