@@ -1,4 +1,4 @@
-// Layer rules (STYLE.md): src/checkpoint is pure; src/workflows is sandbox code; no import cycles.
+// Layer rules (docs/architecture.md): src/checkpoint is pure; src/workflows is sandbox code; no import cycles.
 const tseslint = require('typescript-eslint');
 const importX = require('eslint-plugin-import-x');
 const { builtinModules } = require('node:module');

@@ -1,5 +1,5 @@
 /**
- * A 10,000-item batch through the fence (issue 14, `ctx.forEachItem`) on a Temporal dev server,
+ * A 10,000-item batch through the fence (`ctx.forEachItem`) on a Temporal dev server,
  * SQLite and PostgreSQL, side by side in one run:
  * - one write per item: each item's claim goes into the same grouped write as the previous
  *   item's result (every tool's default, `groupSize` 1);

@@ -1,6 +1,6 @@
 /**
- * Batch item writes benchmark (`npm run bench:batch-writes`, issue 14: "items are written in
- * groups so a batch is not 10,000 × 2 synchronous writes; measure it; print items/s"). On each
+ * Batch item writes benchmark (`npm run bench:batch-writes`): items are written in
+ * groups so a batch is not 10,000 × 2 synchronous writes; this measures it and prints items/s. On each
  * store, a batch of BENCH_ITEMS (default 10,000) item checkpoints is claimed and completed twice,
  * side by side in one run:
  *  - one by one: per item, the claimed record inserted (`createIfAbsent(createClaimed(...))`) and

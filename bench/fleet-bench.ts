@@ -1,5 +1,5 @@
 /**
- * `npm run bench:fleet` (issue 12, "how cost grows"): 1, 10, 100 and 1,000 concurrent agent runs
+ * `npm run bench:fleet` ("how cost grows"): 1, 10, 100 and 1,000 concurrent agent runs
  * of 3 tool calls each on a fleet of 2 worker processes (`ttc worker`, spawned with
  * src/dev/worker-process.ts, tools from bench/fleet-tools.ts, the scripted model), against one
  * Temporal dev server and one side store. Every run is the real `agentWorkflow`: a scripted model
@@ -303,7 +303,7 @@ async function main(): Promise<void> {
     }),
   );
   console.log(
-    '\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs\' conversations kept in the store, issue 11). History bytes: the runs\' histories as stored by the server, protobuf-encoded, over their tool calls. CPU ms per call: user + system time of the worker processes (both) and of the dev server while the size ran (/proc), over its tool calls: the whole run\'s work (model turns, workflow tasks) is charged to its 3 tool calls.',
+    '\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs\' conversations kept in the store). History bytes: the runs\' histories as stored by the server, protobuf-encoded, over their tool calls. CPU ms per call: user + system time of the worker processes (both) and of the dev server while the size ran (/proc), over its tool calls: the whole run\'s work (model turns, workflow tasks) is charged to its 3 tool calls.',
   );
 }
 

@@ -1,8 +1,9 @@
 /**
- * A fresh call's store writes as the fence makes them (SPEC §9), without Temporal: the claimed
- * record inserted (`createClaimed`: create + claimExecution, revision 1), then the result and this
- * attempt's delivery in one compare-and-swap (`completeAndDeliver`, revision 4) with the record
- * read as `expected`. Shared by bench:store and bench:overhead's event-loop section.
+ * A fresh call's store writes as the fence makes them (docs/protocol.md#cost), without Temporal:
+ * the claimed record inserted (`createClaimed`: create + claimExecution, revision 1), then the
+ * result and this attempt's delivery in one compare-and-swap (`completeAndDeliver`, revision 4)
+ * with the record read as `expected`. Shared by bench:store and bench:overhead's event-loop
+ * section.
  */
 import { completeAndDeliver, createClaimed } from '../src/checkpoint/compose';
 import { fingerprintInput } from '../src/checkpoint/digest';

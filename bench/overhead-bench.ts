@@ -1,5 +1,5 @@
 /**
- * `npm run bench:overhead` (issues 4 and 12): what the fence costs per tool call, against honest
+ * `npm run bench:overhead`: what the fence costs per tool call, against honest
  * baselines, side by side in one run.
  *
  *  1. The same workflow with N sequential tool calls as plain activities and as fenced
@@ -16,7 +16,7 @@
  *     (a fresh call needs two durable writes: the claim and the result).
  *  3. Event-loop delay (`perf_hooks.monitorEventLoopDelay`, resolution 1 ms) of this process,
  *     which hosts the workers, while one worker runs 16 concurrent calls, per variant.
- *  4. The targets of issue 12, met or not.
+ *  4. The performance targets (`TARGET_*` below), met or not.
  *
  * Options (environment): BENCH_CALLS calls per workflow (default 100), BENCH_ROUNDS (default 5),
  * BENCH_SERVERS (default `persistent,memory`), BENCH_FLOOR_WRITES floor samples per store per
@@ -55,7 +55,7 @@ const STORE_DELAY_MS = Number(process.env.BENCH_STORE_DELAY_MS ?? 0);
 /** Extra arguments of `temporal server start-dev` for both servers (e.g. `--dynamic-config-value name=value`), split on spaces. */
 const DEV_SERVER_ARGS = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(' ').filter((a) => a !== '');
 
-/** Targets of issue 12. */
+/** The performance targets: what a fenced call may cost (docs/performance.md). */
 const TARGET_RATIO_MEMORY = 1.1;
 const TARGET_STORE_MS = { sqlite: 1.0, postgres: 2.0 } as const;
 /** "never blocks the worker's event loop for longer than a few milliseconds": read as p99 ≤ 5 ms beyond the sampling tick. */
@@ -335,7 +335,7 @@ async function main(): Promise<void> {
       eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max), fixed(e.p99 - ELD_RESOLUTION_MS)]),
     );
 
-    heading('Targets (issue 12)');
+    heading('Targets');
     const targets: Array<[string, string, boolean]> = [];
     const memoryPlain = variants.find((v) => v.server === 'memory' && v.kind === null);
     for (const v of variants.filter((x) => x.kind !== null)) {

@@ -4,7 +4,7 @@ import { toolCallSummary, type FencedToolResult, type ToolCallInput } from '../s
 
 interface BenchActivities {
   plainTool(input: { i: number }): Promise<{ ok: true; output: { i: number } }>;
-  /** The fenced `echo` tool: its own activity type, as `agentWorkflow` schedules a tool (issue 10). */
+  /** The fenced `echo` tool: its own activity type, as `agentWorkflow` schedules a tool. */
   echo(input: ToolCallInput): Promise<FencedToolResult>;
 }
 

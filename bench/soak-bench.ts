@@ -1,5 +1,5 @@
 /**
- * `npm run bench:soak` (issue 15 item 10): one production worker (`createAgentWorker`, the
+ * `npm run bench:soak`: one production worker (`createAgentWorker`, the
  * models `ttc worker --models scripted` offers, a SQLite store) on a real Temporal dev server
  * serves 2,000 model turns: runs of a short inline transcript (9 tool turns calling `echo`,
  * then the end) with a 20 KB prompt, so every turn's input carries a growing conversation.

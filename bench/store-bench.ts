@@ -5,12 +5,12 @@
  * the store's commit count; PostgreSQL: `pg_stat_wal.wal_sync`, read after the measured pool
  * has closed, since backends report it late).
  *
- * Two lifecycles (SPEC §9, issue 12):
+ * Two lifecycles (docs/protocol.md#cost):
  *  - `fresh call (2 writes)`, what the fence does for a fresh call now: insert the claimed record
  *    (`createClaimed`: create + claimExecution, revision 1), then one compare-and-swap of
  *    `completeAndDeliver` (completeExecution + claimDelivery + completeDelivery, revision 4),
  *    passing the record read as `expected`, as the fence does;
- *  - `5 writes (before issue 12)`, for comparison: create → claim → complete → claim delivery →
+ *  - `5 writes (one per transition)`, for comparison: create → claim → complete → claim delivery →
  *    complete delivery, one write each.
  *
  * PostgreSQL: DATABASE_URL when set, else a private server started with
@@ -38,7 +38,7 @@ const SEALED: CheckpointStoreOptions = { hmacKey: Buffer.alloc(32, 1), keyId: 'b
 type Kind = 'fresh' | 'five';
 const KINDS: Record<Kind, { label: string; writes: number; run: (store: CheckpointStore, client: number, n: number) => Promise<void> }> = {
   fresh: { label: 'fresh call (2 writes)', writes: 2, run: freshCall },
-  five: { label: '5 writes (before issue 12)', writes: 5, run: lifecycle },
+  five: { label: '5 writes (one per transition)', writes: 5, run: lifecycle },
 };
 
 /** The rows to measure per store: the fresh-call lifecycle at every client count and sealed + encrypted at 16; the old one at 1 and 16. */
@@ -58,7 +58,7 @@ interface Row {
   durableWrites: number;
 }
 
-/** The lifecycle before issue 12: five writes (create, then four compare-and-swaps); throws if any compare-and-swap loses (nothing competes here). */
+/** The lifecycle of one write per transition, as the fence made it before composed writes: five writes (create, then four compare-and-swaps); throws if any compare-and-swap loses (nothing competes here). */
 async function lifecycle(store: CheckpointStore, client: number, n: number): Promise<void> {
   const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
   const now = (): string => new Date().toISOString();
@@ -143,7 +143,7 @@ async function benchPostgres(rows: Row[]): Promise<void> {
   }
 }
 
-/** Targets of issue 12: lifecycles/s of a fresh call at 1 and 16 clients, sealed + encrypted within 1.5× of plain. */
+/** Performance targets: lifecycles/s of a fresh call at 1 and 16 clients, sealed + encrypted within 1.5× of plain. */
 const TARGETS: Record<string, { 1: number; 16: number }> = { SQLite: { 1: 1_500, 16: 5_000 }, PostgreSQL: { 1: 500, 16: 2_000 } };
 
 function print(rows: Row[]): void {
@@ -164,7 +164,7 @@ function print(rows: Row[]): void {
     const sealed = of(16, 'sealed+encrypted');
     if (plain && sealed) targets.push([`${store}: sealed + encrypted within 1.5× of plain (16 clients)`, `${(rate(plain) / rate(sealed)).toFixed(2)}×`, rate(plain) / rate(sealed) <= 1.5]);
   }
-  table(['target (issue 12)', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
+  table(['target', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
 }
 
 async function main(): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The crash harness's batch tools (issue 14, the seed's "send 100 notifications in batches"):
+ * The crash harness's batch tools (the batch example: "send 100 notifications in batches"):
  * one call sends one notification per recipient through `ctx.forEachItem`, each item under its
  * own checkpoint and idempotency key.
  * - `send_notifications`: the provider deduplicates the item's key and the item can be looked

@@ -76,7 +76,7 @@ export interface StartOptions {
   readonly retry?: { readonly initialIntervalMs?: number; readonly maximumIntervalMs?: number; readonly maximumAttempts?: number; readonly backoffCoefficient?: number };
   /** Tools whose calls need a person's approval, with the approval's lifetime. */
   readonly approvalRequired?: Readonly<Record<string, { readonly expiresAfterMs: number }>>;
-  /** The run's compensation policy (issue 14): present = the run compensates its applied effects on cancel, abandon or these result types. */
+  /** The run's compensation policy: present = the run compensates its applied effects on cancel, abandon or these result types. */
   readonly compensateOn?: readonly string[];
 }
 
@@ -157,8 +157,8 @@ export class Repetition {
     const config = this.stack.config(this.taskQueue);
     const input = scriptedRunInput(config, transcriptFor(this.tag, calls), {
       prompt: `crash harness ${this.scenarioId} #${this.index}`,
-      // The windows are defined in call order ("kill after the effects of the first two"):
-      // one call at a time, as before issue 11 made a turn's calls run concurrently by default.
+      // The windows are defined in call order ("kill after the effects of the first two"): one call
+      // at a time, as before patch `ttc-long-runs` made a turn's calls run concurrently by default.
       toolConcurrency: 1,
       ...(options.approvalRequired ? { approvalRequired: options.approvalRequired } : {}),
       ...(options.compensateOn ? { compensateOn: options.compensateOn } : {}),
@@ -253,7 +253,8 @@ export class Repetition {
    */
   async resolveAsOperator(handle: WorkflowHandle<typeof agentWorkflow>, status: RunStatusView): Promise<'applied' | 'absent'> {
     const paused = status.paused!;
-    // What the model asked to send, as the pending call shows it (`modelInput`; the view has no `input` field since issue 15).
+    // What the model asked to send, as the pending call shows it (`modelInput`; the view has no
+    // `input` field since it shows validated arguments).
     const input = status.pendingCalls.find((c) => c.callId === paused.callId)?.modelInput as { to?: string; subject?: string } | undefined;
     const sent = (await this.stack.provider.client.listEmails()).find((e) => e.to === input?.to && e.subject === input?.subject);
     await handle.executeUpdate(resolveOutcomeUpdate, {

@@ -1,5 +1,5 @@
 /**
- * `npm run crashtest`: the crash-window proof (issue 5, SPEC §5) with real processes.
+ * `npm run crashtest`: the crash-window proof (docs/protocol.md#crash-windows) with real processes.
  *
  *   npm run crashtest -- [--runs 20] [--stores sqlite,postgres] [--scenarios a,b] [--concurrency 2] [--parallel-stores] [--report docs/crash-report.md]
  *

@@ -25,7 +25,7 @@
  *   this process writes `<file>.held` and holds its request until `<file>` exists (the harness
  *   releases it once the window it wants is open, e.g. the next attempt has arrived); the wait
  *   ends early, without sending, when `ctx.signal` aborts;
- * - the batch tools of issue 14 (`./batch-tools`: `send_notifications`, `…_by_key`, `…_plain`),
+ * - the batch tools (`./batch-tools`: `send_notifications`, `…_by_key`, `…_plain`),
  *   with a held item (`TTC_CRASH_ITEM_HOLD=<tool>#<item>:<file>`: item `<item>`, 1-based, holds its
  *   request until `<file>` exists; see there), and the order tools with their compensations
  *   (`./order-tools`: `reserve_inventory`, `charge_payment`, `refund_payment`, `create_shipment`);

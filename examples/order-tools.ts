@@ -1,5 +1,5 @@
 /**
- * The demo's order tools (issue 14, the seed's "reserve inventory → charge payment →
+ * The demo's order tools (the order example: "reserve inventory → charge payment →
  * create shipment"), each keyed, deduplicated by the provider and looked up by key:
  * - `reserve_inventory`, compensated by a function (`reserve_inventory~compensation`, revision
  *   v1) that releases the reservation under the compensation's own key, with a lookup;

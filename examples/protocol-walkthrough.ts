@@ -1,5 +1,5 @@
 /**
- * A walkthrough of the checkpoint protocol (SPEC §2) with no Temporal and no database: an
+ * A walkthrough of the checkpoint protocol (docs/protocol.md) with no Temporal and no database: an
  * in-memory compare-and-swap cell stands in for the store. It prints each decision a retried
  * attempt makes at every point a worker could die. Run: `npx tsx examples/protocol-walkthrough.ts`.
  */

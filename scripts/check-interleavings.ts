@@ -1,12 +1,12 @@
 /**
- * The full run of the interleaving explorer (issue 9): `npm run check:interleavings -- --runs N
+ * The full run of the interleaving explorer: `npm run check:interleavings -- --runs N
  * [--seed S] [--keep-going] [--only <violation kind>]`. Runs N schedules of the property in
  * `test/property/interleavings/property.ts` and prints the figures (docs/crash-report.md,
  * "Interleaving explorer"). On a violation it stops, shrinks it and prints the seed, the path and
  * the shrunk schedule's trace; with `--keep-going` it counts every violating schedule instead and
  * prints the first few; `--only duplicate-effect` (repeatable) fails and shrinks on that kind only.
  *
- * With `--batch` it explores the batch call instead (issue 14, `test/property/interleavings/batch-property.ts`):
+ * With `--batch` it explores the batch call instead (`test/property/interleavings/batch-property.ts`):
  * overlapping attempts of one `batch: true` call over 3–8 items; `--only` then takes a batch rule
  * (duplicate-item-effect, item-out-of-order, attempt-end, …).
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the pgbouncer binary is installed for the tests that run the PostgreSQL store through
-# a transaction-mode pooler (issue 12; test/helpers/pgbouncer.ts starts private PgBouncers from it,
+# a transaction-mode pooler (test/helpers/pgbouncer.ts starts private PgBouncers from it,
 # on free loopback ports, as the test user, each with its own ini and userlist in a temp dir).
 # Debian's package is used as is (1.18 on bookworm); its system service is never started and is
 # left disabled. Idempotent and quick when pgbouncer is present; PGBOUNCER_BIN overrides.

@@ -1,5 +1,5 @@
 /**
- * Records histories of THIS release's `agentWorkflow` for the replay gate (issue 11, "Deploys
+ * Records histories of THIS release's `agentWorkflow` for the replay gate ("Deploys
  * while runs wait"): `npm run record:histories [-- --server dev|time-skipping] [--out DIR]`.
  *
  * Each shape runs the real workflow bundle (src/workflows) on a real server with stub activities
@@ -92,7 +92,7 @@ interface Shape {
   readonly script: readonly ModelTurnResult[];
   /** A tool call's behaviour: throw, or return a result (undefined = ok). */
   readonly tool?: (input: FencedToolInput) => Promise<FencedToolResult | undefined>;
-  /** Whether describeToolCall reports the validated arguments (a worker from before issue 15 does not). */
+  /** Whether describeToolCall reports the validated arguments (a worker from before the approver saw validated arguments does not). */
   readonly describeWithoutArguments?: boolean;
   /** Start the run with `TtcNeedsPerson = false, TtcWaitingCalls = []`, as `startAgentRun` does on a namespace with them registered. */
   readonly searchAttributes?: boolean;
@@ -277,7 +277,7 @@ shapes.push({
 shapes.push({
   name: 'approval-without-arguments',
   workflowId: 'record-approval-without-arguments',
-  about: '`describeToolCall` answers without `arguments` (a worker from before issue 15 during a deploy): the `refund` call needing approval is refused INVALID_ARGUMENT, nothing runs (patch `ttc-approval-shows-validated-arguments`); the run completes.',
+  about: '`describeToolCall` answers without `arguments` (a worker from before the approver saw validated arguments, during a deploy): the `refund` call needing approval is refused INVALID_ARGUMENT, nothing runs (patch `ttc-approval-shows-validated-arguments`); the run completes.',
   input: baseInput({ approvalRequired: { refund: { expiresAfterMs: 7 * 24 * 3_600_000 } } }),
   script: [toolTurn('Refund.', call('r1', 'refund', { amount: 9 })), endTurn('Could not refund.')],
   describeWithoutArguments: true,
@@ -292,7 +292,7 @@ shapes.push({
   },
 });
 
-// (h) issue 13: the run search attributes, upserted as calls wait and are decided
+// (h) the run search attributes, upserted as calls wait and are decided
 shapes.push({
   name: 'search-attributes',
   workflowId: 'record-search-attributes',
@@ -539,7 +539,7 @@ const README_HEAD = `# Recorded workflow histories (replay gate)
 open on an older release (waiting for an approval or a resolution, possibly for days) fails CI
 with a nondeterminism error. See docs/deploying.md.
 
-- \`agent-workflow-run-fenced-tool.json\`: recorded by hand before issue 10 (every tool call
+- \`agent-workflow-run-fenced-tool.json\`: recorded by hand before patch \`ttc-tool-activity-types\` (every tool call
   scheduled as \`runFencedTool\`); replayed by test/integration/activity-types-replay.test.ts too.
 - \`<version>-<shape>.json\` (\`<version>-<shape>.run-<n>.json\` for each run of a continue-as-new
   chain): written by \`npm run record:histories\` (scripts/record-histories.ts), one section per

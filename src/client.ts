@@ -1,5 +1,5 @@
 /**
- * Starting and inspecting agent runs from a client (SPEC §4 "Client and fleet"). Every
+ * Starting and inspecting agent runs from a client (docs/protocol.md#client-and-fleet). Every
  * connection value comes from the configuration.
  */
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';

@@ -1,5 +1,5 @@
 /**
- * Configuration (SPEC §4 "Configuration"): `temporal.config.ts` at the project root, every
+ * Configuration (README.md#configuration): `temporal.config.ts` at the project root, every
  * value overridable from the environment, validated once with clear errors naming the key.
  * Human-friendly durations ('10s', '5m') are accepted here only and converted to ms once.
  */
@@ -125,7 +125,7 @@ export interface ConfigInput {
      */
     idempotencyKeySecretEnv?: string;
   };
-  /** What a worker serves, whatever a workflow's input asks for (issue 15 item 11; see {@link Config.pins}). */
+  /** What a worker serves, whatever a workflow's input asks for (see {@link Config.pins}). */
   pins?: {
     /** Tenants this worker serves. @default any (env TTC_TENANTS, comma-separated) */
     tenants?: readonly string[];
@@ -162,15 +162,15 @@ export interface Config {
     readonly encryptionKey: Buffer | null;
     readonly encryptionKeyId: string;
     readonly encryptionKeys: Readonly<Record<string, Buffer>>;
-    /** Secret for keyed idempotency keys (issue 15 item 12), or null: unkeyed keys. */
+    /** Secret for keyed idempotency keys, or null: unkeyed keys. */
     readonly idempotencyKeySecret: Buffer | null;
   };
   /**
-   * Worker pins (issue 15 item 11): the tenant, tools, approval policy and model of a run come
-   * from its workflow input, so whoever can start a workflow chooses them; a pinned worker's
-   * activities refuse input outside its pins (`NOT_PINNED`, `APPROVAL_REQUIRED`). Null: not pinned.
-   * `requireApproval`: tool names whose calls `runFencedTool` refuses without an approved intent digest.
-   * `models`: the adapter names `ttc worker` offers (null: the real adapters whose API keys are set).
+   * Worker pins: the tenant, tools, approval policy and model of a run come from its workflow
+   * input, so whoever can start a workflow chooses them; a pinned worker's activities refuse input
+   * outside its pins (`NOT_PINNED`, `APPROVAL_REQUIRED`). Null: not pinned. `requireApproval`: tool
+   * names whose calls `runFencedTool` refuses without an approved intent digest. `models`: the
+   * adapter names `ttc worker` offers (null: the real adapters whose API keys are set).
    */
   readonly pins: {
     readonly tenants: readonly string[] | null;
@@ -227,7 +227,8 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const sqliteBusyTimeoutMs = Math.ceil(duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }));
   const toolHeartbeatMs = duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s'));
   if (storeUrl.startsWith('sqlite:') && toolHeartbeatMs < HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs) {
-    // Until issue 12 a lock wait blocked the event loop, heartbeats included; the store now waits on its own thread. Kept as a conservative bound.
+    // Before the store moved to its own thread a lock wait blocked the event loop, heartbeats
+    // included; the store now waits on its own thread. Kept as a conservative bound.
     throw new CheckpointError(
       'INVALID_CONFIG',
       `TTC_TOOL_HEARTBEAT_TIMEOUT (${toolHeartbeatMs} ms) must be at least ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO} × TTC_SQLITE_BUSY_TIMEOUT (${sqliteBusyTimeoutMs} ms) = ${HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs} ms with a SQLite store: a write may wait the whole busy timeout for another process's lock; raise the heartbeat timeout or lower the busy timeout`,
@@ -332,7 +333,7 @@ function configError(key: string, message: string): CheckpointError {
   return new CheckpointError('INVALID_CONFIG', `${key} ${message}`, { field: key });
 }
 
-// ---- worker pins (issue 15 item 11) ---------------------------------------------------------
+// ---- worker pins ---------------------------------------------------------
 
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const TENANT_PATTERN = /^[^\s,\u0000-\u001f\u007f-\u009f]{1,256}$/;

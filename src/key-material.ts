@@ -1,5 +1,5 @@
 /**
- * Key material from configuration text (issue 15 item 6): one strict format, exact lengths and a
+ * Key material from configuration text: one strict format, exact lengths and a
  * low-entropy check, with errors that name the variable and never the key. Used by
  * `src/config.ts` for the seal, encryption and idempotency-key secrets, and by the Temporal
  * payload codec for its own key variables.

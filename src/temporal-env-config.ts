@@ -1,10 +1,10 @@
 /**
- * Temporal connection settings, configured the Temporal way (issue 10, SPEC §8): the address,
- * namespace, API key, TLS and gRPC metadata come from `@temporalio/envconfig`, that is the
+ * Temporal connection settings, configured the Temporal way (docs/protocol.md#worker-plugin): the
+ * address, namespace, API key, TLS and gRPC metadata come from `@temporalio/envconfig`, that is the
  * standard `TEMPORAL_*` environment variables over a TOML profile (`TEMPORAL_PROFILE`,
  * `TEMPORAL_CONFIG_FILE`, default `~/.config/temporalio/temporal.toml`), over the `temporal`
- * section of `temporal.config.ts`. Our own settings keep their `TTC_*` names; the task queue
- * keeps `TEMPORAL_TASK_QUEUE` (config.ts). Node-only (reads files); never imported by workflows.
+ * section of `temporal.config.ts`. Our own settings keep their `TTC_*` names; the task queue keeps
+ * `TEMPORAL_TASK_QUEUE` (config.ts). Node-only (reads files); never imported by workflows.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -47,7 +47,7 @@ export interface TemporalConnection {
   readonly profile: { readonly name: string; readonly file: string } | null;
 }
 
-/** Old TLS variable names (before issue 10) and the standard names that replace them. */
+/** Old TLS variable names (before `@temporalio/envconfig`) and the standard names that replace them. */
 export const RENAMED_TLS_VARIABLES = {
   TEMPORAL_TLS_CERT_PATH: 'TEMPORAL_TLS_CLIENT_CERT_PATH',
   TEMPORAL_TLS_KEY_PATH: 'TEMPORAL_TLS_CLIENT_KEY_PATH',

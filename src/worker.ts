@@ -1,5 +1,5 @@
 /**
- * Runs one worker of the fleet (SPEC §4 "Client and fleet"): the agent workflow, the model
+ * Runs one worker of the fleet (docs/protocol.md#client-and-fleet): the agent workflow, the model
  * turn activity and the fenced tool activities on one task queue, against one shared store.
  * Any number of these processes may run side by side. SIGTERM/SIGINT shut down gracefully
  * within the configured grace time, which must cover the longest tool deadline (checked at start).
@@ -197,8 +197,8 @@ export function assertWorkerPinsMatchTools(config: Config, tools: readonly Pick<
 }
 
 /**
- * The worker's pins from the configuration (TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL; issue 15
- * item 11): tenants and tools it serves, tools it runs only under an approved intent. Unset pins
+ * The worker's pins from the configuration (TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL):
+ * tenants and tools it serves, tools it runs only under an approved intent. Unset pins
  * are left out (not pinned).
  */
 export function workerPins(config: Config): { pinnedTenants?: readonly string[]; pinnedTools?: readonly string[]; requireApproval?: readonly string[] } {

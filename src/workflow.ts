@@ -37,8 +37,8 @@ export { fencedCallDescriber } from './plugin/approval-describe';
 export type { FencedCallDescriber } from './plugin/approval-describe';
 export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/approval-contract';
 export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/approval-contract';
-// Temporal visibility (issue 13): the search attributes agent runs set while a person is needed.
+// Temporal visibility: the search attributes agent runs set while a person is needed.
 export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
-// Compensations (a saga) in your own workflows under the plugin (issue 14; docs/compensation.md).
+// Compensations (a saga) in your own workflows under the plugin (docs/compensation.md).
 export { Compensations, COMPENSATION_CALL_SUFFIX } from './plugin/compensations';
 export type { CompensationEntry, CompensationReport, FailedCompensation, StepCompensation } from './plugin/compensations';

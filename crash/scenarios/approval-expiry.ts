@@ -1,11 +1,11 @@
 /**
- * An approval that expires between attempts (SPEC §4 approvals, issue 9 item 8): a send_email
- * needs approval; a person approves it with little time left (the approval lives
- * {@link APPROVAL_MS} ms); the store is down, so the first attempts fail before any claim
- * (STORE_UNAVAILABLE); the store comes back only after the approval expired. The attempt that
- * runs after the expiry must refuse with APPROVAL_EXPIRED before any claim: no email, the call
- * is reported rejected / failed with that type, and its checkpoint holds no claim that could
- * send anything (absent, `ready`, or closed with the refusal as its result).
+ * An approval that expires between attempts (docs/protocol.md#agent-workflow: approvals expire): a
+ * send_email needs approval; a person approves it with little time left (the approval lives {@link
+ * APPROVAL_MS} ms); the store is down, so the first attempts fail before any claim
+ * (STORE_UNAVAILABLE); the store comes back only after the approval expired. The attempt that runs
+ * after the expiry must refuse with APPROVAL_EXPIRED before any claim: no email, the call is
+ * reported rejected / failed with that type, and its checkpoint holds no claim that could send
+ * anything (absent, `ready`, or closed with the refusal as its result).
  */
 import { approveCallUpdate, runStatusQuery } from '../../src/workflows/messages';
 import { settleWithOperator } from '../checks';

@@ -1,5 +1,5 @@
 /**
- * The seed's exercise (issue 14): "send 100 notifications in batches; the process crashes after
+ * The batch exercise: "send 100 notifications in batches; the process crashes after
  * notification 20 succeeded but before its checkpoint was written", with real processes. One
  * model call of a batch tool (crash/batch-tools.ts) sends to 100 recipients, one item each.
  * - A worker SIGKILLed right after item 20's effect (`TTC_CRASH_AT=after-effect:<tool>#20`; every

@@ -1,5 +1,5 @@
 /**
- * The seed's saga (issue 14): reserve inventory → charge payment → create shipment, each a tool
+ * The order saga: reserve inventory → charge payment → create shipment, each a tool
  * with an idempotency key and a lookup (crash/order-tools.ts); the reservation is compensated by
  * a function (release), the charge by another tool (refund_payment). Runs with real processes:
  * - the shipment is refused (BUSINESS_REJECTION, the run's `compensateOn`): refund, then release,

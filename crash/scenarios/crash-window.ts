@@ -1,8 +1,8 @@
 /**
- * The crash-window scenarios of SPEC §5: one worker process armed with `TTC_CRASH_AT` kills
- * itself with SIGKILL at the named point; a standby worker joins the task queue right after the
- * kill; the run must then recover as the window prescribes (or pause, and be resolved by the
- * harness as the operator).
+ * The crash-window scenarios of docs/protocol.md#crash-windows: one worker process armed with
+ * `TTC_CRASH_AT` kills itself with SIGKILL at the named point; a standby worker joins the task
+ * queue right after the kill; the run must then recover as the window prescribes (or pause, and be
+ * resolved by the harness as the operator).
  */
 import type { CrashPoint } from '../../src/activities/crash-points';
 import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fenced-tool';
@@ -33,9 +33,9 @@ export interface CrashWindowSpec {
   /** The run must pause on the crashed call; the operator finds the effect `applied` or `absent`. */
   readonly pause?: 'applied' | 'absent';
   /**
-   * The killed claim must settle first (SPEC §7): the call completes, or pauses, no earlier than
-   * `settleAt` = the claim's deadline (`claimedAt + callDeadlineMs`) + the fence's margin, and a
-   * completion takes the fence over from the killed attempt.
+   * The killed claim must settle first (docs/protocol.md#overlapping-attempts): the call completes,
+   * or pauses, no earlier than `settleAt` = the claim's deadline (`claimedAt + callDeadlineMs`) +
+   * the fence's margin, and a completion takes the fence over from the killed attempt.
    */
   readonly settles?: boolean;
 }

@@ -13,7 +13,8 @@ import { batchScenarios } from './batch';
 import { compensationScenarios } from './compensation';
 
 /**
- * The scenarios of SPEC §7 (issue 9): a claim that must settle before a lookup-only tool is
+ * The overlap, deploy and outage scenarios (docs/protocol.md#overlapping-attempts to
+ * #integrity-and-rotation): a claim that must settle before a lookup-only tool is
  * reconciled, zombie attempts, deploys, outages and approval expiry between attempts.
  */
 export const SECTION_7_SCENARIOS: readonly Scenario[] = [

@@ -1,8 +1,8 @@
 /**
- * A deploy between two attempts of one call (SPEC §7 "The call owns 'nothing applied'", issue 9
- * item 5): the worker that ran attempt 1 of a send_email is SIGKILLed (after the result was
- * stored, or after the effect and before it was stored), and the next attempt lands on a worker
- * of the new deploy, where send_email has a new revision (v2) or is gone.
+ * A deploy between two attempts of one call (docs/protocol.md#nothing-applied): the worker that ran
+ * attempt 1 of a send_email is SIGKILLed (after the result was stored, or after the effect and
+ * before it was stored), and the next attempt lands on a worker of the new deploy, where send_email
+ * has a new revision (v2) or is gone.
  *
  * The call's checkpoint is past `ready`, so whatever the new worker thinks of the call (a binding
  * conflict, an unknown tool), it must not report it as "nothing applied": a stored result is
@@ -43,7 +43,8 @@ function redeployScenario(spec: RedeploySpec): Scenario {
       const killedAt = Date.now();
       x.equal(exit, 'SIGKILL', `the armed worker's exit at ${spec.window}`);
       const atKill = await rep.record(call);
-      // The result and its delivery are one write (SPEC §9): a stored result is `delivered` in the record.
+      // The result and its delivery are one write (docs/protocol.md#cost): a stored result is
+      // `delivered` in the record.
       x.equal(atKill?.status, stored ? 'delivered' : 'executing', 'checkpoint when worker 1 died');
       standby.open();
       await rep.forgetStickyWorker();

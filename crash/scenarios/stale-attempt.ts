@@ -1,5 +1,5 @@
 /**
- * A stale attempt (SPEC §5 "a stale worker finishing after takeover"): attempt 1 applies the
+ * A stale attempt (docs/protocol.md#crash-windows): attempt 1 applies the
  * create_ticket effect and then its whole process stalls (event loop blocked, no heartbeats)
  * past the heartbeat timeout. Temporal retries on a standby worker, which takes the fence over
  * (reclaimExecution), recovers the receipt by lookup and delivers it. Then attempt 1 is

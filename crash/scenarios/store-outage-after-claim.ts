@@ -1,6 +1,6 @@
 /**
  * The side store goes down after a send_email was claimed and stays down longer than the
- * activity's retry policy (SPEC §7 "The call owns 'nothing applied'", issue 9 item 6): attempt 1
+ * activity's retry policy (docs/protocol.md#nothing-applied): attempt 1
  * claims, the store goes away while its request is held, the email is sent, and neither attempt
  * 1 nor any retry can write (or, on PostgreSQL, even read) the checkpoint. The retry policy of
  * this run is short (4 attempts, 200 ms → 1 s) so the retries run out during the outage.

@@ -1,10 +1,10 @@
 /**
- * The side store becomes unavailable before a send_email is claimed: PostgreSQL is stopped
- * (pg_ctl stop -m fast), or the SQLite file is held under `BEGIN EXCLUSIVE` by another
- * connection so no write can take the lock. Every attempt fails closed (STORE_UNAVAILABLE):
- * no email is sent without a durable claim. Since issue 11 the run's first model turn reads its
- * conversation from the store, so it is usually the model turn that fails closed and waits. When the store returns, the run continues and the
- * email is sent once.
+ * The side store becomes unavailable before a send_email is claimed: PostgreSQL is stopped (pg_ctl
+ * stop -m fast), or the SQLite file is held under `BEGIN EXCLUSIVE` by another connection so no
+ * write can take the lock. Every attempt fails closed (STORE_UNAVAILABLE): no email is sent without
+ * a durable claim. Since the conversation log (claim check) the run's first model turn reads its
+ * conversation from the store, so it is usually the model turn that fails closed and waits. When
+ * the store returns, the run continues and the email is sent once.
  *
  * A synchronous SQLite wait blocks the worker's event loop; the crash workers' busy timeout
  * (1 s) is half their heartbeat timeout (2 s), as the configuration requires, so an attempt
@@ -41,7 +41,7 @@ export const storeOutageScenario: Scenario = {
       const until = Date.now() + OUTAGE_MS;
       while (Date.now() < until) {
         const pending = (await handle.describe().catch(() => null))?.raw.pendingActivities ?? [];
-        // The model turn needs the store too since issue 11 (it reads the conversation from it):
+        // The model turn needs the store too (it reads the conversation from it):
         // whichever of the run's activities is pending must fail closed.
         for (const activity of pending) {
           const kind = isToolCallActivityType(activity.activityType?.name) ? 'tool call' : activity.activityType?.name ?? 'activity';

@@ -1,8 +1,8 @@
 /**
- * SPEC §5's crash windows, one scenario per row and tool kind (issue 5), plus the batch of
- * three calls in one model turn. Tools: `create_ticket` (lookup by key and provider dedupe),
- * `create_ticket_by_key` (provider dedupe only), `create_ticket_lookup` (lookup only: every
- * execution is one more ticket), `send_email` (neither: every run of it sends one more email,
+ * The crash windows of docs/protocol.md#crash-windows, one scenario per row and tool kind, plus the
+ * batch of three calls in one model turn. Tools: `create_ticket` (lookup by key and provider
+ * dedupe), `create_ticket_by_key` (provider dedupe only), `create_ticket_lookup` (lookup only:
+ * every execution is one more ticket), `send_email` (neither: every run of it sends one more email,
  * so the provider's outbox counts tool executions).
  */
 import { emailCall, ticketCall } from '../transcripts';
@@ -21,7 +21,7 @@ export const windowScenarios = [
   crashWindowScenario({
     id: 'after-claim-lookup',
     title: 'kill after the claim, before the tool ran (create_ticket, lookup and key dedupe)',
-    expected: 'lookup finds nothing; the provider deduplicates by key, so the call is repeated at once with the same key (SPEC §7): one ticket, source same-key-repeat',
+    expected: 'lookup finds nothing; the provider deduplicates by key, so the call is repeated at once with the same key (docs/protocol.md#reconciliation): one ticket, source same-key-repeat',
     crashAt: { point: 'after-claim', toolName: 'create_ticket' },
     calls: (tag) => [ticketCall(tag, 1)],
     crashedCall: 0,

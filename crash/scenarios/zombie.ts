@@ -1,5 +1,5 @@
 /**
- * Zombie attempts (SPEC §7 "Overlapping attempts", issue 9 items 1 and 2): attempt 1 has
+ * Zombie attempts (docs/protocol.md#overlapping-attempts): attempt 1 has
  * claimed the call and its request is still outstanding when Temporal starts attempt 2.
  *
  * Two workers poll the run's task queue, each through its own TCP proxy. The harness cuts the

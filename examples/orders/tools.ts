@@ -1,5 +1,5 @@
 /**
- * The order example's tools (issue 14; README "Effects that span steps"), against the demo
+ * The order example's tools (README "Effects that span steps"), against the demo
  * provider at `TTC_PROVIDER_URL`:
  * - the saga steps reserve_inventory → charge_payment → create_shipment, each declaring how its
  *   effect is undone (`compensation`: a function that releases the reservation; the

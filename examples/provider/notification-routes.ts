@@ -1,5 +1,5 @@
 /**
- * The demo provider's notifications (issue 14, the seed's "send 100 notifications in batches"):
+ * The demo provider's notifications (the batch example: "send 100 notifications in batches"):
  *
  * - `POST /notifications` `{recipient, message}`: with an `Idempotency-Key` the provider
  *   deduplicates (the first request sends and stores its receipt under the key, a repeat replays

@@ -1,5 +1,5 @@
 /**
- * The demo provider's order steps (issue 14, the seed's "reserve inventory → charge payment →
+ * The demo provider's order steps (the order example: "reserve inventory → charge payment →
  * create shipment") and their compensations. Every mutating request takes an `Idempotency-Key`
  * (a repeat with the same key replays the stored receipt and applies nothing), and every keyed
  * request can be looked up by its key (200 receipt, 404 nothing applied, 409 in flight):

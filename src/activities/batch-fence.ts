@@ -1,5 +1,5 @@
 /**
- * The fence of a batch call's items (issue 14, the seed's "send 100 notifications in batches"):
+ * The fence of a batch call's items (the batch example: "send 100 notifications in batches"):
  * `ctx.forEachItem(items, itemKey, apply)` in a tool declared `batch: true`.
  *
  * Rules:

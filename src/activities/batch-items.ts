@@ -1,5 +1,5 @@
 /**
- * Batch tools (issue 14): `ctx.forEachItem(items, itemKey, apply)` applies one effect per item,
+ * Batch tools: `ctx.forEachItem(items, itemKey, apply)` applies one effect per item,
  * each under its own checkpoint. Types here; the fence of the items is `./batch-fence`.
  */
 import type { ResultSource, ToolOutcome } from './contract';

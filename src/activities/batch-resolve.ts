@@ -1,5 +1,5 @@
 /**
- * A person's resolution of one paused item of a batch call (issue 14): stored in the item's own
+ * A person's resolution of one paused item of a batch call: stored in the item's own
  * checkpoint under the fence it holds, never in the call's. `applied` stores the item's result
  * (the person proved the effect happened); `absent` stores the marker `RESOLVED_ABSENT`, so the
  * next attempt of the call runs the item again under its next generation (a new checkpoint and
@@ -39,7 +39,8 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
   const record = await deps.store.getByCall(call.binding.namespace, callId);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${what} has no checkpoint to resolve`, { callId: input.callId, field: 'item' });
   if (record.status === 'executing' && input.resolution !== 'applied') {
-    // `absent` runs the item again under a new key: not while its holder's request may still be outstanding (SPEC §7).
+    // `absent` runs the item again under a new key: not while its holder's request may still be
+    // outstanding (docs/protocol.md#overlapping-attempts).
     const settleAt = settleTime(record, call.tool, deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
     const now = fenceNow(deps);
     if (now < settleAt) {

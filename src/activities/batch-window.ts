@@ -1,12 +1,12 @@
 /**
- * The grouped writes of one `forEachItem` (issue 14 "items are written in groups"): items
- * without a checkpoint are claimed by one grouped write (`CheckpointStore.writeGroup`, one
- * transaction), and the results of the items applied since the last write go into the same
+ * The grouped writes of one `forEachItem` (items are written in groups, not two synchronous writes
+ * each): items without a checkpoint are claimed by one grouped write (`CheckpointStore.writeGroup`,
+ * one transaction), and the results of the items applied since the last write go into the same
  * write as the next claims. With a window of 1 (every tool's default) that is one write per item
- * instead of two, and item n + 1 is claimed only in the write that stores item n's result: a
- * crash leaves at most one item unsettled. A wider window (`groupSize`, only for a tool whose
- * items can be reconciled: lookup or key dedupe) claims that many items in one write; an item
- * claimed but not started when the worker dies is then looked up or repeated with its key.
+ * instead of two, and item n + 1 is claimed only in the write that stores item n's result: a crash
+ * leaves at most one item unsettled. A wider window (`groupSize`, only for a tool whose items can
+ * be reconciled: lookup or key dedupe) claims that many items in one write; an item claimed but not
+ * started when the worker dies is then looked up or repeated with its key.
  *
  * Items that already have a checkpoint (an earlier attempt's) are read ahead in chunks
  * (`getMany`) and settled one by one by the call's attempt logic (delivered, reconciled, paused).

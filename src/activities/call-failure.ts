@@ -1,14 +1,14 @@
 /**
- * "Nothing applied" belongs to the call, not to one attempt (SPEC §7). A failure of an attempt
- * may reach the workflow as a nothing-applied code only with evidence that no attempt of the
- * call ever held a claim and none ever will: this is the first attempt and it sent no claim, or
- * the call's checkpoint (found by namespace and call id, whatever tool revision or input
- * fingerprint it was made under) is absent or `ready` and this attempt stored the refusal as the
- * call's result (so an earlier attempt that is still about to claim loses its compare-and-swap).
- * Otherwise a stored result is delivered, an unfinished claim waits for its settle time and then
- * pauses the run (unless this attempt failed retryably: a store it could not reach taught it
- * nothing, so the next attempt reconciles), and a store that cannot be read leaves the call to
- * the next attempt.
+ * "Nothing applied" belongs to the call, not to one attempt (docs/protocol.md#nothing-applied). A
+ * failure of an attempt may reach the workflow as a nothing-applied code only with evidence that no
+ * attempt of the call ever held a claim and none ever will: this is the first attempt and it sent
+ * no claim, or the call's checkpoint (found by namespace and call id, whatever tool revision or
+ * input fingerprint it was made under) is absent or `ready` and this attempt stored the refusal as
+ * the call's result (so an earlier attempt that is still about to claim loses its
+ * compare-and-swap). Otherwise a stored result is delivered, an unfinished claim waits for its
+ * settle time and then pauses the run (unless this attempt failed retryably: a store it could not
+ * reach taught it nothing, so the next attempt reconciles), and a store that cannot be read leaves
+ * the call to the next attempt.
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
@@ -96,10 +96,11 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
  * same tool name and the same input (its fingerprint with this worker's idempotency key secret, or
  * without one: a secret added or removed since). Applied to fenced user activities, whose call ids
  * a workflow reset reuses: a record there made for another activity or other arguments is another
- * call, and its result is never this call's (SPEC §2 "never a cache hit"). A secret changed from
- * one value to another mid-call cannot be told apart from other arguments: that call fails closed.
- * (Agent tool calls keep delivering a result stored under another binding, SPEC §7: their call ids
- * come from the model turn recorded in history, not from sequence numbers.)
+ * call, and its result is never this call's (docs/protocol.md#decide-and-validate). A secret
+ * changed from one value to another mid-call cannot be told apart from other arguments: that call
+ * fails closed. (Agent tool calls keep delivering a result stored under another binding,
+ * docs/protocol.md#nothing-applied: their call ids come from the model turn recorded in history,
+ * not from sequence numbers.)
  */
 function isSameCall(failed: FailedAttempt, record: CheckpointRecord): boolean {
   if (record.binding.toolName !== failed.input.toolName) return false;
@@ -123,12 +124,12 @@ function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: C
 
 /**
  * A claim left unfinished under an earlier revision of this call's tool, reconciled by this
- * revision's `lookup` when the tool declares `lookupFindsEarlierRevisions` (SPEC §7, the settle
- * time rules of a reconciliation): only once the claim's settle time has passed (read before the
- * lookup starts), with the lookup asked for the idempotency key the earlier revision's attempt
- * sent. A find takes the claim over and stores the effect as the call's result under the
- * record's own binding, delivered in the same write (`source: 'lookup'`, `storedUnder` the
- * earlier revision).
+ * revision's `lookup` when the tool declares `lookupFindsEarlierRevisions`
+ * (docs/protocol.md#nothing-applied, the settle time rules of a reconciliation): only once the
+ * claim's settle time has passed (read before the lookup starts), with the lookup asked for the
+ * idempotency key the earlier revision's attempt sent. A find takes the claim over and stores the
+ * effect as the call's result under the record's own binding, delivered in the same write (`source:
+ * 'lookup'`, `storedUnder` the earlier revision).
  *
  * @returns the delivered result; null when this does not apply (no such declaration, another
  *   tool or other arguments, the same revision, a batch tool, before the settle time) or the
@@ -231,13 +232,13 @@ function keyOfClaim(failed: FailedAttempt, binding: Binding): string | null {
 }
 
 /**
- * Makes a refusal durable before a later attempt reports it (SPEC §7): in one write, claims the
- * call (inserting its checkpoint when absent, or from its `ready` record) under this attempt's
- * fence with no time to send anything (its deadline is its claim time), stores the refusal
- * `{ ok: false, error: { type, message } }` as the call's result and records its delivery
- * (claimExecution, completeExecution, claimDelivery, completeDelivery composed: SPEC §9). An
- * earlier attempt that was about to claim then loses its insert or compare-and-swap and never
- * runs the tool.
+ * Makes a refusal durable before a later attempt reports it (docs/protocol.md#nothing-applied): in
+ * one write, claims the call (inserting its checkpoint when absent, or from its `ready` record)
+ * under this attempt's fence with no time to send anything (its deadline is its claim time), stores
+ * the refusal `{ ok: false, error: { type, message } }` as the call's result and records its
+ * delivery (claimExecution, completeExecution, claimDelivery, completeDelivery composed:
+ * docs/protocol.md#cost). An earlier attempt that was about to claim then loses its insert or
+ * compare-and-swap and never runs the tool.
  *
  * @returns null when the refusal is stored (or no checkpoint can be made for this input, in which
  *   case no attempt can claim one either); otherwise the record another attempt left meanwhile.

@@ -1,5 +1,5 @@
 /**
- * Renewal of a running claim (SPEC §7 "Overlapping attempts"): while a user's activity runs
+ * Renewal of a running claim (docs/protocol.md#overlapping-attempts): while a user's activity runs
  * under the fence, its holder keeps declaring a later deadline, so another attempt does not take
  * the claim over while the activity may still apply its effect. Temporal cannot stop an
  * activity that ignores cancellation, and a promise cannot be cancelled: the claim therefore

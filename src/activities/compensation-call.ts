@@ -1,5 +1,5 @@
 /**
- * Prepares the compensation of one applied tool call (issue 14): reads the ORIGINAL call's
+ * Prepares the compensation of one applied tool call: reads the ORIGINAL call's
  * checkpoint from the store (never workflow history), checks that it holds an applied effect,
  * and derives the compensation's own fenced call (binding, idempotency key, tool, arguments)
  * for `settleCall`, so lookup / same-key / pause rules are the fence's own. Node side.
@@ -8,7 +8,7 @@
  * - idempotency key: `'ttcc-' + sha256 hex of canonicalJson(['ttc/compensation-key/1', <original idempotency key>, generation])`
  * - tool: the named tool (`{ tool, input }`), or the pseudo-tool `<tool>~compensation` with the
  *   function's revision (`{ revision, execute }`).
- * @see SPEC §2 "Fingerprints and keys", §4, §7
+ * @see docs/protocol.md#keys-and-digests, #the-fenced-attempt, #nothing-applied
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod/v4';

@@ -1,5 +1,5 @@
 /**
- * The contract of the `compensateToolCall` activity (issue 14, a saga step undone): its input,
+ * The contract of the `compensateToolCall` activity (a saga step undone): its input,
  * its result, and the input of `resolveToolCall` for a compensation. Types only, sandbox-safe:
  * workflow code imports this file (no Node imports, nothing at run time).
  *
@@ -7,7 +7,7 @@
  * `canonicalJson(['ttc/compensation/1', <original binding callId>, generation])`, idempotency key
  * `'ttcc-' + sha256 hex of canonicalJson(['ttc/compensation-key/1', <original idempotency key>, generation])`,
  * run through the same fence as any call (lookup / same key / pause rules unchanged).
- * @see SPEC §2, §4
+ * @see docs/protocol.md, docs/protocol.md#the-fenced-attempt
  */
 import type { FencedToolInput, FencedToolResult, ResolveToolCallInput } from './contract';
 

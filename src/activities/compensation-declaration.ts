@@ -1,5 +1,5 @@
 /**
- * How a tool declares the compensation of its applied effect (issue 14, a saga step: the seed's
+ * How a tool declares the compensation of its applied effect (a saga step: the order example's
  * "reserve inventory → charge payment → create shipment"; compensation is a semantically
  * opposite action, not a rollback): another tool of the same worker, or a function with its own
  * revision. Either way it runs fenced, under its own checkpoint and an idempotency key derived

@@ -9,7 +9,7 @@ import type { JsonValue } from '../checkpoint/types';
 /**
  * The failure types after which the workflow reports a tool call as not run ("nothing applied",
  * the model sees the error). The fenced activity emits them only with evidence that no attempt
- * of the call ever held a claim (SPEC §7 "The call owns 'nothing applied'"); every other
+ * of the call ever held a claim (docs/protocol.md#nothing-applied); every other
  * failure of a tool call may hide an applied effect.
  */
 export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
@@ -36,8 +36,9 @@ export interface FencedToolInput {
    */
   readonly callId: string;
   /**
-   * The run chain: the workflow's `firstExecutionRunId` (the agent workflow passes it). A new
-   * chain that reuses a workflow id never sees an older chain's checkpoints (SPEC §7).
+   * The run chain: the workflow's `firstExecutionRunId` (the agent workflow passes it). A new chain
+   * that reuses a workflow id never sees an older chain's checkpoints
+   * (docs/protocol.md#call-identity).
    * @default the activity's `workflowExecution.runId` (unique, but new after continue-as-new)
    */
   readonly runChainId?: string;
@@ -72,14 +73,15 @@ export interface FencedToolInput {
    */
   readonly intentGenerations?: Readonly<Record<string, number>>;
   /**
-   * Set by agent runs started with issue 11 (claim check): a successful output whose JSON text
-   * is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation log in
-   * the side store and the activity returns an {@link OutputRef} in its place, so history never
-   * holds it. Absent: the output is returned inline, whatever its size (older runs, plugin calls).
+   * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
+   * JSON text is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation
+   * log in the side store and the activity returns an {@link OutputRef} in its place, so history
+   * never holds it. Absent: the output is returned inline, whatever its size (older runs, plugin
+   * calls).
    */
   readonly resultByReference?: { readonly inlineMaxBytes: number };
   /**
-   * Set by the workflow (never by the model) for the compensation of call `callId` (issue 14):
+   * Set by the workflow (never by the model) for the compensation of call `callId`:
    * the call runs the compensation `toolName` declares, under the compensation's own binding and
    * an idempotency key derived from the original call's. @default absent (the call itself)
    */
@@ -87,7 +89,7 @@ export interface FencedToolInput {
 }
 
 /**
- * One item of a batch call (`ctx.forEachItem`, issue 14): its key within the call and its
+ * One item of a batch call (`ctx.forEachItem`): its key within the call and its
  * generation (1, raised each time a person proves the item's effect absent, so a rerun never
  * reopens the old checkpoint). Carried in an OUTCOME_UNKNOWN failure's `details.item` (with
  * `index` and `idempotencyKey`) and in a resolution of that item.
@@ -125,18 +127,19 @@ export type DeliveredOutcome = ToolOutcome | { readonly ok: true; readonly outpu
 export type Delivered<R extends { readonly outcome: ToolOutcome }> = Omit<R, 'outcome'> & { readonly outcome: DeliveredOutcome };
 
 /**
- * Input of a tool's own activity (issue 10: each tool is its own activity type, named after the
+ * Input of a tool's own activity (each tool is its own activity type, named after the
  * tool): a {@link FencedToolInput} without `toolName`, since the activity type names the tool.
  * A `toolName` that is present is overridden by the activity type.
  */
 export type ToolCallInput = Omit<FencedToolInput, 'toolName'> & { readonly toolName?: string };
 
 /**
- * The activity names a tool may not take, since each tool is registered as an activity of its
- * name: the ones the agent layer registers itself (`runFencedTool` stays registered for runs that
- * scheduled tool calls under it before issue 10) and `default`, which the Temporal worker runs for
- * every activity type nothing else registers, and `describeFencedCall`, which `ToolCheckpointPlugin`
- * registers with fenced activities. `defineTool` refuses them with INVALID_ARGUMENT.
+ * The activity names a tool may not take, since each tool is registered as an activity of its name:
+ * the ones the agent layer registers itself (`runFencedTool` stays registered for runs that
+ * scheduled tool calls under it before patch `ttc-tool-activity-types`) and `default`, which the
+ * Temporal worker runs for every activity type nothing else registers, and `describeFencedCall`,
+ * which `ToolCheckpointPlugin` registers with fenced activities. `defineTool` refuses them with
+ * INVALID_ARGUMENT.
  */
 export const RESERVED_ACTIVITY_NAMES = ['runModelTurn', 'describeToolCall', 'resolveToolCall', 'runFencedTool', 'default', 'describeFencedCall', 'compensateToolCall'] as const;
 export type ReservedActivityName = (typeof RESERVED_ACTIVITY_NAMES)[number];
@@ -148,8 +151,8 @@ export function isReservedActivityName(name: string): name is ReservedActivityNa
 
 /**
  * Whether an activity of `agentWorkflow` with this type is a fenced tool call: a tool's own
- * activity (any type that is not reserved) or, in runs from before issue 10, `runFencedTool`.
- * For tooling that reads a run's history or pending activities.
+ * activity (any type that is not reserved) or, in runs from before patch `ttc-tool-activity-types`,
+ * `runFencedTool`. For tooling that reads a run's history or pending activities.
  */
 export function isToolCallActivityType(activityType: string | null | undefined): boolean {
   if (typeof activityType !== 'string' || activityType.length === 0) return false;
@@ -192,7 +195,7 @@ export type ToolOutcome =
         readonly message: string;
         /**
          * The provider's receipt (ticket id, message id, …) of a tool that ran but whose result
-         * could not be stored (`type` PAYLOAD_TOO_LARGE or NOT_JSON, issue 11): kept so a person
+         * could not be stored (`type` PAYLOAD_TOO_LARGE or NOT_JSON): kept so a person
          * can reconcile the effect. Only a receipt that is JSON of at most 4,096 UTF-8 bytes is
          * kept (`TOO_LARGE_RECEIPT_MAX_BYTES`). Absent for every other error.
          */
@@ -213,7 +216,7 @@ export interface FencedToolResult {
   /**
    * Set when the result was stored under another tool revision (or input fingerprint) than this
    * worker's: a deploy landed between the attempts of the call, and the stored result is
-   * delivered as it was (SPEC §7 "The call owns 'nothing applied'").
+   * delivered as it was (docs/protocol.md#nothing-applied).
    */
   readonly storedUnder?: { readonly toolName: string; readonly toolRevision: string };
 }
@@ -233,7 +236,7 @@ export type DescribeToolCallInput = FencedToolInput;
 export interface ToolCallDescription {
   /** Revision of the tool the worker would run. */
   readonly toolRevision: string;
-  /** `sha256:` + hex over tool, revision, canonical arguments and target (SPEC §2). */
+  /** `sha256:` + hex over tool, revision, canonical arguments and target (docs/protocol.md#keys-and-digests). */
   readonly intentDigest: string;
   /** The idempotency key `runFencedTool` would hand to the tool for this call id. */
   readonly idempotencyKey: string;
@@ -241,7 +244,7 @@ export interface ToolCallDescription {
    * The arguments that will run, for the approver to read: the model's input after the tool's
    * schema (unknown keys stripped, defaults filled), as the RFC 8785 canonical JSON the digest
    * hashes parses back. `intentDigest` covers exactly these and `execute` receives exactly
-   * these (issue 15 item 2).
+   * these.
    */
   readonly arguments: JsonValue;
   /** The tool's `target(arguments)`, also covered by `intentDigest`; null when the tool declares none. */

@@ -1,5 +1,5 @@
 /**
- * A worker-local cache of conversations read by reference (issue 11), so a model turn reads
+ * A worker-local cache of conversations read by reference, so a model turn reads
  * only the messages added since the last turn instead of the whole log. Safe because a log is
  * append-only and its entries immutable: an index, once written, holds the same message
  * forever (a different one is CONVERSATION_CONFLICT), and every output was checked against its

@@ -1,5 +1,5 @@
 /**
- * The run chain's conversation log (issue 11, claim check): where an agent run's conversation and
+ * The run chain's conversation log (claim check): where an agent run's conversation and
  * its large tool outputs live in the side store instead of in workflow history. One log per run
  * chain, named by {@link conversationLogId}; messages at `m/<index>` (9 digits), tool outputs at
  * `r/<callId>`. Activities name the log from their own context (namespace, workflow id) plus the

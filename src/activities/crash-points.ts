@@ -1,16 +1,17 @@
 /**
- * Test-only crash injection for the crash-window proof (SPEC §5, issue 5). Does nothing unless
- * the worker process was started with `TTC_CRASH_AT=<point>[:<toolName>][#<n>]`; then the
- * process kills itself with SIGKILL the n-th time (default: the first time) it reaches that
- * point, for that tool if one is named. Examples: `after-effect`, `after-claim:send_email`,
- * `after-effect:create_ticket#2` (the second create_ticket effect this process applies).
- * The count is per process: every worker started with the variable crashes on its own n-th hit.
+ * Test-only crash injection for the crash-window proof (docs/protocol.md#crash-windows). Does
+ * nothing unless the worker process was started with `TTC_CRASH_AT=<point>[:<toolName>][#<n>]`;
+ * then the process kills itself with SIGKILL the n-th time (default: the first time) it reaches
+ * that point, for that tool if one is named. Examples: `after-effect`, `after-claim:send_email`,
+ * `after-effect:create_ticket#2` (the second create_ticket effect this process applies). The count
+ * is per process: every worker started with the variable crashes on its own n-th hit.
  */
 
 /**
- * The named crash windows of SPEC §5, in the order an attempt passes them. Since SPEC §9 a fresh
- * call writes its claim with its insert (`before-claim` comes before that insert) and its result
- * with its delivery in one compare-and-swap, so `after-result-stored`, `after-delivery-claimed` and
+ * The named crash windows of docs/protocol.md#crash-windows, in the order an attempt passes them.
+ * Since the two-write fresh call (docs/protocol.md#cost) a fresh call writes its claim with its
+ * insert (`before-claim` comes before that insert) and its result with its delivery in one
+ * compare-and-swap, so `after-result-stored`, `after-delivery-claimed` and
  * `after-delivery-completed` follow that one write (the record is `delivered`); a stored result
  * delivered again passes the last two after its one redelivery write.
  */

@@ -1,5 +1,5 @@
 /**
- * Declaring a tool once (SPEC §4 "Fenced tool activity"): name, revision, input schema,
+ * Declaring a tool once (docs/protocol.md#the-fenced-attempt): name, revision, input schema,
  * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
  */
 import type { ResultEncoding } from './contract';
@@ -27,13 +27,13 @@ export interface ToolContext {
    * Aborted when Temporal cancels the activity or when the call's deadline
    * (`claimedAt + callDeadlineMs`) passes. Pass it to your HTTP client: the fence stops waiting at
    * the deadline, and another attempt may take the call over once the deadline plus a margin has
-   * passed (SPEC §7), so a request must not outlive it.
+   * passed (docs/protocol.md#overlapping-attempts), so a request must not outlive it.
    */
   readonly signal: AbortSignal;
   /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
   heartbeat(details?: unknown): void;
   /**
-   * Applies one effect per item, each under its own checkpoint (issue 14, the seed's "send 100
+   * Applies one effect per item, each under its own checkpoint (the batch example: "send 100
    * notifications"): only in a tool declared with `batch: true`. See `./batch-items` for the
    * rules (child bindings, per-item idempotency keys, order, grouped writes, cancellation).
    * Absent in the context an item's `apply` or the tool's `lookup` receives.
@@ -124,7 +124,7 @@ export interface ToolDefinition<I = unknown> {
    * How long the provider remembers an idempotency key, ms (Stripe: 24 h). Required with
    * `dedupesByKey`. A same-key repeat is a reconciliation only while it would end (now +
    * `callDeadlineMs`) before the call's checkpoint is this old; after that the fence looks up or
-   * pauses (SPEC §7 "Keys have a lifetime").
+   * pauses (docs/protocol.md#key-lifetime).
    */
   readonly keyRetentionMs?: number;
   /**
@@ -154,9 +154,9 @@ export interface ToolDefinition<I = unknown> {
   readonly compensation?: ToolCompensation;
   /**
    * Deadline of one call from its claim, including in-attempt transient retries, ms. The fence
-   * aborts `ctx.signal` and stops waiting at the deadline; another attempt may take an
-   * unfinished claim over only after `claimedAt + callDeadlineMs + reconcileMarginMs`, so this
-   * also sets how long recovery waits after a crash (SPEC §7). @default 30,000
+   * aborts `ctx.signal` and stops waiting at the deadline; another attempt may take an unfinished
+   * claim over only after `claimedAt + callDeadlineMs + reconcileMarginMs`, so this also sets how
+   * long recovery waits after a crash (docs/protocol.md#overlapping-attempts). @default 30,000
    */
   readonly callDeadlineMs?: number;
 }
@@ -167,7 +167,7 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /**
  * A tool as {@link defineTool} returns it: frozen, every field of {@link ToolDefinition} an own
  * property (absent optional ones own and `undefined`), the flags with definite values. Nothing
- * the fence reads from a tool comes through `Object.prototype` (issue 15 item 1).
+ * the fence reads from a tool comes through `Object.prototype`.
  */
 export type DefinedTool<I = unknown> = ToolDefinition<I> & {
   readonly dedupesByKey: boolean;
@@ -199,7 +199,7 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
     throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: name });
   }
   if (isReservedActivityName(name)) {
-    // Each tool is its own activity type, named after the tool (issue 10).
+    // Each tool is its own activity type, named after the tool.
     throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} is reserved: the tool's activity would collide with the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`, { field: 'toolName', actual: name, reason: 'reserved-activity-name' });
   }
   const revision = field('revision');

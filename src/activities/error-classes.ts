@@ -1,6 +1,6 @@
 /**
- * The error classes of the retry policy (SPEC §4 "Fenced tool activity", issue 6 "Retry
- * policy"), in one table, and the HTTP classifier that maps a provider's answer to them.
+ * The error classes of the retry policy (docs/protocol.md#the-fenced-attempt), in one table, and
+ * the HTTP classifier that maps a provider's answer to them.
  *
  * A class name is what a person or the model reads to know what went wrong and whether a
  * resend could ever help. It appears in exactly one of three places:

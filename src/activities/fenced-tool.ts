@@ -1,9 +1,9 @@
 /**
- * One fenced tool-call attempt (SPEC §4, §7): create-if-absent, decide, then execute, deliver or
- * reconcile. Every change to the checkpoint is a compare-and-swap; the tool never runs without a
- * durable claim; a claim held by another attempt is taken over only once its holder's request
- * can no longer be outstanding (its settle time), except by a same-key repeat to a provider that
- * deduplicates by key within its key retention.
+ * One fenced tool-call attempt (docs/protocol.md#the-fenced-attempt, #overlapping-attempts):
+ * create-if-absent, decide, then execute, deliver or reconcile. Every change to the checkpoint is a
+ * compare-and-swap; the tool never runs without a durable claim; a claim held by another attempt is
+ * taken over only once its holder's request can no longer be outstanding (its settle time), except
+ * by a same-key repeat to a provider that deduplicates by key within its key retention.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { msOptionalToNumber } from '@temporalio/common/lib/time';
@@ -47,16 +47,16 @@ export interface FencedToolDeps {
   /**
    * The tool's execute step is a user's activity (the plugin's fence interceptor calls `next`),
    * which may ignore the abort signal: instead of racing it against the call deadline, the holder
-   * renews its claim's deadline while it runs (SPEC §7: a claim is taken over only once its
-   * holder's request can no longer be outstanding), and the fence leaves the activity's heartbeat
-   * details to the activity. @default false
+   * renews its claim's deadline while it runs (docs/protocol.md#overlapping-attempts: a claim is
+   * taken over only once its holder's request can no longer be outstanding), and the fence leaves
+   * the activity's heartbeat details to the activity. @default false
    */
   readonly executeIsUserActivity?: boolean;
   /** Test-only hooks (the interleaving explorer): `step` is awaited at every {@link FencePoint}. */
   readonly hooks?: { step?(point: FencePoint, attemptId: string): Promise<void> | void };
 }
 
-/** What one attempt has learned about its call, for deciding whether a failure may say "nothing applied" (SPEC §7). */
+/** What one attempt has learned about its call, for deciding whether a failure may say "nothing applied" (docs/protocol.md#nothing-applied). */
 export interface AttemptEvidence {
   /** This attempt sent a claim or takeover compare-and-swap (it may hold the call). */
   claimSent: boolean;
@@ -192,10 +192,10 @@ export function claimedItem(deps: FencedToolDeps, item: PreparedCall): ClaimedIt
 }
 
 /**
- * When a claim can no longer have a request outstanding, in ms since the epoch (SPEC §7
- * "Overlapping attempts"): the deadline its holder declared in the claim (which it enforces by
- * aborting) plus the margin. A claim that declared none (migrated from schema version 1) uses
- * the claim time plus `tool`'s call deadline (the default when the tool is unknown here).
+ * When a claim can no longer have a request outstanding, in ms since the epoch
+ * (docs/protocol.md#overlapping-attempts): the deadline its holder declared in the claim (which it
+ * enforces by aborting) plus the margin. A claim that declared none (migrated from schema version
+ * 1) uses the claim time plus `tool`'s call deadline (the default when the tool is unknown here).
  */
 export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> | undefined, marginMs: number): number {
   const execution = record.execution!;
@@ -232,9 +232,9 @@ class Attempt {
   }
 
   /**
-   * One read-decide-act round. The claim of a fresh call is its insert (SPEC §9: create and
-   * claimExecution composed into one write, `createClaimed`); when the call already has a record,
-   * the store returns it unchanged and this attempt decides on it.
+   * One read-decide-act round. The claim of a fresh call is its insert (docs/protocol.md#cost:
+   * create and claimExecution composed into one write, `createClaimed`); when the call already has
+   * a record, the store returns it unchanged and this attempt decides on it.
    */
   async round(): Promise<Step> {
     await this.step('before-claim');
@@ -300,7 +300,7 @@ class Attempt {
    */
   private async reconcileExecution(record: CheckpointRecord): Promise<Step> {
     const { tool } = this.call;
-    // A batch call's effects are its items, each under its own claim (issue 14): the call is taken
+    // A batch call's effects are its items, each under its own claim: the call is taken
     // over at once and run again; finished items are delivered, the interrupted one is reconciled.
     if (tool.batch === true) return this.runAndStore(await this.takeOver(record), 'executed');
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
@@ -311,8 +311,9 @@ class Attempt {
     const repeatEndsAt = this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
     const keyLive = tool.dedupesByKey === true && repeatEndsAt <= Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
     const settleAt = settleTime(record, tool, this.marginMs);
-    // A claim is taken over only once its holder's request can no longer be outstanding, or at once for a
-    // same-key repeat (SPEC §7); a lookup that finds the effect then settles the call without a request.
+    // A claim is taken over only once its holder's request can no longer be outstanding, or at once
+    // for a same-key repeat (docs/protocol.md#overlapping-attempts); a lookup that finds the effect
+    // then settles the call without a request.
     const mayTakeOver = keyLive || now >= settleAt;
     if (found?.found === true && mayTakeOver) return this.store(await this.takeOver(record), { ok: true, output: found.output, receipt: found.receipt ?? null }, 'lookup');
     if (keyLive) {
@@ -480,10 +481,11 @@ class Attempt {
   }
 
   /**
-   * Stores `outcome` under this attempt's fence together with this attempt's delivery of it, in
-   * one write (`completeAndDeliver`, SPEC §9), and returns it. A result over the bounds is stored
-   * as an error result. When the completion loses only to an uncertain-mark made under this
-   * attempt's own fence, it completes from `uncertain` (SPEC §2 allows the owner to).
+   * Stores `outcome` under this attempt's fence together with this attempt's delivery of it, in one
+   * write (`completeAndDeliver`, docs/protocol.md#cost), and returns it. A result over the bounds
+   * is stored as an error result. When the completion loses only to an uncertain-mark made under
+   * this attempt's own fence, it completes from `uncertain` (docs/protocol.md#transitions allows
+   * the owner to).
    */
   /** The completion of `claimed` with `outcome` (and its delivery) in one write; a result over the bounds becomes an error result keeping the receipt (see {@link unstorableResult}). */
   completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult {
@@ -530,7 +532,8 @@ class Attempt {
       // Throws FENCE_CONFLICT once another attempt holds the fence: this result is discarded.
       const completion = complete(current, payload);
       if (await this.cas(completion, current)) {
-        // The crash windows of SPEC §5 after the result is stored: the next attempt finds it delivered and returns it from the store.
+        // The crash windows (docs/protocol.md#crash-windows) after the result is stored: the next
+        // attempt finds it delivered and returns it from the store.
         await this.step('after-result-stored');
         await this.step('after-delivery-claimed');
         await this.step('after-delivery-completed');
@@ -702,7 +705,7 @@ class Attempt {
     return new Date(Date.parse(at) + (this.call.tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS)).toISOString();
   }
 
-  /** Refuses a fresh claim once the call's approval has expired (SPEC §7). */
+  /** Refuses a fresh claim once the call's approval has expired (docs/protocol.md#agent-workflow: an approval carries an expiry). */
   private assertApprovalLive(): void {
     if (!this.approvalExpired()) return;
     throw new CheckpointError('APPROVAL_EXPIRED', `${this.call.tool.name} call ${JSON.stringify(this.call.input.callId)}: its approval expired at ${this.call.input.approvalExpiresAt}, before this attempt could claim it; nothing ran`, {
@@ -777,7 +780,7 @@ export const TOO_LARGE_RECEIPT_MAX_BYTES = 4_096;
 /**
  * The error result stored when a tool ran but its outcome cannot be stored (PAYLOAD_TOO_LARGE,
  * NOT_JSON): `{ ok: false, error: { type, message, receipt? } }`, keeping the provider's receipt
- * (issue 11: a person can still reconcile the effect) when it is JSON of at most
+ * (so a person can still reconcile the effect) when it is JSON of at most
  * {@link TOO_LARGE_RECEIPT_MAX_BYTES} bytes and the record with it still fits (`fits` throws
  * otherwise); else without it, the message saying why.
  */

@@ -1,7 +1,7 @@
 /**
- * The Temporal activities of the fenced tool layer (SPEC §4), built by a factory that closes
- * over the store and the tools, as the Temporal samples do. Node side only: workflow code
- * imports at most the types in `./contract`.
+ * The Temporal activities of the fenced tool layer (docs/protocol.md#the-fenced-attempt), built by
+ * a factory that closes over the store and the tools, as the Temporal samples do. Node side only:
+ * workflow code imports at most the types in `./contract`.
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
@@ -36,7 +36,7 @@ export interface ToolActivitiesOptions extends WorkerPins {
   readonly maxPayloadBytes?: number;
   /**
    * UTF-8 bytes of a call's input as canonical JSON; a larger input is refused with
-   * INVALID_TOOL_INPUT (`too-large`) before anything is written (issue 15 item 3). Give the model
+   * INVALID_TOOL_INPUT (`too-large`) before anything is written. Give the model
    * adapters the same value. @default 65,536, at most 10 MiB
    */
   readonly maxToolInputBytes?: number;
@@ -44,13 +44,13 @@ export interface ToolActivitiesOptions extends WorkerPins {
   readonly clock?: () => Date;
   /**
    * Secret (at least 32 bytes) idempotency keys are derived with: HMAC-SHA-256 keys (`ttc3-…`)
-   * a third party cannot predict (issue 15 item 12; env TTC_IDEMPOTENCY_KEY_SECRET in `ttc worker`).
+   * a third party cannot predict (env TTC_IDEMPOTENCY_KEY_SECRET in `ttc worker`).
    * Every worker of a task queue must use the same secret, set before first use: keys are
    * recomputed on every attempt, so changing it while calls are in flight changes their keys.
    * @default none: unkeyed `ttc2-…` keys, as before
    */
   readonly idempotencyKeySecret?: Uint8Array;
-  /** Margin added to a holder's call deadline before its claim may be taken over, ms (SPEC §7). @default 5,000 */
+  /** Margin added to a holder's call deadline before its claim may be taken over, ms (docs/protocol.md#overlapping-attempts). @default 5,000 */
   readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter, Retry-After honoured). */
   readonly transientRetry?: FencedToolDeps['transientRetry'];
@@ -80,7 +80,7 @@ export interface FenceActivities {
   /** Without `resultByReference`: the outcome as stored. */
   resolveToolCall(input: ResolveToolCallInput): Promise<ResolveToolCallResult>;
   /**
-   * With `role: 'compensation'` (issue 14): stores a person's `applied` resolution of a compensation
+   * With `role: 'compensation'`: stores a person's `applied` resolution of a compensation
    * whose outcome is unknown in the compensation's checkpoint (of `compensationGeneration`), under
    * its fence, as for a call; the outcome is returned inline (never by reference), `idempotencyKey`
    * is the compensation's. Refused with NOTHING_TO_COMPENSATE when the original call holds no
@@ -89,7 +89,7 @@ export interface FenceActivities {
    */
   resolveToolCall(input: ResolveCompensationInput): Promise<ResolveToolCallResult>;
   /**
-   * Runs the compensation the original call's tool declares (issue 14), as one fenced attempt of
+   * Runs the compensation the original call's tool declares, as one fenced attempt of
    * its own call: the original call's checkpoint is read from the store and must hold an applied
    * (`ok: true`) outcome, else NOTHING_TO_COMPENSATE (non-retryable, nothing ran). The compensation
    * then settles exactly as a call does (`settleCall`: execute, deliver a stored result, lookup,
@@ -154,11 +154,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     const context = attemptContext(keySecret);
     const evidence: AttemptEvidence = { claimSent: false, seen: null };
     let call: PreparedCall | undefined;
-    // Own properties only, also on the failure path (issue 15 item 1).
+    // Own properties only, also on the failure path.
     let input = ownProperties(untrusted) as unknown as FencedToolInput;
     let parsed = false;
     try {
-      // A compensation never runs as its original call's tool (issue 14): it has its own activity.
+      // A compensation never runs as its original call's tool: it has its own activity.
       if ((input as { role?: unknown }).role !== undefined) {
         throw new CheckpointError('INVALID_ARGUMENT', `runFencedTool runs a call, not its compensation (role ${JSON.stringify((input as { role?: unknown }).role)}); use compensateToolCall. Nothing ran`, { field: 'role' });
       }
@@ -253,7 +253,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
           if (!isCheckpointError(error, 'UNKNOWN_TOOL') && !isCheckpointError(error, 'INVALID_TOOL_INPUT')) throw error;
         }
         const where = { input, context, call };
-        // A paused item of a batch call is resolved in the item's checkpoint (issue 14).
+        // A paused item of a batch call is resolved in the item's checkpoint.
         if (input.item !== undefined) return await delivered(options.store, input, context, await resolveBatchItem(deps, where, input));
         return await delivered(options.store, input, context, await resolveCall(deps, where, input));
       } catch (error) {
@@ -264,7 +264,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   };
   // `default` runs every activity type this worker does not register as a call of that tool: after a
   // deploy that removed a tool, its calls still settle by their evidence (a stored result is delivered,
-  // an unfinished claim waits and pauses; SPEC §7 "The call owns 'nothing applied'"), never as a bare
+  // an unfinished claim waits and pauses; docs/protocol.md#nothing-applied), never as a bare
   // "activity not registered" that the workflow would report as nothing applied.
   const unregisteredTool: ToolCallActivity = (input) => fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
   return { ...toolCallActivities(tools.keys(), fence.runFencedTool), default: unregisteredTool, ...fence };
@@ -283,7 +283,7 @@ function namingCall(error: unknown, call: PreparedCall | undefined): unknown {
 }
 
 /**
- * `result` as an agent run receives it (issue 11, claim check): unchanged without
+ * `result` as an agent run receives it (claim check): unchanged without
  * `input.resultByReference`; else its outcome through `deliverOutput` into the run chain's
  * conversation log, named from the activity context (namespace, workflow id), the input's tenant
  * and run chain (the context's run id when the input names none, as the binding does).
@@ -313,7 +313,7 @@ function attemptContext(idempotencyKeySecret: Uint8Array | undefined): AttemptCo
 }
 
 /**
- * Approval bound to intent, end to end (issue 6): when the workflow passes the intent digest a
+ * Approval bound to intent, end to end: when the workflow passes the intent digest a
  * person approved, the call runs only if this worker computes the same digest. Checked before
  * any checkpoint write; whether an earlier attempt may have run the approved intent is settled
  * by the call's evidence (`settleFailedAttempt`: a stored result is delivered, an unfinished
@@ -356,7 +356,7 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
   if (record.status === 'executing' || record.status === 'uncertain') {
     if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
     const at = transitionTime(deps, record);
-    // The resolution and its delivery in one write (SPEC §9), as the fence stores a result.
+    // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
     const result = withResolutionAudit(input.result!, { kind: 'applied', by: input.decidedBy ?? null, reason: input.reason, at, fromStatus: record.status, attemptId: record.execution!.attemptId });
     const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
     if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {

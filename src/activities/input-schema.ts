@@ -1,5 +1,5 @@
 /**
- * The activity input as the fence reads it (issue 15 item 1): a strict zod schema over the
+ * The activity input as the fence reads it: a strict zod schema over the
  * input's own properties only, and a result in which every field is an own property (absent
  * optional fields are own and `undefined`). So nothing the fence reads from an activity input
  * (`runChainId`, `expectedIntentDigest`, `approvalExpiresAt`, `intentGeneration(s)`, …) can come
@@ -26,7 +26,7 @@ const fencedToolInputShape = {
   intentGeneration: z.number().optional(),
   // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
-  // Issue 11 (claim check): outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
+  // Claim check: outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
   resultByReference: z.strictObject({ inlineMaxBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).optional(),
   role: z.literal('compensation').optional(),
 };

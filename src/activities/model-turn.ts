@@ -1,6 +1,6 @@
 /**
  * The model-turn activity: one call to a model adapter, so the model's decision lands in
- * workflow history before any tool runs (SPEC §4 "Agent workflow").
+ * workflow history before any tool runs (docs/protocol.md#agent-workflow).
  */
 import { Context } from '@temporalio/activity';
 import { CheckpointError } from '../checkpoint/errors';
@@ -22,14 +22,14 @@ export interface ModelActivitiesOptions {
    * a heartbeat timeout can be set. @default a third of the heartbeat timeout, else 5000 ms
    */
   readonly heartbeatIntervalMs?: number;
-  /** Tenants this worker serves: a turn for another tenant (or naming none) is refused with NOT_PINNED before the model is called (issue 15 item 11). @default any */
+  /** Tenants this worker serves: a turn for another tenant (or naming none) is refused with NOT_PINNED before the model is called. @default any */
   readonly pinnedTenants?: readonly string[];
   /** Tools this worker serves: a turn offering another tool is refused with NOT_PINNED before the model is called. @default any */
   readonly pinnedTools?: readonly string[];
   /**
-   * The side store holding the run chains' conversation logs (issue 11, claim check): required
-   * for a turn whose input gives `conversation` instead of `messages` (the tool activities'
-   * store, so outputs they deliver by reference are found). @default none: such turns fail INVALID_CONFIG
+   * The side store holding the run chains' conversation logs (claim check): required for a turn
+   * whose input gives `conversation` instead of `messages` (the tool activities' store, so outputs
+   * they deliver by reference are found). @default none: such turns fail INVALID_CONFIG
    */
   readonly store?: CheckpointStore;
   /**
@@ -73,7 +73,7 @@ function activityContext(): Context | undefined {
  *   (`CancelledFailure`, the signal's reason) passes through; anything else is `UNEXPECTED`.
  * - exactly one of `input.messages` and `input.conversation` must be given → else non-retryable
  *   INVALID_ARGUMENT (`details.field` `conversation`); the model is not called;
- * - `input.conversation` (issue 11, claim check): the activity writes `append` to the run chain's
+ * - `input.conversation` (claim check): the activity writes `append` to the run chain's
  *   conversation log, reads the whole conversation back and resolves every output by reference
  *   (see `loadConversation`), and the adapter receives `{ ...input, messages, conversation:
  *   undefined }`. The log is named from the activity context's namespace and workflow id, the
@@ -143,7 +143,7 @@ async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInp
   }
   if (!hasConversation) return input;
   if (options.store === undefined) {
-    throw new CheckpointError('INVALID_CONFIG', 'this turn gives its conversation by reference (issue 11), but the worker built createModelActivities without a store; pass the checkpoint store', { field: 'store' });
+    throw new CheckpointError('INVALID_CONFIG', 'this turn gives its conversation by reference, but the worker built createModelActivities without a store; pass the checkpoint store', { field: 'store' });
   }
   if (typeof input.tenant !== 'string' || input.tenant.length === 0) {
     throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });

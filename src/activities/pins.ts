@@ -1,12 +1,12 @@
 /**
- * Worker pins (issue 15 item 11): the trust boundary a worker controls. A run's tenant, tool
+ * Worker pins: the trust boundary a worker controls. A run's tenant, tool
  * list, approval policy and model come from its workflow input, so whoever can start a workflow
  * on the task queue chooses them. A pinned worker's activities refuse input outside the pins
  * before any tool or model runs. On attempt 1 nothing is written; on a later attempt the refusal
  * settles like every refusal of a call that an earlier attempt (perhaps on a worker with other
  * pins) may have claimed: a stored result is delivered, an unfinished claim waits and pauses,
- * and otherwise the refusal is stored as the call's result first (SPEC §7 "The call owns
- * 'nothing applied'", `call-failure.ts`):
+ * and otherwise the refusal is stored as the call's result first (docs/protocol.md#nothing-applied,
+ * `call-failure.ts`):
  * - `pinnedTenants`: a call or model turn for another tenant → `NOT_PINNED` (field `tenant`);
  * - `pinnedTools`: a call of another tool, or a model turn offering one → `NOT_PINNED`
  *   (field `toolName` / `tools`);

@@ -1,8 +1,8 @@
 /**
- * What one fenced attempt derives from its input and the activity context before it touches
- * the store (SPEC §2 "Fingerprints and keys", §7 "Identity"): the tool, the validated
- * arguments, the binding, the idempotency key and the intent digest. Throws before anything is
- * written.
+ * What one fenced attempt derives from its input and the activity context before it touches the
+ * store (docs/protocol.md#keys-and-digests, docs/protocol.md#call-identity): the tool, the
+ * validated arguments, the binding, the idempotency key and the intent digest. Throws before
+ * anything is written.
  */
 import { randomUUID } from 'node:crypto';
 import { callBindingId } from '../checkpoint/call-identity';
@@ -37,7 +37,7 @@ export interface PreparedCall {
   readonly input: FencedToolInput;
   /**
    * Frozen, schema-validated arguments as their RFC 8785 canonical JSON parsed back: what
-   * `describeToolCall` shows, the intent digest covers and `execute` gets (issue 15 item 2).
+   * `describeToolCall` shows, the intent digest covers and `execute` gets.
    */
   readonly args: unknown;
   /** Binding: the fingerprint covers what the model sent (`input.input`), before schema defaults. */
@@ -83,11 +83,10 @@ export interface PrepareLimits {
 }
 
 /**
- * Validates `input` against its tool and derives binding, idempotency key and intent digest.
- * Before the tool's schema sees the model's input, `assertToolInput` refuses `__proto__`,
- * `constructor` and `prototype` keys at any depth and inputs over
- * `limits.maxToolInputBytes` (issue 15 items 1 and 3), also for callers that skip the adapters.
- * `input` should come from `readFencedToolInput` (every field own).
+ * Validates `input` against its tool and derives binding, idempotency key and intent digest. Before
+ * the tool's schema sees the model's input, `assertToolInput` refuses `__proto__`, `constructor`
+ * and `prototype` keys at any depth and inputs over `limits.maxToolInputBytes`, also for callers
+ * that skip the adapters. `input` should come from `readFencedToolInput` (every field own).
  *
  * @throws {@link CheckpointError} UNKNOWN_TOOL, INVALID_TOOL_INPUT (`details.reason` says why; `too-large`
  *   also when the validated arguments, wrapped for the intent digest or the intent call id,
@@ -112,7 +111,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     });
   }
   const { args, digest, keyCallId, inputFingerprint } = refuseOverBounds(what, () => {
-    // What runs is what the approver reads (issue 15 item 2): `describeToolCall` shows the canonical
+    // What runs is what the approver reads: `describeToolCall` shows the canonical
     // JSON the digest hashes, so `execute` gets that JSON parsed back, not merely a value with the
     // same digest (member order as shown, -0 as 0). Not JSON: NOT_JSON.
     const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
@@ -150,7 +149,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
  * fingerprint), turning PAYLOAD_TOO_LARGE into the call's INVALID_TOOL_INPUT (`too-large`): an
  * input within the model-input bounds can still exceed them once the schema fills defaults or the
  * digest wraps it one level down. Nothing is written yet, so the model reads the refusal (a
- * nothing-applied code) instead of the run pausing for a person (issue 15 item 3).
+ * nothing-applied code) instead of the run pausing for a person.
  *
  * @throws {@link CheckpointError} INVALID_TOOL_INPUT for PAYLOAD_TOO_LARGE; any other error of `derive` as it is.
  */
@@ -168,7 +167,7 @@ function refuseOverBounds<T>(what: string, derive: () => T): T {
  * `intent-` + hex SHA-256 of the canonical JSON of the tool name and the arguments as the model
  * sent them, plus `~gen<n>` for generation n > 0. It depends on nothing a deploy can change (not
  * the revision, the schema's defaults or the target), so an attempt on a redeployed worker, or
- * on one without the tool, still finds the call's checkpoint (SPEC §7).
+ * on one without the tool, still finds the call's checkpoint (docs/protocol.md#nothing-applied).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT when `generation` is not a non-negative
  *   integer; NOT_JSON or PAYLOAD_TOO_LARGE for arguments that are not bounded JSON.

@@ -1,5 +1,5 @@
 /**
- * Each tool is its own activity type (issue 10): one activity per tool, registered under the
+ * Each tool is its own activity type: one activity per tool, registered under the
  * tool's name, so a run's history, the Temporal UI and `temporal workflow show` read as the
  * agent's actions (`create_ticket`, `send_email`, …) and a workflow can give each tool its own
  * timeouts and retry policy. Each is one fenced attempt, exactly `runFencedTool` with the tool
@@ -9,9 +9,9 @@ import { CheckpointError } from '../checkpoint/errors';
 import { isReservedActivityName, RESERVED_ACTIVITY_NAMES, type Delivered, type FencedToolInput, type FencedToolResult, type ToolCallInput } from './contract';
 
 /**
- * A tool's own activity: one fenced attempt of a call of that tool. With
- * `input.resultByReference` (agent runs of issue 11) a large output comes back by reference
- * ({@link Delivered}); without it the outcome is the stored one.
+ * A tool's own activity: one fenced attempt of a call of that tool. With `input.resultByReference`
+ * (agent runs with patch `ttc-long-runs`) a large output comes back by reference ({@link
+ * Delivered}); without it the outcome is the stored one.
  */
 export type ToolCallActivity = (input: ToolCallInput) => Promise<Delivered<FencedToolResult>>;
 

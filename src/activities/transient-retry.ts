@@ -1,8 +1,9 @@
 /**
- * In-attempt retry of transient tool failures (SPEC §4 "Transient errors … are retried with
- * backoff and jitter, honouring Retry-After, within per-call and total deadlines, always with
- * the same key"). The fenced activity calls the tool again *inside the same attempt and claim*,
- * so the idempotency key and the fence stay the same; the caller supplies the tool call.
+ * In-attempt retry of transient tool failures (docs/protocol.md#the-fenced-attempt: transient
+ * errors are retried with backoff and jitter, honouring Retry-After, within per-call and total
+ * deadlines, always with the same key). The fenced activity calls the tool again *inside the
+ * same attempt and claim*, so the idempotency key and the fence stay the same; the caller supplies
+ * the tool call.
  *
  * Delays: exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And
  * Jitter"), except that a provider's `Retry-After` is taken as the next delay exactly.
@@ -73,7 +74,8 @@ export async function retryTransient<T>(work: () => Promise<T>, options: RetryTr
       options.onRetry?.(call, delayMs, error);
       if (!(await sleep(delayMs, options.signal))) throw error;
       // A sleep can end late (a stalled process, a busy event loop): no request starts at or after
-      // the deadline, when another attempt may take the claim over (SPEC §7).
+      // the deadline, when another attempt may take the claim over
+      // (docs/protocol.md#overlapping-attempts).
       if (now() >= options.deadlineAt || options.signal?.aborted) throw error;
     }
   }

@@ -1,5 +1,5 @@
 /**
- * The conversation of a model turn by reference (issue 11, claim check): write the messages the
+ * The conversation of a model turn by reference (claim check): write the messages the
  * workflow appends to the run chain's conversation log, read the whole conversation back, and
  * resolve every tool output kept by reference, so the adapter gets plain messages. Node side.
  *

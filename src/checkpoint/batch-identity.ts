@@ -1,5 +1,5 @@
 /**
- * The identity of one item of a batch call (issue 14, `ctx.forEachItem`): a child binding of the
+ * The identity of one item of a batch call (`ctx.forEachItem`): a child binding of the
  * call's binding, and an idempotency key derived from the call's key. Both are tagged canonical
  * JSON arrays, so no item can share a binding or a key with a call (the model names calls, never
  * items) or with another item. Pure.

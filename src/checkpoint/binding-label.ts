@@ -1,6 +1,6 @@
 /**
  * A readable name for a checkpoint's binding call id, for operators (`ttc pending`): a call's
- * `<workflow id>/<call id>`, a batch item's `<call> item "<key>" (generation n)` (issue 14), a
+ * `<workflow id>/<call id>`, a batch item's `<call> item "<key>" (generation n)`, a
  * compensation's `<call> compensation (generation n)`; any other text as it is. Pure.
  */
 import { parseCallBindingId } from './call-identity';

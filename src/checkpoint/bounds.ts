@@ -1,5 +1,5 @@
 /**
- * Limits of SPEC §2 "Bounds" and the checks that enforce them: JSON values (iterative, so a
+ * Limits of docs/protocol.md#bounds and the checks that enforce them: JSON values (iterative, so a
  * hostile input cannot exhaust the stack), identifiers and timestamps. Pure and sandbox-safe.
  */
 import { CheckpointError } from './errors';
@@ -13,7 +13,7 @@ export const LIMITS = {
   hardMaxPayloadBytes: 10 * 1024 * 1024,
   /**
    * @default 65,536 UTF-8 bytes of a tool call's input as the model sent it (the arguments text
-   * of an OpenAI call) and of its canonical JSON (issue 15 item 3); `maxToolInputBytes` may be
+   * of an OpenAI call) and of its canonical JSON; `maxToolInputBytes` may be
    * set from 1 to `hardMaxPayloadBytes`.
    */
   defaultMaxToolInputBytes: 65_536,
@@ -25,7 +25,7 @@ export const LIMITS = {
   maxReasonLength: 2_048,
 } as const;
 
-/** Maximum lengths (UTF-16 code units) of the identifiers SPEC §2 names. */
+/** Maximum lengths (UTF-16 code units) of the identifiers the protocol names (docs/protocol.md#bounds). */
 export const IDENTIFIER_MAX_LENGTH = {
   namespace: 256,
   /** Also the binding's encoded call id (`callBindingId`: run chain, workflow id and call id). */
@@ -49,7 +49,7 @@ export interface JsonBoundsOptions {
   readonly maxValues?: number;
 }
 
-/** The shape of an input fingerprint: `sha256:` + 64 lowercase hex (SPEC §2). */
+/** The shape of an input fingerprint: `sha256:` + 64 lowercase hex (docs/protocol.md#keys-and-digests). */
 export const FINGERPRINT_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 /** Unicode general category Cc: C0, DEL and C1 (U+0080–U+009F, e.g. NEL U+0085). */
@@ -181,7 +181,7 @@ export function assertReason(value: unknown, field: string): asserts value is st
  * Free text from a tool or provider made fit to store as a reason: lone surrogates replaced
  * (well-formed UTF-16), cut to at most `maxLength` UTF-16 code units without splitting a code
  * point, trimmed, and `fallback` when nothing is left. Never throws, so a reason can always be
- * recorded after an effect (SPEC §7).
+ * recorded after an effect (docs/protocol.md#nothing-applied).
  *
  * @param maxLength @default 2,000 (below {@link LIMITS.maxReasonLength}, room for a suffix)
  */

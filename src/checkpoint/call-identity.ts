@@ -1,9 +1,8 @@
 /**
- * The call id a checkpoint binding carries (SPEC §7 "Identity is unambiguous and per run
- * chain"): the run chain, the workflow id and the application's call id, encoded as an RFC
- * 8785 canonical JSON array so that no two different (run chain, workflow, call) triples share
- * a binding (`a/b` + `c` and `a` + `b/c` were one string when the parts were joined by `/`).
- * Pure and sandbox-safe.
+ * The call id a checkpoint binding carries (docs/protocol.md#call-identity): the run chain, the
+ * workflow id and the application's call id, encoded as an RFC 8785 canonical JSON array so that no
+ * two different (run chain, workflow, call) triples share a binding (`a/b` + `c` and `a` + `b/c`
+ * were one string when the parts were joined by `/`). Pure and sandbox-safe.
  */
 import { assertIdentifier } from './bounds';
 import { canonicalJson } from './canonical-json';

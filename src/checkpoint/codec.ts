@@ -1,5 +1,5 @@
 /**
- * The stored form of a checkpoint (SPEC §2 "Stored form"): RFC 8785 canonical JSON, parsed
+ * The stored form of a checkpoint (docs/protocol.md#stored-form): RFC 8785 canonical JSON, parsed
  * strictly, optionally sealed with HMAC-SHA256 so tampering is detected. Uses node:crypto, so
  * workflow code must never import this file.
  */

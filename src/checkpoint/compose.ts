@@ -1,10 +1,10 @@
 /**
- * Composed transitions (SPEC §9 "Cost"): the critical path of a fresh call holds at most two
- * synchronous durable writes, the claim before the effect and the result after it. Each write
- * here is still made of the transitions of SPEC §2, applied one after the other to the record in
- * memory and written with one compare-and-swap (or one insert): every step checks its guards and
- * fences as it would alone, the revision counts every step, and every state's fields stay in
- * the record (`createdAt`, `execution.claimedAt`, `execution.finishedAt`, `result`,
+ * Composed transitions (docs/protocol.md#cost): the critical path of a fresh call holds at most two
+ * synchronous durable writes, the claim before the effect and the result after it. Each write here
+ * is still made of the protocol's transitions (docs/protocol.md#transitions), applied one after the
+ * other to the record in memory and written with one compare-and-swap (or one insert): every step
+ * checks its guards and fences as it would alone, the revision counts every step, and every state's
+ * fields stay in the record (`createdAt`, `execution.claimedAt`, `execution.finishedAt`, `result`,
  * `delivery.claimedAt`, `delivery.deliveredAt`). Pure: no clock, no I/O.
  */
 import { createCheckpoint } from './record';
@@ -59,7 +59,8 @@ export function completeAndDeliver(
 /**
  * completed → delivering → delivered in one write (a stored result delivered again), or, from
  * `delivering` (a delivery that may have been accepted: Temporal records at most one completion
- * per activity, SPEC §4), delivering → completed → delivering → delivered under the new fence.
+ * per activity, docs/protocol.md#the-fenced-attempt), delivering → completed → delivering →
+ * delivered under the new fence.
  *
  * @returns action `none`.
  * @throws {@link CheckpointError} INVALID_TRANSITION from any other status; INVALID_ARGUMENT.

@@ -1,12 +1,12 @@
 /**
- * The recovery decision of SPEC §2: what a retried attempt must do with the record it found.
- * Pure: no I/O, no clock.
+ * The recovery decision (docs/protocol.md#decide-and-validate): what a retried attempt must do with
+ * the record it found. Pure: no I/O, no clock.
  */
 import { CheckpointError } from './errors';
 import { assertBinding, bindingDifferences, validateCheckpoint } from './record';
 import type { Action, Binding, CheckpointRecord, Decision, Status } from './types';
 
-/** SPEC §2 table: status → recovery action. */
+/** docs/protocol.md#statuses-and-actions: status → recovery action. */
 export const ACTION_BY_STATUS: Readonly<Record<Status, Action>> = Object.freeze({
   ready: 'execute',
   executing: 'reconcile-execution',

@@ -1,5 +1,5 @@
 /**
- * Digests of SPEC §2 "Fingerprints and keys": input fingerprint, idempotency key, intent
+ * Digests of docs/protocol.md#keys-and-digests: input fingerprint, idempotency key, intent
  * digest. Uses node:crypto, so workflow code must never import this file.
  */
 import { createHash, createHmac } from 'node:crypto';
@@ -16,13 +16,13 @@ import { CheckpointError } from './errors';
  * which key derivation the call's requests used. A worker whose secret differs (set, changed or
  * removed while the call was in flight) computes another binding for the same call and never
  * looks the call up or repeats it under a key its first request did not carry: it delivers a
- * stored result or, for an unfinished claim, waits for the settle time and pauses (SPEC §7
- * "The call owns 'nothing applied'", the same path as a deploy that changed the tool revision).
+ * stored result or, for an unfinished claim, waits for the settle time and pauses
+ * (docs/protocol.md#nothing-applied, the same path as a deploy that changed the tool revision).
  * Without a secret the fingerprint is unchanged from earlier releases.
  *
  * @throws {@link CheckpointError} NOT_JSON or PAYLOAD_TOO_LARGE when `input` is not a bounded
  *   JSON value; INVALID_ARGUMENT for a secret shorter than 32 bytes.
- * @see RFC 8785, SPEC §2
+ * @see RFC 8785, docs/protocol.md#keys-and-digests
  */
 export function fingerprintInput(input: unknown, keySecret?: Uint8Array): string {
   const text = canonicalJson(input, 'input');
@@ -32,7 +32,7 @@ export function fingerprintInput(input: unknown, keySecret?: Uint8Array): string
   return `sha256:${sha256Hex(`ttc/keyed-input/1\n${check}\n${text}`)}`;
 }
 
-/** The logical call an idempotency key names (SPEC §2, §7 "Identity is unambiguous and per run chain"). */
+/** The logical call an idempotency key names (docs/protocol.md#keys-and-digests, #call-identity). */
 export interface IdempotencyKeyParts {
   readonly namespace: string;
   /** The run chain (`firstExecutionRunId`): a new chain that reuses a workflow id gets new keys. */
@@ -54,7 +54,7 @@ export const MIN_IDEMPOTENCY_KEY_SECRET_BYTES = 32;
  * - Without `secret`: `ttc2-` + 64 lowercase hex of SHA-256 (69 characters). Anyone who knows
  *   the parts (namespace, run chain, workflow id, call id, tool) can compute it.
  * - With `secret` (at least 32 bytes, e.g. `TTC_IDEMPOTENCY_KEY_SECRET`): `ttc3-` + 64
- *   lowercase hex of HMAC-SHA-256 keyed with it (issue 15 item 12), so a third party on the
+ *   lowercase hex of HMAC-SHA-256 keyed with it, so a third party on the
  *   same provider account cannot predict a key and pre-empt or replay a call under it.
  *
  * Both are safe in an `Idempotency-Key` header. The key is recomputed on every attempt, never
@@ -104,7 +104,8 @@ export interface Intent {
 
 /**
  * `sha256:` + hex over the canonical JSON of tool, revision, arguments and target. The same
- * idempotency key presented with a different intent digest is a conflict (SPEC §2).
+ * idempotency key presented with a different intent digest is a conflict
+ * (docs/protocol.md#keys-and-digests).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad tool name or revision; NOT_JSON or
  *   PAYLOAD_TOO_LARGE for arguments or target that are not bounded JSON.

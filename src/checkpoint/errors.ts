@@ -1,5 +1,5 @@
 /**
- * The one error family of the project (SPEC §2 "Errors"). Codes are stable: never renamed,
+ * The one error family of the project (docs/protocol.md#errors). Codes are stable: never renamed,
  * adding one is a reviewed change. Sandbox-safe: workflow code may import this file.
  */
 
@@ -51,17 +51,17 @@ export const CHECKPOINT_ERROR_CODES = {
   APPROVAL_MISMATCH: { retryable: false },
   /**
    * The call's approval expired before this attempt could claim it (`approvalExpiresAt` in the
-   * activity input); raised before any claim, nothing ran (SPEC §7).
+   * activity input); raised before any claim, nothing ran.
    */
   APPROVAL_EXPIRED: { retryable: false },
   /**
-   * The worker is pinned (issue 15 item 11) and the input names a tenant or tool it does not
+   * The worker is pinned and the input names a tenant or tool it does not
    * serve, or a model turn offers such a tool (`details.field`: `tenant`, `toolName`, `tools`).
    * Raised before any checkpoint write; nothing ran.
    */
   NOT_PINNED: { retryable: false },
   /**
-   * The worker requires approval for this tool (`requireApproval`, issue 15 item 11) and the call
+   * The worker requires approval for this tool (`requireApproval`) and the call
    * carries no approved intent digest. Raised before any checkpoint write; nothing ran.
    */
   APPROVAL_REQUIRED: { retryable: false },
@@ -71,11 +71,12 @@ export const CHECKPOINT_ERROR_CODES = {
    * taken over yet (its holder's request may still be outstanding; `details.retryAfterMs` is
    * the time left), a competitor won the claim, or the store failed after a claim. The next
    * attempt reads the checkpoint and decides again, under the same idempotency key. Never
-   * "failed, safe to resend": if the retries run out, the run pauses for a person (SPEC §7).
+   * "failed, safe to resend": if the retries run out, the run pauses for a person
+   * (docs/protocol.md#nothing-applied).
    */
   RECONCILE_PENDING: { retryable: true },
   /**
-   * A conversation-log entry (issue 11, claim check) already holds another value than the one
+   * A conversation-log entry (claim check) already holds another value than the one
    * being written at the same (log, key), or a value read by reference does not match its
    * reference's bytes or digest. Nothing of the refused write was stored.
    */

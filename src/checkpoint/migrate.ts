@@ -1,7 +1,7 @@
 /**
- * Schema migrations (SPEC §2 "Migration"). The schema version is explicit; an older version is
- * migrated only by an explicit, tested step registered here, anything else is rejected. A
- * missing field never defaults to a permissive value. Pure.
+ * Schema migrations (docs/protocol.md#schema-version-and-migration). The schema version is
+ * explicit; an older version is migrated only by an explicit, tested step registered here, anything
+ * else is rejected. A missing field never defaults to a permissive value. Pure.
  */
 import { CheckpointError } from './errors';
 import { validateCheckpoint } from './record';

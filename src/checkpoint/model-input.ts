@@ -1,8 +1,8 @@
 /**
- * Model-supplied tool input is attacker-controlled (prompt injection): the checks that keep it
- * from changing how the fence behaves (issue 15 items 1 and 3). Applied where model output is
- * parsed (the model adapters, `src/model/transcript.ts`) and again at the activity boundary
- * (`prepareCall`), since users' workflows call the activities directly. Pure: no I/O.
+ * Model-supplied tool input is attacker-controlled (prompt injection): the checks that keep it from
+ * changing how the fence behaves. Applied where model output is parsed (the model adapters,
+ * `src/model/transcript.ts`) and again at the activity boundary (`prepareCall`), since users'
+ * workflows call the activities directly. Pure: no I/O.
  *
  * A tool input is refused when it
  * - is not a JSON object (`not-object`) or not JSON at all (`not-json`: syntax, NaN/±Infinity,
@@ -16,7 +16,7 @@
  *   text a value was parsed from): a parsed double is exactly the number it holds (`1e21` passes);
  * - repeats a member name in one object (`duplicate-key`, text only: `JSON.parse` keeps the last);
  * - exceeds `maxBytes` UTF-8 bytes as text or as canonical JSON (RFC 8785), or the depth (32) and
- *   value-count (10,000) bounds of SPEC §2 (`too-large`).
+ *   value-count (10,000) bounds of docs/protocol.md#bounds (`too-large`).
  */
 import canonicalize from 'canonicalize';
 import { assertJsonValue, LIMITS, resolveMaxToolInputBytes, utf8ByteLength } from './bounds';

@@ -1,6 +1,7 @@
 /**
- * Creating and validating checkpoint records (SPEC §2). Pure: no I/O, no clock, no Temporal.
- * A record that fails validation is quarantined by the caller, never reset to `ready`.
+ * Creating and validating checkpoint records (docs/protocol.md#record, #decide-and-validate). Pure:
+ * no I/O, no clock, no Temporal. A record that fails validation is quarantined by the caller, never
+ * reset to `ready`.
  */
 import { assertIdentifier, assertJsonValue, FINGERPRINT_PATTERN, LIMITS, parseTimestamp, utf8ByteLength, describe } from './bounds';
 import canonicalize from 'canonicalize';
@@ -14,7 +15,7 @@ const DELIVERY_FIELDS = ['deliveryId', 'claimedAt', 'releasedAt', 'deliveredAt']
 /**
  * Longest stored reason in its encrypted (`$enc:A256GCM:…`: base64url of up to 3 UTF-8 bytes per
  * code unit, plus IV, tag and key id) or wrapped (`$enc:plain:…`) form, in UTF-16 code units
- * (issue 15 item 7; see `src/stores/payload-cipher.ts`).
+ * (see `src/stores/payload-cipher.ts`).
  */
 const MAX_STORED_REASON_LENGTH = 4 * LIMITS.maxReasonLength + 512;
 
@@ -46,7 +47,8 @@ export function bindingDifferences(a: Binding, b: Binding): string[] {
 }
 
 /**
- * Creates a fresh checkpoint: schema version 1, status `ready`, revision 0, frozen.
+ * Creates a fresh checkpoint: schema version {@link CURRENT_SCHEMA_VERSION} (2), status `ready`,
+ * revision 0, frozen.
  *
  * @param binding the call (see {@link Binding}); copied, only its five fields are kept.
  * @param options.createdAt ISO-8601 UTC; also `updatedAt`.
@@ -82,7 +84,8 @@ export function createCheckpoint(binding: Binding, options: { createdAt: string 
  * shape within the hard bounds (10 MiB, depth 32, 10,000 values).
  *
  * @returns true.
- * @throws {@link CheckpointError} UNSUPPORTED_SCHEMA when `schemaVersion` is not 1 (use `migrateCheckpoint`).
+ * @throws {@link CheckpointError} UNSUPPORTED_SCHEMA when `schemaVersion` is not the current one, 2 (for older
+ *   versions use `migrateCheckpoint`).
  * @throws {@link CheckpointError} INVALID_CHECKPOINT naming the first broken rule in `details.field`.
  */
 export function validateCheckpoint(record: unknown): record is CheckpointRecord {

@@ -1,10 +1,10 @@
 /**
- * The transitions of SPEC §2. Each one checks its arguments, guards the status and the fence,
- * builds `next` by spreading (revision + 1, updatedAt = at) and returns
- * `{ action, expectedRevision, next }`. The host may act only after a compare-and-swap from
- * `expectedRevision` to `next` succeeded. The only way back to `ready` is the holder's own
- * {@link releaseExecution} (its request proven not applied); there is no lease-expiry rerun.
- * Pure: inputs are never mutated; no clock is read.
+ * The transitions of docs/protocol.md#transitions. Each one checks its arguments, guards the status
+ * and the fence, builds `next` by spreading (revision + 1, updatedAt = at) and returns `{ action,
+ * expectedRevision, next }`. The host may act only after a compare-and-swap from `expectedRevision`
+ * to `next` succeeded. The only way back to `ready` is the holder's own {@link releaseExecution}
+ * (its request proven not applied); there is no lease-expiry rerun. Pure: inputs are never mutated;
+ * no clock is read.
  */
 import { assertIdentifier, assertReason, parseTimestamp, resolveMaxPayloadBytes, utf8ByteLength } from './bounds';
 import { canonicalJson } from './canonical-json';
@@ -18,7 +18,8 @@ import type { Action, CheckpointRecord, JsonValue, Status, TransitionResult } fr
  * @param args.attemptId the fence; unique per attempt (for example workflow id + activity attempt).
  * @param args.at ISO-8601 UTC, not before `record.updatedAt`.
  * @param args.deadlineAt when the holder stops waiting for its request (ISO-8601 UTC, not before
- *   `at`); recorded so another attempt knows when the claim can settle (SPEC §7). @default null
+ *   `at`); recorded so another attempt knows when the claim can settle
+ * (docs/protocol.md#overlapping-attempts). @default null
  * @returns action `execute`.
  * @throws {@link CheckpointError} INVALID_TRANSITION from any status but `ready`; INVALID_ARGUMENT for bad arguments.
  */
@@ -41,10 +42,11 @@ function deadlineOf(deadlineAt: string | undefined, at: string): string | null {
 }
 
 /**
- * executing → executing: the holder of the fence declares a later deadline while its request
- * is still running (a user's activity that may not honour the abort signal: SPEC §7, a claim is
- * taken over only once its holder's request can no longer be outstanding). The claim time and
- * every other field stay; only `deadlineAt` moves, and never earlier.
+ * executing → executing: the holder of the fence declares a later deadline while its request is
+ * still running (a user's activity that may not honour the abort signal:
+ * docs/protocol.md#overlapping-attempts, a claim is taken over only once its holder's request can
+ * no longer be outstanding). The claim time and every other field stay; only `deadlineAt` moves,
+ * and never earlier.
  *
  * @param args.attemptId must be the owning fence.
  * @param args.deadlineAt the new deadline, ISO-8601 UTC, not before `at` nor before the current deadline.
@@ -212,7 +214,7 @@ export function completeDelivery(record: CheckpointRecord, args: { deliveryId: s
  * Validates the record, checks the presented fence (if any), guards the status and checks
  * `at`; returns `at`. Fence before status: once a fence of that kind is held, any other fence
  * is told FENCE_CONFLICT whatever the status, so a stale attempt or delivery learns that it
- * lost the claim also after the record moved on (SPEC §5 "a stale worker finishing after takeover").
+ * lost the claim also after the record moved on (docs/protocol.md#crash-windows).
  */
 function begin(
   record: CheckpointRecord,

@@ -1,6 +1,6 @@
 /**
- * Types of the checkpoint protocol (SPEC §2). Type-only and sandbox-safe: workflow code may
- * import this file.
+ * Types of the checkpoint protocol (docs/protocol.md#record). Type-only and sandbox-safe: workflow
+ * code may import this file.
  */
 
 /** A JSON value as RFC 8259 defines it: no undefined, NaN, ±Infinity, functions or cycles. */
@@ -8,7 +8,7 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 
 /**
  * What a checkpoint is about. Every field is required and length-bounded (see `bounds.ts`);
- * two bindings that differ in any field are different calls (SPEC §2 "Binding").
+ * two bindings that differ in any field are different calls (docs/protocol.md#binding).
  */
 export interface Binding {
   /** Tenant or security boundary, e.g. the Temporal namespace plus tenant id. */
@@ -21,11 +21,11 @@ export interface Binding {
   readonly inputFingerprint: string;
 }
 
-/** The six statuses of SPEC §2, exactly as spelled there. */
+/** The six statuses of docs/protocol.md#statuses-and-actions, exactly as spelled there. */
 export const STATUSES = ['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'] as const;
 export type Status = (typeof STATUSES)[number];
 
-/** The recovery actions `decideCheckpoint` returns (SPEC §2 table). */
+/** The recovery actions `decideCheckpoint` returns (docs/protocol.md#statuses-and-actions). */
 export const ACTIONS = ['execute', 'reconcile-execution', 'deliver', 'reconcile-delivery', 'none'] as const;
 export type Action = (typeof ACTIONS)[number];
 
@@ -41,9 +41,10 @@ export interface ExecutionState {
   /** The fence this one took over from by `reclaimExecution`; null for a first claim. */
   readonly previousAttemptId: string | null;
   /**
-   * When the holder stops waiting for its request (claim time + the tool's call deadline), as
-   * the holder declared it; a claim can be taken over only after it plus a margin (SPEC §7).
-   * Null when the claim did not declare one (records migrated from schema version 1).
+   * When the holder stops waiting for its request (claim time + the tool's call deadline), as the
+   * holder declared it; a claim can be taken over only after it plus a margin
+   * (docs/protocol.md#overlapping-attempts). Null when the claim did not declare one (records
+   * migrated from schema version 1).
    */
   readonly deadlineAt: string | null;
 }
@@ -92,7 +93,7 @@ export interface Decision {
 
 /**
  * What every transition returns: the host may act only after a compare-and-swap from
- * `expectedRevision` to `next` succeeded (SPEC §2 "Transitions").
+ * `expectedRevision` to `next` succeeded (docs/protocol.md#transitions).
  */
 export interface TransitionResult {
   readonly action: Action;

@@ -1,6 +1,6 @@
 /**
  * `approve <workflowId> <callId>` and `reject <workflowId> <callId> --reason <text>`: a person's
- * decision on a call awaiting approval (issue 13). Each reads the call from the run (refused with
+ * decision on a call awaiting approval. Each reads the call from the run (refused with
  * CALL_NOT_AWAITING_APPROVAL when it does not wait for a decision, and, with `--tenant`, when the
  * run is another tenant's), prints what is decided on — tool, revision, the validated arguments
  * that will run, target, intent digest, expiry, the run's state version — and sends the

@@ -1,7 +1,7 @@
 /**
- * How far the batch calls of a run are (issue 14): read from the heartbeat details the fence
- * sends while a batch call settles its items (`phase: 'items'`, see
- * `../telemetry/heartbeat-details`), found among the run's pending activities. For `ttc show`.
+ * How far the batch calls of a run are: read from the heartbeat details the fence sends while a
+ * batch call settles its items (`phase: 'items'`, see `../telemetry/heartbeat-details`), found
+ * among the run's pending activities. For `ttc show`.
  */
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { LoadedDataConverter } from '@temporalio/common';

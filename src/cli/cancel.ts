@@ -1,7 +1,7 @@
 /**
  * `cancel <workflowId> --reason <text> [--tenant t]`: asks a running agent run to stop (the
  * workflow's `cancelRun` signal). The run stops at its next step, and a run started with
- * `--compensate` / `--compensate-on` first undoes its applied effects in reverse (issue 14); its
+ * `--compensate` / `--compensate-on` first undoes its applied effects in reverse; its
  * result keeps the reason. (`temporal workflow cancel` also compensates, but the run then closes
  * as CANCELLED without a result.) A run that has closed is refused with exit 1.
  */

@@ -1,5 +1,5 @@
 /**
- * `console [--port p] [--host h]`: the approval console in the browser (issue 13; see
+ * `console [--port p] [--host h]`: the approval console in the browser (see
  * src/console and docs/console.md). Connects to Temporal with the configuration, listens on
  * 127.0.0.1 unless `--host` says otherwise (with a warning when that is not loopback), and prints
  * a one-time login link (never the token in a URL) and the console token for the login form and

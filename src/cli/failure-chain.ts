@@ -1,5 +1,5 @@
 /**
- * A failed run's cause chain as an operator reads it (issue 13, "The command line"): what
+ * A failed run's cause chain as an operator reads it ("The command line"): what
  * `handle.result()` rejected with, one link per error from the outermost (`WorkflowFailedError`)
  * to the innermost, each with Temporal's failure class, its type (an `ApplicationFailure`'s type
  * is our error code, e.g. NOT_PINNED), its message and, when known, what it concerns: the

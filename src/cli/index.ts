@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `ttc` command line (SPEC §4 "Command line"). Every value comes from temporal.config.ts
+ * The `ttc` command line (README.md#command-line). Every value comes from temporal.config.ts
  * and the environment (see src/config.ts). Errors print their code and message, with the messages
  * of their causes (a failed run's `NOT_PINNED: …`; see `errors.ts`), escaped, and exit 1.
  */

@@ -1,5 +1,5 @@
 /**
- * The model adapters a worker offers (issue 15 item 10: the scripted model is opt-in).
+ * The model adapters a worker offers (the scripted model is opt-in).
  *
  * Which ones: the names given by `ttc worker --models a,b` or `TTC_MODELS` (see `config.ts`),
  * from {@link MODEL_ADAPTER_NAMES}; when neither is set, the real adapters whose API keys are in

@@ -1,12 +1,12 @@
 /**
- * `pending`: every call that needs a person (SPEC §4 "Command line"): from the store, records
- * uncertain, delivering, or executing longer than the tool start-to-close timeout; from
- * Temporal, running agent runs that are paused or awaiting approval (`listWaitingRuns`: by the
+ * `pending`: every call that needs a person (README.md#command-line): from the store, records
+ * uncertain, delivering, or executing longer than the tool start-to-close timeout; from Temporal,
+ * running agent runs that are paused or awaiting approval (`listWaitingRuns`: by the
  * `TtcNeedsPerson` search attribute when the namespace has it, docs/visibility.md; `--scan` asks
- * every running agent run instead). A paused call both list is shown once (`temporal+store`,
- * with the checkpoint's `updatedAt`), with the revision and idempotency key it was claimed under.
- * Each row shows its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant `?`). A
- * run whose status is encrypted by the payload codec while no key is set is listed as
+ * every running agent run instead). A paused call both list is shown once (`temporal+store`, with
+ * the checkpoint's `updatedAt`), with the revision and idempotency key it was claimed under. Each
+ * row shows its tenant; `--tenant` lists one tenant's rows (plus runs that did not answer, tenant
+ * `?`). A run whose status is encrypted by the payload codec while no key is set is listed as
  * `encrypted` with the hint to set TTC_PAYLOAD_CODEC_KEY.
  */
 import type { Command } from 'commander';
@@ -37,7 +37,7 @@ export function registerPending(program: Command): void {
       const rows: (string | number)[][] = [];
       /** The store's rows, with whose checkpoint each is, so a call Temporal also lists is shown once. */
       const storeRows: { readonly owner: CheckpointOwner | null; readonly updatedAt: string; readonly row: (string | number)[] }[] = [];
-      /** Per call awaiting approval: what will run (validated arguments, target) and, labelled, what the model sent (issue 15 item 2). */
+      /** Per call awaiting approval: what will run (validated arguments, target) and, labelled, what the model sent. */
       const approvals: string[] = [];
       try {
         const staleBefore = new Date(Date.now() - config.timeouts.toolStartToCloseMs).toISOString();

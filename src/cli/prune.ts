@@ -1,8 +1,8 @@
 /**
  * `prune`: deletes delivered checkpoints older than the replay window (retention). Never
  * touches a record that is ready, executing, uncertain, completed or delivering. With
- * `--conversations-older-than`, also deletes the conversation logs of agent runs (issue 11,
- * claim check) whose newest entry is older than that: only for runs that are over, since a run
+ * `--conversations-older-than`, also deletes the conversation logs of agent runs (claim
+ * check) whose newest entry is older than that: only for runs that are over, since a run
  * still going reads its whole log every turn (CONVERSATION_ENTRY_MISSING after a prune).
  */
 import type { Command } from 'commander';

@@ -1,5 +1,5 @@
 /**
- * `start --require-approval <tool,…> [--approval-ttl <duration>]` (issue 13): the run's
+ * `start --require-approval <tool,…> [--approval-ttl <duration>]`: the run's
  * `approvalRequired` input, so each call of those tools waits for `approve` / `reject`. The
  * workflow's input validation (`src/workflows/input.ts`) stays the authority on the values;
  * this refuses early what would silently weaken the approval, a name the run does not offer.

@@ -1,11 +1,12 @@
 /**
- * `resolve-in-store <workflowId> <callId> (--applied <json> | --not-applied <message>) --reason <text>`:
- * resolves, in the store, a fenced activity of a user's own workflow whose outcome is unknown
- * (SPEC §8; see `plugin/resolve-in-store.ts`). The activity waits and re-reads the store on every
- * attempt; its next attempt delivers what is stored here. For `agentWorkflow` runs use `resolve`
- * (a Temporal update). Needs only the store (TTC_STORE_URL and its keys), not Temporal. Prints
- * what it resolved (tool, revision, status, idempotency key, claim time, reason) through
- * `terminal-safe.ts`; a refusal exits 1 with its reason, and nothing is written.
+ * `resolve-in-store <workflowId> <callId> (--applied <json> | --not-applied <message>) --reason
+ * <text>`: resolves, in the store, a fenced activity of a user's own workflow whose outcome is
+ * unknown (docs/protocol.md#worker-plugin; see `plugin/resolve-in-store.ts`). The activity waits
+ * and re-reads the store on every attempt; its next attempt delivers what is stored here. For
+ * `agentWorkflow` runs use `resolve` (a Temporal update). Needs only the store (TTC_STORE_URL and
+ * its keys), not Temporal. Prints what it resolved (tool, revision, status, idempotency key, claim
+ * time, reason) through `terminal-safe.ts`; a refusal exits 1 with its reason, and nothing is
+ * written.
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config';

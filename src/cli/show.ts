@@ -75,7 +75,7 @@ export function registerShow(program: Command): void {
 }
 
 /**
- * What a paused run waits on: the call, its compensation, or one item of a batch call (issue 14),
+ * What a paused run waits on: the call, its compensation, or one item of a batch call,
  * with the revision it was claimed under and the idempotency key to look it up by at the provider
  * (`not reported` when the failure that paused the run named none).
  */
@@ -149,7 +149,7 @@ async function runExecution(handle: WorkflowHandle, workflowId: string, descript
 
 /**
  * The receipt shown for a call: a success's, or the one an error result kept because the tool
- * ran but its result could not be stored (PAYLOAD_TOO_LARGE / NOT_JSON, issue 11), so a person
+ * ran but its result could not be stored (PAYLOAD_TOO_LARGE / NOT_JSON), so a person
  * can reconcile from `ttc show` alone.
  */
 export function receiptOf(call: Pick<CallReport, 'receipt' | 'outcome'>): JsonValue | null {

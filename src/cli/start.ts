@@ -1,7 +1,7 @@
 /**
  * `start <transcript>`: starts an agent run that replays a recorded transcript (sent inline,
  * so workers need not have the file). Prints the workflow id. `--require-approval <tool,…>`
- * makes each call of those tools wait for `approve` / `reject` (issue 13). With `--wait`, prints
+ * makes each call of those tools wait for `approve` / `reject`. With `--wait`, prints
  * the run's result as JSON (whatever its status: completed, incomplete, budget, abandoned…) or,
  * when the run failed, its cause chain on stderr (see `failure-chain.ts`) and exits 1.
  */
@@ -104,7 +104,7 @@ interface StartOptions {
 }
 
 /**
- * The run's `compensateOn` policy (issue 14) from `--compensate` / `--compensate-on`: absent
+ * The run's `compensateOn` policy from `--compensate` / `--compensate-on`: absent
  * without either (no compensation), `[]` with `--compensate` alone (on cancel and abandon), the
  * listed error types otherwise (the workflow's input validation refuses bad ones).
  * @throws {@link CheckpointError} INVALID_ARGUMENT for an empty type in the list.

@@ -1,5 +1,5 @@
 /**
- * Tenants on the command line (issue 15 item 11): `show`, `pending` and `resolve` show each
+ * Tenants on the command line: `show`, `pending` and `resolve` show each
  * row's tenant and take `--tenant` to act on one tenant only. A filter for operators, not access
  * control: anyone with access to the Temporal namespace and the store can read every tenant.
  */
@@ -12,7 +12,7 @@ export function tenantOfNamespace(namespace: string): string {
 }
 
 /**
- * @param runTenant the tenant the run reports (absent for runs started before issue 15).
+ * @param runTenant the tenant the run reports (absent for runs started before runs reported their tenant).
  * @throws {@link CheckpointError} INVALID_ARGUMENT (field `--tenant`) when `wanted` is given and
  *   the run belongs to another tenant, or does not report one.
  */

@@ -1,5 +1,5 @@
 /**
- * The log output of `ttc worker` (issue 15 item 9). The Temporal SDK's default logger writes
+ * The log output of `ttc worker`. The Temporal SDK's default logger writes
  * every entry to stderr raw: "Activity failed" carries the failure's stack, whose message quotes
  * tool and provider error text, and the workflow's warnings carry model-chosen call ids and tool
  * names, so an ESC, CSI or bidi override in them reached the operator's terminal and log viewer

@@ -1,5 +1,5 @@
 /**
- * The payload codec's configuration from the environment (issue 15 item 8). Keys are secrets
+ * The payload codec's configuration from the environment. Keys are secrets
  * and come only from environment variables, in the formats of `src/key-material.ts`
  * (`hex:<digits>`, `base64:<text>` or bare hex; exactly 32 random bytes). Rotation mirrors the
  * store's encryption keys: the current key (`TTC_PAYLOAD_CODEC_KEY` + `TTC_PAYLOAD_CODEC_KEY_ID`)

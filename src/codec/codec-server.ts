@@ -1,5 +1,5 @@
 /**
- * A codec server for the Temporal UI and CLI (issue 15 item 8; Temporal docs, "Codec Server"):
+ * A codec server for the Temporal UI and CLI (Temporal docs, "Codec Server"):
  * `POST /decode` and `POST /encode` with the JSON body of `./json-payloads`, run through the
  * payload codec. With it the Temporal UI (`Settings → Codec Server`) and
  * `temporal workflow show --codec-endpoint http://127.0.0.1:8888` show decrypted payloads, while

@@ -1,6 +1,6 @@
 /**
  * The data converter setting a worker or client passes to Temporal for the payload codec
- * (issue 15 items 7/8). Codecs run outside the workflow sandbox, so workflow code is unaffected.
+ *. Codecs run outside the workflow sandbox, so workflow code is unaffected.
  */
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { CheckpointError } from '../checkpoint/errors';

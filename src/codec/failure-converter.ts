@@ -1,5 +1,5 @@
 /**
- * The failure converter of workers and clients that use the payload codec (issue 15 items 7/8).
+ * The failure converter of workers and clients that use the payload codec.
  *
  * Temporal's default failure converter keeps a failure's `message` and `stack_trace` in plaintext
  * beside the (encrypted) payloads, so a tool's or a provider's error text (an unknown outcome's

@@ -1,5 +1,5 @@
 /**
- * An optional Temporal payload codec (issue 15 item 8): every payload a worker or client sends to
+ * An optional Temporal payload codec: every payload a worker or client sends to
  * Temporal (workflow input, activity input and results, queries, updates, the run result) is
  * encrypted with AES-256-GCM before it leaves the process, so Temporal history holds ciphertext.
  * Codecs run outside the workflow sandbox (Temporal's data converter: wire <-> codec <-> payload

@@ -1,7 +1,7 @@
 /**
- * Prebuilt workflow bundles (issue 15 items 7/8, issue 10). A worker that bundles its workflows at
- * start passes its data converter's `failureConverterPath` and its plugins' workflow interceptor
- * modules to the bundler itself; a prebuilt bundle (config `worker.workflowBundle`, env
+ * Prebuilt workflow bundles (for the payload and failure codecs). A worker that bundles its
+ * workflows at start passes its data converter's `failureConverterPath` and its plugins' workflow
+ * interceptor modules to the bundler itself; a prebuilt bundle (config `worker.workflowBundle`, env
  * TTC_WORKFLOW_BUNDLE) carries only what it was built with:
  * - the failure converter: for workers with the codec it must be built with
  *   {@link ENCODED_FAILURE_CONVERTER_PATH}, or failures raised in workflow code (a failed run, a

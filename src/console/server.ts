@@ -1,5 +1,5 @@
 /**
- * The approval console (issue 13): a small server-rendered web page where people in the loop
+ * The approval console: a small server-rendered web page where people in the loop
  * approve or reject calls awaiting approval and resolve calls paused on an unknown outcome,
  * sending the same validated updates as the command line (src/operator). Safe by default: it
  * listens on 127.0.0.1, every request needs the console token, every form a CSRF token and the

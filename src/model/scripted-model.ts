@@ -2,7 +2,7 @@
  * A model adapter that replays recorded transcripts (see `transcript.ts`): turn `n` returns the
  * transcript's response `n`, always the same one, so a retried turn activity gets an identical
  * result. It keeps no cursor and no per-turn state: memory does not grow with the turns it serves
- * (issue 15 item 10), unless a test opts in with `recordRequests`.
+ *, unless a test opts in with `recordRequests`.
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';

@@ -230,7 +230,7 @@ function formatIssues(error: z.ZodError): { text: string; path: string } {
 
 function structureError(ctx: ResponseContext, message: string, extra: CheckpointErrorDetails = {}): CheckpointError {
   if (ctx.live) {
-    // Retryable (issue 11): a provider's next response to the same request may well be valid.
+    // Retryable: a provider's next response to the same request may well be valid.
     return new CheckpointError('MODEL_TRANSIENT', `${ctx.where}: invalid response: ${message}`, {
       ...ctx.details,
       ...extra,
@@ -240,7 +240,7 @@ function structureError(ctx: ResponseContext, message: string, extra: Checkpoint
   return new CheckpointError('INVALID_TRANSCRIPT', `${ctx.where}: ${message}`, { ...ctx.details, ...extra });
 }
 
-/** A refused call: input `{}` and the refusal the model sees (issue 15 items 1 and 3). */
+/** A refused call: input `{}` and the refusal the model sees. */
 function refusedCall(callId: string, toolName: string, found: ToolInputProblem): ToolCallRequest {
   const message = `INVALID_TOOL_INPUT: tool call ${callId} (${toolName}) input refused (${found.reason}): ${found.message}; the call was not run`;
   return { callId, toolName, input: {}, inputError: Object.freeze({ type: 'INVALID_TOOL_INPUT', reason: found.reason, message }) };

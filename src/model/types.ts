@@ -13,11 +13,11 @@ export interface ToolCallRequest {
   /** Parsed JSON arguments (OpenAI's JSON-string arguments are parsed by the adapter); `{}` when `inputError` is set. */
   readonly input: JsonValue;
   /**
-   * Set by the adapter when it refused this call's input (issue 15 items 1 and 3: not JSON, not
-   * an object, a `__proto__`/`constructor`/`prototype` key, a duplicate key, a number literal JSON reads changed,
-   * over `maxToolInputBytes`). Only this call fails: the agent workflow reports it to the model
-   * as a tool error `{ type, message }` and runs the rest of the turn. What the model sent is not
-   * kept (`input` is `{}`).
+   * Set by the adapter when it refused this call's input (not JSON, not an object, a
+   * `__proto__`/`constructor`/`prototype` key, a duplicate key, a number literal JSON reads
+   * changed, over `maxToolInputBytes`). Only this call fails: the agent workflow reports it to the
+   * model as a tool error `{ type, message }` and runs the rest of the turn. What the model sent is
+   * not kept (`input` is `{}`).
    */
   readonly inputError?: ToolInputError;
 }
@@ -49,7 +49,7 @@ export type LoggedMessage =
   | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly contentRef: OutputRef; readonly isError: boolean };
 
 /**
- * The conversation by reference (issue 11): the first `logged` messages are already in the run
+ * The conversation by reference: the first `logged` messages are already in the run
  * chain's conversation log in the side store; `append` are the messages after them (the last
  * assistant turn and its tool results, usually), which the activity writes to the log at
  * `logged`, `logged + 1`, … (idempotently: an equal entry is kept, a different one is
@@ -74,11 +74,11 @@ export interface ModelTurnInput {
   /** 0-based index of this turn within the run. */
   readonly turn: number;
   /**
-   * The whole conversation inline (runs before issue 11, unit tests). Exactly one of `messages`
-   * and `conversation` is given.
+   * The whole conversation inline (runs started without patch `ttc-long-runs`, unit tests). Exactly
+   * one of `messages` and `conversation` is given.
    */
   readonly messages?: readonly ConversationMessage[];
-  /** The conversation by reference, read from the side store by the activity (issue 11). */
+  /** The conversation by reference, read from the side store by the activity. */
   readonly conversation?: ConversationRef;
   /** Names of the tools the model may call. */
   readonly tools: readonly string[];

@@ -1,5 +1,5 @@
 /**
- * Tool names and tool-call ids as the provider APIs accept them in a request (issue 11, "model
+ * Tool names and tool-call ids as the provider APIs accept them in a request ("model
  * responses as they really arrive").
  *
  * The conversation keeps what the model really sent (a made-up `multi_tool_use.parallel`, an

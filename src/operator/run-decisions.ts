@@ -6,7 +6,7 @@
  * (APPROVAL_MISMATCH) or a run that moved on (STALE_STATE_VERSION), so a stale page or a slow
  * operator can never release a call nobody looked at. Node side (a Temporal client).
  *
- * @see SPEC §4 "Agent workflow", src/workflows/messages.ts for the updates and their refusals.
+ * @see docs/protocol.md#agent-workflow, src/workflows/messages.ts for the updates and their refusals.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';

@@ -1,5 +1,5 @@
 /**
- * Approved calls through the plugin (issue 10): the shapes shared by the workflow side
+ * Approved calls through the plugin: the shapes shared by the workflow side
  * (`./approval-scope`, `./approval-describe`) and the worker side (`./approval-activity`).
  * Types and constants only, sandbox-safe.
  */
@@ -28,7 +28,7 @@ export interface FencedCallDescription {
   readonly activityType: string;
   /** The `revision` of the activity's `fence` entry on the worker that described it. */
   readonly toolRevision: string;
-  /** `sha256:` + hex over the activity type, revision and `{ args: arguments }` (SPEC §2); what `withApprovedIntent` takes. */
+  /** `sha256:` + hex over the activity type, revision and `{ args: arguments }` (docs/protocol.md#keys-and-digests); what `withApprovedIntent` takes. */
   readonly intentDigest: string;
   /** The arguments the digest covers, as canonical JSON parses back (after the entry's `input` schema). */
   readonly arguments: JsonValue;

@@ -1,7 +1,8 @@
 /**
- * What a fenced activity can learn about its call without a changed signature (SPEC §8): the
- * idempotency key, intent digest, call id and abort signal of the call it runs under, through
- * an accessor backed by AsyncLocalStorage, as `Context.current()` is.
+ * What a fenced activity can learn about its call without a changed signature
+ * (docs/protocol.md#worker-plugin): the idempotency key, intent digest, call id and abort signal of
+ * the call it runs under, through an accessor backed by AsyncLocalStorage, as `Context.current()`
+ * is.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ToolContext } from '../activities/define-tool';

@@ -11,7 +11,7 @@
  * `<step's call id>/compensation` (`act-2/compensation` undoes `act-2`), so its checkpoint and
  * key are stable across replays and worker restarts and name the call it undoes.
  *
- * @see issue 14 "Compensation", SPEC §8, docs/compensation.md
+ * @see docs/compensation.md, docs/protocol.md#worker-plugin
  */
 import { ApplicationFailure, CancellationScope, log } from '@temporalio/workflow';
 import { activityFailureMessage, activityFailureType, isOutcomeUnknown } from '../workflows/failures';

@@ -1,8 +1,8 @@
 /**
  * How the fence interceptor classifies an error a fenced user activity throws (the `fence`
  * option's `classifyError`, `./options`): which errors are the call's final error result and
- * which leave its outcome unknown (SPEC §4 "Fenced tool activity", §7 "The call owns 'nothing
- * applied'"). Node side; no I/O.
+ * which leave its outcome unknown (docs/protocol.md#the-fenced-attempt,
+ * docs/protocol.md#nothing-applied). Node side; no I/O.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ToolError, type ToolErrorKind } from '../activities/define-tool';

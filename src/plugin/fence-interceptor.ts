@@ -1,9 +1,9 @@
 /**
- * The fence as an activity inbound interceptor (SPEC §8): a call of a fenced activity type runs
- * through the same fence as a tool (`settleCall`, `settleFailedAttempt`), with the activity
- * itself (`next`) as the tool's execute step. A stored result is returned without calling
- * `next`; `next` is called at most once per attempt, and only under this attempt's claim. A call
- * of one of the plugin's own tools (which fence themselves) gets only the approval of its call
+ * The fence as an activity inbound interceptor (docs/protocol.md#worker-plugin): a call of a fenced
+ * activity type runs through the same fence as a tool (`settleCall`, `settleFailedAttempt`), with
+ * the activity itself (`next`) as the tool's execute step. A stored result is returned without
+ * calling `next`; `next` is called at most once per attempt, and only under this attempt's claim. A
+ * call of one of the plugin's own tools (which fence themselves) gets only the approval of its call
  * header merged into its input (`./tool-approval`).
  */
 import { randomUUID } from 'node:crypto';
@@ -172,7 +172,7 @@ function isPause(failure: unknown): failure is ApplicationFailure {
 const AGENT_RUN_WAITS = '; the run waits for a person';
 
 /**
- * A pause in a user's own workflow (SPEC §8 last point), type OUTCOME_UNKNOWN with the same
+ * A pause in a user's own workflow (docs/protocol.md#worker-plugin), type OUTCOME_UNKNOWN with the same
  * details (call id, tool, revision, idempotency key, reason). Its message names the type once
  * (Temporal shows the type beside it; the fence's own `OUTCOME_UNKNOWN: ` prefix is dropped) and
  * says what happens to the activity, not to an agent run:

@@ -36,7 +36,7 @@ export interface FencedActivityOptions {
    */
   readonly input?: z.ZodType<unknown>;
   /**
-   * How an error the activity throws is classified (SPEC §4 "Fenced tool activity"): called once
+   * How an error the activity throws is classified (docs/protocol.md#the-fenced-attempt): called once
    * with the error as thrown, after the activity ran under this attempt's claim.
    * - `rejected`: the call's final error result. It is stored (`{ ok: false, error: { type,
    *   message } }`, type: the error's `type`, else the name of an `Error` subclass that sets one,
@@ -78,10 +78,10 @@ export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions,
   /** The tenant the checkpoints of fenced activities are kept under. @default 'default' */
   readonly tenant?: string;
   /**
-   * What an attempt does when its call's outcome is unknown and cannot be settled here (SPEC §8
-   * last point): an earlier attempt may have applied the effect, and neither `lookup` nor a
-   * same-key repeat (`dedupesByKey`) can tell, so only a person can. Applies to every call this
-   * plugin fences: `fence` entries and `tools`.
+   * What an attempt does when its call's outcome is unknown and cannot be settled here
+   * (docs/protocol.md#worker-plugin last point): an earlier attempt may have applied the effect,
+   * and neither `lookup` nor a same-key repeat (`dedupesByKey`) can tell, so only a person can.
+   * Applies to every call this plugin fences: `fence` entries and `tools`.
    * - `'fail'`: the activity fails non-retryably with an `ApplicationFailure` of type
    *   `OUTCOME_UNKNOWN` whose `details[0]` names the call (`callId`, `toolName`,
    *   `idempotencyKey`, `intentDigest`, `reason`). Your workflow sees it at once and decides:

@@ -1,15 +1,15 @@
 /**
  * A person's step for a fenced activity of a user's own workflow whose outcome is unknown
- * (SPEC §8: "a user's own workflow has no `resolve` update: a paused call there … re-reads the
- * store on each attempt (a person resolves it in the store)"). `agentWorkflow` runs are resolved
- * with its `resolveOutcomeUpdate` (`ttc resolve`) instead.
+ * (docs/protocol.md#worker-plugin: "a user's own workflow has no `resolve` update: a paused call
+ * there … re-reads the store on each attempt (a person resolves it in the store)"). `agentWorkflow`
+ * runs are resolved with its `resolveOutcomeUpdate` (`ttc resolve`) instead.
  *
- * {@link resolveCallInStore} finds the call's checkpoint, refuses anything that is not waiting
- * for a person, and stores the person's outcome with `completeExecution` under the fence the
- * record holds, by one compare-and-swap against the record it read (SPEC §2, §3). The record is
- * left `completed`: the activity's next attempt reads it and delivers it as any stored result
- * (SPEC §2 "deliver": the stored payload, the activity not called). Nothing is ever reset to
- * `ready` and nothing is rerun.
+ * {@link resolveCallInStore} finds the call's checkpoint, refuses anything that is not waiting for
+ * a person, and stores the person's outcome with `completeExecution` under the fence the record
+ * holds, by one compare-and-swap against the record it read (docs/protocol.md#transitions,
+ * #side-stores). The record is left `completed`: the activity's next attempt reads it and delivers
+ * it as any stored result (docs/protocol.md#statuses-and-actions: the stored payload, the activity
+ * not called). Nothing is ever reset to `ready` and nothing is rerun.
  *
  * Node side (node:os, the stores); workflow code never imports it.
  */
@@ -43,7 +43,7 @@ export const RESOLVE_SCAN_LIMIT = 10_000;
 /**
  * What a person found out about the call:
  * - `{ applied }`: the effect happened; `applied` is the activity's result, exactly as the
- *   workflow will receive it (any JSON value within the payload bounds of SPEC §2).
+ *   workflow will receive it (any JSON value within the payload bounds of docs/protocol.md#bounds).
  * - `{ failed: { type?, message } }`: the effect did not happen, or must not be delivered as a
  *   success; the workflow receives a non-retryable `ApplicationFailure` with `type` (default
  *   {@link RESOLVED_NOT_APPLIED}; 1 to 128 characters `[A-Za-z][A-Za-z0-9_.-]*`) and `message`
@@ -123,7 +123,8 @@ export interface ResolvedInStore {
 }
 
 /**
- * Resolves the call of a user's workflow whose outcome is unknown, in the store (SPEC §8).
+ * Resolves the call of a user's workflow whose outcome is unknown, in the store
+ * (docs/protocol.md#worker-plugin).
  *
  * Finds the call's checkpoint by `getByCall(<namespace>/<tenant>, callBindingId({ runChainId,
  * workflowId, callId }))` (the binding the fence interceptor builds, `activities/prepare-call.ts`)
@@ -131,7 +132,7 @@ export interface ResolvedInStore {
  * - `uncertain`: an attempt recorded that the outcome is unknown;
  * - `executing` past its settle time (the claim's `deadlineAt`, or claim time + 30 s when it
  *   declared none, plus `reconcileMarginMs`): its holder's request can no longer be outstanding
- *   (SPEC §7).
+ *   (docs/protocol.md#overlapping-attempts).
  *
  * It then stores `{ ok: true, output: applied, receipt: null, resolvedInStore }` or
  * `{ ok: false, error: { type, message }, resolvedInStore }` through `completeExecution` under the

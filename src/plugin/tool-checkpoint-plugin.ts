@@ -1,5 +1,5 @@
 /**
- * `ToolCheckpointPlugin`: the fence as a Temporal worker plugin (SPEC §8).
+ * `ToolCheckpointPlugin`: the fence as a Temporal worker plugin (docs/protocol.md#worker-plugin).
  *
  *   const worker = await Worker.create({ ..., plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } })] });
  *

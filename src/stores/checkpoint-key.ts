@@ -1,6 +1,6 @@
 /**
- * The store key of a checkpoint (SPEC §3): a digest of the *full* binding, so two bindings
- * that differ in any of the five fields never share a row. Uses node:crypto (through
+ * The store key of a checkpoint (docs/protocol.md#side-stores): a digest of the *full* binding, so
+ * two bindings that differ in any of the five fields never share a row. Uses node:crypto (through
  * `digest.ts`), so workflow code must never import this file.
  */
 import { canonicalJson } from '../checkpoint/canonical-json';
@@ -18,7 +18,7 @@ export const CHECKPOINT_KEY_PREFIX = 'ck1-';
  * processes, hosts and releases; extra properties on `binding` are ignored.
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field when the binding is incomplete or malformed.
- * @see SPEC §2 "Binding", SPEC §3
+ * @see docs/protocol.md#binding, docs/protocol.md#side-stores
  */
 export function checkpointKey(binding: Binding): string {
   const cached = typeof binding === 'object' && binding !== null ? KEYS.get(binding) : undefined;

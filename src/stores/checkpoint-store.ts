@@ -1,7 +1,7 @@
 /**
- * The side-store interface of SPEC §3. Every store (SQLite, PostgreSQL) implements exactly
- * this, and one conformance suite (`test/conformance`) runs against each. A compare-and-swap
- * is one atomic statement or transaction, never a read followed by a write.
+ * The side-store interface of docs/protocol.md#side-stores. Every store (SQLite, PostgreSQL)
+ * implements exactly this, and one conformance suite (`test/conformance`) runs against each. A
+ * compare-and-swap is one atomic statement or transaction, never a read followed by a write.
  *
  * Layer 2: imports the pure core (`../checkpoint`) and node:crypto; never Temporal.
  */
@@ -63,7 +63,7 @@ export interface QuarantinedRow {
 /**
  * Options of `openCheckpointStore` (every field optional).
  *
- * Sealing (SPEC §2 "Stored form"): with `hmacKey` + `keyId` every written record is sealed
+ * Sealing (docs/protocol.md#stored-form): with `hmacKey` + `keyId` every written record is sealed
  * with HMAC-SHA256 and every read record must carry a seal that verifies (no downgrade);
  * `hmacKeys` adds older keys by id for rotation. Encryption: see {@link PayloadEncryptionOptions}.
  */
@@ -82,7 +82,8 @@ export interface CheckpointStoreOptions extends PayloadEncryptionOptions {
    * PostgreSQL: the schema holding the store's tables (a lower-case SQL identifier; it must
    * exist). Every table, function, operator and type is schema-qualified (no statement depends
    * on the search_path, so the store also works through a transaction-mode pooler), so objects
-   * other roles create in other schemas are never used (issue 15 item 12). Only trusted roles may have CREATE on this schema. @default 'public'
+   * other roles create in other schemas are never used. Only trusted roles may have CREATE on this
+   * schema. @default 'public'
    */
   readonly postgresSchema?: string;
   /** PostgreSQL: how long to wait for a connection, in ms. @default 5,000 */
@@ -94,7 +95,7 @@ export interface PruneOptions {
   /** Delete delivered checkpoints whose `updatedAt` is before this ISO-8601 UTC time (the end of the replay window). */
   readonly olderThan: string;
   /**
-   * Also delete every conversation log (issue 11) whose newest entry was written before this
+   * Also delete every conversation log whose newest entry was written before this
    * ISO-8601 UTC time: the whole log, all its entries. Absent: conversation logs are kept.
    */
   readonly conversationsOlderThan?: string;
@@ -115,7 +116,7 @@ export interface ListQuarantinedOptions {
  * INVALID_CHECKPOINT / INTEGRITY_FAILURE / UNSUPPORTED_SCHEMA / DECRYPTION_FAILED when a stored
  * row is quarantined (the message and `details.key` name the row; the row is never changed).
  *
- * @see SPEC §3
+ * @see docs/protocol.md#side-stores
  */
 export interface CheckpointStore {
   /**
@@ -134,8 +135,8 @@ export interface CheckpointStore {
    * The record that holds `(namespace, callId)`, whatever its tool, revision or input
    * fingerprint (a store keeps at most one per call), or null when the call has none. Used to
    * decide whether a call was ever claimed when its binding can no longer be rebuilt (a deploy
-   * changed the tool's revision or schema, or removed the tool): SPEC §7 "The call owns
-   * 'nothing applied'". A quarantined row throws, never null.
+   * changed the tool's revision or schema, or removed the tool): docs/protocol.md#nothing-applied.
+   * A quarantined row throws, never null.
    */
   getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null>;
   /**
@@ -144,7 +145,7 @@ export interface CheckpointStore {
    * read from (or written as), atomically: one conditional UPDATE on the key, the revision
    * column and a SHA-256 of the body. `next.revision` must be above `expectedRevision`:
    * `expectedRevision + 1` for one transition, + n for n transitions composed into one write
-   * (`../checkpoint/compose`, SPEC §9).
+   * (`../checkpoint/compose`, docs/protocol.md#cost).
    *
    * `expected` is the record the transition was computed from, as this store instance returned
    * it (`get`, `getByCall`, `createIfAbsent`, `listByStatus`) or wrote it (a `next` whose CAS
@@ -172,7 +173,7 @@ export interface CheckpointStore {
    */
   getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]>;
   /**
-   * Applies `writes` in ONE transaction (one commit, one fsync; issue 14: a batch's item
+   * Applies `writes` in ONE transaction (one commit, one fsync: a batch's item
    * checkpoints are written in groups, not 2 synchronous writes per item). Each write has
    * exactly the semantics of its single method on its own ({@link createIfAbsent},
    * {@link compareAndSwap} with `expected`): one may create or swap while another finds a row
@@ -215,7 +216,7 @@ export interface CheckpointStore {
    */
   prune(options: PruneOptions): Promise<number>;
   /**
-   * Writes conversation-log entries (issue 11, claim check: the agent's conversation and large
+   * Writes conversation-log entries (claim check: the agent's conversation and large
    * tool outputs live here instead of in workflow history), insert-if-absent, all in one
    * transaction. An entry that already holds the identical value (RFC 8785 canonical JSON
    * equality, after decryption) is left as it is, so a retried write succeeds; an entry holding

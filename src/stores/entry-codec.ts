@@ -1,5 +1,5 @@
 /**
- * The stored form of a conversation-log entry (issue 11, claim check), the same way for every
+ * The stored form of a conversation-log entry (claim check), the same way for every
  * store: strict RFC 8785 canonical JSON `{ entry: 1, log, key, value }`, the value encrypted as
  * `enc` when the store encrypts payloads, sealed with HMAC-SHA256 when the store seals records.
  * The body names its log and key and both are bound into the seal and the ciphertext, so an
@@ -35,7 +35,7 @@ export const MAX_LOG_ID_LENGTH = 256;
 export const MAX_ENTRY_KEY_LENGTH = 2_100;
 
 /**
- * Bounds of one entry's value: a message wraps a tool output (itself within SPEC §2's payload
+ * Bounds of one entry's value: a message wraps a tool output (itself within the protocol's payload
  * bounds) or several tool calls, so depth and count are looser than a payload's; the byte
  * bound {@link MAX_CONVERSATION_ENTRY_BYTES} is what caps the work.
  */

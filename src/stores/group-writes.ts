@@ -1,5 +1,5 @@
 /**
- * The store-independent half of `getMany` and `writeGroup` (issue 14, SPEC §3): checking the
+ * The store-independent half of `getMany` and `writeGroup` (docs/protocol.md#side-stores): checking the
  * arguments, encoding each write exactly as its single method does (`RowCodec.encode`, the
  * `expected` body digest of a compare-and-swap) before anything is sent, and turning what the
  * database answered into {@link GroupWriteResult}s (remembering written bodies, decoding the rows

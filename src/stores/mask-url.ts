@@ -1,5 +1,5 @@
 /**
- * Store URLs made safe to show (issue 15 item 5): configuration errors, store errors and logs
+ * Store URLs made safe to show: configuration errors, store errors and logs
  * name the store by a masked URL that never contains a password, whatever characters the
  * password holds and however the URL is malformed.
  */

@@ -1,5 +1,5 @@
 /**
- * Opens a side store from a URL (SPEC §3), loading only the driver that URL needs.
+ * Opens a side store from a URL (docs/protocol.md#side-stores), loading only the driver that URL needs.
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { CheckpointStore, CheckpointStoreOptions } from './checkpoint-store';
@@ -25,7 +25,7 @@ export { maskUrl } from './mask-url';
  *   message names the URL with any password masked) or bad options; STORE_UNAVAILABLE when the
  *   database cannot be opened or reached (the driver error is the `cause`); UNSUPPORTED_SCHEMA
  *   when the database was migrated by newer code.
- * @see SPEC §3
+ * @see docs/protocol.md#side-stores
  */
 export async function openCheckpointStore(url: string, options: CheckpointStoreOptions = {}): Promise<CheckpointStore> {
   if (typeof url !== 'string' || url.length === 0) {

@@ -1,5 +1,5 @@
 /**
- * Optional encryption at rest of result payloads (SPEC §2 "Stored form": payloads may contain
+ * Optional encryption at rest of result payloads (docs/protocol.md#stored-form: payloads may contain
  * secrets). AES-256-GCM from node:crypto. The store replaces `result.payload` with an envelope
  * JSON value before serializing, so the stored body stays a valid, sealable, strictly parseable
  * checkpoint; it decrypts after parsing. The envelope names its key id, so keys can rotate:

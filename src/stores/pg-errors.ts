@@ -1,5 +1,5 @@
 /**
- * What a `pg` driver error says about the statement it answers (issue 12): was the statement
+ * What a `pg` driver error says about the statement it answers: was the statement
  * refused, so nothing was written, or was the connection lost after it was handed over, so a
  * write's outcome is unknown and must be settled by re-reading?
  *

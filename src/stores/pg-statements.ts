@@ -1,10 +1,10 @@
 /**
- * The SQL of the PostgreSQL store (issue 12 and issue 15 item 12). Each statement is one
- * Parse/Bind/Describe/Execute/Sync flight (one round trip). The hot single statements
- * ({@link PgStatements.prepared}) may be sent as named, server-side prepared statements under a
- * name derived from their text ({@link statementName}), so that whichever server connection a
- * pooler runs them on, a statement of that name is this very SQL; the store falls back to
- * unnamed statements when a pooler shows it moves statements between server connections (see
+ * The SQL of the PostgreSQL store (every object schema-qualified, hot statements prepared). Each
+ * statement is one Parse/Bind/Describe/Execute/Sync flight (one round trip). The hot single
+ * statements ({@link PgStatements.prepared}) may be sent as named, server-side prepared statements
+ * under a name derived from their text ({@link statementName}), so that whichever server connection
+ * a pooler runs them on, a statement of that name is this very SQL; the store falls back to unnamed
+ * statements when a pooler shows it moves statements between server connections (see
  * `./postgres-store`).
  *
  * Every name is qualified, so no statement depends on the session's `search_path` (which a
@@ -154,7 +154,7 @@ SELECT pg_catalog.count(DISTINCT log_id)::pg_catalog.int4 AS n FROM gone`,
  * SHA-256. Content-addressed, so two statements of one name are the same SQL (same tables, same
  * explicit parameter types): a pooler that lets a Bind reach a server connection where another
  * client prepared that name runs exactly this statement, never another schema's or another
- * version's (the fixed names `ttc_insert`, `ttc_cas` of before issue 12 could).
+ * version's (the fixed names `ttc_insert`, `ttc_cas` of earlier development builds could).
  */
 export function statementName(text: string): string {
   return `ttc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;

@@ -1,13 +1,13 @@
 /**
- * The fleet side store (SPEC §3): PostgreSQL through the `pg` driver and a connection pool.
- * A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (and, when the caller
- * passes the record it read, `AND` the SHA-256 of the stored body is that record's; success only
- * when exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING` plus, when
- * the record exists, a read. The store creates and upgrades its own table with the versioned
- * steps in `./migrations`, in one transaction under a transaction-scoped advisory lock so
+ * The fleet side store (docs/protocol.md#side-stores): PostgreSQL through the `pg` driver and a
+ * connection pool. A compare-and-swap is one `UPDATE … WHERE key = $1 AND revision = $2` (and, when
+ * the caller passes the record it read, `AND` the SHA-256 of the stored body is that record's;
+ * success only when exactly one row changed); create-if-absent is `INSERT … ON CONFLICT DO NOTHING`
+ * plus, when the record exists, a read. The store creates and upgrades its own table with the
+ * versioned steps in `./migrations`, in one transaction under a transaction-scoped advisory lock so
  * concurrent openers do not race.
  *
- * One round trip per write (issue 12, SPEC §9): every single statement (create-if-absent, CAS,
+ * One round trip per write (docs/protocol.md#cost): every single statement (create-if-absent, CAS,
  * get, prune) is one Parse/Bind/Describe/Execute/Sync flight, autocommitted, with no BEGIN/COMMIT
  * around it. Only multi-statement work (a conversation-log write, the migration) runs in a
  * transaction; there BEGIN is pipelined with the first statement (`pg`'s `pipeline` client
@@ -16,7 +16,7 @@
  * planned on every call); see `query`.
  *
  * Transaction-mode poolers (PgBouncer `pool_mode = transaction`, RDS Proxy, Supabase and Neon
- * poolers; issue 12): the store relies on no state of a server session. Prepared statements are
+ * poolers): the store relies on no state of a server session. Prepared statements are
  * named after their SQL's digest, so one of that name on any server connection is this SQL, and
  * the first 42P05 / 26000 (a pooler moving statements between server connections: nothing was
  * executed) turns the store to unnamed statements for good (the fixed names `ttc_insert`,
@@ -872,7 +872,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   /**
    * STORE_UNAVAILABLE for a statement that was never sent or was refused (nothing written).
    * `details.driverCode`: the SQLSTATE or errno; `details.pooler`: set when a connection pooler
-   * refused it or caused the refusal (issue 12), with a sentence naming the problem.
+   * refused it or caused the refusal, with a sentence naming the problem.
    */
   private unavailable(what: string, error: unknown): CheckpointError {
     const failure = classifyPgError(error);
@@ -902,7 +902,7 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
  * The connection string as given, once checked to parse as a URL. Its own `options` parameter
- * (if any) reaches the server unchanged; the store adds none (issue 12: PgBouncer refuses an
+ * (if any) reaches the server unchanged; the store adds none (PgBouncer refuses an
  * unknown startup parameter, 08P01 "unsupported startup parameter: options", unless
  * `ignore_startup_parameters` lists it, and then drops it; no statement relies on it).
  *

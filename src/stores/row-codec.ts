@@ -97,7 +97,7 @@ export class RowCodec {
     }
     const reason = record?.execution?.uncertainReason;
     if (typeof reason === 'string') {
-      // The reason quotes tool and provider error text: encrypted like the payload (issue 15 item 7).
+      // The reason quotes tool and provider error text: encrypted like the payload.
       validateCheckpoint(record);
       const storedReason = this.cipher === null ? protectPlainText(reason) : this.cipher.encryptText(reason, checkpointKey(record.binding), REASON_FIELD);
       if (storedReason !== reason) stored = { ...stored, execution: { ...stored.execution!, uncertainReason: storedReason } };
@@ -123,7 +123,7 @@ export class RowCodec {
    * plaintext one was swapped in for the ciphertext (or written before encryption was turned
    * on). A store with only older keys (`encryptionKeys`, encryption being turned off) reads
    * plaintext payloads. An `execution.uncertainReason` is decrypted when encrypted; a plaintext
-   * one (written before issue 15 item 7, or without a key) is read as is.
+   * one (written before reasons were encrypted, or without a key) is read as is.
    *
    * @throws {@link CheckpointError} INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or
    *   DECRYPTION_FAILED; the message starts with the row key and `details.key` holds it.
@@ -253,7 +253,8 @@ export function resolveLimit(limit: unknown, fallback = 100): number {
 }
 
 /**
- * Validates the `statuses` argument of `listByStatus`: a non-empty array of SPEC §2 statuses.
+ * Validates the `statuses` argument of `listByStatus`: a non-empty array of statuses
+ * (docs/protocol.md#statuses-and-actions).
  *
  * @returns the statuses without repeats.
  * @throws {@link CheckpointError} INVALID_ARGUMENT.

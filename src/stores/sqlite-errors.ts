@@ -1,5 +1,5 @@
 /**
- * The SQLite store's errors (SPEC §3 "fail closed"): what an executor's {@link WireError}
+ * The SQLite store's errors (docs/protocol.md#side-stores): what an executor's {@link WireError}
  * means for a caller, as a {@link CheckpointError} that names the database file.
  */
 import { CheckpointError } from '../checkpoint/errors';

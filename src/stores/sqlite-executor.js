@@ -1,8 +1,8 @@
 // @ts-check
 /**
- * The SQL work of the SQLite store (SPEC §3, §9) on one open better-sqlite3 connection
- * (opened by `./sqlite-open.js`): answers reads and commits writes in groups. It runs on the
- * store's worker thread (`./sqlite-worker.js`), or on the calling thread for a private
+ * The SQL work of the SQLite store (docs/protocol.md#side-stores, #cost) on one open better-sqlite3
+ * connection (opened by `./sqlite-open.js`): answers reads and commits writes in groups. It runs on
+ * the store's worker thread (`./sqlite-worker.js`), or on the calling thread for a private
  * `:memory:` database (see `./sqlite-thread.ts`).
  *
  * Plain JavaScript on purpose: a worker thread loads it with no TypeScript loader, the same way

@@ -1,9 +1,10 @@
 // @ts-check
 /**
- * Opens the SQLite store's connection for its executor (SPEC §3): creates the file when
- * absent (mode 0600, see {@link restrictFileModes}), sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout, registers
- * `ttc_sha256(body)`, and applies the schema migrations under `BEGIN IMMEDIATE`. Plain
- * JavaScript, like the executor (`./sqlite-executor.js`); the migrations are passed in.
+ * Opens the SQLite store's connection for its executor (docs/protocol.md#side-stores): creates the
+ * file when absent (mode 0600, see {@link restrictFileModes}), sets WAL, `synchronous = FULL`
+ * (every commit fsynced) and the busy timeout, registers `ttc_sha256(body)`, and applies the schema
+ * migrations under `BEGIN IMMEDIATE`. Plain JavaScript, like the executor (`./sqlite-executor.js`);
+ * the migrations are passed in.
  */
 'use strict';
 

@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * The SQL of the SQLite store (SPEC §3): every statement its executor (`./sqlite-executor.js`)
- * prepares, on the tables of `./migrations/sqlite.ts`. Plain JavaScript, like the executor.
+ * The SQL of the SQLite store (docs/protocol.md#side-stores): every statement its executor
+ * (`./sqlite-executor.js`) prepares, on the tables of `./migrations/sqlite.ts`. Plain JavaScript,
+ * like the executor.
  */
 'use strict';
 

@@ -1,10 +1,10 @@
 /**
- * The embedded side store (SPEC §3): one SQLite file shared safely by several processes on one
- * host, through better-sqlite3 (major 12; 13 needs Node 22). Crash-safe settings: WAL,
- * `synchronous = FULL` (every commit is fsynced), a busy timeout, and `BEGIN IMMEDIATE` for every
- * write so a writer takes the lock up front and SQLite never answers BUSY before the timeout.
+ * The embedded side store (docs/protocol.md#side-stores): one SQLite file shared safely by several
+ * processes on one host, through better-sqlite3 (major 12; 13 needs Node 22). Crash-safe settings:
+ * WAL, `synchronous = FULL` (every commit is fsynced), a busy timeout, and `BEGIN IMMEDIATE` for
+ * every write so a writer takes the lock up front and SQLite never answers BUSY before the timeout.
  *
- * What runs where (SPEC §9, issue 12: store work never blocks the worker's event loop for long):
+ * What runs where (docs/protocol.md#cost: store work never blocks the worker's event loop for long):
  * - The connection lives on a worker thread of its own (`./sqlite-thread.ts`,
  *   `./sqlite-worker.js`, `./sqlite-executor.js`): every SQL statement, every fsync of a commit
  *   and every busy wait for another process's lock happens there. `:memory:` (tests only: no

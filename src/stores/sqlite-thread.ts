@@ -1,11 +1,11 @@
 /**
- * Where a SQLite store's database work runs, seen from the calling thread (SPEC §9: store work
- * never blocks the worker's event loop for long). A file database gets its own worker thread
- * (`./sqlite-worker.js`) that owns the connection: fsyncs and busy waits for another process's
- * lock happen there, while this thread only posts requests and receives answers. A private
- * `:memory:` database (tests only) runs the same executor on this thread: it never fsyncs, no
- * other connection can lock it, and a thread costs 50–100 ms to start (the interleaving
- * explorer opens one store per schedule).
+ * Where a SQLite store's database work runs, seen from the calling thread (docs/protocol.md#cost:
+ * store work never blocks the worker's event loop for long). A file database gets its own worker
+ * thread (`./sqlite-worker.js`) that owns the connection: fsyncs and busy waits for another
+ * process's lock happen there, while this thread only posts requests and receives answers. A
+ * private `:memory:` database (tests only) runs the same executor on this thread: it never fsyncs,
+ * no other connection can lock it, and a thread costs 50–100 ms to start (the interleaving explorer
+ * opens one store per schedule).
  *
  * The requests of one event-loop turn of this thread are sent together, at its end, as one
  * batch (so the writes of concurrent calls that resume in the same turn commit together, as

@@ -1,9 +1,9 @@
 // @ts-check
 /**
- * The writes of the SQLite store (SPEC §3), each a function of the prepared statements: what it
- * does inside a group's transaction ({@link runWrite}), and how a re-read tells afterwards
- * whether it is stored ({@link verifyWrite}, used after a failed COMMIT). Plain JavaScript,
- * like the executor (`./sqlite-executor.js`).
+ * The writes of the SQLite store (docs/protocol.md#side-stores), each a function of the prepared
+ * statements: what it does inside a group's transaction ({@link runWrite}), and how a re-read tells
+ * afterwards whether it is stored ({@link verifyWrite}, used after a failed COMMIT). Plain
+ * JavaScript, like the executor (`./sqlite-executor.js`).
  */
 'use strict';
 

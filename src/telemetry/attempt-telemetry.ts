@@ -1,5 +1,5 @@
 /**
- * Traces and metrics of one fenced call attempt (issue 13 "Traces and metrics").
+ * Traces and metrics of one fenced call attempt.
  *
  * Span: `execute_tool <tool name>`, kind INTERNAL, following the OpenTelemetry GenAI semantic
  * conventions for tool execution (`gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`,

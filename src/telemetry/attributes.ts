@@ -1,7 +1,7 @@
 /**
- * Span attribute names of the fence (issue 13 "Traces and metrics"): the OpenTelemetry semantic
- * conventions it follows, and its own `ttc.*` names. Names only; no values of a call's arguments
- * or results ever go into a span (they may hold secrets); the idempotency key may.
+ * Span attribute names of the fence: the OpenTelemetry semantic conventions it follows, and its own
+ * `ttc.*` names. Names only; no values of a call's arguments or results ever go into a span (they
+ * may hold secrets); the idempotency key may.
  *
  * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-agent-spans/ (execute tool span, Development)
  * @see https://opentelemetry.io/docs/specs/semconv/database/database-spans/ (stable)
@@ -41,7 +41,7 @@ export const TTC = {
   ATTEMPT: 'ttc.attempt',
   /** The checkpoint status the deciding round found (`absent` when this attempt's insert created it). */
   STATUS_FOUND: 'ttc.checkpoint.status_found',
-  /** The protocol action the deciding round took (SPEC §2: execute, reconcile-execution, deliver, reconcile-delivery, none). */
+  /** The protocol action the deciding round took (docs/protocol.md#statuses-and-actions: execute, reconcile-execution, deliver, reconcile-delivery, none). */
   ACTION: 'ttc.action',
   /** How the attempt obtained its result: executed, store, lookup, same-key-repeat. */
   RESULT_SOURCE: 'ttc.result.source',

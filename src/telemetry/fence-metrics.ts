@@ -1,8 +1,8 @@
 /**
- * The fence's metrics (issue 13 "Traces and metrics"), recorded on Temporal's metric meter (the
- * activity context's `metricMeter`), so they are exported wherever the worker's Temporal
- * `Runtime` exports metrics (Prometheus or OTLP), with the activity's tags (namespace, task
- * queue, activity type) added by the SDK. Without a metrics exporter the meter is a no-op.
+ * The fence's metrics, recorded on Temporal's metric meter (the activity context's `metricMeter`),
+ * so they are exported wherever the worker's Temporal `Runtime` exports metrics (Prometheus or
+ * OTLP), with the activity's tags (namespace, task queue, activity type) added by the SDK. Without
+ * a metrics exporter the meter is a no-op.
  *
  * Names are Prometheus-style (`snake_case`, `ttc_` prefix; Temporal's `metricPrefix` applies only
  * to the SDK's own metrics). Counters carry no `_total` suffix unless the runtime's

@@ -1,5 +1,5 @@
 /**
- * The heartbeat details of a fenced call attempt (issue 13): what the Temporal UI and
+ * The heartbeat details of a fenced call attempt: what the Temporal UI and
  * `temporal workflow describe` show for a running tool activity (its pending activity's
  * `heartbeatDetails`), so a stuck attempt tells which call it holds, the checkpoint's status and
  * what it is waiting for. Small and free of the call's arguments and results.
@@ -15,7 +15,7 @@ import type { Status } from '../checkpoint/types';
  * - `execute`: the tool's `execute` runs under this attempt's claim (sent right after the claim
  *   and then periodically);
  * - `lookup`: the tool's `lookup` runs to reconcile a claim an earlier attempt left unfinished;
- * - `items`: a batch call settles its items (`ctx.forEachItem`, issue 14); `items` says how far.
+ * - `items`: a batch call settles its items (`ctx.forEachItem`); `items` says how far.
  */
 export type FencePhase = 'execute' | 'lookup' | 'items';
 
@@ -31,7 +31,7 @@ export interface BatchItemsProgress {
 export interface FenceHeartbeatDetails {
   /** The model's tool-call id (as in the activity summary `<tool> call <callId>`). */
   readonly callId: string;
-  /** The status of the call's checkpoint as this attempt last knew it (SPEC §2). */
+  /** The status of the call's checkpoint as this attempt last knew it (docs/protocol.md#statuses-and-actions). */
   readonly checkpointStatus: Status;
   readonly phase: FencePhase;
   /** Only in phase `items`: the batch's progress; `checkpointStatus` is then the current item's. */

@@ -1,10 +1,10 @@
 /**
- * Runs one fenced tool call the way a crash test does (SPEC §5): attempt 1 stops for good at a
- * fence point (by default right after the tool's effect, before its result is stored: a worker
- * killed by SIGKILL), then attempt 2 runs once attempt 1's claim can no longer be outstanding.
- * The report says how often the tool ran and what the retry returned, so a user's test can assert
- * "one effect, result delivered" (a tool with `lookup` or key dedupe) or "paused for a person"
- * (a tool with neither). Runs in `MockActivityEnvironment`: no server needed.
+ * Runs one fenced tool call the way a crash test does (docs/protocol.md#crash-windows): attempt 1
+ * stops for good at a fence point (by default right after the tool's effect, before its result is
+ * stored: a worker killed by SIGKILL), then attempt 2 runs once attempt 1's claim can no longer be
+ * outstanding. The report says how often the tool ran and what the retry returned, so a user's test
+ * can assert "one effect, result delivered" (a tool with `lookup` or key dedupe) or "paused for a
+ * person" (a tool with neither). Runs in `MockActivityEnvironment`: no server needed.
  */
 import { ApplicationFailure, type Logger } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';

@@ -5,7 +5,7 @@
  * existing server, and the `temporal` CLI lines that do the same (the dev server's
  * `--search-attribute` arguments, `temporal operator search-attribute create` for other servers).
  *
- * @see docs/visibility.md, issue 13 "Temporal visibility"
+ * @see docs/visibility.md
  */
 import { isGrpcServiceError, type Client, type ConnectionLike } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';

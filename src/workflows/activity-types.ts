@@ -2,7 +2,7 @@
  * The activities the agent workflow calls, as types only. Workflow code must never import the
  * activity implementations (they use Node, drivers and crypto); the worker registers them.
  *
- * @see SPEC §4 "Agent workflow"
+ * @see docs/protocol.md#agent-workflow
  */
 import type {
   Delivered,
@@ -24,7 +24,8 @@ import type { ModelTurnInput, ModelTurnResult } from '../model/types';
  * - `runModelTurn`: one model turn (`src/activities/model-turn.ts`).
  * - `runFencedTool`: one fenced tool call (`src/activities/fenced-tool.ts`) with the tool name in
  *   its input; fails with an `ApplicationFailure` whose `type` is a `CheckpointErrorCode`. Runs
- *   started before issue 10 schedule every tool call under this type; newer runs schedule the
+ *   started before patch `ttc-tool-activity-types` schedule every tool call under this type; newer
+ * runs schedule the
  *   tool's own activity.
  * - `describeToolCall`: tool revision, intent digest and idempotency key of a call, without
  *   writing or running anything (used for approvals).
@@ -37,7 +38,7 @@ export type ToolActivities = {
   resolveToolCall(input: ResolveToolCallInput): Promise<Delivered<ResolveToolCallResult>>;
 };
 
-/** A fenced tool call's result as an agent run receives it: a large output by reference when the input asked for it (issue 11). */
+/** A fenced tool call's result as an agent run receives it: a large output by reference when the input asked for it. */
 export type AgentToolResult = Delivered<FencedToolResult>;
 
 /**
@@ -47,8 +48,8 @@ export type AgentToolResult = Delivered<FencedToolResult>;
 export type ToolCallActivities = Readonly<Record<string, (input: ToolCallInput) => Promise<AgentToolResult>>>;
 
 /**
- * The compensation activity (issue 14), proxied only by runs with a `compensateOn` policy (so a
- * worker from before issue 14 still serves every other run):
+ * The compensation activity, proxied only by runs with a `compensateOn` policy (so a
+ * worker without compensations still serves every other run):
  * - `compensateToolCall`: runs the compensation the original call's tool declares, fenced under
  *   its own binding and key; `{ declared: false }` when the tool declares none.
  */

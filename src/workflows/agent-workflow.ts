@@ -9,7 +9,7 @@
  * builtins, `checkpoint/digest` or `checkpoint/codec` (node:crypto), the stores, the activity
  * implementations or `src/index.ts`; the workflow obtains digests through `describeToolCall`.
  *
- * @see SPEC §4 "Agent workflow", issue 4, issue 6
+ * @see docs/protocol.md#agent-workflow
  */
 import {
   allHandlersFinished,
@@ -88,10 +88,10 @@ import type {
  * - a failure that proves nothing applied (see `NOTHING_APPLIED_CODES`) is shown to the model;
  * - any other failure (OUTCOME_UNKNOWN first of all) pauses the run until
  *   `resolveOutcomeUpdate`; a failure naming a batch item (`details.item`) pauses on that item,
- *   and its resolution is stored for the item before the same call runs again (issue 14).
+ *   and its resolution is stored for the item before the same call runs again.
  * A run with a `compensateOn` policy stops on a tool result of a type it names and, when it
  * stops by cancel, abandon or such a result, undoes its applied effects in reverse (see
- * `compensation.ts`; issue 14).
+ * `compensation.ts`).
  *
  * @param input see {@link AgentWorkflowInput}
  * @returns {@link AgentWorkflowResult}: status, final text, per call status/source/receipt/outcome
@@ -102,8 +102,9 @@ import type {
  */
 export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWorkflowResult> {
   validateAgentWorkflowInput(input);
-  // Runs whose history has no marker (started before issue 11) keep the conversation inline,
-  // results inline, ids as the model gave them and one call at a time, so they replay as they ran.
+  // Runs whose history has no marker (started before patch `ttc-long-runs`) keep the conversation
+  // inline, results inline, ids as the model gave them and one call at a time, so they replay as
+  // they ran.
   const longRuns = patched(LONG_RUNS_PATCH);
   // Upserts TtcNeedsPerson / TtcWaitingCalls only when the run was started with them (see run-search-attributes.ts).
   const searchAttributes = RunSearchAttributes.fromStart();
@@ -115,7 +116,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<AgentWor
   } catch (error) {
     // Cancelled through Temporal (`handle.cancel()`, `temporal workflow cancel`) while the run
     // waited (an approval, a person): it compensates as a cancelRun would before the cancellation
-    // closes it (issue 14). Then, or when it failed: the closed run waits for nobody, so
+    // closes it. Then, or when it failed: the closed run waits for nobody, so
     // visibility must not list it.
     if (isCancellation(error)) await run.compensateCancelled();
     searchAttributes.publish([]);
@@ -158,7 +159,7 @@ class AgentRun {
   private resolution: PendingResolution | null = null;
   /** Calls whose outcome became unknown while other calls of the turn ran; they pause one by one after. */
   private deferredPauses: CallState[] = [];
-  /** Set while the run compensates (issue 14): activities run non-cancellable, not bounded by the deadline; pauses wait for a person only. */
+  /** Set while the run compensates: activities run non-cancellable, not bounded by the deadline; pauses wait for a person only. */
   private windingDown = false;
   private readonly continuations: number;
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
@@ -393,7 +394,7 @@ class AgentRun {
     return stop;
   }
 
-  /** Runs the calls of a turn one at a time, in the model's order (runs before issue 11, `toolConcurrency: 1`). */
+  /** Runs the calls of a turn one at a time, in the model's order (runs without patch `ttc-long-runs`, or `toolConcurrency: 1`). */
   private async runInOrder(calls: readonly CallState[]): Promise<RunStop | null> {
     for (const call of calls) {
       const beforeTool = this.startCall(call);
@@ -405,7 +406,7 @@ class AgentRun {
   }
 
   /**
-   * Runs the calls of a turn `width` at a time (issue 11). Each call counts against the budget
+   * Runs the calls of a turn `width` at a time. Each call counts against the budget
    * when it starts; once the budget, the deadline or a cancel stops the turn, no further call
    * starts and the running ones settle. A call whose outcome is unknown does not hold the others
    * up: once every call has settled, the run pauses on each such call in turn.
@@ -656,7 +657,7 @@ class AgentRun {
 
   /**
    * The run waits durably until a person resolves the call, cancels, or the deadline passes.
-   * While the run winds down (compensating, issue 14) only a person ends the wait: `absent` does
+   * While the run winds down (compensating) only a person ends the wait: `absent` does
    * not run the call again and `abandon` leaves the call abandoned without stopping anything else.
    * A paused batch item (`call.pausedItem`) is resolved in the item's checkpoint and the call runs
    * again under its own id (see {@link resolveItem}).
@@ -731,7 +732,7 @@ class AgentRun {
   }
 
   /**
-   * A person's resolution of the batch item the call is paused on (issue 14): stored in the
+   * A person's resolution of the batch item the call is paused on: stored in the
    * item's checkpoint by `resolveToolCall` with `item` (`applied` with the item's outcome, or
    * `absent`: the item runs again as its next generation); then the same call runs again (same
    * call id and input) and the batch resumes after the item. While the run winds down the call is
@@ -834,7 +835,7 @@ class AgentRun {
   /**
    * Records the call's outcome (kept whole in the status and result) and hands it to the model:
    * a success as the tool's output; an error result as `modelErrorForResult` shows it (a tool's
-   * own error as written, an error the fence stored as a fixed sentence; issue 15 item 4).
+   * own error as written, an error the fence stored as a fixed sentence).
    */
   private completeCall(call: CallState, status: 'completed' | 'resolved-applied', outcome: DeliveredOutcome, reason: string | null = null): void {
     call.status = status;
@@ -861,7 +862,7 @@ class AgentRun {
    * Fails a call before its tool ran. Operators keep `message` in the status, the result and
    * the workflow log; the model reads `modelErrorForFailure(errorType, message)`: a fixed short
    * sentence per failure type, never a store's path, user, host or driver text or a worker's
-   * tool list (issue 15 item 4).
+   * tool list.
    */
   private failCall(call: CallState, errorType: string, message: string): void {
     call.status = 'failed';
@@ -1118,7 +1119,7 @@ class AgentRun {
 }
 
 /**
- * Patch id (issue 14): a run with a `compensateOn` policy stops on a result its policy names and
+ * Patch id: a run with a `compensateOn` policy stops on a result its policy names and
  * compensates its applied effects when it stops by cancel, abandon or that result.
  */
 const COMPENSATION_PATCH = 'ttc-compensation';
@@ -1135,13 +1136,13 @@ function agentActivities(options: ActivityOptions) {
 }
 
 /**
- * Patch id: each tool call is scheduled as the tool's own activity type (issue 10). Runs whose
+ * Patch id: each tool call is scheduled as the tool's own activity type. Runs whose
  * history has no marker (started before) schedule `runFencedTool`, which workers keep registered.
  */
 const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
 
 /**
- * Patch id (issue 11): the conversation and large tool outputs by reference in the side store,
+ * Patch id: the conversation and large tool outputs by reference in the side store,
  * concurrent calls of a turn, turn-scoped ids for reused call ids, continue-as-new. Runs whose
  * history has no marker keep the old command sequence.
  */
@@ -1165,7 +1166,7 @@ const TURN_INLINE_BYTES = 256 * 1024;
 /** The inline threshold never goes below this (a short output by reference costs more than it saves). */
 const MIN_INLINE_BYTES = 256;
 
-/** Patch id: a call needing approval is refused when the worker did not report its validated arguments (issue 15 item 2). */
+/** Patch id: a call needing approval is refused when the worker did not report its validated arguments. */
 const APPROVAL_ARGUMENTS_PATCH = 'ttc-approval-shows-validated-arguments';
 /** Patch id: the calls of a turn beyond its bounds are refused (`turn-bounds.ts`). */
 const TURN_BOUNDS_PATCH = 'ttc-turn-bounds';

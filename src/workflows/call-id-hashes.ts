@@ -1,6 +1,6 @@
 /**
  * The call ids a run chain has used, carried across continue-as-new in a fixed 8 characters per
- * call whatever an id's length (issue 11: the handover must stay bounded): the 32-bit FNV-1a hash
+ * call whatever an id's length (the handover must stay bounded): the 32-bit FNV-1a hash
  * of each id, as 8 lower-case hex digits, concatenated. A hash that matches is treated as used;
  * a rare false match only gives a call a turn-scoped id it did not need (`<id>_t<turn>`), never
  * lets two calls share a checkpoint. Pure and sandbox-safe.

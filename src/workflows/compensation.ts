@@ -1,5 +1,5 @@
 /**
- * Compensation of an agent run's applied effects (issue 14, saga), workflow side. Sandbox-safe:
+ * Compensation of an agent run's applied effects (saga), workflow side. Sandbox-safe:
  * imports only `@temporalio/workflow`, types of the activity contract and this folder.
  *
  * When a run with a `compensateOn` policy is cancelled, abandoned by a person, or stopped by a
@@ -18,7 +18,7 @@
  * run goes on with the next one. The caller runs all of this in a non-cancellable scope, with
  * activity timeouts not bounded by the run deadline.
  *
- * @see issue 14 "Compensation", SPEC §4 "Agent workflow"
+ * @see docs/compensation.md, docs/protocol.md#agent-workflow
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract';

@@ -1,6 +1,6 @@
 /**
- * The conversation as the agent workflow holds it (issue 11). Two modes:
- * - inline (runs started before issue 11): every message stays in workflow memory and each model
+ * The conversation as the agent workflow holds it. Two modes:
+ * - inline (runs started before patch `ttc-long-runs`): every message stays in workflow memory and each model
  *   turn's activity input carries the whole conversation, as before;
  * - by reference: the messages live in the run chain's conversation log in the side store; the
  *   workflow keeps only the messages not yet written there (`pending`: the last assistant turn

@@ -1,8 +1,9 @@
 /**
- * The run's effects (issue 14): each call of a finished run in exactly one list — applied and
+ * The run's effects: each call of a finished run in exactly one list — applied and
  * left in place, compensated, compensation pending, not run, unknown. Pure and sandbox-safe.
  *
- * @see issue 14 "The run result lists effects applied, compensated, compensation pending, and not run"
+ * @see README.md "Effects that span steps": the run result lists effects applied, compensated,
+ * compensation pending and not run
  */
 import type { BatchCancellationReport } from '../activities/batch-items';
 import type { CallReport, FinalCallStatus, RunEffects } from './types';

@@ -3,7 +3,7 @@
  * carries (its cause's `type`, set by `activities/failures.ts`), and what the workflow does
  * about it.
  *
- * @see SPEC §4 "Fenced tool activity", STYLE "Error design"
+ * @see docs/protocol.md#the-fenced-attempt, docs/protocol.md#errors
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { BatchCancellationReport } from '../activities/batch-items';
@@ -70,8 +70,9 @@ export function isTimeout(err: unknown): boolean {
 
 /**
  * The batch item an OUTCOME_UNKNOWN failure names (`details.item` = { key, generation, index,
- * total, idempotencyKey }, issue 14; `total` kept when it is an integer above `index`), or null when the failure names none or the shape is not that one
- * (key a non-empty string, generation an integer ≥ 1, index an integer ≥ 0).
+ * total, idempotencyKey }; `total` kept when it is an integer above `index`), or null when the
+ * failure names none or the shape is not that one (key a non-empty string, generation an integer ≥
+ * 1, index an integer ≥ 0).
  */
 export function pausedItemOf(err: unknown): PausedItem | null {
   const item = activityFailureDetails(err)?.item;
@@ -93,7 +94,7 @@ export function claimIdentityOf(err: unknown): { readonly toolRevision: string |
 }
 
 /**
- * The batch report of a cancelled batch call (issue 14): `details[0].batch` of the activity's
+ * The batch report of a cancelled batch call: `details[0].batch` of the activity's
  * `CancelledFailure` (the activity stops at an item boundary and reports its items), or null
  * when the cancellation carries none (not a batch call, or the activity did not report).
  */

@@ -4,7 +4,7 @@
  * it must never reach Node builtins, `checkpoint/digest`, `checkpoint/codec`, the stores, the
  * activity implementations or `src/index.ts` (guarded by test/workflow-bundle.test.ts).
  *
- * @see SPEC §4 "Agent workflow"
+ * @see docs/protocol.md#agent-workflow
  */
 export { agentWorkflow } from './agent-workflow';
 export {

@@ -2,13 +2,13 @@
  * Validation of the agent workflow's input and the activity options derived from it (every
  * timeout bounded by the time left before the run deadline). Sandbox-safe, no clock.
  *
- * @see SPEC §4 "Agent workflow", SPEC §6
+ * @see docs/protocol.md#agent-workflow, docs/protocol.md#bad-input
  */
 import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
 import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../activities/contract';
 import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, RunLimits, ToolActivityOptions } from './types';
 
-/** {@link RunLimits} with every default filled in (issue 11). */
+/** {@link RunLimits} with every default filled in. */
 export const DEFAULT_LIMITS: Required<RunLimits> = {
   inlineResultMaxBytes: 4_096,
   continueAsNewAfterEvents: 10_000,
@@ -142,7 +142,7 @@ export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts
 }
 
 /**
- * Activity options while the run winds down (issue 14: compensations, and the resolutions a
+ * Activity options while the run winds down (compensations, and the resolutions a
  * person gives while the run compensates): not bounded by the run deadline (a cancel near or
  * after it must still undo its effects), the configured per-attempt timeout, heartbeat timeout
  * and retry; waits for cancellation to complete. The caller runs them in a non-cancellable scope.

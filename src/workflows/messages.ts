@@ -6,7 +6,7 @@
  * workflow history, and the client receives a `WorkflowUpdateFailedError` whose cause is an
  * `ApplicationFailure` with one of the {@link MESSAGE_ERROR_TYPES} as `type`.
  *
- * @see SPEC §4 "Agent workflow"
+ * @see docs/protocol.md#agent-workflow
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type {
@@ -75,16 +75,15 @@ export const rejectCallUpdate = defineUpdate<ApprovalDecisionResult, [RejectCall
  *   original fence) and handed to the model; if the worker refuses, the update fails with the
  *   worker's failure type and the run stays paused;
  * - `absent`: the call runs again under `<callId>~retryN`; the old checkpoint is never reopened;
- * - `abandon`: the run ends `abandoned` with the reason.
- * When the call is paused on one item of a batch call (`paused.item`, issue 14), `applied` (the
- * item's result) and `absent` are stored in that item's checkpoint (`resolveToolCall` with
- * `item`) and the same call runs again under its own id, resuming after the item.
- * When what is paused is the call's compensation (`paused.role === 'compensation'`, issue 14):
- * `applied` stores the compensation's result (`resolveToolCall` with `role: 'compensation'`),
- * `absent` runs the compensation again as its next generation, `abandon` leaves it "compensation
- * pending" and the run goes on compensating the others.
- * The request carries the `pauseId` of the pause the person saw (`runStatus().paused.pauseId`);
- * one made for any other pause is refused (STALE_PAUSE) and nothing changes.
- * Refused with CALL_NOT_PAUSED, STALE_PAUSE, INVALID_REQUEST or RUN_FINISHED.
+ * - `abandon`: the run ends `abandoned` with the reason. When the call is paused on one item of a
+ * batch call (`paused.item`), `applied` (the item's result) and `absent` are stored in that item's
+ * checkpoint (`resolveToolCall` with `item`) and the same call runs again under its own id,
+ * resuming after the item. When what is paused is the call's compensation (`paused.role ===
+ * 'compensation'`): `applied` stores the compensation's result (`resolveToolCall` with `role:
+ * 'compensation'`), `absent` runs the compensation again as its next generation, `abandon` leaves
+ * it "compensation pending" and the run goes on compensating the others. The request carries the
+ * `pauseId` of the pause the person saw (`runStatus().paused.pauseId`); one made for any other
+ * pause is refused (STALE_PAUSE) and nothing changes. Refused with CALL_NOT_PAUSED, STALE_PAUSE,
+ * INVALID_REQUEST or RUN_FINISHED.
  */
 export const resolveOutcomeUpdate = defineUpdate<ResolveOutcomeResult, [ResolveOutcomeRequest]>('resolveOutcome');

@@ -1,5 +1,5 @@
 /**
- * What the model reads when a tool call fails (issue 15 item 4). Everything the agent workflow
+ * What the model reads when a tool call fails. Everything the agent workflow
  * puts into a tool message goes to the model vendor, so failures the fence, the worker, the
  * store or the workflow itself produce reach the model as a fixed, short sentence per failure
  * type: never the store's file path, user, host or database, a driver's text, or the tools a

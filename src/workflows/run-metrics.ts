@@ -1,8 +1,8 @@
 /**
- * The agent workflow's metrics (issue 13 "Traces and metrics"), on Temporal's workflow metric
- * meter: exported wherever the worker's Temporal `Runtime` exports metrics (Prometheus or OTLP),
- * with the workflow's tags (namespace, task queue, workflow type) added by the SDK, and never
- * emitted while a history is replayed. Sandbox-safe.
+ * The agent workflow's metrics, on Temporal's workflow metric meter: exported wherever the worker's
+ * Temporal `Runtime` exports metrics (Prometheus or OTLP), with the workflow's tags (namespace,
+ * task queue, workflow type) added by the SDK, and never emitted while a history is replayed.
+ * Sandbox-safe.
  */
 import { metricMeter } from '@temporalio/workflow';
 

@@ -3,7 +3,7 @@
  * the state version, plus the views the status query and the result are built from. Plain data
  * and pure methods; no Temporal calls, no clock (callers pass workflow time). Sandbox-safe.
  *
- * @see SPEC §4 "Agent workflow"
+ * @see docs/protocol.md#agent-workflow
  */
 import type { BatchCancellationReport } from '../activities/batch-items';
 import type { DeliveredOutcome } from '../activities/contract';
@@ -79,13 +79,13 @@ export interface CallState {
   pausedAt: number | null;
   /** The tool message for the model, once the call has one; handed over in the model's order after the turn. */
   message: LoggedMessage | null;
-  /** The batch item the call is paused on (issue 14), while it is; else null. */
+  /** The batch item the call is paused on, while it is; else null. */
   pausedItem: PausedItem | null;
-  /** A batch call cancelled part-way: the activity's report of its items (issue 14); else null. */
+  /** A batch call cancelled part-way: the activity's report of its items; else null. */
   batch: BatchCancellationReport | null;
   /** Order in which the call's effect was applied in this run (1, 2, …; compensations run in reverse); null while not applied. */
   appliedSeq: number | null;
-  /** The call's compensation, once the run started compensating it (issue 14); else null. */
+  /** The call's compensation, once the run started compensating it; else null. */
   compensation: CompensationState | null;
   /** The decisions people took on the call, in order (see {@link DecisionRecord}). */
   readonly decisions: DecisionRecord[];
@@ -254,7 +254,7 @@ export class RunState {
     return this.calls.filter((call) => call.status === 'paused' || call.status === 'unknown');
   }
 
-  /** Whether the run is paused on this call's compensation rather than on the call (issue 14). */
+  /** Whether the run is paused on this call's compensation rather than on the call. */
   pausedOnCompensation(): boolean {
     return this.paused !== null && this.paused.compensation?.status === 'paused';
   }
@@ -284,7 +284,7 @@ export class RunState {
   startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false, refusals: readonly (TurnRefusal | null)[] = []): CallState[] {
     this.currentTurn = requests.map((req, index) => {
       const reused = this.used(req.callId);
-      // Issue 11: a provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
+      // A provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
       // turn-scoped id, so each call has its own checkpoint and ids in history stay unique.
       // A repeat within one turn is still refused, under a unique id of its own.
       const sameTurn = requests.some((other) => other !== req && other.callId === req.callId && requests.indexOf(other) < requests.indexOf(req));
@@ -299,7 +299,7 @@ export class RunState {
         if (scopeIds) this.byId.set(call.callId, call);
       } else {
         this.byId.set(call.callId, call);
-        // The adapter refused this call's input (issue 15 items 1 and 3): only this call fails.
+        // The adapter refused this call's input: only this call fails.
         if (req.inputError !== undefined) call.preFailure = { type: req.inputError.type, message: req.inputError.message };
         const refusal = refusals[index];
         if (refusal !== undefined && refusal !== null) call.preFailure = { type: refusal.type, message: refusal.message };

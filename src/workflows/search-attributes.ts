@@ -1,5 +1,5 @@
 /**
- * The agent run's search attributes (issue 13, "Temporal visibility"): what Temporal's
+ * The agent run's search attributes ("Temporal visibility"): what Temporal's
  * visibility store knows about a run without asking it, so `pending`, the console and
  * `temporal workflow list --query 'TtcNeedsPerson = true'` find the runs waiting for a person.
  *

@@ -5,7 +5,7 @@
  * Units: every duration is in ms; every timestamp is an ISO-8601 UTC string named `…At`, taken
  * from workflow time.
  *
- * @see SPEC §4 "Agent workflow"
+ * @see docs/protocol.md#agent-workflow
  */
 import type { BatchCancellationReport } from '../activities/batch-items';
 import type { BatchItemRef, DeliveredOutcome, ResultSource, ToolCallResolution } from '../activities/contract';
@@ -57,7 +57,7 @@ export interface AgentBudget {
   /**
    * Most UTF-8 bytes the conversation may hold (every message's JSON, tool outputs kept by
    * reference counted at their full size). A model turn that would send more is not taken: the
-   * run stops `budget-exhausted` / `max-conversation-bytes` (issue 11). @default 33,554,432 (32 MiB)
+   * run stops `budget-exhausted` / `max-conversation-bytes`. @default 33,554,432 (32 MiB)
    */
   readonly maxConversationBytes?: number;
   /**
@@ -75,8 +75,8 @@ export interface AgentBudget {
 }
 
 /**
- * Size limits of a run (issue 11: Temporal refuses a payload over 2 MB and a history over
- * 50 MB). Every field optional; each must be a positive integer. Runs started before issue 11
+ * Size limits of a run (Temporal refuses a payload over 2 MB and a history over
+ * 50 MB). Every field optional; each must be a positive integer. Runs started without the patch
  * replay with their old behaviour (patch `ttc-long-runs`).
  */
 export interface RunLimits {
@@ -103,7 +103,7 @@ export interface RunLimits {
 }
 
 /**
- * What a run hands to the run it continues as (issue 11). Carried between model turns, when no
+ * What a run hands to the run it continues as. Carried between model turns, when no
  * call is pending: budgets used, the state version (so approvals read before keep their
  * meaning), intent generations, every call id used (call identity: a reused id gets a
  * turn-scoped one), the conversation's place in the side store and counts of the calls of
@@ -166,21 +166,22 @@ export interface AgentWorkflowInput {
   readonly approvalRequired?: Readonly<Record<string, ApprovalPolicy>>;
   readonly activityOptions?: AgentActivityOptions;
   /**
-   * How many tool calls of one model turn run at once (issue 11). Results reach the model in
-   * the model's order whatever order they finish in. A positive integer. @default every call of the turn
+   * How many tool calls of one model turn run at once. Results reach the model in the model's order
+   * whatever order they finish in. A positive integer. @default every call of the turn
    */
   readonly toolConcurrency?: number;
   readonly limits?: RunLimits;
   /**
-   * Compensation policy (issue 14, saga): present = the run compensates. When the run is
-   * cancelled, abandoned by a person, or a tool call's result is an error whose `type` is listed
-   * here (for example `BUSINESS_REJECTION`; the run then stops `incomplete` / `compensate-on`),
-   * the run undoes its applied effects (calls completed `ok`, or resolved applied) in the reverse
-   * order they were applied, each through the tool's declared compensation (`compensateToolCall`).
-   * A call whose outcome is unknown pauses for a person first; a call proven absent or not run is
-   * never compensated. `[]`: compensate on cancel and abandon only. Up to 100 distinct non-empty
-   * types of at most 256 characters each. Absent: nothing is compensated (runs before issue 14).
-   * Compensations cover this run's calls, not calls of earlier runs of a continue-as-new chain.
+   * Compensation policy (saga): present = the run compensates. When the run is cancelled, abandoned
+   * by a person, or a tool call's result is an error whose `type` is listed here (for example
+   * `BUSINESS_REJECTION`; the run then stops `incomplete` / `compensate-on`), the run undoes its
+   * applied effects (calls completed `ok`, or resolved applied) in the reverse order they were
+   * applied, each through the tool's declared compensation (`compensateToolCall`). A call whose
+   * outcome is unknown pauses for a person first; a call proven absent or not run is never
+   * compensated. `[]`: compensate on cancel and abandon only. Up to 100 distinct non-empty types of
+   * at most 256 characters each. Absent: nothing is compensated (runs started before compensations
+   * existed). Compensations cover this run's calls, not calls of earlier runs of a continue-as-new
+   * chain.
    */
   readonly compensateOn?: readonly string[];
   /** Set by the workflow when it continues as new; see {@link ContinuedRun}. */
@@ -197,7 +198,7 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
  * `content_filter`) — both end the run `incomplete` and none of that answer's calls runs — a
  * budget or the deadline ran out, a person cancelled or abandoned, or a tool call's error result
  * has a type the run's `compensateOn` names (`compensate-on`: the run ends `incomplete` and
- * compensates; issue 14).
+ * compensates).
  */
 export const STOP_REASONS = [
   'model-stopped',
@@ -279,11 +280,11 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly errorType: string | null;
   /** Why it was rejected, failed, paused, unknown, resolved or abandoned; else null. */
   readonly reason: string | null;
-  /** The compensation of this call, once the run started compensating it (issue 14). Absent otherwise. */
+  /** The compensation of this call, once the run started compensating it. Absent otherwise. */
   readonly compensation?: CompensationReport;
   /**
    * The batch item the call is paused on (a batch tool's `ctx.forEachItem` item whose outcome is
-   * unknown, issue 14): a resolution of the call is stored in that item's checkpoint and the call
+   * unknown): a resolution of the call is stored in that item's checkpoint and the call
    * then runs again under the same call id, resuming after the item. Absent otherwise.
    */
   readonly item?: PausedItem;
@@ -318,7 +319,7 @@ export interface PausedItem extends BatchItemRef {
 }
 
 /**
- * Where a call's compensation stands (issue 14):
+ * Where a call's compensation stands:
  * - `running`: `compensateToolCall` is running;
  * - `paused`: its outcome is unknown, or the provider refused it (`ok: false`); waits for
  *   `resolveOutcomeUpdate` (applied / absent → runs again as the next generation / abandon);
@@ -348,7 +349,7 @@ export interface CompensationReport {
 }
 
 /**
- * The run's effects (issue 14), by call id: what is in place at the end of the run and what was
+ * The run's effects, by call id: what is in place at the end of the run and what was
  * undone. Every call is in exactly one list.
  */
 export interface RunEffects {
@@ -394,7 +395,7 @@ export interface AgentWorkflowResult {
   readonly calls: readonly CallReport<FinalCallStatus>[];
   /** `calls` grouped into ran / not run / unknown. */
   readonly summary: CallSummary;
-  /** `calls` grouped by effect: applied, compensated, compensation pending, not run, unknown (issue 14). */
+  /** `calls` grouped by effect: applied, compensated, compensation pending, not run, unknown. */
   readonly effects: RunEffects;
   /** Model turns taken. */
   readonly turns: number;
@@ -425,10 +426,10 @@ export const RUN_PHASES = [
 export type RunPhase = (typeof RUN_PHASES)[number];
 
 /**
- * A call that still needs something, with what a person needs to decide on it. An approval is
- * bound to `intentDigest`, the digest over `toolName`, `toolRevision`, `arguments` and `target`
- * (SPEC §2): what a person approves is exactly `arguments`, and the fence runs the call only
- * when it computes the same digest (else APPROVAL_MISMATCH, nothing runs).
+ * A call that still needs something, with what a person needs to decide on it. An approval is bound
+ * to `intentDigest`, the digest over `toolName`, `toolRevision`, `arguments` and `target`
+ * (docs/protocol.md#keys-and-digests): what a person approves is exactly `arguments`, and the fence
+ * runs the call only when it computes the same digest (else APPROVAL_MISMATCH, nothing runs).
  */
 export interface PendingCallView extends CallReport<LiveCallStatus> {
   /**
@@ -445,7 +446,7 @@ export interface PendingCallView extends CallReport<LiveCallStatus> {
   /** For a call needing approval: when the approval expires (it must also start running before then). */
   readonly approvalExpiresAt: string | null;
   /**
-   * `compensation` when what is paused is the call's compensation, not the call (issue 14): the
+   * `compensation` when what is paused is the call's compensation, not the call: the
    * call itself applied; `errorType` / `reason` are the compensation's, and `compensation` holds
    * its details. Absent for the call itself.
    */
@@ -468,7 +469,7 @@ export interface BudgetView {
 
 /** What {@link runStatusQuery} returns. */
 export interface RunStatusView {
-  /** The run's tenant (from its input), so operators see whose run it is. Absent in runs started before issue 15. */
+  /** The run's tenant (from its input), so operators see whose run it is. Absent in runs started before runs reported their tenant. */
   readonly tenant?: string;
   readonly phase: RunPhase;
   /** Increments whenever the run advances (a model turn is recorded, a call finishes, the run pauses or resumes). Approvals must carry the current value. */
@@ -483,11 +484,11 @@ export interface RunStatusView {
   readonly paused: PausedView | null;
   /** Set once the run has stopped. */
   readonly stoppedBecause: StopReason | null;
-  /** How many times the run continued as new (0 for a first run). Absent in runs started before issue 11. */
+  /** How many times the run continued as new (0 for a first run). Absent in runs started without patch `ttc-long-runs`. */
   readonly continuations?: number;
-  /** Calls that finished in earlier runs of the chain (counted). Absent in runs started before issue 11. */
+  /** Calls that finished in earlier runs of the chain (counted). Absent in runs started without patch `ttc-long-runs`. */
   readonly earlierCalls?: EarlierCalls;
-  /** The conversation's size and where it lives. Absent in runs started before issue 11. */
+  /** The conversation's size and where it lives. Absent in runs started without patch `ttc-long-runs`. */
   readonly conversation?: { readonly messages: number; readonly bytes: number; readonly maxBytes: number; readonly byReference: boolean };
 }
 
@@ -504,9 +505,9 @@ export interface PausedView {
   readonly errorType: string;
   readonly reason: string;
   readonly pausedAt: string;
-  /** `compensation` when the call's compensation is paused (issue 14). Absent for the call itself. */
+  /** `compensation` when the call's compensation is paused. Absent for the call itself. */
   readonly role?: 'compensation';
-  /** The batch item the call is paused on (issue 14). Absent otherwise. */
+  /** The batch item the call is paused on. Absent otherwise. */
   readonly item?: PausedItem;
   /**
    * The revision the paused call (or compensation) was claimed under and the idempotency key its
@@ -585,9 +586,9 @@ export interface ResolveOutcomeResult {
    * null for a compensation.
    */
   readonly retryCallId: string | null;
-  /** The batch item the resolution was stored for (issue 14). Absent otherwise. */
+  /** The batch item the resolution was stored for. Absent otherwise. */
   readonly item?: BatchItemRef;
-  /** `compensation` when the resolution was of the call's compensation (issue 14). Absent otherwise. */
+  /** `compensation` when the resolution was of the call's compensation. Absent otherwise. */
   readonly role?: 'compensation';
   /** For a compensation resolved `absent`: the generation it runs again as. Absent otherwise. */
   readonly compensationGeneration?: number;

@@ -1,9 +1,9 @@
 /**
- * Adversarial regression (issue 9 scenario 8, SPEC §7 "The call owns 'nothing applied'"): an
- * approved call carries its expiry. An attempt that starts at or after it refuses with
- * APPROVAL_EXPIRED before any claim; a result stored before the expiry is still delivered after it;
- * a claim made before the expiry whose effect a lookup later proves absent is not run again under
- * the expired approval (the run pauses for a person).
+ * Adversarial regression (docs/protocol.md#nothing-applied): an approved call carries its expiry.
+ * An attempt that starts at or after it refuses with APPROVAL_EXPIRED before any claim; a result
+ * stored before the expiry is still delivered after it; a claim made before the expiry whose effect
+ * a lookup later proves absent is not run again under the expired approval (the run pauses for a
+ * person).
  */
 import { DEADLINE_MS, Harness, MARGIN_MS, never, Provider, ticketTool, typeOf, waitFor } from './harness';
 
@@ -32,7 +32,7 @@ describe('approval expiry between attempts', () => {
     const provider = new Provider();
     const call = h.newCall({ approvalExpiresAt: new Date(Date.now() + 5_000).toISOString() });
     void h.run(h.activities([ticketTool(provider)], { hooks: { step: (p) => (p === 'after-result-stored' ? never() : undefined) } }), call, 1);
-    await waitFor(async () => (await h.recordOf(call))?.status === 'delivered'); // result and delivery are one write (SPEC §9)
+    await waitFor(async () => (await h.recordOf(call))?.status === 'delivered'); // result and delivery are one write (docs/protocol.md#cost)
     h.offsetMs = 10_000;
     expect(typeOf(await h.run(h.activities([ticketTool(provider)]), call, 2))).toBe('result:store');
     expect(provider.total()).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 14, batch tools): cancellation of a batch call while an item is in flight.
+ * Adversarial (batch tools): cancellation of a batch call while an item is in flight.
  * The issue: "Cancellation reports items applied, not applied, and unknown". The item in flight
  * is not aborted (its outcome stays known when it can be): an item that retries a transient error
  * finishes its retries and counts as applied; the report is exact.

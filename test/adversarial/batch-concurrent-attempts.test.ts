@@ -1,12 +1,12 @@
 /**
- * Adversarial (issue 14, batch tools): tool code that misuses `ctx.forEachItem` in one attempt.
- * Two `forEachItem` calls in flight at once over the same items (e.g. `Promise.all` over two
- * lists that share a recipient at the same position) must never apply an item twice: each item
- * is a fenced call of its own (SPEC §5 "the effect is never applied twice", §7 "a lost claim
- * compare-and-swap means a live competitor"). A tool that returns before its `forEachItem`
- * settled must not leave items running, or an unknown item unpaused, behind a completed call
- * (SPEC §7 "The call owns 'nothing applied'": once past `ready`, every failure ends in delivery,
- * reconciliation or a pause for a person).
+ * Adversarial (batch tools): tool code that misuses `ctx.forEachItem` in one attempt. Two
+ * `forEachItem` calls in flight at once over the same items (e.g. `Promise.all` over two lists that
+ * share a recipient at the same position) must never apply an item twice: each item is a fenced
+ * call of its own (docs/protocol.md#crash-windows: the effect is never applied twice;
+ * docs/protocol.md#fences: a lost compare-and-swap means a live competitor). A tool that returns
+ * before its `forEachItem` settled must not leave items running, or an unknown item unpaused,
+ * behind a completed call (docs/protocol.md#nothing-applied: once past `ready`, every failure ends
+ * in delivery, reconciliation or a pause for a person).
  *
  * Real activities in MockActivityEnvironment against a real SQLite store (the adversarial harness).
  */

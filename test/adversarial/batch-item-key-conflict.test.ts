@@ -1,11 +1,11 @@
 /**
- * Adversarial (issue 14, batch tools): the items of a batch call change between attempts under
- * the same call (the tool reads its list from elsewhere, e.g. a recipients table) and an item
- * key is reused for a different item. SPEC §2: any binding difference is BINDING_CONFLICT, never
- * a cache hit; SPEC §4: "A binding conflict, an invalid record and invalid input are
- * non-retryable failures". Each attempt of a batch call takes the call over (it "sent a claim"),
- * so the item's BINDING_CONFLICT must not be turned into RECONCILE_PENDING on every attempt: the
- * call then retries forever and never reaches a person.
+ * Adversarial (batch tools): the items of a batch call change between attempts under the same call
+ * (the tool reads its list from elsewhere, e.g. a recipients table) and an item key is reused for a
+ * different item. docs/protocol.md#decide-and-validate: any binding difference is BINDING_CONFLICT,
+ * never a cache hit; docs/protocol.md#the-fenced-attempt: "A binding conflict, an invalid record
+ * and invalid input are non-retryable failures". Each attempt of a batch call takes the call over
+ * (it "sent a claim"), so the item's BINDING_CONFLICT must not be turned into RECONCILE_PENDING on
+ * every attempt: the call then retries forever and never reaches a person.
  *
  * Real activities in MockActivityEnvironment against a real SQLite store (the adversarial harness).
  */

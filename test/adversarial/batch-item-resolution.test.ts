@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 14, batch tools): a person's resolution of a paused batch item
+ * Adversarial (batch tools): a person's resolution of a paused batch item
  * (`resolveToolCall` with `item`). Guards: the wrong generation and an item that has no
  * checkpoint are refused with nothing written; resolving twice is idempotent (the first answer
  * stays); an item already settled is not reopened; resolved on a worker with a new tool revision
@@ -85,7 +85,7 @@ test('resolved on a worker with a new tool revision: the answer names the key u2
   expect(answer).toMatchObject({ toolRevision: 'v1', idempotencyKey: key });
 });
 
-// Found by a review of issue 14 (a reproduction with real activities): `absent` was accepted for an
+// Found by a review of batch tools (a reproduction with real activities): `absent` was accepted for an
 // item whose holder was still sending (executing, 60 s before its deadline); the next attempt then
 // applied the item again under generation 2's key while the holder's request was in flight.
 test('absent is refused while the item may still be sent by its holder (executing before its settle time): RECONCILE_PENDING, nothing stored, one effect', async () => {

@@ -1,11 +1,12 @@
 /**
- * Adversarial (issue 14, batch tools): attempts of one batch call that disagree or overlap.
+ * Adversarial (batch tools): attempts of one batch call that disagree or overlap.
  * - The items change between attempts under the same call (the tool reads its list from elsewhere):
  *   the same items in another order are delivered from the store, not applied again; items
  *   removed or added run as the new list says, none twice. (An item key reused for a different
  *   item: see batch-item-key-conflict.test.ts.)
- * - A slow attempt still applying items while a later attempt takes the call over (SPEC §7
- *   "Overlapping attempts"): every item applied once, with a provider that has only a lookup and
+ * - A slow attempt still applying items while a later attempt takes the call over
+ * (docs/protocol.md#overlapping-attempts): every item applied once, with a provider that has only a
+ * lookup and
  *   with one that deduplicates by key (items claimed 100 to a write).
  * - Tool code that catches what stopped the batch still fails the attempt; bad item keys and
  *   oversized batches are refused before any item runs.
@@ -142,7 +143,8 @@ describe('overlapping attempts of one batch call', () => {
     if (kind === 'lookup') expect(second).toMatchObject({ failure: { type: 'RECONCILE_PENDING', nonRetryable: false } });
     gate.open();
     const first = await slow;
-    // Attempt 1 lost the call (or its held item) to attempt 2: its result is discarded (SPEC §5, a stale worker finishing after takeover).
+    // Attempt 1 lost the call (or its held item) to attempt 2: its result is discarded
+    // (docs/protocol.md#crash-windows, a stale worker finishing after takeover).
     expect(first).toMatchObject({ failure: { type: expect.stringMatching(/^(FENCE_CONFLICT|RECONCILE_PENDING)$/) } });
     const third = await h.run(acts, call, 3);
     expect(third).toMatchObject({ result: { outcome: { ok: true, output: { applied: 8 } } } });

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 14, batch tools): a worker shutting down (SIGTERM) mid-batch is not a
+ * Adversarial (batch tools): a worker shutting down (SIGTERM) mid-batch is not a
  * cancellation of the run. The batch fence stops at an item boundary on any cancellation of its
  * activity (the SDK also aborts the signal with WORKER_SHUTDOWN, or when a heartbeat times out)
  * and throws a CancelledFailure carrying its batch report. When that attempt is the call's last

@@ -1,8 +1,8 @@
 /**
- * Adversarial regression (issue 9 scenario 9, SPEC §7 "Identity is unambiguous and per run chain"):
- * the parts of a call's identity (tenant, run chain, workflow id, call id) are encoded so that no
- * two different calls share a checkpoint, whatever characters the parts contain: each call below
- * gets its own checkpoint and its own effect.
+ * Adversarial regression (docs/protocol.md#call-identity): the parts of a call's identity (tenant,
+ * run chain, workflow id, call id) are encoded so that no two different calls share a checkpoint,
+ * whatever characters the parts contain: each call below gets its own checkpoint and its own
+ * effect.
  */
 import { Harness, Provider, ticketTool, typeOf, type Outcome } from './harness';
 

@@ -1,8 +1,8 @@
 /**
- * Adversarial (issue 14, compensation): a deploy in the middle of a compensation. The function
+ * Adversarial (compensation): a deploy in the middle of a compensation. The function
  * compensation's revision is part of its binding and key; a new revision must not turn a
- * compensation an earlier attempt claimed (or applied) into "run it again" (SPEC §7 "The call
- * owns 'nothing applied'": a deploy between attempts does not change this).
+ * compensation an earlier attempt claimed (or applied) into "run it again"
+ * (docs/protocol.md#nothing-applied: a deploy between attempts does not change this).
  * - applied and stored under revision 1: the attempt on revision 2 delivers the stored refund;
  * - claimed under revision 1 by an attempt that died mid-request (no lookup): the attempt on
  *   revision 2 waits, then pauses (OUTCOME_UNKNOWN); the refund is never sent twice.

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 14, compensation): the compensation of an applied call is a fenced call of
+ * Adversarial (compensation): the compensation of an applied call is a fenced call of
  * its own (its own checkpoint, a `ttcc-` key derived from the original's; lookup / same-key /
  * pause rules unchanged). Attacks:
  * - attempts of one compensation that start together (the workflow's retry and a stale attempt):

@@ -1,5 +1,5 @@
 /**
- * Issue 13, adversarial review of the console's HTTP surface: the real listening console
+ * Adversarial review of the console's HTTP surface: the real listening console
  * (startConsoleServer on a free port) with operations that record what they were asked to send
  * (the run's own validation is exercised in console-on-dev-server.test.ts). Each case attacks
  * one promise: methods other than GET / POST, attribute-context escaping of every model-controlled

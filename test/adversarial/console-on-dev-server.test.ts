@@ -1,5 +1,5 @@
 /**
- * Issue 13, adversarial review against a real dev server (search attributes registered), a real
+ * Adversarial review against a real dev server (search attributes registered), a real
  * in-process worker on the bundled agent workflow, and the real console (startConsoleServer with
  * temporalOperations on the same client):
  * - a stale page (the run moved on / the intent changed) never approves: the run's refusal is shown
@@ -9,7 +9,7 @@
  *   call's is refused before anything is sent;
  * - many calls with long call ids awaiting approval never get the run stuck on an upsert, and a
  *   run cancelled by its cancelRun signal ends with TtcNeedsPerson = false.
- * (A run cancelled through Temporal is kept out of the suite: see the issue 13 review report.)
+ * (A run cancelled through Temporal is kept out of the suite.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 scenario 5, SPEC §7 "The call owns 'nothing applied'"): a deploy
+ * Adversarial regression (docs/protocol.md#nothing-applied): a deploy
  * lands between two attempts of one call (new tool revision, new schema default, stricter schema,
  * tool removed), also while the old revision's attempt is still running (rolling deploy) and for
  * `dedupeByIntent` tools, whose checkpoint is found by the tool name and the model's input. A
@@ -34,7 +34,8 @@ function intentTool(provider: Provider, over: Parameters<typeof ticketTool>[1] =
 async function diedAt(provider: Provider, point: 'after-result-stored' | 'after-effect', intent: boolean, tool = intent ? intentTool(provider) : ticketTool(provider), over: Parameters<Harness['activities']>[1] = {}): Promise<{ call: Call; record: CheckpointRecord }> {
   const call = h.newCall();
   void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...over }), call, 1);
-  // After the result is stored the record is delivered: the result and this attempt's delivery are one write (SPEC §9).
+  // After the result is stored the record is delivered: the result and this attempt's delivery are
+  // one write (docs/protocol.md#cost).
   const status = point === 'after-effect' ? 'executing' : 'delivered';
   await waitFor(() => provider.total() === 1);
   let record: CheckpointRecord | undefined;
@@ -168,7 +169,7 @@ describe('rolling deploy meets overlapping attempts', () => {
     expect(provider.total()).toBe(1);
   });
 
-  test('attempt 1 (v1, on a release that created the checkpoint and then claimed it in two writes, as before SPEC §9) made the checkpoint and stalled before its claim; attempt 2 on v2 makes its BINDING_CONFLICT durable (refusal stored and delivered), so the stalled attempt 1 loses its claim; the call ends refused with no effect and the row is prunable', async () => {
+  test('attempt 1 (v1, on a release that created the checkpoint and then claimed it in two writes, as before the two-write fresh call of docs/protocol.md#cost) made the checkpoint and stalled before its claim; attempt 2 on v2 makes its BINDING_CONFLICT durable (refusal stored and delivered), so the stalled attempt 1 loses its claim; the call ends refused with no effect and the row is prunable', async () => {
     const provider = new Provider();
     const call = h.newCall();
     const resume = new Gate();

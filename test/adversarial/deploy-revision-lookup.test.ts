@@ -1,7 +1,7 @@
 /**
  * A claim left unfinished by an earlier revision of a tool (its attempt applied the effect and
- * its worker died), met by an attempt of the next revision (SPEC §7 "The call owns 'nothing
- * applied'", the settle-time rules of a reconciliation). With `lookupFindsEarlierRevisions` the
+ * its worker died), met by an attempt of the next revision (docs/protocol.md#nothing-applied, the
+ * settle-time rules of a reconciliation). With `lookupFindsEarlierRevisions` the
  * new revision's lookup is asked, with the key the earlier attempt sent, only once the claim's
  * settle time has passed; a find settles the call with it, nothing else does, and the effect is
  * never applied twice. Without the declaration the lookup is never asked. Explored over the

@@ -1,12 +1,12 @@
 /**
  * A keyed tool (`dedupesByKey`) whose earlier attempt, delayed past its heartbeat timeout (a
  * stalled store), meets the current attempt's claim and takes the call over by a same-key repeat
- * (SPEC §7). The current attempt, the one Temporal waits for, then loses its completion: it must
- * fail retryably (RECONCILE_PENDING, cause FENCE_CONFLICT) so that the next attempt delivers the
- * stored result, never pause the run with a non-retryable FENCE_CONFLICT. An attempt Temporal has
- * given up on (a later attempt holds the call, or its heartbeat told it it timed out) keeps the
- * final FENCE_CONFLICT. The two attempts' store operations run in a chosen order (gates in the
- * tool and the fence's step hook), never by timing; real SQLite store
+ * (docs/protocol.md#fences). The current attempt, the one Temporal waits for, then loses its
+ * completion: it must fail retryably (RECONCILE_PENDING, cause FENCE_CONFLICT) so that the next
+ * attempt delivers the stored result, never pause the run with a non-retryable FENCE_CONFLICT. An
+ * attempt Temporal has given up on (a later attempt holds the call, or its heartbeat told it it
+ * timed out) keeps the final FENCE_CONFLICT. The two attempts' store operations run in a chosen
+ * order (gates in the tool and the fence's step hook), never by timing; real SQLite store
  * (TTC_ADVERSARIAL_STORE=postgres: PostgreSQL).
  */
 import fc from 'fast-check';

@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 "prove the kind", SPEC §7): attempt 1 frozen at every fence
+ * Adversarial regression (docs/protocol.md#overlapping-attempts): attempt 1 frozen at every fence
  * point, then attempt 2 before the holder's settle time, attempt 3 after it, then attempt 1
  * released, then attempt 4; for a tool with lookup, one with neither lookup nor key dedupe, and one
  * whose provider deduplicates by key. Invariants: at most one effect per call (the keyed provider

@@ -1,10 +1,10 @@
 /**
- * Harness of the adversarial regression suite (issue 9, SPEC §7): the real activities in
- * MockActivityEnvironment against a real store (SQLite; TTC_ADVERSARIAL_STORE=postgres runs the
- * same scenarios on PostgreSQL), the fence's injected clock (real time plus an offset a test can
- * jump), a provider fake that counts effects per idempotency key, and a store wrapper that fails
- * chosen operations with the real STORE_UNAVAILABLE. The activities' warnings are silenced unless
- * TTC_ADVERSARIAL_VERBOSE is set.
+ * Harness of the adversarial regression suite (docs/protocol.md#overlapping-attempts to
+ * #call-identity): the real activities in MockActivityEnvironment against a real store (SQLite;
+ * TTC_ADVERSARIAL_STORE=postgres runs the same scenarios on PostgreSQL), the fence's injected clock
+ * (real time plus an offset a test can jump), a provider fake that counts effects per idempotency
+ * key, and a store wrapper that fails chosen operations with the real STORE_UNAVAILABLE. The
+ * activities' warnings are silenced unless TTC_ADVERSARIAL_VERBOSE is set.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

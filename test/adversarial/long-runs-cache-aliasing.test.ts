@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 11, claim check + worker-local ConversationCache): the cache hands the
+ * Adversarial (claim check + worker-local ConversationCache): the cache hands the
  * adapter the very message objects it keeps for later turns (`prefix` copies the array, not the
  * messages; `loadConversation` stores the array it returns). An adapter that edits the
  * conversation it is given in place (redacting a secret, trimming an old tool result before

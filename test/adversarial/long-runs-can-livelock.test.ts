@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 11, continue-as-new): the continue-as-new check runs before EVERY model
+ * Adversarial (continue-as-new): the continue-as-new check runs before EVERY model
  * turn, including the first one of a fresh run, and a fresh run's history already holds what the
  * previous run handed over (its first event carries the last turn's pending messages, every call
  * id used so far, ...). Once that handover alone is over `continueAsNewAfterHistoryBytes`, each

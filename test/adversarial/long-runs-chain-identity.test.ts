@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 11, continue-as-new carries call identity and intent generations), with the
+ * Adversarial (continue-as-new carries call identity and intent generations), with the
  * real fence, a real SQLite store, the real model-turn activity and a real dev server:
  *
  * 1. A dedupeByIntent tool whose first call's outcome is unknown; a person proves it absent, the

@@ -1,10 +1,10 @@
 /**
- * Adversarial (issue 11, continue-as-new): what a run hands over grows with the chain's length,
- * without bound. `ContinuedRun.usedCallIds` carries EVERY call id the chain ever used (README:
- * "the first event of each run grows by the call ids used so far"), so once the ids of a chain
- * add up to Temporal's 2 MB payload limit, the continue-as-new itself is refused and the run is
- * killed by the server between two turns, with no result: exactly what issue 11 set out to stop.
- * No budget stops it first (`maxToolCalls` may be anything; nothing relates it to the handover).
+ * Adversarial (continue-as-new): what a run hands over grows with the chain's length, without
+ * bound. `ContinuedRun.usedCallIds` carries EVERY call id the chain ever used (README: "the first
+ * event of each run grows by the call ids used so far"), so once the ids of a chain add up to
+ * Temporal's 2 MB payload limit, the continue-as-new itself is refused and the run is killed by the
+ * server between two turns, with no result: exactly what continue-as-new is there to stop. No
+ * budget stops it first (`maxToolCalls` may be anything; nothing relates it to the handover).
  *
  * With real provider ids (~30 characters: `toolu_…`, `call_…`) that is about 65,000 calls; the
  * test uses ids of 2,000 characters (call ids may be up to 2,048) so that 1,000 calls reach it.

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 11, after 2ee5829 "a wide turn lowers its inline threshold so its outputs
+ * Adversarial (after 2ee5829 "a wide turn lowers its inline threshold so its outputs
  * stay under 256 KiB"): the bound covers SUCCESSFUL outputs only. Error results are never sent by
  * reference (`deliverOutput` returns every error outcome unchanged), and a tool's own error
  * reaches the model "as written" (up to 2,000 characters after `sanitizeReason`). So a wide turn

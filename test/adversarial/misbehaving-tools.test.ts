@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 scenario 7, SPEC §7): tools that misbehave. A lookup that throws
+ * Adversarial regression (docs/protocol.md#reconciliation): tools that misbehave. A lookup that throws
  * or answers malformed proves nothing (RECONCILE_PENDING, the tool is not run); a tool that throws
  * or returns something unstorable after its effect ends in a typed outcome, stored once (an error
  * result, or an unknown outcome that pauses), never a nothing-applied code and never a second

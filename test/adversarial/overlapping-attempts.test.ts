@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 scenarios 1 and 2, SPEC §7 "Overlapping attempts"): attempts of
+ * Adversarial regression (docs/protocol.md#overlapping-attempts): attempts of
  * one call that start together, and attempts cancelled at each fence point. A lost claim
  * compare-and-swap means a live competitor (the loser fails retryably with RECONCILE_PENDING and
  * never reconciles in the same attempt); cancellation is checked right before `execute`; a

@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 12 (`classifyPgError`): an error that can follow a committed write
+ * Adversarial review of `classifyPgError`: an error that can follow a committed write
  * must never be `refused` (STORE_UNAVAILABLE, "nothing was written"): that is fail-open.
  *
  * - PostgreSQL reports a failure inside the commit's critical section (the WAL fsync of

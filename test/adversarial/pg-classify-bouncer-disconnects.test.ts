@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 12 (`classifyPgError`), guards that hold: the reasons PgBouncer's
+ * Adversarial review of `classifyPgError`, guards that hold: the reasons PgBouncer's
  * `disconnect_server()` gives when it drops a server connection while a client's statement runs
  * on it are handed to that client by `unlink_server()` (PgBouncer src/objects.c) as FATAL 08P01:
  * the statement may have committed, so each must stay `lost` (settled by re-reading), never

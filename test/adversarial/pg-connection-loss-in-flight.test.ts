@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 12 (PostgreSQL store): a connection lost while a statement is in
+ * Adversarial review of the PostgreSQL store: a connection lost while a statement is in
  * flight is the "lost" case the store settles by re-reading (`settleInsert`, `settleCas`). The
  * `pg` Client emits 'error' when its connection ends unexpectedly (client.js `_handleErrorEvent`),
  * and pg-pool removes its own 'error' listener from a client while it is checked out

@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 12 (PostgreSQL store): STORE_UNAVAILABLE must mean "nothing of
+ * Adversarial review of the PostgreSQL store: STORE_UNAVAILABLE must mean "nothing of
  * this call was written" (the store's contract, and the fence relies on it: a claiming insert
  * that failed STORE_UNAVAILABLE resets `evidence.claimSent`, fenced-tool.ts `round()`).
  *

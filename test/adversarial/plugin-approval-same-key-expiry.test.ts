@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10, approvals): an approved call's expiry must hold on every path that can
+ * Adversarial (approvals): an approved call's expiry must hold on every path that can
  * apply the effect for the first time.
  *
  * The fence refuses a fresh claim at or after `approvalExpiresAt` (APPROVAL_EXPIRED), and after a

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10, overlap): claim renewal must survive a short store outage.
+ * Adversarial (overlap): claim renewal must survive a short store outage.
  *
  * README ("Slow activities are waited for, not run twice"): "The one case renewal cannot cover is
  * a live worker that cannot reach the store for longer than [callDeadlineMs + reconcileMarginMs]".

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10, identity): a workflow RESET keeps `firstExecutionRunId` and restarts the
+ * Adversarial (identity): a workflow RESET keeps `firstExecutionRunId` and restarts the
  * activity sequence numbers, so the reset run's activity calls get the SAME call ids (`act-<seq>`
  * in the same run chain) as the original run's. When the reset run takes another path (the
  * signal after the reset point differs), its call `act-N` is a different call: another amount,

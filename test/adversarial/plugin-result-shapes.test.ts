@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10, results): fencing an UNMODIFIED activity must not change what the
+ * Adversarial (results): fencing an UNMODIFIED activity must not change what the
  * workflow receives (README: "your activities, unchanged"; fence-interceptor `asSent`: "as
  * Temporal's default payload converter sends it ... which is what the workflow receives
  * unfenced"). Temporal's default payload converter sends a `Uint8Array` as `binary/plain` (the

@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 scenarios 3 and 4, SPEC §7 "Keys have a lifetime"): a tool whose
+ * Adversarial regression (docs/protocol.md#key-lifetime): a tool whose
  * provider deduplicates by key is repeated with the same key while (or after) an earlier attempt's
  * request may have applied the effect. A 409 "key in flight" and the repeat's own transient
  * failures prove nothing about the earlier request: the outcome is unknown (RECONCILE_PENDING, the

@@ -1,5 +1,5 @@
 /**
- * Adversarial regression (issue 9 scenario 1, SPEC §7 "Overlapping attempts"): a claim held by
+ * Adversarial regression (docs/protocol.md#overlapping-attempts): a claim held by
  * another attempt is taken over, or a lookup that finds nothing is taken as proof of absence, only
  * once the holder's request can no longer be outstanding, i.e. after the holder's declared deadline
  * (claimedAt + callDeadlineMs) plus the margin; and the holder itself never calls `execute` once

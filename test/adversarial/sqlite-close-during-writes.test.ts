@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 12 (SQLite store on a worker thread with group commit): a caller
+ * Adversarial review of the SQLite store on a worker thread with group commit: a caller
  * is told "written" only for a durable write, and a record is old or new, never torn.
  *
  * 1. close() while writes of one event-loop turn are pending (not yet sent to the thread): each

@@ -1,5 +1,5 @@
 /**
- * SPEC §7 "The call owns 'nothing applied'": a store that is down after a claim ends in
+ * docs/protocol.md#nothing-applied: a store that is down after a claim ends in
  * RECONCILE_PENDING until the retries run out, for every tool. Attempt 1 claims the call and then
  * loses the store before it sends anything; the next attempts, after the claim's settle time, find
  * the store unreachable (writes refused while reads still answer, or everything down). An attempt

@@ -1,10 +1,10 @@
 /**
- * Adversarial regression (issue 9 scenario 6, SPEC §7 "The call owns 'nothing applied'"): the store
- * throws the real STORE_UNAVAILABLE from the k-th store operation of attempt 1 on, stays down for
- * attempts 2-5, and comes back (after the settle time) for attempts 6-7. Invariants: once a claim
- * (the claiming insert, or a claim compare-and-swap) may have been sent, no attempt is reported as nothing applied (a store that is
- * down after a claim ends in RECONCILE_PENDING or a pause); at most one effect; a returned result
- * is the stored one; no untyped error.
+ * Adversarial regression (docs/protocol.md#nothing-applied): the store throws the real
+ * STORE_UNAVAILABLE from the k-th store operation of attempt 1 on, stays down for attempts 2-5, and
+ * comes back (after the settle time) for attempts 6-7. Invariants: once a claim (the claiming
+ * insert, or a claim compare-and-swap) may have been sent, no attempt is reported as nothing
+ * applied (a store that is down after a claim ends in RECONCILE_PENDING or a pause); at most one
+ * effect; a returned result is the stored one; no untyped error.
  */
 import { defineTool, type ToolDefinition } from '../../src/activities';
 import { DEADLINE_MS, FlakyStore, Harness, MARGIN_MS, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Outcome } from './harness';
@@ -63,8 +63,9 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
     const final = await h.recordOf(call);
     const summary = `${outcomes.map(([a, o]) => `${a}=${typeOf(o)}`).join(' ')} ops=${opsDone.slice(0, k + 1).join(',')}`;
     if (process.env.TTC_ADVERSARIAL_VERBOSE) console.log(kind, k, summary);
-    // A claim may have been sent: a claiming insert (SPEC §9) that succeeded, or any claim compare-and-swap (the fence
-    // treats a failed one as maybe sent). A failed insert wrote nothing (STORE_UNAVAILABLE, the store's contract).
+    // A claim may have been sent: a claiming insert (docs/protocol.md#cost) that succeeded, or any
+    // claim compare-and-swap (the fence treats a failed one as maybe sent). A failed insert wrote
+    // nothing (STORE_UNAVAILABLE, the store's contract).
     const claimed = opsDone.slice(0, k).includes('cas:executing') || opsDone.slice(0, k - 1).includes('createIfAbsent');
 
     expect([summary, provider.total()]).toEqual([summary, expect.any(Number)]);
@@ -78,7 +79,7 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
   });
 });
 
-describe('the store is down at the claiming insert of attempt 1 (SPEC §9: the claim of a fresh call is its insert)', () => {
+describe('the store is down at the claiming insert of attempt 1 (docs/protocol.md#cost: the claim of a fresh call is its insert)', () => {
   test('STORE_UNAVAILABLE wrote nothing, so attempt 1 fails with it (nothing applied, not RECONCILE_PENDING); with the store back, attempt 2 runs the tool once', async () => {
     h.offsetMs = 0;
     const provider = new Provider();

@@ -1,5 +1,5 @@
 /**
- * Issue 13, adversarial: "a throw inside telemetry must never fail or double-run a call". The real
+ * Adversarial: "a throw inside telemetry must never fail or double-run a call". The real
  * fenced activity (createToolActivities, MockActivityEnvironment) against a real SQLite store, with
  * telemetry that throws: a Temporal metric meter whose instruments throw, and an OpenTelemetry
  * span processor (registered globally, as a user's SDK would be) whose onEnd throws. The tool must

@@ -1,5 +1,5 @@
 /**
- * The conformance cases of grouped reads and writes (`getMany`, `writeGroup`; issue 14: a
+ * The conformance cases of grouped reads and writes (`getMany`, `writeGroup`: a
  * batch's item checkpoints are claimed and completed in groups, one transaction each), run by
  * `describeStoreConformance` against every store: round trips, mixed groups where some writes
  * find rows or lose their compare-and-swap, argument checks, quarantined rows in a group, and

@@ -1,5 +1,5 @@
 /**
- * Issue 12: fleets reach PostgreSQL through a transaction-mode pooler. The conformance suite runs
+ * Fleets reach PostgreSQL through a transaction-mode pooler. The conformance suite runs
  * a second time, through a real PgBouncer (Debian's package, 1.18 on bookworm) in
  * `pool_mode = transaction` with Debian's defaults (no `ignore_startup_parameters`) that this
  * file starts in front of the shared test server (`../helpers/pgbouncer`); its outages stop the
@@ -114,7 +114,7 @@ function withOptions(url: string, options: string): string {
 describe.each<[string, StartPgBouncerOptions, (url: string) => string]>([
   ["Debian's defaults", {}, (url) => url],
   ['ignore_startup_parameters = options, the URL carrying its own options', { ignoreStartupParameters: 'options' }, (url) => withOptions(url, '-c statement_timeout=60000')],
-])('PgBouncer in transaction mode, %s (issue 12)', (_name, options, urlOf) => {
+])('PgBouncer in transaction mode, %s', (_name, options, urlOf) => {
   let local: PgBouncer;
   beforeAll(async () => {
     local = await startPgBouncer(requireDatabaseUrl(), { ...options, defaultPoolSize: 10 });
@@ -171,7 +171,7 @@ describe('pooler errors are refusals: nothing was written', () => {
   let narrow: PgBouncer;
   beforeAll(async () => {
     // ignore_startup_parameters = options so that a store which still sends a startup options pin
-    // (before issue 12) gets this far and shows how it classifies the refusal.
+    // (as earlier development builds did) gets this far and shows how it classifies the refusal.
     narrow = await startPgBouncer(requireDatabaseUrl(), { defaultPoolSize: 1, ignoreStartupParameters: 'options', settings: { query_wait_timeout: 2 } });
   }, 60_000);
   afterAll(async () => {
@@ -310,7 +310,7 @@ test("a lost connection through the pooler is still settled by re-reading: the P
 describe.each<[string, (url: string) => string]>([
   ['through PgBouncer', (url) => bouncer.route(url)],
   ['directly', (url) => url],
-])('no statement depends on the search_path (issue 12, issue 15 item 12), %s', (_name, route) => {
+])('no statement depends on the search_path, %s', (_name, route) => {
   beforeAll(async () => {
     await withClient(requireDatabaseUrl(), async (c) => {
       await c.query(`DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${APP}') THEN CREATE ROLE ${APP} LOGIN; END IF; END $$`);

@@ -1,9 +1,9 @@
 /**
- * PostgreSQL `writeGroup` when its connection is lost (issue 14, with SPEC §3's fail-closed
- * rule): a TCP relay between the store and a real server loses the group's connection before or
- * after its COMMIT was sent. Before: the server rolls the transaction back, so the call is
- * STORE_UNAVAILABLE and nothing is stored. After (the server still commits): the group is sent
- * again and settled by the rows' bodies, never reported as nothing written.
+ * PostgreSQL `writeGroup` when its connection is lost (with the fail-closed rule of
+ * docs/protocol.md#side-stores rule): a TCP relay between the store and a real server loses the
+ * group's connection before or after its COMMIT was sent. Before: the server rolls the transaction
+ * back, so the call is STORE_UNAVAILABLE and nothing is stored. After (the server still commits):
+ * the group is sent again and settled by the rows' bodies, never reported as nothing written.
  */
 import { createCheckpoint } from '../../src/checkpoint/record';
 import { claimExecution } from '../../src/checkpoint/transitions';

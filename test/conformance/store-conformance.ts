@@ -1,9 +1,9 @@
 /**
- * The one conformance suite every side store passes (SPEC §3), against a real database:
- * create/get/compare-and-swap semantics, bindings, racing claimers in separate processes, a
- * writer killed mid-transaction, quarantine of damaged rows, prune, encryption at rest and
- * failing closed while the database is unavailable. Called once per store by
- * `sqlite.test.ts` and `postgres.test.ts`.
+ * The one conformance suite every side store passes (docs/protocol.md#side-stores), against a real
+ * database: create/get/compare-and-swap semantics, bindings, racing claimers in separate processes,
+ * a writer killed mid-transaction, quarantine of damaged rows, prune, encryption at rest and
+ * failing closed while the database is unavailable. Called once per store by `sqlite.test.ts` and
+ * `postgres.test.ts`.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -132,7 +132,7 @@ export async function expectCode(promise: Promise<unknown>, code: CheckpointErro
  * @param factory fresh databases and outages of that store kind.
  */
 export function describeStoreConformance(name: string, factory: ConformanceFactory): void {
-  describe(`${name} store conformance (SPEC §3)`, () => {
+  describe(`${name} store conformance (docs/protocol.md#side-stores)`, () => {
     let target: StoreTarget;
     let store: CheckpointStore;
 
@@ -227,7 +227,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await target.raw.count()).toBe(0);
       });
 
-      test('composed writes (SPEC §9): a claimed record inserted at revision 1, its result and delivery in one compare-and-swap to revision 4; the same write from a stale read changes nothing', async () => {
+      test('composed writes (docs/protocol.md#cost): a claimed record inserted at revision 1, its result and delivery in one compare-and-swap to revision 4; the same write from a stale read changes nothing', async () => {
         const binding = makeBinding();
         const claimed = createClaimed(binding, { attemptId: 'a1', at: at(0), deadlineAt: at(30) });
         expect(await store.createIfAbsent(claimed)).toEqual({ created: true, record: claimed });
@@ -781,7 +781,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
     describe('concurrency and crashes (separate processes)', () => {
       test.each([
         { mode: 'claim' as const, how: 'compare-and-swap on a ready record (get → claimExecution → compareAndSwap)' },
-        { mode: 'insert-claim' as const, how: 'claiming insert (SPEC §9: the claim of a fresh call is its insert)' },
+        { mode: 'insert-claim' as const, how: 'claiming insert (docs/protocol.md#cost: the claim of a fresh call is its insert)' },
       ])('8 concurrent claimers × 1,000 records, each claim a $how: exactly one claim wins per record', async ({ mode }) => {
         const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`${mode}-race-${i}`));
         if (mode === 'claim') {

@@ -7,7 +7,7 @@
  *   (get → claimExecution → compareAndSwap), all workers in the same order so they collide;
  *   prints `{"wins":[index…],"lost":n}` at the end.
  * - `insert-claim`: as `claim`, but each claim is the insert of a record already claimed
- *   (`createClaimed`, SPEC §9), with no record there before; a win is an insert that created.
+ *   (`createClaimed`, docs/protocol.md#cost), with no record there before; a win is an insert that created.
  * - `group-race`: `{ url, options, bindings, readyBindings, workerId, groupSize }`. As
  *   `insert-claim` on `bindings`, then as `claim` on `readyBindings` (ready records), in groups of
  *   `groupSize` through `writeGroup` (and `getMany`), in an order that makes groups of different

@@ -1,14 +1,16 @@
 /**
- * CI's short crash proof (issue 5, SPEC §5; issue 9, SPEC §7): the crash harness in crash/ on
- * both stores: a real Temporal dev server, real `ttc worker` processes SIGKILLed at the named
- * crash points, cut off from Temporal or replaced by another deploy, the demo provider, SQLite
- * and PostgreSQL; since issue 14 also the batch tool's 100 notifications (SIGKILL after item 20,
- * cancellation after item 19 / 20) and the order saga's compensations (crash/scenarios/batch.ts,
- * compensation.ts; about 60 s more per store, the stores side by side). N = 1 repetition per
- * scenario (TTC_CRASHTEST_RUNS for SPEC §5's, TTC_CRASHTEST_SECTION7_RUNS for SPEC §7's,
- * TTC_CRASHTEST_BATCH_AND_SAGA_RUNS for the batch and saga scenarios): every window is crossed on both stores on every
- * change, in about 5 minutes; at N = 3 this suite took 10 of CI's minutes, more than its budget.
- * The full run (N = 20) is `npm run crashtest`; its report is docs/crash-report.md.
+ * CI's short crash proof (docs/protocol.md#crash-windows, and the overlap, deploy and outage rules
+ * from docs/protocol.md#overlapping-attempts on): the crash harness in crash/ on both stores: a
+ * real Temporal dev server, real `ttc worker` processes SIGKILLed at the named crash points, cut
+ * off from Temporal or replaced by another deploy, the demo provider, SQLite and PostgreSQL; also
+ * the batch tool's 100 notifications (SIGKILL after item 20, cancellation after item 19 / 20) and
+ * the order saga's compensations (crash/scenarios/batch.ts, compensation.ts; about 60 s more per
+ * store, the stores side by side). N = 1 repetition per scenario (TTC_CRASHTEST_RUNS for the crash
+ * windows', TTC_CRASHTEST_SECTION7_RUNS for the overlap, deploy and outage scenarios',
+ * TTC_CRASHTEST_BATCH_AND_SAGA_RUNS for the batch and saga scenarios): every window is crossed on
+ * both stores on every change, in about 5 minutes; at N = 3 this suite took 10 of CI's minutes,
+ * more than its budget. The full run (N = 20) is `npm run crashtest`; its report is
+ * docs/crash-report.md.
  */
 import { reportRow } from '../../crash/report';
 import { BATCH_AND_SAGA_SCENARIOS, SCENARIOS, SECTION_7_SCENARIOS } from '../../crash/scenarios';
@@ -22,7 +24,7 @@ const RUNS_FOR: Record<string, number> = Object.fromEntries([...SECTION_7_SCENAR
 
 jest.setTimeout(20 * 60_000);
 
-describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per SPEC §5 scenario, ${SECTION_7_RUNS} per SPEC §7 scenario, ${BATCH_AND_SAGA_RUNS} per batch and saga scenario, ${STORE_KINDS.join(' and ')})`, () => {
+describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per crash-window scenario, ${SECTION_7_RUNS} per overlap, deploy and outage scenario, ${BATCH_AND_SAGA_RUNS} per batch and saga scenario, ${STORE_KINDS.join(' and ')})`, () => {
   let suite: CrashSuiteResult;
   const lines: string[] = [];
 

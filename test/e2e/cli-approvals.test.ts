@@ -1,5 +1,5 @@
 /**
- * The command line for people in the loop (issue 13, "The command line"), end to end as a user
+ * The command line for people in the loop ("The command line"), end to end as a user
  * runs it: one real dev server, the demo provider, one real `ttc worker` process (the demo tools,
  * pinned to them with TTC_TOOLS) and the `ttc` CLI spawned per command. `start
  * --require-approval` makes the run wait; `approve` with a stale state version or another intent

@@ -1,5 +1,5 @@
 /**
- * The approval console in a real browser (issue 13): a real dev server, a worker with real
+ * The approval console in a real browser: a real dev server, a worker with real
  * tools and store, `ttc console` spawned as a user runs it, and Debian's Chromium driven by
  * playwright-core (scripts/ensure-chromium.sh; no browser download). A person approves a call
  * through the page and the run completes with the call executed once; a stale page's approval is

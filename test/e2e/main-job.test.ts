@@ -1,5 +1,5 @@
 /**
- * The main job end to end (issue 4): real dev server, real provider process, a real worker
+ * The main job end to end: real dev server, real provider process, a real worker
  * process that SIGKILLs itself right after a create_ticket effect, then a fleet of two. The
  * retry must not apply the effect again and must deliver the right result.
  */

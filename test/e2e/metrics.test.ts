@@ -1,5 +1,5 @@
 /**
- * Issue 13 "Traces and metrics": `ttc worker --metrics-port` serves Prometheus text with the
+ * Traces and metrics: `ttc worker --metrics-port` serves Prometheus text with the
  * fence's counters. A real worker process (the weather tools, the scripted model) on a real dev
  * server runs one agent run; the test then scrapes `/metrics` as Prometheus would.
  */

@@ -1,5 +1,5 @@
 /**
- * Fleet behaviour with real worker processes (SPEC §4 "Client and fleet"): SIGTERM shuts a
+ * Fleet behaviour with real worker processes (docs/protocol.md#client-and-fleet): SIGTERM shuts a
  * worker down gracefully, letting a running tool call finish and report; another worker on the
  * same task queue and store carries the run on.
  */

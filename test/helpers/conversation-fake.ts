@@ -1,5 +1,5 @@
 // For workflow tests whose model-turn activity is a stub: what the real activity does with a
-// conversation by reference (issue 11), in memory. Appends each turn's `append` at `logged`
+// conversation by reference, in memory. Appends each turn's `append` at `logged`
 // (refusing a different message at an index already written, as the store does) and returns
 // the whole conversation. Outputs by reference are resolved from `outputs` (key → value).
 import type { JsonValue } from '../../src/checkpoint/types';

@@ -1,5 +1,5 @@
 /**
- * A real PgBouncer in front of a test PostgreSQL server (issue 12: fleets reach PostgreSQL
+ * A real PgBouncer in front of a test PostgreSQL server (fleets reach PostgreSQL
  * through a transaction-mode pooler). No mocks: Debian's `pgbouncer` binary
  * (`scripts/ensure-pgbouncer.sh` installs it; PGBOUNCER_BIN overrides), its own ini and userlist
  * in a temp dir, a free loopback port, `auth_type = trust`, started as a child process of the

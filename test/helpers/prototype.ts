@@ -1,5 +1,5 @@
 /**
- * Prototype-pollution probes for the model-input tests (issue 15 item 1): what a tool's naive
+ * Prototype-pollution probes for the model-input tests: what a tool's naive
  * deep merge does with an own `__proto__` key, and how to see (and undo) what reached
  * `Object.prototype`.
  */

@@ -13,7 +13,7 @@
  *   itself as `json/plain` (`{"id":…,"deprecated":…}`), never through the codec;
  * - the `TemporalChangeVersion` search attribute the SDK upserts with the patch ids (search
  *   attributes are never encoded);
- * - the agent run's own search attributes (issue 13): `TtcNeedsPerson` (a boolean) and
+ * - the agent run's own search attributes: `TtcNeedsPerson` (a boolean) and
  *   `TtcWaitingCalls` (the ids of the calls waiting for a person, never arguments or results),
  *   which the server must read to index them.
  *
@@ -26,7 +26,7 @@ import { temporal } from '@temporalio/proto';
 
 /** The patch id agentWorkflow records before scheduling a tool as its own activity type. */
 export const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
-/** The patch id of issue 11 (conversation by reference, concurrent calls, continue-as-new), marked at the start of every new run. */
+/** The patch id `ttc-long-runs` (conversation by reference, concurrent calls, continue-as-new), marked at the start of every new run. */
 export const LONG_RUNS_PATCH = 'ttc-long-runs';
 
 /** What {@link stripPlaintextLabels} removed. */

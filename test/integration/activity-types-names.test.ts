@@ -1,5 +1,5 @@
 /**
- * Names of the tool activities (issue 10): each tool is registered as an activity of its own
+ * Names of the tool activities: each tool is registered as an activity of its own
  * name, so a tool may not take a name the agent's own activities use; the run input's per-tool
  * activity options must name tools the run offers. No server: the registration object and the
  * input check are what a worker and a run get.
@@ -56,7 +56,7 @@ describe('tool activity names', () => {
     expect(Object.getPrototypeOf(acts)).toBe(Object.prototype);
   });
 
-  it('isToolCallActivityType tells a tool call (its own type, or runFencedTool before issue 10) from the agent\'s other activities', () => {
+  it('isToolCallActivityType tells a tool call (its own type, or runFencedTool before patch ttc-tool-activity-types) from the agent\'s other activities', () => {
     expect(['send_email', 'runFencedTool', 'runModelTurn', 'describeToolCall', 'resolveToolCall', '', null].map(isToolCallActivityType)).toEqual([true, true, false, false, false, false, false]);
   });
 });

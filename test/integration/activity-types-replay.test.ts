@@ -1,6 +1,6 @@
-// Replay of a history recorded before issue 10 (every tool call scheduled as `runFencedTool`)
-// against today's agentWorkflow: a run already in flight when a worker is upgraded must keep
-// replaying, so the workflow still schedules `runFencedTool` for it (`patched()`).
+// Replay of a history recorded before patch `ttc-tool-activity-types` (every tool call scheduled as
+// `runFencedTool`) against today's agentWorkflow: a run already in flight when a worker is upgraded
+// must keep replaying, so the workflow still schedules `runFencedTool` for it (`patched()`).
 //
 // The fixture (test/fixtures/histories/agent-workflow-run-fenced-tool.json) is `temporal workflow
 // show --output json` of a real dev-server run of the pre-issue-10 code: a model turn asking for

@@ -1,5 +1,5 @@
 /**
- * Each tool is its own activity type (issue 10), on a real Temporal dev server with the real
+ * Each tool is its own activity type, on a real Temporal dev server with the real
  * tool activities and a real SQLite store: a run's history (fetched with the client) reads as the
  * agent's actions, each tool call's activity carries a summary naming its call id, and a tool's
  * own retry policy (`activityOptions.perTool`) is the one Temporal applies to it.

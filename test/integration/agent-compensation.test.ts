@@ -1,4 +1,4 @@
-// Issue 14, workflow side: compensations of applied effects (saga) and batch-item pauses in
+// Workflow side: compensations of applied effects (saga) and batch-item pauses in
 // agentWorkflow, on a real dev server with recording fake activities (one server for the file).
 // The worker side (compensateToolCall, the batch fence) is faked here; real-worker end-to-end
 // tests live with the crash scenarios.
@@ -154,7 +154,7 @@ describe('agentWorkflow compensations', () => {
     expect(f.compensations.map((c) => c.callId)).toEqual(['r1', 'c1']);
   });
 
-  it('without compensateOn nothing is compensated and the model reads the rejection (runs before issue 14 behave as they did)', async () => {
+  it('without compensateOn nothing is compensated and the model reads the rejection (runs without a compensation policy behave as they did)', async () => {
     const model = scriptedModel([order(), endTurn('Shipping failed.')]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
     const result = await harness.withRun(f.activities(model), sagaInput({ compensateOn: undefined }), (handle) => handle.result());

@@ -1,6 +1,6 @@
-// Issue 11, continue-as-new, on a real dev server (queries and updates racing a
-// continue-as-new are only faithful there): the chain carries the conversation, budgets, the
-// state version and call identity; approve, resolve and the status query keep working.
+// Continue-as-new on a real dev server (queries and updates racing a continue-as-new are only
+// faithful there): the chain carries the conversation, budgets, the state version and call
+// identity; approve, resolve and the status query keep working.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
-// Issue 11 in the workflow (time-skipping server, stub activities): the calls of one turn run
-// concurrently and reach the model in its order; model answers as they really arrive (cut off,
-// refused, paused, reused ids); large outputs and the conversation stay out of history;
-// continue-as-new carries budgets, state version, call identity and the conversation.
+// Long runs (patch `ttc-long-runs`) in the workflow (time-skipping server, stub activities): the
+// calls of one turn run concurrently and reach the model in its order; model answers as they really
+// arrive (cut off, refused, paused, reused ids); large outputs and the conversation stay out of
+// history; continue-as-new carries budgets, state version, call identity and the conversation.
 import { Context } from '@temporalio/activity';
 import type { FencedToolInput } from '../../src/activities/contract';
 import type { JsonValue } from '../../src/checkpoint/types';

@@ -68,7 +68,7 @@ describe('agentWorkflow: the loop', () => {
     const scheduled = events
       .map((e, i) => ({ i, type: e.activityTaskScheduledEventAttributes?.activityType?.name, completed: e.activityTaskCompletedEventAttributes }))
       .filter((e) => e.type !== undefined && e.type !== null);
-    // Each tool call is its own activity type, named after the tool (issue 10).
+    // Each tool call is its own activity type, named after the tool.
     expect(scheduled.map((e) => e.type)).toEqual(['runModelTurn', 'create_ticket', 'send_email', 'runModelTurn']);
     const firstToolIndex = scheduled[1]!.i;
     const modelCompletedIndex = events.findIndex((e) => e.activityTaskCompletedEventAttributes != null);

@@ -1,5 +1,5 @@
 /**
- * Batch tools (issue 14, `ctx.forEachItem`) on a real Temporal dev server with a real SQLite
+ * Batch tools (`ctx.forEachItem`) on a real Temporal dev server with a real SQLite
  * store: every item applied once under its own checkpoint and key, a later attempt resumes after
  * the last settled item, an interrupted item is reconciled (lookup) or paused for a person
  * (no idempotency support) before the next item starts, and a person's resolution of the item

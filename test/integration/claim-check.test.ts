@@ -1,5 +1,5 @@
 /**
- * The claim check (issue 11) with a real SQLite store: large tool outputs leave the tool
+ * The claim check with a real SQLite store: large tool outputs leave the tool
  * activities as `OutputRef`s into the run chain's conversation log, the model-turn activity
  * writes the conversation there and reads it back whole (the adapter sees every byte), retried
  * turns are idempotent and a different message at a logged index is refused. The activities run
@@ -261,7 +261,7 @@ describe('claim check with a real SQLite store (activities called directly)', ()
       ['STORE_UNAVAILABLE', false],
     ]);
     expect(model.seen).toHaveLength(0);
-    // Inline messages (runs before issue 11) still work without a store.
+    // Inline messages (runs without patch `ttc-long-runs`) still work without a store.
     expect(await r.env().run(noStore.runModelTurn, { ...turn, conversation: undefined, messages: [{ role: 'user', text: 'hi' }] } as ModelTurnInput)).toMatchObject({ text: 'read 1 messages' });
   });
 

@@ -1,5 +1,5 @@
 /**
- * compensateToolCall on a real Temporal dev server with a real SQLite store (issue 14): a tool's
+ * compensateToolCall on a real Temporal dev server with a real SQLite store: a tool's
  * declared compensation (by another tool, or by a function with its own revision) runs as its own
  * fenced call, once, under a `ttcc-` key derived from the original call's; a later attempt
  * delivers it from the store; a call that applied nothing is never compensated; a compensation

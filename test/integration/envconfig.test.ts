@@ -1,5 +1,5 @@
 /**
- * Configured the Temporal way (issue 10) against a real dev server: a TOML profile alone points
+ * Configured the Temporal way against a real dev server: a TOML profile alone points
  * the `ttc` command line and a client at the server and namespace; a profile with an API key
  * and a server CA reaches the server over real TLS (a TLS-terminating proxy in front of the dev
  * server, with a throwaway CA made by `openssl`); an API key turns TLS on for real.

@@ -1,6 +1,6 @@
 /**
  * The fenced tool activity on a real Temporal dev server with a real SQLite store: a retried
- * attempt finding each status does what SPEC §4 says (issue 4 "Activity behaviour").
+ * attempt finding each status does what docs/protocol.md#the-fenced-attempt says.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -248,7 +248,7 @@ describe('fenced tool activity on a real server', () => {
     expect(await store.get(binding)).toEqual(before);
   });
 
-  it('the same call id with a different input after the result was stored delivers the stored result, naming the binding it was stored under (SPEC §7)', async () => {
+  it('the same call id with a different input after the result was stored delivers the stored result, naming the binding it was stored under (docs/protocol.md#nothing-applied)', async () => {
     const { workflowId, callId } = ids();
     const binding = await seed(workflowId, callId, 'no_reconcile', { title: 'original' }, 'completed');
     const out = await attempt(workflowId, callId, 'no_reconcile', { title: 'changed' });

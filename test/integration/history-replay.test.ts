@@ -1,4 +1,4 @@
-// The replay gate (issue 11, "Deploys while runs wait"; docs/deploying.md): every history under
+// The replay gate ("Deploys while runs wait"; docs/deploying.md): every history under
 // test/fixtures/histories/ (recorded from earlier releases by `npm run record:histories`, plus the
 // hand-recorded pre-issue-10 one) replays against today's src/workflows without a nondeterminism
 // error. A workflow change that would break a run still open on an older release (waiting days for
@@ -26,7 +26,7 @@ const FIXTURES = path.join(ROOT, 'test/fixtures/histories');
 const FILES = readdirSync(FIXTURES)
   .filter((f) => f.endsWith('.json'))
   .sort();
-/** The agent's own activity types; any other scheduled type is a tool's own activity (issue 10). */
+/** The agent's own activity types; any other scheduled type is a tool's own activity. */
 const AGENT_ACTIVITIES = new Set(['runModelTurn', 'runFencedTool', 'describeToolCall', 'resolveToolCall']);
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
@@ -72,7 +72,7 @@ describe('the replay gate detects a mismatch', () => {
 
   it('workflow code that changes the command sequence without patched() fails every history that ran a tool under its own type', async () => {
     // A copy of src/ where the per-tool activity type is no longer behind patched(): tool calls
-    // are scheduled as runFencedTool, as before issue 10.
+    // are scheduled as runFencedTool, as before patch `ttc-tool-activity-types`.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ttc-altered-workflow-'));
     try {
       cpSync(path.join(ROOT, 'src'), path.join(dir, 'src'), { recursive: true });

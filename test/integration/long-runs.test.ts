@@ -1,7 +1,7 @@
-// Issue 11 end to end on a real dev server with the real activities and a real SQLite store: a
-// 300-turn run whose tool returns 60 KiB each time completes, continues as new, and keeps the
-// history bytes per turn flat (the conversation and the outputs stay in the side store); the
-// model reads the whole conversation back by reference every turn.
+// Long runs (patch `ttc-long-runs`) end to end on a real dev server with the real activities and a
+// real SQLite store: a 300-turn run whose tool returns 60 KiB each time completes, continues as
+// new, and keeps the history bytes per turn flat (the conversation and the outputs stay in the side
+// store); the model reads the whole conversation back by reference every turn.
 import { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';

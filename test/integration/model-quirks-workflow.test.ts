@@ -1,5 +1,5 @@
 /**
- * Model responses as they really arrive (issue 11), end to end: the real `agentWorkflow` on a
+ * Model responses as they really arrive, end to end: the real `agentWorkflow` on a
  * real dev server, the real tool activities over a real SQLite store, and the REAL OpenAI and
  * Anthropic adapters (the official SDK clients) pointed at the loopback server, which answers
  * with scripted provider bodies. Each case checks the run's result, which tools really ran

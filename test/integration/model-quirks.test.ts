@@ -1,5 +1,5 @@
 /**
- * Model responses as they really arrive (issue 11), through the real `openai` and
+ * Model responses as they really arrive, through the real `openai` and
  * `@anthropic-ai/sdk` clients against the loopback server: per-call failures, stop reasons,
  * made-up tool names and reused call ids. Where a quirk affects the NEXT request, the body the
  * loopback received is checked against the providers' rules (names `^[a-zA-Z0-9_-]{1,64}$`,

@@ -1,11 +1,11 @@
 /**
- * Issue 9 "Never twice, also under overlapping attempts, redeploys and outages": each scenario
- * of the issue as a named test with the right outcome, run the way a new user would try it:
- * the real activities in `MockActivityEnvironment` against a real SQLite store. Time-based rules
- * (settle time, key retention, approval expiry) use the fence's injected clock: real time plus
- * an offset the test can jump.
+ * Never twice, also under overlapping attempts, redeploys and outages: each rule of
+ * docs/protocol.md#overlapping-attempts to #integrity-and-rotation as a named test with the right
+ * outcome, run the way a new user would try it: the real activities in `MockActivityEnvironment`
+ * against a real SQLite store. Time-based rules (settle time, key retention, approval expiry) use
+ * the fence's injected clock: real time plus an offset the test can jump.
  *
- * @see SPEC §7
+ * @see docs/protocol.md#overlapping-attempts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -289,7 +289,7 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       const call = newCall();
       const acts = createToolActivities({ store, tools, clock, hooks: { step: (p) => (p === 'after-result-stored' ? new Promise<void>(() => undefined) : undefined) } });
       void run(acts, call, 1);
-      await waitFor(async () => (await recordOf(call))?.status === 'delivered'); // the result and its delivery are one write (SPEC §9)
+      await waitFor(async () => (await recordOf(call))?.status === 'delivered'); // the result and its delivery are one write (docs/protocol.md#cost)
       expect(provider.total()).toBe(1);
       return call;
     }
@@ -437,8 +437,9 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       const call = newCall();
       let release!: () => void;
       const released = new Promise<void>((done) => (release = done));
-      // Attempt 1, on a release that created the checkpoint and then claimed it in two writes (as before SPEC §9),
-      // created it and stalls right before its claim (a slow network path to the store).
+      // Attempt 1, on a release that created the checkpoint and then claimed it in two writes (as
+      // before the two-write fresh call of docs/protocol.md#cost), created it and stalls right
+      // before its claim (a slow network path to the store).
       const previousRelease = new (class extends FlakyStore {
         override createIfAbsent(record: CheckpointRecord) {
           return super.createIfAbsent(record.status === 'executing' ? createCheckpoint(record.binding, { createdAt: record.createdAt }) : record);

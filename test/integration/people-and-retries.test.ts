@@ -1,8 +1,8 @@
 /**
- * Issue 6 on a real Temporal dev server, a real SQLite store, the real activities and the demo
- * provider in its own process (effects counted there): approval bound to intent end to end,
- * the retry policy's error classes, Retry-After, unknown outcomes after the request was sent,
- * dedupeByIntent, and the `pending` / `resolve` command line as a user runs it.
+ * People in the loop and retries on a real Temporal dev server, a real SQLite store, the real
+ * activities and the demo provider in its own process (effects counted there): approval bound to
+ * intent end to end, the retry policy's error classes, Retry-After, unknown outcomes after the
+ * request was sent, dedupeByIntent, and the `pending` / `resolve` command line as a user runs it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -107,7 +107,7 @@ describe('people in the loop and the retry policy on a real server', () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ttc-issue6-'));
+    dir = mkdtempSync(join(tmpdir(), 'ttc-people-retries-'));
     storeUrl = `sqlite:${join(dir, 'checkpoints.db')}`;
     [env, provider, bundle, store] = await Promise.all([
       createLocalEnv(),
@@ -115,8 +115,8 @@ describe('people in the loop and the retry policy on a real server', () => {
       bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }),
       openCheckpointStore(storeUrl),
     ]);
-    await startWorker('issue6', createDemoTools(provider.url, { fetch: recordingFetch }));
-    await startWorker('issue6-dedupe', createDemoTools(provider.url, { fetch: recordingFetch, dedupeByIntent: true }));
+    await startWorker('people-retries', createDemoTools(provider.url, { fetch: recordingFetch }));
+    await startWorker('people-retries-dedupe', createDemoTools(provider.url, { fetch: recordingFetch, dedupeByIntent: true }));
   });
 
   afterAll(async () => {
@@ -146,9 +146,9 @@ describe('people in the loop and the retry policy on a real server', () => {
     };
   }
 
-  async function start(script: ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}, taskQueue = 'issue6'): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>> {
+  async function start(script: ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}, taskQueue = 'people-retries'): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>> {
     seq += 1;
-    return env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `issue6-${seq}-${Date.now()}`, args: [runInput(script, overrides)] });
+    return env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `people-retries-${seq}-${Date.now()}`, args: [runInput(script, overrides)] });
   }
 
   async function waitForStatus(handle: WorkflowHandle, predicate: (s: RunStatusView) => boolean, timeoutMs = 30_000): Promise<RunStatusView> {
@@ -191,7 +191,7 @@ describe('people in the loop and the retry policy on a real server', () => {
 
     it('a worker whose tool changed after the approval refuses the call with APPROVAL_MISMATCH before any checkpoint write; nothing is sent', async () => {
       // Worker v1 describes the call; the fleet is then redeployed with send_email v2 before the person approves.
-      const v1Queue = `issue6-redeploy-${Date.now()}`;
+      const v1Queue = `people-retries-redeploy-${Date.now()}`;
       const v1 = await startWorker(v1Queue, createDemoTools(provider.url, { fetch: recordingFetch }));
       const to = 'redeployed@example.com';
       const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'refund', body: 'approved for v1' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } }, v1Queue);
@@ -251,11 +251,11 @@ describe('people in the loop and the retry policy on a real server', () => {
 
     it('non-retryable failures are distinguishable by class: idempotency conflict, business rejection, invalid input, unsupported tool, user rejection', async () => {
       seq += 1;
-      const workflowId = `issue6-classes-${seq}-${Date.now()}`;
+      const workflowId = `people-retries-classes-${seq}-${Date.now()}`;
       // The run starts after a delay, so its run chain (and its key for t1) is known before its first
       // task: the provider already saw that key with another body, a key conflict (422).
       const handle = await env.client.workflow.start(agentWorkflow, {
-        taskQueue: 'issue6',
+        taskQueue: 'people-retries',
         workflowId,
         startDelay: '2 seconds',
         args: [
@@ -323,7 +323,7 @@ describe('people in the loop and the retry policy on a real server', () => {
     const email = { to: 'replan@example.com', subject: 'Your ticket', body: 'We are on it.' };
 
     it('a re-planned identical email under a new tool-call id is answered from the first call checkpoint; one email is sent', async () => {
-      const handle = await start([toolTurn(call('e1', 'send_email', email)), toolTurn(call('e2', 'send_email', email))], {}, 'issue6-dedupe');
+      const handle = await start([toolTurn(call('e1', 'send_email', email)), toolTurn(call('e2', 'send_email', email))], {}, 'people-retries-dedupe');
       const result = await handle.result();
 
       expect(result.calls).toEqual([
@@ -338,7 +338,7 @@ describe('people in the loop and the retry policy on a real server', () => {
 
     it('a different intent (another recipient) is not deduplicated', async () => {
       const other = { ...email, to: 'replan-other@example.com' };
-      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to: 'replan-first@example.com' })), toolTurn(call('e2', 'send_email', other))], {}, 'issue6-dedupe');
+      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to: 'replan-first@example.com' })), toolTurn(call('e2', 'send_email', other))], {}, 'people-retries-dedupe');
       const result = await handle.result();
       expect(result.calls.map((c) => [c.callId, c.source])).toEqual([
         ['e1', 'executed'],
@@ -350,7 +350,7 @@ describe('people in the loop and the retry policy on a real server', () => {
     it('after a person proves a lost email absent, the rerun gets a new intent generation: it runs again instead of reopening the paused checkpoint, and a later call with that intent is answered from the rerun', async () => {
       const to = 'replan-absent@example.com';
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
-      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'issue6-dedupe');
+      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'people-retries-dedupe');
       await waitForStatus(handle, (s) => s.phase === 'paused');
       await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }] });
       const result = await handle.result();

@@ -1,4 +1,4 @@
-// Temporal visibility of agent runs (issue 13): on a real dev server (which registers the run
+// Temporal visibility of agent runs: on a real dev server (which registers the run
 // search attributes by default), a run started by `startAgentRun` carries TtcNeedsPerson /
 // TtcWaitingCalls and upserts them as calls start and stop waiting for a person, so the SDK's
 // list, `temporal workflow list --query 'TtcNeedsPerson = true'` and `ttc pending` (spawned as a

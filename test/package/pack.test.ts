@@ -1,5 +1,5 @@
 /**
- * The installable package (issue 10 "Installable"): `npm pack` (which builds through `prepack`),
+ * The installable package: `npm pack` (which builds through `prepack`),
  * then `npm install` of the tarball into a fresh project outside the repository, whose files
  * import the package by name only. Checks what a user depends on: the tarball holds the built
  * entries and nothing else, every entry of the `exports` map loads and nothing else does, the
@@ -83,15 +83,16 @@ describe('npm pack', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`npm install ./${pkg.name}-${pkg.version}.tgz`);
   });
 
-  test('the tarball holds the built entries with their types, the CLI and the README; no tests, no TypeScript sources', async () => {
+  test('the tarball holds the built entries with their types, the CLI, the README and the LICENSE; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
     for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'plugin/index.js', 'plugin/index.d.ts', 'plugin/workflow-interceptors.js', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
       expect(files).toContain(`package/dist/src/${f}`);
     }
     expect(files).toContain('package/README.md');
+    expect(files).toContain('package/LICENSE');
     expect(files.filter((f) => f.startsWith('package/dist/test') || /\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
-    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md'].includes(f))).toEqual([]);
+    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE'].includes(f))).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 10: approved calls through the plugin (real dev server, real SQLite store). A user's own
+ * Approved calls through the plugin (real dev server, real SQLite store). A user's own
  * workflow describes a fenced call (the plugin's `describeFencedCall` activity), waits for a
  * person's approval through an update, and runs the call under `withApprovedIntent`: the
  * workflow interceptor puts the approved digest and expiry in the call header, and the fence

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10): one activity type per tool must not replace a worker's own activity of
+ * Adversarial: one activity type per tool must not replace a worker's own activity of
  * the same name. `SimplePlugin` merges its activities over the worker's, silently; the plugin
  * refuses the clash when it configures the worker (as `Worker.create({ plugins })` does).
  */

@@ -1,7 +1,7 @@
 /**
- * Adversarial (issue 10 with issue 15's rule 5): no configuration message carries an API key.
- * The TOML parser quotes the offending line in its error; a malformed `api_key` line must not
- * reach the INVALID_CONFIG message or its cause chain.
+ * Adversarial (envconfig, with the rule that no message shows a secret): no configuration message
+ * carries an API key. The TOML parser quotes the offending line in its error; a malformed `api_key`
+ * line must not reach the INVALID_CONFIG message or its cause chain.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

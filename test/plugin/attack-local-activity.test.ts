@@ -1,7 +1,7 @@
 /**
- * Adversarial (issue 10): a fenced local activity whose retry backs off past
- * `localRetryThreshold` is scheduled again by the SDK under a new sequence number. Its call id
- * must not change with it, or the retry is a new call and the effect runs twice.
+ * Adversarial: a fenced local activity whose retry backs off past `localRetryThreshold` is
+ * scheduled again by the SDK under a new sequence number. Its call id must not change with it, or
+ * the retry is a new call and the effect runs twice.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

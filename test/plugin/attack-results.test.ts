@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10): a user's existing activity keeps working when the plugin fences it.
+ * Adversarial: a user's existing activity keeps working when the plugin fences it.
  * Temporal's default payload converter sends an activity's result as JSON (`Date` as its ISO
  * string, `undefined` properties dropped, `toJSON` honoured); the fence must store and deliver
  * the same value, on the first attempt and from the store, not refuse it as NOT_JSON after the

@@ -1,5 +1,5 @@
 /**
- * Adversarial (issue 10): the package's workflow-safe entry (`temporal-tool-checkpoint/workflow`,
+ * Adversarial: the package's workflow-safe entry (`temporal-tool-checkpoint/workflow`,
  * src/workflow.ts) and the plugin's workflow interceptor module bundle for the sandbox, as a user's
  * prebuilt bundle made with `bundleWorkflowCode({ plugins })` would: a Node-only import anywhere
  * under them fails here with the bundler's message.

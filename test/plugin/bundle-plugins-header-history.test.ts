@@ -1,5 +1,5 @@
 /**
- * Issue 10: what the `_ttc-call` activity header leaves in Temporal history when the payload codec
+ * What the `_ttc-call` activity header leaves in Temporal history when the payload codec
  * is on (real dev server, real SQLite store, worker and client with the AES-256-GCM codec; history
  * read raw by a client without it).
  *

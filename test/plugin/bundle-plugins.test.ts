@@ -1,5 +1,5 @@
 /**
- * Issue 10: `buildAgentWorkflowBundle({ plugins })` (real dev server, real SQLite store). Temporal
+ * `buildAgentWorkflowBundle({ plugins })` (real dev server, real SQLite store). Temporal
  * 1.24 adds a plugin's workflow interceptor modules to a worker with a prebuilt bundle only when
  * the plugin was given to the bundler, so the agent bundle takes the worker's plugins.
  *

@@ -1,5 +1,5 @@
 /**
- * Compensations in a user's own workflow (issue 14, "For users' own workflows, a small helper in
+ * Compensations in a user's own workflow ("For users' own workflows, a small helper in
  * the workflow-safe entry records compensations as steps complete and runs them, fenced, in
  * reverse"). Real dev server, real SQLite store, one worker with `ToolCheckpointPlugin` fencing
  * every order activity (`./saga-activities`, `./saga-workflows`). Each compensation runs under the

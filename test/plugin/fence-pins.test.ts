@@ -1,5 +1,5 @@
 /**
- * Issue 10: worker pins and the plugin's `fence` entries (src/plugin/fence-pins.ts). A fenced
+ * Worker pins and the plugin's `fence` entries (src/plugin/fence-pins.ts). A fenced
  * activity is registered by the worker and kept under the plugin's tenant, so the pins are
  * checked when the plugin is built: an unpinned fence entry or tenant is refused there, and a
  * pinned fence entry is fenced as usual next to the pinned tools.

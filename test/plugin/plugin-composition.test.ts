@@ -1,5 +1,5 @@
 /**
- * Issue 10: the plugin composes with Temporal's own machinery (real dev server, real SQLite store).
+ * The plugin composes with Temporal's own machinery (real dev server, real SQLite store).
  * - OpenTelemetry: with `OpenTelemetryPlugin` registered first, each attempt's `RunActivity` span
  *   wraps the whole fence, so the checkpoint decisions, the activity's one execution and a retry
  *   that delivers the stored result are all inside that attempt's span. Registered after the
@@ -127,7 +127,8 @@ describe('with OpenTelemetryPlugin', () => {
     expect(spanOf('attempt-1:')).toEqual([first]);
     expect(spanOf('activity:')).toEqual([first]);
     expect(spanOf('attempt-2:')).toEqual([second]);
-    // Attempt 1's result write also recorded its delivery (SPEC §9): attempt 2 finds the call delivered and returns it as stored.
+    // Attempt 1's result write also recorded its delivery (docs/protocol.md#cost): attempt 2 finds
+    // the call delivered and returns it as stored.
     expect(seen.filter((s) => s.where.startsWith('attempt-2:')).map((s) => s.where)).toEqual(['attempt-2:before-claim', 'attempt-2:after-delivery-completed']);
     // The fence decisions are events of the attempt's span, in order.
     expect(spans[0]!.events.map((e) => e.name)).toEqual(expect.arrayContaining(['ttc.fence.before-claim', 'ttc.fence.after-claim', 'ttc.fence.before-execute', 'ttc.fence.after-effect', 'ttc.fence.after-result-stored']));

@@ -1,5 +1,5 @@
 /**
- * Issue 10 "done when": a user's plain workflow fenced by the plugin, with a real worker process
+ * A user's plain workflow fenced by the plugin, with a real worker process
  * SIGKILLed right after the effect (`TTC_CRASH_AT`). A second worker finishes the call: one
  * effect, and the result the workflow gets is the one the store holds.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 10: a user's existing workflow and activities get fenced calls by adding the plugin to
+ * A user's existing workflow and activities get fenced calls by adding the plugin to
  * `Worker.create({ plugins })` (real dev server, real SQLite store). A hook fails the first
  * attempt right after the result is stored; the retry returns the stored result without
  * calling the activity again.
@@ -97,7 +97,8 @@ describe('ToolCheckpointPlugin on a real server', () => {
     expect(effects[0]!.idempotencyKey).toMatch(/^ttc/);
     // Attempt 1 ran the activity and failed after storing; attempt 2 delivered from the store.
     expect(probe.seen).toContain('attempt-1:after-effect');
-    // Attempt 1's one result write also recorded its delivery (SPEC §9): attempt 2 finds the call delivered and returns the stored result.
+    // Attempt 1's one result write also recorded its delivery (docs/protocol.md#cost): attempt 2
+    // finds the call delivered and returns the stored result.
     expect(probe.seen.filter((s) => s.startsWith('attempt-2:'))).toEqual(['attempt-2:before-claim', 'attempt-2:after-delivery-completed']);
     const record = await checkpointOf('plugin-checkout-1', 1);
     expect(record?.status).toBe('delivered');

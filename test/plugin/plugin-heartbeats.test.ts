@@ -1,5 +1,5 @@
 /**
- * Heartbeat details of fenced calls (issue 13: what the Temporal UI shows for a running attempt).
+ * Heartbeat details of fenced calls (what the Temporal UI shows for a running attempt).
  * - A fenced user activity owns its heartbeat details (Temporal keeps only the last ones, and a
  *   retry resumes from them): the fence's own heartbeat carries the previous attempt's details,
  *   and the fence sends no heartbeats of its own while the activity runs.

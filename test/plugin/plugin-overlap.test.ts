@@ -1,5 +1,5 @@
 /**
- * SPEC §7 "Overlapping attempts" on a real server: a user's activity that ignores cancellation
+ * docs/protocol.md#overlapping-attempts on a real server: a user's activity that ignores cancellation
  * outlives its start-to-close timeout, so Temporal starts later attempts while the first still
  * runs in the worker. The fence renews the first attempt's claim while the activity runs: the
  * later attempts wait (RECONCILE_PENDING) instead of finding nothing by lookup and charging

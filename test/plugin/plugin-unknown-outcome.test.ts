@@ -1,5 +1,5 @@
 /**
- * A paused call in a user's own workflow (SPEC §8 last point; real dev server, real SQLite
+ * A paused call in a user's own workflow (docs/protocol.md#worker-plugin; real dev server, real SQLite
  * store, the plugin on a real worker). The activity applies its effect, then fails without
  * proof (a plain Error): its outcome is unknown and there is no lookup.
  * - default `onUnknownOutcome: 'fail'`: the activity fails at once, non-retryably, with type

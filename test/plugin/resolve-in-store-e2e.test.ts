@@ -1,12 +1,12 @@
 /**
- * End to end, SPEC §8 "a person resolves it in the store": a user's plain workflow
- * (`checkoutWorkflow`, `proxyActivities`) calls the fenced `chargeCard`; the worker process is
- * SIGKILLed right after the charge was applied (`TTC_CRASH_AT=after-effect:chargeCard`), so the
- * outcome is unknown (no lookup). A second worker with `onUnknownOutcome: 'wait'` keeps the
- * activity waiting (each attempt only re-reads the store); a person runs
- * `ttc resolve-in-store <workflowId> act-1 --applied <json> --reason …` as a separate process,
- * and the next attempt delivers that result: the workflow completes with it, the charge ran once.
- * Real dev server, real SQLite store, real processes.
+ * End to end, docs/protocol.md#worker-plugin "a person resolves it in the store": a user's plain
+ * workflow (`checkoutWorkflow`, `proxyActivities`) calls the fenced `chargeCard`; the worker
+ * process is SIGKILLed right after the charge was applied (`TTC_CRASH_AT=after-effect:chargeCard`),
+ * so the outcome is unknown (no lookup). A second worker with `onUnknownOutcome: 'wait'` keeps the
+ * activity waiting (each attempt only re-reads the store); a person runs `ttc resolve-in-store
+ * <workflowId> act-1 --applied <json> --reason …` as a separate process, and the next attempt
+ * delivers that result: the workflow completes with it, the charge ran once. Real dev server, real
+ * SQLite store, real processes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

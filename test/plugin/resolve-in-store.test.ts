@@ -1,8 +1,8 @@
 /**
- * `resolveCallInStore` (SPEC §8 "a person resolves it in the store") against real stores: a
- * SQLite file and a PostgreSQL database (the server jest's global setup starts). The unknown
- * outcome is left by the real fence interceptor (the plugin on a MockActivityEnvironment) or,
- * for states an interceptor cannot be frozen in (a claim whose holder died), by the transitions
+ * `resolveCallInStore` (docs/protocol.md#worker-plugin "a person resolves it in the store") against
+ * real stores: a SQLite file and a PostgreSQL database (the server jest's global setup starts). The
+ * unknown outcome is left by the real fence interceptor (the plugin on a MockActivityEnvironment)
+ * or, for states an interceptor cannot be frozen in (a claim whose holder died), by the transitions
  * a dead holder leaves. Every refusal leaves the record exactly as it was.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

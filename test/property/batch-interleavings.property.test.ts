@@ -1,5 +1,5 @@
 /**
- * Issue 14, "prove the batch's rules by kind, not case": the batch interleaving explorer. 2–3
+ * Prove the batch's rules by kind, not case: the batch interleaving explorer. 2–3
  * planned attempts of ONE batch call (and the retries after them) run through the real activity
  * code (`runFencedTool` of a `batch: true` tool, `ctx.forEachItem` with the scenario's
  * `groupSize`) and a real SQLite store, under fast-check's scheduler and virtual time: 3–8 items;

@@ -1,17 +1,18 @@
 /**
- * Issue 9, "Prove the kind, not just the cases": the interleaving explorer. 2–4 (up to 10)
+ * Prove the kind, not just the cases: the interleaving explorer. 2–4 (up to 10)
  * overlapping attempts of one tool call run through the real activity code
  * (`createToolActivities(...).runFencedTool` in a `MockActivityEnvironment` per attempt) and a real
  * SQLite store, under fast-check's scheduler and virtual time: random tool latency, lookup
  * timing, crash points, store faults and outages, revision changes between attempts, and a
  * person's resolution. Invariants and the model: `./interleavings/explore.ts`.
  *
- * CI runs 2,000 schedules (about 25 s on a quiet 2-core host; TTC_INTERLEAVING_RUNS overrides; 1,000
- * from issue 12 until the suite's in-band slowdowns were removed, when 2,000 took 135 s of a suite over its
- * 25-minute budget); the full run is
- * `npm run check:interleavings -- --runs 100000` (figures in docs/crash-report.md).
+ * CI runs 2,000 schedules (about 25 s on a quiet 2-core host; TTC_INTERLEAVING_RUNS overrides;
+ * 1,000 from the two-write fence until the suite's in-band slowdowns were removed, when 2,000 took
+ * 135 s of a suite over its 25-minute budget); the full run is `npm run check:interleavings --
+ * --runs 100000` (figures in docs/crash-report.md).
  *
- * The named tests below are the issue's scenarios 1, 2 and 4 on one fixed (FIFO) schedule each.
+ * The named tests below (overlapping attempts with and without a lookup, a provider that forgets
+ * keys, findings A–E) run on one fixed (FIFO) schedule each.
  */
 import fc from 'fast-check';
 import { fifoScheduler, runSchedule, type AttemptReport, type ScheduleReport } from './interleavings/explore';
@@ -74,7 +75,8 @@ describe('overlapping attempts of a tool with lookup', () => {
   });
 
   test('attempts 1 and 2 start together: the loser of the claiming insert finds the claim, its lookup cannot prove absence before the settle time, it fails retryably; the next attempt delivers; one effect', async () => {
-    // Every store call takes 10 ms, so both attempts send their claiming insert (SPEC §9: the claim is the insert) before either lands.
+    // Every store call takes 10 ms, so both attempts send their claiming insert
+    // (docs/protocol.md#cost: the claim is the insert) before either lands.
     const report = await runSchedule(
       scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 0 }), attempt()], storeLatencyMs: [10] }),
       fifoScheduler(),
@@ -109,7 +111,7 @@ describe('overlapping attempts of a tool with neither lookup nor key dedupe', ()
     const report = await runSchedule(
       scenario({
         attempts: [attempt({ timeoutMs: 100 }), attempt(), attempt()],
-        // The result and its delivery are one write (SPEC §9): executing r1 → delivered r4.
+        // The result and its delivery are one write (docs/protocol.md#cost): executing r1 → delivered r4.
         storeDelays: [{ match: 'main-tool#1 compareAndSwap r1→delivered', delayMs: 15_000, at: 'before' }],
         resolution: { delayMs: 10_000 },
       }),
@@ -206,11 +208,13 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
   });
 
   test('C. "nothing applied" from a ready checkpoint is not proof: an earlier attempt\'s claim may still land', async () => {
-    // Found when a claim was a compare-and-swap after the create: attempt 1 created the checkpoint; its claim CAS is
-    // delayed to 5,000. Attempt 2 (t=1,000) lands on a worker without the tool: UNKNOWN_TOOL, and the checkpoint reads
-    // `ready`, so the run is told nothing applied. At 5,000 attempt 1's claim lands and it runs the tool: an effect the
-    // run was told did not happen. Since SPEC §9 the claim is the insert: the same window is attempt 1's claiming
-    // insert delayed to 5,000, with no checkpoint at all when attempt 2 reads.
+    // Found when a claim was a compare-and-swap after the create: attempt 1 created the checkpoint;
+    // its claim CAS is delayed to 5,000. Attempt 2 (t=1,000) lands on a worker without the tool:
+    // UNKNOWN_TOOL, and the checkpoint reads `ready`, so the run is told nothing applied. At 5,000
+    // attempt 1's claim lands and it runs the tool: an effect the run was told did not happen.
+    // Since the two-write fresh call (docs/protocol.md#cost) the claim is the insert: the same
+    // window is attempt 1's claiming insert delayed to 5,000, with no checkpoint at all when
+    // attempt 2 reads.
     const report = await runSchedule(
       scenario({
         attempts: [attempt({ timeoutMs: 1_000 }), attempt({ worker: 'missing' })],

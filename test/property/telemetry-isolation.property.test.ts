@@ -1,5 +1,5 @@
 /**
- * Issue 13, "telemetry never changes the fence's behaviour", explored (fast-check): a call's
+ * Telemetry never changes the fence's behaviour, explored (fast-check): a call's
  * attempts run through the real fenced activity (`createToolActivities(...).runFencedTool` in a
  * `MockActivityEnvironment`, a real SQLite store, a virtual clock) twice, once with working
  * telemetry and once with telemetry that throws at an arbitrary subset of its calls: whole kinds

@@ -147,10 +147,10 @@ interface RunSummary {
 
 /**
  * Runs one interleaving. Asserts at every step: the outcome (success or the exact error code)
- * matches the SPEC §2 model, including FENCE_CONFLICT for every non-owner fence; the snapshot
- * acted on is unchanged; a success has expectedRevision = revision and next.revision =
- * revision + 1; every next record validates; with `checkStoredRecords`, every stored record
- * passes {@link checkStored}.
+ * matches the model of docs/protocol.md#transitions, including FENCE_CONFLICT for every non-owner
+ * fence; the snapshot acted on is unchanged; a success has expectedRevision = revision and
+ * next.revision = revision + 1; every next record validates; with `checkStoredRecords`, every
+ * stored record passes {@link checkStored}.
  */
 function run(steps: readonly Step[], options: { checkStoredRecords: boolean }): RunSummary {
   const cell = new CasCell(createCheckpoint(BINDING, { createdAt: new Date(START_MS).toISOString() }));
@@ -203,7 +203,7 @@ function run(steps: readonly Step[], options: { checkStoredRecords: boolean }): 
 const NUM_RUNS = 10_000;
 
 describe(`random interleavings of transitions and fences through a compare-and-swap cell (${NUM_RUNS.toLocaleString('en-US')} sequences each)`, () => {
-  it('one claim at a time: a claimExecution succeeds only from ready, so at most once plus once per release by the holder; only the owning fence finishes: every non-owner call is FENCE_CONFLICT and every outcome matches the SPEC table', () => {
+  it('one claim at a time: a claimExecution succeeds only from ready, so at most once plus once per release by the holder; only the owning fence finishes: every non-owner call is FENCE_CONFLICT and every outcome matches the transition table of docs/protocol.md', () => {
     fc.assert(
       fc.property(sequenceArbitrary, (steps) => {
         const { cell, executionClaims, releases } = run(steps, { checkStoredRecords: false });

@@ -1,5 +1,5 @@
 /**
- * SPEC §7 "Overlapping attempts" for a user's activity fenced by the plugin: the activity may
+ * docs/protocol.md#overlapping-attempts for a user's activity fenced by the plugin: the activity may
  * ignore the abort signal (an unmodified activity does), so the fence cannot end it at the call
  * deadline. Attempts of one call overlap (Temporal starts attempt n+1 when attempt n outlived its
  * start-to-close timeout, and attempt n still runs in its worker): whatever the activity's
@@ -92,7 +92,7 @@ async function run(store: CheckpointStore, callId: string, scenario: Scenario): 
   return { effects, results, failures };
 }
 
-describe('a fenced user activity that ignores the abort signal, with overlapping attempts (SPEC §7)', () => {
+describe('a fenced user activity that ignores the abort signal, with overlapping attempts (docs/protocol.md#overlapping-attempts)', () => {
   let dir: string;
   let store: CheckpointStore;
 

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 2: what the approver sees is what runs. On a real Temporal dev server with the
+ * What the approver sees is what runs. On a real Temporal dev server with the
  * real tool activities and a SQLite store: a tool whose schema strips unknown keys and fills a
  * default. The pending call shows the validated arguments (and, apart and labelled, what the
  * model sent); they are what the intent digest covers and what `execute` receives after the

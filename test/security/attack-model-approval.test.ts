@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 15 item 2 ("what the approver sees is what runs") and the strict
+ * Adversarial review of "what the approver sees is what runs" and the strict
  * activity input of item 1, through the real activities (MockActivityEnvironment, SQLite store).
  * The approver reads `describeToolCall`'s `arguments` (canonical JSON: keys sorted, `-0` as `0`);
  * `execute` must receive exactly that value, not merely one with the same digest.

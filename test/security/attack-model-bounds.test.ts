@@ -1,5 +1,5 @@
 /**
- * Adversarial review of issue 15 item 3 (tool input bounds) at the activity boundary: an input
+ * Adversarial review of the tool input bounds at the activity boundary: an input
  * the model adapters accept (depth 32, 10,000 JSON values) must be refused per call with a typed
  * nothing-applied error the model reads, never with a failure that pauses the run for a person.
  * Before the fix the intent digest, which wraps the arguments one level down, failed

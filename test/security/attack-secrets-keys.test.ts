@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 6, adversarial review: keys pasted into the wrong variable. A key id variable
+ * Adversarial review: keys pasted into the wrong variable. A key id variable
  * (`TTC_HMAC_KEY_ID`, `TTC_ENCRYPTION_KEY_ID`) that holds a key in its `base64:` or `hex:` form
  * (the two variables sit next to each other) was refused with the whole value quoted, key
  * included, in the configuration error.

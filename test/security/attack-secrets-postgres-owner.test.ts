@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 12, adversarial review: the store's own schema, when another role may create in
+ * Adversarial review: the store's own schema, when another role may create in
  * it (`public` on PostgreSQL 14 and older, or a database upgraded from one, grants CREATE to
  * PUBLIC). Schema-qualified names and a pinned search_path do not help when the co-tenant creates
  * the store's tables there first: the store used a `ttc_checkpoints` table the co-tenant owns and

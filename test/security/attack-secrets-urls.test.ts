@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 5, adversarial review: store URLs whose password sits where the masking did not
+ * Adversarial review: store URLs whose password sits where the masking did not
  * look. A libpq key/value connection string (`host=… password=…`) has no `@`, `?` or `#`, and
  * neither has a `postgres://user:password` URL whose `@host` was forgotten; both were shown whole
  * in the configuration error, the store error and its details.

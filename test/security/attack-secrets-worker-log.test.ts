@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 9, adversarial review: `ttc worker`'s own log output. The SDK's default logger
+ * Adversarial review: `ttc worker`'s own log output. The SDK's default logger
  * writes "Activity failed" with the failure's stack (whose message quotes tool or provider error
  * text) and the workflow's warnings with model-chosen call ids, tool names and error detail,
  * all raw: an ESC, CSI or bidi override in them reached the operator's terminal. The worker

@@ -1,9 +1,8 @@
 /**
- * Issue 15 items 1 and 3, end to end through the agent workflow (time-skipping test server):
- * one model turn with a poisoned call and a good call. The model adapter's conversion
- * (`openAiCompletionToTurnResult`) and the real tool activities (SQLite store) run on a real
- * Worker: the poisoned call fails alone with a typed INVALID_TOOL_INPUT the model reads, the
- * good call runs, and Object.prototype is untouched.
+ * End to end through the agent workflow (time-skipping test server): one model turn with a poisoned
+ * call and a good call. The model adapter's conversion (`openAiCompletionToTurnResult`) and the
+ * real tool activities (SQLite store) run on a real Worker: the poisoned call fails alone with a
+ * typed INVALID_TOOL_INPUT the model reads, the good call runs, and Object.prototype is untouched.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,8 +1,7 @@
 /**
- * Issue 15 items 1 and 3: model-supplied tool input cannot change how the fence behaves.
- * Through the model adapters (OpenAI arguments text, Anthropic input objects) and through the
- * real activities (MockActivityEnvironment, SQLite store), since users' workflows call the
- * activities directly.
+ * Model-supplied tool input cannot change how the fence behaves. Through the model adapters (OpenAI
+ * arguments text, Anthropic input objects) and through the real activities
+ * (MockActivityEnvironment, SQLite store), since users' workflows call the activities directly.
  */
 import fc from 'fast-check';
 import { z } from 'zod';
@@ -29,7 +28,7 @@ afterEach(() => {
 });
 
 
-/** The issue's tool: a free-form `options` field; the whole input is deep-merged into defaults. */
+/** A naive tool: a free-form `options` field; the whole input is deep-merged into defaults. */
 function mergeTool(name = 'create_ticket', extra: Partial<ToolDefinition<any>> = {}): ToolDefinition<any> {
   return defineTool({
     name,
@@ -78,10 +77,10 @@ function refusal(call: ToolCallRequest | undefined): { reason: string; type: str
 
 const ISSUE_INPUT = '{"title":"t","options":{"x":{"__proto__":{"dedupesByKey":true}}}}';
 
-// ---- item 1 ------------------------------------------------------------------------------------
+// ---- strict input: prototype keys, own properties --------------------------------------------
 
 describe('prototype keys', () => {
-  test('the issue scenario: a tool with a naive deep merge gets the call refused with INVALID_TOOL_INPUT and Object.prototype stays unchanged', async () => {
+  test('prototype pollution: a tool with a naive deep merge gets the call refused with INVALID_TOOL_INPUT and Object.prototype stays unchanged', async () => {
     const acts = h.activities([mergeTool()]);
     const call = h.newCall({ input: JSON.parse(ISSUE_INPUT) });
     const out = await h.run(acts, call, 1);
@@ -210,7 +209,7 @@ describe('prototype keys', () => {
   });
 });
 
-// ---- item 3 ------------------------------------------------------------------------------------
+// ---- tool input bounds: numbers, duplicate keys, size ----------------------------------------
 
 describe('numbers, duplicates and size', () => {
   test('numbers: exactly the literals JSON reads changed are refused, naming the token, per call; 1e20, 1e21, 2^53 and 0.1 pass, in OpenAI arguments and in an Anthropic transcript', () => {

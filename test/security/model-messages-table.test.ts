@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 4, the table behind what the model reads (src/workflows/model-errors.ts): every
+ * The table behind what the model reads (src/workflows/model-errors.ts): every
  * failure the fence, the worker or the store produce reads as a fixed sentence that carries none
  * of the operators' text; a tool's own error result and the schema check of the model's own
  * arguments read as written.

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 4: nothing internal reaches the model. On a real Temporal dev server, with the
+ * Nothing internal reaches the model. On a real Temporal dev server, with the
  * real Anthropic SDK adapter talking to a loopback server (so the test reads the request bodies
  * the model vendor would receive), a store that cannot be reached (a SQLite file at a
  * recognisable path; a PostgreSQL server with recognisable user and database names, stopped)
@@ -113,7 +113,7 @@ describe('what reaches the model', () => {
     seq += 1;
     const taskQueue = `item4-${seq}-${Date.now()}`;
     const model = new AnthropicModel({ model: 'claude-sonnet-4-6', tools: SPECS, apiKey: API_KEY, baseURL: llm.anthropicBaseURL, maxRetries: 0 });
-    // The conversation log (issue 11) lives in a healthy store: these tests break only the tools' store.
+    // The conversation log lives in a healthy store: these tests break only the tools' store.
     const conversationStore = await openCheckpointStore(`sqlite:${join(dir, `conversation-${seq}.db`)}`);
     stores.push(conversationStore);
     const worker = await Worker.create({

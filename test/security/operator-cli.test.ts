@@ -1,5 +1,5 @@
 /**
- * Operator-facing fixes to issue 15's security features, through the real `ttc` command line on
+ * Operator-facing fixes to the security features, through the real `ttc` command line on
  * a real Temporal dev server, with a worker pinned to tenant `acme` that uses the payload codec:
  * a run refused by a pin says why (`start --wait` prints the cause chain down to `NOT_PINNED`,
  * `show` reports the close status and failure), and `show` / `pending` without the codec key

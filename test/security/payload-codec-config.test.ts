@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 8, configuration: the payload codec's keys come from TTC_PAYLOAD_CODEC_KEY,
+ * Configuration: the payload codec's keys come from TTC_PAYLOAD_CODEC_KEY,
  * TTC_PAYLOAD_CODEC_KEY_ID and TTC_PAYLOAD_CODEC_KEYS in the strict key formats (hex:, base64:,
  * bare hex; exactly 32 random bytes); errors name the variable, never the key.
  */

@@ -1,13 +1,12 @@
 /**
- * Issue 15 item 8, end to end on a real Temporal dev server: an agent run (scripted model, the
- * example tools against the demo provider) on a worker and a client that use the payload codec.
- * Temporal history read raw (a client without the codec) holds only ciphertext: the tool's
- * receipt, the ticket id and the workflow input appear nowhere, the tool name only as its
- * activity type, and the one plaintext payload is agentWorkflow's patch id (see
- * test/helpers/raw-history; this worker has no ToolCheckpointPlugin, whose `_ttc-call` headers
- * would be plaintext too); the run result and the status
- * query reach only the client with the codec. The codec server decodes a raw history payload over
- * HTTP, and the Temporal CLI prints the decoded result through `--codec-endpoint`.
+ * End to end on a real Temporal dev server: an agent run (scripted model, the example tools against
+ * the demo provider) on a worker and a client that use the payload codec. Temporal history read raw
+ * (a client without the codec) holds only ciphertext: the tool's receipt, the ticket id and the
+ * workflow input appear nowhere, the tool name only as its activity type, and the one plaintext
+ * payload is agentWorkflow's patch id (see test/helpers/raw-history; this worker has no
+ * ToolCheckpointPlugin, whose `_ttc-call` headers would be plaintext too); the run result and the
+ * status query reach only the client with the codec. The codec server decodes a raw history payload
+ * over HTTP, and the Temporal CLI prints the decoded result through `--codec-endpoint`.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

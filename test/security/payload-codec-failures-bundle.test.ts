@@ -1,5 +1,5 @@
 /**
- * Issue 15 items 7/8, prebuilt workflow bundles: failures raised in workflow code are converted
+ * Prebuilt workflow bundles: failures raised in workflow code are converted
  * inside the workflow sandbox by the failure converter the bundle was built with, so a worker with
  * the payload codec refuses a prebuilt bundle (TTC_WORKFLOW_BUNDLE) built without the codec's
  * failure converter (its workflow failures would reach Temporal in plaintext), before it connects.

@@ -1,5 +1,5 @@
 /**
- * Issue 15 items 7/8, failures: with the payload codec on, the text of a failure (its message and
+ * Failures: with the payload codec on, the text of a failure (its message and
  * stack trace) is encrypted in Temporal history like every payload. Temporal's default failure
  * converter keeps both in plaintext, so a tool's or a provider's error text (an unknown outcome's
  * reason, a model provider's refusal) would reach Temporal readable even though every payload is

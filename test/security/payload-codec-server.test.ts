@@ -1,8 +1,8 @@
 /**
- * Issue 15 item 8, codec server: Temporal's codec server protocol (POST /encode and /decode with
- * `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`) over the payload codec, for the
- * Temporal UI and `temporal --codec-endpoint`. Loopback by default, CORS only for configured
- * origins, X-Namespace required and checked, JSON only, bounded; `ttc codec-server` refuses to start without a key.
+ * Codec server: Temporal's codec server protocol (POST /encode and /decode with `{ payloads: [{
+ * metadata: { k: base64 }, data: base64 }] }`) over the payload codec, for the Temporal UI and
+ * `temporal --codec-endpoint`. Loopback by default, CORS only for configured origins, X-Namespace
+ * required and checked, JSON only, bounded; `ttc codec-server` refuses to start without a key.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

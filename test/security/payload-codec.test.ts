@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 8, unit level: the AES-256-GCM Temporal payload codec. Every payload is
+ * Unit level: the AES-256-GCM Temporal payload codec. Every payload is
  * encrypted whole (metadata too) under the current key id; every configured key decrypts; an
  * unknown key id, a short tag, another IV length, altered bytes or a relabelled key id are
  * refused with DECRYPTION_FAILED; payloads that are not encrypted pass through decode unchanged.

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 12 (PostgreSQL part): a co-tenant with CREATE on the database cannot shadow the
+ * Schema-qualified SQL: a co-tenant with CREATE on the database cannot shadow the
  * store's tables. Real PostgreSQL: the store's role `app` owns the database (its tables in
  * `public`); the co-tenant `mallory` creates a schema named after `app` (first in the default
  * search_path `"$user", public`), a `ttc_checkpoints` table in it holding a forged completed

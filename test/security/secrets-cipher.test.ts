@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 7: AES-GCM with full 16-byte tags and 12-byte IVs only, and everything in a
+ * AES-GCM with full 16-byte tags and 12-byte IVs only, and everything in a
  * stored record that can carry tool or provider text encrypted when encryption is on: the
  * result payload (a success or a handler error) and `execution.uncertainReason` (which quotes
  * tool and provider error text). Records written before stay readable. Real SQLite stores.

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 12 (idempotency keys): with a secret configured, a call's idempotency key is an
+ * Keyed idempotency keys: with a secret configured, a call's idempotency key is an
  * HMAC-SHA-256 (`ttc3-…`) a third party on the same provider account cannot compute from the
  * call's public parts; without one, keys are exactly today's (`ttc2-…`, existing checkpoints keep
  * their keys). Activities run in MockActivityEnvironment against a real SQLite store.

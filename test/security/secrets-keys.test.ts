@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 6: keys from configuration. One strict format (`hex:`, `base64:`, or bare hex as
+ * Keys from configuration. One strict format (`hex:`, `base64:`, or bare hex as
  * before), surrounding whitespace trimmed, exact lengths, low-entropy keys refused, each refusal
  * a typed INVALID_CONFIG naming the variable and never the key.
  */

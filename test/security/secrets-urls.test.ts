@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 5: no configuration or store message ever contains a database password. The
+ * No configuration or store message ever contains a database password. The
  * password holds each of `/ ? # @` (percent-encoded in a valid URL, raw in a malformed one), or
  * sits in `password=` / `sslpassword=`; checked in the error's message, its details and
  * everything `util.inspect` shows (the wrapped driver error included), for a malformed URL, a

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 9, as an operator meets it: a real Temporal dev server, a real SQLite store, a
+ * As an operator meets it: a real Temporal dev server, a real SQLite store, a
  * worker with the real activities, and the `ttc show`, `show --json`, `pending` and `resolve`
  * commands spawned as a user runs them, against a run whose model-chosen call id and tool name,
  * a schema message quoting a model-chosen key, and a tool's error text carry ESC, CSI, C1, bidi

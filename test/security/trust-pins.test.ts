@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 11, the trust model: a run's tenant, tool list, approval policy and model come
+ * The trust model: a run's tenant, tool list, approval policy and model come
  * from its workflow input, so whoever can start a workflow chooses them. A worker pins what it
  * serves; input asking for anything else is refused with a typed error and nothing runs: at the
  * activities (users' workflows call them directly) and end to end through the agent workflow on

@@ -1,5 +1,5 @@
 /**
- * Issue 15 item 10: nothing in a production worker grows with the turns it serves. The scripted
+ * Nothing in a production worker grows with the turns it serves. The scripted
  * model kept a deep copy of every turn's input (the whole conversation, about 240 KB a turn in a
  * long run) for ever, and `ttc worker` always offered it, so any workflow starter could push a
  * worker out of memory. The long-run figures are `npm run bench:soak` (docs/benchmarks.md).

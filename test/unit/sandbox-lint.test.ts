@@ -1,5 +1,5 @@
 /**
- * Issue 10: the workflow-sandbox import rules (eslint.config.js) cover every module that runs in
+ * The workflow-sandbox import rules (eslint.config.js) cover every module that runs in
  * Temporal's V8 sandbox: the agent workflow, the workflow-safe entry (`src/workflow.ts`) and the
  * plugin's workflow interceptor module with the call header it imports. A Node-only import in
  * any of them fails lint before the workflow bundler refuses it at worker start.

@@ -30,7 +30,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'create ttc_conversation_entries',
-    // Issue 11 (claim check): the run chain's conversation and large tool outputs, insert-only.
+    // Claim check: the run chain's conversation and large tool outputs, insert-only.
     sql: `
       CREATE TABLE ttc_conversation_entries (
         log_id     text        NOT NULL,

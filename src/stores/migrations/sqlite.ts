@@ -28,7 +28,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'create ttc_conversation_entries',
-    // Issue 11 (claim check): the run chain's conversation and large tool outputs, insert-only.
+    // Claim check: the run chain's conversation and large tool outputs, insert-only.
     // created_at is ISO-8601 UTC text (toISOString), which sorts in time order.
     sql: `
       CREATE TABLE ttc_conversation_entries (

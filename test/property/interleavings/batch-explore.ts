@@ -1,5 +1,5 @@
 /**
- * One explored schedule of a BATCH call (issue 14): overlapping attempts of one `batch: true`
+ * One explored schedule of a BATCH call: overlapping attempts of one `batch: true`
  * tool call through the real activity code (`createToolActivities(...).runFencedTool` in a
  * `MockActivityEnvironment` per attempt, `ctx.forEachItem` with the scenario's `groupSize`)
  * against a real SQLite store, in the model world of `./world.ts` (virtual time, fast-check's

@@ -1,7 +1,7 @@
 /**
- * The batch interleaving property (issue 14) shared by the CI test
- * (`test/property/batch-interleavings.property.test.ts`) and the full run
- * (`npm run check:interleavings -- --batch --runs N [--seed S]`), and the figures both print.
+ * The batch interleaving property shared by the CI test
+ * (`test/property/batch-interleavings.property.test.ts`) and the full run (`npm run
+ * check:interleavings -- --batch --runs N [--seed S]`), and the figures both print.
  */
 import fc from 'fast-check';
 import { BATCH_VIOLATION_KINDS, runBatchSchedule, type BatchScheduleReport, type BatchViolationKind } from './batch-explore';

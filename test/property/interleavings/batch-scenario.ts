@@ -1,5 +1,5 @@
 /**
- * What one explored schedule of a BATCH call is made of (issue 14, "prove the batch's rules by
+ * What one explored schedule of a BATCH call is made of ("prove the batch's rules by
  * kind"): the batch tool (lookup / dedupe by key / neither) and its `groupSize`, 3 to 8 items,
  * 2 or 3 planned attempts of the one call (each may be killed at a fence point of one item or of
  * the call, and times out into the next attempt while it still runs), every item request's

@@ -4,7 +4,8 @@
  * attempt) against a real SQLite store, in the model world of `./world.ts`; Temporal's part
  * (timeouts that start the next attempt while the last one still runs, retries after
  * `nextRetryDelay`, at most one accepted completion) and the workflow's reading of the outcome
- * (`NOTHING_APPLIED_CODES`) are modelled here. Then the invariants of issue 9:
+ * (`NOTHING_APPLIED_CODES`) are modelled here. Then the invariants of
+ * docs/protocol.md#overlapping-attempts to #call-identity:
  *
  * - effects per call ≤ 1 (a provider without key dedupe; a deduplicating provider that forgot the key counts a new effect too);
  * - a stored result never changes;

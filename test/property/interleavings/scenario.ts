@@ -1,5 +1,5 @@
 /**
- * What one explored schedule is made of (issue 9, "Prove the kind"): the tool and its provider,
+ * What one explored schedule is made of ("Prove the kind"): the tool and its provider,
  * each attempt's worker (revision changes between attempts), crash point and start-to-close
  * timeout, every tool request's latency and answer, every lookup's timing, the store's latency,
  * faults and outage, a person's resolution, and a neighbouring run whose identity could be

@@ -1,5 +1,5 @@
 /**
- * A tool's `compensation` declaration (issue 14): both forms are checked as `defineTool` checks a
+ * A tool's `compensation` declaration: both forms are checked as `defineTool` checks a
  * tool, and a worker whose tool names a compensation tool it does not have is refused when its
  * activities are built.
  */

@@ -1,4 +1,4 @@
-// The worker-local conversation cache (issue 11): prefixes by log, bounded by bytes, least
+// The worker-local conversation cache: prefixes by log, bounded by bytes, least
 // recently used evicted first; a miss or a too-large conversation just reads from the store.
 import { ConversationCache } from '../../../src/activities/conversation-cache';
 import type { ConversationMessage } from '../../../src/model/types';

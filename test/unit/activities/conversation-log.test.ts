@@ -1,5 +1,5 @@
 /**
- * The conversation log helpers of the claim check (issue 11): log ids, entry keys, output
+ * The conversation log helpers of the claim check: log ids, entry keys, output
  * references and the delivery of a tool outcome by reference, against a recording store.
  */
 import { createHash } from 'node:crypto';

@@ -1,5 +1,5 @@
-// The retry policy's error classes (issue 6 "Retry policy"): one table, one HTTP classifier,
-// and the demo tools' mapping of provider errors onto it.
+// The retry policy's error classes: one table, one HTTP classifier, and the demo tools' mapping of
+// provider errors onto it.
 import { classifyHttpFailure, TOOL_ERROR_CLASSES, ToolError } from '../../../src/activities';
 import { toolErrorKind } from '../../../src/activities/define-tool';
 import { classifyProviderError } from '../../../examples/demo-tools';
@@ -53,7 +53,7 @@ describe('classifyHttpFailure', () => {
     expect(classifyHttpFailure(failure)).toEqual({ kind, type });
   });
 
-  // Issue 9 item 3: a 409 to a keyed request means the same key is still in flight (or applied),
+  // A 409 to a keyed request means the same key is still in flight (or applied),
   // never "refused": retried in the attempt with the same key, an unknown outcome if that runs out.
   it.each([
     ['a plain 409 to a keyed request', { status: 409, sent: 'yes' as const, keyed: true }],

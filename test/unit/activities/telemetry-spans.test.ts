@@ -1,5 +1,5 @@
 /**
- * Issue 13 "Traces and metrics": every fenced call attempt is an `execute_tool <tool>` span
+ * Traces and metrics: every fenced call attempt is an `execute_tool <tool>` span
  * (OpenTelemetry GenAI conventions) with the fence's attributes and the store's operations as
  * child spans, and is counted on the activity's metric meter. The real activities run in
  * MockActivityEnvironment against a real SQLite store; spans land in the SDK's in-memory

@@ -1,5 +1,5 @@
 /**
- * The traced store (`src/telemetry/traced-store.ts`) passes `getMany` and `writeGroup` (issue 14)
+ * The traced store (`src/telemetry/traced-store.ts`) passes `getMany` and `writeGroup`
  * through unchanged, each in one `ttc.store <method>` span with its latency; the records a group
  * wrote reach `onRecord`, a lost compare-and-swap of a group counts on `ttc_cas_conflicts`, and
  * telemetry that throws never changes a result.

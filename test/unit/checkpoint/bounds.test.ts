@@ -1,5 +1,5 @@
 /**
- * SPEC §2 "Bounds": result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
+ * docs/protocol.md#bounds: result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
  * and identifiers.
  */
 import { assertJsonValue, canonicalJson, claimDelivery, claimExecution, completeExecution, createCheckpoint, fingerprintInput, idempotencyKey, LIMITS, validateCheckpoint, type CheckpointRecord } from '../../../src/protocol';

@@ -1,7 +1,6 @@
 /**
- * SPEC §7 "Identity is unambiguous and per run chain": the binding's call id encodes run chain,
- * workflow id and call id injectively, and reasons from tools are made storable (issue 9 items
- * 7 and 9).
+ * docs/protocol.md#call-identity: the binding's call id encodes run chain,
+ * workflow id and call id injectively, and reasons from tools are made storable.
  */
 import fc from 'fast-check';
 import { sanitizeReason } from '../../../src/checkpoint/bounds';

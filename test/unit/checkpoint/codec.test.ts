@@ -1,7 +1,7 @@
 /**
- * SPEC §2 "Stored form": canonical text, strict parsing, and the optional HMAC-SHA256 seal.
- * The expected seal was computed independently with
- * `{ printf 'ttc/checkpoint-seal/1\nk1\n'; cat ready.txt; } | openssl dgst -sha256 -mac HMAC -macopt hexkey:0101…01`.
+ * docs/protocol.md#stored-form: canonical text, strict parsing, and the optional HMAC-SHA256 seal.
+ * The expected seal was computed independently with `{ printf 'ttc/checkpoint-seal/1\nk1\n'; cat
+ * ready.txt; } | openssl dgst -sha256 -mac HMAC -macopt hexkey:0101…01`.
  */
 import { canonicalJson, MIN_HMAC_KEY_BYTES, parseCheckpoint, serializeCheckpoint, STATUSES, type CheckpointRecord } from '../../../src/protocol';
 import { MAX_STORED_TEXT_LENGTH } from '../../../src/checkpoint/codec';
@@ -339,8 +339,8 @@ describe('the HMAC seal', () => {
   });
 });
 
-describe('stored schema version 1 records (SPEC §2 "Migration")', () => {
-  it('a sealed version-1 record written by 0.1.0 verifies and is migrated to version 2 on load', () => {
+describe('stored schema version 1 records (docs/protocol.md#schema-version-and-migration)', () => {
+  it('a sealed version-1 record written by earlier code verifies and is migrated to version 2 on load', () => {
     const stored = READY_TEXT_V1.replace('"schemaVersion":1,', `"schemaVersion":1,"seal":{"alg":"HMAC-SHA256","keyId":"k1","mac":"${READY_MAC_K1_V1}"},`);
 
     const record = parseCheckpoint(stored, { hmacKey: KEY_1, keyId: 'k1' });

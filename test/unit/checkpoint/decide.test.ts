@@ -1,6 +1,6 @@
 /**
- * SPEC §2 "decide": the recovery action for each status, after validating the record and the
- * full binding. Any binding difference is BINDING_CONFLICT, never a cache hit.
+ * docs/protocol.md#decide-and-validate: the recovery action for each status, after validating the
+ * record and the full binding. Any binding difference is BINDING_CONFLICT, never a cache hit.
  */
 import { ACTION_BY_STATUS, decideCheckpoint, type Binding, type CheckpointRecord } from '../../../src/protocol';
 import { BINDING, caught, plainCopy, recordIn } from './fixtures';
@@ -13,7 +13,7 @@ describe('decideCheckpoint', () => {
     ['completed', 'deliver', 2],
     ['delivering', 'reconcile-delivery', 3],
     ['delivered', 'none', 4],
-  ] as const)('a %s record yields %s (SPEC §2 table)', (status, action, revision) => {
+  ] as const)('a %s record yields %s (docs/protocol.md#statuses-and-actions)', (status, action, revision) => {
     expect(decideCheckpoint(recordIn(status), BINDING)).toEqual({ action, status, revision });
     expect(ACTION_BY_STATUS[status]).toBe(action);
   });

@@ -1,5 +1,5 @@
 /**
- * SPEC §2 "Fingerprints and keys". Expected digests were computed independently of this code,
+ * docs/protocol.md#keys-and-digests. Expected digests were computed independently of this code,
  * with `printf '%s' '<canonical text>' | sha256sum`; crypto is never mocked.
  */
 import { fingerprintInput, FINGERPRINT_PATTERN, idempotencyKey, intentDigest, type IdempotencyKeyParts, type Intent } from '../../../src/protocol';

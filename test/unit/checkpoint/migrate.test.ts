@@ -1,7 +1,7 @@
 /**
- * SPEC §2 "Migration": the schema version is explicit; v2 is current and v1 is migrated by one
- * explicit step; anything without a registered path is UNSUPPORTED_SCHEMA, and a missing field
- * never defaults.
+ * docs/protocol.md#schema-version-and-migration: the schema version is explicit; v2 is current and
+ * v1 is migrated by one explicit step; anything without a registered path is UNSUPPORTED_SCHEMA,
+ * and a missing field never defaults.
  */
 import { migrateCheckpoint, supportedSchemaVersions } from '../../../src/protocol';
 import { caught, plainCopy, recordIn } from './fixtures';

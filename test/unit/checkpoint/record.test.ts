@@ -1,6 +1,7 @@
 /**
- * SPEC §2: creating a checkpoint, and validating one (schema version first, then exact fields,
- * binding, status, revision, timestamps and the invariants of each status).
+ * docs/protocol.md#record and #decide-and-validate: creating a checkpoint, and validating one
+ * (schema version first, then exact fields, binding, status, revision, timestamps and the
+ * invariants of each status).
  */
 import { createCheckpoint, STATUSES, validateCheckpoint, type Status } from '../../../src/protocol';
 import { at, BINDING, caught, FINGERPRINT_Q1, isDeepFrozen, plainCopy, recordIn } from './fixtures';

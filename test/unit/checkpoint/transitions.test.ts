@@ -1,5 +1,5 @@
 /**
- * SPEC §2 "Transitions" as a table: every status × transition cell, legal and illegal, with
+ * docs/protocol.md#transitions as a table: every status × transition cell, legal and illegal, with
  * exact next records, exact error codes and details, and the input never mutated.
  */
 import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain, reclaimExecution, releaseExecution, renewExecution, releaseDelivery, STATUSES, validateCheckpoint, type CheckpointRecord, type Status, type TransitionResult } from '../../../src/protocol';
@@ -39,7 +39,7 @@ const ALLOWED_FROM: Record<TransitionName, Status[]> = {
   completeDelivery: ['delivering'],
 };
 
-/** The exact result of every legal cell, written out from the SPEC §2 table. */
+/** The exact result of every legal cell, written out from the docs/protocol.md#statuses-and-actions. */
 function expectedLegal(name: TransitionName, from: CheckpointRecord): { action: string; next: Record<string, unknown> } {
   const base = { ...plainCopy(from), revision: from.revision + 1, updatedAt: AT };
   const execution = from.execution;
@@ -91,7 +91,7 @@ function isAnyPartFrozen(value: unknown): boolean {
   return false;
 }
 
-describe('the status × transition table (SPEC §2)', () => {
+describe('the status × transition table (docs/protocol.md#transitions)', () => {
   it('covers all 42 cells, 9 of them legal', () => {
     const legal = CELLS.filter((c) => c.legal).map((c) => `${c.name} from ${c.status}`);
 
@@ -376,7 +376,7 @@ describe('transitions on records that fail validation', () => {
   });
 });
 
-describe('the claim declares its deadline (SPEC §7, schema version 2)', () => {
+describe('the claim declares its deadline (docs/protocol.md#overlapping-attempts, schema version 2)', () => {
   it('without deadlineAt the claim records null', () => {
     expect(claimExecution(recordIn('ready'), { attemptId: 'a', at: AT }).next.execution?.deadlineAt).toBeNull();
   });
@@ -396,7 +396,7 @@ describe('the claim declares its deadline (SPEC §7, schema version 2)', () => {
   });
 });
 
-describe('renewExecution: the holder of a running claim declares a later deadline (SPEC §7)', () => {
+describe('renewExecution: the holder of a running claim declares a later deadline (docs/protocol.md#overlapping-attempts)', () => {
   const claimed = claimExecution(recordIn('ready'), { attemptId: OWNER_ATTEMPT, at: at(1), deadlineAt: at(20) }).next;
 
   it('moves only deadlineAt (claim time, fence and status kept), revision + 1, action execute', () => {

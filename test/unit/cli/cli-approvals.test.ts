@@ -1,5 +1,5 @@
 /**
- * The parts of issue 13's command line that need no server: `start --require-approval` /
+ * The parts of the approvals command line that need no server: `start --require-approval` /
  * `--approval-ttl` parsing, `approve --state-version`, a refusal's message, and a failed run's
  * cause chain as `start --wait` and `show` print it. End to end: test/e2e/cli-approvals.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Bad command-line input gets a typed error that names the problem (SPEC §6).
+ * Bad command-line input gets a typed error that names the problem (docs/protocol.md#bad-input).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

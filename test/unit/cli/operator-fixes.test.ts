@@ -1,8 +1,8 @@
 /**
- * Operator-facing fixes found by a fresh user of issue 15's security features: the worker's
- * pins are configuration errors naming the variable, the `ttc worker` banner shows the pins,
- * CLI errors carry a failed run's cause chain, an encrypted payload read without the codec key
- * is a typed error with a hint, and a malformed `hex:` key reports the right reason.
+ * Operator-facing fixes found by a fresh user of the security features (pins, keys, codec, worker
+ * log): the worker's pins are configuration errors naming the variable, the `ttc worker` banner
+ * shows the pins, CLI errors carry a failed run's cause chain, an encrypted payload read without
+ * the codec key is a typed error with a hint, and a malformed `hex:` key reports the right reason.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * `ttc prune --conversations-older-than` (issue 11): spawned as a user runs it against a real
+ * `ttc prune --conversations-older-than`: spawned as a user runs it against a real
  * SQLite store file: without the flag conversation logs are kept, with it the logs whose newest
  * entry is older go; a duration or an ISO time; anything else is refused naming the option.
  */

@@ -1,5 +1,5 @@
 /**
- * Connection settings configured the Temporal way (issue 10): `@temporalio/envconfig`'s standard
+ * Connection settings configured the Temporal way: `@temporalio/envconfig`'s standard
  * TEMPORAL_* variables and TOML profiles, an API key turning TLS on, and the old TLS names refused.
  * Every case passes its own environment (no HOME), so no user's ~/.config/temporalio file is read.
  */

@@ -1,5 +1,5 @@
 /**
- * Key rotation from configuration (issue 9 item 14): the current HMAC and encryption keys write,
+ * Key rotation from configuration: the current HMAC and encryption keys write,
  * older keys listed by id (`TTC_HMAC_KEYS`, `TTC_ENCRYPTION_KEYS` as `id:key,id:key`) still read,
  * so changing the current key does not quarantine every row. Real SQLite store, opened the way
  * the worker and the CLI open it (`storeOptions(config)`).
@@ -20,7 +20,8 @@ import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import { storeOptions } from '../../../src/worker';
 
-// Random-looking fixed keys (issue 15 item 6 refuses low-entropy keys such as 32 × 0x11); bare hex and `base64:` text.
+// Random-looking fixed keys (key material refuses low-entropy keys such as 32 × 0x11); bare hex and
+// `base64:` text.
 const HMAC_1_BYTES = createHash('sha256').update('hmac key 1').digest();
 const HMAC_2_BYTES = createHash('sha512').update('hmac key 2').digest().subarray(0, 48);
 const ENC_1_BYTES = createHash('sha256').update('encryption key 1').digest();
@@ -145,7 +146,7 @@ describe('key rotation from configuration (TTC_HMAC_KEYS, TTC_ENCRYPTION_KEYS)',
     ['older HMAC keys without a current one', { TTC_HMAC_KEYS: `k1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /TTC_HMAC_KEY \(the current key\) is not set/],
     ['an entry with no key', { TTC_ENCRYPTION_KEYS: 'e1:' }, 'TTC_ENCRYPTION_KEYS', /key id "e1" has no key/],
     ['an encryption key that is not 32 bytes', { TTC_ENCRYPTION_KEYS: `e1:${ENC_1.slice(2)}` }, 'TTC_ENCRYPTION_KEYS', /must hold exactly 32 bytes/],
-    ['a bare base64 key (read as lenient base64 before issue 15)', { TTC_HMAC_KEY: HMAC_2.slice('base64:'.length) }, 'TTC_HMAC_KEY', /"base64:" followed by base64/],
+    ['a bare base64 key (read as lenient base64 by earlier builds)', { TTC_HMAC_KEY: HMAC_2.slice('base64:'.length) }, 'TTC_HMAC_KEY', /"base64:" followed by base64/],
     ['the current encryption id with another key', { TTC_ENCRYPTION_KEY: ENC_2, TTC_ENCRYPTION_KEYS: `e1:${ENC_1}` }, 'TTC_ENCRYPTION_KEYS', /another key than TTC_ENCRYPTION_KEY/],
   ])('%s is INVALID_CONFIG naming the variable, without showing key material', (_label, env, variable, says) => {
     const error = configError(env);

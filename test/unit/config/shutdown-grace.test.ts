@@ -1,5 +1,5 @@
 /**
- * The worker's shutdown grace time must cover its tools' deadlines (issue 9 item 16): on SIGTERM
+ * The worker's shutdown grace time must cover its tools' deadlines: on SIGTERM
  * a call still running when the grace time ends loses its worker mid-request, so every deploy
  * would pause such runs as unknown outcomes. The worker refuses to start (INVALID_CONFIG with the
  * figures) when the grace time is below the longest tool `callDeadlineMs` plus 5 s; the default

@@ -1,8 +1,8 @@
 /**
- * `TTC_SQLITE_BUSY_TIMEOUT` and the heartbeat rule (issue 9 item 15): with a SQLite store the
+ * `TTC_SQLITE_BUSY_TIMEOUT` and the heartbeat rule: with a SQLite store the
  * tool heartbeat timeout must be at least 2 × the busy timeout, or the configuration is refused.
  * The rule dates from when better-sqlite3 waited for another process's lock on the worker's
- * event loop (stopping heartbeats for up to the busy timeout); since issue 12 the store waits on
+ * event loop (stopping heartbeats for up to the busy timeout); now the store waits on
  * its own worker thread and the loop keeps turning (`test/unit/stores/sqlite-event-loop.test.ts`),
  * so the rule is now only a conservative bound that `src/config.ts` still enforces.
  */

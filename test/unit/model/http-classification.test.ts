@@ -1,4 +1,4 @@
-// Issue 9 item 3: one HTTP classifier for tools and model adapters. The SDK adapters map a
+// One HTTP classifier for tools and model adapters. The SDK adapters map a
 // provider's error through classifyHttpFailure; this proves they agree on every status.
 import * as anthropic from '@anthropic-ai/sdk';
 import * as openai from 'openai';

@@ -13,7 +13,8 @@ async function openError(url: string, options?: CheckpointStoreOptions): Promise
 
 describe('openCheckpointStore URLs', () => {
   test.each([
-    // Issue 15 item 5: a URL that is not a well-formed postgres:// URL shows only its scheme (where a password in it ends is unknown).
+    // A URL that is not a well-formed postgres:// URL shows only its scheme (where a password in it
+    // ends is unknown).
     ['mysql://root:pw@localhost/db', 'unknown scheme "mysql"', 'mysql://***'],
     ['checkpoints.db', 'no scheme', 'checkpoints.db'],
     ['sqlite:', 'sqlite:<path>', 'sqlite:'],
@@ -56,7 +57,7 @@ describe('openCheckpointStore URLs', () => {
 
   test('maskUrl hides user passwords, password parameters and unknown parameters', () => {
     expect(maskUrl('postgres://app:p%40ss@db:5432/x?sslmode=require')).toBe('postgres://app:***@db:5432/x?sslmode=require');
-    // Issue 15 item 5: an unknown parameter may be a piece of a password holding a raw "&": masked, name included.
+    // An unknown parameter may be a piece of a password holding a raw "&": masked, name included.
     expect(maskUrl('postgresql://db/x?user=app&password=hunter2&x=1')).toBe('postgresql://db/x?user=app&password=***&***');
     expect(maskUrl('postgres://app@db/x')).toBe('postgres://app@db/x');
     expect(maskUrl('sqlite:/var/lib/ttc.db')).toBe('sqlite:/var/lib/ttc.db');

@@ -1,5 +1,5 @@
 /**
- * `classifyPgError` (issue 12): refused (nothing written) or lost (outcome unknown), on the error
+ * `classifyPgError`: refused (nothing written) or lost (outcome unknown), on the error
  * objects the `pg` driver really produces: ErrorResponse messages as PostgreSQL and PgBouncer
  * send them (PgBouncer: severity, SQLSTATE 08P01 and the reason text only, as its
  * `send_pooler_error` writes them), parsed by `pg-protocol` (the parser `pg` uses), and the

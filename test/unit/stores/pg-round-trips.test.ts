@@ -1,5 +1,5 @@
 /**
- * Round trips per store call on PostgreSQL (issue 12, SPEC §9: one round trip per single
+ * Round trips per store call on PostgreSQL (docs/protocol.md#cost: one round trip per single
  * conditional statement, no BEGIN/COMMIT around it; pipelining where `pg` allows). A loopback
  * TCP relay between the store and a real server counts round trips: a round trip starts each
  * time the client sends after the server last sent (pipelined messages in one flight count

@@ -1,9 +1,10 @@
 /**
- * The SQLite store never blocks the calling thread's event loop while it waits (SPEC §9,
- * issue 12): its connection lives on a worker thread, so a write that waits for another
- * process's lock (up to busyTimeoutMs) or for its fsync leaves timers, other activities and
- * heartbeats running. A behaviour check, not a speed target: the store in use before issue 12
- * (better-sqlite3 on the main thread) stalled the loop for the whole wait (~2 s here).
+ * The SQLite store never blocks the calling thread's event loop while it waits
+ * (docs/protocol.md#cost): its connection lives on a worker thread, so a write that waits for
+ * another process's lock (up to busyTimeoutMs) or for its fsync leaves timers, other activities and
+ * heartbeats running. A behaviour check, not a speed target: the store in use before it moved to a
+ * worker thread (better-sqlite3 on the main thread) stalled the loop for the whole wait (~2 s
+ * here).
  *
  * Also: an idle store keeps no process alive, and pending work completes before the process exits.
  */
@@ -23,9 +24,9 @@ const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../../..');
 const HOLD_MS = 2_000;
 /**
- * A quarter of the lock time: the store in use before issue 12 stalled the loop for the whole
- * wait (a gap of at least HOLD_MS), while a loop that keeps turning only sees scheduling and GC
- * pauses. Not tighter: on a loaded 2-core CI machine such pauses reached 150 ms.
+ * A quarter of the lock time: the store in use before it moved to a worker thread stalled the loop
+ * for the whole wait (a gap of at least HOLD_MS), while a loop that keeps turning only sees
+ * scheduling and GC pauses. Not tighter: on a loaded 2-core CI machine such pauses reached 150 ms.
  */
 const MAX_GAP_MS = HOLD_MS / 4;
 

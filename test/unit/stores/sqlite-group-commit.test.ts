@@ -1,5 +1,5 @@
 /**
- * The SQLite store's group commit on its worker thread (issue 12): writes queued while a
+ * The SQLite store's group commit on its worker thread: writes queued while a
  * commit is in flight join the next transaction; a failing statement fails only its own write;
  * a failed COMMIT is settled by re-read or reported STORE_OUTCOME_UNKNOWN; close() lets pending
  * work finish and ends the thread.

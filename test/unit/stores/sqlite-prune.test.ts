@@ -1,5 +1,5 @@
 /**
- * SQLite `prune` decodes candidates outside the write lock (issue 9 item 15): decoding 500 rows
+ * SQLite `prune` decodes candidates outside the write lock: decoding 500 rows
  * of 55 KB payloads takes about a second, and a writer in another process that waits for the
  * lock waits synchronously (blocking its heartbeats). Decode is a plain WAL read; the delete is
  * a short transaction by key, revision, status and exact body.

@@ -1,5 +1,5 @@
 /**
- * The SQLite store's `writeGroup` (issue 14): a group of item writes is one request to the worker
+ * The SQLite store's `writeGroup`: a group of item writes is one request to the worker
  * thread and commits in one transaction (one fsync), and a failed COMMIT is settled by re-reading
  * the rows the group changed, as for single writes (see `sqlite-group-commit.test.ts`).
  */

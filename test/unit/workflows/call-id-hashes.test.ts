@@ -1,4 +1,4 @@
-// Call ids carried across continue-as-new as fixed-width hashes (issue 11): 8 characters per id
+// Call ids carried across continue-as-new as fixed-width hashes: 8 characters per id
 // whatever its length, every id found again after a round trip.
 import fc from 'fast-check';
 import { CALL_ID_HASH_CHARS, callIdHash, packCallIdHashes, unpackCallIdHashes } from '../../../src/workflows/call-id-hashes';

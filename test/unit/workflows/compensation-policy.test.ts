@@ -1,4 +1,4 @@
-// Issue 14: the run input's compensation policy (`compensateOn`) is refused with a typed error
+// The run input's compensation policy (`compensateOn`) is refused with a typed error
 // naming the field, and the run's effects are listed in exactly one group per call.
 import { ApplicationFailure } from '@temporalio/common';
 import fc from 'fast-check';
