@@ -17,7 +17,7 @@ import { compensationScenarios } from './compensation';
  * #integrity-and-rotation): a claim that must settle before a lookup-only tool is
  * reconciled, zombie attempts, deploys, outages and approval expiry between attempts.
  */
-export const SECTION_7_SCENARIOS: readonly Scenario[] = [
+export const BETWEEN_ATTEMPTS_SCENARIOS: readonly Scenario[] = [
   windowScenarios.find((s) => s.id === 'after-claim-lookup-only')!,
   ...zombieScenarios,
   ...redeployScenarios,
@@ -34,6 +34,6 @@ export const SCENARIOS: readonly Scenario[] = [
   repeatedDeliveryScenario,
   serverRestartScenario,
   storeOutageScenario,
-  ...SECTION_7_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
+  ...BETWEEN_ATTEMPTS_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
   ...BATCH_AND_SAGA_SCENARIOS,
 ];

@@ -6,25 +6,25 @@
  * the batch tool's 100 notifications (SIGKILL after item 20, cancellation after item 19 / 20) and
  * the order saga's compensations (crash/scenarios/batch.ts, compensation.ts; about 60 s more per
  * store, the stores side by side). N = 1 repetition per scenario (TTC_CRASHTEST_RUNS for the crash
- * windows', TTC_CRASHTEST_SECTION7_RUNS for the overlap, deploy and outage scenarios',
+ * windows', TTC_CRASHTEST_BETWEEN_ATTEMPTS_RUNS for the overlap, deploy and outage scenarios',
  * TTC_CRASHTEST_BATCH_AND_SAGA_RUNS for the batch and saga scenarios): every window is crossed on
  * both stores on every change, in about 5 minutes; at N = 3 this suite took 10 of CI's minutes,
  * more than its budget. The full run (N = 20) is `npm run crashtest`; its report is
  * docs/crash-report.md.
  */
 import { reportRow } from '../../crash/report';
-import { BATCH_AND_SAGA_SCENARIOS, SCENARIOS, SECTION_7_SCENARIOS } from '../../crash/scenarios';
+import { BATCH_AND_SAGA_SCENARIOS, SCENARIOS, BETWEEN_ATTEMPTS_SCENARIOS } from '../../crash/scenarios';
 import { STORE_KINDS } from '../../crash/stack';
 import { runCrashSuite, type CrashSuiteResult } from '../../crash/suite';
 
 const RUNS = Number(process.env.TTC_CRASHTEST_RUNS ?? 1);
-const SECTION_7_RUNS = Number(process.env.TTC_CRASHTEST_SECTION7_RUNS ?? 1);
+const BETWEEN_ATTEMPTS_RUNS = Number(process.env.TTC_CRASHTEST_BETWEEN_ATTEMPTS_RUNS ?? 1);
 const BATCH_AND_SAGA_RUNS = Number(process.env.TTC_CRASHTEST_BATCH_AND_SAGA_RUNS ?? 1);
-const RUNS_FOR: Record<string, number> = Object.fromEntries([...SECTION_7_SCENARIOS.map((s) => [s.id, SECTION_7_RUNS]), ...BATCH_AND_SAGA_SCENARIOS.map((s) => [s.id, BATCH_AND_SAGA_RUNS])]);
+const RUNS_FOR: Record<string, number> = Object.fromEntries([...BETWEEN_ATTEMPTS_SCENARIOS.map((s) => [s.id, BETWEEN_ATTEMPTS_RUNS]), ...BATCH_AND_SAGA_SCENARIOS.map((s) => [s.id, BATCH_AND_SAGA_RUNS])]);
 
 jest.setTimeout(20 * 60_000);
 
-describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per crash-window scenario, ${SECTION_7_RUNS} per overlap, deploy and outage scenario, ${BATCH_AND_SAGA_RUNS} per batch and saga scenario, ${STORE_KINDS.join(' and ')})`, () => {
+describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per crash-window scenario, ${BETWEEN_ATTEMPTS_RUNS} per overlap, deploy and outage scenario, ${BATCH_AND_SAGA_RUNS} per batch and saga scenario, ${STORE_KINDS.join(' and ')})`, () => {
   let suite: CrashSuiteResult;
   const lines: string[] = [];
 
