@@ -1,6 +1,7 @@
 /**
  * The lowest Temporal SDK the peer range admits, next to `@temporalio/ai-sdk` (which pins its
- * Temporal dependencies exactly): the packed tarball installs without a peer conflict, the
+ * Temporal dependencies exactly), with the lowest zod the peer range admits (3.25, whose `zod/v4`
+ * the package uses): the packed tarball installs without a peer conflict, the
  * project holds one copy of each Temporal package, the types compile (strict), and the plugin
  * from the installed package fences a plain activity across a SIGKILL after the effect on a real
  * dev server. The highest version (this repository's own) is covered by pack.test.ts.
@@ -19,6 +20,8 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const PEERS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies;
 /** The lowest version of the `@temporalio/*` peer range (`^1.23.0` → 1.23.0). */
 const LOWEST = /^\^(\d+\.\d+\.\d+)$/.exec(PEERS['@temporalio/worker'] ?? '')?.[1];
+/** The lowest zod of the peer range (`^3.25.0 || ^4.0.0`). */
+const LOWEST_ZOD = /^\^(\d+\.\d+)\.0 \|\|/.exec(PEERS.zod ?? '')?.[1];
 const SDK = ['activity', 'client', 'common', 'envconfig', 'plugin', 'proto', 'worker', 'workflow'];
 
 jest.setTimeout(600_000);
@@ -27,6 +30,7 @@ let dir: string;
 let consumer: string;
 
 beforeAll(async () => {
+  if (LOWEST_ZOD === undefined) throw new Error(`the zod peer range ${PEERS.zod} is not ^x.y.0 || …`);
   if (LOWEST === undefined) throw new Error(`the @temporalio/worker peer range ${PEERS['@temporalio/worker']} is not ^x.y.z`);
   dir = mkdtempSync(join(tmpdir(), 'ttc-lowest-'));
   consumer = join(dir, 'consumer');
@@ -36,7 +40,7 @@ beforeAll(async () => {
   if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   const pg = (JSON.parse(readFileSync(join(ROOT, 'node_modules/pg/package.json'), 'utf8')) as { version: string }).version;
-  const specs = [...SDK.map((n) => `@temporalio/${n}@${LOWEST}`), `@temporalio/ai-sdk@${LOWEST}`, `./${packed}`, `pg@${pg}`];
+  const specs = [...SDK.map((n) => `@temporalio/${n}@${LOWEST}`), `@temporalio/ai-sdk@${LOWEST}`, `./${packed}`, `pg@${pg}`, `zod@${LOWEST_ZOD}`];
   await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
 });
 
@@ -54,13 +58,15 @@ test('beside @temporalio/ai-sdk at the lowest Temporal version, the project hold
   expect(Object.keys(lock.packages)).toContain('node_modules/@temporalio/ai-sdk');
 });
 
-test('the types of the adoption entries compile (strict) against the lowest Temporal version', async () => {
+test('the types of the adoption entries compile (strict) against the lowest Temporal version and the lowest zod', async () => {
   writeFileSync(
     join(consumer, 'types.ts'),
     `import { Worker } from '@temporalio/worker';
 import { defineTool, openCheckpointStore } from 'temporal-tool-checkpoint';
 import { ToolCheckpointPlugin, fencedCallContext } from 'temporal-tool-checkpoint/plugin';
 import { isOutcomeUnknown } from 'temporal-tool-checkpoint/workflow';
+import { z } from 'zod/v4';
+export const charge = defineTool({ name: 'charge', revision: 'v1', description: 'charge a card', input: z.object({ orderId: z.string() }), async execute(input) { return { output: { id: input.orderId } }; } });
 export async function main(): Promise<void> {
   const store = await openCheckpointStore('sqlite:.data/c.db');
   const plugin = new ToolCheckpointPlugin({ store, fence: { sendEmail: { revision: 'v1' } } });
@@ -71,6 +77,20 @@ export const used = [defineTool, isOutcomeUnknown];
   );
   const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types'), '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', 'types.ts'];
   await expect(run(process.execPath, [TSC, ...args], { cwd: consumer }).then(() => 'compiled')).resolves.toBe('compiled');
+});
+
+test('a tool defined with the lowest zod validates its input and offers its JSON schema', async () => {
+  const script = `
+    const { z } = require('zod/v4');
+    const { defineTool } = require('temporal-tool-checkpoint');
+    const { toolSpecFromZod } = require('temporal-tool-checkpoint/model');
+    const tool = defineTool({ name: 'charge', revision: 'v1', description: 'charge', input: z.object({ orderId: z.string() }), async execute(input) { return { output: input }; } });
+    console.log(JSON.stringify({ zod: require('zod/package.json').version, ok: tool.input.safeParse({ orderId: 'o-1' }).success, bad: tool.input.safeParse({ orderId: 1 }).success, spec: toolSpecFromZod(tool.input, 'charge') }));`;
+  const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+  const out = JSON.parse(stdout) as { zod: string; ok: boolean; bad: boolean; spec: { inputSchema: unknown } };
+  expect(out.zod.startsWith(`${LOWEST_ZOD}.`)).toBe(true);
+  expect([out.ok, out.bad]).toEqual([true, false]);
+  expect(out.spec.inputSchema).toEqual({ type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'], additionalProperties: false });
 });
 
 describe('on a real dev server', () => {
