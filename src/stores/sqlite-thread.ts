@@ -89,8 +89,8 @@ export class SqliteThread {
    * Opens the database in a new worker thread (`:memory:`: on this thread) and runs the migrations.
    *
    * @throws {@link CheckpointError} STORE_UNAVAILABLE when the file cannot be opened or migrated
-   *   (missing directory, locked past the busy timeout, not a database) or the thread cannot
-   *   start, with the driver error as `cause`; UNSUPPORTED_SCHEMA when the file was migrated by
+   *   (a directory that cannot be created, locked past the busy timeout, not a database) or the
+   *   thread cannot start, with the driver error as `cause`; UNSUPPORTED_SCHEMA when the file was migrated by
    *   newer code.
    */
   static async open(options: SqliteExecutorOptions): Promise<SqliteThread> {
