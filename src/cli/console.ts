@@ -59,10 +59,17 @@ export function registerConsole(program: Command): void {
       printLine(fromEnv ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})` : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`);
       const running = server;
       const stop = (): void => {
+        // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).
         void running
           .close()
           .then(close)
-          .then(() => process.exit(0));
+          .then(
+            () => process.exit(0),
+            (error: unknown) => {
+              printError(`console: could not close: ${describeError(error)}`);
+              process.exit(1);
+            },
+          );
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

@@ -249,6 +249,8 @@ async function startOnce(options: DevServerOptions, port: number): Promise<DevSe
     } catch (err) {
       return err;
     } finally {
+      // Not awaited, and a failed close is dropped: this probe connection is done either way, and
+      // the probe's answer (ready or the error above) does not depend on it.
       void conn?.close().catch(() => undefined);
     }
   };

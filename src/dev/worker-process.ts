@@ -73,6 +73,7 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
+    // `exited` never rejects (it resolves on the child's 'exit'); after `ready`, `fail` is a no-op.
     void exited.then((how) => {
       clearTimeout(timer);
       fail(new Error(`worker ${options.identity} exited (${String(how)}) before it was ready`));

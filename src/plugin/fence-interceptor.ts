@@ -13,7 +13,7 @@ import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from
 import { isCheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
-import { ToolError, type ToolDefinition } from '../activities/define-tool';
+import { ToolError, type LookupResult, type ToolContext, type ToolDefinition } from '../activities/define-tool';
 import { toApplicationFailure, type CallNames } from '../activities/failures';
 import { boundedFailure, MAX_FAILURE_MESSAGE_BYTES, truncateText } from '../activities/failure-bounds';
 import { settleFailedAttempt } from '../activities/call-failure';
@@ -27,7 +27,7 @@ import { classifyActivityError } from './error-classification';
 import { toolArgsWithHeaderApproval } from './tool-approval';
 import { runWithCallContext } from './call-context';
 import { activityCallIdentity, attemptContextOf } from './call-identity';
-import { DEFAULT_UNKNOWN_OUTCOME_RETRY_MS, type FencedActivity } from './options';
+import { DEFAULT_UNKNOWN_OUTCOME_RETRY_MS, type FencedActivity, type FencedLookupContext } from './options';
 
 /** What the plugin builds once and every fence interceptor shares. */
 export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetry'> {
@@ -205,15 +205,19 @@ export function pauseFailure(paused: ApplicationFailure, mode: 'fail' | 'wait', 
 
 /**
  * `activity` as a tool whose execute step is `next(input)`, called at most once, inside the
- * call's `fencedCallContext()`. The activity's return value, as Temporal would send it ({@link asSent}),
+ * call's `fencedCallContext()`, and whose `lookup` (if any) gets `input.args` as `ctx.args`. The activity's return value, as Temporal would send it ({@link asSent}),
  * is the tool's output; an error it throws is classified by the entry's `classifyError` (see
  * `./error-classification`): `rejected` is stored as the call's error result, `unknown-outcome`
  * is reconciled or pauses.
  */
 function withExecute(activity: FencedActivity, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): ToolDefinition<unknown> {
   let called = false;
+  const { lookup } = activity;
+  const args: readonly unknown[] = Object.freeze([...input.args]);
   return {
     ...activity,
+    // The entry's lookup gets the activity's arguments beside the call's context (FencedLookupContext).
+    ...(lookup === undefined ? {} : { lookup: (ctx: ToolContext) => (lookup as (ctx: FencedLookupContext) => Promise<LookupResult>)({ ...ctx, args }) }),
     async execute(_args, toolContext) {
       if (called) throw new ToolError('unknown-outcome', `${activity.name}: the fence calls the activity at most once per attempt`);
       called = true;

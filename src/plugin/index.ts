@@ -1,7 +1,7 @@
 /** The plugin side of the package (Node only): the plugin class, its options and the call accessor. */
 export { ToolCheckpointPlugin, TOOL_CHECKPOINT_PLUGIN_NAME } from './tool-checkpoint-plugin';
 export { DEFAULT_PLUGIN_TENANT } from './options';
-export type { ToolCheckpointPluginOptions, FencedActivityOptions } from './options';
+export type { ToolCheckpointPluginOptions, FencedActivityOptions, FencedLookupContext } from './options';
 export { defaultClassifyError } from './error-classification';
 export type { ErrorClassifier } from './error-classification';
 export { resolveCallInStore, storeResolutionOf, RESOLVED_NOT_APPLIED, RESOLVE_SCAN_LIMIT } from './resolve-in-store';

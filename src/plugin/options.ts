@@ -11,12 +11,32 @@ import { defineTool, type LookupResult, type ToolContext, type ToolDefinition, t
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { defaultClassifyError, type ErrorClassifier } from './error-classification';
 
+/**
+ * What a fenced activity's `lookup` receives: the call's {@link ToolContext} (idempotency key,
+ * intent digest, call id, workflow id, abort signal, heartbeat) and the activity's arguments.
+ */
+export interface FencedLookupContext extends ToolContext {
+  /**
+   * The arguments the activity was called with, in order, as the worker decoded them: the values
+   * the activity function itself receives (the same on every attempt of the call; the intent
+   * digest covers them as JSON). A frozen array; treat the values as read-only.
+   */
+  readonly args: readonly unknown[];
+}
+
 /** How an activity the worker already registers is fenced (by its activity type name). */
 export interface FencedActivityOptions {
   /** Bump when the activity's meaning changes; part of the binding, the idempotency key and the intent. */
   readonly revision: string;
-  /** Finds an earlier effect by `ctx.idempotencyKey`: lets a retry after a crash settle the call instead of pausing. */
-  lookup?(ctx: ToolContext): Promise<LookupResult>;
+  /**
+   * Finds an earlier attempt's effect: by `ctx.idempotencyKey` (the key the activity sent, see
+   * `fencedCallContext()`), or by the activity's own arguments in `ctx.args` (an order id, say),
+   * for a provider that cannot search by key. Lets a retry after a crash settle the call instead
+   * of pausing. Answers `{ found: true, output }` (the activity's result as the workflow should
+   * receive it) or `{ found: false }` (proof of absence); a throw or any other answer proves
+   * nothing and the attempt fails RECONCILE_PENDING.
+   */
+  lookup?(ctx: FencedLookupContext): Promise<LookupResult>;
   /**
    * True when `lookup` also finds effects of the activity's earlier revisions, by the idempotency
    * key an earlier revision's attempt sent: a claim left unfinished under an earlier `revision` is

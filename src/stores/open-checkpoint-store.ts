@@ -10,8 +10,9 @@ export { maskUrl } from './mask-url';
 /**
  * Opens the store a URL names, runs its migrations and returns it ready to use.
  *
- * - `sqlite:<path>`: a SQLite file (the embedded default; created when absent, its directory
- *   must exist), e.g. `sqlite:./.data/checkpoints.db` or `sqlite:/var/lib/ttc/checkpoints.db`.
+ * - `sqlite:<path>`: a SQLite file (the embedded default; created when absent, mode 0600, with
+ *   any missing directories above it, mode 0700), e.g. `sqlite:./.data/checkpoints.db` or
+ *   `sqlite:/var/lib/ttc/checkpoints.db`; a relative path is relative to the working directory.
  * - `sqlite::memory:`: a private in-memory database (tests only: gone on close).
  * - `postgres://…` or `postgresql://…`: a PostgreSQL connection string.
  *
@@ -23,7 +24,8 @@ export { maskUrl } from './mask-url';
  * @throws {@link CheckpointError} INVALID_CONFIG when the URL's driver package is not installed;
  *   INVALID_ARGUMENT for an unknown scheme or a malformed URL (the
  *   message names the URL with any password masked) or bad options; STORE_UNAVAILABLE when the
- *   database cannot be opened or reached (the driver error is the `cause`); UNSUPPORTED_SCHEMA
+ *   database cannot be opened or reached, or its directory cannot be created (the message names
+ *   the path; the driver's or file system's error is the `cause`); UNSUPPORTED_SCHEMA
  *   when the database was migrated by newer code.
  * @see docs/protocol.md#side-stores
  */

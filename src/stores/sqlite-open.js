@@ -1,15 +1,16 @@
 // @ts-check
 /**
- * Opens the SQLite store's connection for its executor (docs/protocol.md#side-stores): creates the
- * file when absent (mode 0600, see {@link restrictFileModes}), sets WAL, `synchronous = FULL`
- * (every commit fsynced) and the busy timeout, registers `ttc_sha256(body)`, and applies the schema
- * migrations under `BEGIN IMMEDIATE`. Plain JavaScript, like the executor (`./sqlite-executor.js`);
- * the migrations are passed in.
+ * Opens the SQLite store's connection for its executor (docs/protocol.md#side-stores): creates the file and its
+ * missing directories when absent (mode 0600 and 0700, see {@link restrictFileModes} and
+ * {@link createDirectory}), sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout, registers
+ * `ttc_sha256(body)`, and applies the schema migrations under `BEGIN IMMEDIATE`. Plain
+ * JavaScript, like the executor (`./sqlite-executor.js`); the migrations are passed in.
  */
 'use strict';
 
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
+const { dirname, resolve } = require('node:path');
 const { SqliteExecutor, wireDriverError } = require('./sqlite-executor');
 
 /**
@@ -29,7 +30,7 @@ function bodyDigest(body) {
 }
 
 /**
- * Opens (creating when absent) the database, sets WAL, `synchronous = FULL` and the busy
+ * Opens (creating it and its missing directories when absent) the database, sets WAL, `synchronous = FULL` and the busy
  * timeout, and runs the migrations. Never throws: a failure is returned as a {@link WireError}
  * (`unavailable` with the driver error, or `schema` for a file migrated by newer code, left
  * untouched).
@@ -43,7 +44,11 @@ function openExecutor(options) {
   try {
     /** @type {typeof import('better-sqlite3')} */
     const Database = require('better-sqlite3');
-    if (options.path !== ':memory:' && options.path !== '') restrictFileModes(options.path);
+    if (options.path !== ':memory:' && options.path !== '') {
+      const refused = createDirectory(options.path);
+      if (refused !== null) return { ok: false, error: refused };
+      restrictFileModes(options.path);
+    }
     db = new Database(options.path, { timeout: options.busyTimeoutMs });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
@@ -61,6 +66,28 @@ function openExecutor(options) {
       // already failing; the first error is the one to report
     }
     return { ok: false, error: { kind: 'unavailable', what: 'open', driver: wireDriverError(error) } };
+  }
+}
+
+/** Mode of a directory the store creates for its file: the owner's only, as the file is. */
+const STORE_DIRECTORY_MODE = 0o700;
+
+/**
+ * Creates the missing directories above the database file (`mkdir -p`, mode 0700 before the
+ * umask); existing ones are left as they are. A directory that cannot be created (a parent is a
+ * file, no permission) is the open's `unavailable` error, with the file system's error as the
+ * driver error and a note naming the directory.
+ *
+ * @param {string} path the database file
+ * @returns {WireError | null}
+ */
+function createDirectory(path) {
+  const directory = dirname(resolve(path));
+  try {
+    fs.mkdirSync(directory, { recursive: true, mode: STORE_DIRECTORY_MODE });
+    return null;
+  } catch (error) {
+    return { kind: 'unavailable', what: 'open', driver: wireDriverError(error), note: `its directory ${directory} could not be created` };
   }
 }
 
@@ -88,7 +115,7 @@ function restrictFileModes(path) {
     }
   } catch (error) {
     const code = /** @type {NodeJS.ErrnoException} */ (error).code;
-    // No directory: SQLite's own open reports it ("the directory does not exist").
+    // No directory (removed since createDirectory): SQLite's own open reports it ("the directory does not exist").
     if (code === 'ENOENT') return;
     if (code !== 'EEXIST') throw error;
   }

@@ -89,15 +89,15 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * Opens (creating when absent) the database at `path` (`:memory:` for a private in-memory
-   * database) on its own worker thread, sets WAL, `synchronous = FULL` and the busy timeout,
-   * and runs the migrations.
+   * Opens (creating it and any missing directories above it when absent) the database at
+   * `path` (`:memory:` for a private in-memory database) on its own worker thread, sets WAL,
+   * `synchronous = FULL` and the busy timeout, and runs the migrations.
    *
    * @param options see {@link CheckpointStoreOptions}; `busyTimeoutMs` @default 5,000 ms.
    * @throws {@link CheckpointError} INVALID_CONFIG when `better-sqlite3` is not installed;
-   *   STORE_UNAVAILABLE when the file cannot be opened or
-   *   migrated (missing directory, locked past the timeout, not a database), with the driver
-   *   error as `cause`; INVALID_ARGUMENT for bad options; UNSUPPORTED_SCHEMA when the file was
+   *   STORE_UNAVAILABLE when the file cannot be opened or migrated (a directory that cannot be
+   *   created, locked past the timeout, not a database), with the driver's or file system's error
+   *   as `cause`; INVALID_ARGUMENT for bad options; UNSUPPORTED_SCHEMA when the file was
    *   migrated by newer code.
    */
   static async open(path: string, options: CheckpointStoreOptions = {}): Promise<SqliteCheckpointStore> {

@@ -89,8 +89,8 @@ export class SqliteThread {
    * Opens the database in a new worker thread (`:memory:`: on this thread) and runs the migrations.
    *
    * @throws {@link CheckpointError} STORE_UNAVAILABLE when the file cannot be opened or migrated
-   *   (missing directory, locked past the busy timeout, not a database) or the thread cannot
-   *   start, with the driver error as `cause`; UNSUPPORTED_SCHEMA when the file was migrated by
+   *   (a directory that cannot be created, locked past the busy timeout, not a database) or the
+   *   thread cannot start, with the driver error as `cause`; UNSUPPORTED_SCHEMA when the file was migrated by
    *   newer code.
    */
   static async open(options: SqliteExecutorOptions): Promise<SqliteThread> {
@@ -240,6 +240,8 @@ function startWorker(options: SqliteExecutorOptions, context: SqliteErrorContext
           worker.unref();
           resolve(host);
         } else {
+          // Not awaited: the open has failed and is rejected now; terminate() only resolves with the
+          // exit code, and the thread's 'exit' reaches `fail`, a no-op once `opened` is set.
           void worker.terminate();
           reject(storeError(context, answer.error));
         }
@@ -262,7 +264,7 @@ function startWorker(options: SqliteExecutorOptions, context: SqliteErrorContext
           worker.ref();
           await new Promise<void>((done) => {
             onClosed = done;
-            void exited.then(done);
+            void exited.then(done); // `exited` never rejects (it resolves on the thread's 'exit')
             worker.postMessage({ op: 'close' });
           });
           await worker.terminate();

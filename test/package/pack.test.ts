@@ -238,8 +238,12 @@ export const d = defineTool;
       test('the worker fences chargeCard with the plugin; the client starts checkoutWorkflow and prints its receipt; the worker stops on SIGTERM', async () => {
         // A server and a database of its own: the workflow id and task queue are the README's, the same in both projects.
         const projectServer = await startDevServer();
-        const projectDb = await createTestDatabase();
-        const env = { ...process.env, TEMPORAL_ADDRESS: projectServer.address, TTC_STORE_URL: projectDb.url };
+        // The README's default store, sqlite:.data/checkpoints.db, in a project without .data/ (the store creates it).
+        // Install scripts were skipped: better-sqlite3 gets the binary this repository built for the same version and Node.
+        cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true });
+        expect(existsSync(join(project, '.data'))).toBe(false);
+        const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: projectServer.address };
+        delete env.TTC_STORE_URL;
         const worker = spawn(process.execPath, ['worker.js'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
         let workerOutput = '';
         worker.stdout.on('data', (d: Buffer) => (workerOutput += d.toString()));
@@ -254,7 +258,7 @@ export const d = defineTool;
           });
           const receipt = JSON.parse(stdout.trim()) as unknown;
           expect(receipt).toEqual({ chargeId: 'ch_1', amountCents: 4_200 });
-          const store = await openCheckpointStore(projectDb.url);
+          const store = await openCheckpointStore(`sqlite:${join(project, '.data/checkpoints.db')}`);
           try {
             const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 100 });
             expect(records.map((r) => [r.binding.toolName, r.binding.toolRevision, r.status, r.result?.payload])).toEqual([['chargeCard', 'v1', 'delivered', { ok: true, output: receipt, receipt: null }]]);
@@ -266,7 +270,6 @@ export const d = defineTool;
           expect(await exited).toBe(0);
         } finally {
           worker.kill('SIGKILL');
-          await projectDb.drop();
           await projectServer.stop({ signal: 'SIGKILL' });
         }
       });

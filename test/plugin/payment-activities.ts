@@ -6,6 +6,7 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { fencedCallContext } from '../../src/plugin';
 import type { LookupResult, ToolContext } from '../../src/activities';
+import type { FencedLookupContext } from '../../src/plugin';
 
 /** One applied effect. */
 export interface LedgerEntry {
@@ -49,6 +50,21 @@ export function paymentActivities(file: string): PaymentActivities {
 export function chargeLookup(file: string): (ctx: ToolContext) => Promise<LookupResult> {
   return async (ctx) => {
     const entry = readLedger(file).find((e) => e.kind === 'charge' && e.idempotencyKey === ctx.idempotencyKey);
+    return entry === undefined ? { found: false } : { found: true, output: { chargeId: entry.id } };
+  };
+}
+
+/**
+ * A lookup of charges by the activity's arguments (`chargeCard(customer, amountCents)`), never by
+ * key: the provider of a user who can search only by their own order data. Throws when `ctx.args`
+ * is not the activity's two arguments, which proves nothing (the attempt fails RECONCILE_PENDING).
+ */
+export function chargeLookupByArgs(file: string): (ctx: FencedLookupContext) => Promise<LookupResult> {
+  return async (ctx) => {
+    if (!Array.isArray(ctx.args) || ctx.args.length !== 2) throw new Error(`lookup by arguments got ${JSON.stringify(ctx.args)}`);
+    const [customer, amountCents] = ctx.args;
+    if (typeof customer !== 'string' || typeof amountCents !== 'number') throw new Error(`lookup by arguments got ${JSON.stringify(ctx.args)}`);
+    const entry = readLedger(file).find((e) => e.kind === 'charge' && e.customer === customer);
     return entry === undefined ? { found: false } : { found: true, output: { chargeId: entry.id } };
   };
 }

@@ -61,4 +61,27 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
     expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
     expect(record?.execution?.attemptId).toMatch(lookup ? /^attempt-[2-9]/ : /^attempt-1-/);
   });
+
+  it('killed after the effect: a lookup that finds the charge by the activity arguments settles the call', async () => {
+    const taskQueue = 'plugin-crash-lookup-by-args';
+    const workflowId = 'plugin-crash-lookup-by-args';
+    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, 'lookup-by-args.jsonl'), lookup: true, lookupByArgs: true };
+    const doomed = await spawnPluginWorker(options, 'after-effect');
+    running.push(doomed);
+    const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: ['order-7781', 1_250] });
+    expect(await doomed.exited).toBe('SIGKILL');
+    const effects = readLedger(options.ledger);
+    expect(effects).toEqual([expect.objectContaining({ kind: 'charge', customer: 'order-7781', pid: doomed.pid })]);
+
+    const survivor = await spawnPluginWorker(options);
+    running.push(survivor);
+    const result = await handle.result();
+    expect(readLedger(options.ledger)).toEqual(effects);
+    expect(result).toEqual({ chargeId: effects[0]!.id });
+    const record = await store.getByCall('default/default', callBindingId({ runChainId: handle.firstExecutionRunId, workflowId, callId: 'act-1' }));
+    expect(record?.status).toBe('delivered');
+    expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
+    // Taken over by a later attempt: settled by the lookup, not by the killed attempt's own write.
+    expect(record?.execution?.attemptId).toMatch(/^attempt-[2-9]/);
+  });
 });

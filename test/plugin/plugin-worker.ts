@@ -7,7 +7,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { openCheckpointStore } from '../../src';
 import { ToolCheckpointPlugin } from '../../src/plugin';
-import { chargeLookup, paymentActivities } from './payment-activities';
+import { chargeLookup, chargeLookupByArgs, paymentActivities } from './payment-activities';
 
 /** What the test passes as the only argument. */
 export interface PluginWorkerOptions {
@@ -17,6 +17,8 @@ export interface PluginWorkerOptions {
   readonly ledger: string;
   /** Fence `chargeCard` with a lookup by idempotency key in the ledger. */
   readonly lookup: boolean;
+  /** With `lookup`: the lookup finds the charge by the activity's arguments (the customer), not by key. @default false */
+  readonly lookupByArgs?: boolean;
   /** The fence entry's revision. @default 'v1' */
   readonly revision?: string;
   /** The fence entry's `lookupFindsEarlierRevisions`. @default absent */
@@ -39,7 +41,7 @@ async function main(): Promise<void> {
       chargeCard: {
         revision: options.revision ?? 'v1',
         callDeadlineMs: 2_000,
-        ...(options.lookup ? { lookup: chargeLookup(options.ledger) } : {}),
+        ...(options.lookup ? { lookup: options.lookupByArgs === true ? chargeLookupByArgs(options.ledger) : chargeLookup(options.ledger) } : {}),
         ...(options.lookupFindsEarlierRevisions === undefined ? {} : { lookupFindsEarlierRevisions: options.lookupFindsEarlierRevisions }),
       },
     },
