@@ -7,15 +7,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callBindingId } from '../../../src/checkpoint/call-identity';
-import { idempotencyKey } from '../../../src/checkpoint/digest';
-import { createCheckpoint } from '../../../src/checkpoint/record';
-import { claimExecution, markExecutionUncertain } from '../../../src/checkpoint/transitions';
-import type { Binding, CheckpointRecord, TransitionResult } from '../../../src/checkpoint/types';
-import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
-import { resolveCallInStore } from '../../../src/plugin/resolve-in-store';
-import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
-import { runCli, type CliOutput } from '../../helpers/cli';
+import { callBindingId } from '../../src/checkpoint/call-identity';
+import { idempotencyKey } from '../../src/checkpoint/digest';
+import { createCheckpoint } from '../../src/checkpoint/record';
+import { claimExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
+import type { Binding, CheckpointRecord, TransitionResult } from '../../src/checkpoint/types';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { resolveCallInStore } from '../../src/plugin/resolve-in-store';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { runCli, type CliOutput } from '../helpers/cli';
 
 jest.setTimeout(120_000);
 
