@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { runEmailCrashScenario } from './consumer/crash-scenario';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
@@ -34,7 +35,7 @@ beforeAll(async () => {
   if (LOWEST === undefined) throw new Error(`the @temporalio/worker peer range ${PEERS['@temporalio/worker']} is not ^x.y.z`);
   dir = mkdtempSync(join(tmpdir(), 'ttc-lowest-'));
   consumer = join(dir, 'consumer');
-  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
+  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true, filter: (f) => !f.endsWith('.ts') });
   await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
   const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
   if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
@@ -106,17 +107,8 @@ describe('on a real dev server', () => {
   });
 
   test('at the lowest Temporal version, a plain activity fenced by the plugin survives a SIGKILL after the effect: one effect, its result delivered', async () => {
-    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url, LEDGER: join(dir, 'ledger.jsonl'), WORKFLOW_ID: `lowest-email-${Date.now()}`, TASK_QUEUE: `lowest-${Date.now()}` };
-    const killed = await run(process.execPath, ['run-worker.js', 'start'], { cwd: consumer, env: { ...env, TTC_CRASH_AT: 'after-effect:sendEmail' } }).then(
-      () => 'exited',
-      (error: { signal?: string }) => error.signal,
-    );
-    expect(killed).toBe('SIGKILL');
-    const clean: NodeJS.ProcessEnv = { ...env };
-    delete clean.TTC_CRASH_AT;
-    const { stdout } = await run(process.execPath, ['run-worker.js', 'finish'], { cwd: consumer, env: clean, maxBuffer: 64 << 20 });
-    const { result } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: { email: { messageId: string } } };
-    const ledger = readFileSync(env.LEDGER, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messageId: string });
+    const { firstWorker, result, ledger } = await runEmailCrashScenario(consumer, dir, server.address, db.url);
+    expect(firstWorker).toBe('SIGKILL');
     expect(ledger).toHaveLength(1);
     expect(result.email).toEqual({ messageId: ledger[0]!.messageId });
   });

@@ -23,6 +23,7 @@ import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-s
 import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { runEmailCrashScenario } from './consumer/crash-scenario';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
@@ -54,7 +55,7 @@ let tarball: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ttc-pack-'));
   consumer = join(dir, 'consumer');
-  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true });
+  cpSync(join(__dirname, 'consumer'), consumer, { recursive: true, filter: (f) => !f.endsWith('.ts') });
   // The tarball lands in the project, as the README says to copy it there.
   await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
   const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
@@ -324,17 +325,8 @@ export const d = defineTool;
     });
 
     test('a plain activity fenced by the plugin from the installed package: worker SIGKILLed after the effect, a second worker delivers the looked-up result; one effect', async () => {
-      const env = { ...process.env, TEMPORAL_ADDRESS: server.address, STORE_URL: db.url, LEDGER: join(dir, 'ledger.jsonl'), WORKFLOW_ID: `consumer-email-${Date.now()}`, TASK_QUEUE: `consumer-${Date.now()}` };
-      const killed = await run(process.execPath, ['run-worker.js', 'start'], { cwd: consumer, env: { ...env, TTC_CRASH_AT: 'after-effect:sendEmail' } }).then(
-        () => 'exited',
-        (error: { signal?: string }) => error.signal,
-      );
-      expect(killed).toBe('SIGKILL');
-      const clean: NodeJS.ProcessEnv = { ...env };
-      delete clean.TTC_CRASH_AT;
-      const { stdout } = await run(process.execPath, ['run-worker.js', 'finish'], { cwd: consumer, env: clean, maxBuffer: 64 << 20 });
-      const { result } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: { email: { messageId: string }; nothingAppliedCodes: number } };
-      const ledger = readFileSync(env.LEDGER, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messageId: string; idempotencyKey: string | null });
+      const { firstWorker, result, ledger } = await runEmailCrashScenario(consumer, dir, server.address, db.url);
+      expect(firstWorker).toBe('SIGKILL');
       expect(ledger).toHaveLength(1);
       expect(ledger[0]!.idempotencyKey).toMatch(/^ttc/);
       expect(result.email).toEqual({ messageId: ledger[0]!.messageId });
