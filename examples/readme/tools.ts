@@ -1,4 +1,4 @@
-// tools.ts: a tool declared once, for an agent run (`ttc worker --tools tools.ts`) or `ToolCheckpointPlugin({ tools })`.
+// tools.ts: a tool declared once, for an agent run (`ttc worker --tools tools.js`, compiled) or `ToolCheckpointPlugin({ tools })`.
 import { z } from 'zod';
 import { defineTool } from 'temporal-tool-checkpoint';
 

@@ -2,6 +2,7 @@
  * Loads the tools a worker runs from a module: its `default` or `tools` export, either an
  * array of tool definitions or a function returning one (it may read the environment).
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CheckpointError } from '../checkpoint/errors';
 import type { ToolDefinition } from '../activities/define-tool';
@@ -11,10 +12,19 @@ export const DEFAULT_TOOLS_MODULE = resolve(__dirname, '../../examples/demo-tool
 
 /**
  * @param modulePath a path relative to the working directory, or absolute.
- * @throws {@link CheckpointError} INVALID_CONFIG when the module exports no tools.
+ * @throws {@link CheckpointError} INVALID_CONFIG when the module cannot be loaded (a TypeScript file
+ *   without a loader registered is named as such) or exports no tools.
  */
 export async function loadTools(modulePath: string = DEFAULT_TOOLS_MODULE): Promise<ToolDefinition<any>[]> {
   let mod: { default?: unknown; tools?: unknown };
+  // Node 20 loads no TypeScript: without a loader (tsx, ts-node) registered, say what to do instead of a syntax error.
+  if (/\.[cm]?tsx?$/.test(modulePath) && existsSync(resolve(modulePath)) && require.extensions?.['.ts'] === undefined) {
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `--tools ${modulePath} is TypeScript, which Node does not load by itself: compile it (tsc) and pass the .js file, or run the command under a TypeScript loader (npx tsx ./node_modules/.bin/ttc …)`,
+      { field: 'tools' },
+    );
+  }
   try {
     mod = require(resolve(modulePath)) as typeof mod;
   } catch (error) {

@@ -50,6 +50,18 @@ describe('command-line inputs', () => {
     await expect(loadTools(join(dir, 'missing.ts'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/missing\.ts cannot be loaded: Cannot find module/) });
   });
 
+  it('a TypeScript tools file, with no TypeScript loader registered, is INVALID_CONFIG saying to compile it or run under a loader', async () => {
+    writeFileSync(join(dir, 'tools.ts'), "import { z } from 'zod';\nexport const tools: unknown[] = [z];\n");
+    const extensions = require.extensions as Record<string, unknown>;
+    const loader = extensions['.ts'];
+    delete extensions['.ts'];
+    try {
+      await expect(loadTools(join(dir, 'tools.ts'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/tools\.ts is TypeScript, which Node does not load by itself: compile it \(tsc\)/) });
+    } finally {
+      if (loader !== undefined) extensions['.ts'] = loader;
+    }
+  });
+
   it('a tools module exporting an empty array says it exports no tools', async () => {
     writeFileSync(join(dir, 'empty.js'), 'exports.tools = [];');
     await expect(loadTools(join(dir, 'empty.js'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/exports no tools/) });
