@@ -24,7 +24,10 @@ import { crashPoint, type FencePoint } from './crash-points';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind, type LookupResult, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
 import type { PreparedCall } from './prepare-call';
 import { BatchRun } from './batch-fence';
+import type { ClaimedItem, Invoked } from './batch-types';
 import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
+
+export type { ClaimedItem, ItemOutcome } from './batch-types';
 
 /** Default `reconcileMarginMs`: 5,000 ms. */
 export const DEFAULT_RECONCILE_MARGIN_MS = 5_000;
@@ -160,23 +163,6 @@ export async function settleItem(deps: FencedToolDeps, item: PreparedCall): Prom
   }
   throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: item.input.callId });
 }
-
-/**
- * An item this attempt claimed itself, by a grouped write (`./batch-fence`): applied with the
- * call's attempt logic (crash points, heartbeats, transient retries, the claim's deadline), its
- * completion computed for the next grouped write, or its unknown outcome recorded as a call's is.
- */
-export interface ClaimedItem {
-  /** Applies the item under `claimed` (this item's claim, as the store returned it); nothing is written. */
-  apply(claimed: CheckpointRecord): Promise<ItemOutcome>;
-  /** The write that stores `outcome` under `claimed`'s fence together with its delivery (a result over the bounds becomes an error result, as for a call). */
-  completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult;
-  /** Marks the item uncertain under its fence, then throws as a call's attempt does: RECONCILE_PENDING (lookup or key dedupe) or OUTCOME_UNKNOWN. */
-  recordUnknown(claimed: CheckpointRecord, reason: string): Promise<never>;
-}
-
-/** What applying an item came to: an outcome to store, or unknown (with why). */
-export type ItemOutcome = Invoked;
 
 /** The {@link ClaimedItem} of `item` (its claim was made with `item.attemptId`). */
 export function claimedItem(deps: FencedToolDeps, item: PreparedCall): ClaimedItem {
@@ -803,13 +789,6 @@ export function unstorableResult(error: CheckpointError, outcome: ToolOutcome, f
   }
   return { ok: false, error: { type: error.code, message: `${message} (${why}, so it is not kept)` } };
 }
-
-/**
- * What one call of the tool came to: an outcome to store, or unknown. `notApplied` marks a
- * transient error result whose requests are proven not applied (the attempt may release its
- * claim instead of storing it, see `release`), with the provider's Retry-After in ms.
- */
-type Invoked = { kind: 'done'; value: ToolOutcome; notApplied?: { retryAfterMs: number | undefined } } | { kind: 'unknown'; reason: string };
 
 /** An error's `retryAfterMs` (ms, as the provider clients set it), when it is a positive number. */
 function retryAfterOf(error: unknown): number | undefined {
