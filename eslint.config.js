@@ -1,17 +1,20 @@
-// Layer rules (docs/architecture.md): src/checkpoint is pure; src/workflows is sandbox code; no import cycles.
+// Layer rules (docs/architecture.md): rules by folder, never by file name. src/checkpoint is pure;
+// the workflow side (src/workflows, src/workflow.ts, src/plugin/workflow) is sandbox code; each
+// layer folder imports only what its zone allows; no import cycles.
 const tseslint = require('typescript-eslint');
 const importX = require('eslint-plugin-import-x');
 const { builtinModules } = require('node:module');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-/** Modules of src/plugin that run on the Node side (the worker), never in the workflow sandbox. */
-const NODE_SIDE_PLUGIN_MODULES = ['index', 'tool-checkpoint-plugin', 'fence-interceptor', 'options', 'call-context', 'call-identity', 'approval-activity'];
+/** Escapes `text` for a regular expression. */
+const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
- * The workflow-sandbox import rules for `files`, whose path to `src/` is `toSrc` ('../' or './'):
- * nothing Node-only, no drivers, no Node-side project code (stores, digests, activities beyond the
- * contract, the plugin's Node side, the testing entry, the root barrel). `extra`: more patterns.
+ * The workflow-sandbox import rules for `files`, whose path to `src/` is `toSrc` ('../', './' or
+ * '../../'): nothing Node-only, no drivers, no Node-side project code (stores, digests, activities
+ * beyond the contract, the plugin outside its `workflow/` folder, the testing entry, the root
+ * barrel). `extra`: more patterns.
  */
 function sandboxRules(files, toSrc, extra = []) {
   const src = (names) => names.flatMap((name) => [`${toSrc}${name}`, `${toSrc}${name}/**`]);
@@ -25,10 +28,10 @@ function sandboxRules(files, toSrc, extra = []) {
           patterns: [
             { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/plugin', '@temporalio/envconfig', '@temporalio/testing', 'pg', 'better-sqlite3'], message: 'workflow code must not import Node-side packages' },
             { group: [...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']), ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`)], message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel' },
-            { regex: `^${toSrc.replace(/\./g, '\\.')}(activities|model|plugin)/?$`, message: 'workflow code must not import the activities, model or plugin barrels (Node-side)' },
+            { regex: `^${escapeRegex(toSrc)}(activities|model)/?$`, message: 'workflow code must not import the activities or model barrels (Node-side)' },
             { group: [`${toSrc}activities/*`, `!${toSrc}activities/contract`, `!${toSrc}activities/error-classes`, `!${toSrc}activities/batch-items`, `!${toSrc}activities/compensation-contract`], message: 'workflow code imports only the sandbox-safe activities/contract, error-classes, batch-items and compensation-contract' },
             { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
-            { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `${toSrc}plugin/${m}`), message: "workflow code must not import the plugin's Node side (fence interceptor, plugin class, options, activity context)" },
+            { regex: `^${escapeRegex(toSrc)}plugin(/(?!workflow(/|$)).*)?/?$`, message: "workflow code imports only the plugin's workflow side (src/plugin/workflow), never its Node side or its barrel" },
             ...extra,
           ],
         },
@@ -36,6 +39,9 @@ function sandboxRules(files, toSrc, extra = []) {
     },
   };
 }
+
+/** Folders of src, as no-restricted-paths zones name them (relative to this file). */
+const SRC = (folder) => `./src/${folder}`;
 
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', '**/*.js'] },
@@ -62,12 +68,12 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
-  // The workflow sandbox: the agent workflow, the workflow-safe entry and the plugin's workflow
-  // interceptor module (with the call header it shares with the Node side).
+  // The workflow sandbox: the agent workflow, the workflow-safe entry and the plugin's workflow side.
   sandboxRules(['src/workflows/**/*.ts'], '../'),
   sandboxRules(['src/workflow.ts'], './'),
-  sandboxRules(['src/plugin/workflow-interceptors.ts', 'src/plugin/call-header.ts', 'src/plugin/approval-scope.ts', 'src/plugin/approval-describe.ts', 'src/plugin/approval-contract.ts', 'src/plugin/call-scope.ts', 'src/plugin/compensations.ts'], '../', [
-    { group: NODE_SIDE_PLUGIN_MODULES.map((m) => `./${m}`), message: "the plugin's workflow side must not import the plugin's Node side" },
+  sandboxRules(['src/plugin/workflow/**/*.ts'], '../../', [
+    // `../x` is the plugin's Node side (its folder's parent); `../../` leaves the plugin.
+    { regex: '^\\.\\.(/(?!\\.\\.(/|$)).*)?/?$', message: "the plugin's workflow side must not import the plugin's Node side" },
   ]),
   {
     // The pure protocol core: no Temporal, no drivers, no stores or activities, no filesystem, no env or clock.
@@ -87,6 +93,34 @@ module.exports = tseslint.config(
         'error',
         { object: 'process', property: 'env', message: 'src/checkpoint reads no environment' },
         { object: 'Date', property: 'now', message: 'src/checkpoint reads no clock: take `at` from the caller' },
+      ],
+    },
+  },
+  {
+    // The layers by folder (docs/architecture.md#folders): what each folder may import of ours.
+    files: ['src/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          basePath: __dirname,
+          zones: [
+            { target: SRC('checkpoint'), from: './src', except: ['./checkpoint'], message: 'src/checkpoint is the bottom layer: it imports nothing of ours outside src/checkpoint' },
+            {
+              target: SRC('stores'),
+              from: './src',
+              except: ['./stores', './checkpoint', './optional-peer.ts', './aes-gcm.ts', './config.ts'],
+              message: 'src/stores imports only src/checkpoint, the optional-peer and AES-GCM helpers, and the config types',
+            },
+            {
+              target: [SRC('workflows'), './src/workflow.ts', SRC('plugin/workflow')],
+              from: ['stores', 'cli', 'console', 'dev', 'demo'].map(SRC),
+              message: 'workflow code never imports the stores or the applications (cli, console, dev, demo)',
+            },
+            { target: SRC('activities'), from: ['cli', 'console', 'demo'].map(SRC), message: 'src/activities never imports the applications (cli, console, demo)' },
+            { target: './src', from: ['./test', './bench'], message: 'src never imports tests or benchmarks' },
+          ],
+        },
       ],
     },
   },

@@ -32,13 +32,13 @@ export type { ToolActivities } from './workflows/activity-types';
 export type * from './workflows/types';
 export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/types';
 // Approved calls through the plugin: describe a fenced call for a person, run it under the digest they approved.
-export { withApprovedIntent } from './plugin/approval-scope';
-export { fencedCallDescriber } from './plugin/approval-describe';
-export type { FencedCallDescriber } from './plugin/approval-describe';
-export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/approval-contract';
-export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/approval-contract';
+export { withApprovedIntent } from './plugin/workflow/approval-scope';
+export { fencedCallDescriber } from './plugin/workflow/approval-describe';
+export type { FencedCallDescriber } from './plugin/workflow/approval-describe';
+export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/workflow/approval-contract';
+export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/workflow/approval-contract';
 // Temporal visibility: the search attributes agent runs set while a person is needed.
 export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
 // Compensations (a saga) in your own workflows under the plugin (docs/compensation.md).
-export { Compensations, COMPENSATION_CALL_SUFFIX } from './plugin/compensations';
-export type { CompensationEntry, CompensationReport, FailedCompensation, StepCompensation } from './plugin/compensations';
+export { Compensations, COMPENSATION_CALL_SUFFIX } from './plugin/workflow/compensations';
+export type { CompensationEntry, CompensationReport, FailedCompensation, StepCompensation } from './plugin/workflow/compensations';

@@ -28,13 +28,16 @@ import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { intentDigest } from '../checkpoint/digest';
 import { deepFreeze } from '../checkpoint/record';
 import type { JsonValue } from '../checkpoint/types';
-import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchItemResult, type ForEachItem, type ForEachItemOptions } from './batch-items';
+import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchProgress } from './batch-items';
+import type { ApplyItem, ItemFence, ItemsBatch, PreparedItem } from './batch-types';
 import type { FencedToolResult, ToolOutcome } from './contract';
-import { DEFAULT_CALL_DEADLINE_MS, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
-import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { ClaimedItem } from './fenced-tool';
+import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './define-tool';
+import type { BatchItemResult, ForEachItem, ForEachItemOptions, ToolContext } from './tool-types';
 import { ItemsRun } from './batch-window';
 import type { PreparedCall } from './prepare-call';
+
+export type { BatchProgress } from './batch-items';
+export type { ApplyItem, ItemFence, PreparedItem } from './batch-types';
 
 /** Most items one `forEachItem` call takes. */
 export const MAX_BATCH_ITEMS = 100_000;
@@ -42,45 +45,11 @@ export const MAX_BATCH_ITEMS = 100_000;
 /** The error type a person's "absent" resolution stores in an item's checkpoint: the item runs again as the next generation. */
 export const RESOLVED_ABSENT = 'RESOLVED_ABSENT';
 
-/** Progress of the batch, for heartbeat details and `show`. */
-export interface BatchProgress {
-  readonly total: number;
-  /** Items settled (applied or refused for good) so far, counting items this attempt applied whose results wait for their group's write. */
-  readonly settled: number;
-  readonly applied: number;
-  /** Key of the item being settled, null between items. */
-  readonly current: string | null;
-}
-
-/**
- * What the batch needs of the call's fence (`./fenced-tool`): the store, the attempt logic for
- * one item (settle an item that has a checkpoint; apply one this attempt claimed by a grouped
- * write) and the time to stamp transitions with.
- */
-export interface ItemFence {
-  readonly store: CheckpointStore;
-  settle(item: PreparedCall): Promise<FencedToolResult>;
-  claimed(item: PreparedCall): ClaimedItem;
-  /** Now, ISO-8601 UTC, for claims. */
-  now(): string;
-  /** Whether the workflow asked to cancel the activity (not a worker shutdown): claimed items not started are then closed as not applied. */
-  cancelRequested(): boolean;
-}
-
-/** An item's effect, as `forEachItem` gets it (the item is its canonical JSON). */
-export type ApplyItem = (item: JsonValue, ctx: ToolContext) => Promise<ToolSuccess>;
-
-/** An item of a batch as the fence prepares it. */
-export interface PreparedItem {
-  readonly key: string;
-  readonly value: JsonValue;
-}
-
 /**
  * One attempt's batch: gives the tool its `forEachItem` and remembers what stopped the batch, so
  * the attempt fails with it even when the tool's code catches it ({@link BatchRun.rethrowStop}).
  */
-export class BatchRun {
+export class BatchRun implements ItemsBatch {
   private stop: unknown = undefined;
   /** `forEachItem` calls of this attempt so far (part of each item's attempt id) and those still running. */
   private runs = 0;

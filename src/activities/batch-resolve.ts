@@ -15,7 +15,7 @@ import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '.
 import type { CallLocator } from './call-failure';
 import { withResolutionAudit } from './resolution-audit';
 import { RESOLVED_ABSENT } from './batch-fence';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fence-deps';
 
 /**
  * Stores `input.resolution` for the item `input.item` of the batch call `input.callId`.

@@ -15,8 +15,8 @@ import { createClaimed } from '../checkpoint/compose';
 import type { CheckpointRecord } from '../checkpoint/types';
 import { CheckpointError } from '../checkpoint/errors';
 import { MAX_GROUP_SIZE, type GroupWrite } from '../stores/checkpoint-store';
-import type { BatchItemResult, BatchReport } from './batch-items';
-import type { BatchRun, ApplyItem, PreparedItem } from './batch-fence';
+import type { ApplyItem, ItemsBatch, PreparedItem } from './batch-types';
+import type { BatchItemResult, BatchReport } from './tool-types';
 import type { ToolOutcome } from './contract';
 import type { PreparedCall } from './prepare-call';
 
@@ -39,7 +39,7 @@ export class ItemsRun {
 
   /** @param run this `forEachItem` call's number in the attempt (part of its items' attempt ids). */
   constructor(
-    private readonly batch: BatchRun,
+    private readonly batch: ItemsBatch,
     private readonly items: readonly PreparedItem[],
     private readonly apply: ApplyItem,
     private readonly run: number,
@@ -123,7 +123,7 @@ export class ItemsRun {
   }
 
   /** Writes the carried results (and `claims`) in one grouped write; a result whose claim was taken over stops the batch (FENCE_CONFLICT). @returns the answers to `claims`. */
-  async flush(claims: readonly GroupWrite[]): Promise<Awaited<ReturnType<BatchRun['itemFence']['store']['writeGroup']>>> {
+  async flush(claims: readonly GroupWrite[]): Promise<Awaited<ReturnType<ItemsBatch['itemFence']['store']['writeGroup']>>> {
     const carried = this.carry;
     if (carried.length === 0 && claims.length === 0) return [];
     this.carry = [];

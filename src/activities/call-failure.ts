@@ -20,7 +20,8 @@ import { assertBinding } from '../checkpoint/record';
 import { claimExecution, reclaimExecution } from '../checkpoint/transitions';
 import type { Binding, CheckpointRecord, TransitionResult } from '../checkpoint/types';
 import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, unstorableResult, type AttemptEvidence, type FencedToolDeps } from './fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
+import { unstorableResult } from './unstorable-result';
 import type { LookupResult } from './define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 

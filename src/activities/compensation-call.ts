@@ -24,7 +24,7 @@ import type { CompensateToolCallInput, CompensationIdentity } from './compensati
 import { compensationToolName, isCompensationByTool, type AppliedEffect, type CompensationByFunction, type ToolCompensation } from './compensation-declaration';
 import { findCallRecord, keyOfRecord } from './call-failure';
 import type { ToolContext, ToolDefinition } from './define-tool';
-import type { FencedToolDeps } from './fenced-tool';
+import type { FencedToolDeps } from './fence-deps';
 import { prepareCall, type AttemptContext, type PrepareLimits, type PreparedCall } from './prepare-call';
 
 /** Largest `compensationGeneration`. */

@@ -9,7 +9,7 @@
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import type { LookupResult, ToolContext, ToolSuccess } from './define-tool';
+import type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
 
 /**
  * What a compensation is given, read from the ORIGINAL call's checkpoint in the store (never from

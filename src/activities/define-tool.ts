@@ -2,72 +2,17 @@
  * Declaring a tool once (docs/protocol.md#the-fenced-attempt): name, revision, input schema,
  * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
  */
-import type { ResultEncoding } from './contract';
 import type { z } from 'zod/v4';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from './contract';
-import type { ToolErrorClass } from './error-classes';
-import type { ForEachItem } from './batch-items';
+import type { ToolErrorClass, ToolErrorKind } from './error-classes';
 import { normalizeCompensation, type ToolCompensation } from './compensation-declaration';
+import type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
 
-/** What a tool's `execute` and `lookup` receive besides the input. */
-export interface ToolContext {
-  /** Stable across retries of this logical call; send it as the provider's `Idempotency-Key`. */
-  readonly idempotencyKey: string;
-  /** `sha256:` digest of tool, revision, canonical arguments and target. */
-  readonly intentDigest: string;
-  /** The execution fence of this attempt. */
-  readonly attemptId: string;
-  /** The model's tool-call id. */
-  readonly callId: string;
-  readonly workflowId: string;
-  /**
-   * Aborted when Temporal cancels the activity or when the call's deadline
-   * (`claimedAt + callDeadlineMs`) passes. Pass it to your HTTP client: the fence stops waiting at
-   * the deadline, and another attempt may take the call over once the deadline plus a margin has
-   * passed (docs/protocol.md#overlapping-attempts), so a request must not outlive it.
-   */
-  readonly signal: AbortSignal;
-  /** Records a heartbeat (heartbeats are also sent automatically while the tool runs). */
-  heartbeat(details?: unknown): void;
-  /**
-   * Applies one effect per item, each under its own checkpoint (the batch example: "send 100
-   * notifications"): only in a tool declared with `batch: true`. See `./batch-items` for the
-   * rules (child bindings, per-item idempotency keys, order, grouped writes, cancellation).
-   * Absent in the context an item's `apply` or the tool's `lookup` receives.
-   */
-  readonly forEachItem?: ForEachItem;
-  /** Set in the context of one item of a batch (`forEachItem`): the item's key and position. */
-  readonly item?: { readonly key: string; readonly index: number; readonly generation: number };
-}
-
-/** A tool's successful result: the output the model sees and the provider's receipt (ticket id, message id, …). */
-export interface ToolSuccess {
-  readonly output: JsonValue;
-  readonly receipt?: JsonValue;
-  /**
-   * How `output` encodes a result JSON cannot hold, named by Temporal's payload encodings: set by
-   * the plugin's fence for an activity that returned a `Uint8Array` (`binary/plain`: `output` is
-   * its base64) or `undefined` (`binary/null`: `output` is null), so the workflow receives what it
-   * would unfenced. @default absent (output is the result)
-   */
-  readonly encoding?: ResultEncoding;
-}
-
-
-/** What `lookup` found for the idempotency key: the earlier effect's result, or proof of its absence. */
-export type LookupResult = ({ readonly found: true } & ToolSuccess) | { readonly found: false };
-
-/**
- * How a tool failure is classified; tools (or their HTTP clients) put it on the error as `kind`.
- * - `transient`: not applied (429, 503, connection refused); retried in the attempt with backoff and the same key.
- * - `rejected`: refused for good (validation, permission, business rule, key conflict); stored and delivered as an error result.
- * - `unknown-outcome`: the request may have been applied; never "failed, safe to resend".
- * An error without a `kind` is treated as `unknown-outcome` (fail safe).
- */
-export type ToolErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
+export type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
+export type { ToolErrorKind } from './error-classes';
 
 /** The error class stored for a {@link ToolError} that names none (see `TOOL_ERROR_CLASSES`). */
 const DEFAULT_CLASS_OF_KIND: Readonly<Record<ToolErrorKind, ToolErrorClass>> = {

@@ -13,7 +13,15 @@
  *
  * Pure data and one pure function; no imports, no I/O. Workflow code imports its types only.
  */
-import type { ToolErrorKind } from './define-tool';
+
+/**
+ * How a tool failure is classified; tools (or their HTTP clients) put it on the error as `kind`.
+ * - `transient`: not applied (429, 503, connection refused); retried in the attempt with backoff and the same key.
+ * - `rejected`: refused for good (validation, permission, business rule, key conflict); stored and delivered as an error result.
+ * - `unknown-outcome`: the request may have been applied; never "failed, safe to resend".
+ * An error without a `kind` is treated as `unknown-outcome` (fail safe).
+ */
+export type ToolErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
 
 /**
  * Every error class, with `retryable`: whether the fenced activity retries it (always with the

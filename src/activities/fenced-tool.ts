@@ -6,63 +6,33 @@
  * by a same-key repeat to a provider that deduplicates by key within its key retention.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
-import { msOptionalToNumber } from '@temporalio/common/lib/time';
-import { sanitizeReason, utf8ByteLength } from '../checkpoint/bounds';
-import { canonicalJson } from '../checkpoint/canonical-json';
+import { sanitizeReason } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { decideCheckpoint } from '../checkpoint/decide';
 import { createCheckpoint } from '../checkpoint/record';
 import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/compose';
 import { claimExecution, markExecutionUncertain, reclaimExecution, releaseExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
-import type { CheckpointStore, CreateResult } from '../stores/checkpoint-store';
+import type { CreateResult } from '../stores/checkpoint-store';
 import { observeAttempt, type AttemptObserver } from '../telemetry/attempt-telemetry';
-import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../telemetry/heartbeat-details';
+import { fenceHeartbeatDetails } from '../telemetry/heartbeat-details';
 import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
-import { ClaimRenewal } from './claim-renewal';
 import { crashPoint, type FencePoint } from './crash-points';
-import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind, type LookupResult, type ToolContext, type ToolDefinition, type ToolSuccess } from './define-tool';
+import { DEFAULT_CALL_DEADLINE_MS, type LookupResult } from './define-tool';
 import type { PreparedCall } from './prepare-call';
 import { BatchRun } from './batch-fence';
-import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
+import type { ClaimedItem, Invoked } from './batch-types';
+import { fenceLost, lastAttempt } from './attempt-standing';
+import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
+import { ToolInvocation } from './tool-invocation';
+import { unstorableResult } from './unstorable-result';
 
-/** Default `reconcileMarginMs`: 5,000 ms. */
-export const DEFAULT_RECONCILE_MARGIN_MS = 5_000;
-
-/** Dependencies of the fenced tool activity. */
-export interface FencedToolDeps {
-  readonly store: CheckpointStore;
-  readonly tools: ReadonlyMap<string, ToolDefinition<any>>;
-  /** UTF-8 JSON bytes of a stored result. @default 65,536 */
-  readonly maxPayloadBytes?: number;
-  /** Every time decision of the fence (settle time, key retention, approval expiry, call deadline). @default () => new Date() */
-  readonly clock?: () => Date;
-  /**
-   * Added to a holder's call deadline before its claim may be taken over, ms: covers clock
-   * skew between workers and a request still in the network. @default 5,000
-   */
-  readonly reconcileMarginMs?: number;
-  /** In-attempt backoff for transient tool errors (full jitter). */
-  readonly transientRetry?: { readonly initialIntervalMs: number; readonly maximumIntervalMs: number; readonly maximumAttempts: number };
-  /**
-   * The tool's execute step is a user's activity (the plugin's fence interceptor calls `next`),
-   * which may ignore the abort signal: instead of racing it against the call deadline, the holder
-   * renews its claim's deadline while it runs (docs/protocol.md#overlapping-attempts: a claim is
-   * taken over only once its holder's request can no longer be outstanding), and the fence leaves
-   * the activity's heartbeat details to the activity. @default false
-   */
-  readonly executeIsUserActivity?: boolean;
-  /** Test-only hooks (the interleaving explorer): `step` is awaited at every {@link FencePoint}. */
-  readonly hooks?: { step?(point: FencePoint, attemptId: string): Promise<void> | void };
-}
-
-/** What one attempt has learned about its call, for deciding whether a failure may say "nothing applied" (docs/protocol.md#nothing-applied). */
-export interface AttemptEvidence {
-  /** This attempt sent a claim or takeover compare-and-swap (it may hold the call). */
-  claimSent: boolean;
-  /** The last record of the call this attempt read, or null. */
-  seen: CheckpointRecord | null;
-}
+export type { ClaimedItem, ItemOutcome } from './batch-types';
+export { fenceLost, supersededAttempt } from './attempt-standing';
+export type { AttemptStanding } from './attempt-standing';
+export { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from './fence-deps';
+export type { AttemptEvidence, FencedToolDeps } from './fence-deps';
+export { TOO_LARGE_RECEIPT_MAX_BYTES, unstorableResult } from './unstorable-result';
 
 /** Returned by a step whose compare-and-swap lost: read the record again and decide again. */
 const REREAD = Symbol('reread');
@@ -100,49 +70,6 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evide
   });
 }
 
-/** What an attempt knows about whether Temporal still waits for it. */
-export interface AttemptStanding {
-  /** The activity's attempt number (`Info.attempt`, from 1). */
-  readonly attempt: number;
-  /** The activity's cancellation details (`Context.cancellationDetails`), if it was cancelled. */
-  readonly cancellation?: { readonly notFound?: boolean; readonly timedOut?: boolean; readonly reset?: boolean } | undefined;
-}
-
-/**
- * Whether Temporal has given up on this attempt: it said so (the activity was cancelled because
- * its heartbeat found it timed out, unknown to the server, or reset), or the fence that took the
- * call over is a later attempt of the activity (`attempt-N-…` with N greater than this
- * attempt's number: Temporal starts attempt N only after it stopped waiting for this one).
- */
-export function supersededAttempt(standing: AttemptStanding, heldBy: unknown): boolean {
-  const c = standing.cancellation;
-  if (c?.notFound === true || c?.timedOut === true || c?.reset === true) return true;
-  const holder = typeof heldBy === 'string' ? /^attempt-(\d+)-/.exec(heldBy) : null;
-  return holder !== null && Number(holder[1]) > standing.attempt;
-}
-
-/**
- * A FENCE_CONFLICT of this attempt's own claim (another attempt took the call over, e.g. an
- * earlier attempt of a keyed tool, delayed past its heartbeat timeout, by a same-key repeat)
- * stays final (non-retryable, its result discarded) only for an attempt Temporal has given up
- * on ({@link supersededAttempt}). The attempt Temporal still waits for has learned only that a
- * live competitor holds the call: it fails with RECONCILE_PENDING (retryable; `details.cause`
- * FENCE_CONFLICT, `details.heldBy` the fence holding the call), and the next attempt delivers the
- * competitor's stored result or reconciles its claim. Any other error is returned unchanged.
- */
-export function fenceLost(error: unknown, call: PreparedCall, standing: AttemptStanding): unknown {
-  if (!isCheckpointError(error, 'FENCE_CONFLICT')) return error;
-  const heldBy = error.details.heldBy;
-  if (supersededAttempt(standing, heldBy)) return error;
-  const bare = error.message.startsWith('FENCE_CONFLICT: ') ? error.message.slice('FENCE_CONFLICT: '.length) : error.message;
-  return new CheckpointError(
-    'RECONCILE_PENDING',
-    `${call.tool.name} call ${call.input.callId}: another attempt took the call over while attempt ${standing.attempt} ran (FENCE_CONFLICT: ${bare}); this attempt's result is discarded and the next attempt delivers the stored result or reconciles`,
-    { callId: call.input.callId, cause: 'FENCE_CONFLICT', heldBy: typeof heldBy === 'string' ? heldBy : null },
-    { cause: error },
-  );
-}
-
 /** The observer of an item's attempt: items are traced as the store operations of their call's span. */
 const ITEM_OBSERVER: AttemptObserver = { decided: () => undefined };
 
@@ -161,23 +88,6 @@ export async function settleItem(deps: FencedToolDeps, item: PreparedCall): Prom
   throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: item.input.callId });
 }
 
-/**
- * An item this attempt claimed itself, by a grouped write (`./batch-fence`): applied with the
- * call's attempt logic (crash points, heartbeats, transient retries, the claim's deadline), its
- * completion computed for the next grouped write, or its unknown outcome recorded as a call's is.
- */
-export interface ClaimedItem {
-  /** Applies the item under `claimed` (this item's claim, as the store returned it); nothing is written. */
-  apply(claimed: CheckpointRecord): Promise<ItemOutcome>;
-  /** The write that stores `outcome` under `claimed`'s fence together with its delivery (a result over the bounds becomes an error result, as for a call). */
-  completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult;
-  /** Marks the item uncertain under its fence, then throws as a call's attempt does: RECONCILE_PENDING (lookup or key dedupe) or OUTCOME_UNKNOWN. */
-  recordUnknown(claimed: CheckpointRecord, reason: string): Promise<never>;
-}
-
-/** What applying an item came to: an outcome to store, or unknown (with why). */
-export type ItemOutcome = Invoked;
-
 /** The {@link ClaimedItem} of `item` (its claim was made with `item.attemptId`). */
 export function claimedItem(deps: FencedToolDeps, item: PreparedCall): ClaimedItem {
   const attempt = new Attempt(deps, item, { claimSent: true, seen: null }, ITEM_OBSERVER);
@@ -191,35 +101,10 @@ export function claimedItem(deps: FencedToolDeps, item: PreparedCall): ClaimedIt
   };
 }
 
-/**
- * When a claim can no longer have a request outstanding, in ms since the epoch
- * (docs/protocol.md#overlapping-attempts): the deadline its holder declared in the claim (which it
- * enforces by aborting) plus the margin. A claim that declared none (migrated from schema version
- * 1) uses the claim time plus `tool`'s call deadline (the default when the tool is unknown here).
- */
-export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> | undefined, marginMs: number): number {
-  const execution = record.execution!;
-  const deadline = execution.deadlineAt !== null ? Date.parse(execution.deadlineAt) : Date.parse(execution.claimedAt) + (tool?.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
-  return deadline + marginMs;
-}
-
-/** The fence's current time in ms since the epoch (`deps.clock`, or the system clock). */
-export function fenceNow(deps: Pick<FencedToolDeps, 'clock'>): number {
-  return (deps.clock ?? (() => new Date()))().getTime();
-}
-
-/**
- * The time to stamp a transition of `record` with, ISO-8601 UTC: now, never earlier than the
- * record's `updatedAt` (clocks of workers may disagree; a transition refuses an earlier `at`).
- */
-export function transitionTime(deps: Pick<FencedToolDeps, 'clock'>, record?: CheckpointRecord): string {
-  const floor = record === undefined ? 0 : Date.parse(record.updatedAt);
-  return new Date(Math.max(fenceNow(deps), floor)).toISOString();
-}
-
 class Attempt {
   private readonly clock: () => Date;
   private readonly marginMs: number;
+  private readonly invocation: ToolInvocation;
 
   constructor(
     private readonly deps: FencedToolDeps,
@@ -229,6 +114,7 @@ class Attempt {
   ) {
     this.clock = deps.clock ?? (() => new Date());
     this.marginMs = deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS;
+    this.invocation = new ToolInvocation(deps, call, () => this.batchRun());
   }
 
   /**
@@ -352,7 +238,7 @@ class Attempt {
     const { tool } = this.call;
     let found: LookupResult;
     try {
-      found = await this.heartbeating(() => tool.lookup!(this.context(Context.current().cancellationSignal)), this.heartbeatDetails(record, 'lookup'));
+      found = await this.invocation.heartbeating(() => tool.lookup!(this.invocation.context(Context.current().cancellationSignal)), this.invocation.heartbeatDetails(record, 'lookup'));
     } catch (error) {
       throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
     }
@@ -394,7 +280,7 @@ class Attempt {
     const ctx = Context.current();
     // A user's activity owns its heartbeat details: keep the previous attempt's, which it may resume from.
     if (this.deps.executeIsUserActivity === true) ctx.heartbeat(ctx.info.heartbeatDetails);
-    else ctx.heartbeat(this.heartbeatDetails(claimed, 'execute'));
+    else ctx.heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
@@ -410,31 +296,16 @@ class Attempt {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
       throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
     }
-    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invokeUserActivity(current, source) : { ...(await this.invoke(current, source)), record: current };
+    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invocation.invokeUserActivity(current, source) : { ...(await this.invocation.invoke(current, source)), record: current };
     await this.step('after-effect');
     if (outcome.kind === 'unknown') return this.recordUnknown(record, outcome.reason);
     if (outcome.notApplied !== undefined && this.call.tool.batch !== true && !this.lastAttempt(outcome.notApplied.retryAfterMs)) return this.release(record, outcome.value, outcome.notApplied.retryAfterMs);
     return this.store(record, outcome.value, source);
   }
 
-  /**
-   * Whether Temporal starts no further attempt of this activity after this one fails retryably:
-   * this is attempt `maximumAttempts` of its retry policy, the policy makes RECONCILE_PENDING
-   * non-retryable, or the next attempt (after `retryAfterMs`, else the policy's backoff: initial
-   * 1 s, coefficient 2, maximum 100 × initial by default) would start at or after the activity's
-   * schedule-to-close deadline (agentWorkflow sets it to the time left before the run deadline).
-   * Without a schedule-to-close timeout and `maximumAttempts`, Temporal retries without end: false.
-   */
+  /** Whether Temporal starts no further attempt of this activity after this one fails retryably (see {@link lastAttempt}). */
   private lastAttempt(retryAfterMs: number | undefined): boolean {
-    const { info } = Context.current();
-    const policy = info.retryPolicy;
-    if (policy?.maximumAttempts !== undefined && policy.maximumAttempts > 0 && info.attempt >= policy.maximumAttempts) return true;
-    if (policy?.nonRetryableErrorTypes?.includes('RECONCILE_PENDING') === true) return true;
-    if (!(info.scheduleToCloseTimeoutMs > 0)) return false;
-    const initialMs = msOptionalToNumber(policy?.initialInterval) ?? 1_000;
-    const maximumMs = msOptionalToNumber(policy?.maximumInterval) ?? 100 * initialMs;
-    const backoffMs = retryAfterMs ?? Math.min(maximumMs, initialMs * (policy?.backoffCoefficient ?? 2) ** Math.max(0, info.attempt - 1));
-    return this.clock().getTime() + backoffMs >= info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs;
+    return lastAttempt(Context.current().info, () => this.clock().getTime(), retryAfterMs);
   }
 
   /**
@@ -480,13 +351,6 @@ class Attempt {
     throw this.pending(`${tool.name} call ${this.call.input.callId}: outcome unknown (${reason}); the next attempt reconciles under the same key`, tool.dedupesByKey === true ? undefined : wait);
   }
 
-  /**
-   * Stores `outcome` under this attempt's fence together with this attempt's delivery of it, in one
-   * write (`completeAndDeliver`, docs/protocol.md#cost), and returns it. A result over the bounds
-   * is stored as an error result. When the completion loses only to an uncertain-mark made under
-   * this attempt's own fence, it completes from `uncertain` (docs/protocol.md#transitions allows
-   * the owner to).
-   */
   /** The completion of `claimed` with `outcome` (and its delivery) in one write; a result over the bounds becomes an error result keeping the receipt (see {@link unstorableResult}). */
   completion(claimed: CheckpointRecord, outcome: ToolOutcome): TransitionResult {
     const complete = (result: ToolOutcome): TransitionResult =>
@@ -505,18 +369,25 @@ class Attempt {
    * re-read (the grouped write returned the claim) and without storing (the caller groups that).
    */
   async applyClaimed(claimed: CheckpointRecord): Promise<Invoked> {
-    Context.current().heartbeat(this.heartbeatDetails(claimed, 'execute'));
+    Context.current().heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');
     await this.step('before-execute');
     const deadlineAt = Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
     if (this.clock().getTime() >= deadlineAt) {
       return { kind: 'unknown', reason: `the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the item was applied; nothing was sent` };
     }
-    const outcome = await this.invoke(claimed, 'executed');
+    const outcome = await this.invocation.invoke(claimed, 'executed');
     await this.step('after-effect');
     return outcome;
   }
 
+  /**
+   * Stores `outcome` under this attempt's fence together with this attempt's delivery of it, in one
+   * write (`completeAndDeliver`, docs/protocol.md#cost), and returns it. A result over the bounds
+   * is stored as an error result. When the completion loses only to an uncertain-mark made under
+   * this attempt's own fence, it completes from `uncertain` (docs/protocol.md#transitions allows
+   * the owner to).
+   */
   private async store(claimed: CheckpointRecord, outcome: ToolOutcome, source: ResultSource): Promise<Step> {
     const complete = (current: CheckpointRecord, result: ToolOutcome): TransitionResult =>
       completeAndDeliver(current, { attemptId: this.call.attemptId, deliveryId: this.call.deliveryId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
@@ -544,140 +415,6 @@ class Attempt {
     throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the result could not be stored (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: this.call.binding.callId });
   }
 
-  /**
-   * Calls a user's activity (`deps.executeIsUserActivity`) once, renewing the claim while it runs
-   * (see `./claim-renewal`): the activity may ignore the abort signal, so the fence waits for it
-   * however long it takes instead of declaring the outcome unknown at the deadline while it may
-   * still apply its effect. Its heartbeats are its own (no fence heartbeats while it runs).
-   * @returns the outcome, and the record as the last renewal left it.
-   */
-  private async invokeUserActivity(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked & { record: CheckpointRecord }> {
-    const { tool } = this.call;
-    const renewal = new ClaimRenewal({
-      store: this.deps.store,
-      claimed,
-      attemptId: this.call.attemptId,
-      deadlineMs: tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS,
-      now: (record) => this.now(record),
-      nowMs: () => this.clock().getTime(),
-    });
-    const signal = AbortSignal.any([Context.current().cancellationSignal, renewal.signal]);
-    renewal.start();
-    let outcome: Invoked;
-    try {
-      const value = await tool.execute(this.call.args as never, this.context(signal));
-      outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null, ...(value.encoding === undefined ? {} : { encoding: value.encoding }) } };
-    } catch (error) {
-      outcome = this.classified(error);
-      // A transient failure proves this request not applied; after a same-key repeat it proves nothing about the earlier one.
-      if (outcome.kind === 'done' && toolErrorKind(error) === 'transient' && source !== 'same-key-repeat') outcome = { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
-    }
-    const record = await renewal.stop();
-    return { ...outcome, record };
-  }
-
-  /**
-   * A tool error by its `kind` (see `ToolError`): an unknown outcome unless it says otherwise (a
-   * transient error of class OUTCOME_UNKNOWN, a keyed request answered 409, is unknown too);
-   * `rejected` and an exhausted `transient` are the call's final error result.
-   */
-  private classified(error: unknown): Invoked {
-    const { tool } = this.call;
-    const kind = toolErrorKind(error);
-    const raw = error instanceof Error ? error.message : String(error);
-    const type = (error as { type?: unknown } | null)?.type;
-    if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
-    const message = sanitizeReason(raw, `${tool.name} failed without a message`);
-    return { kind: 'done', value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } } };
-  }
-
-  /**
-   * Calls `execute` with heartbeats, retrying transient failures with full-jitter backoff and
-   * Retry-After, until the call deadline (claim time + `callDeadlineMs`), when `ctx.signal`
-   * aborts and the fence stops waiting: the outcome is then unknown.
-   */
-  private async invoke(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked> {
-    const { tool } = this.call;
-    const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
-    // A batch call has no deadline of its own: each of its items has `callDeadlineMs` (./batch-fence).
-    const batch = tool.batch === true ? this.batchRun() : undefined;
-    const deadlineAt = batch !== undefined ? Number.MAX_SAFE_INTEGER : Date.parse(claimed.execution!.deadlineAt ?? this.deadlineFrom(claimed.execution!.claimedAt));
-    // After a same-key repeat, or once the provider said the key is in flight, an earlier request may have applied the effect.
-    let mayBeApplied = source === 'same-key-repeat';
-    // An item's request is not aborted by cancellation (the batch stops between items, so the item's outcome stays known).
-    const cancellation = this.call.item === undefined ? Context.current().cancellationSignal : new AbortController().signal;
-    const deadline = new AbortController();
-    const timer = batch !== undefined ? undefined : setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
-    const signal = AbortSignal.any([cancellation, deadline.signal]);
-    const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
-    expired.catch(() => undefined);
-    try {
-      const value: ToolSuccess = await this.heartbeating(
-        () =>
-          Promise.race([
-            retryTransient(() => tool.execute(this.call.args as never, this.context(signal, batch)), {
-              policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
-              deadlineAt,
-              now: () => this.clock().getTime(),
-              isTransient: (error) => {
-                if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
-                return toolErrorKind(error) === 'transient';
-              },
-              signal,
-            }),
-            expired,
-          ]),
-        batch === undefined ? this.heartbeatDetails(claimed, 'execute') : () => fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', batch.progress()),
-      );
-      // A tool that returned without awaiting its batch: the attempt ends only once no item is being applied.
-      await batch?.idle();
-      batch?.rethrowStop();
-      return { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null } };
-    } catch (error) {
-      await batch?.idle();
-      // What stopped a batch (an item to reconcile or resolve, cancellation, the store) fails the attempt as it is; the call is not marked unknown.
-      if (batch?.stopped === true) throw batch.stopError;
-      if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
-        return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
-      }
-      const outcome = this.classified(error);
-      if (outcome.kind === 'unknown' || toolErrorKind(error) !== 'transient') return outcome;
-      const raw = error instanceof Error ? error.message : String(error);
-      if (mayBeApplied && !cancellation.aborted) {
-        return { kind: 'unknown', reason: sanitizeReason(`${raw} (after ${source === 'same-key-repeat' ? 'a same-key repeat' : 'the provider said the key was in flight'}, a failure proves nothing about an earlier request)`, `${tool.name} failed after a same-key repeat`) };
-      }
-      if (cancellation.aborted) {
-        // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
-        throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${sanitizeReason(raw, `${tool.name} failed without a message`)}); the call is left to the next attempt`);
-      }
-      // Every request of this claim was refused before the provider accepted it: proven not applied.
-      return { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
-      // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
-      // listen to is released (Node keeps such signals alive until they abort).
-      if (!deadline.signal.aborted) deadline.abort(new Error(`${tool.name} call is over`));
-    }
-  }
-
-  /** Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the heartbeat timeout (at least every 200 ms). */
-  private async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails | (() => FenceHeartbeatDetails)): Promise<T> {
-    const ctx = Context.current();
-    const intervalMs = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 3_000) / 3));
-    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? details() : details), intervalMs);
-    try {
-      return await work();
-    } finally {
-      clearInterval(timer);
-    }
-  }
-
-  /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../telemetry/heartbeat-details`). */
-  private heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
-    const progress = this.call.batchProgress;
-    return progress === undefined ? fenceHeartbeatDetails(this.call.input.callId, record.status, phase) : fenceHeartbeatDetails(this.call.input.callId, record.status, 'items', progress());
-  }
-
   /** The batch of this attempt of a `batch` tool: its items are settled by {@link settleItem} with this attempt's deps. */
   private batchRun(): BatchRun {
     const ctx = Context.current();
@@ -685,24 +422,9 @@ class Attempt {
     return new BatchRun(this.call, fence, ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
   }
 
-  private context(signal: AbortSignal, batch?: BatchRun): ToolContext {
-    const ctx = Context.current();
-    return {
-      idempotencyKey: this.call.idempotencyKey,
-      intentDigest: this.call.intentDigest,
-      attemptId: this.call.attemptId,
-      callId: this.call.input.callId,
-      workflowId: this.call.workflowId,
-      signal,
-      heartbeat: (details?: unknown) => ctx.heartbeat(details),
-      ...(batch === undefined ? {} : { forEachItem: batch.forEachItem }),
-      ...(this.call.item === undefined ? {} : { item: this.call.item }),
-    };
-  }
-
   /** The deadline a claim made at `at` declares: `at` + the tool's `callDeadlineMs`, ISO-8601 UTC. */
   private deadlineFrom(at: string): string {
-    return new Date(Date.parse(at) + (this.call.tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS)).toISOString();
+    return claimDeadline(this.call.tool, at);
   }
 
   /** Refuses a fresh claim once the call's approval has expired (docs/protocol.md#agent-workflow: an approval carries an expiry). */
@@ -770,49 +492,4 @@ class Attempt {
   private now(record?: CheckpointRecord): string {
     return transitionTime(this.deps, record);
   }
-}
-
-const DEADLINE = Symbol('call deadline');
-
-/** Largest receipt kept in the error result of a result that could not be stored, UTF-8 bytes of its canonical JSON. */
-export const TOO_LARGE_RECEIPT_MAX_BYTES = 4_096;
-
-/**
- * The error result stored when a tool ran but its outcome cannot be stored (PAYLOAD_TOO_LARGE,
- * NOT_JSON): `{ ok: false, error: { type, message, receipt? } }`, keeping the provider's receipt
- * (so a person can still reconcile the effect) when it is JSON of at most
- * {@link TOO_LARGE_RECEIPT_MAX_BYTES} bytes and the record with it still fits (`fits` throws
- * otherwise); else without it, the message saying why.
- */
-export function unstorableResult(error: CheckpointError, outcome: ToolOutcome, fits: (candidate: ToolOutcome) => unknown): ToolOutcome {
-  const message = `the tool ran, but its result cannot be stored: ${error.message}`;
-  const receipt = outcome.ok ? outcome.receipt : null;
-  if (receipt === null || receipt === undefined) return { ok: false, error: { type: error.code, message } };
-  let why: string;
-  try {
-    const bytes = utf8ByteLength(canonicalJson(receipt, 'receipt'));
-    if (bytes <= TOO_LARGE_RECEIPT_MAX_BYTES) {
-      const kept: ToolOutcome = { ok: false, error: { type: error.code, message, receipt } };
-      fits(kept);
-      return kept;
-    }
-    why = `the receipt is ${bytes} bytes, over ${TOO_LARGE_RECEIPT_MAX_BYTES}`;
-  } catch (failure) {
-    if (!isCheckpointError(failure, 'PAYLOAD_TOO_LARGE') && !isCheckpointError(failure, 'NOT_JSON')) throw failure;
-    why = `the receipt cannot be stored either (${failure.code})`;
-  }
-  return { ok: false, error: { type: error.code, message: `${message} (${why}, so it is not kept)` } };
-}
-
-/**
- * What one call of the tool came to: an outcome to store, or unknown. `notApplied` marks a
- * transient error result whose requests are proven not applied (the attempt may release its
- * claim instead of storing it, see `release`), with the provider's Retry-After in ms.
- */
-type Invoked = { kind: 'done'; value: ToolOutcome; notApplied?: { retryAfterMs: number | undefined } } | { kind: 'unknown'; reason: string };
-
-/** An error's `retryAfterMs` (ms, as the provider clients set it), when it is a positive number. */
-function retryAfterOf(error: unknown): number | undefined {
-  const value = (error as { retryAfterMs?: unknown } | null)?.retryAfterMs;
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
 }

@@ -16,7 +16,7 @@ import type { Binding, JsonValue } from '../checkpoint/types';
 import type { FencedToolInput } from './contract';
 import type { ToolDefinition } from './define-tool';
 import type { ItemRef } from '../checkpoint/batch-identity';
-import type { BatchProgress } from './batch-fence';
+import type { BatchProgress } from './batch-items';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {

@@ -1,7 +1,7 @@
 /**
  * Model-supplied tool input is attacker-controlled (prompt injection): the checks that keep it from
  * changing how the fence behaves. Applied where model output is parsed (the model adapters,
- * `src/model/transcript.ts`) and again at the activity boundary (`prepareCall`), since users'
+ * `src/model/response-conversion.ts`) and again at the activity boundary (`prepareCall`), since users'
  * workflows call the activities directly. Pure: no I/O.
  *
  * A tool input is refused when it

@@ -11,7 +11,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, scriptedRunInput, startAgentRun } from '../client';
 import { loadConfig } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
-import { MAX_SCANNED_DEPTH, textFindingsOf } from '../model/transcript';
+import { MAX_SCANNED_DEPTH, textFindingsOf } from '../model/response-conversion';
 import { explainUndecodable } from './errors';
 import { failureChainLines, failureChainOf } from './failure-chain';
 import { durationMs, positiveInteger } from './options';

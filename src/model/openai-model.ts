@@ -7,7 +7,7 @@ import type { ModelAdapter } from './model-adapter';
 import {
   sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
-import { openAiCompletionToTurnResult, turnResultFromResponseText } from './transcript';
+import { openAiCompletionToTurnResult, turnResultFromResponseText } from './response-conversion';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
 import { toolNameFromWire, toWireConversation, wireToolName } from './wire-names';
 

@@ -51,7 +51,7 @@ export interface ScriptedRequest {
  * - omitted — allowed when exactly one transcript is registered.
  *
  * The transcript decides the stop reason and `droppedToolCalls` of each turn (`max_tokens`,
- * `refusal`, `pause_turn` scripted in the provider's wire terms: see `transcript.ts`). A
+ * `refusal`, `pause_turn` scripted in the provider's wire terms: see `response-conversion.ts`). A
  * transcript's invalid turn is refused when it is parsed, as INVALID_TRANSCRIPT (not retryable),
  * never at turn time. `input.messages` is read only by `checkToolResults`.
  *

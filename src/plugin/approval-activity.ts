@@ -10,8 +10,8 @@ import type { JsonValue } from '../checkpoint/types';
 import { toApplicationFailure } from '../activities/failures';
 import type { ToolDefinition } from '../activities/define-tool';
 import { prepareCall } from '../activities/prepare-call';
-import type { DescribeFencedCallInput, FencedCallDescription } from './approval-contract';
-import { CALL_HEADER, readCallHeader } from './call-header';
+import type { DescribeFencedCallInput, FencedCallDescription } from './workflow/approval-contract';
+import { CALL_HEADER, readCallHeader } from './workflow/call-header';
 import { attemptContextOf } from './call-identity';
 import type { FencedActivity } from './options';
 

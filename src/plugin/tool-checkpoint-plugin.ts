@@ -16,7 +16,7 @@ import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createToolActivities } from '../activities';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract';
-import { DESCRIBE_FENCED_CALL_ACTIVITY } from './approval-contract';
+import { DESCRIBE_FENCED_CALL_ACTIVITY } from './workflow/approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
 import { splitApprovalPins } from './approval-pins';
 import { toolPinsAfterFence } from './fence-pins';
@@ -63,7 +63,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
       ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities({ ...options, pinnedTools, requireApproval: approvalPins.tools }), ...describeActivity(deps) } } : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
-        workflowModules: [require.resolve('./workflow-interceptors')],
+        workflowModules: [require.resolve('./workflow/workflow-interceptors')],
       },
     });
     this.checkpointOptions = options;

@@ -7,10 +7,13 @@
  */
 import type { CheckpointErrorCode } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
-import type { ConversationEntry } from './entry-codec';
 import type { PayloadEncryptionOptions } from './payload-cipher';
 
-export type { ConversationEntry } from './entry-codec';
+/** One entry to write: `key` within the log, `value` any bounded JSON value. */
+export interface ConversationEntry {
+  readonly key: string;
+  readonly value: JsonValue;
+}
 
 /** What `createIfAbsent` returns: `created` is false when a record already existed (it is returned, never overwritten). */
 export interface CreateResult {

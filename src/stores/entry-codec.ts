@@ -14,9 +14,11 @@ import { canonicalJson } from '../checkpoint/canonical-json';
 import { MIN_HMAC_KEY_BYTES } from '../checkpoint/codec';
 import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import type { CheckpointStoreOptions } from './checkpoint-store';
+import type { CheckpointStoreOptions, ConversationEntry } from './checkpoint-store';
 import { createPayloadCipher, decryptText, ENCRYPTED_TEXT_PREFIX, PAYLOAD_ENCRYPTION_ALGORITHM, type PayloadCipher } from './payload-cipher';
 import { QUARANTINE_CODES } from './row-codec';
+
+export type { ConversationEntry } from './checkpoint-store';
 
 /** The conversation table's name in every store: `(log_id, entry_key, body, bytes, created_at)`, primary key `(log_id, entry_key)`. */
 export const CONVERSATION_TABLE = 'ttc_conversation_entries';
@@ -46,12 +48,6 @@ const MAX_BODY_LENGTH = Math.ceil(MAX_CONVERSATION_ENTRY_BYTES * 1.4) + 64 * 102
 const MAC_PATTERN = /^[0-9a-f]{64}$/;
 const CIPHER_PREFIX = `${ENCRYPTED_TEXT_PREFIX}${PAYLOAD_ENCRYPTION_ALGORITHM}:`;
 const VALUE_FIELD = 'conversation.value';
-
-/** One entry to write: `key` within the log, `value` any bounded JSON value. */
-export interface ConversationEntry {
-  readonly key: string;
-  readonly value: JsonValue;
-}
 
 /** An entry as a store writes it: the row's columns. `bytes` is the UTF-8 length of the value's canonical JSON. */
 export interface EncodedEntry {

@@ -5,94 +5,31 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchCancellationReport } from '../activities/batch-items';
-import type { DeliveredOutcome } from '../activities/contract';
-import type { JsonValue } from '../checkpoint/types';
-import type { LoggedMessage, ToolCallRequest } from '../model/types';
+import type { ToolCallRequest } from '../model/types';
 import type {
   AgentBudget,
   CallReport,
-  CallSummary,
-  CallSource,
-  CallStatus,
-  CompensationReport,
   ContinuedRun,
-  DecisionRecord,
   EarlierCalls,
   FinalCallStatus,
   LiveCallStatus,
-  PausedItem,
-  PausedView,
   PendingCallView,
   RunPhase,
   RunStatus,
   RunStatusView,
   StopReason,
 } from './types';
-import { LIVE_CALL_STATUSES } from './types';
 import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
 import type { TurnRefusal } from './turn-bounds';
+import { isLive, newCall, retryId, type CallState } from './call-state';
+import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
+import { chainTagOf, pauseIdOf } from './pause-identity';
 
-/** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
-export interface ApprovalState {
-  readonly expiresAfterMs: number;
-  /** Set when the call became pending (after `describeToolCall` answered). */
-  expiresAt: number | null;
-  decision: 'approved' | 'rejected' | 'expired' | null;
-  decidedAt: number | null;
-  reason: string | null;
-}
-
-/** One tool call as the workflow tracks it. */
-export interface CallState {
-  readonly callId: string;
-  readonly modelCallId: string;
-  readonly toolName: string;
-  /** The arguments as the model sent them (the fence validates them again on every attempt). */
-  readonly input: JsonValue;
-  readonly turn: number;
-  /** 0 for the model's call; n for `<modelCallId>~retryn`. */
-  readonly attempt: number;
-  status: CallStatus;
-  source: CallSource | null;
-  receipt: JsonValue | null;
-  outcome: DeliveredOutcome | null;
-  toolRevision: string | null;
-  intentDigest: string | null;
-  idempotencyKey: string | null;
-  /**
-   * The schema-validated arguments in canonical form, as `describeToolCall` reported them: what
-   * `intentDigest` covers and `execute` receives. Null until a worker described the call (calls
-   * needing approval only).
-   */
-  arguments: JsonValue | null;
-  /** The tool's target for those arguments (also covered by the digest); null when none or not described. */
-  target: JsonValue | null;
-  errorType: string | null;
-  reason: string | null;
-  /** A refusal known before the call's turn in the loop (duplicate id, describe failure). */
-  preFailure: { readonly type: string; readonly message: string } | null;
-  approval: ApprovalState | null;
-  /** The intent digest a person approved; passed to `runFencedTool` as `expectedIntentDigest` (also for reruns after `absent`). */
-  approvedIntentDigest: string | null;
-  pausedAt: number | null;
-  /** The tool message for the model, once the call has one; handed over in the model's order after the turn. */
-  message: LoggedMessage | null;
-  /** The batch item the call is paused on, while it is; else null. */
-  pausedItem: PausedItem | null;
-  /** A batch call cancelled part-way: the activity's report of its items; else null. */
-  batch: BatchCancellationReport | null;
-  /** Order in which the call's effect was applied in this run (1, 2, …; compensations run in reverse); null while not applied. */
-  appliedSeq: number | null;
-  /** The call's compensation, once the run started compensating it; else null. */
-  compensation: CompensationState | null;
-  /** The decisions people took on the call, in order (see {@link DecisionRecord}). */
-  readonly decisions: DecisionRecord[];
-}
-
-/** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */
-export type CompensationState = { -readonly [K in keyof CompensationReport]: CompensationReport[K] } & { pausedAt: number | null };
+export type { ApprovalState, CallState, CompensationState } from './call-state';
+export { retryId } from './call-state';
+export { iso, summarizeCalls } from './call-views';
+export { chainTagOf, pauseIdOf } from './pause-identity';
 
 /** How the run stopped. */
 export interface RunStop {
@@ -420,156 +357,6 @@ export class RunState {
   }
 }
 
-const SUMMARY_GROUP: Readonly<Record<FinalCallStatus, keyof CallSummary>> = {
-  completed: 'ran',
-  'resolved-applied': 'ran',
-  'not-run': 'notRun',
-  rejected: 'notRun',
-  failed: 'notRun',
-  'resolved-absent': 'notRun',
-  unknown: 'unknown',
-  abandoned: 'unknown',
-};
-
-/**
- * Groups final calls into ran / not run / unknown by status (see {@link CallSummary}); a batch call
- * cancelled part-way (`unknown` with its `batch` report) by its items, as `listEffects` groups it:
- * `unknown` while an item's outcome is unknown, else `ran` when an item applied, else `notRun`. Pure.
- */
-export function summarizeCalls(calls: readonly CallReport<FinalCallStatus>[]): CallSummary {
-  const summary: { ran: string[]; notRun: string[]; unknown: string[] } = { ran: [], notRun: [], unknown: [] };
-  for (const call of calls) summary[summaryGroup(call)].push(call.callId);
-  return summary;
-}
-
-function summaryGroup(call: CallReport<FinalCallStatus>): keyof CallSummary {
-  const batch = call.status === 'unknown' ? call.batch : undefined;
-  if (batch === undefined || batch.unknown.count > 0) return SUMMARY_GROUP[call.status];
-  return batch.applied.count > 0 ? 'ran' : 'notRun';
-}
-
-/** ISO-8601 UTC string of a workflow time in ms. */
-export function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-/** The call id a retry after `absent` runs under. */
-export function retryId(modelCallId: string, attempt: number): string {
-  return `${modelCallId}~retry${attempt}`;
-}
-
-/**
- * The identity of a pause of `call`, the run's `seq`-th pause, in run chain `chainTag`: what is
- * paused (the call, its compensation at its generation, or one of its batch items at the item's
- * generation), the number and the chain, e.g. `c1#1.9f3c2a7b1e04`, `c1/compensation@1#3.9f3c2a7b1e04`.
- * Unique within the run (`seq`), across a chain (call ids are unique in a chain) and across chains
- * that reuse a workflow id (`chainTag`). Pure.
- */
-export function pauseIdOf(call: CallState, seq: number, chainTag: string): string {
-  const chain = chainTag === '' ? '' : `.${chainTag}`;
-  if (call.compensation?.status === 'paused') return `${call.callId}/compensation@${call.compensation.generation}#${seq}${chain}`;
-  if (call.pausedItem !== null) return `${call.callId}/item:${call.pausedItem.key}@${call.pausedItem.generation}#${seq}${chain}`;
-  return `${call.callId}#${seq}${chain}`;
-}
-
-/**
- * The run chain's part of a pause id: the last 12 hex digits of its first run id (random in both
- * UUID v4 and v7 run ids: two chains of one workflow id share a tag with odds 2^-48), or the
- * whole id when it has fewer. Pure.
- */
-export function chainTagOf(runChainId: string): string {
-  const hex = runChainId.replace(/[^0-9a-fA-F]/g, '').toLowerCase();
-  return hex.length >= 12 ? hex.slice(-12) : runChainId;
-}
-
-/** What is paused, as a person reads it: `the compensation of call "c1" (generation 1)`, `item "k" (generation 2) of call "c1"`, `call "c1"`. */
-function describePause(call: CallState): string {
-  if (call.compensation?.status === 'paused') return `the compensation of call "${call.callId}" (generation ${call.compensation.generation})`;
-  if (call.pausedItem !== null) return `item "${call.pausedItem.key}" (generation ${call.pausedItem.generation}) of call "${call.callId}"`;
-  return `call "${call.callId}"`;
-}
-
-/** The paused view of `call`: the call's pause, or its compensation's (`role: 'compensation'`). */
-function pausedView(call: CallState, pauseId: string, now: number): PausedView {
-  const compensation = call.compensation?.status === 'paused' ? call.compensation : null;
-  if (compensation !== null) {
-    return {
-      pauseId,
-      callId: call.callId,
-      toolName: call.toolName,
-      errorType: compensation.errorType ?? 'UNCLASSIFIED',
-      reason: compensation.reason ?? '',
-      pausedAt: iso(compensation.pausedAt ?? now),
-      role: 'compensation',
-      toolRevision: compensation.toolRevision,
-      idempotencyKey: compensation.idempotencyKey,
-    };
-  }
-  return {
-    pauseId,
-    callId: call.callId,
-    toolName: call.toolName,
-    errorType: call.errorType ?? 'UNCLASSIFIED',
-    reason: call.reason ?? '',
-    pausedAt: iso(call.pausedAt ?? now),
-    ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
-    toolRevision: call.toolRevision,
-    idempotencyKey: call.idempotencyKey,
-  };
-}
-
-/** A call whose compensation is paused, as a pending call: status `paused`, the compensation's error and reason, `role: 'compensation'`. */
-function compensationPendingView(call: CallState): PendingCallView {
-  const compensation = call.compensation!;
-  return {
-    ...(report(call) as CallReport<LiveCallStatus>),
-    status: 'paused',
-    errorType: compensation.errorType,
-    reason: compensation.reason,
-    arguments: call.arguments,
-    target: call.target,
-    modelInput: call.input,
-    approvalExpiresAt: null,
-    role: 'compensation',
-  };
-}
-
-function isLive(status: CallStatus): status is LiveCallStatus {
-  return (LIVE_CALL_STATUSES as readonly string[]).includes(status);
-}
-
-function newCall(callId: string, modelCallId: string, toolName: string, input: JsonValue, turn: number, attempt: number): CallState {
-  return {
-    callId,
-    modelCallId,
-    toolName,
-    input,
-    turn,
-    attempt,
-    status: 'queued',
-    source: null,
-    receipt: null,
-    outcome: null,
-    toolRevision: null,
-    intentDigest: null,
-    idempotencyKey: null,
-    arguments: null,
-    target: null,
-    errorType: null,
-    reason: null,
-    preFailure: null,
-    approval: null,
-    approvedIntentDigest: null,
-    pausedAt: null,
-    message: null,
-    pausedItem: null,
-    batch: null,
-    appliedSeq: null,
-    compensation: null,
-    decisions: [],
-  };
-}
-
 /**
  * Why `by` (who took a decision) is refused, or null when it is absent or names someone (see
  * `deciderNameRefusal` in src/checkpoint/visible-text.ts: 1 to 256 characters, none hidden, not
@@ -579,31 +366,4 @@ export function decidedByRefusal(by: unknown): string | null {
   if (by === undefined) return null;
   const refusal = deciderNameRefusal(by);
   return refusal === null ? null : `by: ${refusal}`;
-}
-
-function report(call: CallState): CallReport {
-  return {
-    callId: call.callId,
-    modelCallId: call.modelCallId,
-    toolName: call.toolName,
-    turn: call.turn,
-    status: call.status,
-    source: call.source,
-    receipt: call.receipt,
-    outcome: call.outcome,
-    toolRevision: call.toolRevision,
-    intentDigest: call.intentDigest,
-    idempotencyKey: call.idempotencyKey,
-    errorType: call.errorType,
-    reason: call.reason,
-    ...(call.compensation !== null ? { compensation: compensationReport(call.compensation) } : {}),
-    ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
-    ...(call.batch !== null ? { batch: call.batch } : {}),
-    ...(call.decisions.length > 0 ? { decisions: [...call.decisions] } : {}),
-  };
-}
-
-function compensationReport(state: CompensationState): CompensationReport {
-  const { pausedAt: _pausedAt, ...shown } = state;
-  return { ...shown };
 }

@@ -6,7 +6,7 @@
  * (a `maximumAttempts` the run's activity options allow), the run must not report that it was
  * cancelled (nobody cancelled it) nor list the remaining items as "not applied" for good as if
  * the run had been stopped by a person (the agent workflow reads a CancelledFailure cause as "the
- * workflow was cancelled": agent-workflow.ts callActivity → `isCancellation`).
+ * workflow was cancelled": agent-run-base.ts callActivity → `isCancellation`).
  *
  * Holds today: the SDK reports the shut-down attempt as a WorkerShutdown failure, not the
  * activity's CancelledFailure, so the run pauses on the call (a person settles it) and is not

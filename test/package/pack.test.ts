@@ -87,7 +87,7 @@ describe('npm pack', () => {
   test('the tarball holds the built entries with their types, the CLI, the README and the LICENSE; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
-    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'plugin/index.js', 'plugin/index.d.ts', 'plugin/workflow-interceptors.js', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
+    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'plugin/index.js', 'plugin/index.d.ts', 'plugin/workflow/workflow-interceptors.js', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
       expect(files).toContain(`package/dist/src/${f}`);
     }
     expect(files).toContain('package/README.md');

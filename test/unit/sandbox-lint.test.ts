@@ -1,9 +1,13 @@
 /**
- * The workflow-sandbox import rules (eslint.config.js) cover every module that runs in
- * Temporal's V8 sandbox: the agent workflow, the workflow-safe entry (`src/workflow.ts`) and the
- * plugin's workflow interceptor module with the call header it imports. A Node-only import in
- * any of them fails lint before the workflow bundler refuses it at worker start.
+ * The workflow-sandbox import rules (eslint.config.js) cover, by folder, every module that runs in
+ * Temporal's V8 sandbox: the agent workflow (`src/workflows`), the workflow-safe entry
+ * (`src/workflow.ts`) and the plugin's workflow side (`src/plugin/workflow`: its interceptor
+ * module, the call header, the approval scope, compensations). A Node-only import in any of them,
+ * or one of the plugin's Node side from its workflow side, fails lint before the workflow bundler
+ * refuses it at worker start.
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { ESLint } from 'eslint';
 
 // The repository's own config, loaded here (jest cannot run eslint's dynamic import of it).
@@ -17,27 +21,36 @@ async function restricted(filePath: string, code: string): Promise<string[]> {
 
 const SANDBOX_FILES = [
   { file: 'src/workflow.ts', toSrc: './' },
-  { file: 'src/plugin/workflow-interceptors.ts', toSrc: '../' },
-  { file: 'src/plugin/call-header.ts', toSrc: '../' },
+  { file: 'src/plugin/workflow/workflow-interceptors.ts', toSrc: '../../' },
+  { file: 'src/plugin/workflow/call-header.ts', toSrc: '../../' },
   { file: 'src/workflows/agent-workflow.ts', toSrc: '../' },
+  // The rules are by folder: a module added to a sandbox folder is covered without naming it.
+  { file: 'src/plugin/workflow/a-new-module.ts', toSrc: '../../' },
+  { file: 'src/workflows/a-new-module.ts', toSrc: '../' },
 ];
+
+/** Every file of the sandbox folders (listed here: eslint's own directory search needs a dynamic import jest cannot run). */
+const SANDBOX_PATHS = ['src/workflow.ts', ...['src/workflows', 'src/plugin/workflow'].flatMap((dir) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)))];
 
 describe('workflow-sandbox lint rules', () => {
   jest.setTimeout(60_000);
 
   it.each(SANDBOX_FILES)('$file: Node builtins, Node-side packages and Node-side project modules are refused', async ({ file, toSrc }) => {
-    const refused = ['node:crypto', 'fs', '@temporalio/worker', '@temporalio/activity', '@temporalio/plugin', 'better-sqlite3', `${toSrc}stores/sqlite-store`, `${toSrc}activities`, `${toSrc}activities/fenced-tool`, `${toSrc}plugin`, `${toSrc}plugin/fence-interceptor`, `${toSrc}testing`, `${toSrc}checkpoint/digest`, `${toSrc}index`];
-    const allowed = ['@temporalio/workflow', '@temporalio/common', `${toSrc}activities/contract`, `${toSrc}plugin/call-header`, `${toSrc}checkpoint/errors`];
+    const refused = ['node:crypto', 'fs', '@temporalio/worker', '@temporalio/activity', '@temporalio/plugin', 'better-sqlite3', `${toSrc}stores/sqlite-store`, `${toSrc}activities`, `${toSrc}activities/fenced-tool`, `${toSrc}plugin`, `${toSrc}plugin/fence-interceptor`, `${toSrc}plugin/options`, `${toSrc}testing`, `${toSrc}checkpoint/digest`, `${toSrc}index`];
+    const allowed = ['@temporalio/workflow', '@temporalio/common', `${toSrc}activities/contract`, `${toSrc}plugin/workflow/call-header`, `${toSrc}checkpoint/errors`];
     const code = [...refused, ...allowed].map((source, i) => `import * as m${i} from '${source}';`).join('\n') + `\nexport const all = [${[...refused, ...allowed].map((_, i) => `m${i}`).join(', ')}];\n`;
     expect((await restricted(file, code)).sort()).toEqual([...refused].sort());
   });
 
-  it("the plugin's workflow side imports no Node-side sibling", async () => {
-    expect(await restricted('src/plugin/workflow-interceptors.ts', "import { x } from './fence-interceptor';\nimport { y } from './call-header';\nexport const z = [x, y];\n")).toEqual(['./fence-interceptor']);
+  it("the plugin's workflow side imports nothing of the plugin's Node side (its folder's parent)", async () => {
+    const refused = ['../fence-interceptor', '../call-context', '../index', '..'];
+    const allowed = ['./call-header', '../../checkpoint/errors', '../../workflows/failures'];
+    const code = [...refused, ...allowed].map((source, i) => `import { x${i} } from '${source}';`).join('\n') + `\nexport const all = [${[...refused, ...allowed].map((_, i) => `x${i}`).join(', ')}];\n`;
+    expect((await restricted('src/plugin/workflow/workflow-interceptors.ts', code)).sort()).toEqual([...refused].sort());
   });
 
   it('the sandbox files as they are lint clean', async () => {
-    const results = await eslint.lintFiles(SANDBOX_FILES.map((f) => f.file));
+    const results = await eslint.lintFiles(SANDBOX_PATHS);
     expect(results.flatMap((r) => r.messages.map((m) => `${r.filePath}:${m.line} ${m.message}`))).toEqual([]);
   });
 });

@@ -9,8 +9,8 @@
  * workflow state only (the approval the workflow holds), so it is the same on replay.
  */
 import { ApplicationFailure, AsyncLocalStorage } from '@temporalio/workflow';
-import { FINGERPRINT_PATTERN, parseTimestamp } from '../checkpoint/bounds';
-import { isCheckpointError } from '../checkpoint/errors';
+import { FINGERPRINT_PATTERN, parseTimestamp } from '../../checkpoint/bounds';
+import { isCheckpointError } from '../../checkpoint/errors';
 import type { ApprovedIntent } from './approval-contract';
 
 /** The approval of the current scope, as the header carries it. */

@@ -3,7 +3,7 @@
  * (`./approval-scope`, `./approval-describe`) and the worker side (`./approval-activity`).
  * Types and constants only, sandbox-safe.
  */
-import type { JsonValue } from '../checkpoint/types';
+import type { JsonValue } from '../../checkpoint/types';
 
 /**
  * The activity `ToolCheckpointPlugin` registers when it fences activities (`fence` option): it

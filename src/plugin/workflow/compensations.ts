@@ -14,7 +14,7 @@
  * @see docs/compensation.md, docs/protocol.md#worker-plugin
  */
 import { ApplicationFailure, CancellationScope, log } from '@temporalio/workflow';
-import { activityFailureMessage, activityFailureType, isOutcomeUnknown } from '../workflows/failures';
+import { activityFailureMessage, activityFailureType, isOutcomeUnknown } from '../../workflows/failures';
 import { runInCallScope, type CallScope } from './call-scope';
 
 /** The suffix of a step's call id that makes its compensation's call id: `<step call id>/compensation`. */

@@ -1,0 +1,26 @@
+/**
+ * No import cycles between source files, type-only imports included. `import-x/no-cycle` in
+ * eslint.config.js ignores `import type`, so a cycle through shared types would pass lint; madge
+ * here reads every import (value and type) of src (and packages/, when the repository has one)
+ * and must find no cycle.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const madge = require('madge') as (paths: string[], config: object) => Promise<{ circular(): string[][] }>;
+
+const ROOT = join(__dirname, '..', '..');
+
+describe('import cycles', () => {
+  jest.setTimeout(120_000);
+
+  it('no source file reaches itself through its imports, type-only imports included', async () => {
+    const roots = ['src', 'packages'].map((dir) => join(ROOT, dir)).filter((dir) => existsSync(dir));
+    const graph = await madge(roots, {
+      fileExtensions: ['ts', 'js'],
+      tsConfig: join(ROOT, 'tsconfig.json'),
+      detectiveOptions: { ts: { skipTypeImports: false }, es6: { skipTypeImports: false } },
+    });
+    expect(graph.circular()).toEqual([]);
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * The layer rules by folder (eslint.config.js, `import-x/no-restricted-paths` zones;
+ * docs/architecture.md#folders): what each layer folder may import of ours. Each case lints an
+ * import as a new file of the folder, so the rule is shown to hold for the folder, not for a list
+ * of files.
+ */
+import { ESLint } from 'eslint';
+
+// The repository's own config, loaded here (jest cannot run eslint's dynamic import of it).
+const eslint = new ESLint({ cwd: process.cwd(), overrideConfigFile: true, overrideConfig: require('../../eslint.config.js') });
+
+/** The import sources the layer zones refuse in `code` linted as the file `filePath`. */
+async function refusedByZone(filePath: string, sources: readonly string[]): Promise<string[]> {
+  const code = sources.map((source, i) => `import * as m${i} from '${source}';`).join('\n') + `\nexport const all = [${sources.map((_, i) => `m${i}`).join(', ')}];\n`;
+  const [result] = await eslint.lintText(code, { filePath });
+  return result!.messages.filter((m) => m.ruleId === 'import-x/no-restricted-paths').map((m) => /"([^"]+)"/.exec(m.message)![1]!);
+}
+
+const CASES = [
+  {
+    folder: 'src/checkpoint',
+    file: 'src/checkpoint/a-new-module.ts',
+    refused: ['../stores/checkpoint-store', '../activities/contract', '../optional-peer', '../config', '../workflows/types'],
+    allowed: ['./errors', './types'],
+  },
+  {
+    folder: 'src/stores',
+    file: 'src/stores/a-new-module.ts',
+    refused: ['../activities/contract', '../telemetry/traced-store', '../plugin', '../workflows/types', '../key-material'],
+    allowed: ['./checkpoint-store', '../checkpoint/errors', '../optional-peer', '../aes-gcm', '../config'],
+  },
+  {
+    folder: 'src/workflows',
+    file: 'src/workflows/a-new-module.ts',
+    refused: ['../stores/checkpoint-store', '../cli/show', '../console/app', '../dev/dev-server', '../demo/main-job'],
+    allowed: ['../activities/contract', '../checkpoint/errors', './types'],
+  },
+  {
+    folder: 'src/workflow.ts',
+    file: 'src/workflow.ts',
+    refused: ['./stores/checkpoint-store', './cli/show', './console/app', './dev/dev-server', './demo/main-job'],
+    allowed: ['./workflows/types', './plugin/workflow/call-header'],
+  },
+  {
+    folder: 'src/plugin/workflow',
+    file: 'src/plugin/workflow/a-new-module.ts',
+    refused: ['../../stores/checkpoint-store', '../../cli/show', '../../console/app', '../../dev/dev-server', '../../demo/main-job'],
+    allowed: ['./call-header', '../../workflows/failures'],
+  },
+  {
+    folder: 'src/activities',
+    file: 'src/activities/a-new-module.ts',
+    refused: ['../cli/show', '../console/app', '../demo/main-job'],
+    allowed: ['../stores/checkpoint-store', '../telemetry/attempt-telemetry', './contract'],
+  },
+  {
+    folder: 'src',
+    file: 'src/cli/a-new-module.ts',
+    refused: ['../../test/helpers/postgres', '../../bench/store-bench'],
+    allowed: ['../stores/checkpoint-store', './show'],
+  },
+];
+
+describe('layer lint rules by folder', () => {
+  jest.setTimeout(60_000);
+
+  it.each(CASES)('$folder: refuses what its zone forbids and allows the rest', async ({ file, refused, allowed }) => {
+    expect((await refusedByZone(file, [...refused, ...allowed])).sort()).toEqual([...refused].sort());
+  });
+});
