@@ -5,9 +5,10 @@
  * of files.
  */
 import { ESLint } from 'eslint';
+import { untypedLintConfig } from './lint-config';
 
 // The repository's own config, loaded here (jest cannot run eslint's dynamic import of it).
-const eslint = new ESLint({ cwd: process.cwd(), overrideConfigFile: true, overrideConfig: require('../../eslint.config.js') });
+const eslint = new ESLint({ cwd: process.cwd(), overrideConfigFile: true, overrideConfig: untypedLintConfig() });
 
 /** The import sources the layer zones refuse in `code` linted as the file `filePath`. */
 async function refusedByZone(filePath: string, sources: readonly string[]): Promise<string[]> {

@@ -9,9 +9,10 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ESLint } from 'eslint';
+import { untypedLintConfig } from './lint-config';
 
 // The repository's own config, loaded here (jest cannot run eslint's dynamic import of it).
-const eslint = new ESLint({ cwd: process.cwd(), overrideConfigFile: true, overrideConfig: require('../../eslint.config.js') });
+const eslint = new ESLint({ cwd: process.cwd(), overrideConfigFile: true, overrideConfig: untypedLintConfig() });
 
 /** The rule ids and import sources eslint reports for `code` linted as the file `filePath`. */
 async function restricted(filePath: string, code: string): Promise<string[]> {
