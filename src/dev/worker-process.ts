@@ -1,7 +1,7 @@
 /**
  * Worker processes for the main job, the crash tests and the fleet tests: a real
- * `ttc worker` OS process (Node with tsx's require hook, never the tsx launcher, so a SIGKILL
- * reaches the process that runs the activities).
+ * `ttc worker` OS process (from the sources, Node with tsx's require hook, never the tsx launcher,
+ * so a SIGKILL reaches the process that runs the activities; from the package, plain Node).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -38,7 +38,9 @@ export interface WorkerProcess {
   kill(): Promise<void>;
 }
 
-const CLI = resolve(__dirname, '../cli/index.ts');
+/** Running from this repository's TypeScript sources (tsx): the worker needs tsx's require hook too; from the package's compiled JavaScript it needs nothing. */
+const FROM_SOURCES = __filename.endsWith('.ts');
+const CLI = resolve(__dirname, FROM_SOURCES ? '../cli/index.ts' : '../cli/index.js');
 
 /**
  * Spawns a worker and resolves once it polls its task queue.
@@ -46,7 +48,7 @@ const CLI = resolve(__dirname, '../cli/index.ts');
  * @throws Error when the process exits or stays silent past `readyTimeoutMs`.
  */
 export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
-  const args = ['--require', require.resolve('tsx/cjs'), CLI, 'worker', '--identity', options.identity];
+  const args = [...(FROM_SOURCES ? ['--require', require.resolve('tsx/cjs')] : []), CLI, 'worker', '--identity', options.identity];
   if (options.toolsModule) args.push('--tools', options.toolsModule);
   args.push('--models', options.models ?? 'scripted');
   if (options.maxConcurrentActivities) args.push('--max-concurrent-activities', String(options.maxConcurrentActivities));

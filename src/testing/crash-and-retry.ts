@@ -7,7 +7,8 @@
  * person" (a tool with neither). Runs in `MockActivityEnvironment`: no server needed.
  */
 import { ApplicationFailure, type Logger } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
+import type { MockActivityEnvironment } from '@temporalio/testing';
+import { assertPeersInstalled } from '../optional-peer';
 import { callBindingId } from '../checkpoint/call-identity';
 import type { CheckpointRecord, JsonValue } from '../checkpoint/types';
 import { createToolActivities, defineTool, type ToolActivitiesOptions, type ToolDefinition } from '../activities';
@@ -61,9 +62,11 @@ export interface CrashAndRetryReport {
  * worker), then runs attempt 2 with the fence's clock moved past attempt 1's settle time (its
  * call deadline plus the reconcile margin), and reports.
  *
- * @throws {@link CheckpointError} INVALID_ARGUMENT for a tool `defineTool` refuses; store errors.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a tool `defineTool` refuses; INVALID_CONFIG
+ *   when `@temporalio/testing` is not installed; store errors.
  */
 export async function runCrashAndRetry(options: CrashAndRetryOptions): Promise<CrashAndRetryReport> {
+  assertPeersInstalled(['@temporalio/testing'], 'runCrashAndRetry');
   const counted = countCalls(defineTool(options.tool));
   const temp = options.store === undefined ? await createTempSqliteStore() : undefined;
   const store = options.store ?? temp!.store;
@@ -100,7 +103,8 @@ export async function runCrashAndRetry(options: CrashAndRetryOptions): Promise<C
 }
 
 async function attempt(run: (input: any) => Promise<FencedToolResult>, input: object, call: { workflowId: string; runId: string }, n: number, logger: Logger | undefined): Promise<AttemptOutcome> {
-  const env = new MockActivityEnvironment({ attempt: n, workflowExecution: call, heartbeatTimeoutMs: 60_000 }, logger === undefined ? {} : { logger });
+  const { MockActivityEnvironment: MockEnv } = require('@temporalio/testing') as { MockActivityEnvironment: typeof MockActivityEnvironment };
+  const env = new MockEnv({ attempt: n, workflowExecution: call, heartbeatTimeoutMs: 60_000 }, logger === undefined ? {} : { logger });
   try {
     return { result: await env.run(run, input) };
   } catch (error) {

@@ -1,6 +1,7 @@
 /**
  * `temporal-tool-checkpoint/testing`: helpers for testing fenced tools in your own jest suite.
- * Node only; the one entry that imports `@temporalio/testing` (install it as a dev dependency).
+ * Node only; the one entry that uses `@temporalio/testing`, an optional peer (install it as a dev
+ * dependency): `runCrashAndRetry` and `createTimeSkippingEnv` throw INVALID_CONFIG without it.
  */
 export { createTempSqliteStore } from './temp-store';
 export type { TempCheckpointStore } from './temp-store';

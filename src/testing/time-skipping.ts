@@ -1,19 +1,36 @@
 /**
  * The time-skipping test environment for a user's jest suite, offline when a test server binary
- * is at hand: `TEMPORAL_TEST_SERVER_PATH` names an existing `temporal-test-server`; without it
- * the SDK downloads one (internet needed once). `timeSkippingClock` is the fence clock for a worker
- * on that server.
+ * is at hand, found as the CLI finds it (src/dev/temporal-binaries.ts): `TEMPORAL_TEST_SERVER`
+ * or `TEMPORAL_TEST_SERVER_PATH`, this repository's `.tools/bin` (inside the repository only),
+ * then `temporal-test-server` on `PATH`; with none of them the SDK downloads one (internet needed
+ * once). `timeSkippingClock` is the fence clock for a worker on that server.
  */
 import { Context } from '@temporalio/activity';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { TEMPORAL_TEST_SERVER_ENV, TEMPORAL_TEST_SERVER_PATH_ENV, TemporalBinaryNotFoundError, temporalTestServerPath } from '../dev/temporal-binaries';
+import { assertPeersInstalled } from '../optional-peer';
 
 /** The environment variable naming an existing time-skipping test server binary. */
-export const TEST_SERVER_PATH_ENV = 'TEMPORAL_TEST_SERVER_PATH';
+export const TEST_SERVER_PATH_ENV = TEMPORAL_TEST_SERVER_PATH_ENV;
 
-/** Starts `TestWorkflowEnvironment.createTimeSkipping()` on the binary `TEMPORAL_TEST_SERVER_PATH` names, if set. */
+/**
+ * Starts `TestWorkflowEnvironment.createTimeSkipping()` on the test server found as described
+ * above, or on one the SDK downloads when none is found and no variable names one.
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG when `@temporalio/testing` is not installed;
+ *   TemporalBinaryNotFoundError when a variable names no executable file.
+ */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  const path = process.env[TEST_SERVER_PATH_ENV]?.trim();
-  return TestWorkflowEnvironment.createTimeSkipping(path ? { server: { executable: { type: 'existing-path', path } } } : {});
+  assertPeersInstalled(['@temporalio/testing'], 'createTimeSkippingEnv');
+  const { TestWorkflowEnvironment: Env } = require('@temporalio/testing') as typeof import('@temporalio/testing');
+  let path: string | undefined;
+  try {
+    path = temporalTestServerPath();
+  } catch (error) {
+    const named = [TEMPORAL_TEST_SERVER_ENV, TEMPORAL_TEST_SERVER_PATH_ENV].some((name) => (process.env[name] ?? '').trim() !== '');
+    if (!(error instanceof TemporalBinaryNotFoundError) || named) throw error;
+  }
+  return Env.createTimeSkipping(path !== undefined ? { server: { executable: { type: 'existing-path', path } } } : {});
 }
 
 /** Per activity attempt: how far the test server's clock was ahead of this process's when the attempt first read the time. */

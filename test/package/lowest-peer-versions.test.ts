@@ -94,6 +94,17 @@ test('a tool defined with the lowest zod validates its input and offers its JSON
   expect(out.spec.inputSchema).toEqual({ type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'], additionalProperties: false });
 });
 
+test('without @temporalio/testing (an optional peer) the testing entry loads, and what needs it fails with INVALID_CONFIG naming the install line', async () => {
+  const script = `
+    const testing = require('temporal-tool-checkpoint/testing');
+    Promise.all([testing.runCrashAndRetry({}), testing.createTimeSkippingEnv()].map((p) => p.then(() => 'ran', (e) => e.code + ' ' + e.message)))
+      .then((r) => console.log(JSON.stringify({ exports: Object.keys(testing).length, r })));`;
+  const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+  const out = JSON.parse(stdout) as { exports: number; r: string[] };
+  expect(out.exports).toBeGreaterThan(0);
+  expect(out.r).toEqual([expect.stringMatching(/^INVALID_CONFIG .*npm install @temporalio\/testing/), expect.stringMatching(/^INVALID_CONFIG .*npm install @temporalio\/testing/)]);
+});
+
 describe('on a real dev server', () => {
   let server: DevServer;
   let db: TestDatabase;

@@ -91,6 +91,8 @@ describe('npm pack', () => {
       expect(files).toContain(`package/dist/src/${f}`);
     }
     expect(files).toContain('package/README.md');
+    // No source maps: they would point at TypeScript sources the tarball does not ship (and the workflow bundler warns on them).
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
     expect(files).toContain('package/LICENSE');
     expect(files.filter((f) => f.startsWith('package/dist/test') || /\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
     expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE'].includes(f))).toEqual([]);
@@ -157,6 +159,19 @@ describe('installed in a fresh project', () => {
     const [sqlite, postgres] = JSON.parse(stdout) as [string, string];
     expect(sqlite).toMatch(/^INVALID_CONFIG .*npm install better-sqlite3/);
     expect(postgres).toMatch(/^INVALID_CONFIG .*npm install pg/);
+  });
+
+  test('the provider adapters without their SDK fail on import with INVALID_CONFIG naming the install line', async () => {
+    const script = `
+      const out = {};
+      for (const e of ['temporal-tool-checkpoint/model/anthropic', 'temporal-tool-checkpoint/model/openai']) {
+        try { require(e); out[e] = 'loaded'; } catch (error) { out[e] = error.code + ' ' + error.message; }
+      }
+      console.log(JSON.stringify(out));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+    const out = JSON.parse(stdout) as Record<string, string>;
+    expect(out['temporal-tool-checkpoint/model/anthropic']).toMatch(/^INVALID_CONFIG .*npm install @anthropic-ai\/sdk/);
+    expect(out['temporal-tool-checkpoint/model/openai']).toMatch(/^INVALID_CONFIG .*npm install openai/);
   });
 
   test('the types of every entry resolve under moduleResolution node10 (typesVersions) and node16 (exports)', async () => {
@@ -300,6 +315,8 @@ export const d = defineTool;
           });
           const receipt = JSON.parse(stdout.trim()) as unknown;
           expect(receipt).toEqual({ chargeId: 'ch_1', amountCents: 4_200 });
+          // What the README shows the client printing: the stored receipt, keys in canonical order.
+          expect(stdout.trim()).toBe('{"amountCents":4200,"chargeId":"ch_1"}');
           const store = await openCheckpointStore(`sqlite:${join(project, '.data/checkpoints.db')}`);
           try {
             const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 100 });
@@ -322,6 +339,20 @@ export const d = defineTool;
         const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project });
         expect(JSON.parse(stdout)).toEqual([['record_reading', 'v1', 'function', 'function']]);
       });
+    });
+
+    test("the installed package spawns `ttc worker` processes (the demo's fleet) with plain Node, no TypeScript loader", async () => {
+      const installed = join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/dev/worker-process.js');
+      const { spawnWorker } = require(installed) as typeof import('../../src/dev/worker-process');
+      const queue = `installed-worker-${Date.now()}`;
+      const worker = await spawnWorker({ identity: 'installed-1', env: { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: queue, TTC_STORE_URL: `sqlite:${join(dir, 'worker-store', 'checkpoints.db')}` } });
+      try {
+        expect(worker.process.spawnargs.slice(1).join(' ')).not.toMatch(/tsx/);
+        expect(worker.process.spawnargs[1]).toBe(join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/cli/index.js'));
+      } finally {
+        await worker.stop();
+      }
+      expect(await worker.exited).toBe(0);
     });
 
     test('a plain activity fenced by the plugin from the installed package: worker SIGKILLed after the effect, a second worker delivers the looked-up result; one effect', async () => {
