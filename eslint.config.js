@@ -61,7 +61,7 @@ module.exports = tseslint.config(
     // per full lint): a promise nobody awaits loses its rejection. Typed by tsconfig.build.json
     // (src and examples), not tsconfig.json with the tests: half the cost of projectService. No
     // single-run inference (CI=true, the CLI): it types a file as it is on disk, so lintText and
-    // --stdin (test/unit/sandbox-lint.test.ts) would be linted against other text; costs nothing measurable.
+    // --stdin (test/lint/sandbox-lint.test.ts) would be linted against other text; costs nothing measurable.
     files: ['src/**/*.ts'],
     languageOptions: { parserOptions: { project: './tsconfig.build.json', tsconfigRootDir: __dirname, disallowAutomaticSingleRunInference: true } },
     rules: {

@@ -9,7 +9,7 @@
  * process it ran for every promise of every later suite: the interleaving explorers ran 3 to 10
  * times slower after a replay suite (batch explorer 4 s alone, 49 s after the integration
  * suites). Every test file that replays calls this after each test (`afterEach`); the next replay
- * installs the hook again. test/unit/replay-hooks-lint.test.ts checks that they do.
+ * installs the hook again. test/lint/replay-hooks-lint.test.ts checks that they do.
  *
  * Uses the module instance of the calling test file's module registry: the one its replays
  * installed the hook from.

@@ -34,7 +34,7 @@ describe('no-floating-promises on the source', () => {
   });
 
   it('tests and examples are not linted with types', async () => {
-    expect(await floating('test/unit/sandbox-lint.test.ts', CODE)).toEqual([]);
+    expect(await floating('test/lint/sandbox-lint.test.ts', CODE)).toEqual([]);
     expect(await floating('examples/weather/tools.ts', CODE)).toEqual([]);
   });
 
