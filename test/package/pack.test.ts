@@ -342,17 +342,22 @@ export const d = defineTool;
     });
 
     test("the installed package spawns `ttc worker` processes (the demo's fleet) with plain Node, no TypeScript loader", async () => {
-      const installed = join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/dev/worker-process.js');
-      const { spawnWorker } = require(installed) as typeof import('../../src/dev/worker-process');
-      const queue = `installed-worker-${Date.now()}`;
-      const worker = await spawnWorker({ identity: 'installed-1', env: { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: queue, TTC_STORE_URL: `sqlite:${join(dir, 'worker-store', 'checkpoints.db')}` } });
-      try {
-        expect(worker.process.spawnargs.slice(1).join(' ')).not.toMatch(/tsx/);
-        expect(worker.process.spawnargs[1]).toBe(join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/cli/index.js'));
-      } finally {
-        await worker.stop();
-      }
-      expect(await worker.exited).toBe(0);
+      cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true });
+      // In the user's project, as `ttc demo` does it: the package's worker-process module spawns `ttc worker`, which polls.
+      // The demo's tools (the default) need a provider URL to start; no call reaches it here.
+      const script = `
+        const { spawnWorker } = require(require.resolve('temporal-tool-checkpoint/package.json').replace('package.json', 'dist/src/dev/worker-process.js'));
+        const lines = [];
+        spawnWorker({ identity: 'installed-1', env: { TEMPORAL_TASK_QUEUE: 'installed-worker', TTC_PROVIDER_URL: 'http://127.0.0.1:9' }, onLine: (l) => lines.push(l) })
+          .then(async (worker) => { const args = worker.process.spawnargs; await worker.stop(); console.log(JSON.stringify({ args, exit: await worker.exited })); })
+          .catch((error) => { console.log(JSON.stringify({ error: error.message, lines })); });`;
+      const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TTC_STORE_URL: `sqlite:${join(dir, 'worker-store', 'checkpoints.db')}` };
+      const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer, env, maxBuffer: 64 << 20 });
+      const out = JSON.parse(stdout.trim().split('\n').at(-1)!) as { args?: string[]; exit?: number; error?: string; lines?: string[] };
+      expect(out.error).toBeUndefined();
+      expect(out.args!.slice(1).join(' ')).not.toMatch(/tsx/);
+      expect(out.args![1]).toBe(join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/cli/index.js'));
+      expect(out.exit).toBe(0);
     });
 
     test('a plain activity fenced by the plugin from the installed package: worker SIGKILLed after the effect, a second worker delivers the looked-up result; one effect', async () => {
