@@ -9,7 +9,7 @@
  * classes of the retry policy (`TOOL_ERROR_CLASSES`): the stored error result's `error.type`
  * names the class (PERMISSION_DENIED, IDEMPOTENCY_CONFLICT, …).
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { classifyHttpFailure, defineTool, ToolError, type ToolDefinition } from '../src/activities';
 import { isProviderError, ProviderClient } from './provider/client';
 

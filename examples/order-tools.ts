@@ -8,7 +8,7 @@
  * - `create_shipment`, refused for the unserved destination with a business rejection
  *   (BUSINESS_REJECTION: what a run's `compensateOn` names); no compensation.
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '../src/activities';
 import { classifyProviderError } from './demo-tools';
 import { isProviderError } from './provider/client';

@@ -8,7 +8,7 @@
  *   each under its own checkpoint and idempotency key, settled by the provider's lookup by key.
  * `npm run cli -- worker --models scripted --tools examples/orders/tools.ts`.
  */
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { defineTool, type ToolDefinition } from '../../src/activities';
 import { classifyProviderError } from '../demo-tools';
 import { createOrderTools } from '../order-tools';

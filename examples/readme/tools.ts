@@ -1,5 +1,5 @@
 // tools.ts: a tool declared once, for an agent run (`ttc worker --tools tools.js`, compiled) or `ToolCheckpointPlugin({ tools })`.
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { defineTool } from 'temporal-tool-checkpoint';
 
 // Stand in for your system's API: a reading saved under its idempotency key, found by it.

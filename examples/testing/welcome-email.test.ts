@@ -9,7 +9,7 @@
 import { Context } from '@temporalio/activity';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { defineTool, type ToolDefinition } from 'temporal-tool-checkpoint';
 import { ToolCheckpointPlugin } from 'temporal-tool-checkpoint/plugin';
 import type { ToolContext } from 'temporal-tool-checkpoint';

@@ -7,7 +7,7 @@
  *   npm run cli -- start examples/weather/transcript.json --wait
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { defineTool } from '../../src/activities';
 
 const LOG = process.env.WEATHER_LOG ?? '.data/weather-readings.jsonl';

@@ -2,6 +2,7 @@
  * Declaring a tool once (docs/protocol.md#the-fenced-attempt): name, revision, input schema,
  * execute, and the optional means of reconciliation (`lookup`, `dedupesByKey`).
  */
+import { zodSchemaRefusal } from './zod-schema';
 import type { z } from 'zod/v4';
 import { assertIdentifier } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
@@ -151,7 +152,8 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   assertIdentifier(revision, 'toolRevision');
   const bad = (key: string, what: string): CheckpointError => new CheckpointError('INVALID_ARGUMENT', `tool ${name}: ${key} ${what}`, { field: key });
   const input = field('input');
-  if (typeof (input as { safeParse?: unknown } | null)?.safeParse !== 'function') throw bad('input', 'must be a zod schema');
+  const inputRefusal = zodSchemaRefusal(input);
+  if (inputRefusal !== undefined) throw bad('input', inputRefusal);
   const method = (key: 'execute' | 'lookup' | 'target', required: boolean): ((...args: never[]) => unknown) | undefined => {
     const fn = field(key);
     if (fn === undefined && !required) return undefined;

@@ -2,6 +2,7 @@
  * Options of {@link ToolCheckpointPlugin} (`./tool-checkpoint-plugin`) and their validation.
  * @experimental while `@temporalio/plugin` is.
  */
+import { zodSchemaRefusal } from '../activities/zod-schema';
 import { z } from 'zod/v4';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
@@ -157,6 +158,8 @@ export function resolveFencedActivities(options: ToolCheckpointPluginOptions): R
   for (const [name, entry] of Object.entries(options.fence ?? {})) {
     if (toolNames.has(name)) throw new CheckpointError('INVALID_ARGUMENT', `${JSON.stringify(name)} is both a tool and a fenced activity; name it once`, { field: 'fence' });
     if (name.startsWith('__temporal_')) throw new CheckpointError('INVALID_ARGUMENT', `activity type ${JSON.stringify(name)} is reserved by Temporal and cannot be fenced`, { field: 'fence' });
+    const inputRefusal = entry.input === undefined ? undefined : zodSchemaRefusal(entry.input);
+    if (inputRefusal !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `fenced activity ${name}: input ${inputRefusal}`, { field: 'input' });
     const { execute: _unused, classifyError: _declared, ...tool } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER }) as ToolDefinition<unknown> & { classifyError?: unknown };
     fenced.set(name, { ...tool, classifyError: classifierOf(name, entry) });
   }

@@ -50,16 +50,24 @@ describe('command-line inputs', () => {
     await expect(loadTools(join(dir, 'missing.ts'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/missing\.ts cannot be loaded: Cannot find module/) });
   });
 
-  it('a TypeScript tools file, with no TypeScript loader registered, is INVALID_CONFIG saying to compile it or run under a loader', async () => {
-    writeFileSync(join(dir, 'tools.ts'), "import { z } from 'zod';\nexport const tools: unknown[] = [z];\n");
-    const extensions = require.extensions as Record<string, unknown>;
-    const loader = extensions['.ts'];
-    delete extensions['.ts'];
-    try {
-      await expect(loadTools(join(dir, 'tools.ts'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/tools\.ts is TypeScript, which Node does not load by itself: compile it \(tsc\)/) });
-    } finally {
-      if (loader !== undefined) extensions['.ts'] = loader;
-    }
+  it('a TypeScript tools file loads under a TypeScript loader, and without one is INVALID_CONFIG saying to compile it or run under a loader', async () => {
+    // In plain Node processes: jest's own module system would load TypeScript either way.
+    const root = join(__dirname, '../../..');
+    const tools = join(dir, 'typed-tools.ts');
+    writeFileSync(
+      tools,
+      `const { z } = require(${JSON.stringify(join(root, 'node_modules/zod/v4'))});\nconst { defineTool } = require(${JSON.stringify(join(root, 'src/activities/define-tool'))});\n` +
+        "export const tools: unknown[] = [defineTool({ name: 'echo', revision: 'v1', input: z.object({ s: z.string() }), async execute() { return { output: null }; } })];\n",
+    );
+    const loadIn = (unregisterFirst: boolean): string =>
+      `const unregister = require('tsx/cjs/api').register();
+       const { loadTools } = require(${JSON.stringify(join(root, 'src/cli/load-tools.ts'))});
+       ${unregisterFirst ? 'unregister();' : ''}
+       loadTools(${JSON.stringify(tools)}).then((t) => console.log('loaded ' + t.map((x) => x.name).join()), (e) => console.log(e.code + ' ' + e.message));`;
+    const withLoader = await run(process.execPath, ['-e', loadIn(false)], { cwd: root });
+    expect(withLoader.stdout.trim()).toBe('loaded echo');
+    const without = await run(process.execPath, ['-e', loadIn(true)], { cwd: root });
+    expect(without.stdout.trim()).toMatch(/^INVALID_CONFIG INVALID_CONFIG: --tools .*typed-tools\.ts is TypeScript, which Node does not load by itself: compile it \(tsc\)/);
   });
 
   it('a tools module exporting an empty array says it exports no tools', async () => {
