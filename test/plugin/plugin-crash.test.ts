@@ -38,18 +38,20 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
   });
 
   it.each([
-    { crashAt: 'after-result-stored' as const, lookup: false, source: 'the stored result' },
-    { crashAt: 'after-effect' as const, lookup: true, source: 'the lookup, stored then delivered' },
-  ])('killed at $crashAt: one effect, the retry delivers $source', async ({ crashAt, lookup }) => {
-    const taskQueue = `plugin-crash-${crashAt}`;
-    const workflowId = `plugin-crash-${crashAt}`;
-    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${crashAt}.jsonl`), lookup };
+    { crashAt: 'after-result-stored' as const, lookup: false, lookupByArgs: false, customer: 'cus_9', source: 'the stored result' },
+    { crashAt: 'after-effect' as const, lookup: true, lookupByArgs: false, customer: 'cus_9', source: 'the lookup by idempotency key, stored then delivered' },
+    // The lookup finds the charge by the activity's arguments (`ctx.args`), not by the key.
+    { crashAt: 'after-effect' as const, lookup: true, lookupByArgs: true, customer: 'order-7781', source: 'the lookup by the activity arguments, stored then delivered' },
+  ])('killed at $crashAt: one effect, the retry delivers $source', async ({ crashAt, lookup, lookupByArgs, customer }) => {
+    const taskQueue = `plugin-crash-${crashAt}${lookupByArgs ? '-by-args' : ''}`;
+    const workflowId = taskQueue;
+    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${taskQueue}.jsonl`), lookup, lookupByArgs };
     const doomed = await spawnPluginWorker(options, crashAt);
     running.push(doomed);
-    const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: ['cus_9', 4_200] });
+    const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: [customer, 4_200] });
     expect(await doomed.exited).toBe('SIGKILL');
     const effects = readLedger(options.ledger);
-    expect(effects).toEqual([expect.objectContaining({ kind: 'charge', pid: doomed.pid })]);
+    expect(effects).toEqual([expect.objectContaining({ kind: 'charge', customer, pid: doomed.pid })]);
 
     const survivor = await spawnPluginWorker(options);
     running.push(survivor);
@@ -59,29 +61,7 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
     const record = await store.getByCall('default/default', callBindingId({ runChainId: handle.firstExecutionRunId, workflowId, callId: 'act-1' }));
     expect(record?.status).toBe('delivered');
     expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
+    // A lookup's find is taken over by a later attempt, not written by the killed one.
     expect(record?.execution?.attemptId).toMatch(lookup ? /^attempt-[2-9]/ : /^attempt-1-/);
-  });
-
-  it('killed after the effect: a lookup that finds the charge by the activity arguments settles the call', async () => {
-    const taskQueue = 'plugin-crash-lookup-by-args';
-    const workflowId = 'plugin-crash-lookup-by-args';
-    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, 'lookup-by-args.jsonl'), lookup: true, lookupByArgs: true };
-    const doomed = await spawnPluginWorker(options, 'after-effect');
-    running.push(doomed);
-    const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: ['order-7781', 1_250] });
-    expect(await doomed.exited).toBe('SIGKILL');
-    const effects = readLedger(options.ledger);
-    expect(effects).toEqual([expect.objectContaining({ kind: 'charge', customer: 'order-7781', pid: doomed.pid })]);
-
-    const survivor = await spawnPluginWorker(options);
-    running.push(survivor);
-    const result = await handle.result();
-    expect(readLedger(options.ledger)).toEqual(effects);
-    expect(result).toEqual({ chargeId: effects[0]!.id });
-    const record = await store.getByCall('default/default', callBindingId({ runChainId: handle.firstExecutionRunId, workflowId, callId: 'act-1' }));
-    expect(record?.status).toBe('delivered');
-    expect(record?.result?.payload).toEqual({ ok: true, output: result, receipt: null });
-    // Taken over by a later attempt: settled by the lookup, not by the killed attempt's own write.
-    expect(record?.execution?.attemptId).toMatch(/^attempt-[2-9]/);
   });
 });
