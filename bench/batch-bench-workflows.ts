@@ -1,6 +1,6 @@
 // Workflow code for bench/batch-items.ts (runs in the workflow sandbox): one batch call.
 import { proxyActivities } from '@temporalio/workflow';
-import type { FencedToolInput, FencedToolResult } from '../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../src/activities/contract/contract';
 
 const { runFencedTool } = proxyActivities<{ runFencedTool(input: FencedToolInput): Promise<FencedToolResult> }>({
   startToCloseTimeout: '10 minutes',

@@ -1,6 +1,6 @@
 // Workflow code for bench/overhead-bench.ts (runs in the workflow sandbox).
 import { proxyActivities } from '@temporalio/workflow';
-import { toolCallSummary, type FencedToolResult, type ToolCallInput } from '../src/activities/contract';
+import { toolCallSummary, type FencedToolResult, type ToolCallInput } from '../src/activities/contract/contract';
 
 interface BenchActivities {
   plainTool(input: { i: number }): Promise<{ ok: true; output: { i: number } }>;

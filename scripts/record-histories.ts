@@ -33,8 +33,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../src/activities/contract';
-import { toolCallActivities } from '../src/activities/tool-call-activities';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../src/activities/contract/contract';
+import { toolCallActivities } from '../src/activities/agent/tool-call-activities';
 import type { ModelTurnInput, ModelTurnResult } from '../src/model/types';
 import { agentWorkflow, approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate } from '../src/workflows';
 import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../src/workflows/run-search-attributes';
@@ -55,7 +55,7 @@ const TASK_QUEUE = 'record-histories';
 const TOOLS = ['create_ticket', 'send_email', 'refund', 'lookup'] as const;
 const PATCH = { longRuns: 'ttc-long-runs', toolTypes: 'ttc-tool-activity-types', approvalArguments: 'ttc-approval-shows-validated-arguments', searchAttributes: RUN_SEARCH_ATTRIBUTES_PATCH } as const;
 /** The sources agentWorkflow's bundle is built from (src/workflows and what it may import). */
-const WORKFLOW_SOURCES = ['src/workflows', 'src/activities/contract.ts', 'src/activities/error-classes.ts', 'src/checkpoint', 'src/model/types.ts'];
+const WORKFLOW_SOURCES = ['src/workflows', 'src/activities/contract/contract.ts', 'src/activities/contract/error-classes.ts', 'src/checkpoint', 'src/model/types.ts'];
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
 // ---- stubs ---------------------------------------------------------------------------------

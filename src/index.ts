@@ -8,18 +8,18 @@
  */
 export { openCheckpointStore } from './stores/open-checkpoint-store';
 export type { CheckpointStore, CheckpointStoreOptions } from './stores/checkpoint-store';
-export { defineTool, ToolError } from './activities/define-tool';
-export type { LookupResult, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities/define-tool';
-export { classifyHttpFailure, TOOL_ERROR_CLASSES } from './activities/error-classes';
-export type { HttpFailureClass, ToolErrorClass } from './activities/error-classes';
+export { defineTool, ToolError } from './activities/tools/define-tool';
+export type { LookupResult, ToolContext, ToolDefinition, ToolErrorKind, ToolSuccess } from './activities/tools/define-tool';
+export { classifyHttpFailure, TOOL_ERROR_CLASSES } from './activities/contract/error-classes';
+export type { HttpFailureClass, ToolErrorClass } from './activities/contract/error-classes';
 export { CHECKPOINT_ERROR_CODES, CheckpointError, isCheckpointError } from './checkpoint/errors';
 export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/errors';
 export type { JsonValue } from './checkpoint/types';
 export { createToolActivities } from './activities';
 export type { ToolActivities, ToolActivitiesOptions } from './activities';
-export type { ToolOutcome } from './activities/contract';
-export { createModelActivities } from './activities/model-turn';
-export type { ModelActivitiesOptions } from './activities/model-turn';
+export type { ToolOutcome } from './activities/contract/contract';
+export { createModelActivities } from './activities/agent/model-turn';
+export type { ModelActivitiesOptions } from './activities/agent/model-turn';
 export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, startAgentRun } from './client';

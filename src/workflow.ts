@@ -25,9 +25,9 @@ export {
 } from './workflows/failures';
 export { CHECKPOINT_ERROR_CODES } from './checkpoint/errors';
 export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/errors';
-export { TOOL_ERROR_CLASSES } from './activities/error-classes';
-export type { ToolErrorClass } from './activities/error-classes';
-export type { Delivered, DeliveredOutcome, FencedToolInput, FencedToolResult, OutputRef, ResultSource, ToolOutcome } from './activities/contract';
+export { TOOL_ERROR_CLASSES } from './activities/contract/error-classes';
+export type { ToolErrorClass } from './activities/contract/error-classes';
+export type { Delivered, DeliveredOutcome, FencedToolInput, FencedToolResult, OutputRef, ResultSource, ToolOutcome } from './activities/contract/contract';
 export type { ToolActivities } from './workflows/activity-types';
 export type * from './workflows/types';
 export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/types';

@@ -16,7 +16,7 @@ import { OrderClient } from '../../examples/provider/order-client';
 import { NO_REFUND_CARD, UNSERVED_DESTINATION } from '../../examples/provider/order-routes';
 import type { OrderEffect } from '../../examples/provider/types';
 import { canonicalJson } from '../../src/checkpoint/canonical-json';
-import { compensationBindingCallId } from '../../src/activities/compensation-call';
+import { compensationBindingCallId } from '../../src/activities/fence/compensation-call';
 import type { agentWorkflow } from '../../src/workflows';
 import { cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows/messages';
 import type { AgentWorkflowResult, CallReport, RunStatus, StopReason } from '../../src/workflows/types';

@@ -4,8 +4,8 @@
  * queue right after the kill; the run must then recover as the window prescribes (or pause, and be
  * resolved by the harness as the operator).
  */
-import type { CrashPoint } from '../../src/activities/crash-points';
-import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fenced-tool';
+import type { CrashPoint } from '../../src/activities/fence/crash-points';
+import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fence/fenced-tool';
 import type { CallSource, FinalCallStatus } from '../../src/workflows/types';
 import { checkEffects, countLostResults, settleWithOperator, within } from '../checks';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';

@@ -10,7 +10,7 @@
  * claim pauses the run as OUTCOME_UNKNOWN for a person (who resolves it on the new deploy). The
  * email is never sent again.
  */
-import type { CrashPoint } from '../../src/activities/crash-points';
+import type { CrashPoint } from '../../src/activities/fence/crash-points';
 import { checkEffects, countLostResults, settleWithOperator, within } from '../checks';
 import type { Repetition } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';

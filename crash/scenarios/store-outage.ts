@@ -14,7 +14,7 @@ import { checkEffects, countLostResults, settleWithOperator } from '../checks';
 import type { Repetition } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';
 import { emailCall } from '../transcripts';
-import { isToolCallActivityType } from '../../src/activities/contract';
+import { isToolCallActivityType } from '../../src/activities/contract/contract';
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 

@@ -21,7 +21,7 @@
 import { join } from 'node:path';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { canonicalJson } from '../../src/checkpoint/canonical-json';
-import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fenced-tool';
+import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fence/fenced-tool';
 import { checkEffects, countLostResults, settleWithOperator } from '../checks';
 import type { Repetition } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';

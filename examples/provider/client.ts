@@ -13,7 +13,7 @@
  * | 400, 401, 403, 404, 409 without a key, 413, 415, 422, other 4xx | `rejected` | `yes` | no: the same request fails again |
  * | reset, timeout or abort after sending; 500, 502, 504; unreadable 2xx | `unknown-outcome` | `maybe` | only with the same idempotency key, or after a lookup |
  */
-import { classifyHttpFailure } from '../../src/activities/error-classes';
+import { classifyHttpFailure } from '../../src/activities/contract/error-classes';
 import type {
   CloseTicketResult,
   CreateTicketInput,

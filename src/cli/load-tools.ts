@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CheckpointError } from '../checkpoint/errors';
-import type { ToolDefinition } from '../activities/define-tool';
+import type { ToolDefinition } from '../activities/tools/define-tool';
 
 /** The demo tools, used when no `--tools` module is given. */
 export const DEFAULT_TOOLS_MODULE = resolve(__dirname, '../../examples/demo-tools');

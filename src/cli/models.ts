@@ -11,7 +11,7 @@
 import { assertPeersInstalled } from '../optional-peer';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ToolDefinition } from '../activities/define-tool';
+import type { ToolDefinition } from '../activities/tools/define-tool';
 import { CheckpointError } from '../checkpoint/errors';
 import type { ModelAdapter } from '../model/model-adapter';
 import { ScriptedModel } from '../model/scripted-model';

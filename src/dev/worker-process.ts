@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
-import { formatCrashAt, type CrashPoint } from '../activities/crash-points';
+import { formatCrashAt, type CrashPoint } from '../activities/fence/crash-points';
 
 /** Options of {@link spawnWorker}. */
 export interface SpawnWorkerOptions {

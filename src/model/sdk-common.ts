@@ -7,12 +7,12 @@
  *
  * Policy: the SDK client retries first (its `maxRetries`, exponential backoff with jitter,
  * honouring `retry-after-ms` / `retry-after`). What is still failing afterwards is classified by
- * the one HTTP table of the project, `classifyHttpFailure` (`src/activities/error-classes.ts`),
+ * the one HTTP table of the project, `classifyHttpFailure` (`src/activities/contract/error-classes.ts`),
  * and becomes `MODEL_TRANSIENT` (retryable; `details.retryAfterMs` from the last response, for
  * the activity's `nextRetryDelay`) or `MODEL_REJECTED` (not retryable); see {@link modelFailureCode}.
  */
 import { z } from 'zod/v4';
-import { classifyHttpFailure, type HttpFailureClass } from '../activities/error-classes';
+import { classifyHttpFailure, type HttpFailureClass } from '../activities/contract/error-classes';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { ConversationMessage, ModelTurnInput } from './types';

@@ -2,7 +2,7 @@
  * What a model turn returns to the agent workflow, independent of the provider format.
  * Type-only and sandbox-safe: workflow code imports this file.
  */
-import type { OutputRef } from '../activities/contract';
+import type { OutputRef } from '../activities/contract/contract';
 import type { JsonValue } from '../checkpoint/types';
 
 /** One tool call the model asked for in a turn. */

@@ -1,11 +1,11 @@
 /**
- * The worker pin `requireApproval` (`../activities/pins`) applied to the plugin's fenced
+ * The worker pin `requireApproval` (`../activities/fence/pins`) applied to the plugin's fenced
  * activity types: a call of such a type runs only with an approved intent digest in its call
  * header (`withApprovedIntent`); without one it is refused with APPROVAL_REQUIRED before any
  * claim. As for tools, this proves only that the workflow presented the digest this worker
- * computes (see the trust note in `../activities/pins`), not that a person approved.
+ * computes (see the trust note in `../activities/fence/pins`), not that a person approved.
  */
-import { resolvePins, type ResolvedPins } from '../activities/pins';
+import { resolvePins, type ResolvedPins } from '../activities/fence/pins';
 import type { ToolCheckpointPluginOptions } from './options';
 
 /** `requireApproval` split between the plugin's tools and its fenced activity types. */

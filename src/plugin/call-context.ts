@@ -5,7 +5,7 @@
  * is.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ToolContext } from '../activities/define-tool';
+import type { ToolContext } from '../activities/tools/define-tool';
 
 const storage = new AsyncLocalStorage<ToolContext>();
 

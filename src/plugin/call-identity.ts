@@ -5,7 +5,7 @@
 import type { Info } from '@temporalio/activity';
 import type { Headers } from '@temporalio/common';
 import { CheckpointError } from '../checkpoint/errors';
-import type { AttemptContext } from '../activities/prepare-call';
+import type { AttemptContext } from '../activities/fence/prepare-call';
 import { readCallHeader, type CallHeader } from './workflow/call-header';
 
 /** A call's identity and where it came from. */

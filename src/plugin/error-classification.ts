@@ -5,7 +5,7 @@
  * docs/protocol.md#nothing-applied). Node side; no I/O.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { ToolError, type ToolErrorKind } from '../activities/define-tool';
+import { ToolError, type ToolErrorKind } from '../activities/tools/define-tool';
 
 /** A classifier of errors thrown by a fenced activity (see `FencedActivityOptions.classifyError`). */
 export type ErrorClassifier = (error: unknown) => ToolErrorKind;

@@ -12,16 +12,16 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import { isCheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import type { FencedToolInput, FencedToolResult } from '../activities/contract';
-import { ToolError, type LookupResult, type ToolContext, type ToolDefinition } from '../activities/define-tool';
-import { toApplicationFailure, type CallNames } from '../activities/failures';
-import { boundedFailure, MAX_FAILURE_MESSAGE_BYTES, truncateText } from '../activities/failure-bounds';
-import { settleFailedAttempt } from '../activities/call-failure';
-import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fenced-tool';
-import { prepareCall, type PreparedCall } from '../activities/prepare-call';
-import { ownProperties } from '../activities/input-schema';
+import type { FencedToolInput, FencedToolResult } from '../activities/contract/contract';
+import { ToolError, type LookupResult, type ToolContext, type ToolDefinition } from '../activities/tools/define-tool';
+import { toApplicationFailure, type CallNames } from '../activities/fence/failures';
+import { boundedFailure, MAX_FAILURE_MESSAGE_BYTES, truncateText } from '../activities/fence/failure-bounds';
+import { settleFailedAttempt } from '../activities/fence/call-failure';
+import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fence/fenced-tool';
+import { prepareCall, type PreparedCall } from '../activities/fence/prepare-call';
+import { ownProperties } from '../activities/fence/input-schema';
 import { assertApprovedIntent } from '../activities';
-import { assertApprovalGiven, type ResolvedPins } from '../activities/pins';
+import { assertApprovalGiven, type ResolvedPins } from '../activities/fence/pins';
 import { approvalFromHeaders } from './approval-activity';
 import { classifyActivityError } from './error-classification';
 import { toolArgsWithHeaderApproval } from './tool-approval';
@@ -144,7 +144,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
 
   /**
    * What the activity throws for `error`: `toApplicationFailure(error, names)` (bounded in size,
-   * naming the call, tool and key: `../activities/failure-bounds`), except that a pause
+   * naming the call, tool and key: `../activities/fence/failure-bounds`), except that a pause
    * (OUTCOME_UNKNOWN, from this fence or from a tool's `runFencedTool`) is worded by
    * {@link pauseFailure} and, under `onUnknownOutcome: 'wait'`, becomes retryable. A fenced
    * activity of the user's own workflow (`ownActivity`) always gets that wording (no agent run

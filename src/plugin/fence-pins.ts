@@ -1,5 +1,5 @@
 /**
- * The worker pins (`../activities/pins`) applied to the plugin's `fence` entries. A fenced
+ * The worker pins (`../activities/fence/pins`) applied to the plugin's `fence` entries. A fenced
  * activity type is registered by the worker itself and checkpointed under the plugin's `tenant`,
  * not under a tenant or tool its workflow input names, so the pins are checked once, when the
  * plugin is built, instead of on every call:

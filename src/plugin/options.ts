@@ -2,13 +2,13 @@
  * Options of {@link ToolCheckpointPlugin} (`./tool-checkpoint-plugin`) and their validation.
  * @experimental while `@temporalio/plugin` is.
  */
-import { zodSchemaRefusal } from '../activities/zod-schema';
+import { zodSchemaRefusal } from '../activities/tools/zod-schema';
 import { z } from 'zod/v4';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import { assertIdempotencyKeySecret } from '../checkpoint/digest';
 import type { ToolActivitiesOptions } from '../activities';
-import { defineTool, type LookupResult, type ToolContext, type ToolDefinition, type ToolErrorKind } from '../activities/define-tool';
+import { defineTool, type LookupResult, type ToolContext, type ToolDefinition, type ToolErrorKind } from '../activities/tools/define-tool';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { defaultClassifyError, type ErrorClassifier } from './error-classification';
 

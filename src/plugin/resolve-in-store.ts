@@ -22,11 +22,11 @@ import { deciderNameRefusal } from '../checkpoint/visible-text';
 import { completeExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { ToolOutcome } from '../activities/contract';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fenced-tool';
-import { callAddress } from '../activities/prepare-call';
-import type { ToolErrorClass } from '../activities/error-classes';
-import type { ResolutionAudit } from '../activities/resolution-audit';
+import type { ToolOutcome } from '../activities/contract/contract';
+import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fence/fenced-tool';
+import { callAddress } from '../activities/fence/prepare-call';
+import type { ToolErrorClass } from '../activities/contract/error-classes';
+import type { ResolutionAudit } from '../activities/fence/resolution-audit';
 import { DEFAULT_PLUGIN_TENANT } from './options';
 
 /**
@@ -94,7 +94,7 @@ export interface ResolveCallInStoreOptions {
 
 /**
  * Who resolved a call in the store, why and when: stored in the result payload as its
- * `resolvedInStore` member (see `../activities/resolution-audit`). `by` is always set here.
+ * `resolvedInStore` member (see `../activities/fence/resolution-audit`). `by` is always set here.
  */
 export type StoreResolutionAudit = ResolutionAudit;
 
@@ -127,7 +127,7 @@ export interface ResolvedInStore {
  * (docs/protocol.md#worker-plugin).
  *
  * Finds the call's checkpoint by `getByCall(<namespace>/<tenant>, callBindingId({ runChainId,
- * workflowId, callId }))` (the binding the fence interceptor builds, `activities/prepare-call.ts`)
+ * workflowId, callId }))` (the binding the fence interceptor builds, `activities/fence/prepare-call.ts`)
  * or, without `runChainId`, by listing; then accepts only:
  * - `uncertain`: an attempt recorded that the outcome is unknown;
  * - `executing` past its settle time (the claim's `deadlineAt`, or claim time + 30 s when it

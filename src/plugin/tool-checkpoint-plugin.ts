@@ -15,7 +15,7 @@
 import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createToolActivities } from '../activities';
-import type { FencedToolInput, FencedToolResult } from '../activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../activities/contract/contract';
 import { DESCRIBE_FENCED_CALL_ACTIVITY } from './workflow/approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
 import { splitApprovalPins } from './approval-pins';

@@ -12,9 +12,9 @@ import { assertPeersInstalled } from '../optional-peer';
 import { callBindingId } from '../checkpoint/call-identity';
 import type { CheckpointRecord, JsonValue } from '../checkpoint/types';
 import { createToolActivities, defineTool, type ToolActivitiesOptions, type ToolDefinition } from '../activities';
-import { DEFAULT_RECONCILE_MARGIN_MS } from '../activities/fenced-tool';
-import type { FencePoint } from '../activities/crash-points';
-import type { FencedToolResult } from '../activities/contract';
+import { DEFAULT_RECONCILE_MARGIN_MS } from '../activities/fence/fenced-tool';
+import type { FencePoint } from '../activities/fence/crash-points';
+import type { FencedToolResult } from '../activities/contract/contract';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { createTempSqliteStore } from './temp-store';
 

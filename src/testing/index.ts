@@ -8,5 +8,5 @@ export type { TempCheckpointStore } from './temp-store';
 export { runCrashAndRetry } from './crash-and-retry';
 export type { AttemptOutcome, CrashAndRetryOptions, CrashAndRetryReport } from './crash-and-retry';
 export { createTimeSkippingEnv, TEST_SERVER_PATH_ENV, timeSkippingClock } from './time-skipping';
-export { FENCE_POINTS } from '../activities/crash-points';
-export type { FencePoint } from '../activities/crash-points';
+export { FENCE_POINTS } from '../activities/fence/crash-points';
+export type { FencePoint } from '../activities/fence/crash-points';

@@ -13,16 +13,16 @@ import type {
   ResolveToolCallInput,
   ResolveToolCallResult,
   ToolCallDescription,
-} from '../activities/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../activities/compensation-contract';
+} from '../activities/contract/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../activities/contract/compensation-contract';
 import type { ModelTurnInput, ModelTurnResult } from '../model/types';
 
 /**
  * The agent's own activities, which `agentWorkflow` proxies by these names. A worker running
  * `agentWorkflow` registers all four, plus one activity per tool ({@link ToolCallActivities};
  * `createToolActivities` registers both).
- * - `runModelTurn`: one model turn (`src/activities/model-turn.ts`).
- * - `runFencedTool`: one fenced tool call (`src/activities/fenced-tool.ts`) with the tool name in
+ * - `runModelTurn`: one model turn (`src/activities/agent/model-turn.ts`).
+ * - `runFencedTool`: one fenced tool call (`src/activities/fence/fenced-tool.ts`) with the tool name in
  *   its input; fails with an `ApplicationFailure` whose `type` is a `CheckpointErrorCode`. Runs
  *   started before patch `ttc-tool-activity-types` schedule every tool call under this type; newer
  * runs schedule the

@@ -16,11 +16,11 @@ import {
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliveredOutcome, FencedToolInput } from '../activities/contract';
-import type { ToolErrorClass } from '../activities/error-classes';
+import type { DeliveredOutcome, FencedToolInput } from '../activities/contract/contract';
+import type { ToolErrorClass } from '../activities/contract/error-classes';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage } from '../model/types';
-import type { BatchCancellationReport } from '../activities/batch-items';
+import type { BatchCancellationReport } from '../activities/contract/batch-items';
 import type { ToolActivities } from './activity-types';
 import type { WindDownAttempt } from './compensation';
 import { Conversation } from './conversation';

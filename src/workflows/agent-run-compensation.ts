@@ -11,7 +11,7 @@ import {
   condition,
   patched,
 } from '@temporalio/workflow';
-import type { DeliveredOutcome } from '../activities/contract';
+import type { DeliveredOutcome } from '../activities/contract/contract';
 import { compensateRun, type CompensationHost, type WindDownAttempt } from './compensation';
 import { toolActivityOptions, windDownActivityOptions, type ActivityKind } from './input';
 import type { CallState, RunStop } from './run-state';

@@ -6,7 +6,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { CancellationScope, condition } from '@temporalio/workflow';
-import type { ToolOutcome } from '../activities/contract';
+import type { ToolOutcome } from '../activities/contract/contract';
 import { describeItem } from '../checkpoint/item-position';
 import { activityFailureMessage, activityFailureType } from './failures';
 import { MESSAGE_ERROR_TYPES } from './messages';

@@ -6,7 +6,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../activities/contract';
+import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../activities/contract/contract';
 import type { AgentToolResult, ToolCallActivities } from './activity-types';
 import {
   activityFailureDetails,

@@ -5,7 +5,7 @@
  * calls of tools that need approval, resolve calls whose outcome is unknown, or cancel.
  *
  * Imports only `@temporalio/workflow`, sandbox-safe project files (`checkpoint/types`,
- * `checkpoint/errors`, `model/types`, `activities/contract`) and this folder. Never Node
+ * `checkpoint/errors`, `model/types`, `activities/contract/contract`) and this folder. Never Node
  * builtins, `checkpoint/digest` or `checkpoint/codec` (node:crypto), the stores, the activity
  * implementations or `src/index.ts`; the workflow obtains digests through `describeToolCall`.
  *

@@ -5,8 +5,8 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchCancellationReport } from '../activities/batch-items';
-import type { DeliveredOutcome } from '../activities/contract';
+import type { BatchCancellationReport } from '../activities/contract/batch-items';
+import type { DeliveredOutcome } from '../activities/contract/contract';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage } from '../model/types';
 import type {

@@ -21,8 +21,8 @@
  * @see docs/compensation.md, docs/protocol.md#agent-workflow
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract';
-import type { CompensateToolCallInput, ResolveCompensationInput } from '../activities/compensation-contract';
+import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract/contract';
+import type { CompensateToolCallInput, ResolveCompensationInput } from '../activities/contract/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
 import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from './failures';
 import type { ActivityKind } from './input';

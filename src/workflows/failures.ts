@@ -1,13 +1,13 @@
 /**
  * Sandbox-safe reading of activity failures: which `CheckpointErrorCode` an `ActivityFailure`
- * carries (its cause's `type`, set by `activities/failures.ts`), and what the workflow does
+ * carries (its cause's `type`, set by `activities/fence/failures.ts`), and what the workflow does
  * about it.
  *
  * @see docs/protocol.md#the-fenced-attempt, docs/protocol.md#errors
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import type { BatchCancellationReport } from '../activities/batch-items';
-import { NOTHING_APPLIED_CODES } from '../activities/contract';
+import type { BatchCancellationReport } from '../activities/contract/batch-items';
+import { NOTHING_APPLIED_CODES } from '../activities/contract/contract';
 import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../checkpoint/errors';
 import type { PausedItem } from './types';
 

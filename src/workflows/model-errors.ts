@@ -18,7 +18,7 @@
  *
  * Pure and sandbox-safe.
  */
-import { NOTHING_APPLIED_CODES } from '../activities/contract';
+import { NOTHING_APPLIED_CODES } from '../activities/contract/contract';
 
 /** The error the model reads in a failed call's tool message: `{ error: { type, message } }`. */
 export interface ModelToolError {
@@ -62,7 +62,7 @@ const READ_AS_WRITTEN: ReadonlySet<string> = new Set(['INVALID_TOOL_INPUT', 'TOO
 
 /**
  * Error-result types the fence itself stores: a durable refusal (a nothing-applied code, see
- * `closeCall` in `activities/call-failure.ts`), a result it could not store, exhausted
+ * `closeCall` in `activities/fence/call-failure.ts`), a result it could not store, exhausted
  * transient retries. Any other type in a stored error result is the tool's own.
  */
 const FENCE_RESULT_TYPES: ReadonlySet<string> = new Set<string>([...NOTHING_APPLIED_CODES, 'PAYLOAD_TOO_LARGE', 'NOT_JSON', 'TRANSIENT_EXHAUSTED']);

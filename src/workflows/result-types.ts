@@ -8,8 +8,8 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchCancellationReport } from '../activities/batch-items';
-import type { BatchItemRef, DeliveredOutcome, ResultSource } from '../activities/contract';
+import type { BatchCancellationReport } from '../activities/contract/batch-items';
+import type { BatchItemRef, DeliveredOutcome, ResultSource } from '../activities/contract/contract';
 import type { JsonValue } from '../checkpoint/types';
 import type { EarlierCalls } from './input-types';
 

@@ -9,7 +9,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
-import type { BatchCancellationReport } from '../../src/activities/batch-items';
+import type { BatchCancellationReport } from '../../src/activities/contract/batch-items';
 import { Gate, Harness, Provider, waitFor } from './harness';
 
 jest.setTimeout(30_000);

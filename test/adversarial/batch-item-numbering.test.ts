@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
-import type { FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolResult } from '../../src/activities/contract/contract';
 import { describeItem, itemPosition } from '../../src/checkpoint/item-position';
 import { Harness, Provider, type Call } from './harness';
 

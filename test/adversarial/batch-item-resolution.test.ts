@@ -11,7 +11,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
-import type { ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract';
+import type { ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract/contract';
 import { Harness, Provider, type Call } from './harness';
 
 jest.setTimeout(30_000);

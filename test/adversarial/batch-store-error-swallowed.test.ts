@@ -1,7 +1,7 @@
 /**
  * Adversarial (batch tools): the store fails at a grouped write in the middle of a batch and the
  * tool's code catches what `forEachItem` throws and returns ok. The batch fence promises
- * (src/activities/batch-fence.ts): "Anything that stops the batch (an item paused for a person, a
+ * (src/activities/fence/batch-fence.ts): "Anything that stops the batch (an item paused for a person, a
  * claim still held by another attempt, the store) fails the whole attempt, even when the tool's
  * code catches it". Otherwise the call completes ok while an applied item's checkpoint is left
  * executing with its result never stored, and no later attempt ever settles it

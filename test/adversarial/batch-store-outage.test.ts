@@ -3,7 +3,7 @@
  * stores item n's result together with item n + 1's claim (`writeGroup`): nothing written
  * (STORE_UNAVAILABLE), or written with the answer lost (STORE_OUTCOME_UNKNOWN).
  * docs/protocol.md#crash-windows: the effect is never applied twice; the store briefly unavailable
- * fails closed. The batch fence's own rule (src/activities/batch-fence.ts): "Anything that stops
+ * fails closed. The batch fence's own rule (src/activities/fence/batch-fence.ts): "Anything that stops
  * the batch (…, the store) fails the whole attempt, even when the tool's code catches it".
  *
  * Real activities in MockActivityEnvironment against a real SQLite store (the adversarial harness).

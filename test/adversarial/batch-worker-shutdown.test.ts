@@ -17,8 +17,8 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
-import type { BatchCancellationReport } from '../../src/activities/batch-items';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { BatchCancellationReport } from '../../src/activities/contract/batch-items';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
 import { activitiesOf, baseInput, call, endTurn, fakeTools, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime } from '../helpers/temporal';

@@ -12,8 +12,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, type ToolContext, type ToolSuccess } from '../../src/activities';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
-import type { AppliedEffect } from '../../src/activities/compensation-declaration';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
+import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
 import { Harness, never, Provider, waitFor, type Call } from './harness';
 
 jest.setTimeout(30_000);

@@ -15,8 +15,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
-import type { AppliedEffect } from '../../src/activities/compensation-declaration';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
+import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
 import { Gate, Harness, Provider, waitFor, type Call } from './harness';
 
 jest.setTimeout(30_000);

@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check';
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import { fenceLost, supersededAttempt } from '../../src/activities/fenced-tool';
+import { fenceLost, supersededAttempt } from '../../src/activities/fence/fenced-tool';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import { Gate, Harness, Provider, schema, typeOf } from './harness';
 

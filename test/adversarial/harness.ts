@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import { createToolActivities, defineTool, type ToolActivities, type ToolDefinition } from '../../src/activities';
 import type { ToolActivitiesOptions } from '../../src/activities/index';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { FlakyStore, waitFor } from '../helpers/flaky-store';
 
@@ -23,8 +23,8 @@ export { FlakyStore, waitFor };
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 
-export { FENCE_POINTS } from '../../src/activities/crash-points';
-export { NOTHING_APPLIED_CODES } from '../../src/activities/contract';
+export { FENCE_POINTS } from '../../src/activities/fence/crash-points';
+export { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
 
 export const TENANT = 'acme';
 export const DEADLINE_MS = 1_000;

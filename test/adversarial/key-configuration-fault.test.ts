@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import { KEY_CONFIGURATION_FAULT } from '../../src/activities/failures';
+import { KEY_CONFIGURATION_FAULT } from '../../src/activities/fence/failures';
 import type { CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

@@ -12,7 +12,7 @@
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../src/activities';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

@@ -6,7 +6,7 @@
  * cancelled attempt is never reported as "nothing applied" once it may have claimed, and the next
  * attempt never applies the effect a second time.
  */
-import { NOTHING_APPLIED_CODES } from '../../src/activities/contract';
+import { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
 import { DEADLINE_MS, Gate, Harness, MARGIN_MS, Provider, ticketTool, waitFor, type Outcome } from './harness';
 
 jest.setTimeout(60_000);

@@ -15,9 +15,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { Worker } from '@temporalio/worker';
-import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
-import { toolCallActivities } from '../../src/activities/tool-call-activities';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
+import { toolCallActivities } from '../../src/activities/agent/tool-call-activities';
 import { agentWorkflow, cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import { baseInput, call, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime } from '../helpers/temporal';

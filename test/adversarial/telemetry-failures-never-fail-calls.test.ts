@@ -17,7 +17,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type Logger } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 

@@ -3,7 +3,7 @@
 // and polling the status query. No Jest globals, so a plain script may import it.
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import type { ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { runStatusQuery } from '../../src/workflows';
 import type { RunStatusView } from '../../src/workflows/types';

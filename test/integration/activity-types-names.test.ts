@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { createToolActivities, defineTool, toolCallActivities } from '../../src/activities';
-import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract';
+import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract/contract';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/input';

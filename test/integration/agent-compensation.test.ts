@@ -5,10 +5,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
-import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../../src/activities/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/compensation-contract';
-import { toolCallActivities } from '../../src/activities/tool-call-activities';
-import type { BatchCancellationReport } from '../../src/activities/batch-items';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../../src/activities/contract/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
+import { toolCallActivities } from '../../src/activities/agent/tool-call-activities';
+import type { BatchCancellationReport } from '../../src/activities/contract/batch-items';
 import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';

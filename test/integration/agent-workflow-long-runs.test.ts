@@ -3,7 +3,7 @@
 // arrive (cut off, refused, paused, reused ids); large outputs and the conversation stay out of
 // history; continue-as-new carries budgets, state version, call identity and the conversation.
 import { Context } from '@temporalio/activity';
-import type { FencedToolInput } from '../../src/activities/contract';
+import type { FencedToolInput } from '../../src/activities/contract/contract';
 import type { JsonValue } from '../../src/checkpoint/types';
 import type { ModelTurnResult } from '../../src/model/types';
 import { approveCallUpdate, cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';

@@ -14,10 +14,10 @@ import { z } from 'zod';
 import { callBindingId } from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool, ToolError, type ToolContext } from '../../src/activities';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
-import type { CompensateToolCallResult } from '../../src/activities/compensation-contract';
-import type { AppliedEffect } from '../../src/activities/compensation-declaration';
-import { compensationBindingCallId } from '../../src/activities/compensation-call';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
+import type { CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
+import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
+import { compensationBindingCallId } from '../../src/activities/fence/compensation-call';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runSteps, type Step, type StepOutcome } from '../fixtures/compensation-workflows';
 

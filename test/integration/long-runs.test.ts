@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

@@ -10,7 +10,7 @@
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import { AnthropicModel } from '../../src/model/anthropic-model';
 import { OpenAiModel } from '../../src/model/openai-model';
 import { toolSpecFromZod, type ToolSpecs } from '../../src/model/tool-specs';

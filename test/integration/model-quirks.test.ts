@@ -7,7 +7,7 @@
  * with a call of the message just before).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import { isCheckpointError, type CheckpointError } from '../../src/checkpoint/errors';
 import { AnthropicModel } from '../../src/model/anthropic-model';
 import { OpenAiModel } from '../../src/model/openai-model';

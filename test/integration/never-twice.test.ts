@@ -15,7 +15,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import { createToolActivities, defineTool, ToolError, type ToolActivities, type ToolDefinition } from '../../src/activities';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { FlakyStore, waitFor } from '../helpers/flaky-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

@@ -21,20 +21,20 @@ const CASES = [
   {
     folder: 'src/checkpoint',
     file: 'src/checkpoint/a-new-module.ts',
-    refused: ['../stores/checkpoint-store', '../activities/contract', '../optional-peer', '../config', '../workflows/types'],
+    refused: ['../stores/checkpoint-store', '../activities/contract/contract', '../optional-peer', '../config', '../workflows/types'],
     allowed: ['./errors', './types'],
   },
   {
     folder: 'src/stores',
     file: 'src/stores/a-new-module.ts',
-    refused: ['../activities/contract', '../telemetry/traced-store', '../plugin', '../workflows/types', '../key-material'],
+    refused: ['../activities/contract/contract', '../telemetry/traced-store', '../plugin', '../workflows/types', '../key-material'],
     allowed: ['./checkpoint-store', '../checkpoint/errors', '../optional-peer', '../aes-gcm', '../config'],
   },
   {
     folder: 'src/workflows',
     file: 'src/workflows/a-new-module.ts',
     refused: ['../stores/checkpoint-store', '../cli/show', '../console/app', '../dev/dev-server', '../demo/main-job'],
-    allowed: ['../activities/contract', '../checkpoint/errors', './types'],
+    allowed: ['../activities/contract/contract', '../checkpoint/errors', './types'],
   },
   {
     folder: 'src/workflow.ts',
@@ -52,7 +52,31 @@ const CASES = [
     folder: 'src/activities',
     file: 'src/activities/a-new-module.ts',
     refused: ['../cli/show', '../console/app', '../demo/main-job'],
-    allowed: ['../stores/checkpoint-store', '../telemetry/attempt-telemetry', './contract'],
+    allowed: ['../stores/checkpoint-store', '../telemetry/attempt-telemetry', './contract/contract'],
+  },
+  {
+    folder: 'src/activities/contract',
+    file: 'src/activities/contract/a-new-module.ts',
+    refused: ['../tools/define-tool', '../fence/fenced-tool', '../agent/model-turn', '../index'],
+    allowed: ['./contract', '../../checkpoint/errors'],
+  },
+  {
+    folder: 'src/activities/tools',
+    file: 'src/activities/tools/a-new-module.ts',
+    refused: ['../fence/fenced-tool', '../agent/model-turn', '../index'],
+    allowed: ['./define-tool', '../contract/contract', '../../checkpoint/errors'],
+  },
+  {
+    folder: 'src/activities/fence',
+    file: 'src/activities/fence/a-new-module.ts',
+    refused: ['../agent/model-turn', '../index'],
+    allowed: ['./fenced-tool', '../tools/define-tool', '../contract/contract', '../../stores/checkpoint-store'],
+  },
+  {
+    folder: 'src/activities/agent',
+    file: 'src/activities/agent/a-new-module.ts',
+    refused: ['../index'],
+    allowed: ['./model-turn', '../fence/failures', '../tools/define-tool', '../contract/contract'],
   },
   {
     folder: 'src',

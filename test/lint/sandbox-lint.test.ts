@@ -37,8 +37,8 @@ describe('workflow-sandbox lint rules', () => {
   jest.setTimeout(60_000);
 
   it.each(SANDBOX_FILES)('$file: Node builtins, Node-side packages and Node-side project modules are refused', async ({ file, toSrc }) => {
-    const refused = ['node:crypto', 'fs', '@temporalio/worker', '@temporalio/activity', '@temporalio/plugin', 'better-sqlite3', `${toSrc}stores/sqlite-store`, `${toSrc}activities`, `${toSrc}activities/fenced-tool`, `${toSrc}plugin`, `${toSrc}plugin/fence-interceptor`, `${toSrc}plugin/options`, `${toSrc}testing`, `${toSrc}checkpoint/digest`, `${toSrc}index`];
-    const allowed = ['@temporalio/workflow', '@temporalio/common', `${toSrc}activities/contract`, `${toSrc}plugin/workflow/call-header`, `${toSrc}checkpoint/errors`];
+    const refused = ['node:crypto', 'fs', '@temporalio/worker', '@temporalio/activity', '@temporalio/plugin', 'better-sqlite3', `${toSrc}stores/sqlite-store`, `${toSrc}activities`, `${toSrc}activities/fence/fenced-tool`, `${toSrc}activities/tools/define-tool`, `${toSrc}activities/index`, `${toSrc}plugin`, `${toSrc}plugin/fence-interceptor`, `${toSrc}plugin/options`, `${toSrc}testing`, `${toSrc}checkpoint/digest`, `${toSrc}index`];
+    const allowed = ['@temporalio/workflow', '@temporalio/common', `${toSrc}activities/contract/contract`, `${toSrc}activities/contract/error-classes`, `${toSrc}plugin/workflow/call-header`, `${toSrc}checkpoint/errors`];
     const code = [...refused, ...allowed].map((source, i) => `import * as m${i} from '${source}';`).join('\n') + `\nexport const all = [${[...refused, ...allowed].map((_, i) => `m${i}`).join(', ')}];\n`;
     expect((await restricted(file, code)).sort()).toEqual([...refused].sort());
   });

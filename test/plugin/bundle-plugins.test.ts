@@ -19,7 +19,7 @@ import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { buildAgentWorkflowBundle } from '../../src/codec/workflow-bundle';
 import { fencedCallContext, ToolCheckpointPlugin } from '../../src/plugin';
 import { activityCallIdentity, type ActivityCallIdentity } from '../../src/plugin/call-identity';
-import type { FencedToolResult, ToolCallInput } from '../../src/activities/contract';
+import type { FencedToolResult, ToolCallInput } from '../../src/activities/contract/contract';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow } from '../../src/workflows';
 import type { AgentWorkflowInput } from '../../src/workflows/types';

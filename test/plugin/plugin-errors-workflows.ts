@@ -4,7 +4,7 @@
  * does, and let its failure fail the workflow.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { withApprovedIntent, type ApprovedIntent } from '../../src/workflow';
 
 type AnyActivities = Record<string, (...args: unknown[]) => Promise<unknown>>;

@@ -18,7 +18,7 @@ import { DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool } from '../../src/activities';
-import type { FencedToolInput } from '../../src/activities/contract';
+import type { FencedToolInput } from '../../src/activities/contract/contract';
 import { ToolCheckpointPlugin } from '../../src/plugin';
 import { callToolOnce } from '../fixtures/fenced-workflows';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { callBindingId } from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { defineTool } from '../../src/activities';
-import type { FencedToolInput } from '../../src/activities/contract';
+import type { FencedToolInput } from '../../src/activities/contract/contract';
 import { intentDigest } from '../../src/checkpoint/digest';
 import { ToolCheckpointPlugin } from '../../src/plugin';
 import type { ApprovedIntent } from '../../src/workflow';

@@ -3,7 +3,7 @@
  * a real worker: optionally armed with `TTC_CRASH_AT=<crashAt>:chargeCard`.
  */
 import { spawn } from 'node:child_process';
-import { formatCrashAt, type CrashPoint } from '../../src/activities/crash-points';
+import { formatCrashAt, type CrashPoint } from '../../src/activities/fence/crash-points';
 import type { PluginWorkerOptions } from './plugin-worker';
 
 /** A spawned plugin worker: its pid, its exit (signal or code), and SIGKILL. */

@@ -3,7 +3,7 @@
  * `proxyActivities` as any Temporal workflow does. The plugin fences them from the worker.
  */
 import { continueAsNew, proxyActivities } from '@temporalio/workflow';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import type { PaymentActivities } from './payment-activities';
 
 const { chargeCard, sendInvoice } = proxyActivities<PaymentActivities>({

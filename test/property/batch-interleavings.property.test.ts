@@ -17,12 +17,12 @@
  * call took over (a stale attempt still running the batch takes items over by a same-key repeat
  * at once) failed with the non-retryable FENCE_CONFLICT, also as the current attempt, so the run
  * was told FENCE_CONFLICT while nothing was unknown; the item's FENCE_CONFLICT now stops the batch
- * as RECONCILE_PENDING (src/activities/batch-fence.ts `itemError`).
+ * as RECONCILE_PENDING (src/activities/fence/batch-fence.ts `itemError`).
  *
  * Found by it at 1,000 schedules under CPU load (seed -1973496112, schedule 970): an item's retry
  * of a 503 was sent after the item's deadline, because the backoff's sleep ended late, while
  * another attempt had taken the item over and applied it: two effects. No retry starts at or
- * after the deadline now (src/activities/transient-retry.ts; its unit test holds the scenario and
+ * after the deadline now (src/activities/tools/transient-retry.ts; its unit test holds the scenario and
  * a property over stalls). The schedule replays only under load (the fence's retry timer is real).
  */
 import fc from 'fast-check';

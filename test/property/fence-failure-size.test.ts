@@ -19,8 +19,8 @@ import { decodeOptionalFailureToOptionalError, encodeErrorToFailure } from '@tem
 import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { temporal } from '@temporalio/proto';
 import { CheckpointError } from '../../src/checkpoint/errors';
-import { toApplicationFailure } from '../../src/activities/failures';
-import { FAILURE_BUDGET_BYTES } from '../../src/activities/failure-bounds';
+import { toApplicationFailure } from '../../src/activities/fence/failures';
+import { FAILURE_BUDGET_BYTES } from '../../src/activities/fence/failure-bounds';
 import { codecDataConverter } from '../../src/codec/data-converter';
 import { createPayloadCodec } from '../../src/codec/payload-codec';
 import { deliver, pauseFailure } from '../../src/plugin/fence-interceptor';

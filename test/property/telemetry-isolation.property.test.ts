@@ -21,7 +21,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../src/activities';
-import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import type { ToolCallDescription } from '../../src/activities/contract';
+import type { ToolCallDescription } from '../../src/activities/contract/contract';
 import { Harness, typeOf } from '../adversarial/harness';
 
 jest.setTimeout(60_000);

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import { NOTHING_APPLIED_CODES } from '../../src/activities/contract';
+import { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
 import { LIMITS } from '../../src/checkpoint/bounds';
 import type { CheckpointErrorCode } from '../../src/checkpoint/errors';
 import { parseToolInputText } from '../../src/checkpoint/model-input';

@@ -11,7 +11,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import type { ModelAdapter } from '../../src/model/model-adapter';
 import { openAiCompletionToTurnResult } from '../../src/model/transcript';
 import type { ModelTurnInput } from '../../src/model/types';

@@ -14,7 +14,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError, type ToolDefinition } from '../../src/activities';
-import { createModelActivities } from '../../src/activities/model-turn';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
 import { AnthropicModel } from '../../src/model/anthropic-model';
 import type { ToolSpecs } from '../../src/model/tool-specs';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

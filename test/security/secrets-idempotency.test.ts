@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
-import type { FencedToolInput, ToolCallDescription } from '../../src/activities/contract';
+import type { FencedToolInput, ToolCallDescription } from '../../src/activities/contract/contract';
 import { idempotencyKey, type IdempotencyKeyParts } from '../../src/checkpoint/digest';
 import { resolveConfig } from '../../src/config';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';

@@ -9,7 +9,7 @@
  * virtual instant is left to `fc.scheduler()`.
  */
 import fc from 'fast-check';
-import type { FencePoint } from '../../../src/activities/crash-points';
+import type { FencePoint } from '../../../src/activities/fence/crash-points';
 import type { LookupPlan } from './scenario';
 
 /** Where a worker may die: a fence point (`hooks.step`) or while an item's request is in flight. */

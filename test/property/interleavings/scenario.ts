@@ -7,9 +7,9 @@
  * happens at one virtual instant is left to `fc.scheduler()`.
  */
 import fc from 'fast-check';
-import type { FencePoint } from '../../../src/activities/crash-points';
+import type { FencePoint } from '../../../src/activities/fence/crash-points';
 
-/** The fence points (src/activities/crash-points.ts `FENCE_POINTS`), plus a worker killed while its request is in flight. */
+/** The fence points (src/activities/fence/crash-points.ts `FENCE_POINTS`), plus a worker killed while its request is in flight. */
 export const CRASH_AT = ['before-claim', 'after-claim', 'before-execute', 'mid-request', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
 export type CrashAt = FencePoint | 'mid-request';
 

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { isCheckpointError, type CheckpointStore } from '../../../src';
 import { createToolActivities, defineTool } from '../../../src/activities';
-import { normalizeCompensation, type CompensationByFunction, type CompensationByTool } from '../../../src/activities/compensation-declaration';
+import { normalizeCompensation, type CompensationByFunction, type CompensationByTool } from '../../../src/activities/tools/compensation-declaration';
 
 const execute = async (): Promise<{ output: null }> => ({ output: null });
 

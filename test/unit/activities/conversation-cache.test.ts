@@ -1,6 +1,6 @@
 // The worker-local conversation cache: prefixes by log, bounded by bytes, least
 // recently used evicted first; a miss or a too-large conversation just reads from the store.
-import { ConversationCache } from '../../../src/activities/conversation-cache';
+import { ConversationCache } from '../../../src/activities/agent/conversation-cache';
 import type { ConversationMessage } from '../../../src/model/types';
 
 const user = (text: string): ConversationMessage => ({ role: 'user', text });

@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { ToolOutcome } from '../../../src/activities/contract';
-import { activityConversationLogId, assertMatchesRef, conversationLogId, deliverOutput, messageKey, outputKey, outputRefFor } from '../../../src/activities/conversation-log';
+import type { ToolOutcome } from '../../../src/activities/contract/contract';
+import { activityConversationLogId, assertMatchesRef, conversationLogId, deliverOutput, messageKey, outputKey, outputRefFor } from '../../../src/activities/agent/conversation-log';
 import { isCheckpointError, type CheckpointErrorCode } from '../../../src/checkpoint/errors';
 import type { JsonValue } from '../../../src/checkpoint/types';
 import type { CheckpointStore, ConversationEntry } from '../../../src/stores/checkpoint-store';

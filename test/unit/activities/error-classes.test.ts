@@ -1,7 +1,7 @@
 // The retry policy's error classes: one table, one HTTP classifier, and the demo tools' mapping of
 // provider errors onto it.
 import { classifyHttpFailure, TOOL_ERROR_CLASSES, ToolError } from '../../../src/activities';
-import { toolErrorKind } from '../../../src/activities/define-tool';
+import { toolErrorKind } from '../../../src/activities/tools/define-tool';
 import { classifyProviderError } from '../../../examples/demo-tools';
 import { ProviderClient, ProviderRejectedError, ProviderTransientError, ProviderUnknownOutcomeError } from '../../../examples/provider/client';
 

@@ -17,7 +17,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../../src/activities';
-import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../../../src/activities/contract';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveToolCallResult, ToolCallDescription } from '../../../src/activities/contract/contract';
 import { ToolCheckpointPlugin } from '../../../src/plugin';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';

@@ -6,7 +6,7 @@
  */
 import * as z3 from 'zod/v3';
 import { z } from 'zod/v4';
-import { defineTool } from '../../../src/activities/define-tool';
+import { defineTool } from '../../../src/activities/tools/define-tool';
 import { resolveFencedActivities } from '../../../src/plugin/options';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 

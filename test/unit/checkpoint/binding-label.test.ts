@@ -1,7 +1,7 @@
 import { bindingLabel } from '../../../src/checkpoint/binding-label';
 import { callBindingId } from '../../../src/checkpoint/call-identity';
 import { itemBinding } from '../../../src/checkpoint/batch-identity';
-import { compensationBindingCallId } from '../../../src/activities/compensation-call';
+import { compensationBindingCallId } from '../../../src/activities/fence/compensation-call';
 
 describe('bindingLabel: what `ttc pending` shows for a stored checkpoint', () => {
   const call = callBindingId({ runChainId: 'run-1', workflowId: 'order-7', callId: 'toolu_1' });

@@ -56,7 +56,7 @@ describe('command-line inputs', () => {
     const tools = join(dir, 'typed-tools.ts');
     writeFileSync(
       tools,
-      `const { z } = require(${JSON.stringify(join(root, 'node_modules/zod/v4'))});\nconst { defineTool } = require(${JSON.stringify(join(root, 'src/activities/define-tool'))});\n` +
+      `const { z } = require(${JSON.stringify(join(root, 'node_modules/zod/v4'))});\nconst { defineTool } = require(${JSON.stringify(join(root, 'src/activities/tools/define-tool'))});\n` +
         "export const tools: unknown[] = [defineTool({ name: 'echo', revision: 'v1', input: z.object({ s: z.string() }), async execute() { return { output: null }; } })];\n",
     );
     const loadIn = (unregisterFirst: boolean): string =>

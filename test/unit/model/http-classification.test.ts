@@ -2,7 +2,7 @@
 // provider's error through classifyHttpFailure; this proves they agree on every status.
 import * as anthropic from '@anthropic-ai/sdk';
 import * as openai from 'openai';
-import { classifyHttpFailure } from '../../../src/activities/error-classes';
+import { classifyHttpFailure } from '../../../src/activities/contract/error-classes';
 import { CheckpointError, isCheckpointError } from '../../../src/checkpoint/errors';
 import { isTransientStatus, mapSdkError, modelFailureCode, type SdkErrorClasses } from '../../../src/model/sdk-common';
 

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { toApplicationFailure } from '../../../src/activities/failures';
-import { createModelActivities } from '../../../src/activities/model-turn';
+import { toApplicationFailure } from '../../../src/activities/fence/failures';
+import { createModelActivities } from '../../../src/activities/agent/model-turn';
 import { CheckpointError, type CheckpointErrorCode } from '../../../src/checkpoint/errors';
 import type { ModelAdapter } from '../../../src/model/model-adapter';
 import { ScriptedModel } from '../../../src/model/scripted-model';

@@ -6,10 +6,10 @@
  * from the original call's, with the same lookup / key dedupe / pause rules as any call (see
  * `./compensation-call` and the activity contract in `./compensation-contract`).
  */
-import { assertIdentifier } from '../checkpoint/bounds';
-import { CheckpointError } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
-import type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
+import { assertIdentifier } from '../../checkpoint/bounds';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
+import type { LookupResult, ToolContext, ToolSuccess } from '../contract/tool-types';
 
 /**
  * What a compensation is given, read from the ORIGINAL call's checkpoint in the store (never from

@@ -6,7 +6,7 @@
  * `output`, and a plugin-fenced activity returns only `output` (or fails with `error`).
  * Written by `agentWorkflow`'s `resolveToolCall`, batch item resolutions and `resolveCallInStore`.
  */
-import type { ToolOutcome } from './contract';
+import type { ToolOutcome } from '../contract/contract';
 
 /** Who resolved a call, why and when (see the module comment). */
 export interface ResolutionAudit {

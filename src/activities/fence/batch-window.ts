@@ -11,13 +11,13 @@
  * Items that already have a checkpoint (an earlier attempt's) are read ahead in chunks
  * (`getMany`) and settled one by one by the call's attempt logic (delivered, reconciled, paused).
  */
-import { createClaimed } from '../checkpoint/compose';
-import type { CheckpointRecord } from '../checkpoint/types';
-import { CheckpointError } from '../checkpoint/errors';
-import { MAX_GROUP_SIZE, type GroupWrite } from '../stores/checkpoint-store';
+import { createClaimed } from '../../checkpoint/compose';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import { CheckpointError } from '../../checkpoint/errors';
+import { MAX_GROUP_SIZE, type GroupWrite } from '../../stores/checkpoint-store';
 import type { ApplyItem, ItemsBatch, PreparedItem } from './batch-types';
-import type { BatchItemResult, BatchReport } from './tool-types';
-import type { ToolOutcome } from './contract';
+import type { BatchItemResult, BatchReport } from '../contract/tool-types';
+import type { ToolOutcome } from '../contract/contract';
 import type { PreparedCall } from './prepare-call';
 
 /** The result of an item a cancelled batch claimed but never started (nothing was sent). */

@@ -3,12 +3,12 @@
  * (`./fenced-tool`) share: what the batch needs of the call's fence for one item, what one
  * `forEachItem` run needs of its batch, and an item as prepared. Types only.
  */
-import type { ItemRef } from '../checkpoint/batch-identity';
-import type { CheckpointRecord, JsonValue, TransitionResult } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { FencedToolResult, ToolOutcome } from './contract';
+import type { ItemRef } from '../../checkpoint/batch-identity';
+import type { CheckpointRecord, JsonValue, TransitionResult } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import type { FencedToolResult, ToolOutcome } from '../contract/contract';
 import type { PreparedCall } from './prepare-call';
-import type { BatchItemResult, ToolContext, ToolSuccess } from './tool-types';
+import type { BatchItemResult, ToolContext, ToolSuccess } from '../contract/tool-types';
 
 /**
  * What the batch needs of the call's fence (`./fenced-tool`): the store, the attempt logic for

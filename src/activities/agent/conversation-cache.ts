@@ -6,7 +6,7 @@
  * reference's digest when it was first read. Bounded by bytes (least recently used logs go
  * first); a miss just reads from the store. Node side.
  */
-import type { ConversationMessage } from '../model/types';
+import type { ConversationMessage } from '../../model/types';
 
 /** Default bound of a {@link ConversationCache}: 64 MiB of message JSON. */
 export const DEFAULT_CONVERSATION_CACHE_BYTES = 64 * 1024 * 1024;

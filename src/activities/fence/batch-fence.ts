@@ -21,22 +21,22 @@
  * Node side (runs in the activity).
  */
 import { CancelledFailure } from '@temporalio/common';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { assertItemKey, itemBinding, itemIdempotencyKey, type ItemRef } from '../checkpoint/batch-identity';
-import { describeItem, itemPosition } from '../checkpoint/item-position';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { intentDigest } from '../checkpoint/digest';
-import { deepFreeze } from '../checkpoint/record';
-import type { JsonValue } from '../checkpoint/types';
-import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchProgress } from './batch-items';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { assertItemKey, itemBinding, itemIdempotencyKey, type ItemRef } from '../../checkpoint/batch-identity';
+import { describeItem, itemPosition } from '../../checkpoint/item-position';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
+import { intentDigest } from '../../checkpoint/digest';
+import { deepFreeze } from '../../checkpoint/record';
+import type { JsonValue } from '../../checkpoint/types';
+import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchProgress } from '../contract/batch-items';
 import type { ApplyItem, ItemFence, ItemsBatch, PreparedItem } from './batch-types';
-import type { FencedToolResult, ToolOutcome } from './contract';
-import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './define-tool';
-import type { BatchItemResult, ForEachItem, ForEachItemOptions, ToolContext } from './tool-types';
+import type { FencedToolResult, ToolOutcome } from '../contract/contract';
+import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from '../tools/define-tool';
+import type { BatchItemResult, ForEachItem, ForEachItemOptions, ToolContext } from '../contract/tool-types';
 import { ItemsRun } from './batch-window';
 import type { PreparedCall } from './prepare-call';
 
-export type { BatchProgress } from './batch-items';
+export type { BatchProgress } from '../contract/batch-items';
 export type { ApplyItem, ItemFence, PreparedItem } from './batch-types';
 
 /** Most items one `forEachItem` call takes. */

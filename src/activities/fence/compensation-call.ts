@@ -12,18 +12,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod/v4';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { fingerprintInput, intentDigest, sha256Hex } from '../checkpoint/digest';
-import { assertToolInput } from '../checkpoint/model-input';
-import { deepFreeze } from '../checkpoint/record';
-import type { Binding, CheckpointRecord, JsonValue } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { FencedToolInput, ToolOutcome } from './contract';
-import type { CompensateToolCallInput, CompensationIdentity } from './compensation-contract';
-import { compensationToolName, isCompensationByTool, type AppliedEffect, type CompensationByFunction, type ToolCompensation } from './compensation-declaration';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
+import { fingerprintInput, intentDigest, sha256Hex } from '../../checkpoint/digest';
+import { assertToolInput } from '../../checkpoint/model-input';
+import { deepFreeze } from '../../checkpoint/record';
+import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import type { FencedToolInput, ToolOutcome } from '../contract/contract';
+import type { CompensateToolCallInput, CompensationIdentity } from '../contract/compensation-contract';
+import { compensationToolName, isCompensationByTool, type AppliedEffect, type CompensationByFunction, type ToolCompensation } from '../tools/compensation-declaration';
 import { findCallRecord, keyOfRecord } from './call-failure';
-import type { ToolContext, ToolDefinition } from './define-tool';
+import type { ToolContext, ToolDefinition } from '../tools/define-tool';
 import type { FencedToolDeps } from './fence-deps';
 import { prepareCall, type AttemptContext, type PrepareLimits, type PreparedCall } from './prepare-call';
 

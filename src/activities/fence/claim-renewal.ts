@@ -10,10 +10,10 @@
  * take it over; the holder aborts the call's signal (`fencedCallContext().signal`) when its
  * declared deadline passes unrenewed, which stops an activity that passes the signal on.
  */
-import { isCheckpointError } from '../checkpoint/errors';
-import { renewExecution } from '../checkpoint/transitions';
-import type { CheckpointRecord } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
+import { isCheckpointError } from '../../checkpoint/errors';
+import { renewExecution } from '../../checkpoint/transitions';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
 
 /** What a {@link ClaimRenewal} needs of its attempt. */
 export interface ClaimRenewalOptions {

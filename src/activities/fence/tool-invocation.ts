@@ -6,18 +6,18 @@
  * checkpoint but those claim renewals; storing the outcome is the attempt's.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
-import { sanitizeReason } from '../checkpoint/bounds';
-import type { CheckpointRecord } from '../checkpoint/types';
-import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../telemetry/heartbeat-details';
+import { sanitizeReason } from '../../checkpoint/bounds';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
 import type { BatchRun } from './batch-fence';
 import type { Invoked } from './batch-types';
 import { ClaimRenewal } from './claim-renewal';
-import type { ResultSource } from './contract';
-import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind } from './define-tool';
+import type { ResultSource } from '../contract/contract';
+import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind } from '../tools/define-tool';
 import { claimDeadline, transitionTime, type FencedToolDeps } from './fence-deps';
 import type { PreparedCall } from './prepare-call';
-import type { ToolContext, ToolSuccess } from './tool-types';
-import { DEFAULT_TRANSIENT_RETRY, retryTransient } from './transient-retry';
+import type { ToolContext, ToolSuccess } from '../contract/tool-types';
+import { DEFAULT_TRANSIENT_RETRY, retryTransient } from '../tools/transient-retry';
 
 /** The tool of one attempt of `call`, called under the attempt's claim. */
 export class ToolInvocation {

@@ -20,7 +20,7 @@
  * (`UNKNOWN_MODEL`). Configuration: TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL, TTC_MODELS
  * (`config.ts`).
  */
-import { CheckpointError } from '../checkpoint/errors';
+import { CheckpointError } from '../../checkpoint/errors';
 
 /** What a worker serves whatever its workflow input asks for; absent or undefined: not pinned. */
 export interface WorkerPins {

@@ -4,10 +4,10 @@
  * reads from its clock: now, a transition's time, a claim's deadline and its settle time
  * (docs/protocol.md#overlapping-attempts).
  */
-import type { CheckpointRecord } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
 import type { FencePoint } from './crash-points';
-import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from './define-tool';
+import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from '../tools/define-tool';
 
 /** Default `reconcileMarginMs`: 5,000 ms. */
 export const DEFAULT_RECONCILE_MARGIN_MS = 5_000;

@@ -7,11 +7,11 @@
  * so a turn costs O(conversation size) reads and memory, which the model needs anyway (it is
  * sent to the provider); nothing of it passes through workflow history.
  */
-import { CheckpointError } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
-import type { ConversationMessage, ConversationRef, LoggedMessage } from '../model/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { OutputRef } from './contract';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
+import type { ConversationMessage, ConversationRef, LoggedMessage } from '../../model/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import type { OutputRef } from '../contract/contract';
 import type { ConversationCache } from './conversation-cache';
 import { assertMatchesRef, messageKey } from './conversation-log';
 

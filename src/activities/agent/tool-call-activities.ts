@@ -5,8 +5,8 @@
  * timeouts and retry policy. Each is one fenced attempt, exactly `runFencedTool` with the tool
  * name taken from the activity type. Node side (registered on the worker).
  */
-import { CheckpointError } from '../checkpoint/errors';
-import { isReservedActivityName, RESERVED_ACTIVITY_NAMES, type Delivered, type FencedToolInput, type FencedToolResult, type ToolCallInput } from './contract';
+import { CheckpointError } from '../../checkpoint/errors';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES, type Delivered, type FencedToolInput, type FencedToolResult, type ToolCallInput } from '../contract/contract';
 
 /**
  * A tool's own activity: one fenced attempt of a call of that tool. With `input.resultByReference`

@@ -6,19 +6,19 @@
  * by a same-key repeat to a provider that deduplicates by key within its key retention.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
-import { sanitizeReason } from '../checkpoint/bounds';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { decideCheckpoint } from '../checkpoint/decide';
-import { createCheckpoint } from '../checkpoint/record';
-import { completeAndDeliver, createClaimed, redeliver } from '../checkpoint/compose';
-import { claimExecution, markExecutionUncertain, reclaimExecution, releaseExecution } from '../checkpoint/transitions';
-import type { CheckpointRecord, TransitionResult } from '../checkpoint/types';
-import type { CreateResult } from '../stores/checkpoint-store';
-import { observeAttempt, type AttemptObserver } from '../telemetry/attempt-telemetry';
-import { fenceHeartbeatDetails } from '../telemetry/heartbeat-details';
-import type { FencedToolResult, ResultSource, ToolOutcome } from './contract';
+import { sanitizeReason } from '../../checkpoint/bounds';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
+import { decideCheckpoint } from '../../checkpoint/decide';
+import { createCheckpoint } from '../../checkpoint/record';
+import { completeAndDeliver, createClaimed, redeliver } from '../../checkpoint/compose';
+import { claimExecution, markExecutionUncertain, reclaimExecution, releaseExecution } from '../../checkpoint/transitions';
+import type { CheckpointRecord, TransitionResult } from '../../checkpoint/types';
+import type { CreateResult } from '../../stores/checkpoint-store';
+import { observeAttempt, type AttemptObserver } from '../../telemetry/attempt-telemetry';
+import { fenceHeartbeatDetails } from '../../telemetry/heartbeat-details';
+import type { FencedToolResult, ResultSource, ToolOutcome } from '../contract/contract';
 import { crashPoint, type FencePoint } from './crash-points';
-import { DEFAULT_CALL_DEADLINE_MS, type LookupResult } from './define-tool';
+import { DEFAULT_CALL_DEADLINE_MS, type LookupResult } from '../tools/define-tool';
 import type { PreparedCall } from './prepare-call';
 import { BatchRun } from './batch-fence';
 import type { ClaimedItem, Invoked } from './batch-types';

@@ -12,17 +12,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { sanitizeReason } from '../checkpoint/bounds';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { fingerprintInput, idempotencyKey } from '../checkpoint/digest';
-import { completeAndDeliver, composeTransitions, createClaimed, redeliver } from '../checkpoint/compose';
-import { assertBinding } from '../checkpoint/record';
-import { claimExecution, reclaimExecution } from '../checkpoint/transitions';
-import type { Binding, CheckpointRecord, TransitionResult } from '../checkpoint/types';
-import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from './contract';
+import { sanitizeReason } from '../../checkpoint/bounds';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
+import { fingerprintInput, idempotencyKey } from '../../checkpoint/digest';
+import { completeAndDeliver, composeTransitions, createClaimed, redeliver } from '../../checkpoint/compose';
+import { assertBinding } from '../../checkpoint/record';
+import { claimExecution, reclaimExecution } from '../../checkpoint/transitions';
+import type { Binding, CheckpointRecord, TransitionResult } from '../../checkpoint/types';
+import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from '../contract/contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { unstorableResult } from './unstorable-result';
-import type { LookupResult } from './define-tool';
+import type { LookupResult } from '../tools/define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 
 /** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */

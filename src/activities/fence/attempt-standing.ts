@@ -5,7 +5,7 @@
  */
 import type { Info } from '@temporalio/activity';
 import { msOptionalToNumber } from '@temporalio/common/lib/time';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
 import type { PreparedCall } from './prepare-call';
 
 /** What an attempt knows about whether Temporal still waits for it. */

@@ -3,8 +3,8 @@
  * failure types, the activity names the agent layer reserves. Types, constants and pure helpers
  * only, sandbox-safe: workflow code imports this file.
  */
-import type { CheckpointErrorCode } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
+import type { CheckpointErrorCode } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
 
 /**
  * The failure types after which the workflow reports a tool call as not run ("nothing applied",

@@ -5,7 +5,7 @@
  * `checkpoint/errors.ts`.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { CHECKPOINT_ERROR_CODES, isCheckpointError, type CheckpointError } from '../checkpoint/errors';
+import { CHECKPOINT_ERROR_CODES, isCheckpointError, type CheckpointError } from '../../checkpoint/errors';
 import { boundedFailure } from './failure-bounds';
 
 /** `details[0].fault` of a failure caused by the worker's key configuration (see {@link isKeyConfigurationFault}). */

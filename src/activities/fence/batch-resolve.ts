@@ -6,12 +6,12 @@
  * key). Nothing is reset to ready. The workflow then runs the call again, which resumes the batch.
  */
 import { randomUUID } from 'node:crypto';
-import { sanitizeReason } from '../checkpoint/bounds';
-import { itemBinding, itemIdempotencyKey } from '../checkpoint/batch-identity';
-import { completeAndDeliver } from '../checkpoint/compose';
-import { CheckpointError } from '../checkpoint/errors';
-import { idempotencyKey } from '../checkpoint/digest';
-import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from './contract';
+import { sanitizeReason } from '../../checkpoint/bounds';
+import { itemBinding, itemIdempotencyKey } from '../../checkpoint/batch-identity';
+import { completeAndDeliver } from '../../checkpoint/compose';
+import { CheckpointError } from '../../checkpoint/errors';
+import { idempotencyKey } from '../../checkpoint/digest';
+import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../contract/contract';
 import type { CallLocator } from './call-failure';
 import { withResolutionAudit } from './resolution-audit';
 import { RESOLVED_ABSENT } from './batch-fence';

@@ -4,7 +4,7 @@
  * `LookupResult`) and what `forEachItem` reports. Types only; the declaration is
  * `./define-tool`, the batch rules `./batch-items` and `./batch-fence`.
  */
-import type { JsonValue } from '../checkpoint/types';
+import type { JsonValue } from '../../checkpoint/types';
 import type { ResultEncoding, ResultSource, ToolOutcome } from './contract';
 
 /** What a tool's `execute` and `lookup` receive besides the input. */

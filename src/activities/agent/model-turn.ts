@@ -3,13 +3,13 @@
  * workflow history before any tool runs (docs/protocol.md#agent-workflow).
  */
 import { Context } from '@temporalio/activity';
-import { CheckpointError } from '../checkpoint/errors';
-import type { ModelAdapter } from '../model/model-adapter';
-import type { ModelTurnInput, ModelTurnResult } from '../model/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { ModelAdapter } from '../../model/model-adapter';
+import type { ModelTurnInput, ModelTurnResult } from '../../model/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { activityConversationLogId, type ExplicitLogScope } from './conversation-log';
-import { toApplicationFailure } from './failures';
-import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from './pins';
+import { toApplicationFailure } from '../fence/failures';
+import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from '../fence/pins';
 import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
 import { loadConversation } from './turn-conversation';
 

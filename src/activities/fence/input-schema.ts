@@ -7,11 +7,11 @@
  * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
  */
 import { z } from 'zod/v4';
-import { parseTimestamp } from '../checkpoint/bounds';
-import { CheckpointError } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
-import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from './contract';
-import type { CompensateToolCallInput, ResolveCompensationInput } from './compensation-contract';
+import { parseTimestamp } from '../../checkpoint/bounds';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
+import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from '../contract/contract';
+import type { CompensateToolCallInput, ResolveCompensationInput } from '../contract/compensation-contract';
 
 const fencedToolInputShape = {
   tenant: z.string(),

@@ -8,13 +8,13 @@
  * Node side (node:crypto through the digest module); workflow code imports only `./contract`.
  */
 import { Context } from '@temporalio/activity';
-import { LIMITS, utf8ByteLength } from '../checkpoint/bounds';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { sha256Hex } from '../checkpoint/digest';
-import { CheckpointError } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
-import type { CheckpointStore } from '../stores/checkpoint-store';
-import type { DeliveredOutcome, OutputRef, ToolOutcome } from './contract';
+import { LIMITS, utf8ByteLength } from '../../checkpoint/bounds';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { sha256Hex } from '../../checkpoint/digest';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import type { DeliveredOutcome, OutputRef, ToolOutcome } from '../contract/contract';
 
 /** The parts that name a log: the Temporal namespace and workflow id (from the activity context), the tenant and the run chain (`firstExecutionRunId`). */
 export interface ConversationLogParts {

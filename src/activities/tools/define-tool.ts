@@ -4,16 +4,16 @@
  */
 import { zodSchemaRefusal } from './zod-schema';
 import type { z } from 'zod/v4';
-import { assertIdentifier } from '../checkpoint/bounds';
-import { CheckpointError } from '../checkpoint/errors';
-import type { JsonValue } from '../checkpoint/types';
-import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from './contract';
-import type { ToolErrorClass, ToolErrorKind } from './error-classes';
+import { assertIdentifier } from '../../checkpoint/bounds';
+import { CheckpointError } from '../../checkpoint/errors';
+import type { JsonValue } from '../../checkpoint/types';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../contract/contract';
+import type { ToolErrorClass, ToolErrorKind } from '../contract/error-classes';
 import { normalizeCompensation, type ToolCompensation } from './compensation-declaration';
-import type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
+import type { LookupResult, ToolContext, ToolSuccess } from '../contract/tool-types';
 
-export type { LookupResult, ToolContext, ToolSuccess } from './tool-types';
-export type { ToolErrorKind } from './error-classes';
+export type { LookupResult, ToolContext, ToolSuccess } from '../contract/tool-types';
+export type { ToolErrorKind } from '../contract/error-classes';
 
 /** The error class stored for a {@link ToolError} that names none (see `TOOL_ERROR_CLASSES`). */
 const DEFAULT_CLASS_OF_KIND: Readonly<Record<ToolErrorKind, ToolErrorClass>> = {

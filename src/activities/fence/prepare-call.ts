@@ -5,18 +5,18 @@
  * anything is written.
  */
 import { randomUUID } from 'node:crypto';
-import { callBindingId } from '../checkpoint/call-identity';
-import { LIMITS } from '../checkpoint/bounds';
-import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../checkpoint/digest';
-import { assertToolInput, toolInputError } from '../checkpoint/model-input';
-import { deepFreeze } from '../checkpoint/record';
-import type { Binding, JsonValue } from '../checkpoint/types';
-import type { FencedToolInput } from './contract';
-import type { ToolDefinition } from './define-tool';
-import type { ItemRef } from '../checkpoint/batch-identity';
-import type { BatchProgress } from './batch-items';
+import { callBindingId } from '../../checkpoint/call-identity';
+import { LIMITS } from '../../checkpoint/bounds';
+import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../../checkpoint/digest';
+import { assertToolInput, toolInputError } from '../../checkpoint/model-input';
+import { deepFreeze } from '../../checkpoint/record';
+import type { Binding, JsonValue } from '../../checkpoint/types';
+import type { FencedToolInput } from '../contract/contract';
+import type { ToolDefinition } from '../tools/define-tool';
+import type { ItemRef } from '../../checkpoint/batch-identity';
+import type { BatchProgress } from '../contract/batch-items';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {

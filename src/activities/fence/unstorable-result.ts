@@ -2,10 +2,10 @@
  * The error result stored in place of a tool's outcome that cannot be stored (over the payload
  * bounds, or not JSON), keeping the provider's receipt when it fits.
  */
-import { utf8ByteLength } from '../checkpoint/bounds';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { isCheckpointError, type CheckpointError } from '../checkpoint/errors';
-import type { ToolOutcome } from './contract';
+import { utf8ByteLength } from '../../checkpoint/bounds';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { isCheckpointError, type CheckpointError } from '../../checkpoint/errors';
+import type { ToolOutcome } from '../contract/contract';
 
 /** Largest receipt kept in the error result of a result that could not be stored, UTF-8 bytes of its canonical JSON. */
 export const TOO_LARGE_RECEIPT_MAX_BYTES = 4_096;
