@@ -7,15 +7,18 @@
 import { CheckpointError } from './checkpoint/errors';
 
 /**
- * Throws unless every package in `packages` can be loaded from this package's location.
+ * Throws unless every package in `packages` can be loaded from this package's location. An entry
+ * is a package name, or `name@range` when the install line must pin a range (the range is only
+ * printed, never checked).
  *
  * @param neededFor what needs them, for the message ("the SQLite store", "`ttc console`").
  * @throws {@link CheckpointError} INVALID_CONFIG naming the `npm install` line (`details.packages`).
  */
 export function assertPeersInstalled(packages: readonly string[], neededFor: string): void {
-  const missing = packages.filter((name) => {
+  const missing = packages.filter((spec) => {
+    const at = spec.lastIndexOf('@');
     try {
-      require.resolve(name);
+      require.resolve(at > 0 ? spec.slice(0, at) : spec);
       return false;
     } catch {
       return true;

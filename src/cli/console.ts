@@ -33,7 +33,7 @@ export function registerConsole(program: Command): void {
       const config = loadConfig();
       // Loaded here, not at the top: every other command would pay for the HTTP server (`require`:
       // see the worker command).
-      assertPeersInstalled(['fastify', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/formbody'], '`ttc console`');
+      assertPeersInstalled(['fastify', '@fastify/cookie@~11.0.2', '@fastify/csrf-protection', '@fastify/formbody'], '`ttc console`');
       const { temporalOperations } = require('../console/operations') as typeof import('../console/operations');
       const { startConsoleServer } = require('../console/server') as typeof import('../console/server');
       const { client, close } = await connectClient(config);
