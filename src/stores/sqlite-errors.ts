@@ -71,3 +71,28 @@ export function driverError(driver: WireDriverError): Error {
 function codeOf(driver: WireDriverError): string {
   return driver.code ?? driver.name;
 }
+
+let bindingLoads = false;
+
+/**
+ * Throws unless better-sqlite3's native binding loads in this process (it is built per Node ABI;
+ * checked once per process by opening and closing an in-memory database).
+ *
+ * @throws {@link CheckpointError} INVALID_CONFIG naming `npm rebuild better-sqlite3`, the loader's error as `cause`.
+ */
+export function assertSqliteBindingLoads(): void {
+  if (bindingLoads) return;
+  try {
+    const Database = require('better-sqlite3') as new (path: string) => { close(): void };
+    new Database(':memory:').close();
+    bindingLoads = true;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `the SQLite store needs better-sqlite3's native binding, which does not load in Node ${process.version} (${reason}): run \`npm rebuild better-sqlite3\` in your project`,
+      { field: 'dependencies', packages: ['better-sqlite3'] },
+      { cause: err },
+    );
+  }
+}

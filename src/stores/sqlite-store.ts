@@ -46,6 +46,7 @@ import { SQLITE_MIGRATIONS } from './migrations/sqlite';
 import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type StoredRow } from './row-codec';
 import type { SqliteEntryRow, SqliteGroupWrite, SqliteGroupWriteAnswer, SqliteRow } from './sqlite-protocol';
 import { SqliteThread } from './sqlite-thread';
+import { assertSqliteBindingLoads } from './sqlite-errors';
 
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -94,7 +95,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
    * `synchronous = FULL` and the busy timeout, and runs the migrations.
    *
    * @param options see {@link CheckpointStoreOptions}; `busyTimeoutMs` @default 5,000 ms.
-   * @throws {@link CheckpointError} INVALID_CONFIG when `better-sqlite3` is not installed;
+   * @throws {@link CheckpointError} INVALID_CONFIG when `better-sqlite3` is not installed or its
+   *   native binding does not load in this Node;
    *   STORE_UNAVAILABLE when the file cannot be opened or migrated (a directory that cannot be
    *   created, locked past the timeout, not a database), with the driver's or file system's error
    *   as `cause`; INVALID_ARGUMENT for bad options; UNSUPPORTED_SCHEMA when the file was
@@ -107,6 +109,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
       throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, { field: 'busyTimeoutMs', limit: 600_000 });
     }
     assertPeersInstalled(['better-sqlite3'], 'the SQLite store');
+    assertSqliteBindingLoads();
     const migrations = SQLITE_MIGRATIONS.map(({ version, sql }) => ({ version, sql }));
     const thread = await SqliteThread.open({ path, busyTimeoutMs, migrations });
     return new SqliteCheckpointStore(thread, path, codec, options);

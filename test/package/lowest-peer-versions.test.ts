@@ -7,13 +7,14 @@
  * dev server. The highest version (this repository's own) is covered by pack.test.ts.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { runEmailCrashScenario } from './consumer/crash-scenario';
+import { packInto } from './packed-tarball';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
@@ -36,9 +37,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ttc-lowest-'));
   consumer = join(dir, 'consumer');
   cpSync(join(__dirname, 'consumer'), consumer, { recursive: true, filter: (f) => !f.endsWith('.ts') });
-  await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
-  const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
-  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
+  const packed = await packInto(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   const pg = (JSON.parse(readFileSync(join(ROOT, 'node_modules/pg/package.json'), 'utf8')) as { version: string }).version;
   const specs = [...SDK.map((n) => `@temporalio/${n}@${LOWEST}`), `@temporalio/ai-sdk@${LOWEST}`, `./${packed}`, `pg@${pg}`, `zod@${LOWEST_ZOD}`];

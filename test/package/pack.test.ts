@@ -24,6 +24,7 @@ import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { runEmailCrashScenario } from './consumer/crash-scenario';
+import { packInto } from './packed-tarball';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../..');
@@ -57,9 +58,7 @@ beforeAll(async () => {
   consumer = join(dir, 'consumer');
   cpSync(join(__dirname, 'consumer'), consumer, { recursive: true, filter: (f) => !f.endsWith('.ts') });
   // The tarball lands in the project, as the README says to copy it there.
-  await run('npm', ['pack', '--pack-destination', consumer], { cwd: ROOT, maxBuffer: 64 << 20 });
-  const packed = readdirSync(consumer).find((f) => f.endsWith('.tgz'));
-  if (packed === undefined) throw new Error(`npm pack wrote no tarball into ${consumer}`);
+  const packed = await packInto(consumer);
   tarball = join(consumer, packed);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   const install = (...specs: string[]) => run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
@@ -159,6 +158,17 @@ describe('installed in a fresh project', () => {
     const [sqlite, postgres] = JSON.parse(stdout) as [string, string];
     expect(sqlite).toMatch(/^INVALID_CONFIG .*npm install better-sqlite3/);
     expect(postgres).toMatch(/^INVALID_CONFIG .*npm install pg/);
+  });
+
+  test("better-sqlite3 installed without its native binding (install scripts skipped) is a configuration error naming `npm rebuild`, not a store outage", async () => {
+    rmSync(join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true, force: true });
+    const script = `
+      const { openCheckpointStore } = require('temporal-tool-checkpoint');
+      openCheckpointStore('sqlite:' + require('node:path').join(process.cwd(), 'unbuilt', 'x.db'))
+        .then(() => console.log(JSON.stringify('opened')), (e) => console.log(JSON.stringify(e.code + ' ' + e.message)));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
+    expect(JSON.parse(stdout)).toMatch(/^INVALID_CONFIG .*native binding.*npm rebuild better-sqlite3/);
+    expect(existsSync(join(consumer, 'unbuilt'))).toBe(false);
   });
 
   test('the provider adapters without their SDK fail on import with INVALID_CONFIG naming the install line', async () => {
