@@ -6,7 +6,12 @@
  * duration, the call deadline, and when the later attempts start, the effect is applied once and
  * every attempt that returns a result returns the same one (attempts retry every retryable
  * failure, as Temporal's retry policy does). Real SQLite store, the real fence
- * interceptor (MockActivityEnvironment), real time.
+ * interceptor (MockActivityEnvironment), real timers.
+ *
+ * The one-effect promise holds while the holder's claim renewals land before its deadline plus the
+ * margin (src/activities/fence/claim-renewal.ts); at these millisecond deadlines a loaded machine
+ * that deschedules this process for 100 ms would break that premise, not the fence. So the fence
+ * reads {@link stallFreeClock}: real time that stands still while the process is descheduled.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +44,26 @@ interface Scenario {
   readonly gapsMs: readonly number[];
 }
 
+/**
+ * The fence's clock here: real time, except that it advances at most {@link MAX_STEP_MS} between
+ * two readings or 1 ms ticks, so a stall of this process (CPU starvation, a GC pause) moves no
+ * deadline past anyone: every attempt and renewal of the test runs in this one process and sees
+ * the same stalls. Without stalls it is real time.
+ */
+const MAX_STEP_MS = 5;
+function stallFreeClock(): { readonly clock: () => Date; stop(): void } {
+  let now = Date.now();
+  let last = performance.now();
+  const advance = (): number => {
+    const real = performance.now();
+    now += Math.min(real - last, MAX_STEP_MS);
+    last = real;
+    return now;
+  };
+  const tick = setInterval(advance, 1);
+  return { clock: () => new Date(Math.floor(advance())), stop: () => clearInterval(tick) };
+}
+
 /** The plugin's activity interceptors, as Worker.create would apply them. */
 function interceptorsOf(plugin: ToolCheckpointPlugin): NonNullable<NonNullable<WorkerOptions['interceptors']>['activity']> {
   return plugin.configureWorker({ taskQueue: 'overlap' } as WorkerOptions).interceptors?.activity ?? [];
@@ -55,7 +80,8 @@ async function run(store: CheckpointStore, callId: string, scenario: Scenario): 
     const effect = effects.find((e) => e.key === ctx.idempotencyKey);
     return effect === undefined ? { found: false } : { found: true, output: { chargeId: effect.id } };
   };
-  const plugin = new ToolCheckpointPlugin({ store, reconcileMarginMs: scenario.marginMs, fence: { chargeCard: { revision: 'v1', callDeadlineMs: scenario.callDeadlineMs, lookup } } });
+  const fenceClock = stallFreeClock();
+  const plugin = new ToolCheckpointPlugin({ store, clock: fenceClock.clock, reconcileMarginMs: scenario.marginMs, fence: { chargeCard: { revision: 'v1', callDeadlineMs: scenario.callDeadlineMs, lookup } } });
   const chargeCard = async (): Promise<{ chargeId: string }> => {
     await sleep(scenario.durationMs); // ignores fencedCallContext().signal and cancellation, as an unmodified activity does
     const effect = { key: fencedCallContext()?.idempotencyKey, id: `ch-${effects.length + 1}` };
@@ -89,6 +115,7 @@ async function run(store: CheckpointStore, callId: string, scenario: Scenario): 
     attempts.push(attempt(index + 2));
   }
   await Promise.all(attempts);
+  fenceClock.stop();
   return { effects, results, failures };
 }
 
@@ -124,7 +151,7 @@ describe('a fenced user activity that ignores the abort signal, with overlapping
         fc.record({
           durationMs: fc.integer({ min: 0, max: 500 }),
           callDeadlineMs: fc.integer({ min: 50, max: 200 }),
-          marginMs: fc.integer({ min: 20, max: 60 }), // the margin covers event-loop stalls of this one busy test process
+          marginMs: fc.integer({ min: 20, max: 60 }),
           gapsMs: fc.array(fc.integer({ min: 0, max: 250 }), { minLength: 1, maxLength: 4 }),
         }),
         async (scenario) => {
