@@ -9,8 +9,7 @@ import { resolveMaxPayloadBytes, resolveMaxToolInputBytes } from '../checkpoint/
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
-import { completeAndDeliver } from '../checkpoint/compose';
-import { withResolutionAudit } from './fence/resolution-audit';
+import { AGENT_RESOLUTION_POLICY, resolveUnknownOutcome } from './fence/resolution';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract/contract';
@@ -23,7 +22,7 @@ import { compensationStore, prepareCompensation, type PreparedCompensation } fro
 import { resolveBatchItem } from './fence/batch-resolve';
 import { toApplicationFailure } from './fence/failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './fence/call-failure';
-import { settleCall, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence/fenced-tool';
+import { settleCall, type AttemptEvidence, type FencedToolDeps } from './fence/fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './fence/prepare-call';
 import { assertApprovalGiven, assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from './fence/pins';
 import { toolCallActivities, type ToolCallActivity } from './agent/tool-call-activities';
@@ -345,35 +344,39 @@ async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompe
 
 /**
  * Stores a person's `applied` resolution of an executing or uncertain call through
- * `completeExecution` under the fence the record holds, with its delivery, in one write. The record
- * is found by call (whatever revision it was made under, also when this worker no longer has the
- * tool). Idempotent: a call already completed is delivered again as stored.
+ * `resolveUnknownOutcome` (`./resolution`, under {@link AGENT_RESOLUTION_POLICY}): under the fence
+ * the record holds, with its delivery, in one write. The record is found by call (whatever revision
+ * it was made under, also when this worker no longer has the tool). Idempotent: a call already
+ * completed is delivered again as stored.
  */
 async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput, describe = `call ${JSON.stringify(input.callId)}`): Promise<ResolveToolCallResult> {
   const record = await findCallRecord(deps, where);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
-  const deliveryId = `delivery-${where.context.attempt}-${randomUUID()}`;
-  if (record.status === 'executing' || record.status === 'uncertain') {
-    if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
-    const at = transitionTime(deps, record);
-    // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
-    const result = withResolutionAudit(input.result!, { kind: 'applied', by: input.decidedBy ?? null, reason: input.reason, at, fromStatus: record.status, attemptId: record.execution!.attemptId });
-    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
-    if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
-      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${describe} changed while being resolved; retry`, { callId: input.callId });
-    }
-  }
-  const current = await deps.store.getByCall(record.binding.namespace, record.binding.callId);
-  if (current?.result === null || current === null) {
-    throw new CheckpointError('INVALID_TRANSITION', `${describe} is ${current?.status ?? 'missing'}; only an executing or uncertain call can be resolved`, { callId: input.callId });
-  }
+  // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
+  const { record: current } = await resolveUnknownOutcome(
+    deps,
+    {
+      record,
+      kind: 'applied',
+      outcome: () => {
+        if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
+        return input.result!;
+      },
+      by: input.decidedBy ?? null,
+      reason: input.reason,
+      deliveryId: `delivery-${where.context.attempt}-${randomUUID()}`,
+      what: describe,
+      details: { callId: input.callId },
+    },
+    AGENT_RESOLUTION_POLICY,
+  );
   const { binding } = current;
   const sameTool = where.call !== undefined && where.call.binding.toolRevision === binding.toolRevision && where.call.binding.callId === binding.callId;
   return {
     callId: input.callId,
     toolName: binding.toolName,
     toolRevision: binding.toolRevision,
-    outcome: current.result.payload as ResolveToolCallResult['outcome'],
+    outcome: current.result!.payload as ResolveToolCallResult['outcome'],
     idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
     intentDigest: sameTool ? where.call!.intentDigest : null,
   };

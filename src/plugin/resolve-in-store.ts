@@ -19,14 +19,13 @@ import { parseCallBindingId } from '../checkpoint/call-identity';
 import { idempotencyKey } from '../checkpoint/digest';
 import { CheckpointError } from '../checkpoint/errors';
 import { deciderNameRefusal } from '../checkpoint/visible-text';
-import { completeExecution } from '../checkpoint/transitions';
 import type { CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import type { ToolOutcome } from '../activities/contract/contract';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from '../activities/fence/fenced-tool';
 import { callAddress } from '../activities/fence/prepare-call';
 import type { ToolErrorClass } from '../activities/contract/error-classes';
-import type { ResolutionAudit } from '../activities/fence/resolution-audit';
+import { resolutionAuditOf, type ResolutionAudit } from '../activities/fence/resolution-audit';
+import { resolveUnknownOutcome, STORE_RESOLUTION_POLICY } from '../activities/fence/resolution';
 import { DEFAULT_PLUGIN_TENANT } from './options';
 
 /**
@@ -157,34 +156,23 @@ export async function resolveCallInStore(store: CheckpointStore, args: ResolveCa
   const request = checkArgs(args, options);
   const { record, runChainId } = await findCall(store, request);
   const what = `call ${JSON.stringify(request.callId)} of workflow ${JSON.stringify(request.workflowId)} (${record.binding.toolName} revision ${record.binding.toolRevision}, run chain ${runChainId})`;
-  if (request.expectedRevision !== undefined && record.revision !== request.expectedRevision) {
-    throw refusal(
-      'FENCE_CONFLICT',
-      'stale-decision',
-      `${what}: the decision was made on checkpoint revision ${request.expectedRevision}, but the checkpoint is now at revision ${record.revision} (${record.status}${record.execution === null ? '' : ` under ${record.execution.attemptId} since ${record.execution.claimedAt}`}${describeResolution(record)}); nothing was written: read it again and decide on what it holds now`,
-      { seenRevision: request.expectedRevision, nowRevision: record.revision, nowStatus: record.status },
-    );
-  }
-  const fromStatus = resolvableStatus(record, what, options);
+  const done = await resolveUnknownOutcome(
+    { store, clock: options.clock, reconcileMarginMs: options.reconcileMarginMs, maxPayloadBytes: options.maxPayloadBytes },
+    {
+      record,
+      kind: 'applied' in request.resolution ? 'applied' : 'not-applied',
+      outcome: () => storedOutcome(request.resolution),
+      by: request.resolvedBy,
+      reason: request.reason,
+      ...(request.expectedRevision === undefined ? {} : { expectedRevision: request.expectedRevision }),
+      what,
+    },
+    STORE_RESOLUTION_POLICY,
+  );
+  // STORE_RESOLUTION_POLICY refuses a settled record: whatever returns was written now.
   const execution = record.execution!;
-  const at = transitionTime({ clock: options.clock }, record);
-  const resolvedInStore: StoreResolutionAudit = { kind: 'applied' in request.resolution ? 'applied' : 'not-applied', by: request.resolvedBy, reason: request.reason, at, fromStatus, attemptId: execution.attemptId };
-  const outcome: ResolvedOutcome =
-    'applied' in request.resolution
-      ? { ok: true, output: request.resolution.applied, receipt: null, resolvedInStore }
-      : { ok: false, error: { type: request.resolution.failed.type ?? RESOLVED_NOT_APPLIED, message: request.resolution.failed.message }, resolvedInStore };
-  const done = completeExecution(record, { attemptId: execution.attemptId, at, result: outcome, maxPayloadBytes: options.maxPayloadBytes });
-  if (!(await store.compareAndSwap(done.expectedRevision, done.next, record))) {
-    const now = await store.getByCall(record.binding.namespace, record.binding.callId).catch(() => null);
-    throw refusal(
-      'FENCE_CONFLICT',
-      'lost-race',
-      `${what}: the checkpoint changed after it was read (revision ${record.revision}, ${record.status}; now ${now === null ? 'unreadable' : `revision ${now.revision}, ${now.status}${describeResolution(now)}`}); nothing was written`,
-      { fromStatus: record.status, nowStatus: now?.status ?? null, expectedRevision: record.revision },
-    );
-  }
   return {
-    record: done.next,
+    record: done.record,
     previous: record,
     workflowId: request.workflowId,
     callId: request.callId,
@@ -197,7 +185,7 @@ export async function resolveCallInStore(store: CheckpointStore, args: ResolveCa
     ),
     claimedAt: execution.claimedAt,
     uncertainReason: execution.uncertainReason,
-    outcome: done.next.result!.payload as unknown as ResolvedOutcome,
+    outcome: done.record.result!.payload as unknown as ResolvedOutcome,
   };
 }
 
@@ -206,13 +194,14 @@ export async function resolveCallInStore(store: CheckpointStore, args: ResolveCa
  * or null for any other record. Reads only; never throws.
  */
 export function storeResolutionOf(record: CheckpointRecord | null): StoreResolutionAudit | null {
-  const payload = record?.result?.payload;
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
-  const audit = (payload as Record<string, unknown>).resolvedInStore;
-  if (typeof audit !== 'object' || audit === null || Array.isArray(audit)) return null;
-  const { kind, by, reason, at } = audit as Record<string, unknown>;
-  if ((kind !== 'applied' && kind !== 'not-applied') || (typeof by !== 'string' && by !== null) || typeof reason !== 'string' || typeof at !== 'string') return null;
-  return audit as unknown as StoreResolutionAudit;
+  return resolutionAuditOf(record);
+}
+
+/** The payload `resolution` stores, without its audit. */
+function storedOutcome(resolution: StoreResolution): ToolOutcome {
+  return 'applied' in resolution
+    ? { ok: true, output: resolution.applied, receipt: null }
+    : { ok: false, error: { type: resolution.failed.type ?? RESOLVED_NOT_APPLIED, message: resolution.failed.message } };
 }
 
 /** The arguments, checked, with defaults filled. */
@@ -299,38 +288,7 @@ async function findCall(store: CheckpointStore, request: Request): Promise<{ rec
   return found[0]!;
 }
 
-/** `executing` past its settle time or `uncertain`; any other status is refused with the reason. */
-function resolvableStatus(record: CheckpointRecord, what: string, options: ResolveCallInStoreOptions): 'executing' | 'uncertain' {
-  switch (record.status) {
-    case 'uncertain':
-      return 'uncertain';
-    case 'executing': {
-      const settleAt = settleTime(record, undefined, options.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
-      const now = fenceNow({ clock: options.clock });
-      if (now < settleAt) {
-        throw refusal(
-          'RECONCILE_PENDING',
-          'may-be-running',
-          `${what} is executing under ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its holder may still be running until ${new Date(settleAt).toISOString()} (its claim's deadline plus the margin), so it cannot be resolved before then`,
-          { retryAfterMs: Math.ceil(settleAt - now), fromStatus: 'executing' },
-        );
-      }
-      return 'executing';
-    }
-    case 'ready':
-      throw refusal('INVALID_TRANSITION', 'never-claimed', `${what} is ready: it was never claimed, so it never ran and there is nothing to resolve (its next attempt runs it)`, { fromStatus: 'ready' });
-    default:
-      throw refusal('INVALID_TRANSITION', 'already-settled', `${what} is ${record.status}: its result is already stored${describeResolution(record)}; the activity delivers it`, { fromStatus: record.status });
-  }
-}
-
-/** `, resolved in the store as … by … (reason)` for a record this module resolved, else ''. */
-function describeResolution(record: CheckpointRecord): string {
-  const audit = storeResolutionOf(record);
-  return audit === null ? '' : ` (resolved in the store as ${audit.kind} by ${audit.by ?? 'an unnamed person'} at ${audit.at}: ${audit.reason})`;
-}
-
-function refusal(code: 'INVALID_ARGUMENT' | 'INVALID_TRANSITION' | 'RECONCILE_PENDING' | 'FENCE_CONFLICT', kind: string, message: string, details: Record<string, string | number | null>): CheckpointError {
+function refusal(code: 'INVALID_ARGUMENT', kind: string, message: string, details: Record<string, string | number | null>): CheckpointError {
   return new CheckpointError(code, message, { refusal: kind, ...details });
 }
 

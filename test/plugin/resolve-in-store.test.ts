@@ -14,14 +14,14 @@ import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import { ToolError } from '../../src/activities';
 import { isCheckpointError, type CheckpointErrorCode } from '../../src/checkpoint/errors';
 import { callBindingId } from '../../src/checkpoint/call-identity';
-import { createCheckpoint } from '../../src/checkpoint/record';
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain } from '../../src/checkpoint/transitions';
-import type { Binding, CheckpointRecord, Status, TransitionResult } from '../../src/checkpoint/types';
+import { completeExecution } from '../../src/checkpoint/transitions';
+import type { Binding, CheckpointRecord, Status } from '../../src/checkpoint/types';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
 import { RESOLVED_NOT_APPLIED, resolveCallInStore, storeResolutionOf, type ResolveCallInStoreArgs } from '../../src/plugin/resolve-in-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { createTestDatabase } from '../helpers/postgres';
+import { seedStatus } from '../helpers/seed-status';
 
 jest.setTimeout(60_000);
 
@@ -86,26 +86,7 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
   }
 
   /** Writes a record of `binding` driven to `status` through the transitions (claim at T0, deadline T0 + 30 s). */
-  async function seed(binding: Binding, status: Status): Promise<CheckpointRecord> {
-    let record = (await store.createIfAbsent(createCheckpoint(binding, { createdAt: iso(0) }))).record;
-    const step = async (t: TransitionResult): Promise<void> => {
-      expect(await store.compareAndSwap(t.expectedRevision, t.next, record)).toBe(true);
-      record = t.next;
-    };
-    if (status === 'ready') return record;
-    await step(claimExecution(record, { attemptId: 'attempt-1-dead', at: iso(0), deadlineAt: iso(30_000) }));
-    if (status === 'executing') return record;
-    if (status === 'uncertain') {
-      await step(markExecutionUncertain(record, { attemptId: 'attempt-1-dead', at: iso(1_000), reason: 'the worker died after the request was sent' }));
-      return record;
-    }
-    await step(completeExecution(record, { attemptId: 'attempt-1-dead', at: iso(1_000), result: { ok: true, output: { chargeId: 'ch-holder' }, receipt: null } }));
-    if (status === 'completed') return record;
-    await step(claimDelivery(record, { deliveryId: 'delivery-1', at: iso(1_000) }));
-    if (status === 'delivering') return record;
-    await step(completeDelivery(record, { deliveryId: 'delivery-1', at: iso(1_000) }));
-    return record;
-  }
+  const seed = (binding: Binding, status: Status): Promise<CheckpointRecord> => seedStatus(store, binding, status, iso, 'attempt-1-dead');
 
   const fresh = (): { workflowId: string; runChainId: string } => ({ workflowId: `wf-${randomUUID()}`, runChainId: `run-${randomUUID()}` });
 

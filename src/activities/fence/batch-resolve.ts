@@ -8,17 +8,17 @@
 import { randomUUID } from 'node:crypto';
 import { sanitizeReason } from '../../checkpoint/bounds';
 import { itemBinding, itemIdempotencyKey } from '../../checkpoint/batch-identity';
-import { completeAndDeliver } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import { idempotencyKey } from '../../checkpoint/digest';
 import type { ResolveToolCallInput, ResolveToolCallResult, ToolOutcome } from '../contract/contract';
 import type { CallLocator } from './call-failure';
-import { withResolutionAudit } from './resolution-audit';
+import { AGENT_ABSENT_RESOLUTION_POLICY, AGENT_RESOLUTION_POLICY, resolveUnknownOutcome } from './resolution';
 import { RESOLVED_ABSENT } from './batch-fence';
-import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type FencedToolDeps } from './fence-deps';
+import type { FencedToolDeps } from './fence-deps';
 
 /**
- * Stores `input.resolution` for the item `input.item` of the batch call `input.callId`.
+ * Stores `input.resolution` for the item `input.item` of the batch call `input.callId`, through
+ * `resolveUnknownOutcome` (`./resolution`; `absent` under its `AGENT_ABSENT_RESOLUTION_POLICY`).
  * Idempotent: an item already settled is returned as stored.
  * @returns the item's stored outcome, its idempotency key, and the call's tool and revision.
  * @throws {@link CheckpointError} INVALID_ARGUMENT when this worker cannot prepare the call (its
@@ -38,43 +38,30 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
   const callId = itemBinding(call.binding, ref.key, ref.generation, null).callId;
   const record = await deps.store.getByCall(call.binding.namespace, callId);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${what} has no checkpoint to resolve`, { callId: input.callId, field: 'item' });
-  if (record.status === 'executing' && input.resolution !== 'applied') {
-    // `absent` runs the item again under a new key: not while its holder's request may still be
-    // outstanding (docs/protocol.md#overlapping-attempts).
-    const settleAt = settleTime(record, call.tool, deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS);
-    const now = fenceNow(deps);
-    if (now < settleAt) {
-      throw new CheckpointError(
-        'RECONCILE_PENDING',
-        `${what} is executing under ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (its claim's deadline plus the margin), so it cannot be resolved absent before then`,
-        { callId: input.callId, retryAfterMs: Math.ceil(settleAt - now), fromStatus: 'executing' },
-      );
-    }
-  }
-  if (record.status === 'executing' || record.status === 'uncertain') {
-    let result: ToolOutcome;
-    if (input.resolution === 'applied') {
-      if (input.result === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: an applied resolution needs the item's result`, { field: 'result' });
-      result = input.result;
-    } else {
-      result = { ok: false, error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') } };
-    }
-    const at = transitionTime(deps, record);
-    const audited = withResolutionAudit(result, { kind: input.resolution === 'applied' ? 'applied' : 'not-applied', by: input.decidedBy ?? null, reason: input.reason, at, fromStatus: record.status, attemptId: record.execution!.attemptId });
-    const done = completeAndDeliver(record, { attemptId: record.execution!.attemptId, deliveryId: `delivery-resolve-${randomUUID()}`, at, result: audited, maxPayloadBytes: deps.maxPayloadBytes });
-    if (!(await deps.store.compareAndSwap(done.expectedRevision, done.next, record))) {
-      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `${what} changed while being resolved; retry`, { callId: input.callId });
-    }
-  }
-  const current = await deps.store.getByCall(call.binding.namespace, callId);
-  if (current === null || current.result === null) {
-    throw new CheckpointError('INVALID_TRANSITION', `${what} is ${current?.status ?? 'missing'}; only an executing or uncertain item can be resolved`, { callId: input.callId });
-  }
+  const { record: current } = await resolveUnknownOutcome(
+    deps,
+    {
+      record,
+      kind: input.resolution === 'applied' ? 'applied' : 'not-applied',
+      outcome: () => {
+        if (input.resolution !== 'applied') return { ok: false, error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') } };
+        if (input.result === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: an applied resolution needs the item's result`, { field: 'result' });
+        return input.result;
+      },
+      by: input.decidedBy ?? null,
+      reason: input.reason,
+      deliveryId: `delivery-resolve-${randomUUID()}`,
+      tool: call.tool,
+      what,
+      details: { callId: input.callId },
+    },
+    input.resolution === 'applied' ? AGENT_RESOLUTION_POLICY : AGENT_ABSENT_RESOLUTION_POLICY,
+  );
   return {
     callId: input.callId,
     toolName: current.binding.toolName,
     toolRevision: current.binding.toolRevision,
-    outcome: current.result.payload as ToolOutcome,
+    outcome: current.result!.payload as ToolOutcome,
     // The key the item was sent under: the call's key under the tool and revision the item's checkpoint was made with (a deploy may have changed them since).
     idempotencyKey: itemIdempotencyKey(
       idempotencyKey({ namespace: call.binding.namespace, runChainId: call.runChainId, workflowId: call.workflowId, callId: call.keyCallId, toolName: current.binding.toolName, toolRevision: current.binding.toolRevision }, where.context.idempotencyKeySecret),
