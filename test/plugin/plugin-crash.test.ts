@@ -23,13 +23,16 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
   let store: CheckpointStore;
   const running: Spawned[] = [];
 
-  beforeAll(async () => {
+  // Concurrent tests start before beforeAll hooks end (a jest rule): each awaits the setup itself.
+  const ready = (async () => {
     env = await createLocalEnv();
     dir = mkdtempSync(join(tmpdir(), 'ttc-plugin-crash-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
-  });
+  })();
+  beforeAll(() => ready);
 
   afterAll(async () => {
+    await ready.catch(() => undefined);
     for (const worker of running) worker.kill();
     await Promise.all(running.map((w) => w.exited));
     await store?.close();
@@ -37,12 +40,14 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each([
+  // The rows are independent (own task queue, workflow and ledger) and mostly wait for Temporal's retry: they run side by side.
+  it.concurrent.each([
     { crashAt: 'after-result-stored' as const, lookup: false, lookupByArgs: false, customer: 'cus_9', source: 'the stored result' },
     { crashAt: 'after-effect' as const, lookup: true, lookupByArgs: false, customer: 'cus_9', source: 'the lookup by idempotency key, stored then delivered' },
     // The lookup finds the charge by the activity's arguments (`ctx.args`), not by the key.
     { crashAt: 'after-effect' as const, lookup: true, lookupByArgs: true, customer: 'order-7781', source: 'the lookup by the activity arguments, stored then delivered' },
   ])('killed at $crashAt: one effect, the retry delivers $source', async ({ crashAt, lookup, lookupByArgs, customer }) => {
+    await ready;
     const taskQueue = `plugin-crash-${crashAt}${lookupByArgs ? '-by-args' : ''}`;
     const workflowId = taskQueue;
     const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${taskQueue}.jsonl`), lookup, lookupByArgs };
