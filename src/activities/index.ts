@@ -7,10 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { resolveMaxPayloadBytes, resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
-import { canonicalJson } from '../checkpoint/canonical-json';
-import { assertIdempotencyKeySecret, intentDigest } from '../checkpoint/digest';
+import { assertIdempotencyKeySecret } from '../checkpoint/digest';
 import { AGENT_RESOLUTION_POLICY, resolveUnknownOutcome } from './fence/resolution';
-import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStore } from '../stores/checkpoint-store';
 import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from './contract/contract';
 import { conversationLogId, deliverOutput } from './agent/conversation-log';
@@ -24,7 +22,9 @@ import { toApplicationFailure } from './fence/failures';
 import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from './fence/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from './fence/fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from './fence/prepare-call';
-import { assertApprovalGiven, assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from './fence/pins';
+import { assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from './fence/pins';
+import { assertCallApproved } from './fence/approval-checks';
+import { describePreparedCall } from './fence/call-description';
 import { toolCallActivities, type ToolCallActivity } from './agent/tool-call-activities';
 
 /** Options of {@link createToolActivities}; the pins (see `./pins`) refuse input outside them with NOT_PINNED / APPROVAL_REQUIRED. */
@@ -168,8 +168,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         assertTenantPinned(pins, input.tenant);
         assertToolPinned(pins, input.toolName);
         call = prepareCall(tools, input, context, limits);
-        assertApprovalGiven(pins, call.tool.name, input.expectedIntentDigest);
-        assertApprovedIntent(call);
+        assertCallApproved(pins, call);
         result = await settleCall(deps, call, evidence);
       } catch (error) {
         result = await settleFailedAttempt(deps, { input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
@@ -225,15 +224,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         const input = readFencedToolInput(untrusted);
         assertTenantPinned(pins, input.tenant);
         assertToolPinned(pins, input.toolName);
-        const call = prepare(input);
-        // What the approver reads is what the digest covers: the canonical JSON of the validated
-        // arguments and the target, re-hashed here so a target() that is not deterministic is refused.
-        const args = JSON.parse(canonicalJson(call.args, 'input')) as JsonValue;
-        const target = JSON.parse(canonicalJson(call.tool.target?.(call.args as never) ?? null, 'target')) as JsonValue;
-        if (intentDigest({ toolName: call.tool.name, toolRevision: call.tool.revision, args, target }) !== call.intentDigest) {
-          throw new CheckpointError('INVALID_ARGUMENT', `tool ${call.tool.name}: target() gave another value for the same arguments; the call cannot be shown for approval`, { toolName: call.tool.name, field: 'target' });
-        }
-        return { toolRevision: call.tool.revision, intentDigest: call.intentDigest, idempotencyKey: call.idempotencyKey, arguments: args, target };
+        return describePreparedCall(prepare(input));
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -309,25 +300,6 @@ function attemptContext(idempotencyKeySecret: Uint8Array | undefined): AttemptCo
   const execution = info.workflowExecution;
   if (execution?.workflowId === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
   return { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId, attempt: info.attempt, ...(idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret }) };
-}
-
-/**
- * Approval bound to intent, end to end: when the workflow passes the intent digest a
- * person approved, the call runs only if this worker computes the same digest. Checked before
- * any checkpoint write; whether an earlier attempt may have run the approved intent is settled
- * by the call's evidence (`settleFailedAttempt`: a stored result is delivered, an unfinished
- * claim pauses the run).
- *
- * @throws {@link CheckpointError} APPROVAL_MISMATCH when the digests differ; nothing was written or run.
- */
-export function assertApprovedIntent(call: PreparedCall): void {
-  const expected = call.input.expectedIntentDigest;
-  if (expected === undefined || expected === call.intentDigest) return;
-  throw new CheckpointError(
-    'APPROVAL_MISMATCH',
-    `${call.tool.name} call ${JSON.stringify(call.input.callId)} was approved for intent ${String(expected)}, but this worker (tool revision ${call.tool.revision}) computes ${call.intentDigest}; nothing was written or run`,
-    { callId: call.input.callId, toolName: call.tool.name, toolRevision: call.tool.revision, expectedIntentDigest: String(expected), intentDigest: call.intentDigest },
-  );
 }
 
 /**

@@ -4,12 +4,13 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Headers } from '@temporalio/common';
-import { parseTimestamp } from '../checkpoint/bounds';
+import { approvalExpiryText } from '../checkpoint/approval';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import { toApplicationFailure } from '../activities/fence/failures';
 import type { ToolDefinition } from '../activities/tools/define-tool';
 import { prepareCall } from '../activities/fence/prepare-call';
+import { describePreparedCall } from '../activities/fence/call-description';
 import type { DescribeFencedCallInput, FencedCallDescription } from './workflow/approval-contract';
 import { CALL_HEADER, readCallHeader } from './workflow/call-header';
 import { attemptContextOf } from './call-identity';
@@ -33,7 +34,7 @@ export function approvalFromHeaders(headers: Headers | undefined): HeaderApprova
   const header = readCallHeader(headers);
   if (header === undefined) throw new CheckpointError('INVALID_ARGUMENT', `the ${CALL_HEADER} activity header is malformed; the call was not run`, { field: CALL_HEADER });
   const { approvedIntentDigest, approvalExpiresAt } = header;
-  if (approvalExpiresAt !== undefined) parseTimestamp(approvalExpiresAt, 'approvalExpiresAt');
+  if (approvalExpiresAt !== undefined) approvalExpiryText(approvalExpiresAt, 'approvalExpiresAt');
   return {
     ...(approvedIntentDigest === undefined ? {} : { expectedIntentDigest: approvedIntentDigest }),
     ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
@@ -65,8 +66,9 @@ export function describeFencedCallActivity(deps: DescribeDeps): (input: Describe
       const tools = new Map<string, ToolDefinition<unknown>>(entry === undefined ? [] : [[activityType, { ...entry, execute: NOT_RUN }]]);
       const context = attemptContextOf(Context.current().info, deps.idempotencyKeySecret);
       const call = prepareCall(tools, { tenant: deps.tenant, callId: 'describe', toolName: activityType, input: { args: args as JsonValue } }, context);
-      const shown = (call.args as { args: JsonValue }).args;
-      return { activityType, toolRevision: call.tool.revision, intentDigest: call.intentDigest, arguments: shown };
+      // The description a tool call gets; a fenced activity's arguments are shown as the activity takes them.
+      const { toolRevision, intentDigest, arguments: described } = describePreparedCall(call);
+      return { activityType, toolRevision, intentDigest, arguments: (described as { args: JsonValue }).args };
     } catch (error) {
       throw toApplicationFailure(error);
     }

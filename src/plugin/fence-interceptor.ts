@@ -20,8 +20,8 @@ import { settleFailedAttempt } from '../activities/fence/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fence/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/fence/prepare-call';
 import { ownProperties } from '../activities/fence/input-schema';
-import { assertApprovedIntent } from '../activities';
-import { assertApprovalGiven, type ResolvedPins } from '../activities/fence/pins';
+import { assertCallApproved } from '../activities/fence/approval-checks';
+import type { ResolvedPins } from '../activities/fence/pins';
 import { approvalFromHeaders } from './approval-activity';
 import { classifyActivityError } from './error-classification';
 import { toolArgsWithHeaderApproval } from './tool-approval';
@@ -131,8 +131,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       try {
         call = prepareCall(deps.tools, callInput, context);
         names.idempotencyKey = call.idempotencyKey;
-        if (this.deps.approvalPins !== undefined) assertApprovalGiven(this.deps.approvalPins, call.tool.name, callInput.expectedIntentDigest);
-        assertApprovedIntent(call);
+        assertCallApproved(this.deps.approvalPins, call);
         return await settleCall(deps, call, evidence);
       } catch (error) {
         return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);

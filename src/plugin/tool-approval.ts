@@ -6,7 +6,8 @@
  * tool's activity runs. Node side; no I/O.
  */
 import type { Headers } from '@temporalio/common';
-import { CheckpointError } from '../checkpoint/errors';
+import { earlierExpiry } from '../checkpoint/approval';
+import { assertOneApprovedIntent } from '../activities/fence/approval-checks';
 import { approvalFromHeaders } from './approval-activity';
 
 /**
@@ -14,14 +15,14 @@ import { approvalFromHeaders } from './approval-activity';
  * - no approval in the header: `args` unchanged;
  * - the input (`args[0]`, a `FencedToolInput` without `toolName`) carries no
  *   `expectedIntentDigest`: a copy of it with the header's digest, and the header's
- *   `approvalExpiresAt` (the earlier of the two when the input also names one);
+ *   `approvalExpiresAt` (the earlier of the two when the input also names one: `earlierExpiry`);
  * - the input carries the header's digest: its expiry becomes the earlier of the two;
  * - `args[0]` is not an object: `args` unchanged (the tool's activity refuses such input).
  * `runFencedTool` then refuses the call with APPROVAL_MISMATCH when the digest it computes
  * differs, and with APPROVAL_EXPIRED at or after the expiry, before any claim.
  *
  * @throws {@link CheckpointError} APPROVAL_MISMATCH when the input carries another digest than the
- *   header (two approvals of one call that cannot both hold); INVALID_ARGUMENT when the call
+ *   header (two approvals of one call that cannot both hold: `assertOneApprovedIntent`); INVALID_ARGUMENT when the call
  *   header is malformed or its expiry is not an ISO-8601 UTC timestamp (see `approvalFromHeaders`).
  */
 export function toolArgsWithHeaderApproval(toolName: string, args: readonly unknown[], headers: Headers | undefined): unknown[] {
@@ -29,24 +30,8 @@ export function toolArgsWithHeaderApproval(toolName: string, args: readonly unkn
   const input = args[0];
   if (approval.expectedIntentDigest === undefined || typeof input !== 'object' || input === null || Array.isArray(input)) return [...args];
   const own = (key: string): unknown => (Object.hasOwn(input, key) ? (input as Record<string, unknown>)[key] : undefined);
-  const given = own('expectedIntentDigest');
-  if (given !== undefined && given !== approval.expectedIntentDigest) {
-    const callId = own('callId');
-    throw new CheckpointError(
-      'APPROVAL_MISMATCH',
-      `${toolName} call ${JSON.stringify(callId ?? null)} carries the approved intent ${JSON.stringify(given)} in its input, but withApprovedIntent approved ${approval.expectedIntentDigest}; nothing was written or run`,
-      { callId: String(callId), toolName, expectedIntentDigest: approval.expectedIntentDigest, inputIntentDigest: String(given) },
-    );
-  }
-  const expiresAt = earlier(own('approvalExpiresAt'), approval.approvalExpiresAt);
+  assertOneApprovedIntent(toolName, own('callId'), own('expectedIntentDigest'), approval.expectedIntentDigest);
+  const expiresAt = earlierExpiry(own('approvalExpiresAt'), approval.approvalExpiresAt);
   const merged = { ...input, expectedIntentDigest: approval.expectedIntentDigest, ...(expiresAt === undefined ? {} : { approvalExpiresAt: expiresAt }) };
   return [merged, ...args.slice(1)];
-}
-
-/** The earlier of an input's expiry (unchecked: an invalid one is kept, and refused by the tool's input check) and the header's. */
-function earlier(fromInput: unknown, fromHeader: string | undefined): unknown {
-  if (fromHeader === undefined) return fromInput;
-  if (fromInput === undefined) return fromHeader;
-  if (typeof fromInput !== 'string' || Number.isNaN(Date.parse(fromInput))) return fromInput;
-  return Date.parse(fromHeader) < Date.parse(fromInput) ? fromHeader : fromInput;
 }

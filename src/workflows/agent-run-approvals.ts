@@ -7,6 +7,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { condition, patched } from '@temporalio/workflow';
+import { approvalExpired, intentMismatch } from '../checkpoint/approval';
 import { activityFailureMessage, activityFailureType } from './failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { countApprovalDecision } from './run-metrics';
@@ -75,7 +76,7 @@ export abstract class RunApprovals extends AgentRunBase {
     while (approval.decision === null) {
       if (this.cancel) return this.cancelStop();
       const now = Date.now();
-      if (now >= expiresAt) {
+      if (approvalExpired(expiresAt, now)) {
         approval.decision = 'expired';
         approval.decidedAt = now;
         break;
@@ -97,7 +98,7 @@ export abstract class RunApprovals extends AgentRunBase {
       return 'rejected';
     }
     const now = Date.now();
-    if (now >= expiresAt) {
+    if (approvalExpired(expiresAt, now)) {
       this.rejectCall(
         call,
         `APPROVAL_EXPIRED: the call was approved at ${iso(approval.decidedAt ?? now)} but could not start before its approval expired at ${iso(expiresAt)}; nothing ran`,
@@ -114,7 +115,7 @@ export abstract class RunApprovals extends AgentRunBase {
     }
     const call = this.awaitingApproval(req.callId);
     refuseBadDecidedBy(req.by);
-    if (req.intentDigest !== call.intentDigest) {
+    if (intentMismatch(req.intentDigest, call.intentDigest)) {
       refuse(
         MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH,
         `call "${call.callId}" has intent digest ${call.intentDigest}, the approval names ${req.intentDigest}`,
@@ -169,7 +170,7 @@ export abstract class RunApprovals extends AgentRunBase {
     if (call === undefined || approval == null || approval.expiresAt === null) {
       refuse(MESSAGE_ERROR_TYPES.CALL_NOT_AWAITING_APPROVAL, `no call "${callId}" is awaiting approval in this run`);
     }
-    if (approval.decision === 'expired' || (approval.decision === null && Date.now() >= approval.expiresAt)) {
+    if (approval.decision === 'expired' || (approval.decision === null && approvalExpired(approval.expiresAt, Date.now()))) {
       refuse(MESSAGE_ERROR_TYPES.APPROVAL_EXPIRED, `the approval of call "${callId}" expired at ${iso(approval.expiresAt)}`);
     }
     if (approval.decision !== null || call.status !== 'awaiting-approval') {

@@ -6,6 +6,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { hasApprovedIntent } from '../checkpoint/approval';
 import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../activities/contract/contract';
 import type { AgentToolResult, ToolCallActivities } from './activity-types';
 import {
@@ -101,7 +102,7 @@ export abstract class RunToolCalls extends RunResolutions {
       const decision = await this.awaitApproval(call);
       if (decision !== 'approved') return decision === 'rejected' ? null : decision;
     }
-    if (this.approvalRequired[call.toolName] !== undefined && call.approvedIntentDigest === null) {
+    if (this.approvalRequired[call.toolName] !== undefined && !hasApprovedIntent(call.approvedIntentDigest)) {
       // Fail closed: a tool that needs approval never runs without an approved intent.
       this.failCall(call, 'APPROVAL_REQUIRED', `APPROVAL_REQUIRED: ${call.toolName} call "${call.callId}" needs a person's approval and was never approved; nothing ran`);
       return null;

@@ -25,6 +25,7 @@ import type { ClaimedItem, Invoked } from './batch-types';
 import { fenceLost, lastAttempt } from './attempt-standing';
 import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
+import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
 
 export type { ClaimedItem, ItemOutcome } from './batch-types';
@@ -166,7 +167,7 @@ class Attempt {
   /** ready (a record another path created unclaimed): claim, run the tool under the claim, store the result, deliver. A lost claim means a live competitor. */
   private async execute(record: CheckpointRecord): Promise<Step> {
     await this.step('before-claim');
-    this.assertApprovalLive();
+    assertApprovalLive(this.call, this.clock().getTime());
     const at = this.now(record);
     const claim = claimExecution(record, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
@@ -427,18 +428,9 @@ class Attempt {
     return claimDeadline(this.call.tool, at);
   }
 
-  /** Refuses a fresh claim once the call's approval has expired (docs/protocol.md#agent-workflow: an approval carries an expiry). */
-  private assertApprovalLive(): void {
-    if (!this.approvalExpired()) return;
-    throw new CheckpointError('APPROVAL_EXPIRED', `${this.call.tool.name} call ${JSON.stringify(this.call.input.callId)}: its approval expired at ${this.call.input.approvalExpiresAt}, before this attempt could claim it; nothing ran`, {
-      callId: this.call.input.callId,
-      approvalExpiresAt: String(this.call.input.approvalExpiresAt),
-    });
-  }
-
+  /** Whether the call's approval has expired now (docs/protocol.md#agent-workflow: an approval carries an expiry). */
   private approvalExpired(): boolean {
-    const expiresAt = this.call.input.approvalExpiresAt;
-    return expiresAt !== undefined && this.clock().getTime() >= Date.parse(expiresAt);
+    return callApprovalExpired(this.call, this.clock().getTime());
   }
 
   private outcomeUnknown(reason: string): CheckpointError {

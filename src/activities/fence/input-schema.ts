@@ -7,7 +7,7 @@
  * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
  */
 import { z } from 'zod/v4';
-import { parseTimestamp } from '../../checkpoint/bounds';
+import { isApprovalExpiryText } from '../../checkpoint/approval';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { JsonValue } from '../../checkpoint/types';
 import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from '../contract/contract';
@@ -22,7 +22,7 @@ const fencedToolInputShape = {
   expectedIntentDigest: z.string().optional(),
   approvedBy: z.string().min(1).max(256).optional(),
   // An expiry that does not parse would never pass (Date.parse gives NaN): refused, fail closed.
-  approvalExpiresAt: z.string().refine(isTimestamp, 'must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z').optional(),
+  approvalExpiresAt: z.string().refine(isApprovalExpiryText, 'must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z').optional(),
   intentGeneration: z.number().optional(),
   // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
@@ -78,16 +78,6 @@ export function ownProperties(value: unknown): Record<string, unknown> {
     for (const [key, v] of Object.entries(value)) copy[key] = v;
   }
   return copy;
-}
-
-/** Whether `value` is an ISO-8601 UTC timestamp `parseTimestamp` accepts. */
-function isTimestamp(value: string): boolean {
-  try {
-    parseTimestamp(value, 'approvalExpiresAt');
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function parseStrict<T>(schema: z.ZodType<T>, value: unknown, what: string): T {

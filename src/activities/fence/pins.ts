@@ -16,6 +16,7 @@
  *   computes: any workflow code in the namespace can obtain it from `describeToolCall` and run
  *   the activity on the task queue directly. It keeps the agent workflow's approval step from
  *   being skipped; it does not prove a person approved (restrict who runs workers and workflows).
+ *   The refusal is `assertApprovalGiven` (`./approval-checks`).
  * Models are pinned by registration: `runModelTurn` refuses an adapter the worker does not have
  * (`UNKNOWN_MODEL`). Configuration: TTC_TENANTS, TTC_TOOLS, TTC_REQUIRE_APPROVAL, TTC_MODELS
  * (`config.ts`).
@@ -88,17 +89,4 @@ export function assertOfferedToolsPinned(pins: ResolvedPins, offered: unknown): 
   const outside = names.filter((n) => typeof n !== 'string' || !pins.tools!.has(n));
   if (outside.length === 0) return;
   throw new CheckpointError('NOT_PINNED', `the run offers tools this worker does not serve: ${outside.map((n) => JSON.stringify(n)).join(', ')}; the model was not called`, { field: 'tools' });
-}
-
-/**
- * @throws {@link CheckpointError} APPROVAL_REQUIRED when `toolName` needs approval on this worker
- *   and the call carries no approved intent digest; the tool was not run.
- */
-export function assertApprovalGiven(pins: ResolvedPins, toolName: string, expectedIntentDigest: unknown): void {
-  if (!pins.requireApproval.has(toolName) || (typeof expectedIntentDigest === 'string' && expectedIntentDigest.length > 0)) return;
-  throw new CheckpointError(
-    'APPROVAL_REQUIRED',
-    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (the run's approvalRequired must name it); the tool was not run`,
-    { field: 'expectedIntentDigest', toolName },
-  );
 }

@@ -9,7 +9,8 @@
  * workflow state only (the approval the workflow holds), so it is the same on replay.
  */
 import { ApplicationFailure, AsyncLocalStorage } from '@temporalio/workflow';
-import { FINGERPRINT_PATTERN, parseTimestamp } from '../../checkpoint/bounds';
+import { approvalExpiryText } from '../../checkpoint/approval';
+import { FINGERPRINT_PATTERN } from '../../checkpoint/bounds';
 import { isCheckpointError } from '../../checkpoint/errors';
 import type { ApprovedIntent } from './approval-contract';
 
@@ -50,17 +51,12 @@ function approvalScopeOf(approval: ApprovedIntent): ApprovalScope {
   }
   const expiresAt: unknown = approval.expiresAt;
   if (expiresAt === undefined) return { approvedIntentDigest: digest };
-  if (expiresAt instanceof Date) {
-    if (Number.isNaN(expiresAt.getTime())) throw invalid('expiresAt', 'withApprovedIntent: expiresAt is an invalid Date');
-    return { approvedIntentDigest: digest, approvalExpiresAt: expiresAt.toISOString() };
-  }
   try {
-    parseTimestamp(expiresAt, 'expiresAt');
+    return { approvedIntentDigest: digest, approvalExpiresAt: approvalExpiryText(expiresAt, 'expiresAt') };
   } catch (error) {
     if (!isCheckpointError(error, 'INVALID_ARGUMENT')) throw error;
     throw invalid('expiresAt', `withApprovedIntent: ${error.message}`);
   }
-  return { approvedIntentDigest: digest, approvalExpiresAt: expiresAt as string };
 }
 
 function invalid(field: string, message: string): ApplicationFailure {
