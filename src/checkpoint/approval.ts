@@ -2,7 +2,7 @@
  * The approval rules both surfaces apply (docs/protocol.md#agent-workflow,
  * docs/protocol.md#worker-plugin): a call that needs approval runs only with the intent digest a
  * person approved, and only before the approval's expiry. Predicates and the expiry's parsing and
- * clamping, once: the fence (`../activities/approval-checks`), the agent workflow's approvals and
+ * clamping, once: the fence (`../activities/fence/approval-checks`), the agent workflow's approvals and
  * the plugin's approval scope and call header all call these. Pure and sandbox-safe: no I/O, no
  * clock (callers pass `nowMs`).
  */

@@ -1,7 +1,7 @@
 /**
- * The fence's approval refusals (src/activities/approval-checks.ts), shared by `runFencedTool`
+ * The fence's approval refusals (src/activities/fence/approval-checks.ts), shared by `runFencedTool`
  * and the plugin's fence interceptor, and the description a person approves
- * (src/activities/call-description.ts), shared by `describeToolCall` and `describeFencedCall`.
+ * (src/activities/fence/call-description.ts), shared by `describeToolCall` and `describeFencedCall`.
  */
 import { z } from 'zod/v4';
 import { assertApprovalGiven, assertApprovalLive, assertApprovedIntent, assertCallApproved, assertOneApprovedIntent, callApprovalExpired } from '../../../src/activities/fence/approval-checks';
