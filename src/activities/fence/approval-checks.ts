@@ -85,6 +85,6 @@ export function assertOneApprovedIntent(toolName: string, callId: unknown, input
   throw new CheckpointError(
     'APPROVAL_MISMATCH',
     `${toolName} call ${JSON.stringify(callId ?? null)} carries the approved intent ${JSON.stringify(inputDigest)} in its input, but withApprovedIntent approved ${headerDigest}; nothing was written or run`,
-    { callId: String(callId), toolName, expectedIntentDigest: headerDigest, inputIntentDigest: String(inputDigest) },
+    { callId: typeof callId === 'string' ? callId : null, toolName, expectedIntentDigest: headerDigest, inputIntentDigest: String(inputDigest) },
   );
 }

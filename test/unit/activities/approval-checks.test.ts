@@ -94,7 +94,8 @@ describe('assertOneApprovedIntent: a tool input and its call header name one int
       code: 'APPROVAL_MISMATCH',
       details: { callId: 'c-1', toolName: 'send', expectedIntentDigest: digest, inputIntentDigest: OTHER },
     });
-    expect(caught(() => assertOneApprovedIntent('send', undefined, null, digest))).toMatchObject({ code: 'APPROVAL_MISMATCH', details: { callId: 'undefined' } });
+    // An input without a call id: the details say so (null), never the text "undefined".
+    expect(caught(() => assertOneApprovedIntent('send', undefined, null, digest))).toMatchObject({ code: 'APPROVAL_MISMATCH', details: { callId: null } });
   });
 });
 
