@@ -298,6 +298,50 @@ describe('explorer finding E (found on 6270ad6, fixed in 5fa1c52): delivering a 
   });
 });
 
+/**
+ * Found by the explorer on 372f890 (seed 1468238159, 1,380 schedules; shrunk), reduced by hand. The
+ * fence counted a same-key repeat as reconciliation when the key outlived the repeat's call deadline,
+ * but the repeat's request can land until its settle time (deadline + margin), and a key expires at
+ * the end of its retention (docs/protocol.md#key-lifetime): the repeat applied the effect again.
+ */
+describe('explorer finding F (found on 372f890): a same-key repeat that settles when the key expires', () => {
+  test('F. a repeat whose request can land when the provider forgets the key is not taken: one effect', async () => {
+    // Attempt 1's request lands at 0 (effect 1, key remembered until 15,500 exclusive) and its worker dies; Temporal
+    // starts attempt 2 at 5,001. A repeat sent then may land until its settle time, 5,001 + 10,000 + 500 = 15,501;
+    // this one lands at 15,500, when the provider no longer remembers the key.
+    const report = await runSchedule(
+      scenario({
+        tool: { lookup: false, dedupesByKey: true, keyRetentionMs: 5_001 + SETTLE - 1, callDeadlineMs: DEADLINE },
+        maxAttempts: 2,
+        attempts: [attempt({ timeoutMs: 5_001, crashAt: 'mid-request' }), attempt({ timeoutMs: 1, crashAt: 'mid-request' })],
+        requests: [
+          { latencyMs: 0, answer: 'ok', answerDelayMs: 0 },
+          { latencyMs: SETTLE - 1, answer: 'ok', answerDelayMs: 0 },
+        ],
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
+  });
+
+  test('F, one millisecond inside the retention: the repeat is taken and the provider deduplicates it', async () => {
+    const report = await runSchedule(
+      scenario({
+        tool: { lookup: false, dedupesByKey: true, keyRetentionMs: 5_001 + SETTLE + 1, callDeadlineMs: DEADLINE },
+        maxAttempts: 2,
+        attempts: [attempt({ timeoutMs: 5_001, crashAt: 'mid-request' }), attempt()],
+        requests: [
+          { latencyMs: 0, answer: 'ok', answerDelayMs: 0 },
+          { latencyMs: SETTLE - 1, answer: 'ok', answerDelayMs: 0 },
+        ],
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
+    expect({ effects: report.effects, deduplicatedRepeats: report.deduplicatedRepeats }).toEqual({ effects: 1, deduplicatedRepeats: 1 });
+  });
+});
+
 describe('interleaving explorer', () => {
   test(`${RUNS} random schedules keep the invariants: effects ≤ 1, stored results never change, no nothing-applied after a claim, every returned result is the stored one`, async () => {
     const figures = new Figures();

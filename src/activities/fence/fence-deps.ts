@@ -59,6 +59,18 @@ export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> |
   return deadline + marginMs;
 }
 
+/**
+ * Whether a same-key repeat of the call of `record` lands while the provider still remembers the
+ * key. `repeatSettlesAt` (ms since the epoch) is the repeat's settle time: its call deadline plus
+ * the reconcile margin, the latest its request can land (docs/protocol.md#overlapping-attempts).
+ * The key's first use is at or after the record's `createdAt` and a key expires at the end of its
+ * retention, so the repeat must settle strictly before `createdAt + keyRetentionMs`
+ * (docs/protocol.md#key-lifetime).
+ */
+export function keyOutlivesRepeat(record: CheckpointRecord, tool: Pick<ToolDefinition<any>, 'dedupesByKey' | 'keyRetentionMs'>, repeatSettlesAt: number): boolean {
+  return tool.dedupesByKey === true && repeatSettlesAt < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
+}
+
 /** The fence's current time in ms since the epoch (`deps.clock`, or the system clock). */
 export function fenceNow(deps: Pick<FencedToolDeps, 'clock'>): number {
   return (deps.clock ?? (() => new Date()))().getTime();

@@ -23,7 +23,7 @@ import type { PreparedCall } from './prepare-call';
 import { BatchRun } from './batch-fence';
 import type { ClaimedItem, Invoked } from './batch-types';
 import { fenceLost, lastAttempt } from './attempt-standing';
-import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
+import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyOutlivesRepeat, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
 import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
@@ -193,10 +193,9 @@ class Attempt {
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup(record);
-    // A same-key repeat is safe only if the provider still remembers the key until the repeat is over:
-    // from now (after the lookup) to the end of its call deadline, within createdAt + keyRetentionMs.
-    const repeatEndsAt = this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
-    const keyLive = tool.dedupesByKey === true && repeatEndsAt <= Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
+    // A same-key repeat is safe only if the provider still remembers the key until the repeat's request
+    // can no longer land: from now (after the lookup) to its call deadline plus the margin.
+    const keyLive = keyOutlivesRepeat(record, tool, this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs);
     const settleAt = settleTime(record, tool, this.marginMs);
     // A claim is taken over only once its holder's request can no longer be outstanding, or at once
     // for a same-key repeat (docs/protocol.md#overlapping-attempts); a lookup that finds the effect
