@@ -12,12 +12,18 @@
  * lookup finds nothing yet, and it runs the activity again: TWO effects.
  *
  * Here: callDeadlineMs 300, reconcileMarginMs 2,000; the holder's worker cannot reach the store
- * for 400 ms (t = 50 .. 450); the activity takes 3 s and ignores its signal; an overlapping
- * attempt (another worker, store reachable) starts at t = 500 and retries on RECONCILE_PENDING.
- * The outage (400 ms) is far below callDeadlineMs + margin (2,300 ms), and the holder could
- * renew again from t = 450 on.
+ * from t = 50 for at least 400 ms, and until the holder has seen its deadline pass unrenewed (its
+ * signal aborted: the moment the defect gave up); the activity takes 3 s from its start, and at
+ * least until the outage ended, and ignores its signal; an overlapping attempt (another worker,
+ * store reachable) starts 50 ms after the outage and retries on RECONCILE_PENDING. The outage
+ * (about 400 ms) is far below callDeadlineMs + margin (2,300 ms), and the holder could renew
+ * again once it ended.
  *
- * Real SQLite store, the real fence interceptor (MockActivityEnvironment), real time.
+ * Real SQLite store, the real fence interceptor (MockActivityEnvironment), real timers. Both
+ * fences read a stall-free clock (test/helpers/stall-free-clock.ts), and so does the activity's
+ * duration: at a 300 ms deadline a loaded machine that deschedules this process would otherwise
+ * let the holder's claim lapse before it calls the activity at all (the fence then rightly
+ * refuses to call it), which is not the outage this test is about.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +34,8 @@ import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import type { LookupResult, ToolContext } from '../../src/activities';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
-import { FlakyStore } from '../helpers/flaky-store';
+import { FlakyStore, waitFor } from '../helpers/flaky-store';
+import { stallFreeClock } from '../helpers/stall-free-clock';
 
 jest.setTimeout(60_000);
 const QUIET = new DefaultLogger('ERROR');
@@ -59,13 +66,22 @@ describe('claim renewal across a store outage shorter than callDeadlineMs + reco
     };
     const entry = { revision: 'v1', callDeadlineMs: 300, lookup };
     const holderStore = new FlakyStore(store);
-    const holderPlugin = new ToolCheckpointPlugin({ store: holderStore, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
-    const otherPlugin = new ToolCheckpointPlugin({ store, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
+    const fence = stallFreeClock();
+    const now = (): number => fence.clock().getTime();
+    const holderPlugin = new ToolCheckpointPlugin({ store: holderStore, clock: fence.clock, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
+    const otherPlugin = new ToolCheckpointPlugin({ store, clock: fence.clock, reconcileMarginMs: 2_000, fence: { chargeCard: entry } });
     let holderRunning: () => void = () => undefined;
     const holderStarted = new Promise<void>((resolve) => (holderRunning = resolve));
+    let outageEnded: () => void = () => undefined;
+    const outageOver = new Promise<void>((resolve) => (outageEnded = resolve));
+    let holderSignal: AbortSignal | undefined;
     const chargeCard = async (): Promise<{ chargeId: string }> => {
+      const startedAt = now();
+      holderSignal ??= fencedCallContext()?.signal;
       holderRunning();
-      await sleep(3_000); // a slow provider; ignores fencedCallContext().signal, as an unmodified activity does
+      // A slow provider (3 s on the fence's clock, and past the outage); ignores fencedCallContext().signal, as an unmodified activity does.
+      await outageOver;
+      await waitFor(() => now() >= startedAt + 3_000, 60_000);
       const effect = { key: fencedCallContext()?.idempotencyKey, id: `ch-${effects.length + 1}` };
       effects.push(effect);
       return { chargeId: effect.id };
@@ -80,13 +96,15 @@ describe('claim renewal across a store outage shorter than callDeadlineMs + reco
     await sleep(50);
     holderStore.down = true; // ... when its worker loses the store ...
     await sleep(400);
-    holderStore.down = false; // ... for 400 ms, then reaches it again
+    await waitFor(() => holderSignal?.aborted === true); // ... for 400 ms and until the holder saw its deadline pass unrenewed ...
+    holderStore.down = false; // ... then reaches it again
+    outageEnded();
     await sleep(50);
 
     // Temporal starts attempt 2 on another worker (attempt 1 outlived its start-to-close timeout) and retries it on RECONCILE_PENDING.
     const results: unknown[] = [];
     const failures: string[] = [];
-    for (let tries = 0; tries < 200; tries += 1) {
+    for (let tries = 0; tries < 1_000; tries += 1) {
       try {
         results.push(await new MockActivityEnvironment({ ...info, attempt: 2 + tries }, { interceptors: interceptorsOf(otherPlugin), logger: QUIET }).run(chargeCard));
         break;
@@ -100,6 +118,7 @@ describe('claim renewal across a store outage shorter than callDeadlineMs + reco
       }
     }
     const first = await holder;
+    fence.stop();
 
     expect(failures).toEqual([]);
     // The activity ran once: the holder renewed again once the store was back, the overlapping attempt waited and delivered its result.

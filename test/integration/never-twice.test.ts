@@ -18,6 +18,7 @@ import { createToolActivities, defineTool, ToolError, type ToolActivities, type 
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { FlakyStore, waitFor } from '../helpers/flaky-store';
+import { stallFreeClock } from '../helpers/stall-free-clock';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 import { createCheckpoint } from '../../src/checkpoint/record';
@@ -28,15 +29,16 @@ const TENANT = 'acme';
 const DEADLINE_MS = 1_000;
 const MARGIN_MS = 200;
 
-/** A provider fake: effects per idempotency key, each landing after `latencyMs`. */
+/** A provider fake: effects per idempotency key, each landing once `held` (if set) resolves. */
 class Provider {
   readonly effects = new Map<string, number>();
   readonly requests: string[] = [];
-  latencyMs = 0;
+  /** While set, requests are held (in flight) until it resolves: a request the test keeps out for as long as it needs. */
+  held: Promise<void> | null = null;
 
   async apply(key: string): Promise<{ ticketId: string }> {
     this.requests.push(key);
-    if (this.latencyMs > 0) await sleep(this.latencyMs);
+    if (this.held !== null) await this.held;
     this.effects.set(key, (this.effects.get(key) ?? 0) + 1);
     return { ticketId: `T-${key.slice(5, 13)}` };
   }
@@ -85,7 +87,16 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
   let store: CheckpointStore;
   let offsetMs = 0;
   let seq = 0;
-  const clock = (): Date => new Date(Date.now() + offsetMs);
+  /** Real time, or in the overlapping-attempt tests at millisecond scale a stall-free clock (test/helpers/stall-free-clock.ts). */
+  let realNow: () => number = Date.now;
+  let stallFree: ReturnType<typeof stallFreeClock> | null = null;
+  const clock = (): Date => new Date(realNow() + offsetMs);
+  /** From now on in this test, the fence reads the stall-free clock: a stall of this process moves no deadline past an attempt. */
+  function readStallFreeClock(): void {
+    stallFree = stallFreeClock();
+    const { clock: stallFreeNow } = stallFree;
+    realNow = () => stallFreeNow().getTime();
+  }
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-never-twice-'));
@@ -99,6 +110,12 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
   beforeEach(() => {
     offsetMs = 0;
+  });
+
+  afterEach(() => {
+    stallFree?.stop();
+    stallFree = null;
+    realNow = Date.now;
   });
 
   function activities(tools: ToolDefinition<any>[], over: { store?: CheckpointStore } = {}): ToolActivities {
@@ -134,13 +151,17 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
   describe('overlapping attempts of one call', () => {
     test('1. lookup tool: attempt 2 arriving 100 ms into attempt 1 waits (RECONCILE_PENDING, nextRetryDelay = time to settle), never runs the tool; the effect is applied once and the next attempt delivers it', async () => {
       const provider = new Provider();
-      provider.latencyMs = 200;
+      let answer: () => void = () => undefined;
+      provider.held = new Promise<void>((resolve) => (answer = resolve)); // attempt 1's request stays out until attempt 2 has been answered
+      readStallFreeClock(); // "100 ms into attempt 1" on the fence's clock, whatever the machine's load
       const acts = activities([ticketTool(provider, { lookup: true })]);
       const call = newCall();
 
       const first = run(acts, call, 1);
       await sleep(100);
+      await waitFor(() => provider.requests.length === 1);
       const second = await run(acts, call, 2);
+      answer();
 
       expect(second).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
       const delay = (second as { failure: { nextRetryDelay: number } }).failure.nextRetryDelay;
@@ -154,11 +175,15 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
     test('1. attempts that start together: the loser of the claim fails retryably and never reconciles in the same attempt; one effect', async () => {
       const provider = new Provider();
-      provider.latencyMs = 100;
+      let answer: () => void = () => undefined;
+      provider.held = new Promise<void>((resolve) => (answer = resolve)); // the winner's request stays out until the loser has been answered
       const acts = activities([ticketTool(provider, { lookup: true })]);
       const call = newCall();
 
-      const outcomes = await Promise.all([run(acts, call, 1), run(acts, call, 2)]);
+      const attempts = [run(acts, call, 1), run(acts, call, 2)];
+      await Promise.race(attempts);
+      answer();
+      const outcomes = await Promise.all(attempts);
 
       expect(outcomes.filter((o) => 'result' in o)).toHaveLength(1);
       expect(outcomes.filter((o) => 'failure' in o)).toEqual([{ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) }]);
@@ -184,13 +209,16 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
     test('2. no lookup, no key dedupe: attempt 2 mid-request waits; attempt 1 completes and attempt 3 delivers its result (no pause, one effect)', async () => {
       const provider = new Provider();
-      provider.latencyMs = 200;
+      let answer: () => void = () => undefined;
+      provider.held = new Promise<void>((resolve) => (answer = resolve)); // attempt 1's request stays out until attempt 2 has been answered
       const acts = activities([ticketTool(provider)]);
       const call = newCall();
 
       const first = run(acts, call, 1);
       await sleep(100);
+      await waitFor(() => provider.requests.length === 1);
       const second = await run(acts, call, 2);
+      answer();
 
       expect(second).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
       expect(await first).toEqual({ result: expect.objectContaining({ source: 'executed' }) });
@@ -200,14 +228,17 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
     test('2. the owner of the fence completes from uncertain when its completion lost only to a mark made under its own fence', async () => {
       const provider = new Provider();
-      provider.latencyMs = 300;
+      let answer: () => void = () => undefined;
+      provider.held = new Promise<void>((resolve) => (answer = resolve)); // attempt 1's request stays out until attempt 2 has been answered
       const acts = activities([ticketTool(provider)]);
       const call = newCall();
 
       const first = run(acts, call, 1);
       await sleep(100);
+      await waitFor(() => provider.requests.length === 1);
       offsetMs = DEADLINE_MS + MARGIN_MS + 1; // attempt 2 arrives past the settle time while attempt 1's request is still out
       const second = await run(acts, call, 2);
+      answer();
       expect(second).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
       expect((await recordOf(call))?.status).toBe('uncertain');
 

@@ -11,7 +11,8 @@
  * The one-effect promise holds while the holder's claim renewals land before its deadline plus the
  * margin (src/activities/fence/claim-renewal.ts); at these millisecond deadlines a loaded machine
  * that deschedules this process for 100 ms would break that premise, not the fence. So the fence
- * reads {@link stallFreeClock}: real time that stands still while the process is descheduled.
+ * reads a stall-free clock (test/helpers/stall-free-clock.ts): real time that stands still while
+ * the process is descheduled.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,7 @@ import { callBindingId } from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import type { LookupResult, ToolContext } from '../../src/activities';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
+import { stallFreeClock } from '../helpers/stall-free-clock';
 
 jest.setTimeout(180_000);
 
@@ -42,26 +44,6 @@ interface Scenario {
   readonly marginMs: number;
   /** Gaps between attempt starts, ms (attempt 1 at 0). */
   readonly gapsMs: readonly number[];
-}
-
-/**
- * The fence's clock here: real time, except that it advances at most {@link MAX_STEP_MS} between
- * two readings or 1 ms ticks, so a stall of this process (CPU starvation, a GC pause) moves no
- * deadline past anyone: every attempt and renewal of the test runs in this one process and sees
- * the same stalls. Without stalls it is real time.
- */
-const MAX_STEP_MS = 5;
-function stallFreeClock(): { readonly clock: () => Date; stop(): void } {
-  let now = Date.now();
-  let last = performance.now();
-  const advance = (): number => {
-    const real = performance.now();
-    now += Math.min(real - last, MAX_STEP_MS);
-    last = real;
-    return now;
-  };
-  const tick = setInterval(advance, 1);
-  return { clock: () => new Date(Math.floor(advance())), stop: () => clearInterval(tick) };
 }
 
 /** The plugin's activity interceptors, as Worker.create would apply them. */
