@@ -193,8 +193,11 @@ describe('pooler errors are refusals: nothing was written', () => {
       await blocker.query('BEGIN');
       await blocker.query('SELECT 1'); // holds the pool's only server connection
 
-      const cas = await expectCode(store.compareAndSwap(0, claim.next, fresh), 'STORE_UNAVAILABLE');
-      const create = await expectCode(store.createIfAbsent(createCheckpoint(absent, { createdAt: AT })), 'STORE_UNAVAILABLE');
+      // Both wait in PgBouncer's queue at once (the store's pool has two connections) and time out together.
+      const [cas, create] = await Promise.all([
+        expectCode(store.compareAndSwap(0, claim.next, fresh), 'STORE_UNAVAILABLE'),
+        expectCode(store.createIfAbsent(createCheckpoint(absent, { createdAt: AT })), 'STORE_UNAVAILABLE'),
+      ]);
       await blocker.query('COMMIT');
 
       for (const error of [cas, create]) {

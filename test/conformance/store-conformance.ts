@@ -812,36 +812,43 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         const bindings = Array.from({ length: 4 }, (_, i) => makeBinding(`churn-${i}`));
         for (const b of bindings) await store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }));
         const acked = bindings.map(() => 0);
-        for (let round = 0; round < 6; round += 1) {
-          const worker = startWorker('churn');
-          await worker.ready;
-          worker.send({ url: target.url, options: {}, bindings, payloadBytes: 200_000 });
-          const killAfter = 3 + Math.floor(Math.random() * 12);
-          let seen = 0;
-          await new Promise<void>((resolve, reject) => {
-            worker.onLine((line) => {
-              const match = /^ack (\d+) (\d+)$/.exec(line);
-              if (match === null) return;
-              const index = Number(match[1]);
-              acked[index] = Math.max(acked[index]!, Number(match[2]));
-              seen += 1;
-              if (seen === killAfter) {
-                worker.child.kill('SIGKILL');
-                resolve();
-              }
+        // Each round's worker process starts loading while the round before runs; it opens the store only when sent its input.
+        let next: Worker | undefined = startWorker('churn');
+        try {
+          for (let round = 0; round < 6; round += 1) {
+            const worker = next!;
+            next = round < 5 ? startWorker('churn') : undefined;
+            await worker.ready;
+            worker.send({ url: target.url, options: {}, bindings, payloadBytes: 200_000 });
+            const killAfter = 3 + Math.floor(Math.random() * 12);
+            let seen = 0;
+            await new Promise<void>((resolve, reject) => {
+              worker.onLine((line) => {
+                const match = /^ack (\d+) (\d+)$/.exec(line);
+                if (match === null) return;
+                const index = Number(match[1]);
+                acked[index] = Math.max(acked[index]!, Number(match[2]));
+                seen += 1;
+                if (seen === killAfter) {
+                  worker.child.kill('SIGKILL');
+                  resolve();
+                }
+              });
+              worker.exited.then((code) => reject(new Error(`churn worker exited early (${String(code)}): ${worker.stderr()}`)), reject);
             });
-            worker.exited.then((code) => reject(new Error(`churn worker exited early (${String(code)}): ${worker.stderr()}`)), reject);
-          });
-          await worker.exited.catch(() => undefined);
+            await worker.exited.catch(() => undefined);
 
-          const reader = await target.open();
-          for (const [index, binding] of bindings.entries()) {
-            const record = await reader.get(binding);
-            expect(record).not.toBeNull();
-            expect([acked[index], acked[index]! + 1]).toContain(record!.revision);
-            acked[index] = record!.revision;
+            const reader = await target.open();
+            for (const [index, binding] of bindings.entries()) {
+              const record = await reader.get(binding);
+              expect(record).not.toBeNull();
+              expect([acked[index], acked[index]! + 1]).toContain(record!.revision);
+              acked[index] = record!.revision;
+            }
+            await reader.close();
           }
-          await reader.close();
+        } finally {
+          next?.child.kill('SIGKILL'); // left only when a round failed
         }
         expect(await target.raw.integrity()).toBe('ok');
         expect(await store.listQuarantined()).toEqual([]);

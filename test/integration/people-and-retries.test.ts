@@ -438,18 +438,17 @@ describe('people in the loop and the retry policy on a real server', () => {
       expect(status.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'paused', toolRevision: 'v1', idempotencyKey: key })]);
       expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'e1', status: 'paused', toolRevision: 'v1', idempotencyKey: key })]);
 
-      const json = await cli('show', handle.workflowId, '--json');
+      // Three read-only commands on the paused run, run side by side (each is a separate process).
+      const [json, text, pending] = await Promise.all([cli('show', handle.workflowId, '--json'), cli('show', handle.workflowId), cli('pending')]);
       expect(json.code).toBe(0);
       const shown = JSON.parse(json.stdout) as RunStatusView;
       expect(shown.paused).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
       expect(shown.calls[0]).toEqual(expect.objectContaining({ toolRevision: 'v1', idempotencyKey: key }));
 
-      const text = await cli('show', handle.workflowId);
       // The run's first pause, of call e1, in this run chain (the last 12 hex digits of its first run id).
       const pauseId = `e1#1.${handle.firstExecutionRunId.replace(/-/g, '').slice(-12)}`;
       expect(text.stdout).toContain(`paused on e1 (send_email revision v1, key ${key}); pause ${pauseId} (ttc resolve … --pause ${pauseId}): OUTCOME_UNKNOWN: `);
 
-      const pending = await cli('pending');
       const rows = pending.stdout.split('\n').filter((line) => line.includes(`${handle.workflowId}/e1`));
       expect(rows).toHaveLength(1);
       expect(rows[0]).toContain(`(revision v1, key ${key}, pause ${pauseId})`);

@@ -33,13 +33,16 @@ describe('a plugin-fenced activity whose revision changed after its worker was k
   let store: CheckpointStore;
   const running: Spawned[] = [];
 
-  beforeAll(async () => {
+  // Concurrent tests start before beforeAll hooks end (a jest rule): each awaits the setup itself.
+  const ready = (async () => {
     env = await createLocalEnv();
     dir = mkdtempSync(join(tmpdir(), 'ttc-plugin-revision-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
-  });
+  })();
+  beforeAll(() => ready);
 
   afterAll(async () => {
+    await ready.catch(() => undefined);
     for (const worker of running) worker.kill();
     await Promise.all(running.map((w) => w.exited));
     await store?.close();
@@ -59,7 +62,9 @@ describe('a plugin-fenced activity whose revision changed after its worker was k
     return { handle, options, charge: effects[0]! };
   }
 
-  it("with lookupFindsEarlierRevisions, v2's lookup finds v1's charge: the call settles with it, one charge", async () => {
+  // The two cases are independent (own task queue, workflow and ledger) and mostly wait for Temporal's retry: they run side by side.
+  it.concurrent("with lookupFindsEarlierRevisions, v2's lookup finds v1's charge: the call settles with it, one charge", async () => {
+    await ready;
     const { handle, options, charge } = await chargeThenKill('revision-lookup');
     running.push(await spawnPluginWorker({ ...options, revision: 'v2', lookupFindsEarlierRevisions: true }));
 
@@ -73,7 +78,8 @@ describe('a plugin-fenced activity whose revision changed after its worker was k
     expect(record?.execution?.attemptId).toMatch(/^attempt-[2-9]/);
   });
 
-  it("without it, the call pauses under onUnknownOutcome 'wait' and Temporal's last failure has the type and names call, tool and key", async () => {
+  it.concurrent("without it, the call pauses under onUnknownOutcome 'wait' and Temporal's last failure has the type and names call, tool and key", async () => {
+    await ready;
     // A long workflow id (a user's own naming: tenant, order, line items; Temporal allows 1,000
     // characters): the fence's messages quote the call's binding, which holds it.
     const workflowId = `revision-pause/tenant-acme-corporation/${Array.from({ length: 12 }, (_, i) => `order-line-${i}-sku-0000${i}`).join('/')}`;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { callBindingId } from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import type { FencePoint, ToolContext } from '../../src/activities';
@@ -24,6 +24,8 @@ import { callActivityWorkflow } from './plugin-errors-workflows';
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
+
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
 /** A retryable error a user's code defines (unfenced, Temporal retries it). */
 class CardDeclinedError extends Error {
@@ -42,11 +44,17 @@ describe('errors of a fenced user activity', () => {
   let env: LocalTestEnv;
   let dir: string;
   let store: CheckpointStore;
+  /** The workflows bundled once with the plugin's workflow interceptor (as `bundleWorkflowCode({ plugins })` does), for the fenced runs. */
+  let fencedBundle: WorkflowBundleWithSourceMap;
 
   beforeAll(async () => {
-    env = await createLocalEnv();
     dir = mkdtempSync(join(tmpdir(), 'ttc-plugin-errors-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    const bundlingPlugin = new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } });
+    [env, fencedBundle] = await Promise.all([
+      createLocalEnv(),
+      bundleWorkflowCode({ workflowsPath: require.resolve('./plugin-errors-workflows'), plugins: [bundlingPlugin], logger: quietLogger }),
+    ]);
   });
 
   afterAll(async () => {
@@ -65,7 +73,8 @@ describe('errors of a fenced user activity', () => {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: workflowId,
-      workflowsPath: require.resolve('./plugin-errors-workflows'),
+      // The unfenced run bundles its workflows without the plugin; the fenced runs share the bundle made once with it.
+      ...(fence === null ? { workflowsPath: require.resolve('./plugin-errors-workflows') } : { workflowBundle: fencedBundle }),
       activities: {
         chargeCard: async () => {
           calls += 1;

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimplePlugin } from '@temporalio/plugin';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { z } from 'zod';
 import { callBindingId } from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
@@ -20,6 +20,8 @@ import { chargeEachRunWorkflow, checkoutWorkflow, invoiceWorkflow, ticketWorkflo
 
 installQuietTemporalRuntime();
 jest.setTimeout(120_000);
+
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
 /** Fence hooks that fail the first attempt reaching `point`, and record every point reached. */
 function failOnceAt(point: FencePoint): { seen: string[]; hooks: { step(p: FencePoint, attemptId: string): void } } {
@@ -43,11 +45,17 @@ describe('ToolCheckpointPlugin on a real server', () => {
   let env: LocalTestEnv;
   let dir: string;
   let store: CheckpointStore;
+  /**
+   * `./workflows` bundled once with the plugin's workflow interceptor (`bundleWorkflowCode({ plugins })`), for the workers
+   * after the first; the first worker bundles its `workflowsPath` itself, as a user's worker with the plugin does.
+   */
+  let bundle: WorkflowBundleWithSourceMap;
 
   beforeAll(async () => {
-    env = await createLocalEnv();
     dir = mkdtempSync(join(tmpdir(), 'ttc-plugin-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    const bundlingPlugin = new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } });
+    [env, bundle] = await Promise.all([createLocalEnv(), bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), plugins: [bundlingPlugin], logger: quietLogger })]);
   });
 
   afterAll(async () => {
@@ -126,7 +134,7 @@ describe('ToolCheckpointPlugin on a real server', () => {
       {
         connection: env.nativeConnection,
         taskQueue: 'plugin-invoice',
-        workflowsPath: require.resolve('./workflows'),
+        workflowBundle: bundle,
         plugins: [other, new ToolCheckpointPlugin({ store, fence: { sendInvoice: { revision: 'v1' } }, hooks: probe.hooks })],
       },
       () => env.client.workflow.execute(invoiceWorkflow, { workflowId: 'plugin-invoice-1', taskQueue: 'plugin-invoice', args: ['cus_2'] }),
@@ -146,7 +154,7 @@ describe('ToolCheckpointPlugin on a real server', () => {
       {
         connection: env.nativeConnection,
         taskQueue: 'plugin-unfenced',
-        workflowsPath: require.resolve('./workflows'),
+        workflowBundle: bundle,
         activities: { chargeCard: paymentActivities(ledger).chargeCard },
         plugins: [new ToolCheckpointPlugin({ store, fence: { sendInvoice: { revision: 'v1' } }, hooks: probe.hooks })],
       },
@@ -173,7 +181,7 @@ describe('ToolCheckpointPlugin on a real server', () => {
       {
         connection: env.nativeConnection,
         taskQueue: 'plugin-tools',
-        workflowsPath: require.resolve('./workflows'),
+        workflowBundle: bundle,
         plugins: [new ToolCheckpointPlugin({ store, tools: [createTicket], hooks: probe.hooks })],
       },
       () => env.client.workflow.execute(ticketWorkflow, { workflowId: 'plugin-tools-1', taskQueue: 'plugin-tools', args: [{ tenant: 'acme', callId: 'call-1', toolName: 'create_ticket', input: { title: 'printer' } }] }),
@@ -191,7 +199,7 @@ describe('ToolCheckpointPlugin on a real server', () => {
       {
         connection: env.nativeConnection,
         taskQueue: 'plugin-can',
-        workflowsPath: require.resolve('./workflows'),
+        workflowBundle: bundle,
         activities: { chargeCard: paymentActivities(ledger).chargeCard },
         plugins: [new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } })],
       },
