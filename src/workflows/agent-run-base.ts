@@ -22,7 +22,7 @@ import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage } from '../model/types';
 import type { BatchCancellationReport } from '../activities/contract/batch-items';
 import type { ToolActivities } from './activity-types';
-import type { WindDownAttempt } from './compensation';
+import type { WindDownAttempt } from './compensation-rules';
 import { Conversation } from './conversation';
 import { listEffects } from './effects';
 import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from './failures';

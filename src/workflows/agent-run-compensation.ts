@@ -5,14 +5,10 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import {
-  type ActivityOptions,
-  CancellationScope,
-  condition,
-  patched,
-} from '@temporalio/workflow';
+import { type ActivityOptions, condition, patched } from '@temporalio/workflow';
 import type { DeliveredOutcome } from '../activities/contract/contract';
-import { compensateRun, type CompensationHost, type WindDownAttempt } from './compensation';
+import { compensateRun, type CompensationHost } from './compensation';
+import { attemptWindDown, windDown, type WindDownAttempt } from './compensation-rules';
 import { toolActivityOptions, windDownActivityOptions, type ActivityKind } from './input';
 import type { CallState, RunStop } from './run-state';
 import type { AgentWorkflowResult, StopReason } from './types';
@@ -42,7 +38,7 @@ export abstract class RunCompensation extends RunToolCalls {
   protected async conclude(stop: RunStop): Promise<AgentWorkflowResult> {
     if (this.compensates(stop.because)) {
       this.windingDown = true;
-      await CancellationScope.nonCancellable(() => compensateRun(this.compensationHost()));
+      await windDown(() => compensateRun(this.compensationHost()));
     }
     return this.finish(stop);
   }
@@ -92,13 +88,9 @@ export abstract class RunCompensation extends RunToolCalls {
   }
 
   /** Runs one activity while winding down: wind-down options (see `windDownActivityOptions`), failures returned, never cancelled. */
-  protected async windDownActivity<T>(kind: ActivityKind, toolName: string | null, run: (options: ActivityOptions) => Promise<T>): Promise<WindDownAttempt<T>> {
+  protected windDownActivity<T>(kind: ActivityKind, toolName: string | null, run: (options: ActivityOptions) => Promise<T>): Promise<WindDownAttempt<T>> {
     const opts = toolName === null ? this.input.activityOptions : toolActivityOptions(this.input.activityOptions, toolName);
-    try {
-      return { kind: 'ok', value: await run(windDownActivityOptions(kind, opts)) };
-    } catch (error) {
-      return { kind: 'failed', error };
-    }
+    return attemptWindDown(() => run(windDownActivityOptions(kind, opts)));
   }
 }
 

@@ -22,15 +22,13 @@
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract/contract';
-import type { CompensateToolCallInput, ResolveCompensationInput } from '../activities/contract/compensation-contract';
+import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from '../activities/contract/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
 import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from './failures';
+import { compensationVerdict, untypedAsUnclassified, type CompensationError, type WindDownAttempt } from './compensation-rules';
 import type { ActivityKind } from './input';
 import type { CallState, CompensationState, RunState } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';
-
-/** How an activity run while winding down ended (never cancelled: the scope is non-cancellable). */
-export type WindDownAttempt<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'failed'; readonly error: unknown };
 
 /** A resolution a person gave for the paused call, and how to answer the update that carried it. */
 export interface ResolutionTicket {
@@ -103,32 +101,49 @@ async function compensateCall(host: CompensationHost, call: CallState): Promise<
       host.changed();
       return;
     }
-    if (attempt.kind === 'ok' && attempt.value.declared) {
-      const { result, compensation: ran } = attempt.value;
-      compensation.toolName = ran.toolName;
-      compensation.toolRevision = ran.toolRevision;
-      compensation.source = result.source;
-      compensation.idempotencyKey = result.idempotencyKey;
-      compensation.outcome = result.outcome;
-      if (result.outcome.ok) {
-        compensation.status = 'compensated';
-        compensation.errorType = null;
-        compensation.reason = null;
-        host.changed();
-        return;
-      }
-      pause(host, call, compensation, result.outcome.error.type, `${result.outcome.error.type}: the provider refused the compensation: ${result.outcome.error.message}`);
-    } else if (attempt.kind === 'failed') {
-      // The key and revision the compensation was claimed under, for the person who looks it up at the provider.
-      const claimed = claimIdentityOf(attempt.error);
-      compensation.toolRevision = claimed.toolRevision ?? compensation.toolRevision;
-      compensation.idempotencyKey = claimed.idempotencyKey ?? compensation.idempotencyKey;
-      const named = activityFailureDetails(attempt.error)?.toolName;
-      if (compensation.toolName === null && typeof named === 'string' && named.length > 0) compensation.toolName = named;
-      pause(host, call, compensation, activityFailureType(attempt.error) ?? 'UNCLASSIFIED', activityFailureMessage(attempt.error));
+    noteIdentity(compensation, attempt);
+    const verdict = compensationVerdict(attempt, untypedAsUnclassified, refusalOf);
+    if (verdict.kind === 'compensated') {
+      compensation.status = 'compensated';
+      compensation.errorType = null;
+      compensation.reason = null;
+      host.changed();
+      return;
     }
+    // The agent pauses for a person on a known failure as on an unknown outcome: the run cannot end before the effect is settled.
+    const { type, message } = verdict.error;
+    pause(host, call, compensation, type, attempt.kind === 'ok' ? `${type}: the provider refused the compensation: ${message}` : message);
     if ((await awaitCompensationResolution(host, call, compensation)) === 'done') return;
   }
+}
+
+/**
+ * Records what the worker said of the compensation that ran: its tool, revision, source, key and
+ * outcome from a result; from a failure, the key and revision it was claimed under and its tool
+ * (for the person who looks it up at the provider), each only when the failure names it.
+ */
+function noteIdentity(compensation: CompensationState, attempt: WindDownAttempt<CompensateToolCallResult>): void {
+  if (attempt.kind === 'ok') {
+    if (!attempt.value.declared) return;
+    const { result, compensation: ran } = attempt.value;
+    compensation.toolName = ran.toolName;
+    compensation.toolRevision = ran.toolRevision;
+    compensation.source = result.source;
+    compensation.idempotencyKey = result.idempotencyKey;
+    compensation.outcome = result.outcome;
+    return;
+  }
+  const claimed = claimIdentityOf(attempt.error);
+  compensation.toolRevision = claimed.toolRevision ?? compensation.toolRevision;
+  compensation.idempotencyKey = claimed.idempotencyKey ?? compensation.idempotencyKey;
+  const named = activityFailureDetails(attempt.error)?.toolName;
+  if (compensation.toolName === null && typeof named === 'string' && named.length > 0) compensation.toolName = named;
+}
+
+/** A provider's refusal of the compensation (`ok: false` outcome), else null. */
+function refusalOf(value: CompensateToolCallResult): CompensationError | null {
+  if (!value.declared || value.result.outcome.ok) return null;
+  return { type: value.result.outcome.error.type, message: value.result.outcome.error.message };
 }
 
 /** Marks the compensation paused: the run waits on it (the status query shows it with `role: 'compensation'`). */

@@ -25,6 +25,7 @@ import type { TurnRefusal } from './turn-bounds';
 import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
 import { chainTagOf, pauseIdOf } from './pause-identity';
+import { lastAppliedFirst } from './compensation-rules';
 
 export type { ApprovalState, CallState, CompensationState } from './call-state';
 export { retryId } from './call-state';
@@ -181,9 +182,8 @@ export class RunState {
 
   /** This run's calls whose effect applied (completed or resolved applied with an `ok` outcome), last applied first. */
   appliedInReverse(): CallState[] {
-    return this.calls
-      .filter((call) => call.appliedSeq !== null && (call.status === 'completed' || call.status === 'resolved-applied') && call.outcome?.ok === true)
-      .sort((a, b) => b.appliedSeq! - a.appliedSeq!);
+    const applied = this.calls.filter((call) => (call.status === 'completed' || call.status === 'resolved-applied') && call.outcome?.ok === true);
+    return lastAppliedFirst(applied, (call) => call.appliedSeq);
   }
 
   /** This run's calls that may have applied an effect nobody has settled: paused, or cut off by a stop while running (`unknown`), in order. */

@@ -13,8 +13,8 @@
  *
  * @see docs/compensation.md, docs/protocol.md#worker-plugin
  */
-import { ApplicationFailure, CancellationScope, log } from '@temporalio/workflow';
-import { activityFailureMessage, activityFailureType, isOutcomeUnknown } from '../../workflows/failures';
+import { ApplicationFailure, log } from '@temporalio/workflow';
+import { attemptWindDown, compensationVerdict, lastAppliedFirst, untypedAsErrorName, windDown, type CompensationError } from '../../workflows/compensation-rules';
 import { runInCallScope, type CallScope } from './call-scope';
 
 /** The suffix of a step's call id that makes its compensation's call id: `<step call id>/compensation`. */
@@ -53,7 +53,7 @@ export interface FailedCompensation extends CompensationEntry {
    * `type`: the activity failure's type (a `CheckpointErrorCode`, the error type a fenced
    * activity's rejection stored, `TIMEOUT_<kind>`), else the error's name; `message`: its innermost message.
    */
-  readonly error: { readonly type: string; readonly message: string };
+  readonly error: CompensationError;
 }
 
 /** What one {@link Compensations.compensate} call did, each list in the order the compensations ran (reverse of recording). */
@@ -80,6 +80,8 @@ interface Recorded {
   readonly name: string;
   readonly run: () => Promise<unknown>;
   readonly stepCallId: string | null;
+  /** Its place in the order of recording (the order the steps applied): compensations run highest first. */
+  readonly appliedSeq: number;
   /** The call id it runs under: derived from the step, or the one its first run got (so a second `compensate()` runs the same call). */
   callId: string | null;
 }
@@ -96,6 +98,7 @@ interface Recorded {
  */
 export class Compensations {
   private readonly recorded: Recorded[] = [];
+  private recordedCount = 0;
   private running: Promise<CompensationReport> | undefined;
 
   /**
@@ -120,6 +123,7 @@ export class Compensations {
       run: () => compensation.compensate(result),
       stepCallId: stepCallId ?? null,
       callId: stepCallId === undefined ? null : `${stepCallId}${COMPENSATION_CALL_SUFFIX}`,
+      appliedSeq: ++this.recordedCount,
     });
     return result;
   }
@@ -135,12 +139,12 @@ export class Compensations {
    */
   add(compensate: () => Promise<unknown>, options: { readonly name: string }): void {
     assertCompensation(options?.name, compensate, 'add');
-    this.recorded.push({ name: options.name, run: compensate, stepCallId: null, callId: null });
+    this.recorded.push({ name: options.name, run: compensate, stepCallId: null, callId: null, appliedSeq: ++this.recordedCount });
   }
 
   /** The names of the compensations still to run, in the order `compensate()` runs them (last recorded first). */
   get outstanding(): readonly string[] {
-    return this.recorded.map((r) => r.name).reverse();
+    return this.lastRecordedFirst().map((r) => r.name);
   }
 
   /**
@@ -154,7 +158,7 @@ export class Compensations {
    * @returns the report of this call: {@link CompensationReport}.
    */
   compensate(): Promise<CompensationReport> {
-    this.running ??= CancellationScope.nonCancellable(() => this.runOutstanding()).finally(() => {
+    this.running ??= windDown(() => this.runOutstanding()).finally(() => {
       this.running = undefined;
     });
     return this.running;
@@ -164,31 +168,33 @@ export class Compensations {
     const compensated: CompensationEntry[] = [];
     const failed: FailedCompensation[] = [];
     const pending: FailedCompensation[] = [];
-    for (const entry of [...this.recorded].reverse()) {
+    for (const entry of this.lastRecordedFirst()) {
       const scope: CallScope = { scheduledCallIds: [], ...(entry.callId === null ? {} : { firstCallId: entry.callId }) };
-      try {
-        await runInCallScope(scope, entry.run);
-        entry.callId ??= scope.scheduledCallIds[0] ?? null;
+      const attempt = await attemptWindDown(() => runInCallScope(scope, entry.run));
+      entry.callId ??= scope.scheduledCallIds[0] ?? null;
+      const verdict = compensationVerdict(attempt, untypedAsErrorName);
+      if (verdict.kind === 'compensated') {
         compensated.push(reported(entry));
         this.recorded.splice(this.recorded.indexOf(entry), 1);
-      } catch (error) {
-        entry.callId ??= scope.scheduledCallIds[0] ?? null;
-        const unknown = isOutcomeUnknown(error);
-        const failure = { ...reported(entry), error: { type: activityFailureType(error) ?? errorName(error), message: activityFailureMessage(error) } };
-        (unknown ? pending : failed).push(failure);
-        log.warn(`compensation ${unknown ? 'pending (outcome unknown)' : 'failed'}: ${entry.name}`, { callId: failure.callId, error: failure.error });
+        continue;
       }
+      // The plugin reports and goes on (the user's workflow decides); the agent pauses for a person instead.
+      const unknown = verdict.kind === 'outcome-unknown';
+      const failure = { ...reported(entry), error: verdict.error };
+      (unknown ? pending : failed).push(failure);
+      log.warn(`compensation ${unknown ? 'pending (outcome unknown)' : 'failed'}: ${entry.name}`, { callId: failure.callId, error: failure.error });
     }
     return { compensated, failed, pending };
+  }
+
+  /** The outstanding compensations in the order they run: last recorded (last applied) first. */
+  private lastRecordedFirst(): Recorded[] {
+    return lastAppliedFirst(this.recorded, (r) => r.appliedSeq);
   }
 }
 
 function reported(entry: Recorded): CompensationEntry {
   return { name: entry.name, callId: entry.callId, stepCallId: entry.stepCallId };
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : 'Error';
 }
 
 function assertCompensation(name: unknown, compensate: unknown, method: 'step' | 'add'): void {
