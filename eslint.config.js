@@ -69,7 +69,9 @@ module.exports = tseslint.config(
     },
   },
   // The workflow sandbox: the agent workflow, the workflow-safe entry and the plugin's workflow side.
-  sandboxRules(['src/workflows/**/*.ts'], '../'),
+  sandboxRules(['src/workflows/*.ts'], '../'),
+  // One folder deeper: `src/workflows/common` (what the agent workflow and the plugin's workflow side both import).
+  sandboxRules(['src/workflows/*/**/*.ts'], '../../'),
   sandboxRules(['src/workflow.ts'], './'),
   sandboxRules(['src/plugin/workflow/**/*.ts'], '../../', [
     // `../x` is the plugin's Node side (its folder's parent); `../../` leaves the plugin.

@@ -22,7 +22,7 @@ export {
   isScheduleToCloseTimeout,
   isTimeout,
   NOTHING_APPLIED_CODES,
-} from './workflows/failures';
+} from './workflows/common/failures';
 export { CHECKPOINT_ERROR_CODES } from './checkpoint/errors';
 export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/errors';
 export { TOOL_ERROR_CLASSES } from './activities/contract/error-classes';

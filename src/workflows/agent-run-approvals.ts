@@ -8,7 +8,7 @@
  */
 import { condition, patched } from '@temporalio/workflow';
 import { approvalExpired, intentMismatch } from '../checkpoint/approval';
-import { activityFailureMessage, activityFailureType } from './failures';
+import { activityFailureMessage, activityFailureType } from './common/failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { countApprovalDecision } from './run-metrics';
 import { iso, type CallState, type RunStop } from './run-state';

@@ -8,7 +8,7 @@
 import { type ActivityOptions, condition, patched } from '@temporalio/workflow';
 import type { DeliveredOutcome } from '../activities/contract/contract';
 import { compensateRun, type CompensationHost } from './compensation';
-import { attemptWindDown, windDown, type WindDownAttempt } from './compensation-rules';
+import { attemptWindDown, windDown, type WindDownAttempt } from './common/compensation-rules';
 import { toolActivityOptions, windDownActivityOptions, type ActivityKind } from './input';
 import type { CallState, RunStop } from './run-state';
 import type { AgentWorkflowResult, StopReason } from './types';

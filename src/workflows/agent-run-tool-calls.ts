@@ -16,7 +16,7 @@ import {
   claimIdentityOf,
   isNothingApplied,
   pausedItemOf,
-} from './failures';
+} from './common/failures';
 import { toolActivityOptions } from './input';
 import { iso, type CallState, type RunStop } from './run-state';
 import { isTurnRefusal } from './turn-bounds';

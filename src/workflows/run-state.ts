@@ -25,7 +25,7 @@ import type { TurnRefusal } from './turn-bounds';
 import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
 import { chainTagOf, pauseIdOf } from './pause-identity';
-import { lastAppliedFirst } from './compensation-rules';
+import { lastAppliedFirst } from './common/compensation-rules';
 
 export type { ApprovalState, CallState, CompensationState } from './call-state';
 export { retryId } from './call-state';

@@ -28,6 +28,7 @@ const SANDBOX_FILES = [
   // The rules are by folder: a module added to a sandbox folder is covered without naming it.
   { file: 'src/plugin/workflow/a-new-module.ts', toSrc: '../../' },
   { file: 'src/workflows/a-new-module.ts', toSrc: '../' },
+  { file: 'src/workflows/common/a-new-module.ts', toSrc: '../../' },
 ];
 
 /** Every file of the sandbox folders (listed here: eslint's own directory search needs a dynamic import jest cannot run). */

@@ -28,7 +28,7 @@ import { callBindingId } from '../../../src/checkpoint/call-identity';
 import type { CheckpointRecord, JsonValue } from '../../../src/checkpoint/types';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
-import { NOTHING_APPLIED_CODES } from '../../../src/workflows/failures';
+import { NOTHING_APPLIED_CODES } from '../../../src/workflows/common/failures';
 import type { AttemptPlan, Scenario, WorkerKind } from './scenario';
 import { EPOCH_MS, ExplorerStore, Provider, Sim, type Effect } from './world';
 

@@ -10,7 +10,7 @@ import {
   lastAppliedFirst,
   untypedAsErrorName,
   untypedAsUnclassified,
-} from '../../../src/workflows/compensation-rules';
+} from '../../../src/workflows/common/compensation-rules';
 
 function activityFailure(cause: Error): ActivityFailure {
   return new ActivityFailure('activity failed', 'refund', 'act-1', RetryState.NON_RETRYABLE_FAILURE, undefined, cause);
