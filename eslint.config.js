@@ -26,12 +26,36 @@ function sandboxRules(files, toSrc, extra = []) {
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code runs in the Temporal sandbox: no Node builtins' })),
           patterns: [
-            { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/plugin', '@temporalio/envconfig', '@temporalio/testing', 'pg', 'better-sqlite3'], message: 'workflow code must not import Node-side packages' },
-            { group: [...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']), ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`)], message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel' },
+            {
+              group: [
+                '@temporalio/activity',
+                '@temporalio/client',
+                '@temporalio/worker',
+                '@temporalio/plugin',
+                '@temporalio/envconfig',
+                '@temporalio/testing',
+                'pg',
+                'better-sqlite3',
+              ],
+              message: 'workflow code must not import Node-side packages',
+            },
+            {
+              group: [
+                ...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']),
+                ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`),
+              ],
+              message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel',
+            },
             { regex: `^${escapeRegex(toSrc)}(activities|model)/?$`, message: 'workflow code must not import the activities or model barrels (Node-side)' },
-            { regex: `^${escapeRegex(toSrc)}activities/(?!contract/[^/]+$).*$`, message: 'workflow code imports from src/activities only its sandbox-safe contract folder (activities/contract/*)' },
+            {
+              regex: `^${escapeRegex(toSrc)}activities/(?!contract/[^/]+$).*$`,
+              message: 'workflow code imports from src/activities only its sandbox-safe contract folder (activities/contract/*)',
+            },
             { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
-            { regex: `^${escapeRegex(toSrc)}plugin(/(?!workflow(/|$)).*)?/?$`, message: "workflow code imports only the plugin's workflow side (src/plugin/workflow), never its Node side or its barrel" },
+            {
+              regex: `^${escapeRegex(toSrc)}plugin(/(?!workflow(/|$)).*)?/?$`,
+              message: "workflow code imports only the plugin's workflow side (src/plugin/workflow), never its Node side or its barrel",
+            },
             ...extra,
           ],
         },
@@ -107,7 +131,12 @@ module.exports = tseslint.config(
         {
           basePath: __dirname,
           zones: [
-            { target: SRC('checkpoint'), from: './src', except: ['./checkpoint'], message: 'src/checkpoint is the bottom layer: it imports nothing of ours outside src/checkpoint' },
+            {
+              target: SRC('checkpoint'),
+              from: './src',
+              except: ['./checkpoint'],
+              message: 'src/checkpoint is the bottom layer: it imports nothing of ours outside src/checkpoint',
+            },
             {
               target: SRC('stores'),
               from: './src',
@@ -122,9 +151,22 @@ module.exports = tseslint.config(
             { target: SRC('activities'), from: ['cli', 'console', 'demo'].map(SRC), message: 'src/activities never imports the applications (cli, console, demo)' },
             // Inside src/activities, bottom up: contract (sandbox-safe shapes) → tools (the tool
             // author's API) → fence (the engine) → agent (the agent's activities) → index.ts.
-            { target: SRC('activities/contract'), from: SRC('activities'), except: ['./contract'], message: 'src/activities/contract holds shapes shared with workflow code: it imports nothing else of src/activities' },
-            { target: SRC('activities/tools'), from: ['fence', 'agent', 'index.ts'].map((f) => SRC(`activities/${f}`)), message: "the tool author's API (src/activities/tools) never imports the fence engine or the agent's activities" },
-            { target: SRC('activities/fence'), from: ['agent', 'index.ts'].map((f) => SRC(`activities/${f}`)), message: "the fence engine (src/activities/fence) never imports the agent's activities or the activities barrel" },
+            {
+              target: SRC('activities/contract'),
+              from: SRC('activities'),
+              except: ['./contract'],
+              message: 'src/activities/contract holds shapes shared with workflow code: it imports nothing else of src/activities',
+            },
+            {
+              target: SRC('activities/tools'),
+              from: ['fence', 'agent', 'index.ts'].map((f) => SRC(`activities/${f}`)),
+              message: "the tool author's API (src/activities/tools) never imports the fence engine or the agent's activities",
+            },
+            {
+              target: SRC('activities/fence'),
+              from: ['agent', 'index.ts'].map((f) => SRC(`activities/${f}`)),
+              message: "the fence engine (src/activities/fence) never imports the agent's activities or the activities barrel",
+            },
             { target: SRC('activities/agent'), from: SRC('activities/index.ts'), message: "the agent's activities never import the activities barrel" },
             { target: './src', from: ['./test', './bench'], message: 'src never imports tests or benchmarks' },
           ],

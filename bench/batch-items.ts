@@ -57,10 +57,14 @@ function notify(name: string, byKey: boolean, sent: Map<string, string>) {
     input: z.object({ count: z.number().int().positive() }).strict(),
     async execute(input, ctx) {
       const recipients = Array.from({ length: input.count }, (_, i) => `user-${i}`);
-      const report = await ctx.forEachItem!(recipients, (to) => to, async (to, item) => {
-        sent.set(item.idempotencyKey, to as string);
-        return { output: { sent: to } };
-      });
+      const report = await ctx.forEachItem!(
+        recipients,
+        (to) => to,
+        async (to, item) => {
+          sent.set(item.idempotencyKey, to as string);
+          return { output: { sent: to } };
+        },
+      );
       return { output: { applied: report.applied } };
     },
     async lookup(ctx) {
@@ -98,11 +102,22 @@ async function benchStore(label: string, url: string, address: string, rows: Row
       writes.grouped = writes.single = 0;
       const workflowId = `${tool}-${Date.now()}`;
       const started = performance.now();
-      const result = await client.workflow.execute('batchOnce', { taskQueue: TASK_QUEUE, workflowId, args: [{ tenant: 'bench', callId: 'batch-1', toolName: tool, input: { count: ITEMS } }] });
+      const result = await client.workflow.execute('batchOnce', {
+        taskQueue: TASK_QUEUE,
+        workflowId,
+        args: [{ tenant: 'bench', callId: 'batch-1', toolName: tool, input: { count: ITEMS } }],
+      });
       const seconds = (performance.now() - started) / 1000;
       if ((result as { outcome: { output: { applied: number } } }).outcome.output.applied !== ITEMS) throw new Error(`${mode}: not every item was applied`);
       const history = await client.workflow.getHandle(workflowId).fetchHistory();
-      rows.push({ store: label, mode, seconds, itemsPerSecond: ITEMS / seconds, writesPerItem: (writes.grouped + writes.single) / ITEMS, historyBytes: temporal.api.history.v1.History.encode(history).finish().length });
+      rows.push({
+        store: label,
+        mode,
+        seconds,
+        itemsPerSecond: ITEMS / seconds,
+        writesPerItem: (writes.grouped + writes.single) / ITEMS,
+        historyBytes: temporal.api.history.v1.History.encode(history).finish().length,
+      });
     }
   });
   await client.connection.close();

@@ -39,7 +39,13 @@ interface Row {
 
 /** The item bindings of one batch call (`run` makes them unique per measurement). */
 function items(run: string): Binding[] {
-  return Array.from({ length: ITEMS }, (_, i) => ({ namespace: 'bench', callId: `["ttc/item/1","${run}","item-${i}",1]`, toolName: 'send_notification', toolRevision: '1', inputFingerprint: fingerprintInput({ to: `user-${i}` }) }));
+  return Array.from({ length: ITEMS }, (_, i) => ({
+    namespace: 'bench',
+    callId: `["ttc/item/1","${run}","item-${i}",1]`,
+    toolName: 'send_notification',
+    toolRevision: '1',
+    inputFingerprint: fingerprintInput({ to: `user-${i}` }),
+  }));
 }
 
 const now = (): string => new Date().toISOString();
@@ -136,10 +142,20 @@ function print(rows: readonly Row[]): void {
       const single = rows.find((o) => o.store === r.store && o.mode === 'one by one')!;
       const rate = r.items / r.seconds;
       const ratio = r.mode === 'groups' ? `${(rate / (single.items / single.seconds)).toFixed(1)}×` : '1.0×';
-      return [r.store, r.mode === 'groups' ? `in groups of ${GROUP} (writeGroup)` : 'one by one (createIfAbsent + compareAndSwap)', r.items.toLocaleString('en-US'), r.seconds.toFixed(1), Math.round(rate).toLocaleString('en-US'), Number.isFinite(r.commits) ? r.commits.toLocaleString('en-US') : '–', ratio];
+      return [
+        r.store,
+        r.mode === 'groups' ? `in groups of ${GROUP} (writeGroup)` : 'one by one (createIfAbsent + compareAndSwap)',
+        r.items.toLocaleString('en-US'),
+        r.seconds.toFixed(1),
+        Math.round(rate).toLocaleString('en-US'),
+        Number.isFinite(r.commits) ? r.commits.toLocaleString('en-US') : '–',
+        ratio,
+      ];
     }),
   );
-  console.log(`\nEach item: its claimed record inserted, then its result stored by a compare-and-swap (2 writes). One by one: 2 commits per item. In groups: 2 transactions per group of ${GROUP}. commits: the SQLite store's committed transactions (one fsync each).`);
+  console.log(
+    `\nEach item: its claimed record inserted, then its result stored by a compare-and-swap (2 writes). One by one: 2 commits per item. In groups: 2 transactions per group of ${GROUP}. commits: the SQLite store's committed transactions (one fsync each).`,
+  );
 }
 
 async function main(): Promise<void> {

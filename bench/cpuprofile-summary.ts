@@ -46,7 +46,9 @@ function main(): void {
   if (!dir) throw new Error('usage: tsx bench/cpuprofile-summary.ts <dir> [window.json] [tool calls]');
   const window = windowFile ? (JSON.parse(readFileSync(windowFile, 'utf8')) as { fromUs: number; toUs: number }) : null;
   const calls = Number(callsArg ?? Number.NaN);
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort()) {
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
@@ -78,15 +80,30 @@ function main(): void {
     }
     const idle = byOwner.get('((idle))') ?? 0;
     const perCall = (ms: number): string => (Number.isFinite(calls) ? fixed(ms / calls, 2) : '–');
-    heading(`${file}: ${fixed(total, 0)} ms sampled${window ? ' in the measured window' : ''}, ${fixed(total - idle, 0)} ms busy${Number.isFinite(calls) ? ` (${perCall(total - idle)} ms per tool call)` : ''}`);
-    const top = (m: Map<string, number>, n: number): Array<[string, number]> => [...m].filter(([k]) => k !== '((idle))' && !k.startsWith('(idle) ')).sort((a, b) => b[1] - a[1]).slice(0, n);
-    table(['self time by package / file', 'ms', 'ms per tool call', '% of busy'], top(byOwner, 15).map(([k, ms]) => [k, fixed(ms, 0), perCall(ms), fixed((100 * ms) / (total - idle), 1)]));
+    heading(
+      `${file}: ${fixed(total, 0)} ms sampled${window ? ' in the measured window' : ''}, ${fixed(total - idle, 0)} ms busy${Number.isFinite(calls) ? ` (${perCall(total - idle)} ms per tool call)` : ''}`,
+    );
+    const top = (m: Map<string, number>, n: number): Array<[string, number]> =>
+      [...m]
+        .filter(([k]) => k !== '((idle))' && !k.startsWith('(idle) '))
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, n);
+    table(
+      ['self time by package / file', 'ms', 'ms per tool call', '% of busy'],
+      top(byOwner, 15).map(([k, ms]) => [k, fixed(ms, 0), perCall(ms), fixed((100 * ms) / (total - idle), 1)]),
+    );
     if (inclusive.size > 0) {
       console.log('');
-      table(['project file (inclusive: its own code and what it calls)', 'ms', 'ms per tool call', '% of busy'], top(inclusive, 12).map(([k, ms]) => [k, fixed(ms, 0), perCall(ms), fixed((100 * ms) / (total - idle), 1)]));
+      table(
+        ['project file (inclusive: its own code and what it calls)', 'ms', 'ms per tool call', '% of busy'],
+        top(inclusive, 12).map(([k, ms]) => [k, fixed(ms, 0), perCall(ms), fixed((100 * ms) / (total - idle), 1)]),
+      );
     }
     console.log('');
-    table(['heaviest functions (self)', 'ms', 'ms per tool call'], top(byFunction, 10).map(([k, ms]) => [k.length > 90 ? `${k.slice(0, 87)}…` : k, fixed(ms, 0), perCall(ms)]));
+    table(
+      ['heaviest functions (self)', 'ms', 'ms per tool call'],
+      top(byFunction, 10).map(([k, ms]) => [k.length > 90 ? `${k.slice(0, 87)}…` : k, fixed(ms, 0), perCall(ms)]),
+    );
   }
 }
 

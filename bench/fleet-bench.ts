@@ -37,7 +37,10 @@ import { FLEET_TOOL_NAMES } from './fleet-tools';
 import { fleetTranscript } from './fleet-transcript';
 import { fixed, heading, MARKDOWN, printRunHeader, quantile, table } from './report';
 
-const SIZES = (process.env.FLEET_RUNS ?? '1,10,100,1000').split(',').map((s) => Number(s.trim())).filter((n) => Number.isInteger(n) && n > 0);
+const SIZES = (process.env.FLEET_RUNS ?? '1,10,100,1000')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n > 0);
 const STORES = (process.env.FLEET_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as Array<'sqlite' | 'postgres'>;
 const SERVER = (process.env.FLEET_SERVER ?? 'memory') as 'memory' | 'persistent';
 const WORKERS = Number(process.env.FLEET_WORKERS ?? 2);
@@ -89,7 +92,11 @@ function sqliteStore(dir: string): StoreUnderTest {
       try {
         const count = (tableName: string): number => (db.prepare(`SELECT COUNT(*) AS n FROM ${tableName}`).get() as { n: number }).n;
         // dbstat: one aggregate row per b-tree (table or index), with the bytes of its cells and of its pages.
-        const trees = db.prepare("SELECT name, payload, pgsize FROM dbstat WHERE aggregate = TRUE AND name IN (SELECT name FROM sqlite_schema WHERE tbl_name IN ('ttc_checkpoints', 'ttc_conversation_entries'))").all() as Array<{ name: string; payload: number; pgsize: number }>;
+        const trees = db
+          .prepare(
+            "SELECT name, payload, pgsize FROM dbstat WHERE aggregate = TRUE AND name IN (SELECT name FROM sqlite_schema WHERE tbl_name IN ('ttc_checkpoints', 'ttc_conversation_entries'))",
+          )
+          .all() as Array<{ name: string; payload: number; pgsize: number }>;
         return {
           checkpointRows: count('ttc_checkpoints'),
           conversationRows: count('ttc_conversation_entries'),
@@ -114,12 +121,19 @@ async function postgresStore(): Promise<StoreUnderTest> {
     size: () =>
       withClient(database.url, async (c) => {
         const row = async (tableName: string): Promise<{ n: number; bytes: number; disk: number }> => {
-          const r = await c.query<{ n: string; bytes: string | null; disk: string }>(`SELECT COUNT(*) AS n, SUM(pg_column_size(t.*)) AS bytes, pg_total_relation_size('${tableName}') AS disk FROM ${tableName} t`);
+          const r = await c.query<{ n: string; bytes: string | null; disk: string }>(
+            `SELECT COUNT(*) AS n, SUM(pg_column_size(t.*)) AS bytes, pg_total_relation_size('${tableName}') AS disk FROM ${tableName} t`,
+          );
           return { n: Number(r.rows[0]!.n), bytes: Number(r.rows[0]!.bytes ?? 0), disk: Number(r.rows[0]!.disk) };
         };
         const checkpoints = await row('ttc_checkpoints');
         const conversation = await row('ttc_conversation_entries');
-        return { checkpointRows: checkpoints.n, conversationRows: conversation.n, rowBytes: checkpoints.bytes + conversation.bytes, diskBytes: checkpoints.disk + conversation.disk };
+        return {
+          checkpointRows: checkpoints.n,
+          conversationRows: conversation.n,
+          rowBytes: checkpoints.bytes + conversation.bytes,
+          diskBytes: checkpoints.disk + conversation.disk,
+        };
       }),
     async close() {
       await database.drop().catch(() => undefined);
@@ -207,7 +221,15 @@ async function main(): Promise<void> {
           TTC_WORKFLOW_BUNDLE: bundle,
         };
         for (let w = 0; w < WORKERS; w += 1) {
-          workers.push(await spawnWorker({ env, identity: `fleet-${kind}-${w + 1}`, toolsModule: resolve(__dirname, 'fleet-tools.ts'), models: 'scripted', ...(MAX_ACTIVITIES ? { maxConcurrentActivities: MAX_ACTIVITIES } : {}) }));
+          workers.push(
+            await spawnWorker({
+              env,
+              identity: `fleet-${kind}-${w + 1}`,
+              toolsModule: resolve(__dirname, 'fleet-tools.ts'),
+              models: 'scripted',
+              ...(MAX_ACTIVITIES ? { maxConcurrentActivities: MAX_ACTIVITIES } : {}),
+            }),
+          );
         }
         // Warm-up: one run, not counted.
         await client.workflow.execute('agentWorkflow', { taskQueue: queue, workflowId: `fleet-${kind}-warmup-${Date.now()}`, args: [input] });
@@ -216,10 +238,14 @@ async function main(): Promise<void> {
           const workerCpu0 = workers.reduce((a, w) => a + cpuMs(w.process.pid), 0);
           const serverCpu0 = cpuMs(server.process.pid);
           const tag = `fleet-${kind}-${runs}-${Date.now()}`;
-          const handles: Array<WorkflowHandle> = await mapPool(Array.from({ length: runs }, (_, i) => i), CLIENT_CONCURRENCY, (i) =>
-            client.workflow.start('agentWorkflow', { taskQueue: queue, workflowId: `${tag}-${i}`, args: [input] }),
+          const handles: Array<WorkflowHandle> = await mapPool(
+            Array.from({ length: runs }, (_, i) => i),
+            CLIENT_CONCURRENCY,
+            (i) => client.workflow.start('agentWorkflow', { taskQueue: queue, workflowId: `${tag}-${i}`, args: [input] }),
           );
-          const results = await mapPool(handles, CLIENT_CONCURRENCY, (h) => (h.result() as Promise<{ status: string }>).catch((error: unknown) => ({ status: `failed: ${(error as Error).message}` })));
+          const results = await mapPool(handles, CLIENT_CONCURRENCY, (h) =>
+            (h.result() as Promise<{ status: string }>).catch((error: unknown) => ({ status: `failed: ${(error as Error).message}` })),
+          );
           const failures = results.filter((r) => r.status !== 'completed');
           if (failures.length > 0) console.error(`fleet: ${failures.length} of ${runs} runs did not complete, e.g. ${failures[0]!.status}`);
           const completed = results.filter((r) => r.status === 'completed').length;
@@ -259,7 +285,21 @@ async function main(): Promise<void> {
               }
             }
           });
-          rows.push({ store: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL', runs, completed, seconds: (last - first) / 1000, scheduleToClose, startToClose, runLatency, store0, store1, historyBytes, toolCalls, workerCpuMs, serverCpuMs });
+          rows.push({
+            store: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+            runs,
+            completed,
+            seconds: (last - first) / 1000,
+            scheduleToClose,
+            startToClose,
+            runLatency,
+            store0,
+            store1,
+            historyBytes,
+            toolCalls,
+            workerCpuMs,
+            serverCpuMs,
+          });
           console.error(`fleet: ${kind} ${runs} runs done (${completed} completed, ${toolCalls} tool calls, ${((last - first) / 1000).toFixed(1)} s)`);
         }
       } finally {
@@ -272,11 +312,33 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  heading(`bench:fleet: concurrent agent runs of ${CALLS_PER_RUN} tool calls each on ${WORKERS} worker processes (ttc worker), one ${SERVER === 'memory' ? 'in-memory' : 'persistent'} dev server, one store`);
+  heading(
+    `bench:fleet: concurrent agent runs of ${CALLS_PER_RUN} tool calls each on ${WORKERS} worker processes (ttc worker), one ${SERVER === 'memory' ? 'in-memory' : 'persistent'} dev server, one store`,
+  );
   printRunHeader(`FLEET_RUNS=${SIZES.join(',')} FLEET_STORES=${STORES.join(',')} FLEET_SERVER=${SERVER}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:fleet`);
   console.log('');
   table(
-    ['store', 'runs', 'completed', 'tool calls', 'wall s', 'tool calls/s', 'call p50 ms (scheduled→done)', 'call p99 ms (scheduled→done)', 'call p50 ms (started→done)', 'call p99 ms (started→done)', 'run p50 ms', 'run p99 ms', 'checkpoint rows per call', 'conversation rows per call', 'store row bytes per call', 'store page bytes per call', 'history bytes per call', 'worker CPU ms per call', 'dev server CPU ms per call'],
+    [
+      'store',
+      'runs',
+      'completed',
+      'tool calls',
+      'wall s',
+      'tool calls/s',
+      'call p50 ms (scheduled→done)',
+      'call p99 ms (scheduled→done)',
+      'call p50 ms (started→done)',
+      'call p99 ms (started→done)',
+      'run p50 ms',
+      'run p99 ms',
+      'checkpoint rows per call',
+      'conversation rows per call',
+      'store row bytes per call',
+      'store page bytes per call',
+      'history bytes per call',
+      'worker CPU ms per call',
+      'dev server CPU ms per call',
+    ],
     rows.map((r) => {
       const per = (n: number): string => fixed(n / r.toolCalls, 0);
       return [
@@ -303,7 +365,7 @@ async function main(): Promise<void> {
     }),
   );
   console.log(
-    '\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs\' conversations kept in the store). History bytes: the runs\' histories as stored by the server, protobuf-encoded, over their tool calls. CPU ms per call: user + system time of the worker processes (both) and of the dev server while the size ran (/proc), over its tool calls: the whole run\'s work (model turns, workflow tasks) is charged to its 3 tool calls.',
+    "\nwall s: first run started to last run closed (server event times). call latency: a tool activity from ActivityTaskScheduled (or Started) to ActivityTaskCompleted. run: WorkflowExecutionStarted to the close event. Rows and bytes per call: the store tables after the size minus before, over its tool calls (conversation rows are the runs' conversations kept in the store). History bytes: the runs' histories as stored by the server, protobuf-encoded, over their tool calls. CPU ms per call: user + system time of the worker processes (both) and of the dev server while the size ran (/proc), over its tool calls: the whole run's work (model turns, workflow tasks) is charged to its 3 tool calls.",
   );
 }
 

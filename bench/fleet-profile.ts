@@ -34,14 +34,18 @@ async function main(): Promise<void> {
     const started = performance.now();
     const fromUs = Number(process.hrtime.bigint() / 1000n);
     const cpu = process.cpuUsage();
-    await Promise.all(Array.from({ length: RUNS }, (_, i) => client.workflow.execute('agentWorkflow', { taskQueue: 'fleet-profile', workflowId: `profile-${i}-${Date.now()}`, args: [input] })));
+    await Promise.all(
+      Array.from({ length: RUNS }, (_, i) => client.workflow.execute('agentWorkflow', { taskQueue: 'fleet-profile', workflowId: `profile-${i}-${Date.now()}`, args: [input] })),
+    );
     const used = process.cpuUsage(cpu);
     const ms = performance.now() - started;
     if (WINDOW_FILE) writeFileSync(WINDOW_FILE, JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
     const calls = RUNS * FLEET_TOOL_NAMES.length;
     printRunHeader(`PROFILE_RUNS=${RUNS} npm run bench:profile`);
     console.log('');
-    console.log(`profile: ${RUNS} runs (${calls} tool calls) on one in-process agent worker in ${(ms / 1000).toFixed(1)} s: ${(calls / (ms / 1000)).toFixed(1)} tool calls/s; this process used ${((used.user + used.system) / 1000 / calls).toFixed(1)} ms CPU per tool call (all its threads)`);
+    console.log(
+      `profile: ${RUNS} runs (${calls} tool calls) on one in-process agent worker in ${(ms / 1000).toFixed(1)} s: ${(calls / (ms / 1000)).toFixed(1)} tool calls/s; this process used ${((used.user + used.system) / 1000 / calls).toFixed(1)} ms CPU per tool call (all its threads)`,
+    );
   } finally {
     await stack.stop();
   }

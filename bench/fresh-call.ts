@@ -11,7 +11,13 @@ import type { CheckpointStore } from '../src/stores/checkpoint-store';
 
 /** Runs one fresh call's two writes; throws if either does not apply (nothing competes). */
 export async function freshCall(store: CheckpointStore, client: number, n: number): Promise<void> {
-  const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
+  const binding = {
+    namespace: 'bench',
+    callId: `c${client}-${n}-${process.hrtime.bigint()}`,
+    toolName: 'create_ticket',
+    toolRevision: '1',
+    inputFingerprint: fingerprintInput({ client, n }),
+  };
   const attemptId = `a${client}-${n}`;
   const { created, record } = await store.createIfAbsent(createClaimed(binding, { attemptId, at: new Date().toISOString() }));
   if (!created) throw new Error('the claim insert found a record with no competitor');

@@ -159,7 +159,13 @@ async function main(): Promise<void> {
     const sqliteStats = (sqlite as unknown as { stats?: () => { commits: number } }).stats;
     const sqliteFloorSampler = sqliteFloor(dir);
     cleanups.push(() => sqliteFloorSampler.close());
-    stores.push({ kind: 'sqlite', store: sqlite, fsyncs: async () => (typeof sqliteStats === 'function' ? sqliteStats.call(sqlite).commits : null), floor: sqliteFloorSampler, floorSamples: [] });
+    stores.push({
+      kind: 'sqlite',
+      store: sqlite,
+      fsyncs: async () => (typeof sqliteStats === 'function' ? sqliteStats.call(sqlite).commits : null),
+      floor: sqliteFloorSampler,
+      floorSamples: [],
+    });
     if (!SKIP_POSTGRES) {
       let pgServer: PostgresServer | undefined;
       if (!process.env.DATABASE_URL) {
@@ -176,9 +182,14 @@ async function main(): Promise<void> {
       stores.push({ kind: 'postgres', store: postgres, fsyncs: async () => null, floor, floorSamples: [] });
     }
 
-    const echo = defineTool({ name: 'echo', revision: 'v1', input: z.object({ i: z.number().int() }), async execute(input) {
-      return { output: { i: input.i } };
-    } });
+    const echo = defineTool({
+      name: 'echo',
+      revision: 'v1',
+      input: z.object({ i: z.number().int() }),
+      async execute(input) {
+        return { output: { i: input.i } };
+      },
+    });
 
     // Dev servers, each with one worker per variant.
     const servers = new Map<string, DevServer>();
@@ -259,7 +270,15 @@ async function main(): Promise<void> {
       current = new Map([[v, counter]]);
       const d = await measureDelay(async () => void (await runWorkflow(v, 'concurrentCalls', [ELD_CALLS, ELD_CONCURRENCY], 'eld')));
       current = null;
-      eld.push({ name: `${v.name}, Temporal worker`, kind: v.kind, callsPerSecond: ELD_CALLS / (d.ms / 1000), p50: d.p50, p99: d.p99, max: d.max, storeMs: counter.storeMs / ELD_CALLS });
+      eld.push({
+        name: `${v.name}, Temporal worker`,
+        kind: v.kind,
+        callsPerSecond: ELD_CALLS / (d.ms / 1000),
+        p50: d.p50,
+        p99: d.p99,
+        max: d.max,
+        storeMs: counter.storeMs / ELD_CALLS,
+      });
     }
     for (const s of stores) {
       const counter = zero();
@@ -272,17 +291,39 @@ async function main(): Promise<void> {
           }),
         );
       });
-      eld.push({ name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'} store alone (the 2 writes of a fresh call, no Temporal)`, kind: s.kind, callsPerSecond: ELD_CALLS / (d.ms / 1000), p50: d.p50, p99: d.p99, max: d.max, storeMs: counter.storeMs / ELD_CALLS });
+      eld.push({
+        name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'} store alone (the 2 writes of a fresh call, no Temporal)`,
+        kind: s.kind,
+        callsPerSecond: ELD_CALLS / (d.ms / 1000),
+        p50: d.p50,
+        p99: d.p99,
+        max: d.max,
+        storeMs: counter.storeMs / ELD_CALLS,
+      });
     }
 
     // Report.
     const calls = CALLS * ROUNDS;
     const floorOf = new Map(stores.map((s) => [s.kind, mean(s.floorSamples)]));
-    heading(`bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `${s === 'memory' ? 'an in-memory' : 'a persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`);
+    heading(
+      `bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `${s === 'memory' ? 'an in-memory' : 'a persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`,
+    );
     printRunHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
     console.log('');
     table(
-      ['server', 'variant', 'ms per call (median of rounds)', 'min', 'max', 'ratio to plain', 'durable writes per fresh call', 'transitions per fresh call', 'fsyncs per call (SQLite commits)', 'store ms per call', 'store ms ÷ (2 × floor)'],
+      [
+        'server',
+        'variant',
+        'ms per call (median of rounds)',
+        'min',
+        'max',
+        'ratio to plain',
+        'durable writes per fresh call',
+        'transitions per fresh call',
+        'fsyncs per call (SQLite commits)',
+        'store ms per call',
+        'store ms ÷ (2 × floor)',
+      ],
       variants.map((v) => {
         const plain = median(variants.find((p) => p.server === v.server && p.kind === null)!.samples);
         const floor = v.kind ? floorOf.get(v.kind)! : Number.NaN;
@@ -301,7 +342,9 @@ async function main(): Promise<void> {
         ];
       }),
     );
-    console.log(`\nstore ms per call: wall time inside store calls (reads included) per call; every call is fresh (a new call id). durable writes: an insert that created, a compare-and-swap that won, a conversation append. transitions: the revision steps they carried. fsyncs (database): SQLite commits the store counted (– for PostgreSQL: pg_stat_wal is reported late, see bench:store).`);
+    console.log(
+      `\nstore ms per call: wall time inside store calls (reads included) per call; every call is fresh (a new call id). durable writes: an insert that created, a compare-and-swap that won, a conversation append. transitions: the revision steps they carried. fsyncs (database): SQLite commits the store counted (– for PostgreSQL: pg_stat_wal is reported late, see bench:store).`,
+    );
 
     heading('Where store time goes: per store method, per fresh call (all servers, measured rounds)');
     const profile: Array<Array<string | number>> = [];
@@ -318,18 +361,35 @@ async function main(): Promise<void> {
         }
       }
       for (const [name, m] of [...merged].sort((a, b) => b[1].ms - a[1].ms)) {
-        profile.push([kind === 'sqlite' ? 'SQLite' : 'PostgreSQL', name, fixed(m.calls / n), fixed(m.ms / m.calls, 3), fixed(m.ms / n, 3), `${fixed(m.ms / m.calls / floorOf.get(kind)!, 2)}×`]);
+        profile.push([
+          kind === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+          name,
+          fixed(m.calls / n),
+          fixed(m.ms / m.calls, 3),
+          fixed(m.ms / n, 3),
+          `${fixed(m.ms / m.calls / floorOf.get(kind)!, 2)}×`,
+        ]);
       }
     }
     table(['store', 'method', 'calls per fresh call', 'ms per method call', 'ms per fresh call', 'method call ÷ floor'], profile);
 
-    heading(`The floor: one durable write on this machine (${FLOOR_WRITES} writes per store per round, ${ROUNDS} rounds, interleaved with the rounds above; ${FLOOR_ROW_BYTES}-byte rows)`);
+    heading(
+      `The floor: one durable write on this machine (${FLOOR_WRITES} writes per store per round, ${ROUNDS} rounds, interleaved with the rounds above; ${FLOOR_ROW_BYTES}-byte rows)`,
+    );
     table(
       ['write', 'mean ms', 'p50 ms', 'p99 ms', '2 × floor (mean) ms'],
-      stores.map((s) => [s.floor.label, fixed(mean(s.floorSamples), 3), fixed(median(s.floorSamples), 3), fixed(quantile(s.floorSamples, 0.99), 3), fixed(2 * mean(s.floorSamples), 3)]),
+      stores.map((s) => [
+        s.floor.label,
+        fixed(mean(s.floorSamples), 3),
+        fixed(median(s.floorSamples), 3),
+        fixed(quantile(s.floorSamples, 0.99), 3),
+        fixed(2 * mean(s.floorSamples), 3),
+      ]),
     );
 
-    heading(`Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls; Temporal rows on the ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay of this process, which hosts the workers of every variant and the client; a sample is the interval between two 1 ms ticks, so an unblocked loop reads about 1 ms)`);
+    heading(
+      `Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls; Temporal rows on the ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay of this process, which hosts the workers of every variant and the client; a sample is the interval between two 1 ms ticks, so an unblocked loop reads about 1 ms)`,
+    );
     table(
       ['what runs', 'calls/s', 'store ms per call (overlapping calls)', 'tick interval p50 ms', 'p99 ms', 'max ms', 'delay p99 ms (beyond the 1 ms tick)'],
       eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max), fixed(e.p99 - ELD_RESOLUTION_MS)]),
@@ -352,9 +412,16 @@ async function main(): Promise<void> {
     }
     for (const e of eld.filter((x) => x.kind !== null)) {
       const delay = e.p99 - ELD_RESOLUTION_MS;
-      targets.push([`${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`, `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)`, delay <= TARGET_ELD_P99_MS]);
+      targets.push([
+        `${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`,
+        `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)`,
+        delay <= TARGET_ELD_P99_MS,
+      ]);
     }
-    table(['target', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
+    table(
+      ['target', 'measured', 'verdict'],
+      targets.map(([t, m, ok]) => [t, m, verdict(ok)]),
+    );
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error('cleanup:', error));
     rmSync(dir, { recursive: true, force: true });

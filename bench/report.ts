@@ -65,7 +65,9 @@ export function printRunHeader(command: string): void {
     `date: ${new Date().toISOString()}`,
     `commit: ${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ` plus uncommitted changes to ${changed.join(', ')}` : ''}`,
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM (${(freemem() / 2 ** 30).toFixed(0)} GiB free), ${process.platform} ${execSafe(['uname', '-r'])}, Node ${process.version}`,
-    `load average at start (1/5/15 min): ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
+    `load average at start (1/5/15 min): ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}`,
   ];
   for (const line of lines) console.log(MARKDOWN ? `- ${line}` : line);
 }

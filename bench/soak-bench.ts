@@ -43,7 +43,13 @@ function collectGarbage(): void {
 function soakTranscript(): unknown {
   const toolTurn = (n: number): unknown => ({
     object: 'chat.completion',
-    choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: `step ${n}`, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'echo', arguments: JSON.stringify({ i: n }) } }] } }],
+    choices: [
+      {
+        index: 0,
+        finish_reason: 'tool_calls',
+        message: { role: 'assistant', content: `step ${n}`, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'echo', arguments: JSON.stringify({ i: n }) } }] },
+      },
+    ],
   });
   const last = { object: 'chat.completion', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'done' } }] };
   return { version: 1, id: 'soak', format: 'openai-chat-completions', responses: [...Array.from({ length: TOOL_TURNS }, (_, n) => toolTurn(n)), last] };
@@ -74,9 +80,14 @@ function sampling(adapter: ModelAdapter, samples: Sample[]): ModelAdapter {
 }
 
 async function main(): Promise<void> {
-  const echo = defineTool({ name: 'echo', revision: 'v1', input: z.object({ i: z.number().int() }), async execute(input) {
-    return { output: { i: input.i } };
-  } });
+  const echo = defineTool({
+    name: 'echo',
+    revision: 'v1',
+    input: z.object({ i: z.number().int() }),
+    async execute(input) {
+      return { output: { i: input.i } };
+    },
+  });
   const samples: Sample[] = [];
   const stack = await startBenchStack('soak', (env) => {
     const scripted = RECORD ? new ScriptedModel({ transcripts: [], recordRequests: true }) : buildModels([echo], env, ['scripted'])[0]!;
@@ -109,8 +120,13 @@ async function main(): Promise<void> {
     await stack.stop();
   }
   const seconds = (performance.now() - started) / 1000;
-  console.log(`soak: ${runs} runs × ${TURNS_PER_RUN} turns = ${runs * TURNS_PER_RUN} model turns (and ${runs * TOOL_TURNS} fenced tool calls) on one worker in ${seconds.toFixed(0)} s; prompt ${PROMPT_BYTES} bytes; ${PARALLEL} runs at once; scripted model ${RECORD ? 'WITH recordRequests (the pre-item-10 behaviour)' : 'as `ttc worker --models scripted` builds it'}`);
-  printTable(['turns', 'heap used MB', 'rss MB'], samples.map((s) => [s.turns, s.heapUsedMb.toFixed(1), s.rssMb.toFixed(1)]));
+  console.log(
+    `soak: ${runs} runs × ${TURNS_PER_RUN} turns = ${runs * TURNS_PER_RUN} model turns (and ${runs * TOOL_TURNS} fenced tool calls) on one worker in ${seconds.toFixed(0)} s; prompt ${PROMPT_BYTES} bytes; ${PARALLEL} runs at once; scripted model ${RECORD ? 'WITH recordRequests (the pre-item-10 behaviour)' : 'as `ttc worker --models scripted` builds it'}`,
+  );
+  printTable(
+    ['turns', 'heap used MB', 'rss MB'],
+    samples.map((s) => [s.turns, s.heapUsedMb.toFixed(1), s.rssMb.toFixed(1)]),
+  );
   // Growth over the second half (the first half includes warm-up: JIT, the workflow bundle, caches).
   const half = samples.slice(Math.floor(samples.length / 2));
   const slope = half.length >= 2 ? (half.at(-1)!.heapUsedMb - half[0]!.heapUsedMb) / ((half.at(-1)!.turns - half[0]!.turns) / 1_000) : 0;

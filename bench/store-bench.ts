@@ -60,7 +60,13 @@ interface Row {
 
 /** The lifecycle of one write per transition, as the fence made it before composed writes: five writes (create, then four compare-and-swaps); throws if any compare-and-swap loses (nothing competes here). */
 async function lifecycle(store: CheckpointStore, client: number, n: number): Promise<void> {
-  const binding = { namespace: 'bench', callId: `c${client}-${n}-${process.hrtime.bigint()}`, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ client, n }) };
+  const binding = {
+    namespace: 'bench',
+    callId: `c${client}-${n}-${process.hrtime.bigint()}`,
+    toolName: 'create_ticket',
+    toolRevision: '1',
+    inputFingerprint: fingerprintInput({ client, n }),
+  };
   const now = (): string => new Date().toISOString();
   const { record } = await store.createIfAbsent(createCheckpoint(binding, { createdAt: now() }));
   let t = claimExecution(record, { attemptId: `a${client}-${n}`, at: now() });
@@ -149,22 +155,42 @@ const TARGETS: Record<string, { 1: number; 16: number }> = { SQLite: { 1: 1_500,
 function print(rows: Row[]): void {
   table(
     ['store', 'lifecycle', 'clients', 'records', 'lifecycles/s', 'writes/s', 'durable writes/lifecycle (database)'],
-    rows.map((r) => [r.store, KINDS[r.kind].label, r.clients, r.options, Math.round(r.lifecycles / r.seconds).toLocaleString('en-US'), Math.round((KINDS[r.kind].writes * r.lifecycles) / r.seconds).toLocaleString('en-US'), Number.isFinite(r.durableWrites) ? r.durableWrites.toFixed(2) : '–']),
+    rows.map((r) => [
+      r.store,
+      KINDS[r.kind].label,
+      r.clients,
+      r.options,
+      Math.round(r.lifecycles / r.seconds).toLocaleString('en-US'),
+      Math.round((KINDS[r.kind].writes * r.lifecycles) / r.seconds).toLocaleString('en-US'),
+      Number.isFinite(r.durableWrites) ? r.durableWrites.toFixed(2) : '–',
+    ]),
   );
-  console.log(`\n${SECONDS}s per row after a 0.3s warm-up. A fresh call is 2 store writes (the claimed insert, one compare-and-swap); the old lifecycle 5 (1 insert + 4 compare-and-swaps). durable writes = fsynced commits (SQLite: group commits of the store; PostgreSQL: pg_stat_wal.wal_sync read after the pool closed, server-wide: includes the WAL writer's background syncs).\n`);
+  console.log(
+    `\n${SECONDS}s per row after a 0.3s warm-up. A fresh call is 2 store writes (the claimed insert, one compare-and-swap); the old lifecycle 5 (1 insert + 4 compare-and-swaps). durable writes = fsynced commits (SQLite: group commits of the store; PostgreSQL: pg_stat_wal.wal_sync read after the pool closed, server-wide: includes the WAL writer's background syncs).\n`,
+  );
   const targets: Array<[string, string, boolean]> = [];
   const rate = (r: Row): number => r.lifecycles / r.seconds;
   for (const [store, byClients] of Object.entries(TARGETS)) {
-    const of = (clients: number, options: string): Row | undefined => rows.find((r) => r.store.startsWith(store) && r.kind === 'fresh' && r.clients === clients && r.options === options);
+    const of = (clients: number, options: string): Row | undefined =>
+      rows.find((r) => r.store.startsWith(store) && r.kind === 'fresh' && r.clients === clients && r.options === options);
     for (const clients of [1, 16] as const) {
       const row = of(clients, 'plain');
-      if (row) targets.push([`${store}: ≥ ${byClients[clients].toLocaleString('en-US')} fresh-call lifecycles/s at ${clients} client${clients === 1 ? '' : 's'}`, Math.round(rate(row)).toLocaleString('en-US'), rate(row) >= byClients[clients]]);
+      if (row)
+        targets.push([
+          `${store}: ≥ ${byClients[clients].toLocaleString('en-US')} fresh-call lifecycles/s at ${clients} client${clients === 1 ? '' : 's'}`,
+          Math.round(rate(row)).toLocaleString('en-US'),
+          rate(row) >= byClients[clients],
+        ]);
     }
     const plain = of(16, 'plain');
     const sealed = of(16, 'sealed+encrypted');
-    if (plain && sealed) targets.push([`${store}: sealed + encrypted within 1.5× of plain (16 clients)`, `${(rate(plain) / rate(sealed)).toFixed(2)}×`, rate(plain) / rate(sealed) <= 1.5]);
+    if (plain && sealed)
+      targets.push([`${store}: sealed + encrypted within 1.5× of plain (16 clients)`, `${(rate(plain) / rate(sealed)).toFixed(2)}×`, rate(plain) / rate(sealed) <= 1.5]);
   }
-  table(['target', 'measured', 'verdict'], targets.map(([t, m, ok]) => [t, m, verdict(ok)]));
+  table(
+    ['target', 'measured', 'verdict'],
+    targets.map(([t, m, ok]) => [t, m, verdict(ok)]),
+  );
 }
 
 async function main(): Promise<void> {

@@ -41,18 +41,22 @@ export function createBatchTools(url: string, hold: ItemHold | null): ToolDefini
       batch: true,
       ...(mode === 'plain' ? {} : { dedupesByKey: true, keyRetentionMs: 24 * 60 * 60 * 1_000 }),
       async execute(args: z.infer<typeof input>, ctx) {
-        const report = await ctx.forEachItem!(args.recipients, (recipient) => recipient, async (recipient, item) => {
-          if (!held && hold?.tool === name && item.item?.index === hold.index - 1) {
-            held = true;
-            await holdRequest(hold.file, ctx.signal);
-          }
-          try {
-            const r = await provider.send({ recipient, message: args.message }, { signal: item.signal, ...(mode === 'plain' ? {} : { idempotencyKey: item.idempotencyKey }) });
-            return { output: { notificationId: r.notificationId }, receipt: { notificationId: r.notificationId, sentAt: r.sentAt } };
-          } catch (error) {
-            throw classifyProviderError(error);
-          }
-        });
+        const report = await ctx.forEachItem!(
+          args.recipients,
+          (recipient) => recipient,
+          async (recipient, item) => {
+            if (!held && hold?.tool === name && item.item?.index === hold.index - 1) {
+              held = true;
+              await holdRequest(hold.file, ctx.signal);
+            }
+            try {
+              const r = await provider.send({ recipient, message: args.message }, { signal: item.signal, ...(mode === 'plain' ? {} : { idempotencyKey: item.idempotencyKey }) });
+              return { output: { notificationId: r.notificationId }, receipt: { notificationId: r.notificationId, sentAt: r.sentAt } };
+            } catch (error) {
+              throw classifyProviderError(error);
+            }
+          },
+        );
         const sources: Record<string, number> = {};
         for (const r of report.items) sources[r.source] = (sources[r.source] ?? 0) + 1;
         return { output: { applied: report.applied, rejected: report.rejected, sources } };
@@ -62,7 +66,9 @@ export function createBatchTools(url: string, hold: ItemHold | null): ToolDefini
             async lookup(ctx) {
               try {
                 const r = await provider.findByKey(ctx.idempotencyKey, { signal: ctx.signal });
-                return r === null ? { found: false } : { found: true, output: { notificationId: r.notificationId }, receipt: { notificationId: r.notificationId, sentAt: r.sentAt, foundBy: 'lookup' } };
+                return r === null
+                  ? { found: false }
+                  : { found: true, output: { notificationId: r.notificationId }, receipt: { notificationId: r.notificationId, sentAt: r.sentAt, foundBy: 'lookup' } };
               } catch (error) {
                 throw classifyProviderError(error);
               }

@@ -18,7 +18,11 @@ export const PAUSE_HOLD_MS = 1_500;
 /** Effects applied per call, checked against one each. */
 export async function checkEffects(rep: Repetition, calls: readonly ScriptedCall[], x: Expectations): Promise<{ effectsApplied: number; duplicates: number }> {
   const counts = await rep.effectCounts(calls);
-  x.equal(counts, calls.map(() => 1), 'effects applied per call at the provider');
+  x.equal(
+    counts,
+    calls.map(() => 1),
+    'effects applied per call at the provider',
+  );
   return { effectsApplied: counts.reduce((a, b) => a + b, 0), duplicates: counts.reduce((a, b) => a + Math.max(0, b - 1), 0) };
 }
 
@@ -45,7 +49,13 @@ export async function countLostResults(rep: Repetition, calls: readonly Scripted
     }
     const record = await rep.record(scripted, call.callId);
     const same = record !== null && record.result !== null && canonicalJson(record.result.payload) === canonicalJson(call.outcome);
-    if (!x.check(record?.status === 'delivered' && same, `call ${call.callId}: checkpoint ${record?.status ?? 'missing'}, delivered result ${same ? 'equals' : 'differs from'} the stored bytes`)) lost += 1;
+    if (
+      !x.check(
+        record?.status === 'delivered' && same,
+        `call ${call.callId}: checkpoint ${record?.status ?? 'missing'}, delivered result ${same ? 'equals' : 'differs from'} the stored bytes`,
+      )
+    )
+      lost += 1;
   }
   return lost;
 }
@@ -76,7 +86,10 @@ export async function settleWithOperator(
     } catch (error) {
       // The run refused the person's resolution (the update failed): it stays paused.
       const cause = (error as { cause?: { message?: string } }).cause?.message;
-      x.check(false, `the operator's resolution of ${paused.callId} (paused on ${paused.errorType}) was refused: ${cause ?? (error instanceof Error ? error.message : String(error))}`);
+      x.check(
+        false,
+        `the operator's resolution of ${paused.callId} (paused on ${paused.errorType}) was refused: ${cause ?? (error instanceof Error ? error.message : String(error))}`,
+      );
       pauses.push({ callId: paused.callId, errorType: paused.errorType, resolution: 'refused' });
       return { state, pauses };
     }

@@ -32,10 +32,15 @@ export function logRows(log: string, label: string): string[] {
     if (!m) continue;
     const key = `${m[2]} | ${m[1]}`;
     if (!groups.has(key)) groups.set(key, []);
-    groups.get(key)!.push({ ok: m[4] === 'ok', effects: Number(m[6]), duplicates: Number(m[7]), lost: Number(m[8]), paused: m[9] === 'true', recoveryMs: m[10] === '-' ? null : Number(m[10]) });
+    groups
+      .get(key)!
+      .push({ ok: m[4] === 'ok', effects: Number(m[6]), duplicates: Number(m[7]), lost: Number(m[8]), paused: m[9] === 'true', recoveryMs: m[10] === '-' ? null : Number(m[10]) });
   }
   return [...groups].map(([key, reps]) => {
-    const recoveries = reps.map((r) => r.recoveryMs).filter((ms): ms is number => ms !== null).sort((a, b) => a - b);
+    const recoveries = reps
+      .map((r) => r.recoveryMs)
+      .filter((ms): ms is number => ms !== null)
+      .sort((a, b) => a - b);
     const sum = (f: (r: Rep) => number) => reps.reduce((a, r) => a + f(r), 0);
     const passed = reps.filter((r) => r.ok).length;
     const p50 = recoveries.length === 0 ? '–' : recoveries[Math.ceil(recoveries.length / 2) - 1];

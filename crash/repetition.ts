@@ -224,9 +224,7 @@ export class Repetition {
    * depends on it: recovery is measured to the interrupted call's completion, before that task.
    */
   async forgetStickyWorker(): Promise<void> {
-    await this.stack.client.workflowService
-      .resetStickyTaskQueue({ namespace: this.stack.server().namespace, execution: { workflowId: this.workflowId } })
-      .catch(() => undefined);
+    await this.stack.client.workflowService.resetStickyTaskQueue({ namespace: this.stack.server().namespace, execution: { workflowId: this.workflowId } }).catch(() => undefined);
   }
 
   /** Waits until the run finishes or pauses (or `timeoutMs` passes). */
@@ -260,7 +258,14 @@ export class Repetition {
     await handle.executeUpdate(resolveOutcomeUpdate, {
       args: [
         sent
-          ? { callId: paused.callId, pauseId: paused.pauseId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'crash harness operator: found in the provider outbox' }
+          ? {
+              callId: paused.callId,
+              pauseId: paused.pauseId,
+              resolution: 'applied',
+              result: { messageId: sent.messageId },
+              receipt: { messageId: sent.messageId, sentAt: sent.sentAt },
+              reason: 'crash harness operator: found in the provider outbox',
+            }
           : { callId: paused.callId, pauseId: paused.pauseId, resolution: 'absent', reason: 'crash harness operator: not in the provider outbox' },
       ],
     });
@@ -326,7 +331,13 @@ export class Repetition {
       }
       if (failed) {
         const failure = failed.failure;
-        events.set(callId, { completedAt: null, failedAt: at, failureType: failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? null, attempt: started.get(key) ?? null, result: null });
+        events.set(callId, {
+          completedAt: null,
+          failedAt: at,
+          failureType: failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? null,
+          attempt: started.get(key) ?? null,
+          result: null,
+        });
       }
     }
     return events;

@@ -28,7 +28,13 @@ async function main(): Promise<void> {
   const runs = positive(opts.runs, '--runs');
   const stores = opts.stores.split(',').map((s) => s.trim()) as StoreKind[];
   for (const s of stores) if (!STORE_KINDS.includes(s)) throw new Error(`--stores: unknown store ${JSON.stringify(s)} (known: ${STORE_KINDS.join(', ')})`);
-  const suite = await runCrashSuite({ runs, stores, scenarios: opts.scenarios?.split(',').map((s) => s.trim()), concurrency: positive(opts.concurrency, '--concurrency'), parallelStores: opts.parallelStores === true });
+  const suite = await runCrashSuite({
+    runs,
+    stores,
+    scenarios: opts.scenarios?.split(',').map((s) => s.trim()),
+    concurrency: positive(opts.concurrency, '--concurrency'),
+    parallelStores: opts.parallelStores === true,
+  });
   const file = resolve(opts.report);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, renderReport(suite, `npm run crashtest -- ${process.argv.slice(2).join(' ')}`.trim()));

@@ -69,7 +69,8 @@ export function selectScenarios(ids?: readonly string[]): Scenario[] {
     const group = SCENARIO_GROUPS[id];
     if (group !== undefined) return [...group];
     const scenario = SCENARIOS.find((s) => s.id === id);
-    if (scenario === undefined) throw new Error(`unknown scenario ${JSON.stringify(id)} (known: ${SCENARIOS.map((s) => s.id).join(', ')}; groups: ${Object.keys(SCENARIO_GROUPS).join(', ')})`);
+    if (scenario === undefined)
+      throw new Error(`unknown scenario ${JSON.stringify(id)} (known: ${SCENARIOS.map((s) => s.id).join(', ')}; groups: ${Object.keys(SCENARIO_GROUPS).join(', ')})`);
     return [scenario];
   });
 }
@@ -96,13 +97,23 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
           try {
             outcome = await scenario.run(rep);
           } catch (error) {
-            outcome = { effectsApplied: 0, duplicates: 0, resultsLost: 0, paused: false, unknownNotPaused: false, recoveryMs: null, failures: [`the repetition threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`] };
+            outcome = {
+              effectsApplied: 0,
+              duplicates: 0,
+              resultsLost: 0,
+              paused: false,
+              unknownNotPaused: false,
+              recoveryMs: null,
+              failures: [`the repetition threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`],
+            };
           } finally {
             await rep.cleanup().catch(() => undefined);
           }
           const durationMs = Date.now() - started;
           const status = outcome.failures.length === 0 ? 'ok' : 'FAILED';
-          log(`${kind} ${scenario.id} #${index}: ${status} in ${durationMs} ms (effects ${outcome.effectsApplied}, duplicates ${outcome.duplicates}, lost ${outcome.resultsLost}, paused ${outcome.paused}, recovery ${outcome.recoveryMs ?? '-'} ms)${outcome.note ? `; ${outcome.note}` : ''}`);
+          log(
+            `${kind} ${scenario.id} #${index}: ${status} in ${durationMs} ms (effects ${outcome.effectsApplied}, duplicates ${outcome.duplicates}, lost ${outcome.resultsLost}, paused ${outcome.paused}, recovery ${outcome.recoveryMs ?? '-'} ms)${outcome.note ? `; ${outcome.note}` : ''}`,
+          );
           if (outcome.failures.length > 0) {
             for (const failure of outcome.failures) log(`  - ${failure}`);
             const file = rep.path('worker.log');
@@ -127,7 +138,19 @@ export async function runCrashSuite(options: CrashSuiteOptions): Promise<CrashSu
     results.every((r) => r.outcomes.every((o) => o.failures.length === 0 && o.duplicates === 0 && o.resultsLost === 0 && !o.unknownNotPaused)) &&
     Object.values(providerDuplicates).every((n) => n === 0);
   if (passed) rmSync(workDir, { recursive: true, force: true });
-  return { runs: options.runs, runsFor: options.runsFor ?? {}, stores: options.stores, concurrency: options.concurrency ?? 2, parallelStores: options.parallelStores ?? false, results, providerDuplicates, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), passed, workDir };
+  return {
+    runs: options.runs,
+    runsFor: options.runsFor ?? {},
+    stores: options.stores,
+    concurrency: options.concurrency ?? 2,
+    parallelStores: options.parallelStores ?? false,
+    results,
+    providerDuplicates,
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+    passed,
+    workDir,
+  };
 }
 
 /** Runs `count` repetitions, at most `concurrency` at a time, and returns their outcomes in index order. */

@@ -56,7 +56,14 @@ export default async function tools(): Promise<ToolDefinition<any>[]> {
   const demo = createDemoTools(url);
   const createTicket = demo.find((t) => t.name === 'create_ticket')!;
   const byKey = defineTool({ ...createTicket, name: 'create_ticket_by_key', lookup: undefined, dedupesByKey: true });
-  const all = [createTicket, byKey, createTicketLookup(url), ...demo.filter((t) => t !== createTicket), ...createBatchTools(url, parseItemHold(process.env.TTC_CRASH_ITEM_HOLD)), ...createOrderTools(url)];
+  const all = [
+    createTicket,
+    byKey,
+    createTicketLookup(url),
+    ...demo.filter((t) => t !== createTicket),
+    ...createBatchTools(url, parseItemHold(process.env.TTC_CRASH_ITEM_HOLD)),
+    ...createOrderTools(url),
+  ];
   const removed = list(process.env.TTC_CRASH_REMOVE_TOOLS);
   const revisions = new Map(list(process.env.TTC_CRASH_TOOL_REVISIONS).map((entry) => entry.split('=') as [string, string]));
   const delay = parseDelay(process.env.TTC_CRASH_REQUEST_DELAY);

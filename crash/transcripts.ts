@@ -14,12 +14,20 @@ export interface ScriptedCall {
 
 /** A ticket call (tool `create_ticket` unless named) with a title unique to `tag`. */
 export function ticketCall(tag: string, n: number, name = 'create_ticket'): ScriptedCall {
-  return { id: `toolu_${tag}_t${n}`, name, input: { title: `crash ${tag} ticket ${n}`, body: `Opened by the crash harness (${tag}, call ${n}).`, queue: n % 2 === 0 ? 'billing' : 'support' } };
+  return {
+    id: `toolu_${tag}_t${n}`,
+    name,
+    input: { title: `crash ${tag} ticket ${n}`, body: `Opened by the crash harness (${tag}, call ${n}).`, queue: n % 2 === 0 ? 'billing' : 'support' },
+  };
 }
 
 /** A send_email call with a subject unique to `tag`. */
 export function emailCall(tag: string, n: number): ScriptedCall {
-  return { id: `toolu_${tag}_e${n}`, name: 'send_email', input: { to: 'jane@example.com', subject: `crash ${tag} email ${n}`, body: `Sent by the crash harness (${tag}, call ${n}).` } };
+  return {
+    id: `toolu_${tag}_e${n}`,
+    name: 'send_email',
+    input: { to: 'jane@example.com', subject: `crash ${tag} email ${n}`, body: `Sent by the crash harness (${tag}, call ${n}).` },
+  };
 }
 
 /** The recipients of a notification batch of `tag`: `<tag>-r001` … (unique to the repetition; the provider lists them by the prefix `<tag>-r`). */

@@ -91,7 +91,6 @@ export function createDemoTools(providerUrl: string, options: DemoToolsOptions =
   return [createTicket, closeTicket, sendEmail];
 }
 
-
 /** The worker's default tools: the demo tools against `TTC_PROVIDER_URL`. */
 export default function tools(): ToolDefinition<any>[] {
   const url = process.env.TTC_PROVIDER_URL;

@@ -100,7 +100,8 @@ export function createOrderTools(url: string): ToolDefinition<any>[] {
         return { output: shipmentOutput(s), receipt: { shipmentId: s.shipmentId, createdAt: s.createdAt } };
       } catch (error) {
         // The provider's refusal under its business rules (no carrier serves the destination).
-        if (isProviderError(error, 'rejected') && String(error.problem?.type).endsWith('/destination-not-served')) throw new ToolError('rejected', error.message, undefined, 'BUSINESS_REJECTION');
+        if (isProviderError(error, 'rejected') && String(error.problem?.type).endsWith('/destination-not-served'))
+          throw new ToolError('rejected', error.message, undefined, 'BUSINESS_REJECTION');
         throw classifyProviderError(error);
       }
     },

@@ -4,7 +4,21 @@
  * attempt makes at every point a worker could die. Run: `npx tsx examples/protocol-walkthrough.ts`.
  */
 import { callBindingId } from '../src/checkpoint/call-identity';
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, createCheckpoint, decideCheckpoint, fingerprintInput, idempotencyKey, parseCheckpoint, serializeCheckpoint, type Binding, type CheckpointRecord, type TransitionResult } from '../src/protocol';
+import {
+  claimDelivery,
+  claimExecution,
+  completeDelivery,
+  completeExecution,
+  createCheckpoint,
+  decideCheckpoint,
+  fingerprintInput,
+  idempotencyKey,
+  parseCheckpoint,
+  serializeCheckpoint,
+  type Binding,
+  type CheckpointRecord,
+  type TransitionResult,
+} from '../src/protocol';
 import { isCheckpointError } from '../src';
 
 /** One stored record with an atomic compare-and-swap on its revision. */

@@ -48,12 +48,15 @@ function parseArgs(argv: readonly string[]): Args {
   }
   if (args.runs < 1) usage('--runs must be at least 1');
   const kinds: readonly string[] = args.batch ? BATCH_VIOLATION_KINDS : VIOLATION_KINDS;
-  for (const kind of args.only ?? []) if (!kinds.includes(kind)) usage(`--only needs one of ${kinds.join(', ')}${args.batch ? ' (with --batch)' : ''}, got ${JSON.stringify(kind)}`);
+  for (const kind of args.only ?? [])
+    if (!kinds.includes(kind)) usage(`--only needs one of ${kinds.join(', ')}${args.batch ? ' (with --batch)' : ''}, got ${JSON.stringify(kind)}`);
   return args;
 }
 
 function usage(problem: string): never {
-  process.stderr.write(`check:interleavings: ${problem}\nusage: npm run check:interleavings -- [--batch] --runs N [--seed S] [--keep-going] [--only <violation kind>]… [--progress N]\n`);
+  process.stderr.write(
+    `check:interleavings: ${problem}\nusage: npm run check:interleavings -- [--batch] --runs N [--seed S] [--keep-going] [--only <violation kind>]… [--progress N]\n`,
+  );
   process.exit(2);
 }
 
@@ -71,7 +74,10 @@ async function main(): Promise<void> {
       process.stdout.write(`  ${figures.schedules} schedules, ${((Date.now() - figures.startedAt) / 1000).toFixed(0)} s, violations so far ${violating.length}\n`);
     }
   };
-  const details = await fc.check(interleavingProperty({ onReport, failOnViolation: !args.keepGoing, only: args.only as ViolationKind[] | undefined }), { numRuns: args.runs, seed });
+  const details = await fc.check(interleavingProperty({ onReport, failOnViolation: !args.keepGoing, only: args.only as ViolationKind[] | undefined }), {
+    numRuns: args.runs,
+    seed,
+  });
   const only = (args.only ?? []).map((k) => ` --only ${k}`).join('');
   process.stdout.write(`\ncommand: npm run check:interleavings -- --runs ${args.runs} --seed ${seed}${args.keepGoing ? ' --keep-going' : ''}${only}\n${figures.format()}\n`);
   if (details.failed) {
@@ -103,9 +109,14 @@ async function batchMain(args: Args, seed: number): Promise<void> {
       process.stdout.write(`  ${figures.schedules} schedules, ${((Date.now() - figures.startedAt) / 1000).toFixed(0)} s, violations so far ${violating.length}\n`);
     }
   };
-  const details = await fc.check(batchInterleavingProperty({ onReport, failOnViolation: !args.keepGoing, only: args.only as BatchViolationKind[] | undefined }), { numRuns: args.runs, seed });
+  const details = await fc.check(batchInterleavingProperty({ onReport, failOnViolation: !args.keepGoing, only: args.only as BatchViolationKind[] | undefined }), {
+    numRuns: args.runs,
+    seed,
+  });
   const only = (args.only ?? []).map((k) => ` --only ${k}`).join('');
-  process.stdout.write(`\ncommand: npm run check:interleavings -- --batch --runs ${args.runs} --seed ${seed}${args.keepGoing ? ' --keep-going' : ''}${only}\n${figures.format()}\n`);
+  process.stdout.write(
+    `\ncommand: npm run check:interleavings -- --batch --runs ${args.runs} --seed ${seed}${args.keepGoing ? ' --keep-going' : ''}${only}\n${figures.format()}\n`,
+  );
   if (details.failed) {
     const shrunk = details.errorInstance instanceof BatchInterleavingViolation ? details.errorInstance.report : undefined;
     process.stdout.write(`\nVIOLATION after ${details.numRuns} schedules (seed ${details.seed}, path "${details.counterexamplePath ?? ''}", ${details.numShrinks} shrinks)\n`);

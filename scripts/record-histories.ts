@@ -53,7 +53,12 @@ type Handle = WorkflowHandle<typeof agentWorkflow>;
 const ROOT = path.resolve(__dirname, '..');
 const TASK_QUEUE = 'record-histories';
 const TOOLS = ['create_ticket', 'send_email', 'refund', 'lookup'] as const;
-const PATCH = { longRuns: 'ttc-long-runs', toolTypes: 'ttc-tool-activity-types', approvalArguments: 'ttc-approval-shows-validated-arguments', searchAttributes: RUN_SEARCH_ATTRIBUTES_PATCH } as const;
+const PATCH = {
+  longRuns: 'ttc-long-runs',
+  toolTypes: 'ttc-tool-activity-types',
+  approvalArguments: 'ttc-approval-shows-validated-arguments',
+  searchAttributes: RUN_SEARCH_ATTRIBUTES_PATCH,
+} as const;
 /** The sources agentWorkflow's bundle is built from (src/workflows and what it may import). */
 const WORKFLOW_SOURCES = ['src/workflows', 'src/activities/contract/contract.ts', 'src/activities/contract/error-classes.ts', 'src/checkpoint', 'src/model/types.ts'];
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
@@ -111,7 +116,8 @@ const shapes: Shape[] = [];
 shapes.push({
   name: 'approvals',
   workflowId: 'record-approvals',
-  about: 'one turn with two `refund` calls needing approval (both pending at once); a person approves r2 and rejects r1; r2 runs, the model reads the rejection; the run completes.',
+  about:
+    'one turn with two `refund` calls needing approval (both pending at once); a person approves r2 and rejects r1; r2 runs, the model reads the rejection; the run completes.',
   input: baseInput({ approvalRequired: { refund: { expiresAfterMs: 7 * 24 * 3_600_000 } } }),
   script: [toolTurn('Two refunds.', call('r1', 'refund', { amount: 1 }), call('r2', 'refund', { amount: 2 })), endTurn('Refunded 2, not 1.')],
   async drive({ handle }) {
@@ -133,7 +139,8 @@ shapes.push({
 shapes.push({
   name: 'pause-resolve-applied',
   workflowId: 'record-pause-applied',
-  about: '`send_email` e1 fails OUTCOME_UNKNOWN (non-retryable) while `create_ticket` t2 of the same turn completes; the run pauses on e1; `resolveOutcome` applied stores the given result via `resolveToolCall`; the run completes.',
+  about:
+    '`send_email` e1 fails OUTCOME_UNKNOWN (non-retryable) while `create_ticket` t2 of the same turn completes; the run pauses on e1; `resolveOutcome` applied stores the given result via `resolveToolCall`; the run completes.',
   input: baseInput(),
   script: [toolTurn('Emailing.', call('e1', 'send_email', { to: 'a@b.c' }), call('t2', 'create_ticket', { title: 'printer' })), endTurn('Done.')],
   async tool(input) {
@@ -169,7 +176,9 @@ shapes.push({
   },
   async drive({ handle }) {
     const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'e1');
-    const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'absent', reason: 'not in the provider log' }] });
+    const resolved = await handle.executeUpdate(resolveOutcomeUpdate, {
+      args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'absent', reason: 'not in the provider log' }],
+    });
     expectEqual('retry call id', resolved.retryCallId, 'e1~retry1');
     return handle.result();
   },
@@ -221,7 +230,8 @@ const gates = { c: deferred(), b: deferred() };
 shapes.push({
   name: 'concurrent-out-of-order',
   workflowId: 'record-concurrent',
-  about: 'one turn of three `lookup` calls a, b, c run concurrently (default `toolConcurrency`: the whole turn), scheduled in one workflow task; they finish c, b, a; the model reads the results in its order a, b, c; the run completes.',
+  about:
+    'one turn of three `lookup` calls a, b, c run concurrently (default `toolConcurrency`: the whole turn), scheduled in one workflow task; they finish c, b, a; the model reads the results in its order a, b, c; the run completes.',
   input: baseInput(),
   script: [toolTurn('Three lookups.', call('a', 'lookup', { q: 'a' }), call('b', 'lookup', { q: 'b' }), call('c', 'lookup', { q: 'c' })), endTurn('Looked up.')],
   async tool(input) {
@@ -244,10 +254,16 @@ shapes.push({
     expectEqual('calls', statuses(result), { a: 'completed', b: 'completed', c: 'completed' });
     const scheduled = scheduledCalls(history!);
     const events = history!.events ?? [];
-    const firstCompleted = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED && scheduled.get(Number(e.activityTaskCompletedEventAttributes?.scheduledEventId))?.toolName === 'lookup');
+    const firstCompleted = events.findIndex(
+      (e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED && scheduled.get(Number(e.activityTaskCompletedEventAttributes?.scheduledEventId))?.toolName === 'lookup',
+    );
     const lookupsScheduled = events.flatMap((e, i) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'lookup' ? [i] : []));
     if (lookupsScheduled.length !== 3 || lookupsScheduled.some((i) => i > firstCompleted)) throw new Error('the three lookups were not all scheduled before the first finished');
-    expectEqual('completion order', completedCallIds(history!).filter((id) => ['a', 'b', 'c'].includes(id)), ['c', 'b', 'a']);
+    expectEqual(
+      'completion order',
+      completedCallIds(history!).filter((id) => ['a', 'b', 'c'].includes(id)),
+      ['c', 'b', 'a'],
+    );
     const second = model.get('record-concurrent')?.[1];
     const toolMessages = (second?.messages ?? []).flatMap((m) => (m.role === 'tool' ? [m.callId] : []));
     expectEqual('results in the model order', toolMessages, ['a', 'b', 'c']);
@@ -277,7 +293,8 @@ shapes.push({
 shapes.push({
   name: 'approval-without-arguments',
   workflowId: 'record-approval-without-arguments',
-  about: '`describeToolCall` answers without `arguments` (a worker from before the approver saw validated arguments, during a deploy): the `refund` call needing approval is refused INVALID_ARGUMENT, nothing runs (patch `ttc-approval-shows-validated-arguments`); the run completes.',
+  about:
+    '`describeToolCall` answers without `arguments` (a worker from before the approver saw validated arguments, during a deploy): the `refund` call needing approval is refused INVALID_ARGUMENT, nothing runs (patch `ttc-approval-shows-validated-arguments`); the run completes.',
   input: baseInput({ approvalRequired: { refund: { expiresAfterMs: 7 * 24 * 3_600_000 } } }),
   script: [toolTurn('Refund.', call('r1', 'refund', { amount: 9 })), endTurn('Could not refund.')],
   describeWithoutArguments: true,
@@ -310,7 +327,9 @@ shapes.push({
     const r1 = s.pendingCalls.find((c) => c.callId === 'r1')!;
     await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: r1.intentDigest!, stateVersion: s.stateVersion }] });
     const paused = await waitForStatus(handle, (st) => st.phase === 'paused' && st.paused?.callId === 'e1');
-    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'applied', result: { messageId: 'm-9' }, reason: 'seen in the outbox' }] });
+    await handle.executeUpdate(resolveOutcomeUpdate, {
+      args: [{ callId: 'e1', pauseId: paused.paused!.pauseId, resolution: 'applied', result: { messageId: 'm-9' }, reason: 'seen in the outbox' }],
+    });
     return handle.result();
   },
   check(result, [history]) {
@@ -456,7 +475,8 @@ async function main(): Promise<void> {
     const shapeOf = (): Shape => {
       const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
       const shape = byId.get(workflowId);
-      if (shape === undefined) throw ApplicationFailure.create({ type: 'NO_SHAPE', message: `no recorded shape has workflow id ${JSON.stringify(workflowId)}`, nonRetryable: true });
+      if (shape === undefined)
+        throw ApplicationFailure.create({ type: 'NO_SHAPE', message: `no recorded shape has workflow id ${JSON.stringify(workflowId)}`, nonRetryable: true });
       return shape;
     };
     const conversation = conversationFake();
@@ -491,7 +511,14 @@ async function main(): Promise<void> {
           taskQueue: TASK_QUEUE,
           workflowId: shape.workflowId,
           args: [shape.input],
-          ...(shape.searchAttributes ? { typedSearchAttributes: [{ key: TTC_NEEDS_PERSON, value: false }, { key: TTC_WAITING_CALLS, value: [] }] } : {}),
+          ...(shape.searchAttributes
+            ? {
+                typedSearchAttributes: [
+                  { key: TTC_NEEDS_PERSON, value: false },
+                  { key: TTC_WAITING_CALLS, value: [] },
+                ],
+              }
+            : {}),
         });
         const result = await shape.drive({ handle, env });
         const runs = await chainHistories(env, shape.workflowId, handle.firstExecutionRunId);
@@ -499,7 +526,11 @@ async function main(): Promise<void> {
           if (!patchIds(history).includes(PATCH.longRuns)) throw new Error(`${shape.name}: a run has no ${PATCH.longRuns} marker`);
           if (count(history, 'EVENT_TYPE_WORKFLOW_TASK_FAILED') > 0) throw new Error(`${shape.name}: a workflow task failed while recording`);
         }
-        shape.check(result, runs.map((r) => r.history), modelLog);
+        shape.check(
+          result,
+          runs.map((r) => r.history),
+          modelLog,
+        );
         const files = runs.map(({ history }, i) => {
           const file = `${version}-${shape.name}${runs.length > 1 ? `.run-${i + 1}` : ''}.json`;
           return { file, history, events: history.events?.length ?? 0 };

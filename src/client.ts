@@ -54,7 +54,12 @@ export function temporalUnavailable(config: Config, cause: unknown): CheckpointE
   const why = cause instanceof Error ? cause.message : String(cause);
   const { address, profile, tls } = config.temporal;
   const source = profile === null ? 'TEMPORAL_ADDRESS' : `TEMPORAL_ADDRESS or TOML profile "${profile.name}" in ${profile.file}`;
-  return new CheckpointError('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is \`npm run cli -- dev\` running?`, { address }, { cause });
+  return new CheckpointError(
+    'TEMPORAL_UNAVAILABLE',
+    `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is \`npm run cli -- dev\` running?`,
+    { address },
+    { cause },
+  );
 }
 
 /** Options of {@link startAgentRun}. */
@@ -96,12 +101,22 @@ export async function startAgentRun(
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
       ...(withSearchAttributes
-        ? { typedSearchAttributes: [{ key: TTC_NEEDS_PERSON, value: false }, { key: TTC_WAITING_CALLS, value: [] }] }
+        ? {
+            typedSearchAttributes: [
+              { key: TTC_NEEDS_PERSON, value: false },
+              { key: TTC_WAITING_CALLS, value: [] },
+            ],
+          }
         : {}),
     });
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new CheckpointError('INVALID_ARGUMENT', `workflow id ${JSON.stringify(id)} was already used by another run; choose a new id`, { field: 'workflowId', actual: id }, { cause: error });
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        `workflow id ${JSON.stringify(id)} was already used by another run; choose a new id`,
+        { field: 'workflowId', actual: id },
+        { cause: error },
+      );
     }
     throw error;
   }

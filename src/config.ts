@@ -198,7 +198,7 @@ export function loadConfig(options: { rootDir?: string; env?: NodeJS.ProcessEnv;
   const rootDir = options.rootDir ?? process.cwd();
   const env = options.env ?? process.env;
   const file = ['temporal.config.ts', 'temporal.config.js'].map((f) => resolve(rootDir, f)).find((f) => existsSync(f));
-   
+
   const fromFile: ConfigInput = file === undefined ? {} : ((require(file) as { default?: ConfigInput }).default ?? {});
   return resolveConfig(fromFile, env, options.overrides ?? {});
 }
@@ -224,7 +224,9 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   const encryptionKeyEnv = keysEnv.encryptionKeyEnv ?? 'TTC_ENCRYPTION_KEY';
   const encryptionKeysEnv = keysEnv.encryptionKeysEnv ?? 'TTC_ENCRYPTION_KEYS';
   const storeUrl = storeUrlFrom(pick('TTC_STORE_URL', o.store?.url, f.store?.url, 'sqlite:.data/checkpoints.db'));
-  const sqliteBusyTimeoutMs = Math.ceil(duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }));
+  const sqliteBusyTimeoutMs = Math.ceil(
+    duration(pick('TTC_SQLITE_BUSY_TIMEOUT', o.store?.sqliteBusyTimeout, f.store?.sqliteBusyTimeout, '5s'), { allowZero: true, max: MAX_SQLITE_BUSY_TIMEOUT_MS }),
+  );
   const toolHeartbeatMs = duration(pick('TTC_TOOL_HEARTBEAT_TIMEOUT', o.timeouts?.toolHeartbeat, f.timeouts?.toolHeartbeat, '10s'));
   if (storeUrl.startsWith('sqlite:') && toolHeartbeatMs < HEARTBEAT_TO_BUSY_TIMEOUT_RATIO * sqliteBusyTimeoutMs) {
     // Before the store moved to its own thread a lock wait blocked the event loop, heartbeats
@@ -243,14 +245,26 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
   }
   const encryptionKey = readKeyFromEnv(env, encryptionKeyEnv, { bytes: 32 });
   const encryptionKeyId = keyId(pick('TTC_ENCRYPTION_KEY_ID', o.keys?.encryptionKeyId, f.keys?.encryptionKeyId, 'e1'));
-  const encryptionKeys = readKeyringFromEnv(env, encryptionKeysEnv, { bytes: 32 }, encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv });
+  const encryptionKeys = readKeyringFromEnv(
+    env,
+    encryptionKeysEnv,
+    { bytes: 32 },
+    encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv },
+  );
   const idempotencyKeySecret = readKeyFromEnv(env, keysEnv.idempotencyKeySecretEnv ?? 'TTC_IDEMPOTENCY_KEY_SECRET', { minBytes: 32 });
   return {
     temporal: {
       ...connection,
       taskQueue: text(pick('TEMPORAL_TASK_QUEUE', o.temporal?.taskQueue, f.temporal?.taskQueue, 'agent-tools'), /^\S{1,255}$/, 'a task queue name'),
     },
-    store: { url: storeUrl, sqliteBusyTimeoutMs, postgresSchema: text(pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'), /^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier (schema name)'),
+    store: {
+      url: storeUrl,
+      sqliteBusyTimeoutMs,
+      postgresSchema: text(
+        pick('TTC_POSTGRES_SCHEMA', o.store?.postgresSchema, f.store?.postgresSchema, 'public'),
+        /^[a-z_][a-z0-9_]{0,62}$/,
+        'a lower-case SQL identifier (schema name)',
+      ),
       startupWaitMs: duration(pick('TTC_STORE_STARTUP_WAIT', o.store?.startupWait, f.store?.startupWait, '2m'), { allowZero: true, max: MAX_STORE_STARTUP_WAIT_MS }),
     },
     timeouts: {
@@ -266,7 +280,14 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       maximumAttempts: num(pick('TTC_RETRY_MAXIMUM_ATTEMPTS', o.retry?.maximumAttempts, f.retry?.maximumAttempts, 10), 0, 1_000, true),
     },
     worker: { workflowBundlePath: optionalPath(pick('TTC_WORKFLOW_BUNDLE', o.worker?.workflowBundle, f.worker?.workflowBundle, '')) },
-    payload: { maxPayloadBytes: num(pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes), 1, LIMITS.hardMaxPayloadBytes, true) },
+    payload: {
+      maxPayloadBytes: num(
+        pick('TTC_MAX_PAYLOAD_BYTES', o.payload?.maxPayloadBytes, f.payload?.maxPayloadBytes, LIMITS.defaultMaxPayloadBytes),
+        1,
+        LIMITS.hardMaxPayloadBytes,
+        true,
+      ),
+    },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
     keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret },
     pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
@@ -290,7 +311,10 @@ const SHOWN_KEY_ID_LENGTH = 32;
  */
 function keyId({ key, value }: { key: string; value: unknown }): string {
   if (typeof value === 'string' && KEY_ID_PATTERN.test(value)) return value;
-  const shown = typeof value === 'string' && value.length <= SHOWN_KEY_ID_LENGTH && !value.includes(':') ? `, got ${JSON.stringify(value)}` : ' (the value is not shown: it may be a key set in the wrong variable)';
+  const shown =
+    typeof value === 'string' && value.length <= SHOWN_KEY_ID_LENGTH && !value.includes(':')
+      ? `, got ${JSON.stringify(value)}`
+      : ' (the value is not shown: it may be a key set in the wrong variable)';
   throw configError(key, `must be a key id (1 to 128 letters, digits, "_", "." or "-")${shown}`);
 }
 

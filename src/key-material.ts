@@ -66,13 +66,20 @@ export function parseKeyMaterial(variable: string, raw: string, length: KeyLengt
     key = Buffer.from(digits, 'hex');
   } else if (text.startsWith('base64:')) {
     const encoded = text.slice(7);
-    key = decodeBase64(encoded) ?? (() => { throw fail('format', 'must be canonical base64 (with = padding) or base64url (without padding) after "base64:"'); })();
+    key =
+      decodeBase64(encoded) ??
+      (() => {
+        throw fail('format', 'must be canonical base64 (with = padding) or base64url (without padding) after "base64:"');
+      })();
   } else if (HEX.test(text)) {
     key = Buffer.from(text, 'hex');
   } else if (/^[0-9a-fA-F]+$/.test(text)) {
     throw fail('format', `${hexProblem(text)} (base64 needs the "base64:" prefix)`);
   } else {
-    throw fail('format', 'must be hex digits ("hex:" prefix optional) or "base64:" followed by base64; other text (a "0x" prefix, an odd number of digits, bare base64) is refused');
+    throw fail(
+      'format',
+      'must be hex digits ("hex:" prefix optional) or "base64:" followed by base64; other text (a "0x" prefix, an odd number of digits, bare base64) is refused',
+    );
   }
   const min = 'bytes' in length ? length.bytes : length.minBytes;
   const max = 'bytes' in length ? length.bytes : (length.maxBytes ?? DEFAULT_MAX_KEY_BYTES);
@@ -81,7 +88,10 @@ export function parseKeyMaterial(variable: string, raw: string, length: KeyLengt
     throw fail('length', `must hold ${rule} bytes, got ${key.length} bytes`);
   }
   if (new Set(key).size < MIN_DISTINCT_KEY_BYTES) {
-    throw fail('low-entropy', `has fewer than ${MIN_DISTINCT_KEY_BYTES} distinct byte values (all zeros, a repeated byte or pattern): use random bytes, e.g. openssl rand -hex ${min}`);
+    throw fail(
+      'low-entropy',
+      `has fewer than ${MIN_DISTINCT_KEY_BYTES} distinct byte values (all zeros, a repeated byte or pattern): use random bytes, e.g. openssl rand -hex ${min}`,
+    );
   }
   if (PRINTABLE_ASCII.test(key.toString('latin1'))) {
     throw fail('low-entropy', `decodes to printable text only (a passphrase, not random bytes): use random bytes, e.g. openssl rand -hex ${min}`);

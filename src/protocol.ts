@@ -5,18 +5,7 @@
  * JSON (RFC 8785), the bounds, the sealed codec and the format migrations. The rules are in
  * docs/protocol.md. Node only (digests and the codec use node:crypto).
  */
-export type {
-  Action,
-  Binding,
-  CheckpointRecord,
-  Decision,
-  DeliveryState,
-  ExecutionState,
-  JsonValue,
-  ResultState,
-  Status,
-  TransitionResult,
-} from './checkpoint/types';
+export type { Action, Binding, CheckpointRecord, Decision, DeliveryState, ExecutionState, JsonValue, ResultState, Status, TransitionResult } from './checkpoint/types';
 export { ACTIONS, CURRENT_SCHEMA_VERSION, STATUSES } from './checkpoint/types';
 export { FINGERPRINT_PATTERN, IDENTIFIER_MAX_LENGTH, LIMITS, assertJsonValue } from './checkpoint/bounds';
 export { canonicalJson } from './checkpoint/canonical-json';

@@ -74,7 +74,8 @@ const NAMESPACE_PATTERN = /^[\w.-]{1,255}$/;
 export function resolveTemporalConnection(file: TemporalConnectionInput, env: NodeJS.ProcessEnv, overrides: TemporalConnectionInput = {}): TemporalConnection {
   refuseRenamedTlsNames(env, file.tls, overrides.tls);
   const tlsFlag = env.TEMPORAL_TLS;
-  if (tlsFlag !== undefined && tlsFlag !== '' && !['true', 'false', '1', '0'].includes(tlsFlag)) throw configError('TEMPORAL_TLS', `must be true or false, got ${JSON.stringify(tlsFlag)}`);
+  if (tlsFlag !== undefined && tlsFlag !== '' && !['true', 'false', '1', '0'].includes(tlsFlag))
+    throw configError('TEMPORAL_TLS', `must be true or false, got ${JSON.stringify(tlsFlag)}`);
   const standardEnv = nonEmpty(env);
   const profileName = overrides.profile ?? standardEnv.TEMPORAL_PROFILE ?? file.profile;
   const configFile = overrides.configFile ?? standardEnv.TEMPORAL_CONFIG_FILE ?? file.configFile;
@@ -87,7 +88,11 @@ export function resolveTemporalConnection(file: TemporalConnectionInput, env: No
     const notFound = error instanceof Error && /^Profile '.*' not found/.test(error.message);
     const key = notFound ? (standardEnv.TEMPORAL_PROFILE !== undefined && overrides.profile === undefined ? 'TEMPORAL_PROFILE' : 'temporal.profile') : fileKey;
     // No cause: the TOML parser's message quotes the offending line, which may hold the API key.
-    throw new CheckpointError('INVALID_CONFIG', `${key} ${notFound ? `names a profile the TOML file lacks` : 'is not a valid TOML client configuration'}: ${loadErrorSummary(error)}`, { field: key });
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `${key} ${notFound ? `names a profile the TOML file lacks` : 'is not a valid TOML client configuration'}: ${loadErrorSummary(error)}`,
+      { field: key },
+    );
   }
   const profile = profileInUse(profileName, configFile, standardEnv);
   /** Where a value came from: the variable when set, else the profile's key when a profile was read, else `temporal.config.ts` (`missing`: where to set it, the variable without a profile). */
@@ -95,7 +100,12 @@ export function resolveTemporalConnection(file: TemporalConnectionInput, env: No
     standardEnv[envKey] !== undefined ? envKey : profile ? `${tomlField} of TOML profile "${profile.name}" (${profile.file})` : missing ? envKey : `temporal.${fileField}`;
   const address = overrides.address ?? loaded.address ?? file.address ?? '127.0.0.1:7233';
   const namespace = overrides.namespace ?? loaded.namespace ?? file.namespace ?? 'default';
-  checkText(overrides.address !== undefined ? 'temporal.address' : from('TEMPORAL_ADDRESS', 'address', 'address'), address, ADDRESS_PATTERN, 'host:port with a port from 1 to 65535');
+  checkText(
+    overrides.address !== undefined ? 'temporal.address' : from('TEMPORAL_ADDRESS', 'address', 'address'),
+    address,
+    ADDRESS_PATTERN,
+    'host:port with a port from 1 to 65535',
+  );
   checkText(overrides.namespace !== undefined ? 'temporal.namespace' : from('TEMPORAL_NAMESPACE', 'namespace', 'namespace'), namespace, NAMESPACE_PATTERN, 'a namespace name');
   const apiKey = loaded.apiKey ?? null;
   const tls = overrides.tls !== undefined ? tlsFromInput(overrides.tls) : mergeTls(tlsFromInput(file.tls), loaded.tls);
@@ -114,23 +124,42 @@ export function resolveTemporalConnection(file: TemporalConnectionInput, env: No
 export function temporalConnectionOptions(connection: TemporalConnection): NativeConnectionOptions {
   const { address, namespace, apiKey, tls, grpcMeta } = connection;
   try {
-    const { connectionOptions } = toClientOptions({ address, namespace, ...(apiKey !== null ? { apiKey } : {}), tls: tls ?? { disabled: true }, ...(Object.keys(grpcMeta).length > 0 ? { grpcMeta: { ...grpcMeta } } : {}) });
+    const { connectionOptions } = toClientOptions({
+      address,
+      namespace,
+      ...(apiKey !== null ? { apiKey } : {}),
+      tls: tls ?? { disabled: true },
+      ...(Object.keys(grpcMeta).length > 0 ? { grpcMeta: { ...grpcMeta } } : {}),
+    });
     return Object.fromEntries(Object.entries(connectionOptions).filter(([, v]) => v !== undefined)) as NativeConnectionOptions;
   } catch (error) {
-    throw new CheckpointError('INVALID_CONFIG', `temporal.tls: a TLS certificate or key file cannot be read: ${error instanceof Error ? error.message : String(error)}`, { field: 'temporal.tls' }, { cause: error });
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `temporal.tls: a TLS certificate or key file cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+      { field: 'temporal.tls' },
+      { cause: error },
+    );
   }
 }
 
 function refuseRenamedTlsNames(env: NodeJS.ProcessEnv, ...inputs: (TlsInput | undefined)[]): void {
   for (const [old, renamed] of Object.entries(RENAMED_TLS_VARIABLES)) {
     if (env[old] !== undefined && env[old] !== '') {
-      throw new CheckpointError('INVALID_CONFIG', `${old} is no longer read: use ${renamed} (the standard Temporal name; see @temporalio/envconfig). The TLS variables are now TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME`, { field: old, replacement: renamed });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `${old} is no longer read: use ${renamed} (the standard Temporal name; see @temporalio/envconfig). The TLS variables are now TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME`,
+        { field: old, replacement: renamed },
+      );
     }
   }
   for (const input of inputs) {
     if (typeof input !== 'object') continue;
     for (const [old, renamed] of Object.entries(RENAMED_TLS_KEYS)) {
-      if (old in input) throw new CheckpointError('INVALID_CONFIG', `temporal.tls.${old} is no longer read: use temporal.tls.${renamed}`, { field: `temporal.tls.${old}`, replacement: `temporal.tls.${renamed}` });
+      if (old in input)
+        throw new CheckpointError('INVALID_CONFIG', `temporal.tls.${old} is no longer read: use temporal.tls.${renamed}`, {
+          field: `temporal.tls.${old}`,
+          replacement: `temporal.tls.${renamed}`,
+        });
     }
   }
 }
@@ -173,9 +202,16 @@ function checkTlsFiles(tls: ClientConfigTLS, from: (envKey: string, tomlField: s
   const key = ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'tls.client_key_path', 'tls.clientKeyPath'] as const;
   if ((tls.clientCert === undefined) !== (tls.clientKey === undefined)) {
     const [envKey, tomlField, fileField] = tls.clientCert === undefined ? cert : key;
-    throw configError(from(envKey, tomlField, fileField, true), 'is missing: a client certificate and its key (TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH) must be set together');
+    throw configError(
+      from(envKey, tomlField, fileField, true),
+      'is missing: a client certificate and its key (TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH) must be set together',
+    );
   }
-  const files: [ConfigDataSource | undefined, string][] = [[tls.clientCert, from(...cert)], [tls.clientKey, from(...key)], [tls.serverCACert, from('TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'tls.server_ca_cert_path', 'tls.serverCaCertPath')]];
+  const files: [ConfigDataSource | undefined, string][] = [
+    [tls.clientCert, from(...cert)],
+    [tls.clientKey, from(...key)],
+    [tls.serverCACert, from('TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'tls.server_ca_cert_path', 'tls.serverCaCertPath')],
+  ];
   for (const [source, field] of files) {
     if (source !== undefined && 'path' in source && !existsSync(source.path)) throw configError(field, `must name an existing PEM file, got ${JSON.stringify(source.path)}`);
   }

@@ -121,7 +121,11 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
           maxPayloadBytes: config.payload.maxPayloadBytes,
           ...(config.keys.idempotencyKeySecret ? { idempotencyKeySecret: config.keys.idempotencyKeySecret } : {}),
           ...workerPins(config),
-          transientRetry: { initialIntervalMs: config.retry.initialIntervalMs, maximumIntervalMs: config.retry.maximumIntervalMs, maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)) },
+          transientRetry: {
+            initialIntervalMs: config.retry.initialIntervalMs,
+            maximumIntervalMs: config.retry.maximumIntervalMs,
+            maximumAttempts: Math.max(1, Math.min(config.retry.maximumAttempts, 5)),
+          },
         }),
         ...createModelActivities({ adapters: Object.fromEntries(options.models.map((m) => [m.name, m])), store, ...workerPins(config) }),
       },

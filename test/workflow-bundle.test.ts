@@ -17,7 +17,6 @@ describe('workflow bundle (src/workflows)', () => {
   });
 
   it('exports agentWorkflow and its message definitions only', () => {
-     
     const mod = require('../src/workflows') as Record<string, unknown>;
     expect(Object.keys(mod).sort()).toEqual(
       ['MESSAGE_ERROR_TYPES', 'agentWorkflow', 'approveCallUpdate', 'cancelRunSignal', 'rejectCallUpdate', 'resolveOutcomeUpdate', 'runStatusQuery'].sort(),

@@ -23,8 +23,9 @@ export const approvalExpiryScenario: Scenario = {
   id: 'approval-expires-between-attempts',
   title: `approval expires between attempts (send_email, approval lifetime ${APPROVAL_MS} ms, store down before the claim)`,
   forced: `the store is taken away (PostgreSQL stopped / SQLite locked) while the call awaits approval; a person approves it at once; the store comes back once an attempt failed STORE_UNAVAILABLE and at least ${AFTER_EXPIRY_MS} ms after the approval expired`,
-  expected: 'the first attempts fail before the claim (STORE_UNAVAILABLE); the attempt after the expiry fails APPROVAL_EXPIRED; no email; the call is reported rejected / failed with APPROVAL_EXPIRED; its checkpoint is absent, ready, or closed with the refusal as its result; the run completes without a pause',
-  recovery: 'from the approval\'s expiry to the ActivityTaskFailed (APPROVAL_EXPIRED) event',
+  expected:
+    'the first attempts fail before the claim (STORE_UNAVAILABLE); the attempt after the expiry fails APPROVAL_EXPIRED; no email; the call is reported rejected / failed with APPROVAL_EXPIRED; its checkpoint is absent, ready, or closed with the refusal as its result; the run completes without a pause',
+  recovery: "from the approval's expiry to the ActivityTaskFailed (APPROVAL_EXPIRED) event",
   exclusive: true,
   async run(rep: Repetition): Promise<RunOutcome> {
     const x = new Expectations();
@@ -45,12 +46,17 @@ export const approvalExpiryScenario: Scenario = {
     let restored = false;
     const watch = rep.watchAttempts(handle, 200);
     try {
-      const decision = await handle.executeUpdate(approveCallUpdate, { args: [{ callId: call.id, intentDigest: pending!.call.intentDigest!, stateVersion: pending!.status.stateVersion }] });
+      const decision = await handle.executeUpdate(approveCallUpdate, {
+        args: [{ callId: call.id, intentDigest: pending!.call.intentDigest!, stateVersion: pending!.status.stateVersion }],
+      });
       const expiresAt = Date.parse(decision.approvalExpiresAt);
       x.check(expiresAt > Date.now(), 'the approval was still valid when given');
       await sleep(Math.max(0, expiresAt + AFTER_EXPIRY_MS - Date.now()));
       await waitFor(() => (watch.types().includes('STORE_UNAVAILABLE') ? true : undefined), 15_000, 100);
-      x.check(watch.types().includes('STORE_UNAVAILABLE'), `an attempt failed closed with STORE_UNAVAILABLE while the store was down (saw ${watch.types().join(', ') || 'no failure'})`);
+      x.check(
+        watch.types().includes('STORE_UNAVAILABLE'),
+        `an attempt failed closed with STORE_UNAVAILABLE while the store was down (saw ${watch.types().join(', ') || 'no failure'})`,
+      );
       x.equal(await rep.effectCounts([call]), [0], 'emails sent while the store was down');
       await restore();
       restored = true;
@@ -65,7 +71,10 @@ export const approvalExpiryScenario: Scenario = {
         x.equal(state.result.status, 'completed', 'run status');
         const c = state.result.calls[0];
         const expired = c !== undefined && (c.errorType === 'APPROVAL_EXPIRED' || /APPROVAL_EXPIRED|approval expired/i.test(c.reason ?? ''));
-        x.check(c !== undefined && (c.status === 'rejected' || c.status === 'failed') && expired, `the call is reported rejected / failed with APPROVAL_EXPIRED (got ${c?.status} ${c?.errorType} ${c?.reason?.slice(0, 80)})`);
+        x.check(
+          c !== undefined && (c.status === 'rejected' || c.status === 'failed') && expired,
+          `the call is reported rejected / failed with APPROVAL_EXPIRED (got ${c?.status} ${c?.errorType} ${c?.reason?.slice(0, 80)})`,
+        );
         x.equal(state.result.calls.length, 1, 'calls in the result');
       } else {
         x.check(false, `the run did not finish (${state.kind === 'paused' ? `paused on ${state.status.paused?.errorType}` : state.reason})`);
@@ -76,7 +85,10 @@ export const approvalExpiryScenario: Scenario = {
       const record = await rep.record(call);
       const refusal = record?.result?.payload as { ok?: boolean; error?: { type?: string } } | undefined;
       const closed = record !== null && record.status === 'delivered' && refusal?.ok === false && refusal.error?.type === 'APPROVAL_EXPIRED';
-      x.check(record === null || record.status === 'ready' || closed, `checkpoint of the call: ${record?.status ?? 'none'} ${JSON.stringify(refusal ?? null)} (expected none, ready, or the APPROVAL_EXPIRED refusal stored and delivered)`);
+      x.check(
+        record === null || record.status === 'ready' || closed,
+        `checkpoint of the call: ${record?.status ?? 'none'} ${JSON.stringify(refusal ?? null)} (expected none, ready, or the APPROVAL_EXPIRED refusal stored and delivered)`,
+      );
       return outcome(x, event?.failedAt == null ? null : event.failedAt - expiresAt, `seen ${watch.types().join(' → ')}; final attempt ${event?.attempt ?? '?'}`);
     } finally {
       await watch.stop();

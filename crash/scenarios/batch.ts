@@ -45,7 +45,10 @@ async function countsByRecipient(rep: Repetition): Promise<number[]> {
 async function checkNotifications(rep: Repetition, expected: number, x: Expectations): Promise<{ effectsApplied: number; duplicates: number }> {
   const counts = await countsByRecipient(rep);
   const wrong = counts.map((n, i) => ({ recipient: i + 1, n, want: i < expected ? 1 : 0 })).filter((c) => c.n !== c.want);
-  x.check(wrong.length === 0, `notifications per recipient at the provider: expected recipients 1-${expected} once each${expected < BATCH_ITEMS ? ` and ${expected + 1}-${BATCH_ITEMS} never` : ''}; wrong: ${JSON.stringify(wrong.slice(0, 10))}`);
+  x.check(
+    wrong.length === 0,
+    `notifications per recipient at the provider: expected recipients 1-${expected} once each${expected < BATCH_ITEMS ? ` and ${expected + 1}-${BATCH_ITEMS} never` : ''}; wrong: ${JSON.stringify(wrong.slice(0, 10))}`,
+  );
   return { effectsApplied: counts.reduce((a, b) => a + b, 0), duplicates: counts.reduce((a, b) => a + Math.max(0, b - 1), 0) };
 }
 
@@ -62,7 +65,9 @@ function crashAfterItemScenario(spec: { id: string; tool: string; reconciledBy: 
       spec.reconciledBy === 'person'
         ? `the run pauses (OUTCOME_UNKNOWN naming item ${CRASHED_ITEM}) and sends nothing more while it waits; the harness finds item ${CRASHED_ITEM}'s notification at the provider and resolves it applied; the batch resumes after it: every notification applied once, items ${CRASHED_ITEM + 1}-${BATCH_ITEMS} sent only after the resolution`
         : `item ${CRASHED_ITEM} is ${how} before item ${CRASHED_ITEM + 1} starts (the provider's request log); every notification applied once; no pause`,
-    ...(spec.reconciledBy === 'person' ? { recovery: `kill → the run paused (the harness's status query, 200 ms polling); the resolution follows after ${PAUSE_HOLD_MS} ms of watching` } : {}),
+    ...(spec.reconciledBy === 'person'
+      ? { recovery: `kill → the run paused (the harness's status query, 200 ms polling); the resolution follows after ${PAUSE_HOLD_MS} ms of watching` }
+      : {}),
     async run(rep): Promise<RunOutcome> {
       const x = new Expectations();
       const calls = [notificationsCall(rep.tag, spec.tool, BATCH_ITEMS)];
@@ -71,7 +76,11 @@ function crashAfterItemScenario(spec: { id: string; tool: string; reconciledBy: 
       const handle = await rep.start(calls);
       x.equal(await within(armed.exited, 90_000), 'SIGKILL', `the armed worker's exit after item ${CRASHED_ITEM}'s effect`);
       const killedAt = Date.now();
-      x.equal((await countsByRecipient(rep)).reduce((a, b) => a + b, 0), CRASHED_ITEM, 'notifications applied when the worker died');
+      x.equal(
+        (await countsByRecipient(rep)).reduce((a, b) => a + b, 0),
+        CRASHED_ITEM,
+        'notifications applied when the worker died',
+      );
       standby.open();
       await rep.forgetStickyWorker();
 
@@ -110,21 +119,43 @@ function crashAfterItemScenario(spec: { id: string; tool: string; reconciledBy: 
  * sent while the run waits, finds item 20's notification at the provider and resolves it
  * `applied` with its id. Returns when the resolution was sent (ms since the epoch).
  */
-async function resolveItemAsPerson(rep: Repetition, handle: WorkflowHandle<typeof agentWorkflow>, state: Extract<RunState, { kind: 'paused' }>, x: Expectations): Promise<number | null> {
+async function resolveItemAsPerson(
+  rep: Repetition,
+  handle: WorkflowHandle<typeof agentWorkflow>,
+  state: Extract<RunState, { kind: 'paused' }>,
+  x: Expectations,
+): Promise<number | null> {
   const pausedOn = state.status.paused!;
   const recipient = batchRecipients(rep.tag, BATCH_ITEMS)[CRASHED_ITEM - 1]!;
-  x.equal([pausedOn.errorType, pausedOn.item?.key, pausedOn.item?.index, pausedOn.item?.generation], ['OUTCOME_UNKNOWN', recipient, CRASHED_ITEM - 1, 1], 'the pause (type, item key, item index, generation)');
+  x.equal(
+    [pausedOn.errorType, pausedOn.item?.key, pausedOn.item?.index, pausedOn.item?.generation],
+    ['OUTCOME_UNKNOWN', recipient, CRASHED_ITEM - 1, 1],
+    'the pause (type, item key, item index, generation)',
+  );
   const before = await countsByRecipient(rep);
   await sleep(PAUSE_HOLD_MS);
   const after = await countsByRecipient(rep);
   x.equal(after, before, 'notifications while the run waits for a person (nothing may be sent)');
-  x.equal(after.reduce((a, b) => a + b, 0), CRASHED_ITEM, `notifications applied while paused (items ${CRASHED_ITEM + 1}-${BATCH_ITEMS} must wait)`);
+  x.equal(
+    after.reduce((a, b) => a + b, 0),
+    CRASHED_ITEM,
+    `notifications applied while paused (items ${CRASHED_ITEM + 1}-${BATCH_ITEMS} must wait)`,
+  );
   const found = (await provider(rep).list(recipient)).find((n) => n.recipient === recipient);
   if (!x.check(found !== undefined, `item ${CRASHED_ITEM}'s notification is not at the provider`)) return null;
   const resolvedAt = Date.now();
   try {
     await handle.executeUpdate(resolveOutcomeUpdate, {
-      args: [{ callId: pausedOn.callId, pauseId: pausedOn.pauseId, resolution: 'applied', result: { notificationId: found!.notificationId }, receipt: { notificationId: found!.notificationId, sentAt: found!.sentAt }, reason: `crash harness person: ${found!.notificationId} to ${recipient} is in the provider's log` }],
+      args: [
+        {
+          callId: pausedOn.callId,
+          pauseId: pausedOn.pauseId,
+          resolution: 'applied',
+          result: { notificationId: found!.notificationId },
+          receipt: { notificationId: found!.notificationId, sentAt: found!.sentAt },
+          reason: `crash harness person: ${found!.notificationId} to ${recipient} is in the provider's log`,
+        },
+      ],
     });
   } catch (error) {
     x.check(false, `the person's resolution of item ${CRASHED_ITEM} was refused: ${(error as { cause?: { message?: string } }).cause?.message ?? String(error)}`);
@@ -146,14 +177,27 @@ async function checkOrder(rep: Repetition, by: 'lookup' | 'same-key' | 'person',
   if (!x.check(first21 !== undefined, `item ${CRASHED_ITEM + 1} never reached the provider`)) return;
   x.check(first21!.receivedAtMs >= killedAt, `item ${CRASHED_ITEM + 1}'s first request (${show(first21)}) came before the kill`);
   if (by === 'person') {
-    if (resolvedAt !== null) x.check(first21!.receivedAtMs >= resolvedAt, `item ${CRASHED_ITEM + 1}'s first request came ${resolvedAt - first21!.receivedAtMs} ms before the person's resolution of item ${CRASHED_ITEM}`);
+    if (resolvedAt !== null)
+      x.check(
+        first21!.receivedAtMs >= resolvedAt,
+        `item ${CRASHED_ITEM + 1}'s first request came ${resolvedAt - first21!.receivedAtMs} ms before the person's resolution of item ${CRASHED_ITEM}`,
+      );
     x.equal(of(r20).map(show).length, 1, `requests for item ${CRASHED_ITEM} (sent once, never again)`);
     return;
   }
   const want = by === 'lookup' ? { operation: 'lookup', outcome: 'found' } : { operation: 'send', outcome: 'replayed' };
   const reconciliation = of(r20).find((q) => q.receivedAtMs >= killedAt);
-  if (!x.check(reconciliation !== undefined && reconciliation.operation === want.operation && reconciliation.outcome === want.outcome, `item ${CRASHED_ITEM}'s first request after the kill: expected a ${want.operation} answered ${want.outcome}, got ${show(reconciliation)} (all: ${of(r20).map(show).join(', ')})`)) return;
-  x.check(first21!.seq > reconciliation!.seq && reconciliation!.answeredAtMs !== null && first21!.receivedAtMs >= reconciliation!.answeredAtMs, `item ${CRASHED_ITEM + 1}'s first request (${show(first21)}) came before item ${CRASHED_ITEM}'s reconciliation (${show(reconciliation)}) was answered`);
+  if (
+    !x.check(
+      reconciliation !== undefined && reconciliation.operation === want.operation && reconciliation.outcome === want.outcome,
+      `item ${CRASHED_ITEM}'s first request after the kill: expected a ${want.operation} answered ${want.outcome}, got ${show(reconciliation)} (all: ${of(r20).map(show).join(', ')})`,
+    )
+  )
+    return;
+  x.check(
+    first21!.seq > reconciliation!.seq && reconciliation!.answeredAtMs !== null && first21!.receivedAtMs >= reconciliation!.answeredAtMs,
+    `item ${CRASHED_ITEM + 1}'s first request (${show(first21)}) came before item ${CRASHED_ITEM}'s reconciliation (${show(reconciliation)}) was answered`,
+  );
 }
 
 /** Cancellation while item `inFlight` is in flight. */
@@ -181,11 +225,15 @@ function cancelScenario(inFlight: number): Scenario {
       const effects = await checkNotifications(rep, inFlight, x);
       let resultsLost = 0;
       let recoveryMs: number | null = null;
-      if (x.check(state.kind === 'finished', `the run did not finish (${state.kind === 'paused' ? 'paused' : state.kind === 'timeout' ? state.reason : ''})`) && state.kind === 'finished') {
+      if (
+        x.check(state.kind === 'finished', `the run did not finish (${state.kind === 'paused' ? 'paused' : state.kind === 'timeout' ? state.reason : ''})`) &&
+        state.kind === 'finished'
+      ) {
         recoveryMs = Date.now() - cancelledAt;
         x.equal(state.result.status, 'cancelled', 'run status');
         const report = batchCall(state.result)?.batch;
-        if (!x.check(report !== undefined, `the batch call's report is missing from the result (call: ${JSON.stringify(batchCall(state.result) ?? null).slice(0, 300)})`)) resultsLost = 1;
+        if (!x.check(report !== undefined, `the batch call's report is missing from the result (call: ${JSON.stringify(batchCall(state.result) ?? null).slice(0, 300)})`))
+          resultsLost = 1;
         else {
           const recipients = batchRecipients(rep.tag, BATCH_ITEMS);
           x.equal(

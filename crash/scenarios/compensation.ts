@@ -37,7 +37,11 @@ async function orderEffects(rep: Repetition): Promise<OrderEffect[]> {
 
 /** Effects, duplicates (the same kind on the same subject more than once) and the expected sequence of kinds. */
 function checkEffectSequence(effects: readonly OrderEffect[], expected: readonly Kind[], x: Expectations): { effectsApplied: number; duplicates: number } {
-  x.equal(effects.map((e) => e.kind), expected, 'effects at the provider, in the order applied');
+  x.equal(
+    effects.map((e) => e.kind),
+    expected,
+    'effects at the provider, in the order applied',
+  );
   const seen = new Map<string, number>();
   for (const e of effects) seen.set(`${e.kind} ${e.subjectId}`, (seen.get(`${e.kind} ${e.subjectId}`) ?? 0) + 1);
   return { effectsApplied: effects.length, duplicates: [...seen.values()].reduce((a, n) => a + Math.max(0, n - 1), 0) };
@@ -48,13 +52,24 @@ function checkEffectSequence(effects: readonly OrderEffect[], expected: readonly
  * each equal to the bytes stored in the compensation's checkpoint (else counted lost); the
  * result's effects list them as compensated.
  */
-async function checkCompensations(rep: Repetition, calls: readonly ScriptedCall[], result: AgentWorkflowResult, sources: { reserve: readonly string[]; charge: readonly string[] }, x: Expectations): Promise<number> {
+async function checkCompensations(
+  rep: Repetition,
+  calls: readonly ScriptedCall[],
+  result: AgentWorkflowResult,
+  sources: { reserve: readonly string[]; charge: readonly string[] },
+  x: Expectations,
+): Promise<number> {
   let lost = 0;
   const byId = (id: string): CallReport | undefined => result.calls.find((c) => c.modelCallId === id);
-  for (const [call, allowed] of [[calls[0]!, sources.reserve], [calls[1]!, sources.charge]] as const) {
+  for (const [call, allowed] of [
+    [calls[0]!, sources.reserve],
+    [calls[1]!, sources.charge],
+  ] as const) {
     const report = byId(call.id);
     const c = report?.compensation;
-    if (!x.check(c !== undefined && c.status === 'compensated', `${call.name}'s compensation: ${c === undefined ? 'none' : `${c.status} (${c.errorType ?? ''} ${c.reason ?? ''})`}`)) {
+    if (
+      !x.check(c !== undefined && c.status === 'compensated', `${call.name}'s compensation: ${c === undefined ? 'none' : `${c.status} (${c.errorType ?? ''} ${c.reason ?? ''})`}`)
+    ) {
       lost += 1;
       continue;
     }
@@ -62,7 +77,8 @@ async function checkCompensations(rep: Repetition, calls: readonly ScriptedCall[
     const address = rep.address(call.id);
     const record = await rep.stack.inspector.getByCall(address.namespace, compensationBindingCallId(address.callId, c!.generation));
     const same = record?.result != null && c!.outcome !== null && canonicalJson(record.result.payload) === canonicalJson(c!.outcome);
-    if (!x.check(same, `${call.name}'s compensation: checkpoint ${record?.status ?? 'missing'}, the result's outcome ${same ? 'equals' : 'differs from'} the stored bytes`)) lost += 1;
+    if (!x.check(same, `${call.name}'s compensation: checkpoint ${record?.status ?? 'missing'}, the result's outcome ${same ? 'equals' : 'differs from'} the stored bytes`))
+      lost += 1;
   }
   x.equal([...result.effects.compensated].sort(), [calls[0]!.id, calls[1]!.id].sort(), 'effects compensated (call ids)');
   x.equal(result.effects.compensationPending, [], 'effects with a compensation pending');
@@ -72,7 +88,13 @@ async function checkCompensations(rep: Repetition, calls: readonly ScriptedCall[
 
 /** Waits for the run and checks how it stopped. */
 function checkStop(state: RunState, status: RunStatus, because: StopReason, x: Expectations): state is Extract<RunState, { kind: 'finished' }> {
-  if (!x.check(state.kind === 'finished', `the run did not finish (${state.kind === 'paused' ? `paused on ${state.status.paused?.callId} ${state.status.paused?.role ?? ''} ${state.status.paused?.errorType}` : state.kind === 'timeout' ? state.reason : ''})`)) return false;
+  if (
+    !x.check(
+      state.kind === 'finished',
+      `the run did not finish (${state.kind === 'paused' ? `paused on ${state.status.paused?.callId} ${state.status.paused?.role ?? ''} ${state.status.paused?.errorType}` : state.kind === 'timeout' ? state.reason : ''})`,
+    )
+  )
+    return false;
   const result = (state as Extract<RunState, { kind: 'finished' }>).result;
   x.equal([result.status, result.stoppedBecause], [status, because], 'run status and why it stopped');
   return true;
@@ -105,7 +127,15 @@ const shipRejectedScenario: Scenario = {
     const effects = checkEffectSequence(await orderEffects(rep), ['inventory.reserve', 'payment.charge', 'payment.refund', 'inventory.release'], x);
     let resultsLost = 0;
     if (checkStop(state, 'incomplete', 'compensate-on', x)) {
-      x.equal(state.result.calls.map((c) => [c.toolName, c.status, c.outcome !== null && 'ok' in c.outcome ? c.outcome.ok : null]), [['reserve_inventory', 'completed', true], ['charge_payment', 'completed', true], ['create_shipment', 'completed', false]], 'calls (tool, status, ok)');
+      x.equal(
+        state.result.calls.map((c) => [c.toolName, c.status, c.outcome !== null && 'ok' in c.outcome ? c.outcome.ok : null]),
+        [
+          ['reserve_inventory', 'completed', true],
+          ['charge_payment', 'completed', true],
+          ['create_shipment', 'completed', false],
+        ],
+        'calls (tool, status, ok)',
+      );
       resultsLost = (await lostOfCallsThatRan(rep, calls, state, x)) + (await checkCompensations(rep, calls, state.result, { reserve: ['executed'], charge: ['executed'] }, x));
     }
     return { ...effects, resultsLost, paused: false, unknownNotPaused: false, recoveryMs: null, failures: x.failures };
@@ -114,19 +144,23 @@ const shipRejectedScenario: Scenario = {
 
 const refundKilledScenario: Scenario = {
   id: 'saga-refund-after-effect-kill',
-  title: 'the shipment refused; kill right after the refund\'s effect, before its result was stored (refund_payment, lookup and key dedupe)',
+  title: "the shipment refused; kill right after the refund's effect, before its result was stored (refund_payment, lookup and key dedupe)",
   forced: `${ORDER_FORCED} to ${UNSERVED_DESTINATION}; TTC_CRASH_AT=after-effect:refund_payment on the only worker; a standby joins after the SIGKILL`,
   expected: 'the refund is recovered by its lookup or its key (applied once), then the release runs once: effects reserve, charge, refund, release',
-  recovery: 'kill → the run\'s result (the refund recovered and the release run)',
+  recovery: "kill → the run's result (the refund recovered and the release run)",
   async run(rep): Promise<RunOutcome> {
     const x = new Expectations();
     const calls = orderCalls(rep.tag, { destination: UNSERVED_DESTINATION });
     const armed = await rep.worker({ crashAt: { point: 'after-effect', toolName: 'refund_payment' } });
     const standby = rep.standby();
     const handle = await rep.start(calls, { compensateOn: ['BUSINESS_REJECTION'] });
-    x.equal(await within(armed.exited, 90_000), 'SIGKILL', 'the armed worker\'s exit after the refund\'s effect');
+    x.equal(await within(armed.exited, 90_000), 'SIGKILL', "the armed worker's exit after the refund's effect");
     const killedAt = Date.now();
-    x.equal((await orderEffects(rep)).map((e) => e.kind), ['inventory.reserve', 'payment.charge', 'payment.refund'], 'effects when the worker died');
+    x.equal(
+      (await orderEffects(rep)).map((e) => e.kind),
+      ['inventory.reserve', 'payment.charge', 'payment.refund'],
+      'effects when the worker died',
+    );
     standby.open();
     await rep.forgetStickyWorker();
     const state = await rep.settle(handle);
@@ -134,7 +168,9 @@ const refundKilledScenario: Scenario = {
     const effects = checkEffectSequence(await orderEffects(rep), ['inventory.reserve', 'payment.charge', 'payment.refund', 'inventory.release'], x);
     let resultsLost = 0;
     if (checkStop(state, 'incomplete', 'compensate-on', x)) {
-      resultsLost = (await lostOfCallsThatRan(rep, calls, state, x)) + (await checkCompensations(rep, calls, state.result, { reserve: ['executed'], charge: ['lookup', 'same-key-repeat'] }, x));
+      resultsLost =
+        (await lostOfCallsThatRan(rep, calls, state, x)) +
+        (await checkCompensations(rep, calls, state.result, { reserve: ['executed'], charge: ['lookup', 'same-key-repeat'] }, x));
     }
     return { ...effects, resultsLost, paused: false, unknownNotPaused: false, recoveryMs, failures: x.failures };
   },
@@ -145,19 +181,23 @@ const cancelAfterChargeScenario: Scenario = {
   title: 'reserve → charge, then the run is cancelled while the shipment waits for approval',
   forced: `${ORDER_FORCED}; create_shipment needs approval; the harness signals cancelRun once the shipment awaits it (the run's compensateOn is [])`,
   expected: 'the run ends cancelled; the shipment never ran; refund then release run once each: effects reserve, charge, refund, release',
-  recovery: 'cancel → the run\'s result',
+  recovery: "cancel → the run's result",
   async run(rep): Promise<RunOutcome> {
     const x = new Expectations();
     const calls = orderCalls(rep.tag);
     await rep.worker();
     const handle = await rep.start(calls, { compensateOn: [], approvalRequired: { create_shipment: { expiresAfterMs: 120_000 } } });
     // The charge has completed and the shipment waits for its approval (approvals may be asked for before earlier calls ran).
-    const waiting = await waitFor(async () => {
-      const status = await handle.query(runStatusQuery).catch(() => null);
-      const charged = status?.calls.some((c) => c.modelCallId === calls[1]!.id && c.status === 'completed');
-      const awaiting = status?.pendingCalls.some((c) => c.modelCallId === calls[2]!.id && c.status === 'awaiting-approval');
-      return charged && awaiting ? true : undefined;
-    }, 90_000, 100);
+    const waiting = await waitFor(
+      async () => {
+        const status = await handle.query(runStatusQuery).catch(() => null);
+        const charged = status?.calls.some((c) => c.modelCallId === calls[1]!.id && c.status === 'completed');
+        const awaiting = status?.pendingCalls.some((c) => c.modelCallId === calls[2]!.id && c.status === 'awaiting-approval');
+        return charged && awaiting ? true : undefined;
+      },
+      90_000,
+      100,
+    );
     x.check(waiting === true, 'the charge never completed with the shipment waiting for approval');
     const cancelledAt = Date.now();
     await handle.signal(cancelRunSignal, { reason: 'crash harness: the customer cancelled the order' });
@@ -177,7 +217,8 @@ const refundRefusedScenario: Scenario = {
   id: 'saga-compensation-refused',
   title: `the shipment refused; the refund refused for good by the provider (${NO_REFUND_CARD}: 403, PERMISSION_DENIED)`,
   forced: `${ORDER_FORCED} to ${UNSERVED_DESTINATION}, paid with ${NO_REFUND_CARD}`,
-  expected: 'the run pauses with the refund pending (role compensation) and does not retry it by itself; the harness, as the person who refunded through the card issuer, resolves it applied; the release runs; both compensated (refund source resolution); effects reserve, charge, release',
+  expected:
+    'the run pauses with the refund pending (role compensation) and does not retry it by itself; the harness, as the person who refunded through the card issuer, resolves it applied; the release runs; both compensated (refund source resolution); effects reserve, charge, release',
   recovery: 'none (no crash)',
   async run(rep): Promise<RunOutcome> {
     const x = new Expectations();
@@ -201,16 +242,35 @@ const refundRefusedScenario: Scenario = {
 };
 
 /** Checks the pause is the charge's compensation refused for good and that nothing runs meanwhile, then resolves it applied. */
-async function resolveRefundAsPerson(rep: Repetition, handle: WorkflowHandle<typeof agentWorkflow>, calls: readonly ScriptedCall[], state: Extract<RunState, { kind: 'paused' }>, x: Expectations): Promise<void> {
+async function resolveRefundAsPerson(
+  rep: Repetition,
+  handle: WorkflowHandle<typeof agentWorkflow>,
+  calls: readonly ScriptedCall[],
+  state: Extract<RunState, { kind: 'paused' }>,
+  x: Expectations,
+): Promise<void> {
   const p = state.status.paused!;
   x.equal([p.callId, p.role, p.errorType], [calls[1]!.id, 'compensation', 'PERMISSION_DENIED'], 'the pause (call, role, type)');
   const before = await orderEffects(rep);
   await sleep(PAUSE_HOLD_MS);
-  x.equal((await orderEffects(rep)).map((e) => e.kind), before.map((e) => e.kind), 'effects while the compensation waits for a person (nothing may run)');
+  x.equal(
+    (await orderEffects(rep)).map((e) => e.kind),
+    before.map((e) => e.kind),
+    'effects while the compensation waits for a person (nothing may run)',
+  );
   const charge = before.find((e) => e.kind === 'payment.charge');
   try {
     await handle.executeUpdate(resolveOutcomeUpdate, {
-      args: [{ callId: p.callId, pauseId: p.pauseId, resolution: 'applied', result: { chargeId: charge?.subjectId ?? 'unknown', refundId: `issuer-${rep.tag}` }, receipt: { refundedBy: 'card issuer' }, reason: 'crash harness person: refunded through the card issuer' }],
+      args: [
+        {
+          callId: p.callId,
+          pauseId: p.pauseId,
+          resolution: 'applied',
+          result: { chargeId: charge?.subjectId ?? 'unknown', refundId: `issuer-${rep.tag}` },
+          receipt: { refundedBy: 'card issuer' },
+          reason: 'crash harness person: refunded through the card issuer',
+        },
+      ],
     });
   } catch (error) {
     x.check(false, `the person's resolution of the refund was refused: ${(error as { cause?: { message?: string } }).cause?.message ?? String(error)}`);

@@ -93,11 +93,19 @@ export function crashWindowScenario(spec: CrashWindowSpec): Scenario {
         if (x.check(atKill?.status === 'executing' && execution != null, `checkpoint when the worker died: ${atKill?.status ?? 'none'} (expected executing)`)) {
           const deadlineAt = execution!.deadlineAt === null ? Date.parse(execution!.claimedAt) + CRASH_CALL_DEADLINE_MS : Date.parse(execution!.deadlineAt);
           const settleAt = deadlineAt + DEFAULT_RECONCILE_MARGIN_MS;
-          if (recoveredAt != null) x.check(recoveredAt >= settleAt - CLOCK_SLACK_MS, `the call ${paused ? 'paused' : 'completed'} ${recoveredAt - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled (${settleAt - Date.parse(execution!.claimedAt)} ms)`);
+          if (recoveredAt != null)
+            x.check(
+              recoveredAt >= settleAt - CLOCK_SLACK_MS,
+              `the call ${paused ? 'paused' : 'completed'} ${recoveredAt - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled (${settleAt - Date.parse(execution!.claimedAt)} ms)`,
+            );
           if (!paused) {
             const final = await rep.record(calls[spec.crashedCall]!);
             x.equal(final?.execution?.previousAttemptId, execution!.attemptId, 'the fence the completing attempt took over');
-            if (final?.execution != null) x.check(Date.parse(final.execution.claimedAt) >= settleAt - CLOCK_SLACK_MS, `the fence was taken over ${Date.parse(final.execution.claimedAt) - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled`);
+            if (final?.execution != null)
+              x.check(
+                Date.parse(final.execution.claimedAt) >= settleAt - CLOCK_SLACK_MS,
+                `the fence was taken over ${Date.parse(final.execution.claimedAt) - Date.parse(execution!.claimedAt)} ms after the killed claim, before it settled`,
+              );
           }
         }
       }

@@ -62,13 +62,27 @@ function redeployScenario(spec: RedeploySpec): Scenario {
       }
       if (stored) {
         x.equal(pauses, [], 'pauses (the stored result must be delivered)');
-        if (state.kind === 'finished') x.equal(state.result.calls.map((c) => [c.status, c.source]), [['completed', 'store']], 'calls (status, source)');
+        if (state.kind === 'finished')
+          x.equal(
+            state.result.calls.map((c) => [c.status, c.source]),
+            [['completed', 'store']],
+            'calls (status, source)',
+          );
         x.equal(event?.result?.source, 'store', 'source of the result the new worker returned');
         x.equal(event?.result?.storedUnder, { toolName: 'send_email', toolRevision: 'v1' }, 'storedUnder of the result the new worker returned');
       } else {
         x.check(!unknownNotPaused, 'the outcome was unknown but the run did not pause');
-        x.equal(pauses.map((p) => [p.callId, p.errorType, p.resolution]), [[call.id, 'OUTCOME_UNKNOWN', 'applied']], 'pause (call, type, what the operator found)');
-        if (state.kind === 'finished') x.equal(state.result.calls.map((c) => [c.status, c.source]), [['resolved-applied', 'resolution']], 'calls (status, source)');
+        x.equal(
+          pauses.map((p) => [p.callId, p.errorType, p.resolution]),
+          [[call.id, 'OUTCOME_UNKNOWN', 'applied']],
+          'pause (call, type, what the operator found)',
+        );
+        if (state.kind === 'finished')
+          x.equal(
+            state.result.calls.map((c) => [c.status, c.source]),
+            [['resolved-applied', 'resolution']],
+            'calls (status, source)',
+          );
       }
       const final = await rep.record(call);
       x.equal(final?.binding.toolRevision, 'v1', 'the checkpoint keeps the revision it was claimed under');

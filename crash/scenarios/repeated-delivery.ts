@@ -50,12 +50,22 @@ export const repeatedDeliveryScenario: Scenario = {
     if (state.kind === 'finished') {
       const got = state.result.calls[0];
       x.equal(got?.source, 'store', 'call source');
-      x.check(got?.outcome != null && delivered?.result != null && canonicalJson(got.outcome) === canonicalJson(delivered.result.payload), 'the run received the bytes stored at the first delivery');
+      x.check(
+        got?.outcome != null && delivered?.result != null && canonicalJson(got.outcome) === canonicalJson(delivered.result.payload),
+        'the run received the bytes stored at the first delivery',
+      );
     }
     const effects = await checkEffects(rep, [call], x);
     const resultsLost = await countLostResults(rep, [call], state, x);
     const event = (await rep.callEvents(handle)).get(call.id);
     x.equal(event?.attempt, FAILED_DELIVERIES + 1, 'attempt that delivered to Temporal');
-    return { ...effects, resultsLost, paused: pauses.length > 0, unknownNotPaused: false, recoveryMs: event?.completedAt == null ? null : event.completedAt - firstKillAt, failures: x.failures };
+    return {
+      ...effects,
+      resultsLost,
+      paused: pauses.length > 0,
+      unknownNotPaused: false,
+      recoveryMs: event?.completedAt == null ? null : event.completedAt - firstKillAt,
+      failures: x.failures,
+    };
   },
 };

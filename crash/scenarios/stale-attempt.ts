@@ -25,7 +25,8 @@ export const staleAttemptScenario: Scenario = {
   id: 'stale-attempt',
   title: 'stale attempt: attempt 1 stalls past its heartbeat timeout after the effect (create_ticket)',
   forced: 'the first worker blocks its process right after the effect (crash/tools.ts TTC_CRASH_STALL_DIR) until the takeover attempt on a standby has delivered, then is released',
-  expected: 'the takeover records previousAttemptId = attempt 1 and delivers the lookup receipt; attempt 1 fails with FENCE_CONFLICT; the stored result stays the takeover\'s; one ticket',
+  expected:
+    "the takeover records previousAttemptId = attempt 1 and delivers the lookup receipt; attempt 1 fails with FENCE_CONFLICT; the stored result stays the takeover's; one ticket",
   async run(rep: Repetition): Promise<RunOutcome> {
     const x = new Expectations();
     const call = ticketCall(rep.tag, 1);
@@ -60,9 +61,14 @@ export const staleAttemptScenario: Scenario = {
     const after = await rep.record(call);
     if (takenOver !== null && after !== null) {
       x.equal(after.revision, takenOver.revision, 'checkpoint revision after attempt 1 tried to finish (its result is discarded)');
-      x.check(canonicalJson(after.result?.payload ?? null) === canonicalJson(takenOver.result?.payload ?? null), 'the stored result is still the takeover attempt\'s');
+      x.check(canonicalJson(after.result?.payload ?? null) === canonicalJson(takenOver.result?.payload ?? null), "the stored result is still the takeover attempt's");
     }
-    if (state.kind === 'finished') x.equal(state.result.calls.map((c) => c.source), ['lookup'], 'call source');
+    if (state.kind === 'finished')
+      x.equal(
+        state.result.calls.map((c) => c.source),
+        ['lookup'],
+        'call source',
+      );
     const effects = await checkEffects(rep, [call], x);
     const resultsLost = await countLostResults(rep, [call], state, x);
     const event = (await rep.callEvents(handle)).get(call.id);

@@ -60,8 +60,17 @@ export const storeOutageAfterClaimScenario: Scenario = {
       restored = true;
 
       const { state, pauses } = await settleWithOperator(rep, handle, [call], x);
-      x.equal(pauses.map((p) => [p.callId, p.resolution]), [[call.id, 'applied']], 'pause (call, what the operator found)');
-      if (state.kind === 'finished') x.equal(state.result.calls.map((c) => [c.status, c.source]), [['resolved-applied', 'resolution']], 'calls (status, source)');
+      x.equal(
+        pauses.map((p) => [p.callId, p.resolution]),
+        [[call.id, 'applied']],
+        'pause (call, what the operator found)',
+      );
+      if (state.kind === 'finished')
+        x.equal(
+          state.result.calls.map((c) => [c.status, c.source]),
+          [['resolved-applied', 'resolution']],
+          'calls (status, source)',
+        );
       const effects = await checkEffects(rep, [call], x);
       const resultsLost = await countLostResults(rep, [call], state, x);
       return {

@@ -44,7 +44,7 @@ export const storeOutageScenario: Scenario = {
         // The model turn needs the store too (it reads the conversation from it):
         // whichever of the run's activities is pending must fail closed.
         for (const activity of pending) {
-          const kind = isToolCallActivityType(activity.activityType?.name) ? 'tool call' : activity.activityType?.name ?? 'activity';
+          const kind = isToolCallActivityType(activity.activityType?.name) ? 'tool call' : (activity.activityType?.name ?? 'activity');
           kinds.add(kind);
           attempts = Math.max(attempts, activity.attempt ?? 0);
           const type = activity.lastFailure?.applicationFailureInfo?.type;
@@ -63,11 +63,23 @@ export const storeOutageScenario: Scenario = {
 
       const { state, pauses } = await settleWithOperator(rep, handle, [call], x);
       x.equal(pauses, [], 'pauses');
-      if (state.kind === 'finished') x.equal(state.result.calls.map((c) => c.source), ['executed'], 'call source');
+      if (state.kind === 'finished')
+        x.equal(
+          state.result.calls.map((c) => c.source),
+          ['executed'],
+          'call source',
+        );
       const effects = await checkEffects(rep, [call], x);
       const resultsLost = await countLostResults(rep, [call], state, x);
       const completedAt = (await rep.callEvents(handle)).get(call.id)?.completedAt;
-      return { ...effects, resultsLost, paused: pauses.length > 0, unknownNotPaused: false, recoveryMs: completedAt == null ? null : completedAt - restoredAt, failures: x.failures };
+      return {
+        ...effects,
+        resultsLost,
+        paused: pauses.length > 0,
+        unknownNotPaused: false,
+        recoveryMs: completedAt == null ? null : completedAt - restoredAt,
+        failures: x.failures,
+      };
     } finally {
       if (!restored) await restore();
     }

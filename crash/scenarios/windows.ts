@@ -21,7 +21,8 @@ export const windowScenarios = [
   crashWindowScenario({
     id: 'after-claim-lookup',
     title: 'kill after the claim, before the tool ran (create_ticket, lookup and key dedupe)',
-    expected: 'lookup finds nothing; the provider deduplicates by key, so the call is repeated at once with the same key (docs/protocol.md#reconciliation): one ticket, source same-key-repeat',
+    expected:
+      'lookup finds nothing; the provider deduplicates by key, so the call is repeated at once with the same key (docs/protocol.md#reconciliation): one ticket, source same-key-repeat',
     crashAt: { point: 'after-claim', toolName: 'create_ticket' },
     calls: (tag) => [ticketCall(tag, 1)],
     crashedCall: 0,
@@ -30,7 +31,8 @@ export const windowScenarios = [
   crashWindowScenario({
     id: 'after-claim-lookup-only',
     title: 'kill after the claim, before the tool ran (create_ticket_lookup: lookup, no key dedupe)',
-    expected: 'the next attempts wait (RECONCILE_PENDING) until the claim settles (claimedAt + callDeadlineMs + margin); then lookup proves absence, the fence is taken over and the call runs once more under the same key: one ticket, source executed',
+    expected:
+      'the next attempts wait (RECONCILE_PENDING) until the claim settles (claimedAt + callDeadlineMs + margin); then lookup proves absence, the fence is taken over and the call runs once more under the same key: one ticket, source executed',
     crashAt: { point: 'after-claim', toolName: 'create_ticket_lookup' },
     calls: (tag) => [ticketCall(tag, 1, 'create_ticket_lookup')],
     crashedCall: 0,
@@ -101,7 +103,8 @@ export const windowScenarios = [
   crashWindowScenario({
     id: 'batch-of-three',
     title: 'three calls in one model turn, kill after the effects of the first two (create_ticket ×2, send_email)',
-    expected: 'the first is delivered before the kill, the second recovered by lookup (source lookup, or store when the attempt that looked it up stored it but its completion reached Temporal after its heartbeat timeout), only the third executes after the kill: three effects',
+    expected:
+      'the first is delivered before the kill, the second recovered by lookup (source lookup, or store when the attempt that looked it up stored it but its completion reached Temporal after its heartbeat timeout), only the third executes after the kill: three effects',
     crashAt: { point: 'after-effect', toolName: 'create_ticket', occurrence: 2 },
     calls: (tag) => [ticketCall(tag, 1), ticketCall(tag, 2), emailCall(tag, 3)],
     crashedCall: 1,

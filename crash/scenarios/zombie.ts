@@ -100,11 +100,11 @@ function zombieScenario(spec: ZombieSpec): Scenario {
       try {
         const claimed = await rep.waitForRecord(call, (r) => r.status === 'executing', 10_000).catch((error: Error) => (x.check(false, error.message), null));
         if (claimed === null) return failed(x);
-        x.equal(claimed.execution?.attemptId, zombieAttemptId, 'the claim is the zombie attempt\'s');
+        x.equal(claimed.execution?.attemptId, zombieAttemptId, "the claim is the zombie attempt's");
         const claimedAt = Date.parse(claimed.execution!.claimedAt);
         // The claim declares its deadline (claimedAt + callDeadlineMs); it settles a margin later.
         const deadlineAt = claimed.execution!.deadlineAt === null ? claimedAt + ZOMBIE_CALL_DEADLINE_MS : Date.parse(claimed.execution!.deadlineAt);
-        x.equal(deadlineAt - claimedAt, ZOMBIE_CALL_DEADLINE_MS, 'the claim\'s declared deadline after its claim time, ms');
+        x.equal(deadlineAt - claimedAt, ZOMBIE_CALL_DEADLINE_MS, "the claim's declared deadline after its claim time, ms");
         const settleAt = deadlineAt + DEFAULT_RECONCILE_MARGIN_MS;
 
         // Let the zombie's request go once attempt 2 has arrived and given up (or just before the zombie's deadline).
@@ -122,18 +122,23 @@ function zombieScenario(spec: ZombieSpec): Scenario {
         } else if (second !== undefined) {
           x.equal(second.type, 'RECONCILE_PENDING', 'failure of attempt 2 (arrived while attempt 1 was mid-request)');
           x.check(
-            second.nextRetryDelayMs !== null && second.nextRetryDelayMs >= settleAt - second.seenAt - CLOCK_SLACK_MS && second.nextRetryDelayMs <= settleAt - claimedAt + CLOCK_SLACK_MS,
+            second.nextRetryDelayMs !== null &&
+              second.nextRetryDelayMs >= settleAt - second.seenAt - CLOCK_SLACK_MS &&
+              second.nextRetryDelayMs <= settleAt - claimedAt + CLOCK_SLACK_MS,
             `attempt 2's nextRetryDelay (${second.nextRetryDelayMs} ms) reaches settleAt (${settleAt - second.seenAt} ms after it was seen)`,
           );
         }
         const duringWait = await rep.record(call);
         x.equal(duringWait?.execution?.attemptId, zombieAttemptId, 'the fence right after attempt 2 failed (attempt 2 wrote nothing)');
-        x.check(duringWait?.status === 'executing' || duringWait?.status === 'completed' || duringWait?.status === 'delivering' || duringWait?.status === 'delivered', `checkpoint status after attempt 2 (${duringWait?.status})`);
+        x.check(
+          duringWait?.status === 'executing' || duringWait?.status === 'completed' || duringWait?.status === 'delivering' || duringWait?.status === 'delivered',
+          `checkpoint status after attempt 2 (${duringWait?.status})`,
+        );
 
         let takenOver: Awaited<ReturnType<typeof rep.record>> = null;
         if (spec.lookup) {
           const stalled = await waitForFile(join(zombie.dir, 'stalled.json'), 10_000);
-          x.check(stalled !== null, 'the zombie\'s request never returned (no effect before its deadline)');
+          x.check(stalled !== null, "the zombie's request never returned (no effect before its deadline)");
           takenOver = await rep.waitForRecord(call, (r) => r.status === 'delivered', 60_000).catch((error: Error) => (x.check(false, error.message), null));
           if (takenOver !== null) {
             x.equal(takenOver.execution?.previousAttemptId, zombieAttemptId, 'execution.previousAttemptId of the stored record (the takeover)');
@@ -153,7 +158,7 @@ function zombieScenario(spec: ZombieSpec): Scenario {
           x.equal(pauses, [], 'pauses');
           if (takenOver !== null && after !== null) {
             x.equal(after.revision, takenOver.revision, 'checkpoint revision after the zombie was released (its result is discarded)');
-            x.check(canonicalJson(after.result?.payload ?? null) === canonicalJson(takenOver.result?.payload ?? null), 'the stored result is still the takeover\'s');
+            x.check(canonicalJson(after.result?.payload ?? null) === canonicalJson(takenOver.result?.payload ?? null), "the stored result is still the takeover's");
           }
           // The stored result is what the lookup found (crash/tools.ts marks its receipt). The attempt that
           // stored it normally delivers it (source lookup); when that attempt's completion misses the
@@ -161,24 +166,45 @@ function zombieScenario(spec: ZombieSpec): Scenario {
           const receipt = (after?.result?.payload as { receipt?: { foundBy?: string } } | undefined)?.receipt;
           x.equal(receipt?.foundBy, 'lookup', 'the stored result came from the lookup (receipt.foundBy)');
           const source = state.kind === 'finished' ? state.result.calls[0]?.source : undefined;
-          if (state.kind === 'finished') x.check(source === 'lookup' || source === 'store', `call source: expected lookup (or store, the lookup's stored result redelivered), got ${source}`);
+          if (state.kind === 'finished')
+            x.check(source === 'lookup' || source === 'store', `call source: expected lookup (or store, the lookup's stored result redelivered), got ${source}`);
         } else if (pauses.length === 0) {
-          x.equal(after?.execution?.attemptId, zombieAttemptId, 'the stored result is the zombie attempt\'s own');
+          x.equal(after?.execution?.attemptId, zombieAttemptId, "the stored result is the zombie attempt's own");
           x.equal(after?.execution?.previousAttemptId ?? null, null, 'nobody took the fence over');
-          if (state.kind === 'finished') x.equal(state.result.calls.map((c) => c.source), ['store'], 'call source');
+          if (state.kind === 'finished')
+            x.equal(
+              state.result.calls.map((c) => c.source),
+              ['store'],
+              'call source',
+            );
         } else {
-          x.equal(pauses.map((p) => [p.errorType, p.resolution]), [['OUTCOME_UNKNOWN', 'applied']], 'pause (type, what the operator found)');
+          x.equal(
+            pauses.map((p) => [p.errorType, p.resolution]),
+            [['OUTCOME_UNKNOWN', 'applied']],
+            'pause (type, what the operator found)',
+          );
         }
         if (event?.completedAt != null && pauses.length === 0) {
-          x.check(event.completedAt >= settleAt - CLOCK_SLACK_MS, `the call completed ${event.completedAt - claimedAt} ms after the claim, before settleAt (${settleAt - claimedAt} ms)`);
+          x.check(
+            event.completedAt >= settleAt - CLOCK_SLACK_MS,
+            `the call completed ${event.completedAt - claimedAt} ms after the claim, before settleAt (${settleAt - claimedAt} ms)`,
+          );
           x.check((event.attempt ?? 0) >= 3, `attempt that delivered to Temporal (${event.attempt}) comes after the one that waited`);
         }
-        x.check(!existsSync(other.held), 'a later attempt called the tool again while the zombie\'s claim was unsettled');
+        x.check(!existsSync(other.held), "a later attempt called the tool again while the zombie's claim was unsettled");
         const effects = await checkEffects(rep, [call], x);
         const resultsLost = await countLostResults(rep, [call], state, x);
         const endAt = pauses.length > 0 ? event?.failedAt : event?.completedAt;
         const timing = `workers polling after ${readyAt - startedAt} ms, claim ${claimedAt - readyAt} ms later; attempt 2 seen failed ${second === undefined ? '?' : second.seenAt - claimedAt} ms and request released ${releasedAt - claimedAt} ms after the claim; run settled ${Date.now() - cutAt} ms after the cut`;
-        return { ...effects, resultsLost, paused: pauses.length > 0, unknownNotPaused: false, recoveryMs: endAt == null ? null : endAt - cutAt, failures: x.failures, note: timing };
+        return {
+          ...effects,
+          resultsLost,
+          paused: pauses.length > 0,
+          unknownNotPaused: false,
+          recoveryMs: endAt == null ? null : endAt - cutAt,
+          failures: x.failures,
+          note: timing,
+        };
       } finally {
         await watch.stop();
       }

@@ -34,15 +34,21 @@ export function createNotificationTool(url: string): ToolDefinition<any> {
     dedupesByKey: true,
     keyRetentionMs: 24 * 60 * 60 * 1_000,
     async execute(args: z.infer<typeof input>, ctx) {
-      const report = await ctx.forEachItem!(args.recipients, (recipient) => recipient, async (recipient, item) => {
-        const sent = await classified(() => provider.send({ recipient, message: args.message }, { idempotencyKey: item.idempotencyKey, signal: item.signal }));
-        return { output: { notificationId: sent.notificationId }, receipt: { notificationId: sent.notificationId, sentAt: sent.sentAt } };
-      });
+      const report = await ctx.forEachItem!(
+        args.recipients,
+        (recipient) => recipient,
+        async (recipient, item) => {
+          const sent = await classified(() => provider.send({ recipient, message: args.message }, { idempotencyKey: item.idempotencyKey, signal: item.signal }));
+          return { output: { notificationId: sent.notificationId }, receipt: { notificationId: sent.notificationId, sentAt: sent.sentAt } };
+        },
+      );
       return { output: { applied: report.applied, rejected: report.rejected } };
     },
     async lookup(ctx) {
       const sent = await classified(() => provider.findByKey(ctx.idempotencyKey, { signal: ctx.signal }));
-      return sent === null ? { found: false } : { found: true, output: { notificationId: sent.notificationId }, receipt: { notificationId: sent.notificationId, sentAt: sent.sentAt } };
+      return sent === null
+        ? { found: false }
+        : { found: true, output: { notificationId: sent.notificationId }, receipt: { notificationId: sent.notificationId, sentAt: sent.sentAt } };
     },
   });
 }

@@ -14,29 +14,9 @@
  * | reset, timeout or abort after sending; 500, 502, 504; unreadable 2xx | `unknown-outcome` | `maybe` | only with the same idempotency key, or after a lookup |
  */
 import { classifyHttpFailure } from '../../src/activities/contract/error-classes';
-import type {
-  CloseTicketResult,
-  CreateTicketInput,
-  EffectsReport,
-  EmailReceipt,
-  FaultSettings,
-  ProblemDetails,
-  SendEmailInput,
-  Ticket,
-  TicketReceipt,
-} from './types';
+import type { CloseTicketResult, CreateTicketInput, EffectsReport, EmailReceipt, FaultSettings, ProblemDetails, SendEmailInput, Ticket, TicketReceipt } from './types';
 
-export type {
-  CloseTicketResult,
-  CreateTicketInput,
-  EffectsReport,
-  EmailReceipt,
-  FaultSettings,
-  ProblemDetails,
-  SendEmailInput,
-  Ticket,
-  TicketReceipt,
-} from './types';
+export type { CloseTicketResult, CreateTicketInput, EffectsReport, EmailReceipt, FaultSettings, ProblemDetails, SendEmailInput, Ticket, TicketReceipt } from './types';
 
 /** How a tool should treat a failed provider call. */
 export type ProviderErrorKind = 'transient' | 'rejected' | 'unknown-outcome';
@@ -150,15 +130,7 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
 }
 
 /** Error codes of a connection attempt that never delivered a byte of the request. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The network error codes inside a `fetch failed` error (its cause, or an AggregateError's members). */
 function networkCodes(error: unknown): string[] {
@@ -399,8 +371,7 @@ function classifyNetworkError(operation: string, error: unknown, signal: AbortSi
 /** An HTTP error answer as a {@link ProviderError} of the kind `classifyHttpFailure` gives it. */
 function classifyStatus(operation: string, response: Response, body: unknown, keyed: boolean): ProviderError {
   const status = response.status;
-  const problem =
-    typeof body === 'object' && body !== null && typeof (body as ProblemDetails).title === 'string' ? (body as ProblemDetails) : undefined;
+  const problem = typeof body === 'object' && body !== null && typeof (body as ProblemDetails).title === 'string' ? (body as ProblemDetails) : undefined;
   const summary = `${operation}: ${status} ${problem?.title ?? response.statusText}${problem?.detail ? ` (${problem.detail})` : ''}`;
   const base = { operation, status, problem, sent: 'yes' as const, keyed };
   const { kind } = classifyHttpFailure({ status, problemType: typeof problem?.type === 'string' ? problem.type : undefined, sent: 'yes', keyed });

@@ -63,7 +63,12 @@ export function createIdempotencyKeys(db: Database.Database): IdempotencyKeys {
       return undefined;
     }
     if (row.fingerprint !== fingerprint) {
-      throw new HttpProblem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', 'this key was first used with another request body; use a new key for a new request');
+      throw new HttpProblem(
+        422,
+        'idempotency-key-reused',
+        'Idempotency-Key reused with a different request',
+        'this key was first used with another request body; use a new key for a new request',
+      );
     }
     if (row.state === 'in-flight') throw inFlight();
     return row;

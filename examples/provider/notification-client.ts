@@ -35,7 +35,8 @@ export class NotificationClient extends ProviderClient {
 
   /** `GET /notifications/requests?recipientPrefix=`: the send and lookup requests for those recipients, in arrival order. */
   async requests(recipientPrefix: string, options: CallOptions = {}): Promise<NotificationRequest[]> {
-    return (await this.request('notificationRequests', 'GET', `/notifications/requests?recipientPrefix=${encodeURIComponent(recipientPrefix)}`, options)).body as NotificationRequest[];
+    return (await this.request('notificationRequests', 'GET', `/notifications/requests?recipientPrefix=${encodeURIComponent(recipientPrefix)}`, options))
+      .body as NotificationRequest[];
   }
 }
 

@@ -127,12 +127,28 @@ export function notificationRoutes(kit: RouteKit): RouteHandler {
     }
     if (segments.length === 2 && segments[1] === 'requests' && method === 'GET') {
       const rows = stmt.requests.all({ prefix: query.get('recipientPrefix') ?? '' });
-      sendJson(res, 200, rows.map((r): NotificationRequest => ({ seq: r.seq, operation: r.operation, recipient: r.recipient, idempotencyKey: r.idempotency_key, outcome: r.outcome, receivedAtMs: r.received_at_ms, answeredAtMs: r.answered_at_ms })));
+      sendJson(
+        res,
+        200,
+        rows.map((r): NotificationRequest => ({
+          seq: r.seq,
+          operation: r.operation,
+          recipient: r.recipient,
+          idempotencyKey: r.idempotency_key,
+          outcome: r.outcome,
+          receivedAtMs: r.received_at_ms,
+          answeredAtMs: r.answered_at_ms,
+        })),
+      );
       return true;
     }
     if (segments.length === 1 && method === 'GET') {
       const rows = stmt.list.all({ prefix: query.get('recipientPrefix') ?? '' });
-      sendJson(res, 200, rows.map((r): Notification => ({ notificationId: r.notification_id, recipient: r.recipient, message: r.message, idempotencyKey: r.idempotency_key, sentAt: r.sent_at })));
+      sendJson(
+        res,
+        200,
+        rows.map((r): Notification => ({ notificationId: r.notification_id, recipient: r.recipient, message: r.message, idempotencyKey: r.idempotency_key, sentAt: r.sent_at })),
+      );
       return true;
     }
     return false;

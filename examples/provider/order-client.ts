@@ -54,7 +54,11 @@ export class OrderClient extends ProviderClient {
 
   private async keyed<T>(operation: string, path: string, body: unknown, options: KeyedCallOptions): Promise<T> {
     const { idempotencyKey, ...rest } = options;
-    const res = await this.request(operation, 'POST', path, { ...rest, ...(body === undefined ? {} : { body }), headers: { 'Idempotency-Key': toStructuredString(idempotencyKey) } });
+    const res = await this.request(operation, 'POST', path, {
+      ...rest,
+      ...(body === undefined ? {} : { body }),
+      headers: { 'Idempotency-Key': toStructuredString(idempotencyKey) },
+    });
     return res.body as T;
   }
 }

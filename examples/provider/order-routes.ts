@@ -78,7 +78,15 @@ export function orderRoutes(kit: RouteKit): RouteHandler {
     ),
   };
 
-  const create = (kind: ResourceKind, prefix: string, effect: OrderEffect['kind'], orderId: string, data: object, status: string, key: string | null): { id: string; at: string } => {
+  const create = (
+    kind: ResourceKind,
+    prefix: string,
+    effect: OrderEffect['kind'],
+    orderId: string,
+    data: object,
+    status: string,
+    key: string | null,
+  ): { id: string; at: string } => {
     const id = `${prefix}-${String(stmt.nextSeq.get()!.next).padStart(6, '0')}`;
     const at = nowIso();
     stmt.insert.run(id, kind, orderId, JSON.stringify(data), status, at);
@@ -86,10 +94,18 @@ export function orderRoutes(kit: RouteKit): RouteHandler {
     return { id, at };
   };
   /** Undoes a resource (release, refund): 404 unknown, 410 already undone; `refuse` may refuse it for good. */
-  const undo = (kind: ResourceKind, id: string, undoneStatus: string, effect: OrderEffect['kind'], key: string | null, refuse?: (row: ResourceRow) => HttpProblem | null): { row: ResourceRow; at: string } => {
+  const undo = (
+    kind: ResourceKind,
+    id: string,
+    undoneStatus: string,
+    effect: OrderEffect['kind'],
+    key: string | null,
+    refuse?: (row: ResourceRow) => HttpProblem | null,
+  ): { row: ResourceRow; at: string } => {
     const row = stmt.get.get(id, kind);
     if (!row) throw new HttpProblem(404, `${kind}-not-found`, `No such ${kind}`, id);
-    if (row.status === undoneStatus) throw new HttpProblem(410, `already-${undoneStatus}`, `The ${kind} is already ${undoneStatus}`, `${id} was ${undoneStatus} at ${row.undone_at}; nothing was applied`);
+    if (row.status === undoneStatus)
+      throw new HttpProblem(410, `already-${undoneStatus}`, `The ${kind} is already ${undoneStatus}`, `${id} was ${undoneStatus} at ${row.undone_at}; nothing was applied`);
     const refusal = refuse?.(row);
     if (refusal) throw refusal;
     const at = nowIso();
@@ -152,7 +168,9 @@ export function orderRoutes(kit: RouteKit): RouteHandler {
         const id = s[2]!;
         return mutate(r, { id }, () => {
           const refuse = (row: ResourceRow) =>
-            (JSON.parse(row.data) as ChargeInput).card === NO_REFUND_CARD ? new HttpProblem(403, 'refund-not-permitted', 'Refund not permitted', `charges to ${NO_REFUND_CARD} are refunded by the card issuer, not through the API`) : null;
+            (JSON.parse(row.data) as ChargeInput).card === NO_REFUND_CARD
+              ? new HttpProblem(403, 'refund-not-permitted', 'Refund not permitted', `charges to ${NO_REFUND_CARD} are refunded by the card issuer, not through the API`)
+              : null;
           const { at } = undo('charge', id, 'refunded', 'payment.refund', keyOf(r), refuse);
           return { status: 200, body: { chargeId: id, refundId: `RF-${id}`, refundedAt: at } satisfies RefundReceipt };
         });
@@ -163,14 +181,19 @@ export function orderRoutes(kit: RouteKit): RouteHandler {
       if (s.length === 1 && method === 'POST') {
         const input = body<CreateShipmentInput>(await readJson(r.req), ['orderId', 'destination']);
         return mutate(r, input, () => {
-          if (input.destination === UNSERVED_DESTINATION) throw new HttpProblem(422, 'destination-not-served', 'No carrier serves this destination', `nothing ships to ${UNSERVED_DESTINATION}`);
+          if (input.destination === UNSERVED_DESTINATION)
+            throw new HttpProblem(422, 'destination-not-served', 'No carrier serves this destination', `nothing ships to ${UNSERVED_DESTINATION}`);
           const { id, at } = create('shipment', 'S', 'shipment.create', input.orderId, input, 'created', keyOf(r));
           return { status: 201, body: { shipmentId: id, orderId: input.orderId, createdAt: at } satisfies ShipmentReceipt };
         });
       }
     }
     if (s[0] === 'orders' && s.length === 3 && s[2] === 'effects' && method === 'GET') {
-      sendJson(r.res, 200, stmt.effects.all(s[1]!).map((e): OrderEffect => ({ seq: e.seq, kind: e.kind, subjectId: e.subject_id, idempotencyKey: e.idempotency_key, at: e.at })));
+      sendJson(
+        r.res,
+        200,
+        stmt.effects.all(s[1]!).map((e): OrderEffect => ({ seq: e.seq, kind: e.kind, subjectId: e.subject_id, idempotencyKey: e.idempotency_key, at: e.at })),
+      );
       return true;
     }
     return false;

@@ -44,18 +44,7 @@ import { orderRoutes } from './order-routes';
 import type { RouteHandler, RouteKit } from './routes';
 
 export { MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey } from './http';
-import type {
-  CloseTicketResult,
-  CreateTicketInput,
-  DuplicateEffect,
-  EffectKind,
-  EffectsReport,
-  EmailReceipt,
-  FaultSettings,
-  SendEmailInput,
-  Ticket,
-  TicketReceipt,
-} from './types';
+import type { CloseTicketResult, CreateTicketInput, DuplicateEffect, EffectKind, EffectsReport, EmailReceipt, FaultSettings, SendEmailInput, Ticket, TicketReceipt } from './types';
 
 const EFFECT_KINDS: readonly EffectKind[] = [
   'ticket.create',
@@ -155,20 +144,14 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
 
   const keys = createIdempotencyKeys(db);
   const stmt = {
-    insertTicket: db.prepare(
-      `INSERT INTO tickets (ticket_id, title, body, queue, status, created_at, idempotency_key) VALUES (?, ?, ?, ?, 'open', ?, ?)`,
-    ),
+    insertTicket: db.prepare(`INSERT INTO tickets (ticket_id, title, body, queue, status, created_at, idempotency_key) VALUES (?, ?, ?, ?, 'open', ?, ?)`),
     nextTicketSeq: db.prepare<[], { next: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM tickets`),
     getTicket: db.prepare<[string], TicketRow>(`SELECT * FROM tickets WHERE ticket_id = ?`),
     listTickets: db.prepare<[], TicketRow>(`SELECT * FROM tickets ORDER BY seq`),
     closeTicket: db.prepare(`UPDATE tickets SET status = 'closed', closed_at = ? WHERE ticket_id = ? AND status = 'open'`),
     insertEmail: db.prepare(`INSERT INTO emails (message_id, to_addr, subject, body, sent_at) VALUES (?, ?, ?, ?, ?)`),
-    listEmails: db.prepare<[], { message_id: string; to_addr: string; subject: string; body: string; sent_at: string }>(
-      `SELECT * FROM emails ORDER BY seq`,
-    ),
-    insertEffect: db.prepare(
-      `INSERT INTO effects (kind, logical_key, idempotency_key, subject_id, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
+    listEmails: db.prepare<[], { message_id: string; to_addr: string; subject: string; body: string; sent_at: string }>(`SELECT * FROM emails ORDER BY seq`),
+    insertEffect: db.prepare(`INSERT INTO effects (kind, logical_key, idempotency_key, subject_id, detail, at) VALUES (?, ?, ?, ?, ?, ?)`),
     countByKind: db.prepare<[], { kind: EffectKind; n: number }>(`SELECT kind, COUNT(*) AS n FROM effects GROUP BY kind`),
     countByKey: db.prepare<[], { idempotency_key: string; n: number }>(
       `SELECT idempotency_key, COUNT(*) AS n FROM effects WHERE idempotency_key IS NOT NULL GROUP BY idempotency_key ORDER BY idempotency_key`,
@@ -187,9 +170,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
     return { ticketId, receipt: `rcpt_${randomBytes(12).toString('hex')}`, createdAt };
   }
 
-  const applyUnkeyedCreate = db.transaction((input: CreateTicketInput, fingerprint: string) =>
-    createTicketEffect(input, undefined, fingerprint),
-  );
+  const applyUnkeyedCreate = db.transaction((input: CreateTicketInput, fingerprint: string) => createTicketEffect(input, undefined, fingerprint));
 
   const applyKeyedCreate = db.transaction((input: CreateTicketInput, key: string, fingerprint: string): string => {
     const response = JSON.stringify(createTicketEffect(input, key, fingerprint));
@@ -251,10 +232,7 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
   function injectEarlyFault(pathname: string, res: http.ServerResponse): boolean {
     if (!options.faults || (faults.pathPrefix !== undefined && !pathname.startsWith(faults.pathPrefix))) return false;
     const retryAfterMs = faults.retryAfterMs ?? 1000;
-    const retryAfter =
-      faults.retryAfterFormat === 'http-date'
-        ? new Date(Date.now() + retryAfterMs).toUTCString()
-        : String(Math.max(0, Math.ceil(retryAfterMs / 1000)));
+    const retryAfter = faults.retryAfterFormat === 'http-date' ? new Date(Date.now() + retryAfterMs).toUTCString() : String(Math.max(0, Math.ceil(retryAfterMs / 1000)));
     if (counters.rateLimit > 0) {
       counters.rateLimit -= 1;
       sendProblem(res, new HttpProblem(429, 'rate-limited', 'Too Many Requests', 'injected fault', { 'Retry-After': retryAfter }));
@@ -329,7 +307,10 @@ export function createProviderServer(options: ProviderServerOptions): ProviderSe
     const method = req.method ?? 'GET';
     let segments: string[];
     try {
-      segments = pathname.split('/').filter((s) => s.length > 0).map((s) => decodeURIComponent(s));
+      segments = pathname
+        .split('/')
+        .filter((s) => s.length > 0)
+        .map((s) => decodeURIComponent(s));
     } catch {
       throw new HttpProblem(400, 'invalid-path', 'Invalid path', 'malformed percent-encoding');
     }

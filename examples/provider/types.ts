@@ -57,15 +57,7 @@ export interface EmailReceipt {
 
 /** Kinds of effect the provider counts. */
 export type EffectKind =
-  | 'ticket.create'
-  | 'ticket.close'
-  | 'email.send'
-  | 'notification.send'
-  | 'inventory.reserve'
-  | 'inventory.release'
-  | 'payment.charge'
-  | 'payment.refund'
-  | 'shipment.create';
+  'ticket.create' | 'ticket.close' | 'email.send' | 'notification.send' | 'inventory.reserve' | 'inventory.release' | 'payment.charge' | 'payment.refund' | 'shipment.create';
 
 /**
  * One logical request applied more than once. `logicalKey` is the idempotency key for a

@@ -11,11 +11,13 @@ export const recordReading = defineTool({
   name: 'record_reading',
   revision: 'v1',
   input: z.object({ city: z.string().min(1), celsius: z.number() }).strict(),
-  async lookup(ctx) { // proves presence or absence of an earlier effect
+  async lookup(ctx) {
+    // proves presence or absence of an earlier effect
     const found = findByKey(ctx.idempotencyKey);
     return found ? { found: true, output: { recorded: found.city } } : { found: false };
   },
-  async execute(input, ctx) { // gets a frozen, validated copy of the input
+  async execute(input, ctx) {
+    // gets a frozen, validated copy of the input
     save({ key: ctx.idempotencyKey, ...input }); // send ctx.idempotencyKey to your provider
     return { output: { recorded: input.city }, receipt: { key: ctx.idempotencyKey } };
   },

@@ -100,7 +100,9 @@ describe('a plain workflow on the time-skipping server, its activity fenced by t
       activities: { sendWelcomeEmail: sendWelcomeEmailLosingTheFirstAnswer },
       plugins: [plugin],
     });
-    const result = await worker.runUntil(env.client.workflow.execute('signupWorkflow', { taskQueue: 'signup-lost-answer', workflowId: `signup-lost-${Date.now()}`, args: ['ada@example.com'] }));
+    const result = await worker.runUntil(
+      env.client.workflow.execute('signupWorkflow', { taskQueue: 'signup-lost-answer', workflowId: `signup-lost-${Date.now()}`, args: ['ada@example.com'] }),
+    );
     expect(result).toEqual({ messageId: 'msg-1' });
     expect(outbox).toHaveLength(1);
     // The fence waits for the lost attempt's settle time (call deadline + margin, 35 s) on the server's clock, not 35 real seconds of retries.

@@ -13,7 +13,13 @@ import { defineTool } from '../../src/activities';
 const LOG = process.env.WEATHER_LOG ?? '.data/weather-readings.jsonl';
 
 function readings(): Array<{ key: string; city: string; celsius: number }> {
-  return existsSync(LOG) ? readFileSync(LOG, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return existsSync(LOG)
+    ? readFileSync(LOG, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 export const recordReading = defineTool({

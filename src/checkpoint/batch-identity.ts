@@ -29,14 +29,20 @@ export interface ItemRef {
  */
 export function assertItemKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_ITEM_KEY_LENGTH || /[\u0000-\u001f\u007f-\u009f]/.test(key) || !key.isWellFormed()) {
-    throw new CheckpointError('INVALID_ARGUMENT', `an item key must be a string of 1 to ${MAX_ITEM_KEY_LENGTH} characters without control characters, got ${typeof key === 'string' ? JSON.stringify(key.slice(0, 64)) : typeof key}`, { field: 'itemKey' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `an item key must be a string of 1 to ${MAX_ITEM_KEY_LENGTH} characters without control characters, got ${typeof key === 'string' ? JSON.stringify(key.slice(0, 64)) : typeof key}`,
+      { field: 'itemKey' },
+    );
   }
 }
 
 /** @throws {@link CheckpointError} INVALID_ARGUMENT for a generation that is not an integer from 1 to {@link MAX_ITEM_GENERATION}. */
 export function assertItemGeneration(generation: unknown): asserts generation is number {
   if (!Number.isSafeInteger(generation) || (generation as number) < 1 || (generation as number) > MAX_ITEM_GENERATION) {
-    throw new CheckpointError('INVALID_ARGUMENT', `an item generation must be an integer from 1 to ${MAX_ITEM_GENERATION}, got ${JSON.stringify(generation)}`, { field: 'generation' });
+    throw new CheckpointError('INVALID_ARGUMENT', `an item generation must be an integer from 1 to ${MAX_ITEM_GENERATION}, got ${JSON.stringify(generation)}`, {
+      field: 'generation',
+    });
   }
 }
 
@@ -52,7 +58,13 @@ export function itemBinding(call: Binding, key: string, generation: number, item
   assertItemGeneration(generation);
   const callId = canonicalJson(['ttc/item/1', call.callId, key, generation], 'callId');
   assertIdentifier(callId, 'callId');
-  return { namespace: call.namespace, callId, toolName: call.toolName, toolRevision: call.toolRevision, inputFingerprint: fingerprintInput(['ttc/item-input/1', call.inputFingerprint, item]) };
+  return {
+    namespace: call.namespace,
+    callId,
+    toolName: call.toolName,
+    toolRevision: call.toolRevision,
+    inputFingerprint: fingerprintInput(['ttc/item-input/1', call.inputFingerprint, item]),
+  };
 }
 
 /**

@@ -83,8 +83,7 @@ export function assertJsonValue(value: unknown, what: string, options: JsonBound
     if (count > maxValues) {
       throw new CheckpointError('PAYLOAD_TOO_LARGE', `${what} has more than ${maxValues} JSON values`, { field: what, limit: maxValues, bound: 'values' });
     }
-    const notJson = (kind: string): CheckpointError =>
-      new CheckpointError('NOT_JSON', `${what} at ${path} is ${kind}, not a JSON value`, { field: what, path, kind });
+    const notJson = (kind: string): CheckpointError => new CheckpointError('NOT_JSON', `${what} at ${path} is ${kind}, not a JSON value`, { field: what, path, kind });
     switch (typeof v) {
       case 'boolean':
         continue;
@@ -173,7 +172,11 @@ export function parseTimestamp(value: unknown, field: string): number {
  */
 export function assertReason(value: unknown, field: string): asserts value is string {
   if (typeof value !== 'string' || value.trim().length === 0 || value.length > LIMITS.maxReasonLength || !value.isWellFormed()) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${LIMITS.maxReasonLength} characters`, { field, limit: LIMITS.maxReasonLength, actual: describe(value) });
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${LIMITS.maxReasonLength} characters`, {
+      field,
+      limit: LIMITS.maxReasonLength,
+      actual: describe(value),
+    });
   }
 }
 

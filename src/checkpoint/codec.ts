@@ -82,7 +82,11 @@ export function serializeCheckpoint(record: CheckpointRecord, options?: SealOpti
 export function parseCheckpoint(text: string, options: ParseOptions = {}): CheckpointRecord {
   if (typeof text !== 'string') throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint must be text, got ${typeof text}`, { field: '$' });
   if (text.length > MAX_STORED_TEXT_LENGTH) {
-    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint is ${text.length} characters, over the limit of ${MAX_STORED_TEXT_LENGTH}`, { field: '$', limit: MAX_STORED_TEXT_LENGTH, actual: text.length });
+    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint is ${text.length} characters, over the limit of ${MAX_STORED_TEXT_LENGTH}`, {
+      field: '$',
+      limit: MAX_STORED_TEXT_LENGTH,
+      actual: text.length,
+    });
   }
   let value: unknown;
   try {
@@ -113,13 +117,25 @@ function assertCanonical(text: string, value: unknown): void {
   // deep; bound the text's depth before the (recursive) AST parser sees it.
   const depth = maxNestingDepth(text);
   if (depth > RECORD_BOUNDS.maxDepth) {
-    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint nests ${depth} levels, deeper than ${RECORD_BOUNDS.maxDepth}`, { field: '$', reason: 'PAYLOAD_TOO_LARGE', limit: RECORD_BOUNDS.maxDepth, actual: depth });
+    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint nests ${depth} levels, deeper than ${RECORD_BOUNDS.maxDepth}`, {
+      field: '$',
+      reason: 'PAYLOAD_TOO_LARGE',
+      limit: RECORD_BOUNDS.maxDepth,
+      actual: depth,
+    });
   }
   const duplicate = findDuplicateKey(text);
   if (duplicate !== null) {
-    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint has duplicate key ${JSON.stringify(duplicate.key)} at ${duplicate.path}`, { field: duplicate.path, key: duplicate.key, reason: 'duplicate-key' });
+    throw new CheckpointError('INVALID_CHECKPOINT', `stored checkpoint has duplicate key ${JSON.stringify(duplicate.key)} at ${duplicate.path}`, {
+      field: duplicate.path,
+      key: duplicate.key,
+      reason: 'duplicate-key',
+    });
   }
-  throw new CheckpointError('INVALID_CHECKPOINT', 'stored checkpoint is not in RFC 8785 canonical form (edited or written by another tool)', { field: '$', reason: 'not-canonical' });
+  throw new CheckpointError('INVALID_CHECKPOINT', 'stored checkpoint is not in RFC 8785 canonical form (edited or written by another tool)', {
+    field: '$',
+    reason: 'not-canonical',
+  });
 }
 
 function verifySeal(record: Record<string, unknown>, seal: unknown, options: ParseOptions): void {
@@ -128,22 +144,39 @@ function verifySeal(record: Record<string, unknown>, seal: unknown, options: Par
   if (options.hmacKey !== undefined) keys.set(options.keyId ?? '', options.hmacKey);
   const keyed = keys.size > 0;
   if (seal === undefined) {
-    if (keyed) throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
+    if (keyed)
+      throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
     return;
   }
   const s = seal as Partial<Seal>;
-  if (typeof seal !== 'object' || seal === null || s.alg !== 'HMAC-SHA256' || typeof s.keyId !== 'string' || typeof s.mac !== 'string' || !MAC_PATTERN.test(s.mac) || Object.keys(seal).length !== 3) {
+  if (
+    typeof seal !== 'object' ||
+    seal === null ||
+    s.alg !== 'HMAC-SHA256' ||
+    typeof s.keyId !== 'string' ||
+    typeof s.mac !== 'string' ||
+    !MAC_PATTERN.test(s.mac) ||
+    Object.keys(seal).length !== 3
+  ) {
     throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint has a malformed seal', { field: 'seal', reason: 'malformed' });
   }
   const key = keys.get(s.keyId) ?? (options.keyId === undefined ? options.hmacKey : undefined);
   if (key === undefined) {
-    throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, { field: 'seal.keyId', keyId: s.keyId, reason: 'unknown-key' });
+    throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, {
+      field: 'seal.keyId',
+      keyId: s.keyId,
+      reason: 'unknown-key',
+    });
   }
   assertKey(key, 'hmacKey');
   const expected = Buffer.from(mac(key, s.keyId, canonicalJson(record, 'checkpoint', RECORD_BOUNDS)), 'hex');
   const actual = Buffer.from(s.mac, 'hex');
   if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) {
-    throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint's seal does not verify with key id ${JSON.stringify(s.keyId)} (tampered or wrong key)`, { field: 'seal.mac', keyId: s.keyId, reason: 'mismatch' });
+    throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint's seal does not verify with key id ${JSON.stringify(s.keyId)} (tampered or wrong key)`, {
+      field: 'seal.mac',
+      keyId: s.keyId,
+      reason: 'mismatch',
+    });
   }
 }
 

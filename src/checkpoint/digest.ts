@@ -89,7 +89,10 @@ export function idempotencyKey(parts: IdempotencyKeyParts, secret?: Uint8Array):
  */
 export function assertIdempotencyKeySecret(secret: unknown): asserts secret is Uint8Array {
   if (!(secret instanceof Uint8Array) || secret.length < MIN_IDEMPOTENCY_KEY_SECRET_BYTES) {
-    throw new CheckpointError('INVALID_ARGUMENT', `idempotencyKeySecret must be a Buffer of at least ${MIN_IDEMPOTENCY_KEY_SECRET_BYTES} bytes`, { field: 'idempotencyKeySecret', limit: MIN_IDEMPOTENCY_KEY_SECRET_BYTES });
+    throw new CheckpointError('INVALID_ARGUMENT', `idempotencyKeySecret must be a Buffer of at least ${MIN_IDEMPOTENCY_KEY_SECRET_BYTES} bytes`, {
+      field: 'idempotencyKeySecret',
+      limit: MIN_IDEMPOTENCY_KEY_SECRET_BYTES,
+    });
   }
 }
 

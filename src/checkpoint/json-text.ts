@@ -10,8 +10,7 @@ import { parse as parseAst } from '@humanwhocodes/momoa';
 
 /** Something `JSON.parse` would silently drop or change. `path` is JSONPath-like: `$.a.b[0]`. */
 export type JsonTextFinding =
-  | { readonly kind: 'duplicate-key'; readonly key: string; readonly path: string }
-  | { readonly kind: 'inexact-number'; readonly token: string; readonly path: string };
+  { readonly kind: 'duplicate-key'; readonly key: string; readonly path: string } | { readonly kind: 'inexact-number'; readonly token: string; readonly path: string };
 
 /** Deepest nesting of `[`/`{` in syntactically valid JSON text, outside strings (iterative). */
 export function maxNestingDepth(text: string): number {
@@ -21,7 +20,8 @@ export function maxNestingDepth(text: string): number {
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i += 1; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i += 1; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) max = Math.max(max, (depth += 1));

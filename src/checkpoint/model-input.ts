@@ -100,7 +100,12 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
     } else if (typeof v === 'object' && v !== null) {
       for (const key of Object.keys(v)) {
         const at = `${path}${segment(key)}`;
-        if (FORBIDDEN.has(key)) return problem('forbidden-key', at, `member name ${JSON.stringify(key)} at ${cut(at)} is not allowed in tool input (refused at any depth: ${FORBIDDEN_INPUT_KEYS.join(', ')})`);
+        if (FORBIDDEN.has(key))
+          return problem(
+            'forbidden-key',
+            at,
+            `member name ${JSON.stringify(key)} at ${cut(at)} is not allowed in tool input (refused at any depth: ${FORBIDDEN_INPUT_KEYS.join(', ')})`,
+          );
         stack.push({ v: v[key] as JsonValue, path: at });
       }
     }
@@ -108,7 +113,8 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
   const bytes = utf8ByteLength(canonicalize(value) as string);
   if (bytes > maxBytes) return problem('too-large', '$', `tool input is ${bytes} bytes as canonical JSON, over the limit of ${maxBytes}`);
   const [duplicate] = options.duplicateKeys ?? [];
-  if (duplicate !== undefined) return problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`);
+  if (duplicate !== undefined)
+    return problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`);
   const [inexact] = options.inexactNumbers ?? [];
   return inexact === undefined ? null : inexactNumber(inexact);
 }

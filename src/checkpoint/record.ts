@@ -27,7 +27,10 @@ const MAX_STORED_REASON_LENGTH = 4 * LIMITS.maxReasonLength + 512;
  */
 export function assertBinding(binding: unknown): asserts binding is Binding {
   if (typeof binding !== 'object' || binding === null) {
-    throw new CheckpointError('INVALID_ARGUMENT', 'binding must be an object with namespace, callId, toolName, toolRevision and inputFingerprint', { field: 'binding', actual: describe(binding) });
+    throw new CheckpointError('INVALID_ARGUMENT', 'binding must be an object with namespace, callId, toolName, toolRevision and inputFingerprint', {
+      field: 'binding',
+      actual: describe(binding),
+    });
   }
   const b = binding as Record<string, unknown>;
   assertIdentifier(b.namespace, 'namespace');
@@ -35,7 +38,10 @@ export function assertBinding(binding: unknown): asserts binding is Binding {
   assertIdentifier(b.toolName, 'toolName');
   assertIdentifier(b.toolRevision, 'toolRevision');
   if (typeof b.inputFingerprint !== 'string' || !FINGERPRINT_PATTERN.test(b.inputFingerprint)) {
-    throw new CheckpointError('INVALID_ARGUMENT', 'inputFingerprint must be "sha256:" followed by 64 lowercase hex digits (see fingerprintInput)', { field: 'inputFingerprint', actual: describe(b.inputFingerprint) });
+    throw new CheckpointError('INVALID_ARGUMENT', 'inputFingerprint must be "sha256:" followed by 64 lowercase hex digits (see fingerprintInput)', {
+      field: 'inputFingerprint',
+      actual: describe(b.inputFingerprint),
+    });
   }
 }
 
@@ -58,23 +64,25 @@ export function bindingDifferences(a: Binding, b: Binding): string[] {
 export function createCheckpoint(binding: Binding, options: { createdAt: string }): CheckpointRecord {
   assertBinding(binding);
   parseTimestamp(options?.createdAt, 'createdAt');
-  return trustValid(deepFreeze({
-    schemaVersion: CURRENT_SCHEMA_VERSION,
-    binding: {
-      namespace: binding.namespace,
-      callId: binding.callId,
-      toolName: binding.toolName,
-      toolRevision: binding.toolRevision,
-      inputFingerprint: binding.inputFingerprint,
-    },
-    status: 'ready',
-    revision: 0,
-    createdAt: options.createdAt,
-    updatedAt: options.createdAt,
-    execution: null,
-    result: null,
-    delivery: null,
-  }));
+  return trustValid(
+    deepFreeze({
+      schemaVersion: CURRENT_SCHEMA_VERSION,
+      binding: {
+        namespace: binding.namespace,
+        callId: binding.callId,
+        toolName: binding.toolName,
+        toolRevision: binding.toolRevision,
+        inputFingerprint: binding.inputFingerprint,
+      },
+      status: 'ready',
+      revision: 0,
+      createdAt: options.createdAt,
+      updatedAt: options.createdAt,
+      execution: null,
+      result: null,
+      delivery: null,
+    }),
+  );
 }
 
 /**
@@ -151,7 +159,10 @@ export function validateCheckpoint(record: unknown): record is CheckpointRecord 
     if ((uncertainAt === null) !== (execution.uncertainReason === null)) throw invalid('execution.uncertainReason', 'uncertainAt and uncertainReason are set together');
     // A store with an encryption key stores the reason encrypted: '$enc:…' text, longer than the plaintext.
     const maxReason = typeof execution.uncertainReason === 'string' && execution.uncertainReason.startsWith('$enc:') ? MAX_STORED_REASON_LENGTH : LIMITS.maxReasonLength;
-    if (execution.uncertainReason !== null && (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > maxReason || !execution.uncertainReason.isWellFormed())) {
+    if (
+      execution.uncertainReason !== null &&
+      (typeof execution.uncertainReason !== 'string' || execution.uncertainReason.length > maxReason || !execution.uncertainReason.isWellFormed())
+    ) {
       throw invalid('execution.uncertainReason', 'uncertainReason must be a bounded string');
     }
     if (status === 'uncertain' && uncertainAt === null) throw invalid('execution.uncertainAt', 'an uncertain record records when it became uncertain');

@@ -54,7 +54,11 @@ export type ResolutionDecision =
  *   `executingBeforeSettle: 'allow'`); `return-settled` or `already-settled` for a stored result;
  *   `never-claimed` for `ready`. Never throws; does not mutate `record`.
  */
-export function decideResolution(record: CheckpointRecord, at: { readonly now: number; readonly settleAt: () => number; readonly expectedRevision?: number }, rules: ResolutionRules): ResolutionDecision {
+export function decideResolution(
+  record: CheckpointRecord,
+  at: { readonly now: number; readonly settleAt: () => number; readonly expectedRevision?: number },
+  rules: ResolutionRules,
+): ResolutionDecision {
   if (at.expectedRevision !== undefined && record.revision !== at.expectedRevision) return refuse({ kind: 'stale-decision', seenRevision: at.expectedRevision });
   switch (record.status) {
     case 'ready':

@@ -28,7 +28,15 @@ export function claimExecution(record: CheckpointRecord, args: { attemptId: stri
   assertIdentifier(args.attemptId, 'attemptId');
   return finish(record, at, 'execute', {
     status: 'executing',
-    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null, deadlineAt: deadlineOf(args.deadlineAt, at) },
+    execution: {
+      attemptId: args.attemptId,
+      claimedAt: at,
+      finishedAt: null,
+      uncertainAt: null,
+      uncertainReason: null,
+      previousAttemptId: null,
+      deadlineAt: deadlineOf(args.deadlineAt, at),
+    },
   });
 }
 
@@ -61,7 +69,11 @@ export function renewExecution(record: CheckpointRecord, args: { attemptId: stri
   const deadlineAt = deadlineOf(args.deadlineAt, at);
   const current = record.execution!.deadlineAt;
   if (deadlineAt === null || (current !== null && Date.parse(deadlineAt) < Date.parse(current))) {
-    throw new CheckpointError('INVALID_ARGUMENT', `renewExecution: deadlineAt ${String(args.deadlineAt)} is before the current deadline ${String(current)}; a renewal never shortens a claim`, { field: 'deadlineAt', actual: args.deadlineAt ?? null });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `renewExecution: deadlineAt ${String(args.deadlineAt)} is before the current deadline ${String(current)}; a renewal never shortens a claim`,
+      { field: 'deadlineAt', actual: args.deadlineAt ?? null },
+    );
   }
   return finish(record, at, 'execute', { execution: { ...record.execution!, deadlineAt } });
 }
@@ -109,7 +121,15 @@ export function reclaimExecution(record: CheckpointRecord, args: { attemptId: st
   }
   return finish(record, at, 'execute', {
     status: 'executing',
-    execution: { attemptId: args.attemptId, claimedAt: at, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: args.previousAttemptId, deadlineAt: deadlineOf(args.deadlineAt, at) },
+    execution: {
+      attemptId: args.attemptId,
+      claimedAt: at,
+      finishedAt: null,
+      uncertainAt: null,
+      uncertainReason: null,
+      previousAttemptId: args.previousAttemptId,
+      deadlineAt: deadlineOf(args.deadlineAt, at),
+    },
   });
 }
 
@@ -125,10 +145,7 @@ export function reclaimExecution(record: CheckpointRecord, args: { attemptId: st
  *   record moved on to completed and beyond); INVALID_TRANSITION from ready or for the owner of
  *   an already completed record; PAYLOAD_TOO_LARGE, NOT_JSON for the result; INVALID_ARGUMENT.
  */
-export function completeExecution(
-  record: CheckpointRecord,
-  args: { attemptId: string; at: string; result: unknown; maxPayloadBytes?: number },
-): TransitionResult {
+export function completeExecution(record: CheckpointRecord, args: { attemptId: string; at: string; result: unknown; maxPayloadBytes?: number }): TransitionResult {
   const at = begin(record, args, 'completeExecution', ['executing', 'uncertain'], { field: 'attemptId', fence: args?.attemptId });
   const limit = resolveMaxPayloadBytes(args.maxPayloadBytes);
   const text = canonicalJson(args.result, 'result');
@@ -255,13 +272,17 @@ function assertFence(record: CheckpointRecord, field: 'attemptId' | 'deliveryId'
 
 function fenceConflict(record: CheckpointRecord, field: 'attemptId' | 'deliveryId', fence: string, transition: string): CheckpointError {
   const held = (field === 'attemptId' ? record.execution?.attemptId : record.delivery?.deliveryId) ?? null;
-  return new CheckpointError('FENCE_CONFLICT', `${transition} by ${field} ${JSON.stringify(fence)} refused: the fence is held by ${JSON.stringify(held)} (status ${record.status})`, {
-    transition,
-    field,
-    actual: fence,
-    heldBy: held,
-    fromStatus: record.status,
-  });
+  return new CheckpointError(
+    'FENCE_CONFLICT',
+    `${transition} by ${field} ${JSON.stringify(fence)} refused: the fence is held by ${JSON.stringify(held)} (status ${record.status})`,
+    {
+      transition,
+      field,
+      actual: fence,
+      heldBy: held,
+      fromStatus: record.status,
+    },
+  );
 }
 
 /**

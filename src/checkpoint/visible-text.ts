@@ -40,10 +40,12 @@ export function deciderNameRefusal(name: unknown): string | null {
     return `who decides must be named by a string of 1 to ${MAX_DECIDER_NAME_CHARS} characters, got ${shown}`;
   }
   const hidden = hiddenCharactersIn(name);
-  if (hidden > 0) return `the name of who decides holds ${hidden} invisible or control character${hidden === 1 ? '' : 's'} (controls, bidi, zero-width, non-ASCII spaces): ${shown}`;
+  if (hidden > 0)
+    return `the name of who decides holds ${hidden} invisible or control character${hidden === 1 ? '' : 's'} (controls, bidi, zero-width, non-ASCII spaces): ${shown}`;
   if (name.trim() === '') return 'the name of who decides is blank';
   if (name.trim() !== name) return `the name of who decides starts or ends with a space (it would read as another name): ${shown}`;
-  if (!NAME_CHARACTERS.test(name)) return `the name of who decides holds a character that is not a letter, mark, number, punctuation, symbol or space (private-use, unassigned): ${shown}`;
+  if (!NAME_CHARACTERS.test(name))
+    return `the name of who decides holds a character that is not a letter, mark, number, punctuation, symbol or space (private-use, unassigned): ${shown}`;
   if (/(?:^| )\p{M}|\p{M}{5}/u.test(name)) return `the name of who decides has a combining mark on nothing (first, or after a space) or five in a row: ${shown}`;
   return null;
 }

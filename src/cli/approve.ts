@@ -45,17 +45,25 @@ export function registerApprove(program: Command): void {
     .command('approve <workflowId> <callId>')
     .description('approve a call awaiting approval: prints what will run, then sends the approval bound to its intent digest and the run state version')
     .option('--intent <digest>', 'the intent digest you reviewed (default: the one the run shows now)')
-    .option('--state-version <n>', 'the run state version you reviewed (default: the run\'s current one)', (v) => nonNegativeInteger(v, '--state-version'))
+    .option('--state-version <n>', "the run state version you reviewed (default: the run's current one)", (v) => nonNegativeInteger(v, '--state-version'))
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
     .option('--by <name>', 'who approves (kept with the decision in the run; default: <OS user>@<host>)')
     .action(async (workflowId: string, callId: string, opts: ApproveOptions) => {
       await withWaitingCall(workflowId, callId, opts.tenant, async (handle, waiting) => {
-        const request = { callId, intentDigest: opts.intent ?? waiting.call.intentDigest ?? '', stateVersion: opts.stateVersion ?? waiting.status.stateVersion, by: opts.by ?? defaultResolvedBy() };
+        const request = {
+          callId,
+          intentDigest: opts.intent ?? waiting.call.intentDigest ?? '',
+          stateVersion: opts.stateVersion ?? waiting.status.stateVersion,
+          by: opts.by ?? defaultResolvedBy(),
+        };
         if (request.intentDigest === '') {
-          throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} of run ${workflowId} shows no intent digest (not described by a worker yet); nothing was sent`, { field: 'intentDigest' });
+          throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} of run ${workflowId} shows no intent digest (not described by a worker yet); nothing was sent`, {
+            field: 'intentDigest',
+          });
         }
         printReview('approve', waiting);
-        if (opts.intent !== undefined || opts.stateVersion !== undefined) printLine(`sending the approval with intent ${request.intentDigest} and state version ${request.stateVersion} (as given)`);
+        if (opts.intent !== undefined || opts.stateVersion !== undefined)
+          printLine(`sending the approval with intent ${request.intentDigest} and state version ${request.stateVersion} (as given)`);
         const decided = await approveCall(handle, request);
         printLine(`approved ${callId} at ${decided.decidedAt}; it must start running before ${decided.approvalExpiresAt}`);
       });
@@ -84,7 +92,12 @@ export function registerApprove(program: Command): void {
  *   DECRYPTION_FAILED (with the hint) when the run's payloads are encrypted and no key is set;
  *   {@link DecisionRefusedError} when the call does not await approval or the run refuses.
  */
-async function withWaitingCall(workflowId: string, callId: string, tenant: string | undefined, decide: (handle: WorkflowHandle, waiting: WaitingCall) => Promise<void>): Promise<void> {
+async function withWaitingCall(
+  workflowId: string,
+  callId: string,
+  tenant: string | undefined,
+  decide: (handle: WorkflowHandle, waiting: WaitingCall) => Promise<void>,
+): Promise<void> {
   const config = loadConfig();
   const { client, close } = await connectClient(config);
   try {
@@ -103,7 +116,9 @@ async function withWaitingCall(workflowId: string, callId: string, tenant: strin
 function printReview(verb: 'approve' | 'reject', { workflowId, status, call }: WaitingCall): void {
   const json = (value: unknown): string => JSON.stringify(value) ?? 'null';
   printLine(`${verb} ${workflowId}/${call.callId} (tenant ${status.tenant ?? '?'}): ${call.toolName} revision ${call.toolRevision ?? '?'}`);
-  printLine(`  arguments (validated; these run): ${call.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(call.arguments)}`);
+  printLine(
+    `  arguments (validated; these run): ${call.arguments === null ? 'not reported by the worker (older code): what runs may differ from what the model sent' : json(call.arguments)}`,
+  );
   const hidden = hiddenCharacterWarning('the arguments', call.arguments);
   if (hidden !== null) printLine(`  ${hidden}`);
   if (call.target !== null) printLine(`  target: ${json(call.target)}`);

@@ -35,7 +35,15 @@ export async function batchProgressOf(description: WorkflowExecutionDescription,
     }
     const items = details?.phase === 'items' ? details.items : undefined;
     if (items === undefined || typeof details?.callId !== 'string') continue;
-    found.push({ callId: details.callId, activityType: pending.activityType?.name ?? '', attempt: pending.attempt ?? 1, total: items.total, settled: items.settled, applied: items.applied, current: items.current });
+    found.push({
+      callId: details.callId,
+      activityType: pending.activityType?.name ?? '',
+      attempt: pending.attempt ?? 1,
+      total: items.total,
+      settled: items.settled,
+      applied: items.applied,
+      current: items.current,
+    });
   }
   return found;
 }

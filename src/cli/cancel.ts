@@ -20,7 +20,8 @@ export function registerCancel(program: Command): void {
     .action(async (workflowId: string, opts: { reason: string; tenant?: string }) => {
       await withRun(workflowId, opts.tenant, async (handle, status) => {
         const description = await handle.describe();
-        if (description.status.name !== 'RUNNING') throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${description.status.name}; only a running run can be cancelled`, { field: 'workflowId' });
+        if (description.status.name !== 'RUNNING')
+          throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${description.status.name}; only a running run can be cancelled`, { field: 'workflowId' });
         await handle.signal(cancelRunSignal, { reason: opts.reason });
         printLine(`asked run ${workflowId} to stop (${status.phase} now); see \`show ${workflowId}\` or \`start --wait\` for its result`);
       });

@@ -15,7 +15,10 @@ export function registerCodecServer(program: Command): void {
     .command('codec-server')
     .description('serve the payload codec (TTC_PAYLOAD_CODEC_KEY) for the Temporal UI and `temporal --codec-endpoint`, on 127.0.0.1')
     .option('--port <n>', `TCP port (default ${DEFAULT_CODEC_SERVER_PORT})`, port)
-    .option('--cors-origin <url>', 'browser origin allowed to call it, e.g. the Temporal UI http://localhost:8233 (repeatable)', (value: string, all: string[] = []) => [...all, parseCorsOrigin(value)])
+    .option('--cors-origin <url>', 'browser origin allowed to call it, e.g. the Temporal UI http://localhost:8233 (repeatable)', (value: string, all: string[] = []) => [
+      ...all,
+      parseCorsOrigin(value),
+    ])
     .action(async (opts: { port?: number; corsOrigin?: string[] }) => {
       const codec = requireCodecFromEnv(process.env);
       const config = loadConfig();
@@ -26,7 +29,9 @@ export function registerCodecServer(program: Command): void {
         namespace: config.temporal.namespace,
         onError: (error) => printError(`codec-server: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
       });
-      printLine(`codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`);
+      printLine(
+        `codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`,
+      );
       printLine(`use: temporal workflow show --codec-endpoint ${server.url} …, or the Temporal UI's codec server setting`);
       const stop = (): void => {
         // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).

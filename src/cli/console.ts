@@ -25,9 +25,16 @@ export function registerConsole(program: Command): void {
     .description(`serve the approval console: runs waiting for a person, approve / reject / resolve in the browser (on ${DEFAULT_CONSOLE_HOST}, token required)`)
     .option('--port <n>', `TCP port, 0 for any free one (default ${DEFAULT_CONSOLE_PORT})`, port)
     .option('--host <host>', `interface to listen on (default ${DEFAULT_CONSOLE_HOST}; anything else is reachable from the network)`)
-    .option('--query-timeout <duration>', `how long each run may take to answer its status query before the page shows it as not answering (default ${DEFAULT_STATUS_QUERY_TIMEOUT_MS / 1_000}s)`, (value: string) => durationMs(value, '--query-timeout'))
+    .option(
+      '--query-timeout <duration>',
+      `how long each run may take to answer its status query before the page shows it as not answering (default ${DEFAULT_STATUS_QUERY_TIMEOUT_MS / 1_000}s)`,
+      (value: string) => durationMs(value, '--query-timeout'),
+    )
     .option('--operator <name>', 'who the decisions taken in this console name (kept with each decision; default: TTC_CONSOLE_OPERATOR, else <OS user>@<host>)')
-    .option('--identity-header <name>', 'take who decides from this request header, set by a trusted proxy in front of the console (a decision without it is refused); off unless given')
+    .option(
+      '--identity-header <name>',
+      'take who decides from this request header, set by a trusted proxy in front of the console (a decision without it is refused); off unless given',
+    )
     .action(async (opts: { port?: number; host?: string; queryTimeout?: number; operator?: string; identityHeader?: string }) => {
       const { token, fromEnv } = resolveConsoleToken(process.env);
       const config = loadConfig();
@@ -43,7 +50,8 @@ export function registerConsole(program: Command): void {
           operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}),
           namespace: config.temporal.namespace,
           token,
-          decider: opts.identityHeader !== undefined ? { identityHeader: opts.identityHeader } : { operator: opts.operator ?? process.env.TTC_CONSOLE_OPERATOR ?? defaultResolvedBy() },
+          decider:
+            opts.identityHeader !== undefined ? { identityHeader: opts.identityHeader } : { operator: opts.operator ?? process.env.TTC_CONSOLE_OPERATOR ?? defaultResolvedBy() },
           ...(opts.host !== undefined ? { host: opts.host } : {}),
           port: opts.port ?? DEFAULT_CONSOLE_PORT,
           onError: (error) => printError(`console: unexpected error: ${describeError(error)}`),
@@ -52,11 +60,16 @@ export function registerConsole(program: Command): void {
         await close();
         throw error;
       }
-      if (!server.loopbackOnly) printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
+      if (!server.loopbackOnly)
+        printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
       printLine(`console for namespace ${config.temporal.namespace} on ${server.url}`);
       // A one-time link: the token itself never goes into a URL (a browser's history keeps URLs).
       printLine(`open ${server.loginUrl}`);
-      printLine(fromEnv ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})` : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`);
+      printLine(
+        fromEnv
+          ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})`
+          : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`,
+      );
       const running = server;
       const stop = (): void => {
         // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).

@@ -87,7 +87,8 @@ function linkOf(e: unknown): FailureLink {
     };
   }
   if (e instanceof TimeoutFailure) return { ...base, type: e.timeoutType ?? null };
-  if (e instanceof ChildWorkflowFailure) return { ...base, concerns: `child workflow ${e.workflowType} ${e.execution.workflowId}`, retry: e.retryState ? `retry state ${e.retryState}` : null };
+  if (e instanceof ChildWorkflowFailure)
+    return { ...base, concerns: `child workflow ${e.workflowType} ${e.execution.workflowId}`, retry: e.retryState ? `retry state ${e.retryState}` : null };
   return base;
 }
 

@@ -22,7 +22,22 @@ import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
-for (const register of [registerDemo, registerDev, registerWorker, registerStart, registerShow, registerPending, registerApprove, registerCancel, registerResolve, registerResolveInStore, registerPrune, registerCodecServer, registerConsole]) register(program);
+for (const register of [
+  registerDemo,
+  registerDev,
+  registerWorker,
+  registerStart,
+  registerShow,
+  registerPending,
+  registerApprove,
+  registerCancel,
+  registerResolve,
+  registerResolveInStore,
+  registerPrune,
+  registerCodecServer,
+  registerConsole,
+])
+  register(program);
 
 // `ttc pending | head`: a reader that closes the pipe early ends the command quietly, not with a stack trace.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {

@@ -33,13 +33,19 @@ export async function loadTools(modulePath: string = DEFAULT_TOOLS_MODULE): Prom
   const exported = mod.tools ?? mod.default;
   const tools = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
   if (!Array.isArray(tools)) {
-    throw new CheckpointError('INVALID_CONFIG', `--tools ${modulePath} must export \`tools\` or \`default\`: an array of defineTool(...) results or a function returning one`, { field: 'tools' });
+    throw new CheckpointError('INVALID_CONFIG', `--tools ${modulePath} must export \`tools\` or \`default\`: an array of defineTool(...) results or a function returning one`, {
+      field: 'tools',
+    });
   }
   if (tools.length === 0) throw new CheckpointError('INVALID_CONFIG', `--tools ${modulePath} exports no tools (an empty array)`, { field: 'tools' });
   tools.forEach((tool: unknown, i: number) => {
     const t = tool as Partial<ToolDefinition<unknown>> | null;
     if (typeof t?.execute !== 'function' || typeof (t.input as { safeParse?: unknown } | undefined)?.safeParse !== 'function') {
-      throw new CheckpointError('INVALID_CONFIG', `--tools ${modulePath}: tool ${i} (${JSON.stringify(t?.name ?? null)}) is not a defineTool(...) result (it needs a zod \`input\` schema and an \`execute\` function)`, { field: 'tools' });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `--tools ${modulePath}: tool ${i} (${JSON.stringify(t?.name ?? null)}) is not a defineTool(...) result (it needs a zod \`input\` schema and an \`execute\` function)`,
+        { field: 'tools' },
+      );
     }
   });
   return tools as ToolDefinition<any>[];

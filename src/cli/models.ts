@@ -35,7 +35,10 @@ export function loadTranscripts(dir: string = TRANSCRIPTS_DIR): Transcript[] {
 
 /** The names in a `--models` value: comma-separated, whitespace around names ignored. */
 export function parseModelNames(value: string): string[] {
-  return value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  return value
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
 }
 
 /**
@@ -51,7 +54,9 @@ export function buildModels(tools: readonly ToolDefinition<any>[], env: NodeJS.P
   const chosen = new Set<string>(names ?? (['anthropic', 'openai'] as const).filter((name) => env[keyOf[name]]));
   for (const name of chosen) {
     if (!(MODEL_ADAPTER_NAMES as readonly string[]).includes(name)) {
-      throw new CheckpointError('INVALID_CONFIG', `TTC_MODELS / --models names ${JSON.stringify(name)}; a worker offers ${MODEL_ADAPTER_NAMES.join(', ')}`, { field: 'TTC_MODELS' });
+      throw new CheckpointError('INVALID_CONFIG', `TTC_MODELS / --models names ${JSON.stringify(name)}; a worker offers ${MODEL_ADAPTER_NAMES.join(', ')}`, {
+        field: 'TTC_MODELS',
+      });
     }
     if (name !== 'scripted' && !env[keyOf[name as keyof typeof keyOf]]) {
       throw new CheckpointError('INVALID_CONFIG', `TTC_MODELS / --models names ${name}, but ${keyOf[name as keyof typeof keyOf]} is not set`, { field: 'TTC_MODELS' });

@@ -16,7 +16,8 @@ export function positiveInteger(value: string, option: string): number {
  */
 export function nonNegativeInteger(value: string, option: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a non-negative integer, got ${JSON.stringify(value)}`, { field: option });
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a non-negative integer, got ${JSON.stringify(value)}`, { field: option });
   return n;
 }
 
@@ -33,7 +34,10 @@ export function durationMs(value: string, option: string): number {
     // reported below
   }
   // Whole milliseconds: the workflow's input validation refuses a fraction, but only once the run has started.
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a positive duration of whole milliseconds such as 30s, 10m or 24h, got ${JSON.stringify(value)}`, { field: option });
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a positive duration of whole milliseconds such as 30s, 10m or 24h, got ${JSON.stringify(value)}`, {
+      field: option,
+    });
   return ms;
 }
 
@@ -46,6 +50,7 @@ export function durationMs(value: string, option: string): number {
  */
 export function nameList(value: string, option: string): string[] {
   const names = value.split(',').map((name) => name.trim());
-  if (names.some((name) => name === '')) throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a comma-separated list of names, got ${JSON.stringify(value)}`, { field: option });
+  if (names.some((name) => name === ''))
+    throw new CheckpointError('INVALID_ARGUMENT', `${option} must be a comma-separated list of names, got ${JSON.stringify(value)}`, { field: option });
   return [...new Set(names)];
 }

@@ -49,7 +49,15 @@ export function registerPending(program: Command): void {
           const tenant = tenantOfNamespace(r.binding.namespace);
           if (opts.tenant !== undefined && tenant !== opts.tenant) continue;
           const owner = checkpointOwner(r.binding.callId);
-          const row = ['store', tenant, r.status, bindingLabel(r.binding.callId), r.binding.toolName, r.updatedAt, `${r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')} (revision ${r.revision}, run chain ${owner?.runChainId ?? 'unknown'})`];
+          const row = [
+            'store',
+            tenant,
+            r.status,
+            bindingLabel(r.binding.callId),
+            r.binding.toolName,
+            r.updatedAt,
+            `${r.execution?.uncertainReason ?? (r.status === 'executing' ? 'executing longer than the start-to-close timeout' : 'delivery claimed, not recorded')} (revision ${r.revision}, run chain ${owner?.runChainId ?? 'unknown'})`,
+          ];
           storeRows.push({ owner, updatedAt: r.updatedAt, row });
           rows.push(row);
         }
@@ -65,19 +73,43 @@ export function registerPending(program: Command): void {
               // One run that cannot answer (no worker polls its task queue) must not hide the others.
               const explained = explainUndecodable(run.error, 'its status');
               if (explained !== run.error) rows.push(['temporal', '?', 'encrypted', run.workflowId, '', '', (explained as Error).message]);
-              else rows.push(['temporal', '?', 'no-answer', run.workflowId, '', '', `the run did not answer the status query: ${run.error instanceof Error ? run.error.message : String(run.error)}`]);
+              else
+                rows.push([
+                  'temporal',
+                  '?',
+                  'no-answer',
+                  run.workflowId,
+                  '',
+                  '',
+                  `the run did not answer the status query: ${run.error instanceof Error ? run.error.message : String(run.error)}`,
+                ]);
               continue;
             }
             const { status } = run;
             if (opts.tenant !== undefined && status.tenant !== opts.tenant) continue;
             const runChainId = run.waiting.some((call) => call.status === 'paused') ? await runChainOf(client, run.workflowId) : undefined;
             for (const call of run.waiting) {
-              const why = call.status === 'paused' ? `${withCode(call.errorType, call.reason)} (${claimedUnder(call)})` : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
+              const why =
+                call.status === 'paused'
+                  ? `${withCode(call.errorType, call.reason)} (${claimedUnder(call)})`
+                  : `approve by ${call.approvalExpiresAt} (intent ${call.intentDigest}, state version ${status.stateVersion})`;
               // The store's rows of this paused call (its own checkpoint, the paused item's or compensation's) merge into this one.
               const same = call.status === 'paused' ? storeRows.filter((r) => isCheckpointOf(r.owner, runChainId, run.workflowId, call)) : [];
               for (const r of same) rows.splice(rows.indexOf(r.row), 1);
-              const updatedAt = same.map((r) => r.updatedAt).sort().at(-1) ?? '';
-              rows.push([same.length > 0 ? 'temporal+store' : 'temporal', status.tenant ?? '?', call.status, `${run.workflowId}/${call.callId}`, call.toolName, updatedAt, why ?? '']);
+              const updatedAt =
+                same
+                  .map((r) => r.updatedAt)
+                  .sort()
+                  .at(-1) ?? '';
+              rows.push([
+                same.length > 0 ? 'temporal+store' : 'temporal',
+                status.tenant ?? '?',
+                call.status,
+                `${run.workflowId}/${call.callId}`,
+                call.toolName,
+                updatedAt,
+                why ?? '',
+              ]);
               if (call.status === 'awaiting-approval') approvals.push(...approvalLines(`${run.workflowId}/${call.callId}`, call));
             }
           }

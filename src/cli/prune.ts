@@ -19,7 +19,10 @@ export function registerPrune(program: Command): void {
   program
     .command('prune')
     .description('delete delivered checkpoints older than the replay window (TTC_REPLAY_WINDOW)')
-    .option(`${OPTION} <duration or ISO time>`, 'also delete conversation logs of agent runs whose newest entry is older than this (e.g. 30d, or 2026-01-31T00:00:00.000Z); without it logs are kept')
+    .option(
+      `${OPTION} <duration or ISO time>`,
+      'also delete conversation logs of agent runs whose newest entry is older than this (e.g. 30d, or 2026-01-31T00:00:00.000Z); without it logs are kept',
+    )
     .action(async (opts: { conversationsOlderThan?: string }) => {
       const config = loadConfig();
       const conversationsOlderThan = opts.conversationsOlderThan === undefined ? undefined : cutoff(opts.conversationsOlderThan, Date.now());
@@ -28,7 +31,8 @@ export function registerPrune(program: Command): void {
         const olderThan = new Date(Date.now() - config.retention.replayWindowMs).toISOString();
         const deleted = await store.prune({ olderThan, ...(conversationsOlderThan === undefined ? {} : { conversationsOlderThan }) });
         if (conversationsOlderThan === undefined) printLine(`pruned ${deleted} delivered checkpoint(s) last updated before ${olderThan}`);
-        else printLine(`pruned ${deleted} delivered checkpoint(s) last updated before ${olderThan} and conversation log(s) last written before ${conversationsOlderThan} (together)`);
+        else
+          printLine(`pruned ${deleted} delivered checkpoint(s) last updated before ${olderThan} and conversation log(s) last written before ${conversationsOlderThan} (together)`);
       } finally {
         await store.close();
       }

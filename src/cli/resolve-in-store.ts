@@ -35,7 +35,9 @@ interface ResolveInStoreOptions {
 export function registerResolveInStore(program: Command): void {
   program
     .command('resolve-in-store <workflowId> <callId>')
-    .description("resolve a fenced activity of your own workflow whose outcome is unknown, in the store: --applied <json result> | --not-applied <message>, with --reason (agent runs: use resolve)")
+    .description(
+      'resolve a fenced activity of your own workflow whose outcome is unknown, in the store: --applied <json result> | --not-applied <message>, with --reason (agent runs: use resolve)',
+    )
     .option('--applied <json>', "the effect happened; this JSON is the activity's result the workflow receives")
     .option('--not-applied <message>', 'the effect did not happen (or must not count as a success); the workflow receives a non-retryable failure with this message')
     .option('--type <type>', `with --not-applied: the failure type the workflow receives (default ${RESOLVED_NOT_APPLIED})`)
@@ -47,7 +49,10 @@ export function registerResolveInStore(program: Command): void {
     .requiredOption('--revision <n>', 'the checkpoint revision you decided on, as `ttc pending` shows it; refused if the checkpoint moved on since')
     .action(async (workflowId: string, callId: string, opts: ResolveInStoreOptions) => {
       const resolution = resolutionOf(opts);
-      if (!/^\d{1,15}$/.test(opts.revision)) throw new CheckpointError('INVALID_ARGUMENT', `--revision must be the checkpoint revision (a non-negative integer), got ${JSON.stringify(opts.revision)}`, { field: '--revision' });
+      if (!/^\d{1,15}$/.test(opts.revision))
+        throw new CheckpointError('INVALID_ARGUMENT', `--revision must be the checkpoint revision (a non-negative integer), got ${JSON.stringify(opts.revision)}`, {
+          field: '--revision',
+        });
       const config = loadConfig();
       const store = await openCheckpointStore(config.store.url, storeOptions(config));
       try {

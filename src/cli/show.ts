@@ -36,7 +36,10 @@ export function registerShow(program: Command): void {
       try {
         const handle = client.workflow.getHandle(workflowId);
         const status = await handle.query(runStatusQuery).catch((error: unknown) => {
-          if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, { field: 'workflowId' });
+          if (error instanceof WorkflowNotFoundError)
+            throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(workflowId)} in namespace ${config.temporal.namespace}`, {
+              field: 'workflowId',
+            });
           throw explainUndecodable(error, `run ${workflowId}'s status`);
         });
         assertRunTenant(workflowId, status.tenant, opts.tenant);
@@ -50,14 +53,20 @@ export function registerShow(program: Command): void {
           return;
         }
         const b = status.budget;
-        printLine(`run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`);
-        if (execution.status !== 'RUNNING') printLine(`closed: ${execution.status}${execution.closeTime === null ? '' : ` at ${execution.closeTime}`}${execution.failure === null ? '' : `: ${withCode(execution.failure.type, execution.failure.message)}`}`);
+        printLine(
+          `run ${workflowId} (tenant ${status.tenant ?? '?'}): phase ${status.phase}, state version ${status.stateVersion}, turns ${b.turnsUsed}/${b.maxTurns}, tool calls ${b.toolCallsUsed}/${b.maxToolCalls}, deadline ${b.deadlineAt}`,
+        );
+        if (execution.status !== 'RUNNING')
+          printLine(
+            `closed: ${execution.status}${execution.closeTime === null ? '' : ` at ${execution.closeTime}`}${execution.failure === null ? '' : `: ${withCode(execution.failure.type, execution.failure.message)}`}`,
+          );
         for (const line of failureChainLines(execution.failureChain ?? [], 2)) printLine(line);
         if (status.conversation !== undefined) {
           const earlier = status.earlierCalls;
-          const continued = (status.continuations ?? 0) > 0 && earlier !== undefined
-            ? `; continued as new ${status.continuations} times, earlier runs: ${earlier.ran} calls ran, ${earlier.notRun} not run, ${earlier.unknown} unknown (details in those runs)`
-            : '';
+          const continued =
+            (status.continuations ?? 0) > 0 && earlier !== undefined
+              ? `; continued as new ${status.continuations} times, earlier runs: ${earlier.ran} calls ran, ${earlier.notRun} not run, ${earlier.unknown} unknown (details in those runs)`
+              : '';
           printLine(`conversation: ${status.conversation.messages} messages, ${status.conversation.bytes} of ${status.conversation.maxBytes} bytes, in the side store${continued}`);
         }
         for (const batch of batches) printLine(batchProgressLine(batch));

@@ -60,21 +60,36 @@ export function registerStart(program: Command): void {
     .option('--require-approval <tools>', "comma-separated tools whose calls wait for a person's `approve` / `reject`")
     .option('--approval-ttl <duration>', `with --require-approval: how long a call waits for a decision before it is rejected, e.g. 30m (default ${DEFAULT_APPROVAL_TTL})`)
     .option('--compensate', "undo the run's applied effects (the compensations its tools declare) in reverse when it is cancelled or abandoned by a person")
-    .option('--compensate-on <types>', 'with or without --compensate: also stop and compensate when a tool result is an error of one of these comma-separated types, e.g. BUSINESS_REJECTION')
+    .option(
+      '--compensate-on <types>',
+      'with or without --compensate: also stop and compensate when a tool result is an error of one of these comma-separated types, e.g. BUSINESS_REJECTION',
+    )
     .option('--wait', 'wait for the run to finish and print its result (a failed run: its cause chain, exit 1)')
     .action(async (file: string, opts: StartOptions) => {
       const config = loadConfig();
       const transcript = readTranscriptFile(file);
       const deadlineMs = durationMs(opts.deadline, '--deadline');
-      const input = scriptedRunInput(config, transcript, { tenant: opts.tenant, prompt: opts.prompt, budget: { maxTurns: opts.maxTurns, maxToolCalls: opts.maxToolCalls, deadlineMs } }, file);
+      const input = scriptedRunInput(
+        config,
+        transcript,
+        { tenant: opts.tenant, prompt: opts.prompt, budget: { maxTurns: opts.maxTurns, maxToolCalls: opts.maxToolCalls, deadlineMs } },
+        file,
+      );
       const approvalRequired = approvalRequiredOption(opts, input.tools);
       const compensateOn = compensateOnOption(opts);
       const { client, close } = await connectClient(config);
       try {
-        const handle = await startAgentRun(client, config, { ...input, ...(approvalRequired === undefined ? {} : { approvalRequired }), ...(compensateOn === undefined ? {} : { compensateOn }) }, opts.workflowId);
+        const handle = await startAgentRun(
+          client,
+          config,
+          { ...input, ...(approvalRequired === undefined ? {} : { approvalRequired }), ...(compensateOn === undefined ? {} : { compensateOn }) },
+          opts.workflowId,
+        );
         printLine(handle.workflowId);
         if (opts.wait) {
-          printError(`waiting for run ${handle.workflowId} (a call awaiting approval waits for \`approve\` / \`reject\`, a paused call for \`resolve\`; see \`show ${handle.workflowId}\`)`);
+          printError(
+            `waiting for run ${handle.workflowId} (a call awaiting approval waits for \`approve\` / \`reject\`, a paused call for \`resolve\`; see \`show ${handle.workflowId}\`)`,
+          );
           const result = await handle.result().catch((error: unknown) => {
             const explained = explainUndecodable(error, `run ${handle.workflowId}'s failure`);
             if (explained !== error || !(error instanceof WorkflowFailedError)) throw explained;
@@ -112,7 +127,8 @@ interface StartOptions {
 export function compensateOnOption(opts: Pick<StartOptions, 'compensate' | 'compensateOn'>): string[] | undefined {
   if (opts.compensateOn === undefined) return opts.compensate === true ? [] : undefined;
   const types = opts.compensateOn.split(',').map((t) => t.trim());
-  if (types.some((t) => t.length === 0)) throw new CheckpointError('INVALID_ARGUMENT', `--compensate-on takes comma-separated error types, got ${JSON.stringify(opts.compensateOn)}`, { field: 'compensateOn' });
+  if (types.some((t) => t.length === 0))
+    throw new CheckpointError('INVALID_ARGUMENT', `--compensate-on takes comma-separated error types, got ${JSON.stringify(opts.compensateOn)}`, { field: 'compensateOn' });
   return types;
 }
 

@@ -18,5 +18,9 @@ export function tenantOfNamespace(namespace: string): string {
  */
 export function assertRunTenant(workflowId: string, runTenant: string | undefined, wanted: string | undefined): void {
   if (wanted === undefined || runTenant === wanted) return;
-  throw new CheckpointError('INVALID_ARGUMENT', `run ${workflowId} is ${runTenant === undefined ? 'of an unknown tenant (started before runs reported one)' : `tenant ${JSON.stringify(runTenant)}'s`}, not ${JSON.stringify(wanted)}'s; nothing was done`, { field: '--tenant' });
+  throw new CheckpointError(
+    'INVALID_ARGUMENT',
+    `run ${workflowId} is ${runTenant === undefined ? 'of an unknown tenant (started before runs reported one)' : `tenant ${JSON.stringify(runTenant)}'s`}, not ${JSON.stringify(wanted)}'s; nothing was done`,
+    { field: '--tenant' },
+  );
 }

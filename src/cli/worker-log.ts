@@ -16,7 +16,10 @@ import { terminalSafeLines, writeErrorLines } from './terminal-safe';
  */
 export function formatLogEntry(entry: LogEntry): string {
   const date = new Date(Number(entry.timestampNanos / 1_000_000n));
-  const text = entry.meta === undefined ? `${date.toISOString()} [${entry.level}] ${entry.message}` : `${date.toISOString()} [${entry.level}] ${entry.message} ${formatWithOptions({ colors: false }, entry.meta)}`;
+  const text =
+    entry.meta === undefined
+      ? `${date.toISOString()} [${entry.level}] ${entry.message}`
+      : `${date.toISOString()} [${entry.level}] ${entry.message} ${formatWithOptions({ colors: false }, entry.meta)}`;
   return `${terminalSafeLines(text)}\n`;
 }
 

@@ -37,7 +37,9 @@ export function metricsPort(value: string): number {
  */
 export function metricsHost(value: string): string {
   if (isIP(value) === 0) {
-    throw new CheckpointError('INVALID_ARGUMENT', `--metrics-host must be an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (not a host name), got ${JSON.stringify(value)}`, { field: '--metrics-host' });
+    throw new CheckpointError('INVALID_ARGUMENT', `--metrics-host must be an IP address such as 127.0.0.1, 0.0.0.0 or ::1 (not a host name), got ${JSON.stringify(value)}`, {
+      field: '--metrics-host',
+    });
   }
   return value;
 }

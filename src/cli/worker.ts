@@ -20,9 +20,12 @@ export function registerWorker(program: Command): void {
     .description('run a worker: agent workflow, model turns and fenced tool activities')
     .option('--tools <module>', 'module exporting the tools (default: the demo tools, which need TTC_PROVIDER_URL)')
     .option('--identity <name>', 'worker identity shown in Temporal')
-    .option('--models <names>', `model adapters to offer, comma-separated, from ${MODEL_ADAPTER_NAMES.join(', ')} (default: TTC_MODELS, else the real adapters whose API keys are set)`)
+    .option(
+      '--models <names>',
+      `model adapters to offer, comma-separated, from ${MODEL_ADAPTER_NAMES.join(', ')} (default: TTC_MODELS, else the real adapters whose API keys are set)`,
+    )
     .option('--max-concurrent-activities <n>', 'activities this worker runs at once (default: the SDK default, 100)', (v) => positiveInteger(v, '--max-concurrent-activities'))
-    .option('--metrics-port <port>', 'serve Prometheus metrics (Temporal\'s and the fence\'s ttc_*) at http://<metrics-host>:<port>/metrics', metricsPort)
+    .option('--metrics-port <port>', "serve Prometheus metrics (Temporal's and the fence's ttc_*) at http://<metrics-host>:<port>/metrics", metricsPort)
     .option('--metrics-host <ip>', `IP address the metrics endpoint binds (default: ${DEFAULT_METRICS_HOST}; 0.0.0.0 for every interface)`, metricsHost)
     .action(async (opts: { tools?: string; identity?: string; models?: string; maxConcurrentActivities?: number; metricsPort?: number; metricsHost?: string }) => {
       const config = loadConfig();
@@ -43,7 +46,15 @@ export function registerWorker(program: Command): void {
       const tools = await loadTools(opts.tools);
       const models = buildModels(tools, process.env, opts.models !== undefined ? parseModelNames(opts.models) : config.pins.models);
       const worker = await createAgentWorker({ config, tools, models, identity: opts.identity, maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities });
-      printLine(workerBanner({ identity: opts.identity ?? process.pid, config, tools: tools.map((t) => t.name), models: models.map((m) => m.name), ...(metrics === undefined ? {} : { metricsUrl: metricsUrl(metrics) }) }));
+      printLine(
+        workerBanner({
+          identity: opts.identity ?? process.pid,
+          config,
+          tools: tools.map((t) => t.name),
+          models: models.map((m) => m.name),
+          ...(metrics === undefined ? {} : { metricsUrl: metricsUrl(metrics) }),
+        }),
+      );
       await worker.run();
       printLine('worker stopped');
     });

@@ -36,14 +36,21 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, namespace?: s
   const key = readKeyFromEnv(env, PAYLOAD_CODEC_KEY_ENV, length);
   if (key === null) {
     if ((env[PAYLOAD_CODEC_KEYS_ENV] ?? '').trim() !== '') {
-      throw new CheckpointError('INVALID_CONFIG', `${PAYLOAD_CODEC_KEYS_ENV} is set but ${PAYLOAD_CODEC_KEY_ENV} is not: older codec keys only decrypt; set the current key ${PAYLOAD_CODEC_KEY_ENV} too`, { field: PAYLOAD_CODEC_KEYS_ENV, reason: 'missing-current-key' });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `${PAYLOAD_CODEC_KEYS_ENV} is set but ${PAYLOAD_CODEC_KEY_ENV} is not: older codec keys only decrypt; set the current key ${PAYLOAD_CODEC_KEY_ENV} too`,
+        { field: PAYLOAD_CODEC_KEYS_ENV, reason: 'missing-current-key' },
+      );
     }
     return null;
   }
   const rawId = (env[PAYLOAD_CODEC_KEY_ID_ENV] ?? '').trim();
   const keyId = rawId === '' ? DEFAULT_PAYLOAD_CODEC_KEY_ID : rawId;
   if (!KEY_ID_PATTERN.test(keyId)) {
-    throw new CheckpointError('INVALID_CONFIG', `${PAYLOAD_CODEC_KEY_ID_ENV} must be 1 to 128 letters, digits, "_", "." or "-"`, { field: PAYLOAD_CODEC_KEY_ID_ENV, reason: 'key-id' });
+    throw new CheckpointError('INVALID_CONFIG', `${PAYLOAD_CODEC_KEY_ID_ENV} must be 1 to 128 letters, digits, "_", "." or "-"`, {
+      field: PAYLOAD_CODEC_KEY_ID_ENV,
+      reason: 'key-id',
+    });
   }
   const olderKeys = readKeyringFromEnv(env, PAYLOAD_CODEC_KEYS_ENV, length, { id: keyId, key, variable: PAYLOAD_CODEC_KEY_ENV });
   return createPayloadCodec({ keyId, key, olderKeys, ...(namespace !== undefined ? { namespace } : {}) });
@@ -59,7 +66,11 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, namespace?: s
 export function requireCodecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloadCodec {
   const codec = codecFromEnv(env);
   if (codec === null) {
-    throw new CheckpointError('INVALID_CONFIG', `${PAYLOAD_CODEC_KEY_ENV} is not set: the codec server needs the payload codec key (32 random bytes, e.g. hex:$(openssl rand -hex 32))`, { field: PAYLOAD_CODEC_KEY_ENV, reason: 'missing' });
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `${PAYLOAD_CODEC_KEY_ENV} is not set: the codec server needs the payload codec key (32 random bytes, e.g. hex:$(openssl rand -hex 32))`,
+      { field: PAYLOAD_CODEC_KEY_ENV, reason: 'missing' },
+    );
   }
   return codec;
 }

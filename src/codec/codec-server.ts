@@ -105,8 +105,19 @@ export function parseCorsOrigin(text: string, option = '--cors-origin'): string 
   } catch {
     // reported below
   }
-  if (url === null || !['http:', 'https:'].includes(url.protocol) || url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '' || text.replace(/\/$/, '') !== url.origin) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${option} must be an origin such as http://localhost:8233 (scheme, host and port only), got ${JSON.stringify(text)}`, { field: option });
+  if (
+    url === null ||
+    !['http:', 'https:'].includes(url.protocol) ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    text.replace(/\/$/, '') !== url.origin
+  ) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${option} must be an origin such as http://localhost:8233 (scheme, host and port only), got ${JSON.stringify(text)}`, {
+      field: option,
+    });
   }
   return url.origin;
 }

@@ -29,7 +29,11 @@ export function codecDataConverter(codec: PayloadCodec | null, namespace?: strin
   let bound = codec;
   if (codec instanceof AesGcmPayloadCodec && namespace !== undefined) {
     if (codec.namespace !== null && codec.namespace !== namespace) {
-      throw new CheckpointError('INVALID_CONFIG', `the payload codec is bound to namespace ${JSON.stringify(codec.namespace)}, and this worker or client connects to namespace ${JSON.stringify(namespace)}`, { field: 'payloadCodec', reason: 'namespace' });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `the payload codec is bound to namespace ${JSON.stringify(codec.namespace)}, and this worker or client connects to namespace ${JSON.stringify(namespace)}`,
+        { field: 'payloadCodec', reason: 'namespace' },
+      );
     }
     bound = codec.forNamespace(namespace);
   }

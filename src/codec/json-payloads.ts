@@ -38,7 +38,11 @@ export function payloadsFromJson(value: unknown): Payload[] {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = issue.path.map(String).join('.') || 'body';
-    throw new CheckpointError('INVALID_ARGUMENT', `codec request ${path}: ${issue.message}; expected { "payloads": [{ "metadata": { "<key>": "<base64>" }, "data": "<base64>" }] }`, { field: path });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `codec request ${path}: ${issue.message}; expected { "payloads": [{ "metadata": { "<key>": "<base64>" }, "data": "<base64>" }] }`,
+      { field: path },
+    );
   }
   return parsed.data.payloads.map(({ metadata, data }) => ({
     metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([key, text]) => [key, fromBase64(text)])),

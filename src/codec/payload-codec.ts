@@ -145,26 +145,50 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const formatBytes = payload.metadata?.[PAYLOAD_CODEC_FORMAT_METADATA];
     const namespaceBound = formatBytes !== undefined && formatBytes !== null;
     if (namespaceBound && !Buffer.from(formatBytes).equals(NAMESPACE_BOUND_FORMAT_BYTES)) {
-      throw decryptionFailed('unknown-format', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${PAYLOAD_CODEC_FORMAT_METADATA} ${JSON.stringify(Buffer.from(formatBytes).toString('utf8').slice(0, 64))}, which this codec does not know`);
+      throw decryptionFailed(
+        'unknown-format',
+        keyId,
+        `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${PAYLOAD_CODEC_FORMAT_METADATA} ${JSON.stringify(Buffer.from(formatBytes).toString('utf8').slice(0, 64))}, which this codec does not know`,
+      );
     }
     if (namespaceBound && this.#namespace === null) {
-      throw decryptionFailed('no-namespace', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) is bound to its namespace, and this codec has no namespace configured`);
+      throw decryptionFailed(
+        'no-namespace',
+        keyId,
+        `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) is bound to its namespace, and this codec has no namespace configured`,
+      );
     }
     const key = this.#keys.get(keyId);
     if (key === undefined) {
-      throw decryptionFailed('unknown-key', keyId, `a Temporal payload is encrypted with key id ${JSON.stringify(keyId)}, which is not configured (TTC_PAYLOAD_CODEC_KEY / TTC_PAYLOAD_CODEC_KEYS)`);
+      throw decryptionFailed(
+        'unknown-key',
+        keyId,
+        `a Temporal payload is encrypted with key id ${JSON.stringify(keyId)}, which is not configured (TTC_PAYLOAD_CODEC_KEY / TTC_PAYLOAD_CODEC_KEYS)`,
+      );
     }
     const data = Buffer.from(payload.data ?? new Uint8Array(0));
     if (data.length < PAYLOAD_CODEC_IV_BYTES + PAYLOAD_CODEC_TAG_BYTES) {
-      throw decryptionFailed('malformed', keyId, `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${data.length} bytes, fewer than its ${PAYLOAD_CODEC_IV_BYTES}-byte IV and ${PAYLOAD_CODEC_TAG_BYTES}-byte tag`);
+      throw decryptionFailed(
+        'malformed',
+        keyId,
+        `an encrypted Temporal payload (key id ${JSON.stringify(keyId)}) has ${data.length} bytes, fewer than its ${PAYLOAD_CODEC_IV_BYTES}-byte IV and ${PAYLOAD_CODEC_TAG_BYTES}-byte tag`,
+      );
     }
     const iv = data.subarray(0, PAYLOAD_CODEC_IV_BYTES);
     const tag = data.subarray(data.length - PAYLOAD_CODEC_TAG_BYTES);
     let plaintext: Buffer;
     try {
-      plaintext = gcmOpen(key, iv, data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES), tag, additionalData(keyId, namespaceBound ? this.#namespace : null));
+      plaintext = gcmOpen(
+        key,
+        iv,
+        data.subarray(PAYLOAD_CODEC_IV_BYTES, data.length - PAYLOAD_CODEC_TAG_BYTES),
+        tag,
+        additionalData(keyId, namespaceBound ? this.#namespace : null),
+      );
     } catch (error) {
-      const where = namespaceBound ? ` in namespace ${JSON.stringify(this.#namespace)} (wrong key, a payload of another namespace, or the IV, ciphertext, tag, key id or format was altered)` : ' (wrong key, or the IV, ciphertext, tag or key id was altered)';
+      const where = namespaceBound
+        ? ` in namespace ${JSON.stringify(this.#namespace)} (wrong key, a payload of another namespace, or the IV, ciphertext, tag, key id or format was altered)`
+        : ' (wrong key, or the IV, ciphertext, tag or key id was altered)';
       throw decryptionFailed('authentication-failed', keyId, `a Temporal payload does not decrypt with key id ${JSON.stringify(keyId)}${where}`, error);
     }
     try {
@@ -222,7 +246,11 @@ function decryptionFailed(reason: string, keyId: string | null, message: string,
 
 function assertKeyId(id: unknown, field: string): void {
   if (typeof id !== 'string' || !PAYLOAD_CODEC_KEY_ID_PATTERN.test(id)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${field}: a payload codec key id is 1 to 128 letters, digits, "_", "." or "-", got ${JSON.stringify(typeof id === 'string' ? id.slice(0, 140) : typeof id)}`, { field });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `${field}: a payload codec key id is 1 to 128 letters, digits, "_", "." or "-", got ${JSON.stringify(typeof id === 'string' ? id.slice(0, 140) : typeof id)}`,
+      { field },
+    );
   }
 }
 

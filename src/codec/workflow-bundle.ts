@@ -76,7 +76,12 @@ export function assertWorkflowBundleEncodesFailures(codePath: string, code?: str
   try {
     text = code ?? readFileSync(codePath, 'utf8');
   } catch (error) {
-    throw new CheckpointError('INVALID_CONFIG', `TTC_WORKFLOW_BUNDLE: cannot read the workflow bundle ${JSON.stringify(codePath)}`, { field: 'TTC_WORKFLOW_BUNDLE' }, { cause: error });
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      `TTC_WORKFLOW_BUNDLE: cannot read the workflow bundle ${JSON.stringify(codePath)}`,
+      { field: 'TTC_WORKFLOW_BUNDLE' },
+      { cause: error },
+    );
   }
   if (text.includes(ENCODED_FAILURE_CONVERTER_MARKER)) return;
   throw new CheckpointError(

@@ -42,24 +42,35 @@ export function accessGuard(policy: AccessPolicy) {
     }
     const url = new URL(request.url, 'http://console.invalid');
     if (url.searchParams.has('token')) {
-      throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_IN_URL, `the console does not take its token in a URL (it would stay in the browser's history); open the one-time login link \`ttc console\` printed, or log in at ${LOGIN_PATH}`);
+      throw new ConsoleHttpError(
+        401,
+        CONSOLE_REFUSALS.TOKEN_IN_URL,
+        `the console does not take its token in a URL (it would stay in the browser's history); open the one-time login link \`ttc console\` printed, or log in at ${LOGIN_PATH}`,
+      );
     }
     const reading = request.method === 'GET' || request.method === 'HEAD';
     if (!reading) {
       const origin = request.headers.origin;
       if (origin !== `http://${host}`) {
-        throw new ConsoleHttpError(403, CONSOLE_REFUSALS.ORIGIN_NOT_ALLOWED, `${request.method} from origin ${origin === undefined ? '(none)' : JSON.stringify(origin)}; only this console's own page (http://${host}) may send it`);
+        throw new ConsoleHttpError(
+          403,
+          CONSOLE_REFUSALS.ORIGIN_NOT_ALLOWED,
+          `${request.method} from origin ${origin === undefined ? '(none)' : JSON.stringify(origin)}; only this console's own page (http://${host}) may send it`,
+        );
       }
     }
     if (url.pathname === LOGIN_PATH || (reading && url.pathname === STYLESHEET_PATH)) return;
     const bearer = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? null;
     const presented = bearer ?? request.cookies[TOKEN_COOKIE] ?? null;
     if (presented === null || presented === '') {
-      throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_REQUIRED, `no console token; open the one-time login link \`ttc console\` printed, log in at ${LOGIN_PATH}, or send Authorization: Bearer <token>`);
+      throw new ConsoleHttpError(
+        401,
+        CONSOLE_REFUSALS.TOKEN_REQUIRED,
+        `no console token; open the one-time login link \`ttc console\` printed, log in at ${LOGIN_PATH}, or send Authorization: Bearer <token>`,
+      );
     }
     if (!tokensEqual(presented, policy.token)) {
       throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_INVALID, `wrong console token; log in again at ${LOGIN_PATH} with the running console's token`);
     }
   };
 }
-

@@ -74,15 +74,28 @@ export async function buildConsoleApp(options: ConsoleAppOptions): Promise<Fasti
     // The hidden `_csrf` field only: a token in a URL would leak through history and logs.
     getToken: (request) => (request.body as { _csrf?: unknown } | undefined)?._csrf as string | undefined,
   });
-  registerConsoleRoutes(app, { operations: options.operations, namespace: options.namespace, token: options.token, loginLinks: options.loginLinks ?? new LoginLinks(), ...(options.nowMs ? { nowMs: options.nowMs } : {}), ...(options.decider ? { decider: options.decider } : {}) });
+  registerConsoleRoutes(app, {
+    operations: options.operations,
+    namespace: options.namespace,
+    token: options.token,
+    loginLinks: options.loginLinks ?? new LoginLinks(),
+    ...(options.nowMs ? { nowMs: options.nowMs } : {}),
+    ...(options.decider ? { decider: options.decider } : {}),
+  });
 
   app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).type('text/html; charset=utf-8').send(renderRefusal('Not found', 'NOT_FOUND', `no page ${request.method} ${request.url.split('?')[0]}`, 'The console has one page: the list of runs waiting for a person.')),
+    reply
+      .code(404)
+      .type('text/html; charset=utf-8')
+      .send(renderRefusal('Not found', 'NOT_FOUND', `no page ${request.method} ${request.url.split('?')[0]}`, 'The console has one page: the list of runs waiting for a person.')),
   );
   app.setErrorHandler(async (error, _request, reply) => {
     const failure = describeFailure(error);
     if (failure.statusCode === 500) options.onError?.(error);
-    return reply.code(failure.statusCode).type('text/html; charset=utf-8').send(renderRefusal(failure.title, failure.code, failure.message, failure.hint));
+    return reply
+      .code(failure.statusCode)
+      .type('text/html; charset=utf-8')
+      .send(renderRefusal(failure.title, failure.code, failure.message, failure.hint));
   });
   return app;
 }
@@ -107,14 +120,32 @@ const CSRF_CODES = new Set(['FST_CSRF_MISSING_SECRET', 'FST_CSRF_INVALID_TOKEN']
  */
 export function describeFailure(error: unknown): ConsoleFailure {
   if (error instanceof ConsoleHttpError) {
-    return { statusCode: error.statusCode, title: error.statusCode === 401 ? 'Console token required' : 'Request refused', code: error.code, message: error.message, hint: error.statusCode === 401 ? 'Open the one-time login link that `ttc console` printed, or log in at /login with the console token.' : NOTHING_SENT };
+    return {
+      statusCode: error.statusCode,
+      title: error.statusCode === 401 ? 'Console token required' : 'Request refused',
+      code: error.code,
+      message: error.message,
+      hint: error.statusCode === 401 ? 'Open the one-time login link that `ttc console` printed, or log in at /login with the console token.' : NOTHING_SENT,
+    };
   }
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && CSRF_CODES.has(code)) {
-    return { statusCode: 403, title: 'Request refused', code: 'CSRF_TOKEN_INVALID', message: 'CSRF_TOKEN_INVALID: the form carries no valid CSRF token for this browser', hint: `${NOTHING_SENT} Reload the list and decide again.` };
+    return {
+      statusCode: 403,
+      title: 'Request refused',
+      code: 'CSRF_TOKEN_INVALID',
+      message: 'CSRF_TOKEN_INVALID: the form carries no valid CSRF token for this browser',
+      hint: `${NOTHING_SENT} Reload the list and decide again.`,
+    };
   }
   if (error instanceof DecisionRefusedError) {
-    return { statusCode: 409, title: 'The run refused the decision', code: error.type, message: error.message, hint: 'The run validates every decision against what it is doing now: nothing changed and nothing ran. Reload the list to see the run as it is now.' };
+    return {
+      statusCode: 409,
+      title: 'The run refused the decision',
+      code: error.type,
+      message: error.message,
+      hint: 'The run validates every decision against what it is doing now: nothing changed and nothing ran. Reload the list to see the run as it is now.',
+    };
   }
   if (isCheckpointError(error, 'INVALID_ARGUMENT')) {
     return { statusCode: 400, title: 'Form refused', code: error.code, message: error.message, hint: NOTHING_SENT };
@@ -124,7 +155,19 @@ export function describeFailure(error: unknown): ConsoleFailure {
   }
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    return { statusCode, title: 'Request refused', code: typeof code === 'string' ? code : `HTTP_${statusCode}`, message: error instanceof Error ? error.message : String(error), hint: NOTHING_SENT };
+    return {
+      statusCode,
+      title: 'Request refused',
+      code: typeof code === 'string' ? code : `HTTP_${statusCode}`,
+      message: error instanceof Error ? error.message : String(error),
+      hint: NOTHING_SENT,
+    };
   }
-  return { statusCode: 500, title: 'Console error', code: 'CONSOLE_ERROR', message: describeError(error), hint: 'The console could not complete the request; whether an update reached the run is not known here: reload the list to see the run as it is now.' };
+  return {
+    statusCode: 500,
+    title: 'Console error',
+    code: 'CONSOLE_ERROR',
+    message: describeError(error),
+    hint: 'The console could not complete the request; whether an update reached the run is not known here: reload the list to see the run as it is now.',
+  };
 }

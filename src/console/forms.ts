@@ -82,7 +82,8 @@ export function parseResolveForm(body: unknown): BoundCallDecision<ResolveOutcom
   const resolution = exact(form, 'resolution');
   const reason = text(form, 'reason');
   if (resolution === 'absent' || resolution === 'abandon') return { workflowId, request: { callId, pauseId, resolution, reason }, shownIntentDigest };
-  if (resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolution must be applied, absent or abandon, got ${JSON.stringify(resolution)}`, { field: 'resolution' });
+  if (resolution !== 'applied')
+    throw new CheckpointError('INVALID_ARGUMENT', `resolution must be applied, absent or abandon, got ${JSON.stringify(resolution)}`, { field: 'resolution' });
   const receiptText = optional(form, 'receipt').trim();
   return {
     workflowId,
@@ -116,7 +117,12 @@ function shownDigest(form: Fields): string | null {
 
 function required(name: string, value: string, maxChars: number): string {
   if (value === '') throw new CheckpointError('INVALID_ARGUMENT', `the form field ${name} is required`, { field: name });
-  if (value.length > maxChars) throw new CheckpointError('INVALID_ARGUMENT', `the form field ${name} is ${value.length} characters; at most ${maxChars}`, { field: name, limit: maxChars, actual: value.length });
+  if (value.length > maxChars)
+    throw new CheckpointError('INVALID_ARGUMENT', `the form field ${name} is ${value.length} characters; at most ${maxChars}`, {
+      field: name,
+      limit: maxChars,
+      actual: value.length,
+    });
   return value;
 }
 

@@ -51,11 +51,21 @@ export function temporalOperations(client: Client, queries: ConsoleQueryOptions 
   const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall, pauseId?: string) => {
     const { call, status } = await readWaitingCall(run, client.options.namespace, callId, waitingFor);
     if (pauseId !== undefined && status.paused !== null && status.paused.pauseId !== pauseId) {
-      throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.STALE_PAUSE, run.workflowId, callId, `the page showed pause ${pauseId}, the run now waits on pause ${status.paused.pauseId}; nothing was sent`);
+      throw new DecisionRefusedError(
+        MESSAGE_ERROR_TYPES.STALE_PAUSE,
+        run.workflowId,
+        callId,
+        `the page showed pause ${pauseId}, the run now waits on pause ${status.paused.pauseId}; nothing was sent`,
+      );
     }
     if (call.intentDigest !== shown.intentDigest) {
       const named = (digest: string | null) => (digest === null ? 'none' : digest);
-      throw new DecisionRefusedError(MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH, run.workflowId, callId, `the page showed intent digest ${named(shown.intentDigest)}, the call has ${named(call.intentDigest)}; nothing was sent`);
+      throw new DecisionRefusedError(
+        MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH,
+        run.workflowId,
+        callId,
+        `the page showed intent digest ${named(shown.intentDigest)}, the call has ${named(call.intentDigest)}; nothing was sent`,
+      );
     }
   };
   return {

@@ -15,7 +15,11 @@ export function renderApprovalDecision(workflowId: string, result: ApprovalDecis
     result.decision === 'approved'
       ? html`It runs once a worker starts it, which must be before ${result.approvalExpiresAt}.`
       : html`Nothing runs; the model reads the rejection and the reason.`;
-  return renderPage(`${verb} ${result.callId}`, `run ${workflowId}`, html`<div class="outcome accepted"><p><span class="code">${verb}</span> call <code>${result.callId}</code> of run <code>${workflowId}</code> at ${result.decidedAt}.</p><p>${detail}</p></div>`);
+  return renderPage(
+    `${verb} ${result.callId}`,
+    `run ${workflowId}`,
+    html`<div class="outcome accepted"><p><span class="code">${verb}</span> call <code>${result.callId}</code> of run <code>${workflowId}</code> at ${result.decidedAt}.</p><p>${detail}</p></div>`,
+  );
 }
 
 /** The page after a resolution the run acted on. */

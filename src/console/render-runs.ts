@@ -29,7 +29,11 @@ export interface FormContext {
 export function renderWaitingRunsPage(runs: readonly WaitingRun[], namespace: string, form: FormContext, nowMs: number): string {
   const calls = runs.reduce((n, run) => n + ('waiting' in run ? run.waiting.length : 0), 0);
   const body = runs.length === 0 ? html`<p class="note">Nothing needs a person. <a href="/">Reload</a></p>` : html`${runs.map((run) => renderRun(run, form, nowMs))}`;
-  return renderPage('Runs waiting for a person', `namespace ${namespace} · ${runs.length} run${runs.length === 1 ? '' : 's'}, ${calls} call${calls === 1 ? '' : 's'} waiting · read at ${new Date(nowMs).toISOString()}`, body);
+  return renderPage(
+    'Runs waiting for a person',
+    `namespace ${namespace} · ${runs.length} run${runs.length === 1 ? '' : 's'}, ${calls} call${calls === 1 ? '' : 's'} waiting · read at ${new Date(nowMs).toISOString()}`,
+    body,
+  );
 }
 
 function renderRun(run: WaitingRun, form: FormContext, nowMs: number): SafeHtml {
@@ -64,7 +68,7 @@ ${paused ? renderEvidence(status, call) : null}
 ${call.arguments === null ? html`<p class="note">Not reported by the worker: what runs may differ from what the model sent.</p>` : html`${hiddenWarning('the arguments', call.arguments)}<pre class="arguments">${prettyJson(call.arguments)}</pre>`}
 ${call.target !== null ? html`<h4>Target</h4>${hiddenWarning('the target', call.target)}<pre class="target">${prettyJson(call.target)}</pre>` : null}
 <h4>What the model sent (shown for reference; not run as sent)</h4>
-${hiddenWarning('the model\'s input', call.modelInput)}<pre class="model-input">${prettyJson(call.modelInput)}</pre>
+${hiddenWarning("the model's input", call.modelInput)}<pre class="model-input">${prettyJson(call.modelInput)}</pre>
 <div class="decisions">${!formCarriesExactly(workflowId) || !formCarriesExactly(call.callId) ? noForms(workflowId, call) : paused ? resolveForm(workflowId, status, call, form) : approvalForms(workflowId, status, call, form)}</div>
 </article>`;
 }

@@ -69,7 +69,11 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
     // Only a GET spends a link: a HEAD (a link preview, a prefetch check) sees the form.
     if (code === undefined || request.method !== 'GET') return sendHtml(reply, renderLoginPage(reply.generateCsrf()));
     if (typeof code !== 'string' || !options.loginLinks.redeem(code)) {
-      throw new ConsoleHttpError(401, CONSOLE_REFUSALS.LOGIN_LINK_USED, `this login link was used already or was not issued by this console (a link logs in once); log in at ${LOGIN_PATH} with the console token`);
+      throw new ConsoleHttpError(
+        401,
+        CONSOLE_REFUSALS.LOGIN_LINK_USED,
+        `this login link was used already or was not issued by this console (a link logs in once); log in at ${LOGIN_PATH} with the console token`,
+      );
     }
     return logIn(reply);
   });
@@ -77,7 +81,7 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
   app.post(LOGIN_PATH, guarded, async (request, reply) => {
     const token = (request.body as { token?: unknown } | undefined)?.token;
     if (typeof token !== 'string' || token === '') throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_REQUIRED, 'the login form carries no console token');
-    if (!tokensEqual(token, options.token)) throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_INVALID, 'wrong console token; enter the running console\'s token');
+    if (!tokensEqual(token, options.token)) throw new ConsoleHttpError(401, CONSOLE_REFUSALS.TOKEN_INVALID, "wrong console token; enter the running console's token");
     return logIn(reply);
   });
 
@@ -95,11 +99,17 @@ export function registerConsoleRoutes(app: FastifyInstance, options: RouteOption
 
   app.post('/reject', guarded, async (request, reply) => {
     const { workflowId, request: rejection, shownIntentDigest } = parseRejectForm(request.body);
-    return sendHtml(reply, renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, { ...rejection, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })));
+    return sendHtml(
+      reply,
+      renderApprovalDecision(workflowId, await operations.rejectCall(workflowId, { ...rejection, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })),
+    );
   });
 
   app.post('/resolve', guarded, async (request, reply) => {
     const { workflowId, request: resolution, shownIntentDigest } = parseResolveForm(request.body);
-    return sendHtml(reply, renderResolution(workflowId, await operations.resolveCall(workflowId, { ...resolution, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })));
+    return sendHtml(
+      reply,
+      renderResolution(workflowId, await operations.resolveCall(workflowId, { ...resolution, ...decidedBy(request.raw.rawHeaders) }, { intentDigest: shownIntentDigest })),
+    );
   });
 }

@@ -77,7 +77,9 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
     const crashOnce = async (identity: string, point: 'after-effect' | 'after-result-stored', toolName?: string): Promise<void> => {
       const doomed = await spawnWorker({ env, identity, crashAt: { point, toolName }, maxConcurrentActivities: 1 });
       workers.push(doomed);
-      log(`${identity} started, armed to SIGKILL itself ${point === 'after-effect' ? `right after a ${toolName} effect, before the result is stored` : 'right after a result is stored, before it is delivered'}`);
+      log(
+        `${identity} started, armed to SIGKILL itself ${point === 'after-effect' ? `right after a ${toolName} effect, before the result is stored` : 'right after a result is stored, before it is delivered'}`,
+      );
       const how = await Promise.race([doomed.exited, new Promise((done) => setTimeout(() => done('still running after 60 s'), 60_000))]);
       log(`${identity} exited: ${String(how)}`);
     };
@@ -118,11 +120,20 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
           // The operator checks the provider's outbox for the email the paused call meant to send.
           const input = call?.modelInput as { to?: string; subject?: string } | undefined;
           const sent = (await provider.client.listEmails()).find((e) => e.to === input?.to && e.subject === input?.subject);
-          log(`run ${handle.workflowId} paused on ${status.paused.callId} (${status.paused.errorType}); operator finds the email ${sent ? `in the outbox (${sent.messageId})` : 'absent'}`);
+          log(
+            `run ${handle.workflowId} paused on ${status.paused.callId} (${status.paused.errorType}); operator finds the email ${sent ? `in the outbox (${sent.messageId})` : 'absent'}`,
+          );
           await handle.executeUpdate(resolveOutcomeUpdate, {
             args: [
               sent
-                ? { callId: status.paused.callId, pauseId: status.paused.pauseId, resolution: 'applied', result: { messageId: sent.messageId }, receipt: { messageId: sent.messageId, sentAt: sent.sentAt }, reason: 'found in the provider outbox' }
+                ? {
+                    callId: status.paused.callId,
+                    pauseId: status.paused.pauseId,
+                    resolution: 'applied',
+                    result: { messageId: sent.messageId },
+                    receipt: { messageId: sent.messageId, sentAt: sent.sentAt },
+                    reason: 'found in the provider outbox',
+                  }
                 : { callId: status.paused.callId, pauseId: status.paused.pauseId, resolution: 'absent', reason: 'not in the provider outbox' },
             ],
           });
@@ -183,7 +194,17 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
       ['run', 'status', 'tool calls', 'effects applied', 'duplicates', 'wrong results', 'recovered from store', 'recovered by lookup/key', 'paused as unknown'],
       [
         ...reports.map((r) => [r.transcript, r.status, r.toolCalls, r.effectsApplied, r.duplicates, r.wrongResults, r.recoveredFromStore, r.recoveredByLookup, r.pausedAsUnknown]),
-        ['all runs', '', sum((r) => r.toolCalls), sum((r) => r.effectsApplied), sum((r) => r.duplicates), sum((r) => r.wrongResults), sum((r) => r.recoveredFromStore), sum((r) => r.recoveredByLookup), sum((r) => r.pausedAsUnknown)],
+        [
+          'all runs',
+          '',
+          sum((r) => r.toolCalls),
+          sum((r) => r.effectsApplied),
+          sum((r) => r.duplicates),
+          sum((r) => r.wrongResults),
+          sum((r) => r.recoveredFromStore),
+          sum((r) => r.recoveredByLookup),
+          sum((r) => r.pausedAsUnknown),
+        ],
       ],
       log,
     );

@@ -217,8 +217,7 @@ async function startOnce(options: DevServerOptions, port: number): Promise<DevSe
   }
 
   const address = `${ip}:${port}`;
-  const describe = () =>
-    `\`${executable} ${args.join(' ')}\`` + (tail.trim() ? `\n--- server output (tail) ---\n${tail.trim()}` : '');
+  const describe = () => `\`${executable} ${args.join(' ')}\`` + (tail.trim() ? `\n--- server output (tail) ---\n${tail.trim()}` : '');
 
   const kill = async (stopOpts: StopOptions = {}): Promise<DevServerExit> => {
     if (exitInfo) return exitInfo;
@@ -268,9 +267,7 @@ async function startOnce(options: DevServerOptions, port: number): Promise<DevSe
     if (remaining <= 0) {
       await kill({ signal: 'SIGKILL' });
       throw new DevServerStartError(
-        `Temporal dev server at ${address} not ready after ${readyTimeoutMs} ms` +
-          (lastErr instanceof Error ? ` (last error: ${lastErr.message})` : '') +
-          `: ${describe()}`,
+        `Temporal dev server at ${address} not ready after ${readyTimeoutMs} ms` + (lastErr instanceof Error ? ` (last error: ${lastErr.message})` : '') + `: ${describe()}`,
       );
     }
     const attemptMs = Math.max(100, Math.min(1_000, remaining));

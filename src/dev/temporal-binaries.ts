@@ -139,7 +139,11 @@ function resolveBinary(spec: BinarySpec, lookup: string | TemporalBinaryLookup |
     if (fromEnv === undefined || fromEnv.trim() === '') continue;
     const p = path.resolve(fromEnv.trim());
     if (!isExecutableFile(p)) {
-      throw new TemporalBinaryNotFoundError(`${envVar} is set to "${fromEnv}", but that is not an executable file. Point it at the ${spec.what} binary, or unset it and ${install}.`, spec.name, [`$${envVar}=${fromEnv}`]);
+      throw new TemporalBinaryNotFoundError(
+        `${envVar} is set to "${fromEnv}", but that is not an executable file. Point it at the ${spec.what} binary, or unset it and ${install}.`,
+        spec.name,
+        [`$${envVar}=${fromEnv}`],
+      );
     }
     return p;
   }
@@ -152,7 +156,11 @@ function resolveBinary(spec: BinarySpec, lookup: string | TemporalBinaryLookup |
   const found = onPath(spec.name, env);
   if (found !== undefined) return found;
   searched.push('PATH');
-  throw new TemporalBinaryNotFoundError(`The ${spec.what} binary was not found (looked in ${searched.join(', ')}). ${capitalized(install)}, or set ${preferred} to the binary's path.`, spec.name, searched);
+  throw new TemporalBinaryNotFoundError(
+    `The ${spec.what} binary was not found (looked in ${searched.join(', ')}). ${capitalized(install)}, or set ${preferred} to the binary's path.`,
+    spec.name,
+    searched,
+  );
 }
 
 /**

@@ -4,8 +4,7 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
-import {
-  sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
+import { sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { anthropicMessageToTurnResult, turnResultFromResponseText } from './response-conversion';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
@@ -115,9 +114,7 @@ export class AnthropicModel implements ModelAdapter {
     resolveMaxToolInputBytes(options.maxToolInputBytes);
     this.options = options;
     this.name = options.name ?? 'anthropic';
-    this.client =
-      options.client ??
-      new Anthropic(sdkClientOptions(options));
+    this.client = options.client ?? new Anthropic(sdkClientOptions(options));
   }
 
   /**
@@ -131,13 +128,11 @@ export class AnthropicModel implements ModelAdapter {
    */
   buildRequest(input: ModelTurnInput): Anthropic.MessageCreateParamsNonStreaming {
     const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
-    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
-      ({ name, spec }): Anthropic.Tool => ({
-        name: wireToolName(name),
-        ...(spec.description === undefined ? {} : { description: spec.description }),
-        input_schema: spec.inputSchema as Anthropic.Tool.InputSchema,
-      }),
-    );
+    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(({ name, spec }): Anthropic.Tool => ({
+      name: wireToolName(name),
+      ...(spec.description === undefined ? {} : { description: spec.description }),
+      input_schema: spec.inputSchema as Anthropic.Tool.InputSchema,
+    }));
     const system = input.system ?? this.options.system;
     return {
       model: turnOptions.model ?? this.options.model,
@@ -152,7 +147,12 @@ export class AnthropicModel implements ModelAdapter {
     if (signal?.aborted) throw signal.reason;
     const body = this.buildRequest(input);
     // The body as text, not as the SDK's parsed object: number literals are checked as written.
-    const text = await readSdkResponseText(this.client.messages.create(body, signal === undefined ? {} : { signal }), 'anthropic', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    const text = await readSdkResponseText(
+      this.client.messages.create(body, signal === undefined ? {} : { signal }),
+      'anthropic',
+      { APIError, APIConnectionError, APIUserAbortError },
+      signal,
+    );
     return turnResultFromResponseText(text, anthropicMessageToTurnResult, {
       where: `anthropic response to turn ${input.turn}`,
       live: true,

@@ -4,8 +4,7 @@
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { resolveMaxToolInputBytes } from '../checkpoint/bounds';
 import type { ModelAdapter } from './model-adapter';
-import {
-  sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
+import { sdkClientOptions, parseSdkTurnOptions, readSdkResponseText, requireMessages, toolResultText } from './sdk-common';
 import { resolveToolSpecs, type ToolSpecs } from './tool-specs';
 import { openAiCompletionToTurnResult, turnResultFromResponseText } from './response-conversion';
 import type { ConversationMessage, ModelTurnInput, ModelTurnResult } from './types';
@@ -111,9 +110,7 @@ export class OpenAiModel implements ModelAdapter {
     resolveMaxToolInputBytes(options.maxToolInputBytes);
     this.options = options;
     this.name = options.name ?? 'openai';
-    this.client =
-      options.client ??
-      new OpenAI(sdkClientOptions(options));
+    this.client = options.client ?? new OpenAI(sdkClientOptions(options));
   }
 
   /**
@@ -127,16 +124,14 @@ export class OpenAiModel implements ModelAdapter {
    */
   buildRequest(input: ModelTurnInput): OpenAI.ChatCompletionCreateParamsNonStreaming {
     const turnOptions = parseSdkTurnOptions(input.modelOptions, this.name);
-    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(
-      ({ name, spec }): OpenAI.ChatCompletionFunctionTool => ({
-        type: 'function',
-        function: {
-          name: wireToolName(name),
-          ...(spec.description === undefined ? {} : { description: spec.description }),
-          parameters: spec.inputSchema as OpenAI.FunctionParameters,
-        },
-      }),
-    );
+    const tools = resolveToolSpecs(input.tools, this.options.tools, this.name).map(({ name, spec }): OpenAI.ChatCompletionFunctionTool => ({
+      type: 'function',
+      function: {
+        name: wireToolName(name),
+        ...(spec.description === undefined ? {} : { description: spec.description }),
+        parameters: spec.inputSchema as OpenAI.FunctionParameters,
+      },
+    }));
     const maxTokens = turnOptions.maxTokens ?? this.options.maxTokens;
     return {
       model: turnOptions.model ?? this.options.model,
@@ -151,7 +146,12 @@ export class OpenAiModel implements ModelAdapter {
     const body = this.buildRequest(input);
     // The body as text, not as the SDK's parsed object: number literals are checked as written,
     // also in `arguments` an OpenAI-compatible server sends as an object.
-    const text = await readSdkResponseText(this.client.chat.completions.create(body, signal === undefined ? {} : { signal }), 'openai', { APIError, APIConnectionError, APIUserAbortError }, signal);
+    const text = await readSdkResponseText(
+      this.client.chat.completions.create(body, signal === undefined ? {} : { signal }),
+      'openai',
+      { APIError, APIConnectionError, APIUserAbortError },
+      signal,
+    );
     return turnResultFromResponseText(text, openAiCompletionToTurnResult, {
       where: `openai response to turn ${input.turn}`,
       live: true,

@@ -80,8 +80,7 @@ export const INVALID_RESPONSE_REASON = 'invalid-response';
 /** The first issues of a zod error as one line (at most five), and the path of the first. */
 export function formatIssues(error: z.ZodError): { text: string; path: string } {
   const first = error.issues[0];
-  const pathOf = (issue: z.core.$ZodIssue): string =>
-    '$' + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+  const pathOf = (issue: z.core.$ZodIssue): string => '$' + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
   const text = error.issues
     .slice(0, 5)
     .map((issue) => `${pathOf(issue)}: ${issue.message}`)
@@ -131,7 +130,10 @@ function findingsByInput(ctx: ResponseContext, inputPaths: readonly string[]): M
     while (at.length > 1 && !byInput.has(at)) at = at.slice(0, Math.max(at.lastIndexOf('.'), at.lastIndexOf('['), 1));
     const under = byInput.get(at);
     if (under !== undefined) under.push({ ...finding, path: `$${finding.path.slice(at.length)}` });
-    else if (finding.kind === 'duplicate-key') throw structureError(ctx, `member name ${JSON.stringify(finding.key.slice(0, 64))} appears more than once in the object at ${finding.path.slice(0, 200)}`, { path: finding.path.slice(0, 200) });
+    else if (finding.kind === 'duplicate-key')
+      throw structureError(ctx, `member name ${JSON.stringify(finding.key.slice(0, 64))} appears more than once in the object at ${finding.path.slice(0, 200)}`, {
+        path: finding.path.slice(0, 200),
+      });
   }
   return byInput;
 }
@@ -223,7 +225,10 @@ export function anthropicMessageToTurnResult(raw: unknown, ctx: ResponseContext)
     if (block.type === 'text') text += block['text'] as string;
     else if (block.type === 'tool_use') blocks.push({ id: block['id'] as string, name: block['name'] as string, input: block['input'], at: `$.content[${i}].input` });
   });
-  const findings = findingsByInput(ctx, blocks.map((b) => b.at));
+  const findings = findingsByInput(
+    ctx,
+    blocks.map((b) => b.at),
+  );
   const calls = (): ToolCallRequest[] => blocks.map((b) => callFromValue(b.id, nameOf(b.name), b.input, ctx, findings.get(b.at)!));
   switch (message.stop_reason) {
     case 'tool_use':
@@ -304,7 +309,10 @@ export function openAiCompletionToTurnResult(raw: unknown, ctx: ResponseContext)
   const text = choice.message.content ?? choice.message.refusal ?? '';
   const rawCalls = choice.message.tool_calls ?? [];
   const inputPath = (i: number) => `$.choices[0].message.tool_calls[${i}].function.arguments`;
-  const findings = findingsByInput(ctx, rawCalls.map((_, i) => inputPath(i)));
+  const findings = findingsByInput(
+    ctx,
+    rawCalls.map((_, i) => inputPath(i)),
+  );
   if (choice.finish_reason === 'function_call') throw structureError(ctx, `legacy finish_reason function_call is not supported`);
   if (choice.finish_reason === 'length') return finish('max_tokens', text, [], ctx, rawCalls.length);
   const refused = choice.message.refusal !== undefined && choice.message.refusal !== null;

@@ -72,9 +72,7 @@ export class ScriptedModel implements ModelAdapter {
     this.allowInline = options.allowInline ?? true;
     this.checkToolResults = options.checkToolResults ?? false;
     this.log = options.recordRequests === true ? [] : null;
-    const list: readonly Transcript[] = Array.isArray(options.transcripts)
-      ? (options.transcripts as readonly Transcript[])
-      : [options.transcripts as Transcript];
+    const list: readonly Transcript[] = Array.isArray(options.transcripts) ? (options.transcripts as readonly Transcript[]) : [options.transcripts as Transcript];
     for (const transcript of list) {
       if (this.byId.has(transcript.id)) {
         throw new CheckpointError('INVALID_MODEL_OPTIONS', `two transcripts have the id ${transcript.id}`, { transcript: transcript.id });
@@ -90,7 +88,9 @@ export class ScriptedModel implements ModelAdapter {
    */
   get requests(): readonly ScriptedRequest[] {
     if (this.log === null) {
-      throw new CheckpointError('INVALID_ARGUMENT', `scripted model ${this.name} keeps no requests; construct it with recordRequests: true (tests only)`, { field: 'recordRequests' });
+      throw new CheckpointError('INVALID_ARGUMENT', `scripted model ${this.name} keeps no requests; construct it with recordRequests: true (tests only)`, {
+        field: 'recordRequests',
+      });
     }
     return this.log;
   }
@@ -123,19 +123,15 @@ export class ScriptedModel implements ModelAdapter {
 
   private select(modelOptions: JsonValue | undefined): Transcript {
     const selector =
-      modelOptions !== undefined && modelOptions !== null && typeof modelOptions === 'object' && !Array.isArray(modelOptions)
-        ? modelOptions['transcript']
-        : undefined;
+      modelOptions !== undefined && modelOptions !== null && typeof modelOptions === 'object' && !Array.isArray(modelOptions) ? modelOptions['transcript'] : undefined;
     if (modelOptions !== undefined && modelOptions !== null && selector === undefined) {
       throw new CheckpointError('INVALID_MODEL_OPTIONS', `scripted model options must be { "transcript": <id or transcript> }`, {});
     }
     if (selector === undefined) {
       if (this.byId.size === 1) return [...this.byId.values()][0]!;
-      throw new CheckpointError(
-        'INVALID_MODEL_OPTIONS',
-        `scripted model ${this.name} has ${this.byId.size} transcripts; modelOptions.transcript must name one`,
-        { transcripts: this.transcriptIds.join(',') },
-      );
+      throw new CheckpointError('INVALID_MODEL_OPTIONS', `scripted model ${this.name} has ${this.byId.size} transcripts; modelOptions.transcript must name one`, {
+        transcripts: this.transcriptIds.join(','),
+      });
     }
     if (typeof selector === 'string') {
       const found = this.byId.get(selector);

@@ -127,12 +127,7 @@ export function mapSdkError(err: unknown, provider: ModelProvider, classes: SdkE
     const details = { provider, status, requestId: requestID ?? null, errorType };
     if (isTransientStatus(status, headers, errorType)) {
       const delayMs = retryAfterMs(headers);
-      return new CheckpointError(
-        'MODEL_TRANSIENT',
-        `${provider} answered ${err.message}`,
-        delayMs === null ? details : { ...details, retryAfterMs: delayMs },
-        { cause: err },
-      );
+      return new CheckpointError('MODEL_TRANSIENT', `${provider} answered ${err.message}`, delayMs === null ? details : { ...details, retryAfterMs: delayMs }, { cause: err });
     }
     return new CheckpointError('MODEL_REJECTED', `${provider} answered ${err.message}`, details, { cause: err });
   }
@@ -197,7 +192,8 @@ export async function readSdkResponseText(request: { asResponse(): Promise<Respo
     return await (await request.asResponse()).text();
   } catch (err) {
     const mapped = mapSdkError(err, provider, classes, signal);
-    if (mapped === err && !(err instanceof classes.APIUserAbortError)) throw new CheckpointError('MODEL_TRANSIENT', `${provider}: the response could not be read: ${(err as Error).message}`, { provider, status: null }, { cause: err });
+    if (mapped === err && !(err instanceof classes.APIUserAbortError))
+      throw new CheckpointError('MODEL_TRANSIENT', `${provider}: the response could not be read: ${(err as Error).message}`, { provider, status: null }, { cause: err });
     throw mapped;
   }
 }

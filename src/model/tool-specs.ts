@@ -33,11 +33,7 @@ export function toolSpecFromZod(schema: z.ZodType, description?: string): ToolSp
  * The specs of the tools a turn offers, in the turn's order.
  * @throws CheckpointError MISSING_TOOL_SPEC naming the first tool without a spec.
  */
-export function resolveToolSpecs(
-  names: readonly string[],
-  specs: ToolSpecs,
-  adapter: string,
-): Array<{ readonly name: string; readonly spec: ToolSpec }> {
+export function resolveToolSpecs(names: readonly string[], specs: ToolSpecs, adapter: string): Array<{ readonly name: string; readonly spec: ToolSpec }> {
   return names.map((name) => {
     const spec = Object.prototype.hasOwnProperty.call(specs, name) ? specs[name] : undefined;
     if (spec === undefined) {

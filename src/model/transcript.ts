@@ -40,12 +40,28 @@ import { z } from 'zod/v4';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonTextFinding } from '../checkpoint/json-text';
 import type { ModelTurnResult } from './types';
-import { anthropicMessageToTurnResult, findingsUnder, formatIssues, MAX_SCANNED_DEPTH, openAiCompletionToTurnResult, textFindingsOf, type ResponseContext } from './response-conversion';
+import {
+  anthropicMessageToTurnResult,
+  findingsUnder,
+  formatIssues,
+  MAX_SCANNED_DEPTH,
+  openAiCompletionToTurnResult,
+  textFindingsOf,
+  type ResponseContext,
+} from './response-conversion';
 import { anthropicMessageSchema, openAiCompletionSchema } from './wire-responses';
 
 export { anthropicMessageSchema, openAiCompletionSchema } from './wire-responses';
 export type { AnthropicMessageWire, OpenAiCompletionWire } from './wire-responses';
-export { anthropicMessageToTurnResult, findingsUnder, INVALID_RESPONSE_REASON, MAX_SCANNED_DEPTH, openAiCompletionToTurnResult, textFindingsOf, turnResultFromResponseText } from './response-conversion';
+export {
+  anthropicMessageToTurnResult,
+  findingsUnder,
+  INVALID_RESPONSE_REASON,
+  MAX_SCANNED_DEPTH,
+  openAiCompletionToTurnResult,
+  textFindingsOf,
+  turnResultFromResponseText,
+} from './response-conversion';
 export type { ResponseContext } from './response-conversion';
 
 /** The transcript format version this code reads and writes. */
@@ -102,9 +118,7 @@ export interface Transcript {
  */
 export function parseTranscript(value: unknown, source?: string, textFindings?: readonly JsonTextFinding[]): Transcript {
   const parsed = transcriptSchema.safeParse(value);
-  const label = source ?? (typeof value === 'object' && value !== null && typeof (value as { id?: unknown }).id === 'string'
-    ? (value as { id: string }).id
-    : 'transcript');
+  const label = source ?? (typeof value === 'object' && value !== null && typeof (value as { id?: unknown }).id === 'string' ? (value as { id: string }).id : 'transcript');
   if (!parsed.success) {
     const { text, path } = formatIssues(parsed.error);
     const turnMatch = /^\$\.responses\[(\d+)\]/.exec(path);
@@ -124,16 +138,15 @@ export function parseTranscript(value: unknown, source?: string, textFindings?: 
       details: { transcript: name, turn },
       textFindings: findingsUnder(textFindings, `$.responses[${turn}]`),
     };
-    const result =
-      file.format === 'anthropic-messages' ? anthropicMessageToTurnResult(response, ctx) : openAiCompletionToTurnResult(response, ctx);
+    const result = file.format === 'anthropic-messages' ? anthropicMessageToTurnResult(response, ctx) : openAiCompletionToTurnResult(response, ctx);
     for (const call of result.toolCalls) {
       const earlier = seen.get(call.callId);
       if (earlier !== undefined && file.allowCallIdReuse !== true) {
-        throw new CheckpointError(
-          'INVALID_TRANSCRIPT',
-          `${ctx.where}: tool call id ${call.callId} was already used in response ${earlier}`,
-          { transcript: name, turn, callId: call.callId },
-        );
+        throw new CheckpointError('INVALID_TRANSCRIPT', `${ctx.where}: tool call id ${call.callId} was already used in response ${earlier}`, {
+          transcript: name,
+          turn,
+          callId: call.callId,
+        });
       }
       seen.set(call.callId, turn);
     }
@@ -157,13 +170,19 @@ export function parseTranscriptJson(text: string, source: string): Transcript {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} is not JSON: ${(err as Error).message}`, {
-      transcript: source,
-      path: '$',
-    }, { cause: err });
+    throw new CheckpointError(
+      'INVALID_TRANSCRIPT',
+      `transcript ${JSON.stringify(source)} is not JSON: ${(err as Error).message}`,
+      {
+        transcript: source,
+        path: '$',
+      },
+      { cause: err },
+    );
   }
   const findings = textFindingsOf(text);
-  if (findings === null) throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} nests deeper than ${MAX_SCANNED_DEPTH} levels`, { transcript: source, path: '$' });
+  if (findings === null)
+    throw new CheckpointError('INVALID_TRANSCRIPT', `transcript ${JSON.stringify(source)} nests deeper than ${MAX_SCANNED_DEPTH} levels`, { transcript: source, path: '$' });
   return parseTranscript(value, source, findings);
 }
 

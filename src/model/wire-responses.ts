@@ -32,15 +32,7 @@ const anthropicContent = z.array(z.looseObject({ type: z.string() })).superRefin
 });
 
 /** Anthropic stop reasons as of the installed SDK. */
-const ANTHROPIC_STOP_REASONS = [
-  'end_turn',
-  'max_tokens',
-  'stop_sequence',
-  'tool_use',
-  'pause_turn',
-  'refusal',
-  'model_context_window_exceeded',
-] as const;
+const ANTHROPIC_STOP_REASONS = ['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded'] as const;
 
 /** Zod schema of an Anthropic Messages API response (non-streaming). */
 export const anthropicMessageSchema = z.looseObject({

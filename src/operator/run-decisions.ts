@@ -68,7 +68,13 @@ export interface WaitingCall {
  */
 export async function readRunStatus(handle: WorkflowHandle, namespace: string): Promise<RunStatusView> {
   return handle.query(runStatusQuery).catch((error: unknown) => {
-    if (error instanceof WorkflowNotFoundError) throw new CheckpointError('INVALID_ARGUMENT', `no run with workflow id ${JSON.stringify(handle.workflowId)} in namespace ${namespace}`, { field: 'workflowId' }, { cause: error });
+    if (error instanceof WorkflowNotFoundError)
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        `no run with workflow id ${JSON.stringify(handle.workflowId)} in namespace ${namespace}`,
+        { field: 'workflowId' },
+        { cause: error },
+      );
     throw error;
   });
 }
@@ -86,7 +92,12 @@ export async function readWaitingCall(handle: WorkflowHandle, namespace: string,
   const call = status.pendingCalls.find((c) => c.callId === callId);
   if (call === undefined || call.status !== waitingFor) {
     const type = waitingFor === 'paused' ? MESSAGE_ERROR_TYPES.CALL_NOT_PAUSED : MESSAGE_ERROR_TYPES.CALL_NOT_AWAITING_APPROVAL;
-    const actual = call !== undefined ? `is ${call.status}` : status.calls.some((c) => c.callId === callId) ? `is ${status.calls.find((c) => c.callId === callId)!.status}` : 'is not a call of this run';
+    const actual =
+      call !== undefined
+        ? `is ${call.status}`
+        : status.calls.some((c) => c.callId === callId)
+          ? `is ${status.calls.find((c) => c.callId === callId)!.status}`
+          : 'is not a call of this run';
     throw new DecisionRefusedError(type, handle.workflowId, callId, `the run is ${status.phase} and call ${callId} ${actual}, not ${waitingFor}; nothing was sent`);
   }
   return { workflowId: handle.workflowId, status, call };
@@ -132,8 +143,14 @@ function refusal(workflowId: string, callId: string): (error: unknown) => never 
 export function resolutionNextStep(result: ResolveOutcomeResult): string | null {
   if (result.item !== undefined) {
     const item = `item ${JSON.stringify(result.item.key)} (generation ${result.item.generation})`;
-    const sent = result.resolution === 'applied' ? `${item} is stored as applied and is not sent again` : `${item} is sent again as generation ${result.item.generation + 1}, under a new idempotency key`;
-    const resumes = result.retryCallId !== null ? `call ${result.retryCallId} runs again and resumes the batch ${result.resolution === 'applied' ? 'after it' : 'with it'}` : 'the batch does not resume: the run is stopping';
+    const sent =
+      result.resolution === 'applied'
+        ? `${item} is stored as applied and is not sent again`
+        : `${item} is sent again as generation ${result.item.generation + 1}, under a new idempotency key`;
+    const resumes =
+      result.retryCallId !== null
+        ? `call ${result.retryCallId} runs again and resumes the batch ${result.resolution === 'applied' ? 'after it' : 'with it'}`
+        : 'the batch does not resume: the run is stopping';
     return `${sent}; ${resumes}`;
   }
   if (result.role === 'compensation') return result.compensationGeneration !== undefined ? `the compensation runs again as generation ${result.compensationGeneration}` : null;

@@ -19,5 +19,9 @@ export function refuseActivityCollisions(existing: object | undefined, own: obje
   const clashes = Object.keys(mine).filter((name) => Object.prototype.hasOwnProperty.call(theirs, name) && theirs[name] !== mine[name]);
   if (clashes.length === 0) return;
   const names = clashes.map((n) => JSON.stringify(n)).join(', ');
-  throw new CheckpointError('INVALID_ARGUMENT', `ToolCheckpointPlugin registers activity type ${names}, which the worker already has: rename the tool, or fence the existing activity with the \`fence\` option instead of \`tools\``, { field: 'tools', activityTypes: clashes.join(',') });
+  throw new CheckpointError(
+    'INVALID_ARGUMENT',
+    `ToolCheckpointPlugin registers activity type ${names}, which the worker already has: rename the tool, or fence the existing activity with the \`fence\` option instead of \`tools\``,
+    { field: 'tools', activityTypes: clashes.join(',') },
+  );
 }

@@ -81,10 +81,12 @@ const NOT_RUN = async (): Promise<never> => {
 
 function readDescribeInput(input: unknown): DescribeFencedCallInput {
   // Own properties only: nothing is read from a polluted Object.prototype.
-  const own = (key: keyof DescribeFencedCallInput): unknown => (typeof input === 'object' && input !== null && Object.hasOwn(input, key) ? (input as Record<string, unknown>)[key] : undefined);
+  const own = (key: keyof DescribeFencedCallInput): unknown =>
+    typeof input === 'object' && input !== null && Object.hasOwn(input, key) ? (input as Record<string, unknown>)[key] : undefined;
   const activityType = own('activityType');
   const args = own('args');
-  if (typeof activityType !== 'string' || activityType === '') throw new CheckpointError('INVALID_ARGUMENT', 'describeFencedCall: activityType must be a non-empty string', { field: 'activityType' });
-  if (!Array.isArray(args)) throw new CheckpointError('INVALID_ARGUMENT', 'describeFencedCall: args must be an array of the activity\'s arguments', { field: 'args' });
+  if (typeof activityType !== 'string' || activityType === '')
+    throw new CheckpointError('INVALID_ARGUMENT', 'describeFencedCall: activityType must be a non-empty string', { field: 'activityType' });
+  if (!Array.isArray(args)) throw new CheckpointError('INVALID_ARGUMENT', "describeFencedCall: args must be an array of the activity's arguments", { field: 'args' });
   return { activityType, args };
 }

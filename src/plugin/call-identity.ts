@@ -43,7 +43,9 @@ export function attemptContextOf(info: Info, idempotencyKeySecret: Uint8Array | 
 function requireWorkflow(info: Info): { workflowId: string; runId: string } {
   const execution = info.workflowExecution;
   if (execution?.workflowId === undefined) {
-    throw new CheckpointError('INVALID_ARGUMENT', `fenced activity ${info.activityType} runs only inside a workflow (no workflow id in the activity context)`, { field: 'workflowId' });
+    throw new CheckpointError('INVALID_ARGUMENT', `fenced activity ${info.activityType} runs only inside a workflow (no workflow id in the activity context)`, {
+      field: 'workflowId',
+    });
   }
   return execution;
 }

@@ -98,7 +98,11 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         const context = attemptContextOf(this.ctx.info, this.deps.idempotencyKeySecret);
         const callInput = { ...ownProperties(input.args[0]), toolName } as unknown as FencedToolInput;
         const deps: FencedToolDeps = { ...this.deps, tools: new Map() };
-        return await settleFailedAttempt(deps, { input: callInput, context, call: undefined, evidence: { claimSent: false, seen: null }, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, refusal);
+        return await settleFailedAttempt(
+          deps,
+          { input: callInput, context, call: undefined, evidence: { claimSent: false, seen: null }, deliveryId: `delivery-${context.attempt}-${randomUUID()}` },
+          refusal,
+        );
       } catch (error) {
         const callId = (input.args[0] as { callId?: unknown } | null)?.callId;
         throw this.failure(error, { toolName, ...(typeof callId === 'string' ? { callId } : {}) });
@@ -124,7 +128,14 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       names.callId = identity.callId;
       // An approval from `withApprovedIntent` rides in the call header: checked as runFencedTool checks it.
       const approval = approvalFromHeaders(input.headers);
-      const callInput: FencedToolInput = { tenant: this.deps.tenant, callId: identity.callId, runChainId: identity.runChainId, toolName: info.activityType, input: { args: asSent(input.args) }, ...approval };
+      const callInput: FencedToolInput = {
+        tenant: this.deps.tenant,
+        callId: identity.callId,
+        runChainId: identity.runChainId,
+        toolName: info.activityType,
+        input: { args: asSent(input.args) },
+        ...approval,
+      };
       const tool = withExecute(activity, input, next);
       const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL, executeIsUserActivity: true };
       let call: PreparedCall | undefined;

@@ -26,17 +26,29 @@ export function toolPinsAfterFence(options: ToolCheckpointPluginOptions, fencedT
   const tenant = options.tenant ?? 'default';
   const { pinnedTenants, pinnedTools } = options;
   if (Array.isArray(pinnedTenants) && !pinnedTenants.includes(tenant)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `pinnedTenants does not name the plugin's tenant ${JSON.stringify(tenant)}, which every fenced activity is checkpointed under; pin it or set tenant`, { field: 'tenant' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `pinnedTenants does not name the plugin's tenant ${JSON.stringify(tenant)}, which every fenced activity is checkpointed under; pin it or set tenant`,
+      { field: 'tenant' },
+    );
   }
   if (!Array.isArray(pinnedTools)) return pinnedTools;
   const fenced = [...fencedTypes];
   const unpinned = fenced.filter((name) => !pinnedTools.includes(name));
   if (unpinned.length > 0) {
-    throw new CheckpointError('INVALID_ARGUMENT', `pinnedTools does not pin the fenced activity types ${unpinned.join(', ')}; pin them or leave them out of fence (a pinned worker fences only pinned activities)`, { field: 'pinnedTools' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `pinnedTools does not pin the fenced activity types ${unpinned.join(', ')}; pin them or leave them out of fence (a pinned worker fences only pinned activities)`,
+      { field: 'pinnedTools' },
+    );
   }
   const forTools = pinnedTools.filter((name) => !fenced.includes(name));
   if (forTools.length === 0 && (options.tools ?? []).length > 0) {
-    throw new CheckpointError('INVALID_ARGUMENT', `pinnedTools pins none of the plugin's tools (${(options.tools ?? []).map((t) => t.name).join(', ')}); pin them or leave them out of tools`, { field: 'pinnedTools' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `pinnedTools pins none of the plugin's tools (${(options.tools ?? []).map((t) => t.name).join(', ')}); pin them or leave them out of tools`,
+      { field: 'pinnedTools' },
+    );
   }
   return forTools.length === 0 ? undefined : forTools;
 }

@@ -89,7 +89,10 @@ export interface FencedActivityOptions {
  * also name `fence` entries, whose calls then run only inside `withApprovedIntent`
  * (`./approval-pins`). A fenced activity is checkpointed under `tenant`.
  */
-export interface ToolCheckpointPluginOptions extends Pick<ToolActivitiesOptions, 'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'> {
+export interface ToolCheckpointPluginOptions extends Pick<
+  ToolActivitiesOptions,
+  'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'
+> {
   /** Where checkpoints are kept; opened by the caller (the plugin does no I/O). */
   readonly store: CheckpointStore;
   /** `defineTool` tools: each is registered as an activity named by the tool and fenced. @default [] */
@@ -157,10 +160,17 @@ export function resolveFencedActivities(options: ToolCheckpointPluginOptions): R
   const toolNames = new Set((options.tools ?? []).map((t) => t.name));
   for (const [name, entry] of Object.entries(options.fence ?? {})) {
     if (toolNames.has(name)) throw new CheckpointError('INVALID_ARGUMENT', `${JSON.stringify(name)} is both a tool and a fenced activity; name it once`, { field: 'fence' });
-    if (name.startsWith('__temporal_')) throw new CheckpointError('INVALID_ARGUMENT', `activity type ${JSON.stringify(name)} is reserved by Temporal and cannot be fenced`, { field: 'fence' });
+    if (name.startsWith('__temporal_'))
+      throw new CheckpointError('INVALID_ARGUMENT', `activity type ${JSON.stringify(name)} is reserved by Temporal and cannot be fenced`, { field: 'fence' });
     const inputRefusal = entry.input === undefined ? undefined : zodSchemaRefusal(entry.input);
     if (inputRefusal !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `fenced activity ${name}: input ${inputRefusal}`, { field: 'input' });
-    const { execute: _unused, classifyError: _declared, ...tool } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER }) as ToolDefinition<unknown> & { classifyError?: unknown };
+    const {
+      execute: _unused,
+      classifyError: _declared,
+      ...tool
+    } = defineTool({ ...entry, name, input: z.strictObject({ args: entry.input ?? z.array(z.unknown()) }), execute: NEVER }) as ToolDefinition<unknown> & {
+      classifyError?: unknown;
+    };
     fenced.set(name, { ...tool, classifyError: classifierOf(name, entry) });
   }
   return fenced;
@@ -176,7 +186,8 @@ function classifierOf(name: string, entry: FencedActivityOptions): ErrorClassifi
     }
   }
   if (declared === undefined) return defaultClassifyError;
-  if (typeof declared !== 'function') throw new CheckpointError('INVALID_ARGUMENT', `fence entry ${JSON.stringify(name)}: classifyError must be a function`, { field: 'classifyError' });
+  if (typeof declared !== 'function')
+    throw new CheckpointError('INVALID_ARGUMENT', `fence entry ${JSON.stringify(name)}: classifyError must be a function`, { field: 'classifyError' });
   return declared.bind(entry) as ErrorClassifier;
 }
 
@@ -211,9 +222,11 @@ function ownOption(options: ToolCheckpointPluginOptions, key: keyof ToolCheckpoi
  *   `'fail'`/`'wait'`, an `unknownOutcomeRetryMs` that is not a positive safe integer.
  */
 export function validatePluginOptions(options: ToolCheckpointPluginOptions): void {
-  if (typeof options?.store?.createIfAbsent !== 'function') throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });
+  if (typeof options?.store?.createIfAbsent !== 'function')
+    throw new CheckpointError('INVALID_ARGUMENT', 'ToolCheckpointPlugin needs a store (openCheckpointStore(url))', { field: 'store' });
   const tenant = options.tenant ?? DEFAULT_PLUGIN_TENANT;
-  if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw new CheckpointError('INVALID_ARGUMENT', 'tenant must be a non-empty string of at most 256 characters', { field: 'tenant' });
+  if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256)
+    throw new CheckpointError('INVALID_ARGUMENT', 'tenant must be a non-empty string of at most 256 characters', { field: 'tenant' });
   resolveMaxPayloadBytes(options.maxPayloadBytes);
   if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);
   const margin = options.reconcileMarginMs;
@@ -222,7 +235,11 @@ export function validatePluginOptions(options: ToolCheckpointPluginOptions): voi
   }
   const onUnknownOutcome = ownOption(options, 'onUnknownOutcome');
   if (onUnknownOutcome !== undefined && onUnknownOutcome !== 'fail' && onUnknownOutcome !== 'wait') {
-    throw new CheckpointError('INVALID_ARGUMENT', `onUnknownOutcome must be 'fail' or 'wait', got ${typeof onUnknownOutcome === 'string' ? JSON.stringify(onUnknownOutcome) : typeof onUnknownOutcome}`, { field: 'onUnknownOutcome' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `onUnknownOutcome must be 'fail' or 'wait', got ${typeof onUnknownOutcome === 'string' ? JSON.stringify(onUnknownOutcome) : typeof onUnknownOutcome}`,
+      { field: 'onUnknownOutcome' },
+    );
   }
   const retryMs = ownOption(options, 'unknownOutcomeRetryMs');
   if (retryMs !== undefined && !(Number.isSafeInteger(retryMs) && (retryMs as number) > 0)) {

@@ -35,7 +35,6 @@ import { DEFAULT_PLUGIN_TENANT } from './options';
  */
 export const RESOLVED_NOT_APPLIED = 'RESOLVED_NOT_APPLIED' satisfies ToolErrorClass;
 
-
 /** How many records of a status group a lookup without `runChainId` reads at most (`listByStatus` limit). */
 export const RESOLVE_SCAN_LIMIT = 10_000;
 
@@ -180,7 +179,14 @@ export async function resolveCallInStore(store: CheckpointStore, args: ResolveCa
     toolName: record.binding.toolName,
     toolRevision: record.binding.toolRevision,
     idempotencyKey: idempotencyKey(
-      { namespace: record.binding.namespace, runChainId, workflowId: request.workflowId, callId: request.callId, toolName: record.binding.toolName, toolRevision: record.binding.toolRevision },
+      {
+        namespace: record.binding.namespace,
+        runChainId,
+        workflowId: request.workflowId,
+        callId: request.callId,
+        toolName: record.binding.toolName,
+        toolRevision: record.binding.toolRevision,
+      },
       options.idempotencyKeySecret,
     ),
     claimedAt: execution.claimedAt,
@@ -222,14 +228,16 @@ const FAILURE_TYPE = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
 function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOptions): Request {
   if (typeof args !== 'object' || args === null) throw invalid('args', 'resolveCallInStore needs { namespace, workflowId, callId, resolution, reason }');
   const { namespace, workflowId, callId, runChainId, tenant = DEFAULT_PLUGIN_TENANT, resolution, reason, resolvedBy = defaultResolvedBy(), expectedRevision } = args;
-  if (expectedRevision !== undefined && !(Number.isSafeInteger(expectedRevision) && expectedRevision >= 0)) throw invalid('expectedRevision', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`);
+  if (expectedRevision !== undefined && !(Number.isSafeInteger(expectedRevision) && expectedRevision >= 0))
+    throw invalid('expectedRevision', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`);
   assertIdentifier(namespace, 'namespace');
   assertIdentifier(workflowId, 'workflowId');
   assertIdentifier(callId, 'callId');
   if (runChainId !== undefined) assertIdentifier(runChainId, 'runChainId');
   // Records of two run chains that reuse a workflow id go through the same revisions: a revision
   // names the checkpoint a person saw only together with its run chain.
-  if (expectedRevision !== undefined && runChainId === undefined) throw invalid('runChainId', 'expectedRevision names a checkpoint only with its run chain: give runChainId as well (`ttc pending` shows both)');
+  if (expectedRevision !== undefined && runChainId === undefined)
+    throw invalid('runChainId', 'expectedRevision names a checkpoint only with its run chain: give runChainId as well (`ttc pending` shows both)');
   if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256) throw invalid('tenant', 'tenant must be a non-empty string of at most 256 characters');
   assertReason(reason, 'reason');
   const byRefusal = deciderNameRefusal(resolvedBy);
@@ -237,7 +245,8 @@ function checkArgs(args: ResolveCallInStoreArgs, options: ResolveCallInStoreOpti
     throw invalid('resolvedBy', `resolvedBy: ${byRefusal}`);
   }
   const margin = options.reconcileMarginMs;
-  if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) throw invalid('reconcileMarginMs', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`);
+  if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0))
+    throw invalid('reconcileMarginMs', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`);
   return { namespace, workflowId, callId, runChainId, tenant, resolution: checkResolution(resolution), reason, resolvedBy, expectedRevision };
 }
 
@@ -266,7 +275,13 @@ async function findCall(store: CheckpointStore, request: Request): Promise<{ rec
     // The binding the fence interceptor builds for this call (see `callAddress`).
     const address = callAddress({ tenant: request.tenant, callId: request.callId, runChainId: request.runChainId }, context);
     const record = await store.getByCall(address.namespace, address.callId);
-    if (record === null) throw refusal('INVALID_ARGUMENT', 'not-found', `${who}, run chain ${request.runChainId}, has no checkpoint: it was never scheduled through the fence (check the ids, the tenant and the namespace)`, { field: 'callId' });
+    if (record === null)
+      throw refusal(
+        'INVALID_ARGUMENT',
+        'not-found',
+        `${who}, run chain ${request.runChainId}, has no checkpoint: it was never scheduled through the fence (check the ids, the tenant and the namespace)`,
+        { field: 'callId' },
+      );
     return { record, runChainId: request.runChainId };
   }
   // The namespace part does not depend on the run chain.
@@ -279,11 +294,18 @@ async function findCall(store: CheckpointStore, request: Request): Promise<{ rec
   let found = await matching(['executing', 'uncertain']);
   if (found.length === 0) found = await matching(['ready', 'completed', 'delivering', 'delivered']);
   if (found.length === 0) {
-    throw refusal('INVALID_ARGUMENT', 'not-found', `${who} has no checkpoint among the store's records (at most ${RESOLVE_SCAN_LIMIT.toLocaleString('en-US')} per status group read); check the ids, the tenant and the namespace, or name the run chain`, { field: 'callId' });
+    throw refusal(
+      'INVALID_ARGUMENT',
+      'not-found',
+      `${who} has no checkpoint among the store's records (at most ${RESOLVE_SCAN_LIMIT.toLocaleString('en-US')} per status group read); check the ids, the tenant and the namespace, or name the run chain`,
+      { field: 'callId' },
+    );
   }
   if (found.length > 1) {
     const chains = found.map((f) => `${f.runChainId} (${f.record.status})`).join(', ');
-    throw refusal('INVALID_ARGUMENT', 'ambiguous', `${who} exists in ${found.length} run chains: ${chains}; name the run chain (the workflow's first execution run id)`, { field: 'runChainId' });
+    throw refusal('INVALID_ARGUMENT', 'ambiguous', `${who} exists in ${found.length} run chains: ${chains}; name the run chain (the workflow's first execution run id)`, {
+      field: 'runChainId',
+    });
   }
   return found[0]!;
 }

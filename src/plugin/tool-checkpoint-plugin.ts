@@ -60,7 +60,9 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     };
     super({
       name: TOOL_CHECKPOINT_PLUGIN_NAME,
-      ...((options.tools ?? []).length > 0 || fenced.size > 0 ? { activities: { ...toolActivities({ ...options, pinnedTools, requireApproval: approvalPins.tools }), ...describeActivity(deps) } } : {}),
+      ...((options.tools ?? []).length > 0 || fenced.size > 0
+        ? { activities: { ...toolActivities({ ...options, pinnedTools, requireApproval: approvalPins.tools }), ...describeActivity(deps) } }
+        : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
         workflowModules: [require.resolve('./workflow/workflow-interceptors')],

@@ -104,11 +104,15 @@ export class EntryCodec {
     const text = canonicalJson(value, `conversation entry ${key}`, VALUE_BOUNDS);
     const bytes = utf8ByteLength(text);
     if (bytes > MAX_CONVERSATION_ENTRY_BYTES) {
-      throw new CheckpointError('PAYLOAD_TOO_LARGE', `conversation entry ${key} is ${bytes.toLocaleString('en-US')} UTF-8 JSON bytes, the limit is ${MAX_CONVERSATION_ENTRY_BYTES.toLocaleString('en-US')}`, {
-        field: 'value',
-        limit: MAX_CONVERSATION_ENTRY_BYTES,
-        actual: bytes,
-      });
+      throw new CheckpointError(
+        'PAYLOAD_TOO_LARGE',
+        `conversation entry ${key} is ${bytes.toLocaleString('en-US')} UTF-8 JSON bytes, the limit is ${MAX_CONVERSATION_ENTRY_BYTES.toLocaleString('en-US')}`,
+        {
+          field: 'value',
+          limit: MAX_CONVERSATION_ENTRY_BYTES,
+          actual: bytes,
+        },
+      );
     }
     const content: Record<string, JsonValue> = this.cipher?.encrypts ? { enc: this.cipher.encryptText(text, aad(logId, key), VALUE_FIELD) } : { value };
     const unsealed: Record<string, JsonValue> = { entry: 1, log: logId, key, ...content };
@@ -164,7 +168,7 @@ export class EntryCodec {
     const allowed = ['entry', 'log', 'key', 'value', 'enc'];
     const unknown = Object.keys(unsealed).find((k) => !allowed.includes(k));
     if (unknown !== undefined) throw invalid(`the stored body has an unknown field ${JSON.stringify(unknown)}`, unknown);
-    if (('value' in unsealed) === ('enc' in unsealed)) throw invalid('the stored body must hold exactly one of value and enc', 'value');
+    if ('value' in unsealed === 'enc' in unsealed) throw invalid('the stored body must hold exactly one of value and enc', 'value');
     this.verifySeal(unsealed, seal);
     if (unsealed.log !== row.logId || unsealed.key !== row.key) {
       throw invalid(`the body belongs to log ${describe(unsealed.log)} key ${describe(unsealed.key)}, not to this row (an entry moved between rows)`, 'row.key');
@@ -186,11 +190,15 @@ export class EntryCodec {
     } else {
       const current = this.cipher?.currentKey ?? null;
       if (current !== null) {
-        throw new CheckpointError('DECRYPTION_FAILED', `${VALUE_FIELD} is stored unencrypted, but encryption is configured (current key id ${JSON.stringify(current)}); refusing a plaintext value in place of a ciphertext`, {
-          field: VALUE_FIELD,
-          keyId: current,
-          reason: 'unencrypted',
-        });
+        throw new CheckpointError(
+          'DECRYPTION_FAILED',
+          `${VALUE_FIELD} is stored unencrypted, but encryption is configured (current key id ${JSON.stringify(current)}); refusing a plaintext value in place of a ciphertext`,
+          {
+            field: VALUE_FIELD,
+            keyId: current,
+            reason: 'unencrypted',
+          },
+        );
       }
       value = unsealed.value as JsonValue;
       text = canonicalJson(value, 'conversation entry value', VALUE_BOUNDS);
@@ -202,21 +210,38 @@ export class EntryCodec {
 
   private verifySeal(unsealed: Record<string, unknown>, seal: unknown): void {
     if (seal === undefined) {
-      if (this.verifyKeys.size > 0) throw new CheckpointError('INTEGRITY_FAILURE', 'the entry is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
+      if (this.verifyKeys.size > 0)
+        throw new CheckpointError('INTEGRITY_FAILURE', 'the entry is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
       return;
     }
     const s = seal as { alg?: unknown; keyId?: unknown; mac?: unknown };
-    if (typeof seal !== 'object' || seal === null || s.alg !== 'HMAC-SHA256' || typeof s.keyId !== 'string' || typeof s.mac !== 'string' || !MAC_PATTERN.test(s.mac) || Object.keys(seal).length !== 3) {
+    if (
+      typeof seal !== 'object' ||
+      seal === null ||
+      s.alg !== 'HMAC-SHA256' ||
+      typeof s.keyId !== 'string' ||
+      typeof s.mac !== 'string' ||
+      !MAC_PATTERN.test(s.mac) ||
+      Object.keys(seal).length !== 3
+    ) {
       throw new CheckpointError('INTEGRITY_FAILURE', 'the entry has a malformed seal', { field: 'seal', reason: 'malformed' });
     }
     const key = this.verifyKeys.get(s.keyId);
     if (key === undefined || key.length < MIN_HMAC_KEY_BYTES) {
-      throw new CheckpointError('INTEGRITY_FAILURE', `the entry is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, { field: 'seal.keyId', keyId: s.keyId, reason: 'unknown-key' });
+      throw new CheckpointError('INTEGRITY_FAILURE', `the entry is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, {
+        field: 'seal.keyId',
+        keyId: s.keyId,
+        reason: 'unknown-key',
+      });
     }
     const expected = Buffer.from(mac(key, s.keyId, canonicalJson(unsealed, 'conversation entry', BODY_BOUNDS)), 'hex');
     const actual = Buffer.from(s.mac, 'hex');
     if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) {
-      throw new CheckpointError('INTEGRITY_FAILURE', `the entry's seal does not verify with key id ${JSON.stringify(s.keyId)} (tampered or wrong key)`, { field: 'seal.mac', keyId: s.keyId, reason: 'mismatch' });
+      throw new CheckpointError('INTEGRITY_FAILURE', `the entry's seal does not verify with key id ${JSON.stringify(s.keyId)} (tampered or wrong key)`, {
+        field: 'seal.mac',
+        keyId: s.keyId,
+        reason: 'mismatch',
+      });
     }
   }
 }
@@ -253,7 +278,10 @@ export function assertEntryKey(key: unknown): asserts key is string {
 export function encodeEntries(codec: EntryCodec, logId: string, entries: readonly ConversationEntry[]): EncodedEntry[] {
   assertLogId(logId);
   if (!Array.isArray(entries) || entries.length > MAX_CONVERSATION_ENTRIES_PER_PUT) {
-    throw new CheckpointError('INVALID_ARGUMENT', `entries must be an array of at most ${MAX_CONVERSATION_ENTRIES_PER_PUT} { key, value }`, { field: 'entries', limit: MAX_CONVERSATION_ENTRIES_PER_PUT });
+    throw new CheckpointError('INVALID_ARGUMENT', `entries must be an array of at most ${MAX_CONVERSATION_ENTRIES_PER_PUT} { key, value }`, {
+      field: 'entries',
+      limit: MAX_CONVERSATION_ENTRIES_PER_PUT,
+    });
   }
   const byKey = new Map<string, EncodedEntry>();
   for (const entry of entries) {
@@ -274,7 +302,10 @@ export function encodeEntries(codec: EntryCodec, logId: string, entries: readonl
 export function assertGetArguments(logId: unknown, keys: readonly string[]): void {
   assertLogId(logId);
   if (!Array.isArray(keys) || keys.length > MAX_CONVERSATION_KEYS_PER_GET) {
-    throw new CheckpointError('INVALID_ARGUMENT', `keys must be an array of at most ${MAX_CONVERSATION_KEYS_PER_GET} entry keys`, { field: 'keys', limit: MAX_CONVERSATION_KEYS_PER_GET });
+    throw new CheckpointError('INVALID_ARGUMENT', `keys must be an array of at most ${MAX_CONVERSATION_KEYS_PER_GET} entry keys`, {
+      field: 'keys',
+      limit: MAX_CONVERSATION_KEYS_PER_GET,
+    });
   }
   for (const key of keys) assertEntryKey(key);
 }
@@ -310,7 +341,11 @@ function invalid(message: string, field: string): CheckpointError {
 
 function assertText(value: unknown, field: string, limit: number): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > limit || /[\u0000-\u001f\u007f-\u009f]/.test(value) || !value.isWellFormed()) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${limit} characters without control characters`, { field, limit, actual: describe(value) });
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty string of at most ${limit} characters without control characters`, {
+      field,
+      limit,
+      actual: describe(value),
+    });
   }
 }
 

@@ -39,11 +39,15 @@ export function encodeGroup(codec: RowCodec, writes: readonly GroupWrite[]): Enc
     const encoded = at(index, () => encodeOne(codec, write));
     const call = JSON.stringify([encoded.row.namespace, encoded.row.callId]);
     if (keys.has(encoded.row.key) || calls.has(call)) {
-      throw new CheckpointError('INVALID_ARGUMENT', `writeGroup: writes[${index}] is on a row or call another write of the group is on (key ${encoded.row.key}); each write of a group needs its own record`, {
-        field: 'writes',
-        index,
-        key: encoded.row.key,
-      });
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        `writeGroup: writes[${index}] is on a row or call another write of the group is on (key ${encoded.row.key}); each write of a group needs its own record`,
+        {
+          field: 'writes',
+          index,
+          key: encoded.row.key,
+        },
+      );
     }
     keys.add(encoded.row.key);
     calls.add(call);
@@ -89,7 +93,8 @@ export function recordsOf(codec: RowCodec, keys: readonly string[], rows: readon
  *   decode (the group is committed all the same; see `CheckpointStore.writeGroup`).
  */
 export function groupResults(codec: RowCodec, encoded: readonly EncodedGroupWrite[], answers: readonly GroupAnswer[]): GroupWriteResult[] {
-  if (answers.length !== encoded.length) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `writeGroup: the store answered ${answers.length} of ${encoded.length} writes`, { writes: encoded.length });
+  if (answers.length !== encoded.length)
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `writeGroup: the store answered ${answers.length} of ${encoded.length} writes`, { writes: encoded.length });
   encoded.forEach((write, i) => {
     const answer = answers[i]!;
     if (write.kind === 'create' && answer.kind === 'inserted') codec.remember(write.record, write.row.body);
@@ -117,7 +122,9 @@ function encodeOne(codec: RowCodec, write: GroupWrite): EncodedGroupWrite {
   if (write.kind === 'cas') {
     assertCasArguments(write.expectedRevision, write.next);
     if (write.expected === undefined || write.expected === null) {
-      throw new CheckpointError('INVALID_ARGUMENT', 'writeGroup: a cas write needs expected, the record its transition was computed from (as this store returned or wrote it)', { field: 'expected' });
+      throw new CheckpointError('INVALID_ARGUMENT', 'writeGroup: a cas write needs expected, the record its transition was computed from (as this store returned or wrote it)', {
+        field: 'expected',
+      });
     }
     const row = codec.encode(write.next);
     const expectedBody = codec.expectedBodyDigest(write.expectedRevision, row.key, write.expected)!;
@@ -141,6 +148,10 @@ function at<T>(index: number, check: () => T): T {
 function assertList(list: readonly unknown[], field: string): void {
   if (!Array.isArray(list)) throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an array`, { field });
   if (list.length > MAX_GROUP_SIZE) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${field} holds ${list.length} items; at most ${MAX_GROUP_SIZE} go in one call (split it)`, { field, limit: MAX_GROUP_SIZE, actual: list.length });
+    throw new CheckpointError('INVALID_ARGUMENT', `${field} holds ${list.length} items; at most ${MAX_GROUP_SIZE} go in one call (split it)`, {
+      field,
+      limit: MAX_GROUP_SIZE,
+      actual: list.length,
+    });
   }
 }

@@ -5,7 +5,18 @@
  */
 
 /** Query parameters whose values are shown; every other parameter's value is masked (`sslpassword`, `password`, anything unknown). */
-const SHOWN_PARAMETERS = new Set(['sslmode', 'host', 'port', 'user', 'dbname', 'application_name', 'connect_timeout', 'target_session_attrs', 'fallback_application_name', 'keepalives']);
+const SHOWN_PARAMETERS = new Set([
+  'sslmode',
+  'host',
+  'port',
+  'user',
+  'dbname',
+  'application_name',
+  'connect_timeout',
+  'target_session_attrs',
+  'fallback_application_name',
+  'keepalives',
+]);
 
 /** Query parameters shown by name only, their values masked. */
 const MASKED_PARAMETERS = new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert', 'ssl', 'options', 'client_encoding', 'replication']);

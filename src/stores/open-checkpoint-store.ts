@@ -37,7 +37,10 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path.length === 0 || path.includes('\0') || path.startsWith('//')) {
-      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not sqlite:<path> or sqlite::memory: (for example sqlite:./.data/checkpoints.db)`, { field: 'url', url: shown });
+      throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} is not sqlite:<path> or sqlite::memory: (for example sqlite:./.data/checkpoints.db)`, {
+        field: 'url',
+        url: shown,
+      });
     }
     const { SqliteCheckpointStore } = require('./sqlite-store') as typeof import('./sqlite-store');
     return SqliteCheckpointStore.open(path === ':memory:' ? ':memory:' : path, options);
@@ -59,8 +62,12 @@ export async function openCheckpointStore(url: string, options: CheckpointStoreO
     return PostgresCheckpointStore.open(url, shown, options);
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
-  throw new CheckpointError('INVALID_ARGUMENT', `store URL ${JSON.stringify(shown)} has ${scheme === undefined ? 'no scheme' : `unknown scheme "${scheme}"`}; use sqlite:<path>, sqlite::memory: or postgres://…`, {
-    field: 'url',
-    url: shown,
-  });
+  throw new CheckpointError(
+    'INVALID_ARGUMENT',
+    `store URL ${JSON.stringify(shown)} has ${scheme === undefined ? 'no scheme' : `unknown scheme "${scheme}"`}; use sqlite:<path>, sqlite::memory: or postgres://…`,
+    {
+      field: 'url',
+      url: shown,
+    },
+  );
 }

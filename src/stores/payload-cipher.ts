@@ -125,11 +125,15 @@ export class PayloadCipher {
   decrypt(envelope: EncryptedPayload, aad: string): JsonValue {
     const key = this.keys.get(envelope.kid);
     if (key === undefined) {
-      throw new CheckpointError('DECRYPTION_FAILED', `result payload is encrypted with key id ${JSON.stringify(envelope.kid)}, which is not configured (set encryptionKey/encryptionKeys)`, {
-        field: 'result.payload',
-        keyId: envelope.kid,
-        reason: 'unknown-key',
-      });
+      throw new CheckpointError(
+        'DECRYPTION_FAILED',
+        `result payload is encrypted with key id ${JSON.stringify(envelope.kid)}, which is not configured (set encryptionKey/encryptionKeys)`,
+        {
+          field: 'result.payload',
+          keyId: envelope.kid,
+          reason: 'unknown-key',
+        },
+      );
     }
     return JSON.parse(decryptWith(key, envelope, additionalData(envelope.kid, aad), 'result.payload')) as JsonValue;
   }
@@ -173,12 +177,19 @@ export function decryptText(cipher: PayloadCipher | null, text: string, aad: str
   const [iv, tag, ct] = parts;
   const kid = parts.slice(3).join(':');
   if (parts.length < 4 || kid === '' || ![iv, tag, ct].every((p) => BASE64URL.test(p!))) {
-    throw new CheckpointError('DECRYPTION_FAILED', `${field} starts with ${JSON.stringify(ENCRYPTED_TEXT_PREFIX)} but is not an encrypted text envelope`, { field, reason: 'malformed' });
+    throw new CheckpointError('DECRYPTION_FAILED', `${field} starts with ${JSON.stringify(ENCRYPTED_TEXT_PREFIX)} but is not an encrypted text envelope`, {
+      field,
+      reason: 'malformed',
+    });
   }
   const envelope: EncryptedPayload = { $enc: PAYLOAD_ENCRYPTION_ALGORITHM, kid, iv: iv!, tag: tag!, ct: ct! };
   const key = cipher?.keyFor(kid);
   if (key === undefined) {
-    throw new CheckpointError('DECRYPTION_FAILED', `${field} is encrypted with key id ${JSON.stringify(kid)}, which is not configured (set encryptionKey/encryptionKeys)`, { field, keyId: kid, reason: cipher === null ? 'no-keys' : 'unknown-key' });
+    throw new CheckpointError('DECRYPTION_FAILED', `${field} is encrypted with key id ${JSON.stringify(kid)}, which is not configured (set encryptionKey/encryptionKeys)`, {
+      field,
+      keyId: kid,
+      reason: cipher === null ? 'no-keys' : 'unknown-key',
+    });
   }
   return decryptWith(key, envelope, textAdditionalData(kid, aad, field), field);
 }
@@ -212,13 +223,18 @@ export function createPayloadCipher(options: PayloadEncryptionOptions = {}): Pay
   let current: string | null = null;
   if (options.encryptionKey !== undefined || options.encryptionKeyId !== undefined) {
     if (options.encryptionKey === undefined || options.encryptionKeyId === undefined) {
-      throw new CheckpointError('INVALID_ARGUMENT', 'encryptionKey and encryptionKeyId must be given together', { field: options.encryptionKey === undefined ? 'encryptionKey' : 'encryptionKeyId' });
+      throw new CheckpointError('INVALID_ARGUMENT', 'encryptionKey and encryptionKeyId must be given together', {
+        field: options.encryptionKey === undefined ? 'encryptionKey' : 'encryptionKeyId',
+      });
     }
     assertIdentifier(options.encryptionKeyId, 'keyId');
     assertAesKey(options.encryptionKey, 'encryptionKey');
     const known = keys.get(options.encryptionKeyId);
     if (known !== undefined && !Buffer.from(known).equals(Buffer.from(options.encryptionKey))) {
-      throw new CheckpointError('INVALID_ARGUMENT', `encryption key id ${JSON.stringify(options.encryptionKeyId)} is given twice with different keys`, { field: 'encryptionKeys', keyId: options.encryptionKeyId });
+      throw new CheckpointError('INVALID_ARGUMENT', `encryption key id ${JSON.stringify(options.encryptionKeyId)} is given twice with different keys`, {
+        field: 'encryptionKeys',
+        keyId: options.encryptionKeyId,
+      });
     }
     keys.set(options.encryptionKeyId, Buffer.from(options.encryptionKey));
     current = options.encryptionKeyId;
@@ -233,11 +249,16 @@ export function createPayloadCipher(options: PayloadEncryptionOptions = {}): Pay
  */
 function decryptWith(key: Uint8Array, envelope: EncryptedPayload, aad: Buffer, field: string): string {
   const fail = (cause: unknown, reason: string): CheckpointError =>
-    new CheckpointError('DECRYPTION_FAILED', `${field} does not decrypt with key id ${JSON.stringify(envelope.kid)} (wrong key, altered ciphertext or moved row)`, {
-      field,
-      keyId: envelope.kid,
-      reason,
-    }, cause === undefined ? undefined : { cause });
+    new CheckpointError(
+      'DECRYPTION_FAILED',
+      `${field} does not decrypt with key id ${JSON.stringify(envelope.kid)} (wrong key, altered ciphertext or moved row)`,
+      {
+        field,
+        keyId: envelope.kid,
+        reason,
+      },
+      cause === undefined ? undefined : { cause },
+    );
   const iv = strictBase64url(envelope.iv);
   const tag = strictBase64url(envelope.tag);
   const ct = strictBase64url(envelope.ct);

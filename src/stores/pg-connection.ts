@@ -153,7 +153,8 @@ export class PgConnection {
     const failure = classifyPgError(error);
     const code = failure.code;
     const message = error instanceof Error ? error.message : String(error);
-    const hint = failure.pooler === null ? '' : ` (${failure.pooler}; the store needs no session state and works through transaction-mode poolers: check the pooler's settings and log)`;
+    const hint =
+      failure.pooler === null ? '' : ` (${failure.pooler}; the store needs no session state and works through transaction-mode poolers: check the pooler's settings and log)`;
     return new CheckpointError(
       'STORE_UNAVAILABLE',
       `PostgreSQL ${this.where} failed to ${what}: ${code === null ? '' : `${code} `}${message}${hint}; nothing was written, nothing may be claimed or executed`,

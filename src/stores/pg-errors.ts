@@ -104,16 +104,22 @@ export const NEVER_SENT_FATAL: ReadonlySet<string> = new Set(['28000', '28P01', 
  */
 export function classifyPgError(error: unknown): PgFailure {
   const code = errorCode(error);
-  const message = error instanceof Error ? error.message : typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
+  const message =
+    error instanceof Error ? error.message : typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
   const severity = typeof (error as { severity?: unknown } | null)?.severity === 'string' ? (error as { severity: string }).severity : null;
   if (code !== null && SOCKET_ERRNOS.has(code)) return { kind: 'lost', code, pooler: null };
   if (code === null || !/^[0-9A-Z]{5}$/.test(code)) {
     if (/is not queryable/i.test(message)) return { kind: 'refused', code, pooler: null };
-    if (/Connection terminated|Query read timeout|connection timeout|write after end/i.test(message) || code?.startsWith('ERR_STREAM') === true) return { kind: 'lost', code, pooler: null };
+    if (/Connection terminated|Query read timeout|connection timeout|write after end/i.test(message) || code?.startsWith('ERR_STREAM') === true)
+      return { kind: 'lost', code, pooler: null };
     return { kind: 'refused', code, pooler: null };
   }
   if (code === '42P05' || code === '26000') {
-    return { kind: 'refused', code, pooler: `prepared statement error (${code}: ${message}): a transaction-mode connection pooler (PgBouncer, RDS Proxy, ...) ran this connection's statements on another server connection` };
+    return {
+      kind: 'refused',
+      code,
+      pooler: `prepared statement error (${code}: ${message}): a transaction-mode connection pooler (PgBouncer, RDS Proxy, ...) ran this connection's statements on another server connection`,
+    };
   }
   if (code === '08P01') {
     const fatal = severity === 'FATAL' || severity === 'PANIC';

@@ -127,7 +127,18 @@ export class PgGroupWriter {
     const sent: Array<Promise<{ rows: Array<{ key: string }> }>> = [];
     if (creates.length > 0) {
       const rows = creates.map((c) => c.w.row);
-      sent.push(client.query(this.sql.INSERT_MANY, [rows.map((r) => r.key), rows.map((r) => r.namespace), rows.map((r) => r.callId), rows.map((r) => r.toolName), rows.map((r) => r.status), rows.map((r) => r.revision), rows.map((r) => r.updatedAt), rows.map((r) => r.body)]));
+      sent.push(
+        client.query(this.sql.INSERT_MANY, [
+          rows.map((r) => r.key),
+          rows.map((r) => r.namespace),
+          rows.map((r) => r.callId),
+          rows.map((r) => r.toolName),
+          rows.map((r) => r.status),
+          rows.map((r) => r.revision),
+          rows.map((r) => r.updatedAt),
+          rows.map((r) => r.body),
+        ]),
+      );
     }
     if (swaps.length > 0) {
       const cas = swaps.map((c) => c.w as Extract<EncodedGroupWrite, { kind: 'cas' }>);
@@ -153,11 +164,19 @@ export class PgGroupWriter {
       const found = creates.filter((c) => !inserted.has(c.w.row.key));
       for (const c of creates) if (inserted.has(c.w.row.key)) answers[c.i] = { kind: 'inserted' };
       if (found.length > 0) {
-        const existing = await client.query<Row & { i: string }>(this.sql.EXISTING_MANY, [found.map((c) => c.w.row.key), found.map((c) => c.w.row.namespace), found.map((c) => c.w.row.callId)]);
+        const existing = await client.query<Row & { i: string }>(this.sql.EXISTING_MANY, [
+          found.map((c) => c.w.row.key),
+          found.map((c) => c.w.row.namespace),
+          found.map((c) => c.w.row.callId),
+        ]);
         for (const row of existing.rows) answers[found[Number(row.i) - 1]!.i] = { kind: 'existing', row: stored(row) };
         const gone = found.find((c) => answers[c.i] === undefined);
         if (gone !== undefined) {
-          throw new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL ${this.conn.where}: the insert of ${gone.w.row.key} conflicted but the row is gone (pruned meanwhile); nothing of this group was committed, send it again`, { key: gone.w.row.key, where: this.conn.where });
+          throw new CheckpointError(
+            'STORE_UNAVAILABLE',
+            `PostgreSQL ${this.conn.where}: the insert of ${gone.w.row.key} conflicted but the row is gone (pruned meanwhile); nothing of this group was committed, send it again`,
+            { key: gone.w.row.key, where: this.conn.where },
+          );
         }
       }
     }

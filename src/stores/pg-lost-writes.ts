@@ -23,7 +23,11 @@ export class LostWriteSettler {
   /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
   async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
     const rows = await this.conn.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId]);
-    if (rows[0] === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.conn.where}: insert of ${row.key} conflicted but the row is gone`, { key: row.key, where: this.conn.where });
+    if (rows[0] === undefined)
+      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.conn.where}: insert of ${row.key} conflicted but the row is gone`, {
+        key: row.key,
+        where: this.conn.where,
+      });
     return this.codec.decode(stored(rows[0]));
   }
 
@@ -134,6 +138,11 @@ export class LostWriteSettler {
    */
   private outcomeUnknown(key: string, what: string, cause: unknown, reread?: unknown): CheckpointError {
     const extra = reread === undefined ? '' : ` and settling it by re-reading failed (${(reread as Error).message})`;
-    return new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.conn.where}: the connection was lost after sending the ${what} of ${key}${extra}; its outcome is unknown (re-read the record before acting)`, { key, where: this.conn.where }, { cause });
+    return new CheckpointError(
+      'STORE_OUTCOME_UNKNOWN',
+      `PostgreSQL ${this.conn.where}: the connection was lost after sending the ${what} of ${key}${extra}; its outcome is unknown (re-read the record before acting)`,
+      { key, where: this.conn.where },
+      { cause },
+    );
   }
 }

@@ -59,7 +59,11 @@ export class SchemaMigration {
       const applied = (await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${this.sql.migrations}`)).rows[0]?.version ?? 0;
       const latest = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
       if (applied > latest) {
-        throw new CheckpointError('UNSUPPORTED_SCHEMA', `PostgreSQL ${this.conn.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`, { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) });
+        throw new CheckpointError(
+          'UNSUPPORTED_SCHEMA',
+          `PostgreSQL ${this.conn.where}: database schema version ${applied} is newer than this code knows (${latest}); upgrade the code`,
+          { field: 'ttc_schema_migrations', actual: applied, supported: String(latest) },
+        );
       }
       // The steps run with the store's schema first in the search_path: nothing in it may come from an untrusted role.
       if (applied < latest) await this.assertTrustedOwners(client, true);
@@ -97,7 +101,11 @@ export class SchemaMigration {
       [this.schema, this.sql.migrations],
     );
     if (!found.rows[0]?.here) {
-      throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.conn.where}: schema ${JSON.stringify(this.schema)} does not exist; create it (CREATE SCHEMA ${this.schema} AUTHORIZATION <store role>) or set postgresSchema (TTC_POSTGRES_SCHEMA)`, { field: 'postgresSchema', where: this.conn.where });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `PostgreSQL ${this.conn.where}: schema ${JSON.stringify(this.schema)} does not exist; create it (CREATE SCHEMA ${this.schema} AUTHORIZATION <store role>) or set postgresSchema (TTC_POSTGRES_SCHEMA)`,
+        { field: 'postgresSchema', where: this.conn.where },
+      );
     }
     await this.assertTrustedOwners(client, false);
     if (found.rows[0].migrated) return;
@@ -109,7 +117,11 @@ export class SchemaMigration {
     );
     const other = elsewhere.rows[0]?.nspname;
     if (other !== undefined) {
-      throw new CheckpointError('INVALID_CONFIG', `PostgreSQL ${this.conn.where}: this role's ttc_checkpoints table is in schema ${JSON.stringify(other)}, not in the configured schema ${JSON.stringify(this.schema)}; set postgresSchema (TTC_POSTGRES_SCHEMA) to ${JSON.stringify(other)}`, { field: 'postgresSchema', where: this.conn.where, found: other });
+      throw new CheckpointError(
+        'INVALID_CONFIG',
+        `PostgreSQL ${this.conn.where}: this role's ttc_checkpoints table is in schema ${JSON.stringify(other)}, not in the configured schema ${JSON.stringify(this.schema)}; set postgresSchema (TTC_POSTGRES_SCHEMA) to ${JSON.stringify(other)}`,
+        { field: 'postgresSchema', where: this.conn.where, found: other },
+      );
     }
   }
 

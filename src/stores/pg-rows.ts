@@ -26,5 +26,11 @@ export function casParams(row: EncodedRow, expectedRevision: number): unknown[] 
 
 /** A checkpoint row as the row codec reads it (`updated_at` as ISO-8601 UTC). */
 export function stored(row: Row): StoredRow {
-  return { key: row.key, status: row.status, revision: row.revision, updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : String(row.updated_at), body: row.body };
+  return {
+    key: row.key,
+    status: row.status,
+    revision: row.revision,
+    updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : String(row.updated_at),
+    body: row.body,
+  };
 }

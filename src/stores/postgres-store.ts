@@ -41,7 +41,18 @@ import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import type {
+  CheckpointStore,
+  CheckpointStoreOptions,
+  ConversationEntry,
+  CreateResult,
+  GroupWrite,
+  GroupWriteResult,
+  ListOptions,
+  ListQuarantinedOptions,
+  PruneOptions,
+  QuarantinedRow,
+} from './checkpoint-store';
 import { keysOf, recordsOf } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { pgStatements, type PgStatements } from './pg-statements';
@@ -119,15 +130,20 @@ export class PostgresCheckpointStore implements CheckpointStore {
       throw new CheckpointError('INVALID_ARGUMENT', `poolSize must be an integer from 1 to 1,000, got ${String(poolSize)}`, { field: 'poolSize', limit: 1_000 });
     }
     if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) {
-      throw new CheckpointError('INVALID_ARGUMENT', `connectTimeoutMs must be an integer from 1 to 600,000 ms, got ${String(connectTimeoutMs)}`, { field: 'connectTimeoutMs', limit: 600_000 });
+      throw new CheckpointError('INVALID_ARGUMENT', `connectTimeoutMs must be an integer from 1 to 600,000 ms, got ${String(connectTimeoutMs)}`, {
+        field: 'connectTimeoutMs',
+        limit: 600_000,
+      });
     }
     const schema = options.postgresSchema ?? DEFAULT_POSTGRES_SCHEMA;
     if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
-      throw new CheckpointError('INVALID_ARGUMENT', `postgresSchema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters), got ${JSON.stringify(schema)}`, { field: 'postgresSchema' });
+      throw new CheckpointError('INVALID_ARGUMENT', `postgresSchema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters), got ${JSON.stringify(schema)}`, {
+        field: 'postgresSchema',
+      });
     }
     assertPeersInstalled(['pg'], 'the PostgreSQL store');
     // Lazily required: a SQLite-only deployment never loads pg.
-     
+
     const pg = require('pg') as typeof import('pg');
     const pool = new pg.Pool({
       connectionString: checkedUrl(url),
@@ -265,7 +281,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
         deleted += Number((await this.conn.write<{ n: number }>(this.sql.PRUNE_LOGS, [conversationsOlderThan])).rows[0]?.n ?? 0);
       } catch (error) {
         if (!(error instanceof OutcomeUnknown)) throw error;
-        throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning conversation logs; they may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
+        throw new CheckpointError(
+          'STORE_OUTCOME_UNKNOWN',
+          `PostgreSQL ${this.where}: the connection was lost while pruning conversation logs; they may be deleted (prune again: it is idempotent)`,
+          { where: this.where },
+          { cause: error.driverError },
+        );
       }
     }
     let cursor: [string, string] | null = null;
@@ -291,7 +312,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
           deleted += (await this.conn.write(this.sql.PRUNE, [keys, revisions, digests])).rowCount ?? 0;
         } catch (error) {
           if (!(error instanceof OutcomeUnknown)) throw error;
-          throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while pruning; some of ${keys.length} delivered records may be deleted (prune again: it is idempotent)`, { where: this.where }, { cause: error.driverError });
+          throw new CheckpointError(
+            'STORE_OUTCOME_UNKNOWN',
+            `PostgreSQL ${this.where}: the connection was lost while pruning; some of ${keys.length} delivered records may be deleted (prune again: it is idempotent)`,
+            { where: this.where },
+            { cause: error.driverError },
+          );
         }
       }
       if (rows.length < PAGE) return deleted;
@@ -322,7 +348,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
         else throw error;
       }
     }
-    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while writing ${encoded.length} entries of conversation log ${logId}; they may be written (the write is idempotent: send it again)`, { logId, where: this.where }, { cause: lost });
+    throw new CheckpointError(
+      'STORE_OUTCOME_UNKNOWN',
+      `PostgreSQL ${this.where}: the connection was lost while writing ${encoded.length} entries of conversation log ${logId}; they may be written (the write is idempotent: send it again)`,
+      { logId, where: this.where },
+      { cause: lost },
+    );
   }
 
   async getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {
@@ -349,7 +380,13 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   private async insertEntries(client: PoolClient, logId: string, encoded: readonly EncodedEntry[]): Promise<void> {
-    const put = await client.query<PutEntryRow>(this.sql.PUT_ENTRIES, [logId, encoded.map((e) => e.key), encoded.map((e) => e.body), encoded.map((e) => e.bytes), new Date().toISOString()]);
+    const put = await client.query<PutEntryRow>(this.sql.PUT_ENTRIES, [
+      logId,
+      encoded.map((e) => e.key),
+      encoded.map((e) => e.body),
+      encoded.map((e) => e.bytes),
+      new Date().toISOString(),
+    ]);
     const fresh = new Set<string>();
     const stored = new Map<string, EntryRow>();
     for (const r of put.rows) {
@@ -364,7 +401,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
     for (const entry of existing) {
       const row = stored.get(entry.key);
       // Not inserted yet not there: deleted by a concurrent prune; the retry of the call settles it.
-      if (row === undefined) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: conversation log ${logId} entry ${entry.key} conflicted on insert but is gone (pruned meanwhile); nothing of this write was stored, send it again`, { logId, key: entry.key, where: this.where });
+      if (row === undefined)
+        throw new CheckpointError(
+          'STORE_OUTCOME_UNKNOWN',
+          `PostgreSQL ${this.where}: conversation log ${logId} entry ${entry.key} conflicted on insert but is gone (pruned meanwhile); nothing of this write was stored, send it again`,
+          { logId, key: entry.key, where: this.where },
+        );
       if (this.entries.decode({ logId, key: entry.key, body: row.body, bytes: row.bytes }).text !== entry.text) throw conversationConflict(logId, entry.key);
     }
   }
@@ -390,4 +432,3 @@ function checkedUrl(url: string): string {
   }
   return url;
 }
-

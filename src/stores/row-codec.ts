@@ -92,7 +92,11 @@ export class RowCodec {
         validateCheckpoint(record);
         stored = { ...record, result: { payload: this.cipher.encrypt(record.result.payload, checkpointKey(record.binding)) } };
       } else if (isEncryptedPayload(record.result.payload)) {
-        throw new CheckpointError('INVALID_ARGUMENT', 'result payload has the exact shape of an encryption envelope ({ $enc, kid, iv, tag, ct }); it cannot be stored unencrypted without ambiguity', { field: 'result.payload' });
+        throw new CheckpointError(
+          'INVALID_ARGUMENT',
+          'result payload has the exact shape of an encryption envelope ({ $enc, kid, iv, tag, ct }); it cannot be stored unencrypted without ambiguity',
+          { field: 'result.payload' },
+        );
       }
     }
     const reason = record?.execution?.uncertainReason;
@@ -132,10 +136,16 @@ export class RowCodec {
     try {
       const parsed = parseCheckpoint(row.body as string, this.parseOptions);
       const key = checkpointKey(parsed.binding);
-      if (key !== row.key) throw new CheckpointError('INVALID_CHECKPOINT', `the body's binding has key ${key}, not the row's key (a body moved between rows)`, { field: 'row.key' });
-      if (parsed.status !== row.status) throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
-      if (parsed.revision !== Number(row.revision)) throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
-      if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt) throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, { field: 'row.updated_at' });
+      if (key !== row.key)
+        throw new CheckpointError('INVALID_CHECKPOINT', `the body's binding has key ${key}, not the row's key (a body moved between rows)`, { field: 'row.key' });
+      if (parsed.status !== row.status)
+        throw new CheckpointError('INVALID_CHECKPOINT', `the row's status column is ${row.status} but the body's status is ${parsed.status}`, { field: 'row.status' });
+      if (parsed.revision !== Number(row.revision))
+        throw new CheckpointError('INVALID_CHECKPOINT', `the row's revision column is ${row.revision} but the body's revision is ${parsed.revision}`, { field: 'row.revision' });
+      if (normalizeTimestamp(parsed.updatedAt, 'updatedAt') !== row.updatedAt)
+        throw new CheckpointError('INVALID_CHECKPOINT', `the row's updated_at column is ${row.updatedAt} but the body's updatedAt is ${parsed.updatedAt}`, {
+          field: 'row.updated_at',
+        });
       let record: CheckpointRecord = parsed;
       const reason = parsed.execution?.uncertainReason;
       if (typeof reason === 'string') {
@@ -183,12 +193,19 @@ export class RowCodec {
     if (expected === undefined) return null;
     const digest = typeof expected === 'object' && expected !== null ? this.bodies.get(expected) : undefined;
     if (digest === undefined) {
-      throw new CheckpointError('INVALID_ARGUMENT', 'compareAndSwap: expected is not a record this store returned or wrote (pass the record from get, getByCall, createIfAbsent or listByStatus, or a next whose compare-and-swap succeeded)', {
-        field: 'expected',
-      });
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        'compareAndSwap: expected is not a record this store returned or wrote (pass the record from get, getByCall, createIfAbsent or listByStatus, or a next whose compare-and-swap succeeded)',
+        {
+          field: 'expected',
+        },
+      );
     }
     if (expected.revision !== expectedRevision) {
-      throw new CheckpointError('INVALID_ARGUMENT', `compareAndSwap: expected.revision is ${expected.revision}, not expectedRevision ${expectedRevision}`, { field: 'expected.revision', expected: expectedRevision });
+      throw new CheckpointError('INVALID_ARGUMENT', `compareAndSwap: expected.revision is ${expected.revision}, not expectedRevision ${expectedRevision}`, {
+        field: 'expected.revision',
+        expected: expectedRevision,
+      });
     }
     if (checkpointKey(expected.binding) !== nextKey) {
       throw new CheckpointError('INVALID_ARGUMENT', "compareAndSwap: expected is another row's record than next (their bindings differ)", { field: 'expected.binding' });
@@ -203,11 +220,15 @@ export class RowCodec {
 }
 
 function unencryptedError(keyId: string): CheckpointError {
-  return new CheckpointError('DECRYPTION_FAILED', `result payload is stored unencrypted, but encryption is configured (current key id ${JSON.stringify(keyId)}); refusing a plaintext payload in place of a ciphertext`, {
-    field: 'result.payload',
-    keyId,
-    reason: 'unencrypted',
-  });
+  return new CheckpointError(
+    'DECRYPTION_FAILED',
+    `result payload is stored unencrypted, but encryption is configured (current key id ${JSON.stringify(keyId)}); refusing a plaintext payload in place of a ciphertext`,
+    {
+      field: 'result.payload',
+      keyId,
+      reason: 'unencrypted',
+    },
+  );
 }
 
 /** Lowercase hex SHA-256 of a stored body's UTF-8 bytes (what SQLite's `ttc_sha256(body)` and PostgreSQL's `encode(sha256(convert_to(body, 'UTF8')), 'hex')` compute). */
@@ -261,7 +282,10 @@ export function resolveLimit(limit: unknown, fallback = 100): number {
  */
 export function assertStatuses(statuses: readonly Status[]): Status[] {
   if (!Array.isArray(statuses) || statuses.length === 0 || statuses.some((s) => !STATUSES.includes(s))) {
-    throw new CheckpointError('INVALID_ARGUMENT', `statuses must be a non-empty array of ${STATUSES.join(', ')}`, { field: 'statuses', actual: JSON.stringify(statuses) ?? 'undefined' });
+    throw new CheckpointError('INVALID_ARGUMENT', `statuses must be a non-empty array of ${STATUSES.join(', ')}`, {
+      field: 'statuses',
+      actual: JSON.stringify(statuses) ?? 'undefined',
+    });
   }
   return [...new Set(statuses)];
 }
@@ -288,10 +312,14 @@ export function assertCasArguments(expectedRevision: unknown, next: CheckpointRe
     throw new CheckpointError('INVALID_ARGUMENT', `expectedRevision must be a non-negative integer, got ${String(expectedRevision)}`, { field: 'expectedRevision' });
   }
   if (typeof next !== 'object' || next === null || typeof next.revision !== 'number' || !(next.revision > expectedRevision)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `next.revision must be above expectedRevision (at least ${expectedRevision + 1}), got ${String((next as { revision?: unknown } | null)?.revision)}`, {
-      field: 'next.revision',
-      expected: expectedRevision + 1,
-    });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `next.revision must be above expectedRevision (at least ${expectedRevision + 1}), got ${String((next as { revision?: unknown } | null)?.revision)}`,
+      {
+        field: 'next.revision',
+        expected: expectedRevision + 1,
+      },
+    );
   }
 }
 
@@ -317,7 +345,7 @@ const PROBE: CheckpointRecord = {
  */
 export async function scanQuarantined(codec: RowCodec, fetchPage: (afterKey: string) => Promise<StoredRow[]>, pageSize: number, limit: number): Promise<QuarantinedRow[]> {
   const found: QuarantinedRow[] = [];
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const rows = await fetchPage(after);
     for (const row of rows) {
       try {

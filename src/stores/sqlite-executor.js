@@ -308,8 +308,13 @@ class SqliteExecutor {
     const present = verdicts.includes('present');
     const absent = verdicts.includes('absent');
     if (present && !absent) return settled(writes, results, true, null);
-    if (absent && !present) return settled(writes, results, false, { kind: 'unavailable', what: 'write', driver, note: 'the COMMIT failed; a re-read shows the transaction did not commit' });
-    return settled(writes, results, false, { kind: 'unknown', message: `the COMMIT failed (${driver.code ?? driver.name} ${driver.message}) and a re-read could not settle whether the write is stored`, driver });
+    if (absent && !present)
+      return settled(writes, results, false, { kind: 'unavailable', what: 'write', driver, note: 'the COMMIT failed; a re-read shows the transaction did not commit' });
+    return settled(writes, results, false, {
+      kind: 'unknown',
+      message: `the COMMIT failed (${driver.code ?? driver.name} ${driver.message}) and a re-read could not settle whether the write is stored`,
+      driver,
+    });
   }
 
   #rollbackQuietly() {

@@ -39,7 +39,18 @@ import { assertPeersInstalled } from '../optional-peer';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStore, CheckpointStoreOptions, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from './checkpoint-store';
+import type {
+  CheckpointStore,
+  CheckpointStoreOptions,
+  ConversationEntry,
+  CreateResult,
+  GroupWrite,
+  GroupWriteResult,
+  ListOptions,
+  ListQuarantinedOptions,
+  PruneOptions,
+  QuarantinedRow,
+} from './checkpoint-store';
 import { encodeGroup, groupResults, keysOf, recordsOf, type GroupAnswer } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec } from './entry-codec';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
@@ -106,7 +117,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
     const codec = new RowCodec(options);
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS;
     if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > 600_000) {
-      throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, { field: 'busyTimeoutMs', limit: 600_000 });
+      throw new CheckpointError('INVALID_ARGUMENT', `busyTimeoutMs must be an integer from 0 to 600,000 ms, got ${String(busyTimeoutMs)}`, {
+        field: 'busyTimeoutMs',
+        limit: 600_000,
+      });
     }
     assertPeersInstalled(['better-sqlite3'], 'the SQLite store');
     assertSqliteBindingLoads();
@@ -170,12 +184,16 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]> {
     const encoded = encodeGroup(this.codec, writes);
     if (encoded.length === 0) return [];
-    const wire: SqliteGroupWrite[] = encoded.map((w) => (w.kind === 'create' ? { kind: 'create', row: w.row } : { kind: 'cas', row: w.row, expectedRevision: w.expectedRevision, expectedBody: w.expectedBody }));
+    const wire: SqliteGroupWrite[] = encoded.map((w) =>
+      w.kind === 'create' ? { kind: 'create', row: w.row } : { kind: 'cas', row: w.row, expectedRevision: w.expectedRevision, expectedBody: w.expectedBody },
+    );
     const answers = await this.thread.request<SqliteGroupWriteAnswer[]>({ op: 'group', writes: wire });
     return groupResults(
       this.codec,
       encoded,
-      answers.map((answer): GroupAnswer => (typeof answer === 'boolean' ? { kind: 'swapped', swapped: answer } : answer.created ? { kind: 'inserted' } : { kind: 'existing', row: stored(answer.row) })),
+      answers.map((answer): GroupAnswer =>
+        typeof answer === 'boolean' ? { kind: 'swapped', swapped: answer } : answer.created ? { kind: 'inserted' } : { kind: 'existing', row: stored(answer.row) },
+      ),
     );
   }
 
@@ -270,10 +288,14 @@ export class SqliteCheckpointStore implements CheckpointStore {
       if (fresh.length === 0) return;
       if ((await this.thread.request<'ok' | 'stale'>({ op: 'putEntries', logId, present, fresh, createdAt })) === 'ok') return;
     }
-    throw new CheckpointError('STORE_UNAVAILABLE', `SQLite database ${this.path}: conversation log ${logId} kept changing between the read and the write of ${encoded.length} entries (${MAX_ENTRY_ROUNDS} rounds); nothing of this call was written`, {
-      path: this.path,
-      logId,
-    });
+    throw new CheckpointError(
+      'STORE_UNAVAILABLE',
+      `SQLite database ${this.path}: conversation log ${logId} kept changing between the read and the write of ${encoded.length} entries (${MAX_ENTRY_ROUNDS} rounds); nothing of this call was written`,
+      {
+        path: this.path,
+        logId,
+      },
+    );
   }
 
   async getConversationEntries(logId: string, keys: readonly string[]): Promise<JsonValue[]> {

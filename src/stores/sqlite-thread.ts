@@ -176,7 +176,12 @@ export class SqliteThread {
     for (const [id, pending] of this.pending) {
       pending.reject(
         pending.write && !unsent.has(id)
-          ? new CheckpointError('STORE_OUTCOME_UNKNOWN', `SQLite database ${this.context.path}: the worker thread stopped while a write was in flight (${error.message}); it may or may not be stored`, { path: this.context.path }, { cause: error })
+          ? new CheckpointError(
+              'STORE_OUTCOME_UNKNOWN',
+              `SQLite database ${this.context.path}: the worker thread stopped while a write was in flight (${error.message}); it may or may not be stored`,
+              { path: this.context.path },
+              { cause: error },
+            )
           : this.stopped,
       );
     }

@@ -74,7 +74,12 @@ export async function openStoreWhenReady(open: () => Promise<CheckpointStore>, w
       const message = (error as CheckpointError).message;
       if (waitedMs + delayMs > wait.maxWaitMs) {
         if (tries === 1) throw error;
-        throw new CheckpointError('STORE_UNAVAILABLE', `store ${where} did not become available within ${wait.maxWaitMs} ms (TTC_STORE_STARTUP_WAIT; ${tries} tries): ${message}`, { ...(error as CheckpointError).details, tries, waitedMs: Math.round(waitedMs) }, { cause: error });
+        throw new CheckpointError(
+          'STORE_UNAVAILABLE',
+          `store ${where} did not become available within ${wait.maxWaitMs} ms (TTC_STORE_STARTUP_WAIT; ${tries} tries): ${message}`,
+          { ...(error as CheckpointError).details, tries, waitedMs: Math.round(waitedMs) },
+          { cause: error },
+        );
       }
       wait.log?.(`store ${where} is not available yet (try ${tries}, ${Math.round(waitedMs)} of at most ${wait.maxWaitMs} ms waited): ${message}; trying again in ${delayMs} ms`);
       await sleep(delayMs);

@@ -75,7 +75,12 @@ const NO_OP_TRACER = new ProxyTracerProvider().getTracer(TRACER_NAME);
  * @param meter the activity context's `metricMeter` (Temporal's; a no-op without a metrics exporter)
  * @param attempt gets the traced store (use it for every store operation of the attempt) and the observer
  */
-export function observeAttempt<T extends ObservedResult>(call: ObservedCall, store: CheckpointStore, meter: MetricMeter, attempt: (store: CheckpointStore, observer: AttemptObserver) => Promise<T>): Promise<T> {
+export function observeAttempt<T extends ObservedResult>(
+  call: ObservedCall,
+  store: CheckpointStore,
+  meter: MetricMeter,
+  attempt: (store: CheckpointStore, observer: AttemptObserver) => Promise<T>,
+): Promise<T> {
   const tracer = isolated('tracer', () => trace.getTracer(TRACER_NAME)) ?? NO_OP_TRACER;
   const metrics = new FenceMetrics(meter);
   const attributes = {

@@ -77,7 +77,9 @@ export class FenceMetrics {
   /** One store operation took `ms`. */
   storeLatency(operation: string, ms: number): void {
     const name = FENCE_METRICS.STORE_OPERATION_LATENCY;
-    isolated(`metric ${name}`, () => this.instrument(name, () => this.meter.createHistogram(name, 'float', 'ms', 'Time of one checkpoint store operation, ms')).record(Math.max(0, ms), { operation }));
+    isolated(`metric ${name}`, () =>
+      this.instrument(name, () => this.meter.createHistogram(name, 'float', 'ms', 'Time of one checkpoint store operation, ms')).record(Math.max(0, ms), { operation }),
+    );
   }
 
   /** Adds 1 to the counter `name`. */

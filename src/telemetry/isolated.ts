@@ -24,7 +24,9 @@ export function isolated<T>(what: string, call: () => T): T | undefined {
     if (!reported.has(what)) {
       reported.add(what);
       try {
-        Context.current().log.warn(`telemetry failed and was ignored (${what}); the fenced call is not affected. Further failures of this kind are not logged.`, { error: error instanceof Error ? error.message : String(error) });
+        Context.current().log.warn(`telemetry failed and was ignored (${what}); the fenced call is not affected. Further failures of this kind are not logged.`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
       } catch {
         // Outside an activity, or the logger itself broke: nothing else can report it.
       }

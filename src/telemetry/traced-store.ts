@@ -12,7 +12,17 @@
  */
 import { SpanKind, type Tracer } from '@opentelemetry/api';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
-import type { CheckpointStore, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../stores/checkpoint-store';
+import type {
+  CheckpointStore,
+  ConversationEntry,
+  CreateResult,
+  GroupWrite,
+  GroupWriteResult,
+  ListOptions,
+  ListQuarantinedOptions,
+  PruneOptions,
+  QuarantinedRow,
+} from '../stores/checkpoint-store';
 import { DB, TTC } from './attributes';
 import { errorType } from './error-type';
 import type { FenceMetrics } from './fence-metrics';
@@ -57,44 +67,68 @@ class TracedCheckpointStore implements CheckpointStore {
   }
 
   createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
-    return this.traced('createIfAbsent', () => this.store.createIfAbsent(record), (result, span) => {
-      span.setAttribute(TTC.CREATED, result.created);
-      this.seen(result.record);
-    });
+    return this.traced(
+      'createIfAbsent',
+      () => this.store.createIfAbsent(record),
+      (result, span) => {
+        span.setAttribute(TTC.CREATED, result.created);
+        this.seen(result.record);
+      },
+    );
   }
 
   get(binding: Binding): Promise<CheckpointRecord | null> {
-    return this.traced('get', () => this.store.get(binding), (record) => this.seen(record));
+    return this.traced(
+      'get',
+      () => this.store.get(binding),
+      (record) => this.seen(record),
+    );
   }
 
   getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
-    return this.traced('getByCall', () => this.store.getByCall(namespace, callId), (record) => this.seen(record));
+    return this.traced(
+      'getByCall',
+      () => this.store.getByCall(namespace, callId),
+      (record) => this.seen(record),
+    );
   }
 
   compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
-    return this.traced('compareAndSwap', () => this.store.compareAndSwap(expectedRevision, next, expected), (swapped, span) => {
-      span.setAttribute(TTC.CAS_SWAPPED, swapped);
-      if (swapped) this.seen(next);
-      else this.options.metrics.casConflict();
-    });
+    return this.traced(
+      'compareAndSwap',
+      () => this.store.compareAndSwap(expectedRevision, next, expected),
+      (swapped, span) => {
+        span.setAttribute(TTC.CAS_SWAPPED, swapped);
+        if (swapped) this.seen(next);
+        else this.options.metrics.casConflict();
+      },
+    );
   }
 
   getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]> {
-    return this.traced('getMany', () => this.store.getMany(bindings), (records) => {
-      for (const record of records) this.seen(record);
-    });
+    return this.traced(
+      'getMany',
+      () => this.store.getMany(bindings),
+      (records) => {
+        for (const record of records) this.seen(record);
+      },
+    );
   }
 
   /** One span for the group; each created record and swapped `next` is seen, each lost compare-and-swap counted as a conflict. */
   writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]> {
-    return this.traced('writeGroup', () => this.store.writeGroup(writes), (results) => {
-      results.forEach((result, i) => {
-        const write = writes[i];
-        if (result.kind === 'create') this.seen(result.record);
-        else if (result.swapped && write?.kind === 'cas') this.seen(write.next);
-        else this.options.metrics.casConflict();
-      });
-    });
+    return this.traced(
+      'writeGroup',
+      () => this.store.writeGroup(writes),
+      (results) => {
+        results.forEach((result, i) => {
+          const write = writes[i];
+          if (result.kind === 'create') this.seen(result.record);
+          else if (result.swapped && write?.kind === 'cas') this.seen(write.next);
+          else this.options.metrics.casConflict();
+        });
+      },
+    );
   }
 
   listByStatus(statuses: readonly Status[], options?: ListOptions): Promise<CheckpointRecord[]> {

@@ -37,7 +37,8 @@ export interface CrashAndRetryOptions {
 }
 
 /** What the retry returned: the fenced result, or the typed failure (`type` is a CheckpointError code). */
-export type AttemptOutcome = { readonly result: FencedToolResult } | { readonly failure: { readonly type: string | null; readonly message: string; readonly nonRetryable: boolean } };
+export type AttemptOutcome =
+  { readonly result: FencedToolResult } | { readonly failure: { readonly type: string | null; readonly message: string; readonly nonRetryable: boolean } };
 
 /** What {@link runCrashAndRetry} observed. */
 export interface CrashAndRetryReport {
@@ -102,7 +103,13 @@ export async function runCrashAndRetry(options: CrashAndRetryOptions): Promise<C
   }
 }
 
-async function attempt(run: (input: any) => Promise<FencedToolResult>, input: object, call: { workflowId: string; runId: string }, n: number, logger: Logger | undefined): Promise<AttemptOutcome> {
+async function attempt(
+  run: (input: any) => Promise<FencedToolResult>,
+  input: object,
+  call: { workflowId: string; runId: string },
+  n: number,
+  logger: Logger | undefined,
+): Promise<AttemptOutcome> {
   const { MockActivityEnvironment: MockEnv } = require('@temporalio/testing') as { MockActivityEnvironment: typeof MockActivityEnvironment };
   const env = new MockEnv({ attempt: n, workflowExecution: call, heartbeatTimeoutMs: 60_000 }, logger === undefined ? {} : { logger });
   try {

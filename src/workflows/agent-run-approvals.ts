@@ -49,7 +49,10 @@ export abstract class RunApprovals extends AgentRunBase {
         // A worker that does not report the validated arguments (older code during a deploy): the
         // approver could not see what would run, so the call is refused (fail closed). Runs
         // described before this change replay as they ran (patched() is false for them).
-        call.preFailure = { type: 'INVALID_ARGUMENT', message: `INVALID_ARGUMENT: the worker that described ${call.toolName} call "${call.callId}" did not report its validated arguments; nothing ran` };
+        call.preFailure = {
+          type: 'INVALID_ARGUMENT',
+          message: `INVALID_ARGUMENT: the worker that described ${call.toolName} call "${call.callId}" did not report its validated arguments; nothing ran`,
+        };
         if (this.refusedBeforeRunning(call)) counted -= 1;
         continue;
       }
@@ -116,10 +119,7 @@ export abstract class RunApprovals extends AgentRunBase {
     const call = this.awaitingApproval(req.callId);
     refuseBadDecidedBy(req.by);
     if (intentMismatch(req.intentDigest, call.intentDigest)) {
-      refuse(
-        MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH,
-        `call "${call.callId}" has intent digest ${call.intentDigest}, the approval names ${req.intentDigest}`,
-      );
+      refuse(MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH, `call "${call.callId}" has intent digest ${call.intentDigest}, the approval names ${req.intentDigest}`);
     }
     if (req.stateVersion !== this.state.stateVersion) {
       refuse(

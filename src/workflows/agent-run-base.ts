@@ -7,15 +7,7 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import {
-  ApplicationFailure,
-  type ActivityOptions,
-  CancellationScope,
-  isCancellation,
-  log,
-  proxyActivities,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ApplicationFailure, type ActivityOptions, CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliveredOutcome, FencedToolInput } from '../activities/contract/contract';
 import type { ToolErrorClass } from '../activities/contract/error-classes';
 import type { JsonValue } from '../checkpoint/types';
@@ -31,13 +23,7 @@ import { MESSAGE_ERROR_TYPES, type MessageErrorType } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
 import { RunSearchAttributes } from './run-search-attributes';
 import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
-import type {
-  AgentWorkflowInput,
-  AgentWorkflowResult,
-  ResolveOutcomeRequest,
-  ResolveOutcomeResult,
-  RunLimits,
-} from './types';
+import type { AgentWorkflowInput, AgentWorkflowResult, ResolveOutcomeRequest, ResolveOutcomeResult, RunLimits } from './types';
 
 /** One agent run's state and what every step uses; the steps it calls that the layers built on it define (tool calls, resolutions, compensation) are declared abstract here. */
 export abstract class AgentRunBase {
@@ -201,7 +187,13 @@ export abstract class AgentRunBase {
       return;
     }
     const shown = modelErrorForResult(outcome.error);
-    if (shown.message !== outcome.error.message) log.warn('tool call ended with an error result; the model reads a short typed message', { callId: call.callId, toolName: call.toolName, errorType: outcome.error.type, detail: outcome.error.message });
+    if (shown.message !== outcome.error.message)
+      log.warn('tool call ended with an error result; the model reads a short typed message', {
+        callId: call.callId,
+        toolName: call.toolName,
+        errorType: outcome.error.type,
+        detail: outcome.error.message,
+      });
     this.appendToolMessage(call, { error: { type: shown.type, message: shown.message } }, true);
   }
 

@@ -77,7 +77,8 @@ export abstract class RunCompensation extends RunToolCalls {
         return { request: pending.request, settle: (result) => this.settle(pending, result), fail: (type, message) => this.fail(pending, type, message) };
       },
       settleUnknownCall: async (call) => {
-        if (call.status === 'unknown') this.markPaused(call, call.errorType ?? 'CANCELLED', call.reason ?? 'the run stopped while the call was running; its effect may have been applied');
+        if (call.status === 'unknown')
+          this.markPaused(call, call.errorType ?? 'CANCELLED', call.reason ?? 'the run stopped while the call was running; its effect may have been applied');
         await this.awaitResolution(call);
       },
       changed: () => {

@@ -119,7 +119,14 @@ export abstract class RunResolutions extends RunApprovals {
     const result: ToolOutcome | undefined = req.resolution === 'applied' ? { ok: true, output: req.result, receipt: req.receipt ?? null } : undefined;
     this.state.phase = 'tools';
     const attempt = await this.callActivity('resolve', (options) =>
-      agentActivities(options).resolveToolCall({ ...this.toolInput(call), resolution, ...(result !== undefined ? { result } : {}), item: ref, reason: req.reason, ...decidedBy(req) }),
+      agentActivities(options).resolveToolCall({
+        ...this.toolInput(call),
+        resolution,
+        ...(result !== undefined ? { result } : {}),
+        item: ref,
+        reason: req.reason,
+        ...decidedBy(req),
+      }),
     );
     if (attempt.kind === 'failed') {
       this.state.phase = 'paused';
@@ -135,7 +142,13 @@ export abstract class RunResolutions extends RunApprovals {
     call.reason = `a person proved ${describeItem(item)} ${resolution}: ${req.reason}`;
     this.state.paused = null;
     // The call runs again (resuming the batch after the item) unless the run is winding down.
-    this.settle(pending, { callId: call.callId, resolution, status: resolution === 'applied' ? 'resolved-applied' : 'resolved-absent', retryCallId: this.windingDown ? null : call.callId, item: ref });
+    this.settle(pending, {
+      callId: call.callId,
+      resolution,
+      status: resolution === 'applied' ? 'resolved-applied' : 'resolved-absent',
+      retryCallId: this.windingDown ? null : call.callId,
+      item: ref,
+    });
     if (this.windingDown) {
       call.status = 'unknown';
       call.reason += '; the batch did not resume: the run is stopping (items after it did not run)';
@@ -173,7 +186,15 @@ export abstract class RunResolutions extends RunApprovals {
   protected settle(pending: PendingResolution, result: Omit<ResolveOutcomeResult, 'pauseId'>): void {
     pending.result = { ...result, pauseId: pending.request.pauseId };
     // Who decided, kept with the call (the run's result and status show it).
-    this.state.get(result.callId)?.decisions.push({ kind: result.status, by: pending.request.by ?? null, at: iso(Date.now()), ...(pending.request.pauseId === undefined ? {} : { pauseId: pending.request.pauseId }), ...(result.role === undefined ? {} : { role: result.role }) });
+    this.state
+      .get(result.callId)
+      ?.decisions.push({
+        kind: result.status,
+        by: pending.request.by ?? null,
+        at: iso(Date.now()),
+        ...(pending.request.pauseId === undefined ? {} : { pauseId: pending.request.pauseId }),
+        ...(result.role === undefined ? {} : { role: result.role }),
+      });
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();

@@ -17,34 +17,15 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  isCancellation,
-  patched,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { ModelTurnResult, ToolCallRequest } from '../model/types';
 import { utf8Length } from './conversation';
 import { validateAgentWorkflowInput } from './input';
-import {
-  approveCallUpdate,
-  cancelRunSignal,
-  rejectCallUpdate,
-  resolveOutcomeUpdate,
-  runStatusQuery,
-} from './messages';
+import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
 import { RunSearchAttributes } from './run-search-attributes';
 import type { RunStop } from './run-state';
 import { DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MAX_TOOL_INPUT_BYTES_PER_TURN, turnRefusals, type TurnRefusal } from './turn-bounds';
-import type {
-  AgentWorkflowInput,
-  AgentWorkflowResult,
-  ContinuedRun,
-  CancelRunRequest,
-} from './types';
+import type { AgentWorkflowInput, AgentWorkflowResult, ContinuedRun, CancelRunRequest } from './types';
 import { RunCompensation } from './agent-run-compensation';
 import { agentActivities } from './agent-run-base';
 import { LONG_RUNS_PATCH, TURN_BOUNDS_PATCH } from './agent-patches';

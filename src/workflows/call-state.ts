@@ -9,14 +9,7 @@ import type { BatchCancellationReport } from '../activities/contract/batch-items
 import type { DeliveredOutcome } from '../activities/contract/contract';
 import type { JsonValue } from '../checkpoint/types';
 import type { LoggedMessage } from '../model/types';
-import type {
-  CallSource,
-  CallStatus,
-  CompensationReport,
-  DecisionRecord,
-  LiveCallStatus,
-  PausedItem,
-} from './types';
+import type { CallSource, CallStatus, CompensationReport, DecisionRecord, LiveCallStatus, PausedItem } from './types';
 import { LIVE_CALL_STATUSES } from './types';
 
 /** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */

@@ -5,15 +5,7 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type {
-  CallReport,
-  CallSummary,
-  CompensationReport,
-  FinalCallStatus,
-  LiveCallStatus,
-  PausedView,
-  PendingCallView,
-} from './types';
+import type { CallReport, CallSummary, CompensationReport, FinalCallStatus, LiveCallStatus, PausedView, PendingCallView } from './types';
 import type { CallState, CompensationState } from './call-state';
 
 /** ISO-8601 UTC string of a workflow time in ms. */

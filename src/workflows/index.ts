@@ -7,14 +7,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 export { agentWorkflow } from './agent-workflow';
-export {
-  approveCallUpdate,
-  cancelRunSignal,
-  MESSAGE_ERROR_TYPES,
-  rejectCallUpdate,
-  resolveOutcomeUpdate,
-  runStatusQuery,
-} from './messages';
+export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
 export type { MessageErrorType } from './messages';
 export type { ToolActivities } from './activity-types';
 export type * from './types';

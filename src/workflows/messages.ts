@@ -9,15 +9,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type {
-  ApprovalDecisionResult,
-  ApproveCallRequest,
-  CancelRunRequest,
-  RejectCallRequest,
-  ResolveOutcomeRequest,
-  ResolveOutcomeResult,
-  RunStatusView,
-} from './types';
+import type { ApprovalDecisionResult, ApproveCallRequest, CancelRunRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult, RunStatusView } from './types';
 
 /**
  * Failure types with which the workflow refuses an update (the `type` of the

@@ -52,16 +52,7 @@ export type StopReason = (typeof STOP_REASONS)[number];
  * - `resolved-absent`: paused, then a person proved it never applied; it ran again as `<callId>~retryN`;
  * - `abandoned`: paused, then a person abandoned the run.
  */
-export const FINAL_CALL_STATUSES = [
-  'completed',
-  'rejected',
-  'failed',
-  'not-run',
-  'unknown',
-  'resolved-applied',
-  'resolved-absent',
-  'abandoned',
-] as const;
+export const FINAL_CALL_STATUSES = ['completed', 'rejected', 'failed', 'not-run', 'unknown', 'resolved-applied', 'resolved-absent', 'abandoned'] as const;
 export type FinalCallStatus = (typeof FINAL_CALL_STATUSES)[number];
 
 /**

@@ -127,10 +127,17 @@ export class RunState {
    * CALL_NOT_PAUSED (the run waits on no call, on another call, or a resolution is already being
    * applied: `inFlight`), STALE_PAUSE (the same call, but another pause than the one waiting now).
    */
-  resolutionRefusal(callId: unknown, pauseId: unknown, inFlight: boolean): { readonly type: 'INVALID_REQUEST' | 'CALL_NOT_PAUSED' | 'STALE_PAUSE'; readonly message: string } | null {
+  resolutionRefusal(
+    callId: unknown,
+    pauseId: unknown,
+    inFlight: boolean,
+  ): { readonly type: 'INVALID_REQUEST' | 'CALL_NOT_PAUSED' | 'STALE_PAUSE'; readonly message: string } | null {
     if (typeof callId !== 'string') return { type: 'INVALID_REQUEST', message: 'resolveOutcome needs a callId string' };
     if (typeof pauseId !== 'string' || pauseId.length === 0) {
-      return { type: 'INVALID_REQUEST', message: `resolveOutcome needs the pauseId of the pause the person decided on (runStatus: paused.pauseId${this.currentPauseId === null ? '' : `; the run waits on ${this.currentPauseId}`})` };
+      return {
+        type: 'INVALID_REQUEST',
+        message: `resolveOutcome needs the pauseId of the pause the person decided on (runStatus: paused.pauseId${this.currentPauseId === null ? '' : `; the run waits on ${this.currentPauseId}`})`,
+      };
     }
     const paused = this.pausedCall;
     const waiting = paused !== null && (paused.status === 'paused' || this.pausedOnCompensation());
@@ -138,7 +145,10 @@ export class RunState {
     if (inFlight) return { type: 'CALL_NOT_PAUSED', message: `a resolution of call "${paused.callId}" is already being applied` };
     if (paused.callId !== callId) return { type: 'CALL_NOT_PAUSED', message: `the run is paused on call "${paused.callId}", not "${callId}"` };
     if (pauseId !== this.currentPauseId) {
-      return { type: 'STALE_PAUSE', message: `the decision was made for pause ${pauseId}, but the run now waits on pause ${this.currentPauseId} (${describePause(paused)}); nothing was changed: read the status again and decide on what is paused now` };
+      return {
+        type: 'STALE_PAUSE',
+        message: `the decision was made for pause ${pauseId}, but the run now waits on pause ${this.currentPauseId} (${describePause(paused)}); nothing was changed: read the status again and decide on what is paused now`,
+      };
     }
     return null;
   }
@@ -334,7 +344,9 @@ export class RunState {
     if (this.pausedOnCompensation()) pendingCalls.push({ ...compensationPendingView(this.paused!), pauseId: this.currentPauseId! });
     const paused = this.paused;
     // The call the run waits on now carries the pause's identity, for the forms built from pending calls.
-    const waitingOn = pendingCalls.findIndex((call) => paused !== null && call.callId === paused.callId && call.status === 'paused' && call.pauseId === undefined && !this.pausedOnCompensation());
+    const waitingOn = pendingCalls.findIndex(
+      (call) => paused !== null && call.callId === paused.callId && call.status === 'paused' && call.pauseId === undefined && !this.pausedOnCompensation(),
+    );
     if (waitingOn >= 0) pendingCalls[waitingOn] = { ...pendingCalls[waitingOn]!, pauseId: this.currentPauseId! };
     return {
       phase: this.phase,

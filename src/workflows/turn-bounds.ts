@@ -45,9 +45,15 @@ export function turnRefusals(inputs: readonly JsonValue[], bounds: TurnBounds): 
       const size = utf8Length(JSON.stringify(input));
       const notRun = inputs.length - i;
       if (i >= bounds.maxCalls) {
-        cut = { type: 'TOO_MANY_TOOL_CALLS', message: `TOO_MANY_TOOL_CALLS: this turn asked for ${inputs.length} tool calls and at most ${bounds.maxCalls} run per turn; the last ${notRun} were not run (ask for them again in a later turn)` };
+        cut = {
+          type: 'TOO_MANY_TOOL_CALLS',
+          message: `TOO_MANY_TOOL_CALLS: this turn asked for ${inputs.length} tool calls and at most ${bounds.maxCalls} run per turn; the last ${notRun} were not run (ask for them again in a later turn)`,
+        };
       } else if (bytes + size > bounds.maxInputBytes) {
-        cut = { type: 'TURN_INPUT_TOO_LARGE', message: `TURN_INPUT_TOO_LARGE: the tool inputs of this turn up to call ${i + 1} of ${inputs.length} total ${bytes + size} bytes, over the turn's limit of ${bounds.maxInputBytes}; that call and the ${notRun - 1} after it were not run (ask for them again, in smaller parts, in a later turn)` };
+        cut = {
+          type: 'TURN_INPUT_TOO_LARGE',
+          message: `TURN_INPUT_TOO_LARGE: the tool inputs of this turn up to call ${i + 1} of ${inputs.length} total ${bytes + size} bytes, over the turn's limit of ${bounds.maxInputBytes}; that call and the ${notRun - 1} after it were not run (ask for them again, in smaller parts, in a later turn)`,
+        };
       }
       bytes += size;
     }

@@ -38,23 +38,27 @@ function batchTool(provider: Provider, script: Script) {
     callDeadlineMs: 5_000,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
-      const report = await ctx.forEachItem!(RECIPIENTS, (to) => to, async (to, item): Promise<ToolSuccess> => {
-        if (to === script.holdAt) {
-          script.reached = true;
-          await script.gate.wait();
-          if (script.then === 'transient-then-ok' && script.transientLeft > 0) {
-            script.transientLeft -= 1;
-            throw new ToolError('transient', `503 from the provider sending to ${to}`);
+      const report = await ctx.forEachItem!(
+        RECIPIENTS,
+        (to) => to,
+        async (to, item): Promise<ToolSuccess> => {
+          if (to === script.holdAt) {
+            script.reached = true;
+            await script.gate.wait();
+            if (script.then === 'transient-then-ok' && script.transientLeft > 0) {
+              script.transientLeft -= 1;
+              throw new ToolError('transient', `503 from the provider sending to ${to}`);
+            }
+            if (script.then === 'reject') throw new ToolError('rejected', `${to} unsubscribed`);
+            if (script.then === 'unknown') {
+              provider.apply(item.idempotencyKey);
+              throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
+            }
           }
-          if (script.then === 'reject') throw new ToolError('rejected', `${to} unsubscribed`);
-          if (script.then === 'unknown') {
-            provider.apply(item.idempotencyKey);
-            throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
-          }
-        }
-        provider.apply(item.idempotencyKey);
-        return { output: { sent: to } };
-      });
+          provider.apply(item.idempotencyKey);
+          return { output: { sent: to } };
+        },
+      );
       return { output: { applied: report.applied } };
     },
   });
@@ -72,7 +76,8 @@ async function cancelAtHeldItem(script: Script): Promise<{ raw: unknown; provide
   return { raw: 'raw' in out ? out.raw : out, provider };
 }
 
-const reportOf = (raw: unknown): BatchCancellationReport | undefined => (raw instanceof CancelledFailure ? (raw.details[0] as { batch?: BatchCancellationReport } | undefined)?.batch : undefined);
+const reportOf = (raw: unknown): BatchCancellationReport | undefined =>
+  raw instanceof CancelledFailure ? (raw.details[0] as { batch?: BatchCancellationReport } | undefined)?.batch : undefined;
 
 test('cancelled while item 3 retries a transient error: the retries finish, item 3 is applied, the report says 3 applied / 3 not applied / 0 unknown', async () => {
   const script: Script = { holdAt: 'u3', gate: new Gate(), reached: false, then: 'transient-then-ok', transientLeft: 2 };

@@ -79,5 +79,9 @@ test('a tool that returns before its forEachItem settled: no item is applied aft
   const unsettled = items.filter((r) => r.status === 'executing' || r.status === 'uncertain').length;
   const callOk = 'result' in out && out.result.outcome.ok;
   // An ok result for the call must cover its items: none applied after it, none left unknown without a pause.
-  expect({ callOk, appliedAfterTheCallCompleted: provider.total() - appliedAtReturn, unknownItemsBehindOkResult: callOk ? unsettled : 0 }).toEqual({ callOk: expect.any(Boolean), appliedAfterTheCallCompleted: 0, unknownItemsBehindOkResult: 0 });
+  expect({ callOk, appliedAfterTheCallCompleted: provider.total() - appliedAtReturn, unknownItemsBehindOkResult: callOk ? unsettled : 0 }).toEqual({
+    callOk: expect.any(Boolean),
+    appliedAfterTheCallCompleted: 0,
+    unknownItemsBehindOkResult: 0,
+  });
 });

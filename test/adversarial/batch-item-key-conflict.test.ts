@@ -34,14 +34,18 @@ test('an item key reused for a different item: the call ends non-retryably (BIND
     callDeadlineMs: 1_000,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext) {
-      const report = await ctx.forEachItem!(source.items, (item) => item.to, async (item, itemCtx) => {
-        provider.apply(itemCtx.idempotencyKey);
-        if (source.loseAnswerOf === item.to) {
-          source.loseAnswerOf = null;
-          throw new ToolError('unknown-outcome', `connection reset after sending to ${item.to}`);
-        }
-        return { output: { sent: item.to } };
-      });
+      const report = await ctx.forEachItem!(
+        source.items,
+        (item) => item.to,
+        async (item, itemCtx) => {
+          provider.apply(itemCtx.idempotencyKey);
+          if (source.loseAnswerOf === item.to) {
+            source.loseAnswerOf = null;
+            throw new ToolError('unknown-outcome', `connection reset after sending to ${item.to}`);
+          }
+          return { output: { sent: item.to } };
+        },
+      );
       return { output: { applied: report.applied } };
     },
     async lookup(ctx: ToolContext) {

@@ -79,12 +79,16 @@ describe('batch items are counted from 1 for people', () => {
   it('property: whatever the batch size and position, a repeated key and a lost answer name the item n of size, counted from 1; details keep the 0-based index', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.integer({ min: 2, max: 12 }).chain((size) => fc.record({ size: fc.constant(size), at: fc.integer({ min: 1, max: size - 1 }), lose: fc.integer({ min: 0, max: size - 1 }) })),
+        fc
+          .integer({ min: 2, max: 12 })
+          .chain((size) => fc.record({ size: fc.constant(size), at: fc.integer({ min: 1, max: size - 1 }), lose: fc.integer({ min: 0, max: size - 1 }) })),
         async ({ size, at, lose }) => {
           const keys = Array.from({ length: size }, (_, i) => `k${i}`);
           const repeated = keys.map((key, i) => (i === at ? keys[0]! : key));
           const refused = await attempt(batchOver(new Provider(), repeated, null), h.newCall());
-          expect(refused).toEqual({ result: `forEachItem: item key "k0" is used twice (item ${at + 1} of ${size}); keys name items, so each must be unique; no item of this call ran` });
+          expect(refused).toEqual({
+            result: `forEachItem: item key "k0" is used twice (item ${at + 1} of ${size}); keys name items, so each must be unique; no item of this call ran`,
+          });
 
           const provider = new Provider();
           const paused = await attempt(batchOver(provider, keys, lose), h.newCall());

@@ -30,14 +30,18 @@ function batchTool(provider: Provider, revision: string, lose: { of: string | nu
     callDeadlineMs: 1_000,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
-      const report = await ctx.forEachItem!(RECIPIENTS, (to) => to, async (to, item): Promise<ToolSuccess> => {
-        provider.apply(item.idempotencyKey);
-        if (lose.of === to) {
-          lose.of = null;
-          throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
-        }
-        return { output: { sent: to } };
-      });
+      const report = await ctx.forEachItem!(
+        RECIPIENTS,
+        (to) => to,
+        async (to, item): Promise<ToolSuccess> => {
+          provider.apply(item.idempotencyKey);
+          if (lose.of === to) {
+            lose.of = null;
+            throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
+          }
+          return { output: { sent: to } };
+        },
+      );
       return { output: { applied: report.applied } };
     },
   });
@@ -101,12 +105,16 @@ test('absent is refused while the item may still be sent by its holder (executin
     callDeadlineMs: 60_000,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
-      const report = await ctx.forEachItem!(['u1'], (to) => to, async (to, item): Promise<ToolSuccess> => {
-        holding();
-        await released;
-        provider.apply(item.idempotencyKey);
-        return { output: { sent: to } };
-      });
+      const report = await ctx.forEachItem!(
+        ['u1'],
+        (to) => to,
+        async (to, item): Promise<ToolSuccess> => {
+          holding();
+          await released;
+          provider.apply(item.idempotencyKey);
+          return { output: { sent: to } };
+        },
+      );
       return { output: { applied: report.applied } };
     },
   });

@@ -120,7 +120,11 @@ describe('the items change between attempts of one call', () => {
     const acts = h.activities([batchTool(provider, source, 'dedupe')]);
     const call = h.newCall();
     expect(await h.run(acts, call, 1)).toMatchObject({ failure: { type: 'RECONCILE_PENDING' } });
-    source.items = [{ to: 'u1', body: 'hello' }, { to: 'u3', body: 'hello' }, { to: 'u9', body: 'hello' }];
+    source.items = [
+      { to: 'u1', body: 'hello' },
+      { to: 'u3', body: 'hello' },
+      { to: 'u9', body: 'hello' },
+    ];
     expect(await h.run(acts, call, 2)).toMatchObject({ result: { outcome: { ok: true, output: { applied: 3, order: ['u1', 'u3', 'u9'] } } } });
     expect(maxPerKey(provider)).toBe(1);
     expect(provider.effects.size).toBe(4); // u1, u2, u3 (once, deduplicated on repeat) and u9
@@ -186,7 +190,10 @@ describe('tool code that hides the stop, bad keys, oversized batches', () => {
     const source = newSource(items(100_001));
     const acts = h.activities([batchTool(provider, source, 'plain')]);
     expect(await h.run(acts, h.newCall(), 1)).toMatchObject({ result: { outcome: { ok: false, error: { type: 'INVALID_ARGUMENT' } } } });
-    source.items = [{ to: 'u1', body: 'x' }, { to: 'u2', body: Number.NaN as unknown as string }];
+    source.items = [
+      { to: 'u1', body: 'x' },
+      { to: 'u2', body: Number.NaN as unknown as string },
+    ];
     expect(await h.run(acts, h.newCall(), 1)).toMatchObject({ result: { outcome: { ok: false, error: { type: 'INVALID_ARGUMENT' } } } });
     expect(provider.total()).toBe(0);
   });

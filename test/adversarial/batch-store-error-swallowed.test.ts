@@ -30,10 +30,14 @@ test('writeGroup unavailable after item 2 applied, the tool swallows the error: 
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       try {
-        await ctx.forEachItem!(['u1', 'u2', 'u3', 'u4'], (to) => to, async (to, item): Promise<ToolSuccess> => {
-          provider.apply(item.idempotencyKey);
-          return { output: { sent: to } };
-        });
+        await ctx.forEachItem!(
+          ['u1', 'u2', 'u3', 'u4'],
+          (to) => to,
+          async (to, item): Promise<ToolSuccess> => {
+            provider.apply(item.idempotencyKey);
+            return { output: { sent: to } };
+          },
+        );
       } catch {
         // Tool code that hides the stop and claims success.
       }

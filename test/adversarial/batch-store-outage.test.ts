@@ -35,10 +35,14 @@ function batchTool(provider: Provider, options: { swallow: boolean; lookup: bool
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       const run = () =>
-        ctx.forEachItem!(RECIPIENTS, (to) => to, async (to, item): Promise<ToolSuccess> => {
-          provider.apply(item.idempotencyKey);
-          return { output: { sent: to } };
-        });
+        ctx.forEachItem!(
+          RECIPIENTS,
+          (to) => to,
+          async (to, item): Promise<ToolSuccess> => {
+            provider.apply(item.idempotencyKey);
+            return { output: { sent: to } };
+          },
+        );
       if (!options.swallow) return { output: { applied: (await run()).applied } };
       try {
         return { output: { applied: (await run()).applied } };
@@ -82,18 +86,21 @@ async function itemRecords(workflowId: string): Promise<CheckpointRecord[]> {
   return all.filter((r) => r.binding.callId.startsWith('["ttc/item/1"') && r.binding.callId.includes(workflowId));
 }
 
-test.each(['before', 'after-commit'] as const)('writeGroup fails (%s) after item 2 applied: the next attempts settle item 2 without applying it again; every item once', async (when) => {
-  const provider = new Provider();
-  const { store } = failingWriteGroup(3, when);
-  const tool = batchTool(provider, { swallow: false, lookup: true });
-  const call = h.newCall();
-  const first = await h.run(h.activities([tool], { store }), call, 1);
-  expect(first).toMatchObject({ failure: { nonRetryable: false } });
-  expect(provider.total()).toBe(2);
-  const stuck = (await itemRecords(call.workflowId)).find((r) => r.status === 'executing')!;
-  h.passSettleTime(stuck);
-  const second = await h.run(h.activities([tool]), call, 2);
-  expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: RECIPIENTS.length } } } });
-  expect(provider.effects.size).toBe(RECIPIENTS.length);
-  expect(Math.max(...provider.effects.values())).toBe(1);
-});
+test.each(['before', 'after-commit'] as const)(
+  'writeGroup fails (%s) after item 2 applied: the next attempts settle item 2 without applying it again; every item once',
+  async (when) => {
+    const provider = new Provider();
+    const { store } = failingWriteGroup(3, when);
+    const tool = batchTool(provider, { swallow: false, lookup: true });
+    const call = h.newCall();
+    const first = await h.run(h.activities([tool], { store }), call, 1);
+    expect(first).toMatchObject({ failure: { nonRetryable: false } });
+    expect(provider.total()).toBe(2);
+    const stuck = (await itemRecords(call.workflowId)).find((r) => r.status === 'executing')!;
+    h.passSettleTime(stuck);
+    const second = await h.run(h.activities([tool]), call, 2);
+    expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: RECIPIENTS.length } } } });
+    expect(provider.effects.size).toBe(RECIPIENTS.length);
+    expect(Math.max(...provider.effects.values())).toBe(1);
+  },
+);

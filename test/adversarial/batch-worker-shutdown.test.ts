@@ -33,7 +33,13 @@ test("a worker shut down mid-batch on the call's last attempt: the run is not re
   const taskQueue = `shutdown-${Date.now()}`;
   let started: () => void = () => undefined;
   const running = new Promise<void>((r) => (started = r));
-  const report: BatchCancellationReport = { total: 10, applied: { count: 3, keys: ['n1', 'n2', 'n3'] }, notApplied: { count: 7, keys: ['n4', 'n5', 'n6', 'n7', 'n8', 'n9', 'n10'] }, unknown: { count: 0, keys: [] }, truncated: false };
+  const report: BatchCancellationReport = {
+    total: 10,
+    applied: { count: 3, keys: ['n1', 'n2', 'n3'] },
+    notApplied: { count: 7, keys: ['n4', 'n5', 'n6', 'n7', 'n8', 'n9', 'n10'] },
+    unknown: { count: 0, keys: [] },
+    truncated: false,
+  };
   const tools = fakeTools(async (_input: FencedToolInput): Promise<FencedToolResult | undefined> => {
     const signal = Context.current().cancellationSignal;
     started();

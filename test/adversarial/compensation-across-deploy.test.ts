@@ -46,7 +46,11 @@ function charge(refunds: Provider, revision: string, hang: boolean) {
   });
 }
 
-async function compensate(acts: ReturnType<Harness['activities']>, call: Call, attempt: number): Promise<CompensateToolCallResult | { failure: { type: string; nonRetryable: boolean } }> {
+async function compensate(
+  acts: ReturnType<Harness['activities']>,
+  call: Call,
+  attempt: number,
+): Promise<CompensateToolCallResult | { failure: { type: string; nonRetryable: boolean } }> {
   const input: CompensateToolCallInput = { ...call.input, role: 'compensation' };
   try {
     return await h.env(call, attempt).run(acts.compensateToolCall as (i: CompensateToolCallInput) => Promise<CompensateToolCallResult>, input);

@@ -49,14 +49,18 @@ function tools(world: World) {
       keyRetentionMs: 3_600_000,
       input: z.object({ recipients: z.array(z.string()) }).strict(),
       async execute(input, ctx: ToolContext): Promise<ToolSuccess> {
-        const report = await ctx.forEachItem!(input.recipients, (to) => to, async (to, item): Promise<ToolSuccess> => {
-          if (world.hold?.to === to && name === 'correct') {
-            world.hold.reached = true;
-            await world.hold.gate.wait();
-          }
-          if (!provider.effects.has(item.idempotencyKey)) provider.apply(item.idempotencyKey);
-          return { output: { to } };
-        });
+        const report = await ctx.forEachItem!(
+          input.recipients,
+          (to) => to,
+          async (to, item): Promise<ToolSuccess> => {
+            if (world.hold?.to === to && name === 'correct') {
+              world.hold.reached = true;
+              await world.hold.gate.wait();
+            }
+            if (!provider.effects.has(item.idempotencyKey)) provider.apply(item.idempotencyKey);
+            return { output: { to } };
+          },
+        );
         return { output: { recipients: input.recipients, applied: report.applied } };
       },
       ...(compensation === undefined ? {} : { compensation }),

@@ -57,7 +57,11 @@ describe('the console over HTTP', () => {
 
   it('a POST carrying the token only in its URL (?token=) is refused 401 and reaches no run', async () => {
     const { csrf } = await openPage();
-    const response = await post(`/approve?token=${TOKEN}`, '', new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: '7' }).toString());
+    const response = await post(
+      `/approve?token=${TOKEN}`,
+      '',
+      new URLSearchParams({ _csrf: csrf, workflowId: 'wf-1', callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: '7' }).toString(),
+    );
     expect(response.statusCode).toBe(401);
     expect(sent).toEqual([]);
   });
@@ -67,7 +71,15 @@ describe('the console over HTTP', () => {
     fake.runs = [
       {
         ...waitingRun([
-          awaitingCall({ callId: `c1${breakout}`, modelCallId: `m${breakout}`, toolName: `tool${breakout}`, intentDigest: `sha256:${breakout}`, idempotencyKey: `k${breakout}`, toolRevision: `r${breakout}`, approvalExpiresAt: `2030${breakout}` }),
+          awaitingCall({
+            callId: `c1${breakout}`,
+            modelCallId: `m${breakout}`,
+            toolName: `tool${breakout}`,
+            intentDigest: `sha256:${breakout}`,
+            idempotencyKey: `k${breakout}`,
+            toolRevision: `r${breakout}`,
+            approvalExpiresAt: `2030${breakout}`,
+          }),
         ]),
         workflowId: `wf${breakout}`,
       } as WaitingRun,
@@ -84,10 +96,21 @@ describe('the console over HTTP', () => {
   });
 
   it('resolve applied with malformed JSON, an empty result, a repeated field or a wrong resolution is refused 400 and nothing is sent', async () => {
-    fake.runs = [waitingRun([awaitingCall({ status: 'paused', approvalExpiresAt: null })], { paused: { callId: 'c1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'r', pausedAt: '2030-01-01T00:00:00.000Z' } } as never)];
+    fake.runs = [
+      waitingRun([awaitingCall({ status: 'paused', approvalExpiresAt: null })], {
+        paused: { callId: 'c1', toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'r', pausedAt: '2030-01-01T00:00:00.000Z' },
+      } as never),
+    ];
     const { cookie, csrf } = await openPage();
     const base = `_csrf=${encodeURIComponent(csrf)}&workflowId=wf-1&callId=c1&reason=r`;
-    for (const extra of ['&resolution=applied&result=%7Bnot', '&resolution=applied&result=', '&resolution=applied', '&resolution=applied&result=1&result=2', '&resolution=maybe&result=1', '&resolution=applied&result=1&receipt=%7B']) {
+    for (const extra of [
+      '&resolution=applied&result=%7Bnot',
+      '&resolution=applied&result=',
+      '&resolution=applied',
+      '&resolution=applied&result=1&result=2',
+      '&resolution=maybe&result=1',
+      '&resolution=applied&result=1&receipt=%7B',
+    ]) {
       const response = await post('/resolve', cookie, `${base}${extra}`);
       expect([extra, response.statusCode]).toEqual([extra, 400]);
     }
@@ -105,7 +128,11 @@ describe('the console over HTTP', () => {
 
   it('a JSON body with a non-string CSRF token or non-string fields is refused with a 4xx, not a 500, and nothing is sent', async () => {
     const { cookie, csrf } = await openPage();
-    for (const body of [{ _csrf: { toString: 1 }, workflowId: 'wf-1' }, { _csrf: [csrf], workflowId: 'wf-1' }, { _csrf: csrf, workflowId: ['wf-1'], callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: 7 }]) {
+    for (const body of [
+      { _csrf: { toString: 1 }, workflowId: 'wf-1' },
+      { _csrf: [csrf], workflowId: 'wf-1' },
+      { _csrf: csrf, workflowId: ['wf-1'], callId: 'c1', intentDigest: 'sha256:aaaa', stateVersion: 7 },
+    ]) {
       const response = await post('/approve', cookie, JSON.stringify(body), { 'content-type': 'application/json' });
       expect([JSON.stringify(body), response.statusCode >= 400 && response.statusCode < 500]).toEqual([JSON.stringify(body), true]);
     }
@@ -135,7 +162,12 @@ describe('the console over HTTP', () => {
 
   it('a form sends back exactly the call id and workflow id the page shows, even when they hold invisible characters or surrounding spaces', async () => {
     const callIds = ['c1\u200b', 'c2 ', '\tc3', 'c4\u202e'];
-    fake.runs = [{ ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))), workflowId: 'wf-1 ' } as WaitingRun];
+    fake.runs = [
+      {
+        ...waitingRun(callIds.map((callId) => awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${callIds.indexOf(callId)}` }))),
+        workflowId: 'wf-1 ',
+      } as WaitingRun,
+    ];
     const { cookie, page } = await openPage();
     for (const form of formsOf(page).filter((f) => f.action === '/reject')) {
       const response = await post('/reject', cookie, new URLSearchParams({ ...form.fields, reason: 'no' }).toString());

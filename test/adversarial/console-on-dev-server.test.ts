@@ -64,7 +64,15 @@ describe('console and visibility on a real dev server', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-adv13-'));
     [env, bundle] = await Promise.all([createLocalEnv(), bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger })]);
-    config = resolveConfig({}, { TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` });
+    config = resolveConfig(
+      {},
+      {
+        TEMPORAL_ADDRESS: env.devServer.address,
+        TEMPORAL_NAMESPACE: env.devServer.namespace,
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+      },
+    );
     worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle: bundle, activities: activitiesOf(model, tools) });
     running = worker.run();
     consoleServer = await startConsoleServer({ operations: temporalOperations(env.client), token: TOKEN, port: 0, namespace: env.devServer.namespace });
@@ -98,7 +106,12 @@ describe('console and visibility on a real dev server', () => {
 
   it('a stale page (the run moved on since it was read) is refused with STALE_STATE_VERSION and the call stays awaiting approval; nothing runs', async () => {
     const id = nextId('stale');
-    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding twice.', call('r1', 'refund', { amount: 1 }), call('r2', 'refund', { amount: 2 }))]), id);
+    const handle: Handle = await startAgentRun(
+      env.client,
+      config,
+      runInput([toolTurn('Refunding twice.', call('r1', 'refund', { amount: 1 }), call('r2', 'refund', { amount: 2 }))]),
+      id,
+    );
     const { cookie, page } = await openPage(id, 4);
     const approvals = formsOf(page, id).filter((f) => f.action === '/approve');
     const approveR1 = approvals.find((f) => f.fields.callId === 'r1')!;
@@ -119,7 +132,12 @@ describe('console and visibility on a real dev server', () => {
   it('many calls with long ids awaiting approval at once: the run keeps going (no upsert gets it stuck) and TtcNeedsPerson is true', async () => {
     const id = nextId('many-long');
     const calls = Array.from({ length: 10 }, (_, i) => call(`${'x'.repeat(300)}-${i}`, 'refund', { amount: i }));
-    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding a lot.', ...calls)], { budget: { maxTurns: 5, maxToolCalls: 20, deadlineMs: 3_600_000 } }), id);
+    const handle: Handle = await startAgentRun(
+      env.client,
+      config,
+      runInput([toolTurn('Refunding a lot.', ...calls)], { budget: { maxTurns: 5, maxToolCalls: 20, deadlineMs: 3_600_000 } }),
+      id,
+    );
     const status = await waitForStatus(handle, (s) => s.pendingCalls.filter((c) => c.status === 'awaiting-approval').length === 10);
     expect(status.phase).toBe('awaiting-approval');
     const until = Date.now() + 15_000;
@@ -136,7 +154,12 @@ describe('console and visibility on a real dev server', () => {
 
   it('the console rejects exactly the call whose button was pressed, also when its id has a trailing space or an invisible character; a reject naming another intent is refused', async () => {
     const id = nextId('ids');
-    const handle: Handle = await startAgentRun(env.client, config, runInput([toolTurn('Refunding.', call('pay', 'refund', { amount: 1 }), call('pay ', 'refund', { amount: 1000 }), call('pay\u200b', 'refund', { amount: 7 }))]), id);
+    const handle: Handle = await startAgentRun(
+      env.client,
+      config,
+      runInput([toolTurn('Refunding.', call('pay', 'refund', { amount: 1 }), call('pay ', 'refund', { amount: 1000 }), call('pay\u200b', 'refund', { amount: 7 }))]),
+      id,
+    );
     await waitForStatus(handle, (s) => s.pendingCalls.filter((c) => c.status === 'awaiting-approval').length === 3);
     const { cookie, page } = await openPage(id, 6);
     const rejects = formsOf(page, id).filter((f) => f.action === '/reject');

@@ -56,7 +56,12 @@ describe('the console with runs that do not answer their status query', () => {
     unpolled = resolveConfig({}, { ...base, TEMPORAL_TASK_QUEUE: UNPOLLED_QUEUE });
     worker = await Worker.create({ connection: env.nativeConnection, taskQueue: POLLED_QUEUE, workflowBundle: bundle, activities: activitiesOf(model as never, fakeTools()) });
     running = worker.run();
-    consoleServer = await startConsoleServer({ operations: temporalOperations(env.client, { queryTimeoutMs: QUERY_TIMEOUT_MS, queryConcurrency: 2 }), token: TOKEN, port: 0, namespace: env.devServer.namespace });
+    consoleServer = await startConsoleServer({
+      operations: temporalOperations(env.client, { queryTimeoutMs: QUERY_TIMEOUT_MS, queryConcurrency: 2 }),
+      token: TOKEN,
+      port: 0,
+      namespace: env.devServer.namespace,
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -69,7 +74,12 @@ describe('the console with runs that do not answer their status query', () => {
 
   it('three runs on a task queue no worker polls are shown as not answering within the query timeout, and the page still lists the run that answered with its forms', async () => {
     const waitingId = 'unanswered-test-awaiting-approval';
-    const handle = await startAgentRun(env.client, polled, baseInput({ modelOptions: { script: [toolTurn('Refunding.', call('r1', 'refund', { amount: 5 }))] } as never, approvalRequired: { refund: { expiresAfterMs: 3_600_000 } } }), waitingId);
+    const handle = await startAgentRun(
+      env.client,
+      polled,
+      baseInput({ modelOptions: { script: [toolTurn('Refunding.', call('r1', 'refund', { amount: 5 }))] } as never, approvalRequired: { refund: { expiresAfterMs: 3_600_000 } } }),
+      waitingId,
+    );
     await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
     const silentIds = ['unanswered-test-silent-1', 'unanswered-test-silent-2', 'unanswered-test-silent-3'];
     const silent = await Promise.all(silentIds.map((id) => startAgentRun(env.client, unpolled, baseInput(), id, { searchAttributes: false })));

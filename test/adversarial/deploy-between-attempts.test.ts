@@ -31,7 +31,13 @@ function intentTool(provider: Provider, over: Parameters<typeof ticketTool>[1] =
 }
 
 /** Attempt 1 (revision v1) runs until `point`, where its worker dies; returns the call and its checkpoint then. */
-async function diedAt(provider: Provider, point: 'after-result-stored' | 'after-effect', intent: boolean, tool = intent ? intentTool(provider) : ticketTool(provider), over: Parameters<Harness['activities']>[1] = {}): Promise<{ call: Call; record: CheckpointRecord }> {
+async function diedAt(
+  provider: Provider,
+  point: 'after-result-stored' | 'after-effect',
+  intent: boolean,
+  tool = intent ? intentTool(provider) : ticketTool(provider),
+  over: Parameters<Harness['activities']>[1] = {},
+): Promise<{ call: Call; record: CheckpointRecord }> {
   const call = h.newCall();
   void h.run(h.activities([tool], { hooks: { step: (p) => (p === point ? never() : undefined) }, ...over }), call, 1);
   // After the result is stored the record is delivered: the result and this attempt's delivery are
@@ -211,7 +217,9 @@ describe('rolling deploy meets overlapping attempts', () => {
     expect(late).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
 
     const third = await h.run(v2, call, 3);
-    expect(third).toEqual({ result: expect.objectContaining({ source: 'store', outcome: expect.objectContaining({ ok: false, error: expect.objectContaining({ type: 'BINDING_CONFLICT' }) }) }) });
+    expect(third).toEqual({
+      result: expect.objectContaining({ source: 'store', outcome: expect.objectContaining({ ok: false, error: expect.objectContaining({ type: 'BINDING_CONFLICT' }) }) }),
+    });
     expect(provider.requests).toHaveLength(0);
 
     // Settled: a delivered row is pruned.
@@ -232,13 +240,16 @@ describe('idempotency-key secret set, changed or removed between attempts', () =
     ['set', undefined, secretA],
     ['changed', secretA, secretB],
     ['removed', secretA, undefined],
-  ] as const)('secret %s with the claim unfinished (effect applied, worker died): the new worker never looks the call up under its own key; RECONCILE_PENDING until the settle time, then OUTCOME_UNKNOWN; one effect', async (_how, before, after) => {
-    const provider = new Provider();
-    const { call, record } = await diedWith(provider, before, 'after-effect');
-    await expectWaitThenPause(h.activities([ticketTool(provider, { withLookup: true })], after ? { idempotencyKeySecret: after } : {}), call, record, 2);
-    expect(provider.requests).toHaveLength(1);
-    expect(provider.total()).toBe(1);
-  });
+  ] as const)(
+    'secret %s with the claim unfinished (effect applied, worker died): the new worker never looks the call up under its own key; RECONCILE_PENDING until the settle time, then OUTCOME_UNKNOWN; one effect',
+    async (_how, before, after) => {
+      const provider = new Provider();
+      const { call, record } = await diedWith(provider, before, 'after-effect');
+      await expectWaitThenPause(h.activities([ticketTool(provider, { withLookup: true })], after ? { idempotencyKeySecret: after } : {}), call, record, 2);
+      expect(provider.requests).toHaveLength(1);
+      expect(provider.total()).toBe(1);
+    },
+  );
 
   test('secret changed after the result was stored: the stored result is delivered, the tool is not called again', async () => {
     const provider = new Provider();

@@ -85,7 +85,15 @@ describe('a claim left by an earlier revision, met by the next revision', () => 
           // After the settle time: asked once, with the key the v1 attempt sent.
           expect(asked).toEqual([v1Key]);
           if (answer === 'found') {
-            expect(outcome).toEqual({ result: expect.objectContaining({ source: 'lookup', toolRevision: 'v1', idempotencyKey: v1Key, storedUnder: { toolName: 'create_ticket', toolRevision: 'v1' }, outcome: { ok: true, output: provider.find(v1Key), receipt: { via: 'lookup' } } }) });
+            expect(outcome).toEqual({
+              result: expect.objectContaining({
+                source: 'lookup',
+                toolRevision: 'v1',
+                idempotencyKey: v1Key,
+                storedUnder: { toolName: 'create_ticket', toolRevision: 'v1' },
+                outcome: { ok: true, output: provider.find(v1Key), receipt: { via: 'lookup' } },
+              }),
+            });
             expect(after?.status).toBe('delivered');
             expect(after?.binding.toolRevision).toBe('v1');
             return;
@@ -102,7 +110,11 @@ describe('a claim left by an earlier revision, met by the next revision', () => 
   test('the declaration needs a lookup and is not for batch tools', () => {
     const provider = new Provider();
     expect(() => defineTool({ ...ticketTool(provider), lookup: undefined, lookupFindsEarlierRevisions: true })).toThrow(CheckpointError);
-    expect(() => defineTool({ ...ticketTool(provider, { withLookup: true }), batch: true, lookupFindsEarlierRevisions: true })).toThrow(/lookupFindsEarlierRevisions cannot be combined with batch/);
-    expect(() => defineTool({ ...ticketTool(provider, { withLookup: true }), lookupFindsEarlierRevisions: 'yes' as never })).toThrow(/lookupFindsEarlierRevisions must be a boolean/);
+    expect(() => defineTool({ ...ticketTool(provider, { withLookup: true }), batch: true, lookupFindsEarlierRevisions: true })).toThrow(
+      /lookupFindsEarlierRevisions cannot be combined with batch/,
+    );
+    expect(() => defineTool({ ...ticketTool(provider, { withLookup: true }), lookupFindsEarlierRevisions: 'yes' as never })).toThrow(
+      /lookupFindsEarlierRevisions must be a boolean/,
+    );
   });
 });

@@ -106,7 +106,8 @@ describe('a keyed call taken over by an earlier, delayed attempt', () => {
 
 describe('which attempt keeps FENCE_CONFLICT final', () => {
   const call = { tool: { name: 'create_ticket' }, input: { callId: 'toolu_1' } } as never;
-  const conflict = (heldBy: string): CheckpointError => new CheckpointError('FENCE_CONFLICT', `completeExecution refused: the fence is held by ${heldBy}`, { heldBy, field: 'attemptId' });
+  const conflict = (heldBy: string): CheckpointError =>
+    new CheckpointError('FENCE_CONFLICT', `completeExecution refused: the fence is held by ${heldBy}`, { heldBy, field: 'attemptId' });
 
   test('property: the conflict stays final exactly when the holder is a later attempt or Temporal told the attempt it timed out, was not found or reset; otherwise it is RECONCILE_PENDING naming the holder', () => {
     fc.assert(
@@ -124,7 +125,12 @@ describe('which attempt keeps FENCE_CONFLICT final', () => {
           if (told || holder > own) {
             expect(mapped.code).toBe('FENCE_CONFLICT');
           } else {
-            expect({ code: mapped.code, retryable: mapped.retryable, cause: mapped.details.cause, heldBy: mapped.details.heldBy }).toEqual({ code: 'RECONCILE_PENDING', retryable: true, cause: 'FENCE_CONFLICT', heldBy });
+            expect({ code: mapped.code, retryable: mapped.retryable, cause: mapped.details.cause, heldBy: mapped.details.heldBy }).toEqual({
+              code: 'RECONCILE_PENDING',
+              retryable: true,
+              cause: 'FENCE_CONFLICT',
+              heldBy,
+            });
           }
         },
       ),

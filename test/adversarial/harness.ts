@@ -148,11 +148,18 @@ export class Harness {
     this.seq += 1;
     const workflowId = ids.workflowId ?? `wf-adversarial-${this.seq}-${Math.random().toString(36).slice(2, 8)}`;
     const runId = ids.runId ?? `run-${this.seq}`;
-    return { workflowId, runId, input: { tenant: TENANT, callId: `toolu_${this.seq}`, toolName: 'create_ticket', input: { title: `t${this.seq}` }, runChainId: runId, ...overrides } };
+    return {
+      workflowId,
+      runId,
+      input: { tenant: TENANT, callId: `toolu_${this.seq}`, toolName: 'create_ticket', input: { title: `t${this.seq}` }, runChainId: runId, ...overrides },
+    };
   }
 
   env(call: { workflowId: string; runId: string }, attempt: number): MockActivityEnvironment {
-    return new MockActivityEnvironment({ attempt, workflowExecution: { workflowId: call.workflowId, runId: call.runId }, heartbeatTimeoutMs: 30_000 } as never, process.env.TTC_ADVERSARIAL_VERBOSE ? {} : { logger: quietLogger });
+    return new MockActivityEnvironment(
+      { attempt, workflowExecution: { workflowId: call.workflowId, runId: call.runId }, heartbeatTimeoutMs: 30_000 } as never,
+      process.env.TTC_ADVERSARIAL_VERBOSE ? {} : { logger: quietLogger },
+    );
   }
 
   async run(acts: ToolActivities, call: Call, attempt: number, e = this.env(call, attempt)): Promise<Outcome> {
@@ -184,10 +191,8 @@ export class Harness {
   }
 }
 
-
 export function typeOf(o: Outcome): string {
   if ('result' in o) return `result:${o.result.source}`;
   if ('failure' in o) return `failure:${o.failure.type}`;
   return `raw:${String((o.raw as Error)?.name)}:${String((o.raw as Error)?.message)}`;
 }
-

@@ -96,31 +96,36 @@ describe.each(['sqlite', 'postgres'] as Backend[])('%s store read by a worker wi
   test.each([
     { label: 'seal key dropped', wrong: SEAL_KEY_DROPPED, code: 'INTEGRITY_FAILURE' },
     { label: 'payload key dropped', wrong: PAYLOAD_KEY_DROPPED, code: 'DECRYPTION_FAILED' },
-  ])('a stored result ($label): the attempt fails retryably with $code and the key-configuration fault, the row is untouched, and a worker with the right keys delivers it', async ({ wrong, code }) => {
-    const provider = new Provider();
-    const tool = keyedTool(provider);
-    const call = h.newCall({ callId: `toolu_key_${backend}_${(seq += 1)}` });
-    expect(typeOf(await h.run(h.activities([tool], { store: await store(WROTE) }), call, 1))).toBe('result:executed');
-    const before = await recordOf(call);
+  ])(
+    'a stored result ($label): the attempt fails retryably with $code and the key-configuration fault, the row is untouched, and a worker with the right keys delivers it',
+    async ({ wrong, code }) => {
+      const provider = new Provider();
+      const tool = keyedTool(provider);
+      const call = h.newCall({ callId: `toolu_key_${backend}_${(seq += 1)}` });
+      expect(typeOf(await h.run(h.activities([tool], { store: await store(WROTE) }), call, 1))).toBe('result:executed');
+      const before = await recordOf(call);
 
-    // Temporal did not record attempt 1's completion; attempt 2 lands on a worker with the wrong keys.
-    const second = await h.run(h.activities([tool], { store: await store(wrong) }), call, 2);
-    expect(second).toEqual({ failure: expect.objectContaining({ type: code, nonRetryable: false }) });
-    expect(await recordOf(call)).toEqual(before);
+      // Temporal did not record attempt 1's completion; attempt 2 lands on a worker with the wrong keys.
+      const second = await h.run(h.activities([tool], { store: await store(wrong) }), call, 2);
+      expect(second).toEqual({ failure: expect.objectContaining({ type: code, nonRetryable: false }) });
+      expect(await recordOf(call)).toEqual(before);
 
-    const third = await h.run(h.activities([tool], { store: await store(FIXED) }), call, 3);
-    expect(third).toEqual({ result: expect.objectContaining({ source: 'store', outcome: before?.result?.payload }) });
-    expect(provider.total()).toBe(1);
-  });
+      const third = await h.run(h.activities([tool], { store: await store(FIXED) }), call, 3);
+      expect(third).toEqual({ result: expect.objectContaining({ source: 'store', outcome: before?.result?.payload }) });
+      expect(provider.total()).toBe(1);
+    },
+  );
 
   test('an unfinished claim under a seal the worker cannot verify: retryable INTEGRITY_FAILURE carrying the typed fault (never OUTCOME_UNKNOWN); the right keys reconcile it by a same-key repeat', async () => {
     const provider = new Provider();
     const tool = keyedTool(provider);
     const call = h.newCall({ callId: `toolu_claim_${backend}_${(seq += 1)}` });
     // Attempt 1 claimed the call and its worker died before the request (the claim is all that was written).
-    const killedAfterClaim = { step: (point: string) => {
-      if (point === 'after-claim') throw new Error('the worker was killed right after the claim');
-    } };
+    const killedAfterClaim = {
+      step: (point: string) => {
+        if (point === 'after-claim') throw new Error('the worker was killed right after the claim');
+      },
+    };
     expect(typeOf(await h.run(h.activities([tool], { store: await store(WROTE), hooks: killedAfterClaim }), call, 1))).toBe('failure:UNEXPECTED');
     const before = await recordOf(call);
     expect(before?.status).toBe('executing');
@@ -132,7 +137,9 @@ describe.each(['sqlite', 'postgres'] as Backend[])('%s store read by a worker wi
     } catch (error) {
       failure = error;
     }
-    expect(failure).toEqual(expect.objectContaining({ type: 'INTEGRITY_FAILURE', nonRetryable: false, details: [expect.objectContaining({ fault: KEY_CONFIGURATION_FAULT, quarantined: true })] }));
+    expect(failure).toEqual(
+      expect.objectContaining({ type: 'INTEGRITY_FAILURE', nonRetryable: false, details: [expect.objectContaining({ fault: KEY_CONFIGURATION_FAULT, quarantined: true })] }),
+    );
     expect(await recordOf(call)).toEqual(before);
 
     const third = await h.run(h.activities([tool], { store: await store(FIXED) }), call, 3);

@@ -79,10 +79,11 @@ describe('ConversationCache aliasing', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("a later turn reads the log as written, whatever an adapter did to the objects it was handed in an earlier turn", async () => {
+  it('a later turn reads the log as written, whatever an adapter did to the objects it was handed in an earlier turn', async () => {
     const workflowId = 'wf-adv-cache-1';
     const runChainId = 'chain-adv-cache-1';
-    const env = () => new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId, runId: runChainId }, heartbeatTimeoutMs: 60_000 }, { logger: new DefaultLogger('ERROR') });
+    const env = () =>
+      new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId, runId: runChainId }, heartbeatTimeoutMs: 60_000 }, { logger: new DefaultLogger('ERROR') });
     const tools = createToolActivities({ store, tools: [readConfig] });
     const call: FencedToolInput = { tenant: TENANT, callId: 'toolu_1', runChainId, toolName: 'read_config', input: {}, resultByReference: { inlineMaxBytes: 4_096 } };
     const delivered = (await env().run(tools.runFencedTool, call)) as Delivered<FencedToolResult>;
@@ -99,17 +100,32 @@ describe('ConversationCache aliasing', () => {
       conversation: { runChainId, logged, append },
     });
     // Turn 1: prompt, the assistant's call, its result by reference.
-    await env().run(cached.runModelTurn, turn(1, 0, [
-      { role: 'user', text: 'read the config' },
-      { role: 'assistant', text: '', toolCalls: [{ callId: 'toolu_1', toolName: 'read_config', input: {} }] },
-      { role: 'tool', callId: 'toolu_1', toolName: 'read_config', contentRef: ref, isError: false },
-    ]));
+    await env().run(
+      cached.runModelTurn,
+      turn(1, 0, [
+        { role: 'user', text: 'read the config' },
+        { role: 'assistant', text: '', toolCalls: [{ callId: 'toolu_1', toolName: 'read_config', input: {} }] },
+        { role: 'tool', callId: 'toolu_1', toolName: 'read_config', contentRef: ref, isError: false },
+      ]),
+    );
     // Turn 2 on the same worker: the model's answer and a user message are new.
-    await env().run(cached.runModelTurn, turn(2, 3, [{ role: 'assistant', text: 'turn 1', toolCalls: [] }, { role: 'user', text: 'which key did you read?' }]));
+    await env().run(
+      cached.runModelTurn,
+      turn(2, 3, [
+        { role: 'assistant', text: 'turn 1', toolCalls: [] },
+        { role: 'user', text: 'which key did you read?' },
+      ]),
+    );
     // The same turn on a worker that has nothing cached (cache disabled).
     const fresh = new RedactingModel();
     const uncached = createModelActivities({ adapters: { redacting: fresh }, store, conversationCacheBytes: 0 });
-    await env().run(uncached.runModelTurn, turn(2, 3, [{ role: 'assistant', text: 'turn 1', toolCalls: [] }, { role: 'user', text: 'which key did you read?' }]));
+    await env().run(
+      uncached.runModelTurn,
+      turn(2, 3, [
+        { role: 'assistant', text: 'turn 1', toolCalls: [] },
+        { role: 'user', text: 'which key did you read?' },
+      ]),
+    );
 
     // The log still holds the real key.
     const logId = conversationLogId({ namespace: 'default', tenant: TENANT, workflowId, runChainId });
@@ -118,6 +134,5 @@ describe('ConversationCache aliasing', () => {
     expect(model.seen[0]).toEqual([SECRET]);
     // Before 2ee5829 this failed: the cached worker handed turn 2 the adapter's own edit from turn 1 ("[redacted]"), not the log.
     expect(model.seen[1]).toEqual([SECRET]);
-
   });
 });

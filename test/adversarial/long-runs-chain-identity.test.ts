@@ -46,7 +46,12 @@ describe('continue-as-new keeps call identity and intent generations (real fence
   }, 120_000);
   afterAll(() => real?.stop());
 
-  async function withWorker<T>(name: string, adapter: ModelAdapter, tools: Parameters<typeof createToolActivities>[0]['tools'], body: (taskQueue: string) => Promise<T>): Promise<T> {
+  async function withWorker<T>(
+    name: string,
+    adapter: ModelAdapter,
+    tools: Parameters<typeof createToolActivities>[0]['tools'],
+    body: (taskQueue: string) => Promise<T>,
+  ): Promise<T> {
     const taskQueue = `${name}-${Date.now()}`;
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -95,7 +100,9 @@ describe('continue-as-new keeps call identity and intent generations (real fence
       await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'not in the outbox' }] });
       const result = await handle.result();
       const status = await handle.query(runStatusQuery);
-      process.stdout.write(`effects ${JSON.stringify(effects)}; continuations ${status.continuations}; last run calls ${JSON.stringify(result.calls.map((c) => [c.callId, c.status, c.source]))}\n`);
+      process.stdout.write(
+        `effects ${JSON.stringify(effects)}; continuations ${status.continuations}; last run calls ${JSON.stringify(result.calls.map((c) => [c.callId, c.status, c.source]))}\n`,
+      );
       return result;
     });
     expect(result.status).toBe('completed');

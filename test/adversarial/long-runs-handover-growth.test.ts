@@ -45,7 +45,13 @@ describe('continue-as-new handover stays bounded', () => {
       // 20 s: a run that is stuck stays stuck; 5 s was too short on a loaded CI machine (a live run showed no new call).
       let lastRuns = -1;
       for (let waited = 0; waited < 300_000; waited += PROGRESS_WINDOW_MS) {
-        const ended = await Promise.race([handle.result().then((result) => ({ result }), (error: unknown) => ({ error })), new Promise<null>((r) => setTimeout(() => r(null), PROGRESS_WINDOW_MS))]);
+        const ended = await Promise.race([
+          handle.result().then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error }),
+          ),
+          new Promise<null>((r) => setTimeout(() => r(null), PROGRESS_WINDOW_MS)),
+        ]);
         if (ended !== null) return { ...ended, stuck: null };
         if (tools.runs.length === lastRuns && lastRuns > 0) break;
         lastRuns = tools.runs.length;
@@ -53,9 +59,13 @@ describe('continue-as-new handover stays bounded', () => {
       const history = await handle.fetchHistory();
       const failures = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!.failure?.message);
       await handle.terminate('adversarial test: stuck');
-      return { stuck: `no progress for ${PROGRESS_WINDOW_MS / 1_000} s after ${tools.runs.length} tool calls; workflow task failures: ${failures.length} (${failures[0] ?? 'none'})` };
+      return {
+        stuck: `no progress for ${PROGRESS_WINDOW_MS / 1_000} s after ${tools.runs.length} tool calls; workflow task failures: ${failures.length} (${failures[0] ?? 'none'})`,
+      };
     });
-    process.stdout.write(`model asked ${model.requests.length} times, ${tools.runs.length} tool calls ran; ${JSON.stringify({ status: 'result' in outcome ? outcome.result?.status : undefined, error: 'error' in outcome ? String(outcome.error) : undefined, stuck: outcome.stuck })}\n`);
+    process.stdout.write(
+      `model asked ${model.requests.length} times, ${tools.runs.length} tool calls ran; ${JSON.stringify({ status: 'result' in outcome ? outcome.result?.status : undefined, error: 'error' in outcome ? String(outcome.error) : undefined, stuck: outcome.stuck })}\n`,
+    );
     // Before 2ee5829: after ~9 turns the handover was over 2 MB; the SDK refused the continue-as-new command,
     // the workflow task failed over and over, and the run neither continued nor ended.
     expect(outcome.stuck).toBeNull();

@@ -27,12 +27,21 @@ const CALLS = 1_000;
 describe('a wide turn of failing calls', () => {
   it(`${CALLS} calls that each end with a tool's own 2,000-character error: the run goes on to its next turn`, async () => {
     const model = scriptedModel([toolTurn('many', ...Array.from({ length: CALLS }, (_, i) => call(`c${i}`, 'lookup', { i }))), endTurn('done')]);
-    const tools = fakeTools(async (input) => ({ ...okResult(input), outcome: { ok: false, error: { type: 'BUSINESS_REJECTION', message: `lookup ${input.callId} refused: ${'e'.repeat(1_970)}` } } }));
+    const tools = fakeTools(async (input) => ({
+      ...okResult(input),
+      outcome: { ok: false, error: { type: 'BUSINESS_REJECTION', message: `lookup ${input.callId} refused: ${'e'.repeat(1_970)}` } },
+    }));
     const input = baseInput({ toolConcurrency: 50, budget: { maxTurns: 5, maxToolCalls: CALLS, deadlineMs: 3_600_000 } });
     const outcome = await harness.withRun(activitiesOf(model, tools), input, async (handle) => {
       let last = -1;
       for (let waited = 0; waited < 300_000; waited += 5_000) {
-        const ended = await Promise.race([handle.result().then((result) => ({ result }), (error: unknown) => ({ error })), new Promise<null>((r) => setTimeout(() => r(null), 5_000))]);
+        const ended = await Promise.race([
+          handle.result().then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error }),
+          ),
+          new Promise<null>((r) => setTimeout(() => r(null), 5_000)),
+        ]);
         if (ended !== null) return { ...ended, stuck: null };
         const progress = tools.runs.length + model.requests.length;
         if (progress === last && tools.runs.length === CALLS) break;
@@ -41,9 +50,13 @@ describe('a wide turn of failing calls', () => {
       const history = await handle.fetchHistory();
       const failures = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!.failure?.message);
       await handle.terminate('adversarial test: stuck');
-      return { stuck: `stuck after ${tools.runs.length} tool calls and ${model.requests.length} model turns; ${failures.length} workflow task failures (${failures[0] ?? 'none'})` };
+      return {
+        stuck: `stuck after ${tools.runs.length} tool calls and ${model.requests.length} model turns; ${failures.length} workflow task failures (${failures[0] ?? 'none'})`,
+      };
     });
-    process.stdout.write(`${JSON.stringify({ status: 'result' in outcome ? outcome.result?.status : undefined, error: 'error' in outcome ? String(outcome.error) : undefined, stuck: outcome.stuck })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ status: 'result' in outcome ? outcome.result?.status : undefined, error: 'error' in outcome ? String(outcome.error) : undefined, stuck: outcome.stuck })}\n`,
+    );
     // FAILS: the next model turn's input carries ~2.1 MB of inline error messages; it is never scheduled.
     expect(outcome.stuck).toBeNull();
     expect(model.requests).toHaveLength(2);

@@ -23,10 +23,20 @@ const isNothingApplied = (o: Outcome): boolean => 'failure' in o && NOTHING_APPL
 
 describe('lookups that throw or lie', () => {
   test.each([
-    ['throws', async () => { throw new Error('search down'); }],
+    [
+      'throws',
+      async () => {
+        throw new Error('search down');
+      },
+    ],
     ['returns undefined', async () => undefined],
     ['returns {found:"no"}', async () => ({ found: 'no' })],
-    ['throws a non-Error', async () => { throw Symbol('x'); }],
+    [
+      'throws a non-Error',
+      async () => {
+        throw Symbol('x');
+      },
+    ],
   ])('lookup %s after the settle time: absence is not proven, RECONCILE_PENDING, the tool is not run again', async (_n, lookup) => {
     const provider = new Provider();
     const t = defineTool({ ...ticketTool(provider), lookup: lookup as never });
@@ -59,7 +69,16 @@ describe('tool errors and results out of bounds, after the effect', () => {
     ['a message with a lone surrogate', 'result:executed', () => new ToolError('rejected', 'bad \ud800 text')],
     ['a 100,000-character type', 'result:executed', () => new ToolError('rejected', 'no', undefined, 'T'.repeat(100_000))],
     ['a type with a lone surrogate', 'result:executed', () => new ToolError('rejected', 'no', undefined, 'T\udc00')],
-    ['an object whose message getter throws', 'result:executed', () => ({ kind: 'rejected', get message() { throw new Error('boom'); } })],
+    [
+      'an object whose message getter throws',
+      'result:executed',
+      () => ({
+        kind: 'rejected',
+        get message() {
+          throw new Error('boom');
+        },
+      }),
+    ],
     ['null thrown (no kind: unknown outcome)', 'failure:OUTCOME_UNKNOWN', () => null],
   ])('rejected with %s: a typed outcome (%s), stored once, never nothing-applied', async (_n, expected, make) => {
     const provider = new Provider();
@@ -94,8 +113,24 @@ describe('tool errors and results out of bounds, after the effect', () => {
   test.each([
     ['over maxPayloadBytes', 'result:executed', () => ({ output: 'y'.repeat(70_000) })],
     ['with a bigint', 'result:executed', () => ({ output: { n: 1n } as never })],
-    ['with a cycle', 'result:executed', () => { const o: Record<string, unknown> = {}; o.o = o; return { output: o as never }; }],
-    ['nested 40 deep', 'result:executed', () => { let v: unknown = 1; for (let i = 0; i < 40; i += 1) v = [v]; return { output: v as never }; }],
+    [
+      'with a cycle',
+      'result:executed',
+      () => {
+        const o: Record<string, unknown> = {};
+        o.o = o;
+        return { output: o as never };
+      },
+    ],
+    [
+      'nested 40 deep',
+      'result:executed',
+      () => {
+        let v: unknown = 1;
+        for (let i = 0; i < 40; i += 1) v = [v];
+        return { output: v as never };
+      },
+    ],
     ['undefined (unknown outcome)', 'failure:OUTCOME_UNKNOWN', () => undefined as never],
   ])('result %s: a typed outcome (%s), stored once, never nothing-applied, the next attempt answers the same', async (_n, expected, make) => {
     const provider = new Provider();

@@ -8,7 +8,19 @@
  */
 import { Worker } from '@temporalio/worker';
 import { agentWorkflow, resolveOutcomeUpdate } from '../../src/workflows';
-import { activitiesOf, baseInput, call, fakeTools, outcomeUnknown, scriptedModel, toolTurn, updateFailureType, useAgentTestEnv, waitForStatus, endTurn } from '../helpers/agent-harness';
+import {
+  activitiesOf,
+  baseInput,
+  call,
+  fakeTools,
+  outcomeUnknown,
+  scriptedModel,
+  toolTurn,
+  updateFailureType,
+  useAgentTestEnv,
+  waitForStatus,
+  endTurn,
+} from '../helpers/agent-harness';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 
 installQuietTemporalRuntime();
@@ -33,7 +45,11 @@ it('a decision taken on an ended run chain is refused by the next chain with the
     const waiting = (await waitForStatus(second, (s) => s.paused?.callId === 'c1')).paused!;
     // The decision reaches the workflow id, which now names the second chain.
     const byId = harness.env.client.workflow.getHandle(workflowId);
-    const stale = await updateFailureType(byId.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: seen.pauseId, resolution: 'applied', result: { refundId: 're_old' }, reason: 'seen on the old page', by: 'alice' }] }));
+    const stale = await updateFailureType(
+      byId.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: seen.pauseId, resolution: 'applied', result: { refundId: 're_old' }, reason: 'seen on the old page', by: 'alice' }],
+      }),
+    );
     const storedAfterStale = tools.resolved.length;
     await byId.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: waiting.pauseId, resolution: 'absent', reason: 'not in the ledger', by: 'bob' }] });
     await second.terminate('test done');

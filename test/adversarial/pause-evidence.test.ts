@@ -59,10 +59,9 @@ describe('OUTCOME_UNKNOWN names the key and revision the call was claimed under'
     const provider = new Provider();
     const call = h.newCall();
     // Attempt 1 (revision v1) claims and sends the request; its worker dies before storing anything.
-    const died = h.env(call, 1).run(
-      h.activities([ticketTool(provider)], { hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } }).runFencedTool,
-      call.input,
-    );
+    const died = h
+      .env(call, 1)
+      .run(h.activities([ticketTool(provider)], { hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } }).runFencedTool, call.input);
     void died.catch(() => undefined);
     await waitFor(() => provider.total() === 1);
     const record = await h.recordOf(call);
@@ -71,7 +70,13 @@ describe('OUTCOME_UNKNOWN names the key and revision the call was claimed under'
     h.passSettleTime(record!);
     const failure = await failureOf(h.activities([]), call, 2);
     expect(failure.type).toBe('OUTCOME_UNKNOWN');
-    expect(failure.details?.[0]).toMatchObject({ callId: call.input.callId, toolName: 'create_ticket', toolRevision: 'v1', idempotencyKey: provider.requests[0], cause: 'UNKNOWN_TOOL' });
+    expect(failure.details?.[0]).toMatchObject({
+      callId: call.input.callId,
+      toolName: 'create_ticket',
+      toolRevision: 'v1',
+      idempotencyKey: provider.requests[0],
+      cause: 'UNKNOWN_TOOL',
+    });
   });
 
   it('a batch item whose answer is lost: the item’s key, the call’s key and revision, and the item counted from 1 of the batch', async () => {
@@ -86,11 +91,15 @@ describe('OUTCOME_UNKNOWN names the key and revision the call was claimed under'
       input: z.object({ title: z.string() }).strict(),
       async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
         callKeys.push(ctx.idempotencyKey);
-        await ctx.forEachItem!(recipients, (to) => to, async (to, item): Promise<ToolSuccess> => {
-          provider.apply(item.idempotencyKey);
-          if (to === 'u2') throw new ToolError('unknown-outcome', 'connection reset after sending to u2');
-          return { output: { sent: to } };
-        });
+        await ctx.forEachItem!(
+          recipients,
+          (to) => to,
+          async (to, item): Promise<ToolSuccess> => {
+            provider.apply(item.idempotencyKey);
+            if (to === 'u2') throw new ToolError('unknown-outcome', 'connection reset after sending to u2');
+            return { output: { sent: to } };
+          },
+        );
         return { output: null };
       },
     });

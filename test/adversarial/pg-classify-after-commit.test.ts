@@ -17,7 +17,6 @@
 import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
-
 describe('classifyPgError: errors that may follow a commit are never refusals', () => {
   test('a PANIC during commit (WAL fsync failed) is lost, not refused', async () => {
     const error = await errorResponse({ S: 'PANIC', V: 'PANIC', C: '58030', M: 'could not fsync file "pg_wal/000000010000000000000001": Input/output error' });
@@ -31,7 +30,7 @@ describe('classifyPgError: errors that may follow a commit are never refusals', 
     }
   });
 
-  test("PgBouncer's FATAL \"unknown pkt\" (also sent when the server answered the running statement with an unknown message) is lost", async () => {
+  test('PgBouncer\'s FATAL "unknown pkt" (also sent when the server answered the running statement with an unknown message) is lost', async () => {
     const error = await errorResponse({ S: 'FATAL', C: '08P01', M: 'unknown pkt' });
     expect(classifyPgError(error).kind).toBe('lost');
   });

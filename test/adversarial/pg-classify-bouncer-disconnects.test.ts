@@ -9,11 +9,19 @@
 import { errorResponse } from '../helpers/pg-error-response';
 import { classifyPgError } from '../../src/stores/pg-errors';
 
-
 describe('classifyPgError: server-side disconnect reasons PgBouncer passes to an active client', () => {
   test('are lost', async () => {
     // unlink_server() hands these disconnect_server() reasons to the client whose statement was running.
-    for (const reason of ['server conn crashed?', 'query timeout', 'database removed', 'admin forced disconnect', 'server lifetime over', 'idle transaction timeout', 'out of memory', 'database configuration changed']) {
+    for (const reason of [
+      'server conn crashed?',
+      'query timeout',
+      'database removed',
+      'admin forced disconnect',
+      'server lifetime over',
+      'idle transaction timeout',
+      'out of memory',
+      'database configuration changed',
+    ]) {
       const error = await errorResponse({ S: 'FATAL', C: '08P01', M: reason });
       expect([reason, classifyPgError(error).kind]).toEqual([reason, 'lost']);
     }

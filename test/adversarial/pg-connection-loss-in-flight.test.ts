@@ -79,7 +79,11 @@ describe('PostgreSQL: a connection lost mid-statement does not kill the process'
       encoding: 'utf8',
       timeout: 60_000,
     });
-    const report = `exit ${child.status} ${child.signal ?? ''}\nstdout: ${child.stdout}\nstderr: ${child.stderr.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-12).join('\n')}`;
+    const report = `exit ${child.status} ${child.signal ?? ''}\nstdout: ${child.stdout}\nstderr: ${child.stderr
+      .split('\n')
+      .filter((l) => !/^\s+at /.test(l))
+      .slice(-12)
+      .join('\n')}`;
     expect([child.status, child.stdout.match(/SETTLED (created=(true|false)|error=STORE_OUTCOME_UNKNOWN)/)?.[0] ?? report]).toEqual([0, expect.stringMatching(/^SETTLED /)]);
   }, 90_000);
 });

@@ -52,7 +52,8 @@ describe('approval expiry on the same-key repeat path of a fenced activity', () 
     // What the plugin's workflow interceptor writes for a call inside withApprovedIntent({ intentDigest, expiresAt }).
     const header: ActivityInterceptorsFactory = () => ({
       inbound: {
-        execute: (input, next) => next({ ...input, headers: withCallHeader(input.headers, { callId: 'act-1', runChainId: 'run-approval', approvedIntentDigest: digest, approvalExpiresAt: expiresAt }) }),
+        execute: (input, next) =>
+          next({ ...input, headers: withCallHeader(input.headers, { callId: 'act-1', runChainId: 'run-approval', approvedIntentDigest: digest, approvalExpiresAt: expiresAt }) }),
       },
     });
     const requests: Array<{ key: string | undefined; at: number }> = [];
@@ -61,7 +62,10 @@ describe('approval expiry on the same-key repeat path of a fenced activity', () 
       return { chargeId: `ch-${requests.length}` };
     };
     const fence = { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000 } };
-    const interceptorsOf = (plugin: ToolCheckpointPlugin): ActivityInterceptorsFactory[] => [header, ...(plugin.configureWorker({ taskQueue: 'approval' } as WorkerOptions).interceptors?.activity ?? [])];
+    const interceptorsOf = (plugin: ToolCheckpointPlugin): ActivityInterceptorsFactory[] => [
+      header,
+      ...(plugin.configureWorker({ taskQueue: 'approval' } as WorkerOptions).interceptors?.activity ?? []),
+    ];
     const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId: 'wf-approval', runId: 'run-approval' } };
 
     // Attempt 1 (before the expiry) claims the call, then its worker freezes before the request is sent.
@@ -78,10 +82,12 @@ describe('approval expiry on the same-key repeat path of a fenced activity', () 
     // Attempt 2, after the approval expired.
     await new Promise((done) => setTimeout(done, 2_000));
     const plugin = new ToolCheckpointPlugin({ store, fence });
-    const outcome = await new MockActivityEnvironment({ ...info, attempt: 2 }, { interceptors: interceptorsOf(plugin), logger: QUIET }).run(chargeCard, ...(args as [string, number])).then(
-      (value) => ({ value }),
-      (error: Error & { type?: string }) => ({ failure: error.type }),
-    );
+    const outcome = await new MockActivityEnvironment({ ...info, attempt: 2 }, { interceptors: interceptorsOf(plugin), logger: QUIET })
+      .run(chargeCard, ...(args as [string, number]))
+      .then(
+        (value) => ({ value }),
+        (error: Error & { type?: string }) => ({ failure: error.type }),
+      );
 
     // No request was ever sent before the expiry: sending the first one now applies the charge without a live approval.
     expect(requests.filter((r) => r.at >= Date.parse(expiresAt))).toEqual([]);

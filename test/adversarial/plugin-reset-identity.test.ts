@@ -38,10 +38,21 @@ function causeTypes(error: unknown): string[] {
   return types;
 }
 
-interface Entry { kind: string; amountCents: number; id: string; key: string | null }
+interface Entry {
+  kind: string;
+  amountCents: number;
+  id: string;
+  key: string | null;
+}
 
 function ledgerActivities(file: string): AdvActivities {
-  const read = (): Entry[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry) : []);
+  const read = (): Entry[] =>
+    existsSync(file)
+      ? readFileSync(file, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Entry)
+      : [];
   const apply = (kind: string, amountCents: number): Entry => {
     const entry = { kind, amountCents, id: `${kind}-${read().length + 1}`, key: fencedCallContext()?.idempotencyKey ?? null };
     appendFileSync(file, `${JSON.stringify(entry)}\n`);
@@ -60,7 +71,12 @@ function ledgerActivities(file: string): AdvActivities {
 }
 
 function readLedger(file: string): Entry[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Entry)
+    : [];
 }
 
 describe('plugin identity under workflow reset', () => {

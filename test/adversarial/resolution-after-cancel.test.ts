@@ -62,16 +62,26 @@ it('a resolution of c2 that arrives with a cancel is applied to c2, never to c1'
   });
   // Worker A: the run pauses on c2 (c1 is paused too, deferred).
   const seen = await (await Worker.create(workerOptions)).runUntil(() => waitForStatus(handle, (s) => s.paused?.callId === 'c2'));
-  expect(seen.calls.map((c) => [c.callId, c.status])).toEqual([['c1', 'paused'], ['c2', 'paused']]);
+  expect(seen.calls.map((c) => [c.callId, c.status])).toEqual([
+    ['c1', 'paused'],
+    ['c2', 'paused'],
+  ]);
 
   // No worker: a cancel and the person's decision about c2 arrive together.
   await handle.signal(cancelRunSignal, { reason: 'operator stops the order' });
-  const decision = handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c2', pauseId: seen.paused!.pauseId, resolution: 'applied', result: { shipmentId: 'sh_c2' }, reason: 'found the shipment', by: 'bob' }] });
+  const decision = handle.executeUpdate(resolveOutcomeUpdate, {
+    args: [{ callId: 'c2', pauseId: seen.paused!.pauseId, resolution: 'applied', result: { shipmentId: 'sh_c2' }, reason: 'found the shipment', by: 'bob' }],
+  });
   decision.catch(() => undefined);
   await new Promise((r) => setTimeout(r, 1000));
 
-  const { answer, status } = await (await Worker.create(workerOptions)).runUntil(async () => {
-    const answer = await decision.then((r) => r, (e: { cause?: { type?: string } }) => ({ refused: e.cause?.type }));
+  const { answer, status } = await (
+    await Worker.create(workerOptions)
+  ).runUntil(async () => {
+    const answer = await decision.then(
+      (r) => r,
+      (e: { cause?: { type?: string } }) => ({ refused: e.cause?.type }),
+    );
     const status = await waitForStatus(handle, (s) => s.phase === 'paused');
     return { answer, status };
   });

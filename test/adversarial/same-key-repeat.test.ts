@@ -86,7 +86,11 @@ describe('same-key repeat of a live or dead claim', () => {
     const stored = (await h.recordOf(call))?.result?.payload as { ok: boolean; error?: { type: string } } | undefined;
 
     // The repeat's transient failures prove nothing about attempt 1's request: the next attempt repeats with the same key.
-    expect({ second: typeOf(second), storedType: stored?.error?.type ?? null, effects: provider.total() }).toEqual({ second: 'failure:RECONCILE_PENDING', storedType: null, effects: 1 });
+    expect({ second: typeOf(second), storedType: stored?.error?.type ?? null, effects: provider.total() }).toEqual({
+      second: 'failure:RECONCILE_PENDING',
+      storedType: null,
+      effects: 1,
+    });
   });
 
   test('exactly at createdAt + keyRetentionMs the key counts as forgotten: no same-key repeat; without lookup, after the settle time, the run pauses (OUTCOME_UNKNOWN); execute is not called', async () => {

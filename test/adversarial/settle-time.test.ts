@@ -68,7 +68,7 @@ describe('settle time', () => {
     expect({ outcome: typeOf(second), effects: provider.total() }).toEqual({ outcome: 'failure:RECONCILE_PENDING', effects: 1 });
   });
 
-  test('the holder\'s fence re-read stalls past its settle time while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect', async () => {
+  test("the holder's fence re-read stalls past its settle time while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect", async () => {
     const provider = new Provider();
     const signalAbortedAtCall: boolean[] = [];
     const tool = defineTool({
@@ -111,7 +111,7 @@ describe('settle time', () => {
     expect({ effects: provider.total(), signalAbortedAtCall }).toEqual({ effects: 1, signalAbortedAtCall: [false] });
   });
 
-  test('the holder\'s fence re-read is merely slow (pool wait) and answers after its call deadline: the holder fails RECONCILE_PENDING without calling execute; attempt 2 after the settle time runs the tool once; one effect', async () => {
+  test("the holder's fence re-read is merely slow (pool wait) and answers after its call deadline: the holder fails RECONCILE_PENDING without calling execute; attempt 2 after the settle time runs the tool once; one effect", async () => {
     const provider = new Provider();
     const executeCalls: string[] = [];
     const tool = defineTool({
@@ -148,7 +148,7 @@ describe('settle time', () => {
     expect(provider.total()).toBe(1);
   });
 
-  test('a deploy that shortens callDeadlineMs (same revision): the holder\'s declared deadline governs, attempt 2 on the new worker waits (RECONCILE_PENDING until claim + 10 s + margin); one effect', async () => {
+  test("a deploy that shortens callDeadlineMs (same revision): the holder's declared deadline governs, attempt 2 on the new worker waits (RECONCILE_PENDING until claim + 10 s + margin); one effect", async () => {
     const provider = new Provider();
     const land = new Gate();
     const make = (deadline: number): ToolDefinition<any> =>
@@ -182,7 +182,7 @@ describe('settle time', () => {
     expect(provider.total()).toBe(1);
   });
 
-  test('holder clock 150 ms behind (within the 200 ms margin): attempt 2 with a true clock, before the holder\'s real deadline, waits (RECONCILE_PENDING); one effect', async () => {
+  test("holder clock 150 ms behind (within the 200 ms margin): attempt 2 with a true clock, before the holder's real deadline, waits (RECONCILE_PENDING); one effect", async () => {
     const provider = new Provider();
     const land = new Gate();
     const tool = defineTool({

@@ -24,7 +24,8 @@ import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 
 const REPO = join(__dirname, '..', '..');
 const binding = (callId: string): Binding => ({ namespace: 'default/acme', callId, toolName: 'create_ticket', toolRevision: 'v1', inputFingerprint: `sha256:${'c'.repeat(64)}` });
-const claimed = (callId: string) => createClaimed(binding(callId), { attemptId: `attempt-1-${callId}`, at: new Date().toISOString(), deadlineAt: new Date(Date.now() + 60_000).toISOString() });
+const claimed = (callId: string) =>
+  createClaimed(binding(callId), { attemptId: `attempt-1-${callId}`, at: new Date().toISOString(), deadlineAt: new Date(Date.now() + 60_000).toISOString() });
 
 describe('SQLite: close() during pending writes, SIGKILL mid-group-commit', () => {
   let dir: string;
@@ -37,9 +38,17 @@ describe('SQLite: close() during pending writes, SIGKILL mid-group-commit', () =
     const file = join(dir, 'close.db');
     const store = await openCheckpointStore(`sqlite:${file}`);
     const ids = Array.from({ length: 40 }, (_, i) => `close-${i}`);
-    const writes = ids.map((id) => store.createIfAbsent(claimed(id)).then(() => 'ok', (e: { code?: string }) => e.code ?? 'raw'));
+    const writes = ids.map((id) =>
+      store.createIfAbsent(claimed(id)).then(
+        () => 'ok',
+        (e: { code?: string }) => e.code ?? 'raw',
+      ),
+    );
     const closing = store.close();
-    const late = await store.createIfAbsent(claimed('after-close')).then(() => 'ok', (e: { code?: string }) => e.code ?? 'raw');
+    const late = await store.createIfAbsent(claimed('after-close')).then(
+      () => 'ok',
+      (e: { code?: string }) => e.code ?? 'raw',
+    );
     const answers = await Promise.all(writes);
     await closing;
     expect(late).toBe('STORE_UNAVAILABLE');
@@ -87,7 +96,11 @@ const { createClaimed, completeAndDeliver } = require(${JSON.stringify(join(REPO
 `,
     );
     const children = ['p1', 'p2'].map((tag) => {
-      const child = spawn(process.execPath, ['-r', 'tsx/cjs', script, file, tag], { cwd: REPO, env: { ...process.env, NODE_PATH: join(REPO, 'node_modules') }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['-r', 'tsx/cjs', script, file, tag], {
+        cwd: REPO,
+        env: { ...process.env, NODE_PATH: join(REPO, 'node_modules') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       const exited = new Promise<void>((done) => child.once('exit', () => done()));

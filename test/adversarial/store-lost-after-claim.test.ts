@@ -106,32 +106,36 @@ describe.each(['keyed', 'lookup', 'none'] as Kind[])('%s, claimed by an attempt 
 describe('property: an attempt that could not reach the store never pauses the run and never says nothing applied', () => {
   test('any tool, any sequence of store availability per attempt after the claim: failed store operations end in RECONCILE_PENDING; at most one effect', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom<Kind>('keyed', 'lookup', 'none'), fc.array(fc.constantFrom<Availability>('up', 'writes-down', 'down'), { minLength: 1, maxLength: 5 }), async (kind, availabilities) => {
-        h.offsetMs = 0;
-        const provider = new Provider();
-        const flaky = new FlakyStore(h.store);
-        const acts = h.activities([tool(kind, provider)], { store: flaky });
-        const call = h.newCall();
-        await claimLeftByAttempt1(kind, provider, flaky, call);
-        let settled = false;
-        for (const [i, availability] of availabilities.entries()) {
-          if (settled) break;
-          setAvailability(flaky, availability);
-          const before = flaky.ops.length;
-          const outcome = await h.run(acts, call, i + 2);
-          const storeFailed = availability === 'down' || (availability === 'writes-down' && flaky.ops.slice(before).some((op) => WRITES.has(op) || op.startsWith('cas:')));
-          const label = [kind, availabilities.join(','), `attempt ${i + 2}`, typeOf(outcome)].join(' ');
-          expect([label, 'raw' in outcome]).toEqual([label, false]);
-          if ('failure' in outcome) {
-            expect([label, NOTHING_APPLIED_CODES.includes(outcome.failure.type as never)]).toEqual([label, false]);
-            if (storeFailed) expect([label, outcome.failure.type, outcome.failure.nonRetryable]).toEqual([label, 'RECONCILE_PENDING', false]);
-            settled = outcome.failure.nonRetryable;
-          } else {
-            settled = true;
+      fc.asyncProperty(
+        fc.constantFrom<Kind>('keyed', 'lookup', 'none'),
+        fc.array(fc.constantFrom<Availability>('up', 'writes-down', 'down'), { minLength: 1, maxLength: 5 }),
+        async (kind, availabilities) => {
+          h.offsetMs = 0;
+          const provider = new Provider();
+          const flaky = new FlakyStore(h.store);
+          const acts = h.activities([tool(kind, provider)], { store: flaky });
+          const call = h.newCall();
+          await claimLeftByAttempt1(kind, provider, flaky, call);
+          let settled = false;
+          for (const [i, availability] of availabilities.entries()) {
+            if (settled) break;
+            setAvailability(flaky, availability);
+            const before = flaky.ops.length;
+            const outcome = await h.run(acts, call, i + 2);
+            const storeFailed = availability === 'down' || (availability === 'writes-down' && flaky.ops.slice(before).some((op) => WRITES.has(op) || op.startsWith('cas:')));
+            const label = [kind, availabilities.join(','), `attempt ${i + 2}`, typeOf(outcome)].join(' ');
+            expect([label, 'raw' in outcome]).toEqual([label, false]);
+            if ('failure' in outcome) {
+              expect([label, NOTHING_APPLIED_CODES.includes(outcome.failure.type as never)]).toEqual([label, false]);
+              if (storeFailed) expect([label, outcome.failure.type, outcome.failure.nonRetryable]).toEqual([label, 'RECONCILE_PENDING', false]);
+              settled = outcome.failure.nonRetryable;
+            } else {
+              settled = true;
+            }
           }
-        }
-        expect(provider.total()).toBeLessThanOrEqual(1);
-      }),
+          expect(provider.total()).toBeLessThanOrEqual(1);
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -143,7 +147,12 @@ describe("the plugin's fence for a user's activity", () => {
     return plugin.configureWorker({ taskQueue: 'store-lost-after-claim' } as WorkerOptions).interceptors?.activity ?? [];
   }
 
-  async function attempt(plugin: ToolCheckpointPlugin, info: object, n: number, activity: () => Promise<unknown>): Promise<{ value: unknown } | { type: string | undefined; nonRetryable: boolean }> {
+  async function attempt(
+    plugin: ToolCheckpointPlugin,
+    info: object,
+    n: number,
+    activity: () => Promise<unknown>,
+  ): Promise<{ value: unknown } | { type: string | undefined; nonRetryable: boolean }> {
     try {
       return { value: await new MockActivityEnvironment({ ...info, attempt: n }, { interceptors: interceptorsOf(plugin) }).run(activity) };
     } catch (error) {
@@ -154,8 +163,13 @@ describe("the plugin's fence for a user's activity", () => {
 
   test('a keyed activity whose claim was left by attempt 1: attempts that cannot write the store fail RECONCILE_PENDING (not OUTCOME_UNKNOWN); with the store back the activity runs once', async () => {
     const flaky = new FlakyStore(h.store);
-    const plugin = new ToolCheckpointPlugin({ store: flaky, clock: h.clock, reconcileMarginMs: 200, fence: { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE_MS } } });
-    const workflowId = `wf-store-lost-${h.seq += 1}`;
+    const plugin = new ToolCheckpointPlugin({
+      store: flaky,
+      clock: h.clock,
+      reconcileMarginMs: 200,
+      fence: { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE_MS } },
+    });
+    const workflowId = `wf-store-lost-${(h.seq += 1)}`;
     const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId, runId: 'run-1' } };
     let calls = 0;
     const charge = async (): Promise<{ chargeId: string }> => ({ chargeId: `ch-${(calls += 1)}` });

@@ -73,7 +73,8 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
     for (const [a, o] of outcomes) expect([a, 'raw' in o]).toEqual([a, false]);
     if (claimed || final?.status !== 'ready') {
       // once a claim CAS may have been sent, the call is never reported as nothing applied
-      for (const [a, o] of outcomes) if ('failure' in o && (claimed || a > 1)) expect([summary, a, NOTHING_APPLIED_CODES.includes(o.failure.type as never)]).toEqual([summary, a, false]);
+      for (const [a, o] of outcomes)
+        if ('failure' in o && (claimed || a > 1)) expect([summary, a, NOTHING_APPLIED_CODES.includes(o.failure.type as never)]).toEqual([summary, a, false]);
     }
     for (const [, o] of outcomes) if ('result' in o) expect(JSON.stringify(o.result.outcome)).toBe(JSON.stringify(final?.result?.payload));
   });

@@ -25,8 +25,18 @@ const QUIET = new DefaultLogger('ERROR');
 
 /** A meter whose counters and histograms throw when used (a broken exporter, a name clash with another instrument kind). */
 const throwingMeter: MetricMeter = {
-  createCounter: (name) => ({ ...noopMetricMeter.createCounter(name), add: () => { throw new Error('metric exporter broke'); } }),
-  createHistogram: (name) => ({ ...noopMetricMeter.createHistogram(name), record: () => { throw new Error('metric exporter broke'); } }),
+  createCounter: (name) => ({
+    ...noopMetricMeter.createCounter(name),
+    add: () => {
+      throw new Error('metric exporter broke');
+    },
+  }),
+  createHistogram: (name) => ({
+    ...noopMetricMeter.createHistogram(name),
+    record: () => {
+      throw new Error('metric exporter broke');
+    },
+  }),
   createGauge: (name) => noopMetricMeter.createGauge(name),
   withTags: () => throwingMeter,
 };
@@ -71,7 +81,10 @@ describe('telemetry that throws never fails or double-runs a fenced call', () =>
   async function attempt(callId: string, title: string, meter: MetricMeter, attemptNumber = 1, logger: Logger = QUIET): Promise<{ result?: FencedToolResult; error?: unknown }> {
     const activities = createToolActivities({ store, tools: [ticket] });
     const input: FencedToolInput = { tenant: 'acme', callId, toolName: 'create_ticket', input: { title } };
-    const env = new MockActivityEnvironment({ activityType: 'create_ticket', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-adv13', runId: 'run-adv13' } }, { metricMeter: meter, logger });
+    const env = new MockActivityEnvironment(
+      { activityType: 'create_ticket', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-adv13', runId: 'run-adv13' } },
+      { metricMeter: meter, logger },
+    );
     try {
       return { result: await env.run(activities.runFencedTool, input) };
     } catch (error) {
@@ -95,7 +108,12 @@ describe('telemetry that throws never fails or double-runs a fenced call', () =>
   it('a metric meter whose instruments throw: the call runs once and its result is returned', async () => {
     const first = await attempt('call-meter', 'meter', throwingMeter);
     const retry = first.error === undefined ? null : await attempt('call-meter', 'meter', throwingMeter, 2);
-    expect({ error: first.error === undefined ? null : String(first.error), source: first.result?.source, executions: executions.filter((t) => t === 'meter').length, retryError: retry?.error === undefined ? null : String(retry.error) }).toEqual({
+    expect({
+      error: first.error === undefined ? null : String(first.error),
+      source: first.result?.source,
+      executions: executions.filter((t) => t === 'meter').length,
+      retryError: retry?.error === undefined ? null : String(retry.error),
+    }).toEqual({
       error: null,
       source: 'executed',
       executions: 1,
@@ -108,7 +126,11 @@ describe('telemetry that throws never fails or double-runs a fenced call', () =>
     trace.setGlobalTracerProvider(provider);
     try {
       const first = await attempt('call-span', 'span', noopMetricMeter);
-      expect({ error: first.error === undefined ? null : String(first.error), source: first.result?.source, executions: executions.filter((t) => t === 'span').length }).toEqual({ error: null, source: 'executed', executions: 1 });
+      expect({ error: first.error === undefined ? null : String(first.error), source: first.result?.source, executions: executions.filter((t) => t === 'span').length }).toEqual({
+        error: null,
+        source: 'executed',
+        executions: 1,
+      });
     } finally {
       trace.disable();
     }

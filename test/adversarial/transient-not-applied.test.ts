@@ -47,14 +47,17 @@ function ticketTool(provider: Provider, unavailable: () => boolean): ToolDefinit
 
 /** Attempt `n` under a retry policy of `maximumAttempts` (0: unlimited) and a schedule-to-close timeout (0: none). */
 async function attempt(acts: ReturnType<Harness['activities']>, call: Call, n: number, maximumAttempts: number, scheduleToCloseTimeoutMs = 0): Promise<Outcome> {
-  const env = new MockActivityEnvironment({
-    attempt: n,
-    workflowExecution: { workflowId: call.workflowId, runId: call.runId },
-    heartbeatTimeoutMs: 30_000,
-    retryPolicy: maximumAttempts > 0 ? { maximumAttempts, initialInterval: 1_000, backoffCoefficient: 2 } : { initialInterval: 1_000, backoffCoefficient: 2 },
-    scheduledTimestampMs: h.clock().getTime(),
-    scheduleToCloseTimeoutMs,
-  } as never, { logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } });
+  const env = new MockActivityEnvironment(
+    {
+      attempt: n,
+      workflowExecution: { workflowId: call.workflowId, runId: call.runId },
+      heartbeatTimeoutMs: 30_000,
+      retryPolicy: maximumAttempts > 0 ? { maximumAttempts, initialInterval: 1_000, backoffCoefficient: 2 } : { initialInterval: 1_000, backoffCoefficient: 2 },
+      scheduledTimestampMs: h.clock().getTime(),
+      scheduleToCloseTimeoutMs,
+    } as never,
+    { logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } },
+  );
   return h.run(acts, call, n, env);
 }
 
@@ -85,7 +88,9 @@ describe('a transient failure proven not applied', () => {
     const call = h.newCall();
     for (const n of [1, 2]) expect(typeOf(await attempt(acts, call, n, 3))).toBe('failure:RECONCILE_PENDING');
     const last = await attempt(acts, call, 3, 3);
-    expect(last).toEqual({ result: expect.objectContaining({ source: 'executed', outcome: expect.objectContaining({ ok: false, error: expect.objectContaining({ type: 'TRANSIENT_EXHAUSTED' }) }) }) });
+    expect(last).toEqual({
+      result: expect.objectContaining({ source: 'executed', outcome: expect.objectContaining({ ok: false, error: expect.objectContaining({ type: 'TRANSIENT_EXHAUSTED' }) }) }),
+    });
     expect((await h.recordOf(call))?.result?.payload).toEqual(expect.objectContaining({ ok: false }));
     expect(typeOf(await attempt(acts, call, 4, 3))).toBe('result:store');
     expect(provider.total()).toBe(0);
@@ -131,10 +136,21 @@ describe("the plugin's fence for a user's activity", () => {
   }
 
   test('one 503 (classified transient) no longer ends the activity: attempt 1 of 3 fails retryably, attempt 2 runs the activity again and returns its value; the last attempt makes TRANSIENT_EXHAUSTED final', async () => {
-    const plugin = new ToolCheckpointPlugin({ store: h.store, clock: h.clock, fence: { chargeCard: { revision: 'v1', classifyError: (e) => ((e as { status?: number }).status === 503 ? 'transient' : 'unknown-outcome') } } });
+    const plugin = new ToolCheckpointPlugin({
+      store: h.store,
+      clock: h.clock,
+      fence: { chargeCard: { revision: 'v1', classifyError: (e) => ((e as { status?: number }).status === 503 ? 'transient' : 'unknown-outcome') } },
+    });
     const workflowId = `wf-transient-${(h.seq += 1)}`;
     const run = async (n: number, activity: () => Promise<unknown>, activityId = '1'): Promise<unknown> => {
-      const info = { activityType: 'chargeCard', activityId, workflowExecution: { workflowId, runId: 'run-1' }, attempt: n, retryPolicy: { maximumAttempts: 3 }, scheduleToCloseTimeoutMs: 0 };
+      const info = {
+        activityType: 'chargeCard',
+        activityId,
+        workflowExecution: { workflowId, runId: 'run-1' },
+        attempt: n,
+        retryPolicy: { maximumAttempts: 3 },
+        scheduleToCloseTimeoutMs: 0,
+      };
       try {
         return { value: await new MockActivityEnvironment(info, { interceptors: interceptorsOf(plugin) }).run(activity) };
       } catch (error) {

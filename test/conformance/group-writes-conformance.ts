@@ -51,8 +51,16 @@ export function describeGroupWrites(ctx: GroupContext): void {
       const read = await s.getMany([bindings[2]!, absent, bindings[0]!, bindings[1]!, bindings[0]!]);
 
       expect(created).toEqual(fresh.map((record) => ({ kind: 'create', created: true, record })));
-      expect(swapped).toEqual([{ kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }]);
-      expect(completed).toEqual([{ kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }]);
+      expect(swapped).toEqual([
+        { kind: 'cas', swapped: true },
+        { kind: 'cas', swapped: true },
+        { kind: 'cas', swapped: true },
+      ]);
+      expect(completed).toEqual([
+        { kind: 'cas', swapped: true },
+        { kind: 'cas', swapped: true },
+        { kind: 'cas', swapped: true },
+      ]);
       expect(read).toEqual([done[2]!.next, null, done[0]!.next, done[1]!.next, done[0]!.next]);
       expect(read[0]?.result?.payload).toEqual({ secret: 'card #4242 2' });
       const raw = (await ctx.target().raw.row(checkpointKey(bindings[0]!)))!;
@@ -104,9 +112,30 @@ export function describeGroupWrites(ctx: GroupContext): void {
       const readyRead = (await store.createIfAbsent(createCheckpoint(makeBinding(), { createdAt: at(0) }))).record;
       const claim = claimExecution(readyRead, { attemptId: 'a1', at: at(1) });
       const cases: Array<{ writes: GroupWrite[]; index: number; field: string }> = [
-        { writes: [{ kind: 'create', record: first }, { kind: 'create', record: createCheckpoint(a, { createdAt: at(1) }) }], index: 1, field: 'writes' },
-        { writes: [{ kind: 'create', record: first }, { kind: 'create', record: createCheckpoint(makeBinding(a.callId, { toolRevision: '2' }), { createdAt: at(0) }) }], index: 1, field: 'writes' },
-        { writes: [{ kind: 'create', record: first }, { kind: 'cas', expectedRevision: 0, next: claim.next, expected: { ...readyRead } }], index: 1, field: 'expected' },
+        {
+          writes: [
+            { kind: 'create', record: first },
+            { kind: 'create', record: createCheckpoint(a, { createdAt: at(1) }) },
+          ],
+          index: 1,
+          field: 'writes',
+        },
+        {
+          writes: [
+            { kind: 'create', record: first },
+            { kind: 'create', record: createCheckpoint(makeBinding(a.callId, { toolRevision: '2' }), { createdAt: at(0) }) },
+          ],
+          index: 1,
+          field: 'writes',
+        },
+        {
+          writes: [
+            { kind: 'create', record: first },
+            { kind: 'cas', expectedRevision: 0, next: claim.next, expected: { ...readyRead } },
+          ],
+          index: 1,
+          field: 'expected',
+        },
         { writes: [{ kind: 'create', record: first }, { kind: 'cas', expectedRevision: 0, next: claim.next } as unknown as GroupWrite], index: 1, field: 'expected' },
         { writes: [{ kind: 'create', record: first }, { kind: 'delete', record: first } as unknown as GroupWrite], index: 1, field: 'kind' },
       ];
@@ -157,7 +186,10 @@ export function describeGroupWrites(ctx: GroupContext): void {
 
       const results = await ctx.race({ bindings: fresh, readyBindings: ready, groupSize: 50 }, 4);
 
-      for (const [kind, bindings] of [['inserts', fresh], ['claims', ready]] as const) {
+      for (const [kind, bindings] of [
+        ['inserts', fresh],
+        ['claims', ready],
+      ] as const) {
         const owners = new Map<number, number[]>();
         results.forEach((r, w) => r[kind].wins.forEach((index) => owners.set(index, [...(owners.get(index) ?? []), w])));
         expect({ kind, records: owners.size, shared: [...owners.values()].filter((w) => w.length !== 1) }).toEqual({ kind, records: 300, shared: [] });

@@ -271,7 +271,7 @@ describe('pooler errors are refusals: nothing was written', () => {
   }, 60_000);
 });
 
-test("a lost connection through the pooler is still settled by re-reading: the PostgreSQL backend running a CAS is terminated while it waits for a row lock; the re-sent conditional UPDATE wins (true)", async () => {
+test('a lost connection through the pooler is still settled by re-reading: the PostgreSQL backend running a CAS is terminated while it waits for a row lock; the re-sent conditional UPDATE wins (true)', async () => {
   const db = await createTestDatabase();
   const store = await openCheckpointStore(bouncer.route(db.url));
   const blocker = new Client({ connectionString: db.url });
@@ -284,7 +284,9 @@ test("a lost connection through the pooler is still settled by re-reading: the P
     const claim = claimExecution(fresh, { attemptId: 'a1', at: AT });
     const blockedUpdate = async (exclude: number[]): Promise<number> => {
       for (let i = 0; i < 400; i += 1) {
-        const { rows } = await monitor.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE %ttc_checkpoints%' AND datname = current_database()");
+        const { rows } = await monitor.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE %ttc_checkpoints%' AND datname = current_database()",
+        );
         const found = rows.find((r) => !exclude.includes(r.pid));
         if (found !== undefined) return found.pid;
         await new Promise((r) => setTimeout(r, 25));
@@ -292,7 +294,7 @@ test("a lost connection through the pooler is still settled by re-reading: the P
       throw new Error('the store never blocked on the row lock');
     };
     await blocker.query('BEGIN');
-    await blocker.query("SELECT 1 FROM ttc_checkpoints WHERE key = $1 FOR UPDATE", [checkpointKey(binding)]);
+    await blocker.query('SELECT 1 FROM ttc_checkpoints WHERE key = $1 FOR UPDATE', [checkpointKey(binding)]);
     const cas = store.compareAndSwap(0, claim.next, fresh);
     cas.catch(() => undefined);
     const pid = await blockedUpdate([]);

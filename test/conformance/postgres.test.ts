@@ -88,7 +88,10 @@ describe('PostgreSQL specifics', () => {
   });
 
   test('the body column is text, so a stored row stays byte-exact (duplicate keys survive to be detected)', async () => {
-    const type = await withClient(target.url, async (c) => (await c.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'ttc_checkpoints' AND column_name = 'body'")).rows[0]);
+    const type = await withClient(
+      target.url,
+      async (c) => (await c.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'ttc_checkpoints' AND column_name = 'body'")).rows[0],
+    );
 
     expect(type).toEqual({ data_type: 'text' });
   });
@@ -137,7 +140,12 @@ describe('PostgreSQL specifics', () => {
      * without an answer. `whileBlocked` runs with the lock still held (the store's re-sent UPDATE
      * waits behind it), then the blocker commits.
      */
-    async function loseConnectionDuringCas(expectedRevision: number, next: CheckpointRecord, whileBlocked: (blocker: Client) => Promise<void>, expected?: CheckpointRecord): Promise<boolean> {
+    async function loseConnectionDuringCas(
+      expectedRevision: number,
+      next: CheckpointRecord,
+      whileBlocked: (blocker: Client) => Promise<void>,
+      expected?: CheckpointRecord,
+    ): Promise<boolean> {
       const key = checkpointKey(next.binding);
       const blocker = new Client({ connectionString: target.url });
       // pg_stat_activity is a per-transaction snapshot: watch it from outside the blocker's transaction.
@@ -201,9 +209,14 @@ describe('PostgreSQL specifics', () => {
       const claim = claimExecution(fresh, { attemptId: 'a1', at: CREATED_AT });
       const key = checkpointKey(binding);
 
-      const outcome = await loseConnectionDuringCas(0, claim.next, async (blocker) => {
-        await blocker.query("UPDATE ttc_checkpoints SET body = 'damaged' || body WHERE key = $1", [key]);
-      }, fresh);
+      const outcome = await loseConnectionDuringCas(
+        0,
+        claim.next,
+        async (blocker) => {
+          await blocker.query("UPDATE ttc_checkpoints SET body = 'damaged' || body WHERE key = $1", [key]);
+        },
+        fresh,
+      );
 
       expect(outcome).toBe(false);
       const raw = (await target.raw.row(key))!;
@@ -220,7 +233,13 @@ describe('PostgreSQL specifics', () => {
       const row = new RowCodec().encode(theirs.next);
 
       const outcome = await loseConnectionDuringCas(0, mine.next, async (blocker) => {
-        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [row.key, row.status, row.revision, row.updatedAt, row.body]);
+        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [
+          row.key,
+          row.status,
+          row.revision,
+          row.updatedAt,
+          row.body,
+        ]);
       });
 
       expect(outcome).toBe(false);
@@ -234,7 +253,13 @@ describe('PostgreSQL specifics', () => {
       const row = new RowCodec().encode(claim.next);
 
       const outcome = await loseConnectionDuringCas(0, claim.next, async (blocker) => {
-        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [row.key, row.status, row.revision, row.updatedAt, row.body]);
+        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [
+          row.key,
+          row.status,
+          row.revision,
+          row.updatedAt,
+          row.body,
+        ]);
       });
 
       expect(outcome).toBe(true);
@@ -250,7 +275,13 @@ describe('PostgreSQL specifics', () => {
       const row = new RowCodec().encode(done.next);
 
       const outcome = loseConnectionDuringCas(0, mine.next, async (blocker) => {
-        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [row.key, row.status, row.revision, row.updatedAt, row.body]);
+        await blocker.query('UPDATE ttc_checkpoints SET status = $2, revision = $3, updated_at = $4, body = $5 WHERE key = $1', [
+          row.key,
+          row.status,
+          row.revision,
+          row.updatedAt,
+          row.body,
+        ]);
       });
 
       const error = await expectCode(outcome, 'STORE_OUTCOME_UNKNOWN');

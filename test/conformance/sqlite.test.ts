@@ -49,7 +49,9 @@ async function freshTarget(options: CheckpointStoreOptions = {}): Promise<StoreT
       },
       async update(key, columns) {
         const sets = Object.keys(columns).map((c) => `${c} = @${c}`);
-        db().prepare(`UPDATE ttc_checkpoints SET ${sets.join(', ')} WHERE key = @key`).run({ ...columns, key });
+        db()
+          .prepare(`UPDATE ttc_checkpoints SET ${sets.join(', ')} WHERE key = @key`)
+          .run({ ...columns, key });
       },
       async count() {
         return (db().prepare('SELECT count(*) AS n FROM ttc_checkpoints').get() as { n: number }).n;
@@ -63,7 +65,9 @@ async function freshTarget(options: CheckpointStoreOptions = {}): Promise<StoreT
       },
       async updateEntry(logId, key, columns) {
         const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
-        db().prepare(`UPDATE ttc_conversation_entries SET ${sets.map(([c]) => `${c} = @${c}`).join(', ')} WHERE log_id = @logId AND entry_key = @key`).run({ ...Object.fromEntries(sets), logId, key });
+        db()
+          .prepare(`UPDATE ttc_conversation_entries SET ${sets.map(([c]) => `${c} = @${c}`).join(', ')} WHERE log_id = @logId AND entry_key = @key`)
+          .run({ ...Object.fromEntries(sets), logId, key });
       },
       async entryCount() {
         return (db().prepare('SELECT count(*) AS n FROM ttc_conversation_entries').get() as { n: number }).n;

@@ -234,7 +234,13 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect((await store.createIfAbsent(createClaimed(binding, { attemptId: 'a2', at: at(1) }))).record).toEqual(claimed);
 
         const done = completeAndDeliver(claimed, { attemptId: 'a1', deliveryId: 'd1', at: at(2), result: { ok: true } });
-        expect(done.next).toMatchObject({ status: 'delivered', revision: 4, createdAt: at(0), execution: { claimedAt: at(0), finishedAt: at(2) }, delivery: { claimedAt: at(2), deliveredAt: at(2) } });
+        expect(done.next).toMatchObject({
+          status: 'delivered',
+          revision: 4,
+          createdAt: at(0),
+          execution: { claimedAt: at(0), finishedAt: at(2) },
+          delivery: { claimedAt: at(2), deliveredAt: at(2) },
+        });
         const mark = markExecutionUncertain(claimed, { attemptId: 'a1', at: at(1), reason: 'lost' });
         expect(await store.compareAndSwap(mark.expectedRevision, mark.next, claimed)).toBe(true);
 
@@ -481,7 +487,12 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           { key: 'm/000000002', value: message('again') },
         ]);
 
-        expect(await store.getConversationEntries(LOG, ['m/000000002', 'm/000000000', 'm/000000001', 'm/000000000'])).toEqual([message('again'), message('hello'), { role: 'tool', content: { n: 1, s: 'ä' } }, message('hello')]);
+        expect(await store.getConversationEntries(LOG, ['m/000000002', 'm/000000000', 'm/000000001', 'm/000000000'])).toEqual([
+          message('again'),
+          message('hello'),
+          { role: 'tool', content: { n: 1, s: 'ä' } },
+          message('hello'),
+        ]);
         expect(await target.raw.entryCount()).toBe(3);
         expect(await store.getConversationEntries(LOG, [])).toEqual([]);
       });
@@ -502,12 +513,21 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await store.getConversationEntries(LOG, ['m/000000000'])).toEqual([message('first')]);
         await expectCode(store.getConversationEntries(LOG, ['m/000000001']), 'CONVERSATION_ENTRY_MISSING');
         expect(await target.raw.entryCount()).toBe(1);
-        await expectCode(store.putConversationEntries(LOG, [{ key: 'k', value: 1 }, { key: 'k', value: 2 }]), 'CONVERSATION_CONFLICT');
+        await expectCode(
+          store.putConversationEntries(LOG, [
+            { key: 'k', value: 1 },
+            { key: 'k', value: 2 },
+          ]),
+          'CONVERSATION_CONFLICT',
+        );
       });
 
       test('concurrent writers of one key with different values: exactly one value is stored, the other writer gets CONVERSATION_CONFLICT', async () => {
         const other = await target.open();
-        const results = await Promise.allSettled([store.putConversationEntries(LOG, [{ key: 'r/x', value: 'a' }]), other.putConversationEntries(LOG, [{ key: 'r/x', value: 'b' }])]);
+        const results = await Promise.allSettled([
+          store.putConversationEntries(LOG, [{ key: 'r/x', value: 'a' }]),
+          other.putConversationEntries(LOG, [{ key: 'r/x', value: 'b' }]),
+        ]);
 
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
         const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
@@ -527,7 +547,10 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
 
       test('many keys are read in chunks, in the order asked', async () => {
         const keys = Array.from({ length: 1_234 }, (_, i) => `m/${String(i).padStart(9, '0')}`);
-        await store.putConversationEntries(LOG, keys.map((key, i) => ({ key, value: i })));
+        await store.putConversationEntries(
+          LOG,
+          keys.map((key, i) => ({ key, value: i })),
+        );
 
         const reversed = [...keys].reverse();
         expect(await store.getConversationEntries(LOG, reversed)).toEqual(reversed.map((_, i) => keys.length - 1 - i));
@@ -565,15 +588,31 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         const cases: Array<{ name: string; code: CheckpointErrorCode; options: CheckpointStoreOptions; damage: (body: string, moved: string) => string }> = [
           { name: 'tampered sealed value (seal kept)', code: 'INTEGRITY_FAILURE', options: HMAC, damage: (b) => edit(b, (v) => (v.value = { role: 'user', text: 'forged' })) },
           { name: 'seal removed while a key is configured', code: 'INTEGRITY_FAILURE', options: HMAC, damage: (b) => edit(b, (v) => delete v.seal) },
-          { name: 'unsealed value edited: bytes no longer match', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => edit(b, (v) => (v.value = { role: 'user', text: 'forged!' })) },
+          {
+            name: 'unsealed value edited: bytes no longer match',
+            code: 'INVALID_CHECKPOINT',
+            options: {},
+            damage: (b) => edit(b, (v) => (v.value = { role: 'user', text: 'forged!' })),
+          },
           { name: 'truncated', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => b.slice(0, -3) },
           { name: 'not canonical (whitespace)', code: 'INVALID_CHECKPOINT', options: {}, damage: (b) => ` ${b}` },
           { name: "another entry's sealed body moved here", code: 'INVALID_CHECKPOINT', options: HMAC, damage: (_b, moved) => moved },
-          { name: "another entry's ciphertext moved here (body relabelled)", code: 'DECRYPTION_FAILED', options: E1, damage: (b, moved) => edit(b, (v) => (v.enc = (JSON.parse(moved) as { enc: string }).enc)) },
-          { name: 'plaintext swapped in for the ciphertext', code: 'DECRYPTION_FAILED', options: E1, damage: (b) => edit(b, (v) => {
-            delete v.enc;
-            v.value = { role: 'user', text: 'hello' };
-          }) },
+          {
+            name: "another entry's ciphertext moved here (body relabelled)",
+            code: 'DECRYPTION_FAILED',
+            options: E1,
+            damage: (b, moved) => edit(b, (v) => (v.enc = (JSON.parse(moved) as { enc: string }).enc)),
+          },
+          {
+            name: 'plaintext swapped in for the ciphertext',
+            code: 'DECRYPTION_FAILED',
+            options: E1,
+            damage: (b) =>
+              edit(b, (v) => {
+                delete v.enc;
+                v.value = { role: 'user', text: 'hello' };
+              }),
+          },
           { name: 'an unknown entry format', code: 'UNSUPPORTED_SCHEMA', options: {}, damage: (b) => edit(b, (v) => (v.entry = 2)) },
         ];
         test.each(cases)('$name → $code', async ({ code, options, damage }) => {
@@ -596,10 +635,21 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       });
 
       test('prune without conversationsOlderThan keeps every log; with it, deletes the logs whose newest entry is older, whole', async () => {
-        await store.putConversationEntries('old', [{ key: 'm/000000000', value: 1 }, { key: 'm/000000001', value: 2 }]);
-        await store.putConversationEntries('mixed', [{ key: 'm/000000000', value: 1 }, { key: 'm/000000001', value: 2 }]);
+        await store.putConversationEntries('old', [
+          { key: 'm/000000000', value: 1 },
+          { key: 'm/000000001', value: 2 },
+        ]);
+        await store.putConversationEntries('mixed', [
+          { key: 'm/000000000', value: 1 },
+          { key: 'm/000000001', value: 2 },
+        ]);
         await store.putConversationEntries('new', [{ key: 'm/000000000', value: 1 }]);
-        for (const [log, key] of [['old', 'm/000000000'], ['old', 'm/000000001'], ['mixed', 'm/000000000']] as const) await target.raw.updateEntry(log, key, { createdAt: at(0) });
+        for (const [log, key] of [
+          ['old', 'm/000000000'],
+          ['old', 'm/000000001'],
+          ['mixed', 'm/000000000'],
+        ] as const)
+          await target.raw.updateEntry(log, key, { createdAt: at(0) });
         await target.raw.updateEntry('mixed', 'm/000000001', { createdAt: at(100) });
         await target.raw.updateEntry('new', 'm/000000000', { createdAt: at(100) });
         const delivered = await driveTo(store, makeBinding('pruned-too'), 'delivered', 0);
@@ -630,9 +680,27 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         { name: 'corrupted (bytes replaced)', code: 'INVALID_CHECKPOINT', sealed: false, damage: (r) => ({ body: r.body.slice(0, 40) + '\u00ff#garbage#' + r.body.slice(52) }) },
         { name: 'truncated', code: 'INVALID_CHECKPOINT', sealed: false, damage: (r) => ({ body: r.body.slice(0, Math.floor(r.body.length / 2)) }) },
         { name: 'empty', code: 'INVALID_CHECKPOINT', sealed: false, damage: () => ({ body: '' }) },
-        { name: 'duplicate-key', code: 'INVALID_CHECKPOINT', sealed: false, reason: 'duplicate-key', damage: (r) => ({ body: r.body.replace('"status":"delivered"', '"status":"delivered","status":"ready"') }) },
-        { name: 'tampered (sealed body edited, seal kept)', code: 'INTEGRITY_FAILURE', sealed: true, reason: 'mismatch', damage: (r) => ({ body: edit(r.body, (v) => ((v.execution as Record<string, unknown>).attemptId = 'attacker')) }) },
-        { name: 'unsealed while a seal key is configured', code: 'INTEGRITY_FAILURE', sealed: true, reason: 'missing', damage: (r) => ({ body: edit(r.body, (v) => delete v.seal) }) },
+        {
+          name: 'duplicate-key',
+          code: 'INVALID_CHECKPOINT',
+          sealed: false,
+          reason: 'duplicate-key',
+          damage: (r) => ({ body: r.body.replace('"status":"delivered"', '"status":"delivered","status":"ready"') }),
+        },
+        {
+          name: 'tampered (sealed body edited, seal kept)',
+          code: 'INTEGRITY_FAILURE',
+          sealed: true,
+          reason: 'mismatch',
+          damage: (r) => ({ body: edit(r.body, (v) => ((v.execution as Record<string, unknown>).attemptId = 'attacker')) }),
+        },
+        {
+          name: 'unsealed while a seal key is configured',
+          code: 'INTEGRITY_FAILURE',
+          sealed: true,
+          reason: 'missing',
+          damage: (r) => ({ body: edit(r.body, (v) => delete v.seal) }),
+        },
         { name: 'an unknown schema version', code: 'UNSUPPORTED_SCHEMA', sealed: false, damage: (r) => ({ body: edit(r.body, (v) => (v.schemaVersion = 99)) }) },
         { name: 'a body moved from another row', code: 'INVALID_CHECKPOINT', sealed: true, damage: (_r, other) => ({ body: other.body }) },
         { name: 'a status column that disagrees with the body', code: 'INVALID_CHECKPOINT', sealed: true, damage: () => ({ status: 'ready' }) },
@@ -674,7 +742,10 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       await target.raw.update(checkpointKey(damaged), { body: 'not json' });
       const fresh = makeBinding();
 
-      const [bad, good] = await Promise.allSettled([store.createIfAbsent(createCheckpoint(damaged, { createdAt: at(1) })), store.createIfAbsent(createCheckpoint(fresh, { createdAt: at(1) }))]);
+      const [bad, good] = await Promise.allSettled([
+        store.createIfAbsent(createCheckpoint(damaged, { createdAt: at(1) })),
+        store.createIfAbsent(createCheckpoint(fresh, { createdAt: at(1) })),
+      ]);
 
       expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_CHECKPOINT', details: { key: checkpointKey(damaged) } } });
       expect(good).toMatchObject({ status: 'fulfilled', value: { created: true } });
@@ -744,7 +815,9 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           expect(error.details).toMatchObject({ key, reason: 'unencrypted', field: 'result.payload', keyId: 'enc-1', quarantined: true });
           expect(error.message).toContain('unencrypted');
         }
-        expect(quarantined).toEqual([{ key, status: 'completed', revision: swapped.revision, updatedAt: swapped.updatedAt, error: { code: 'DECRYPTION_FAILED', message: fromGet.message } }]);
+        expect(quarantined).toEqual([
+          { key, status: 'completed', revision: swapped.revision, updatedAt: swapped.updatedAt, error: { code: 'DECRYPTION_FAILED', message: fromGet.message } },
+        ]);
         expect(listed).toEqual([]);
         expect(await target.raw.row(key)).toEqual(swapped);
       });
@@ -782,31 +855,35 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       test.each([
         { mode: 'claim' as const, how: 'compare-and-swap on a ready record (get → claimExecution → compareAndSwap)' },
         { mode: 'insert-claim' as const, how: 'claiming insert (docs/protocol.md#cost: the claim of a fresh call is its insert)' },
-      ])('8 concurrent claimers × 1,000 records, each claim a $how: exactly one claim wins per record', async ({ mode }) => {
-        const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`${mode}-race-${i}`));
-        if (mode === 'claim') {
-          for (let i = 0; i < bindings.length; i += 250) {
-            await Promise.all(bindings.slice(i, i + 250).map((b) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }))));
+      ])(
+        '8 concurrent claimers × 1,000 records, each claim a $how: exactly one claim wins per record',
+        async ({ mode }) => {
+          const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`${mode}-race-${i}`));
+          if (mode === 'claim') {
+            for (let i = 0; i < bindings.length; i += 250) {
+              await Promise.all(bindings.slice(i, i + 250).map((b) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }))));
+            }
           }
-        }
-        const workers = Array.from({ length: 8 }, () => startWorker(mode));
-        await Promise.all(workers.map((w) => w.ready));
-        const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
-        workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));
+          const workers = Array.from({ length: 8 }, () => startWorker(mode));
+          await Promise.all(workers.map((w) => w.ready));
+          const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
+          workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));
 
-        const results = (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as { wins: number[]; lost: number });
+          const results = (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as { wins: number[]; lost: number });
 
-        const owners = new Map<number, number[]>();
-        results.forEach((r, w) => r.wins.forEach((index) => owners.set(index, [...(owners.get(index) ?? []), w])));
-        expect(results.reduce((n, r) => n + r.wins.length, 0)).toBe(1_000);
-        expect(owners.size).toBe(1_000);
-        expect([...owners.values()].filter((w) => w.length !== 1)).toEqual([]);
-        expect(results.reduce((n, r) => n + r.lost, 0)).toBe(7_000);
-        const stored = await Promise.all(bindings.map((b) => store.get(b)));
-        stored.forEach((record, index) => {
-          expect(record).toMatchObject({ status: 'executing', revision: 1, execution: { attemptId: `w${owners.get(index)![0]}-${index}` } });
-        });
-      }, 120_000);
+          const owners = new Map<number, number[]>();
+          results.forEach((r, w) => r.wins.forEach((index) => owners.set(index, [...(owners.get(index) ?? []), w])));
+          expect(results.reduce((n, r) => n + r.wins.length, 0)).toBe(1_000);
+          expect(owners.size).toBe(1_000);
+          expect([...owners.values()].filter((w) => w.length !== 1)).toEqual([]);
+          expect(results.reduce((n, r) => n + r.lost, 0)).toBe(7_000);
+          const stored = await Promise.all(bindings.map((b) => store.get(b)));
+          stored.forEach((record, index) => {
+            expect(record).toMatchObject({ status: 'executing', revision: 1, execution: { attemptId: `w${owners.get(index)![0]}-${index}` } });
+          });
+        },
+        120_000,
+      );
 
       test('a writer killed mid-transaction (SIGKILL, repeatedly) leaves the old or the new record, never a torn one', async () => {
         const bindings = Array.from({ length: 4 }, (_, i) => makeBinding(`churn-${i}`));
@@ -867,7 +944,13 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           const create = await expectCode(outage.store.createIfAbsent(createCheckpoint(absent, { createdAt: at(0) })), 'STORE_UNAVAILABLE');
           const claim = claimExecution(fresh, { attemptId: 'a1', at: at(1) });
           await expectCode(outage.store.compareAndSwap(0, claim.next), 'STORE_UNAVAILABLE');
-          await expectCode(outage.store.writeGroup([{ kind: 'create', record: createCheckpoint(absent, { createdAt: at(0) }) }, { kind: 'cas', expectedRevision: 0, next: claim.next, expected: fresh }]), 'STORE_UNAVAILABLE');
+          await expectCode(
+            outage.store.writeGroup([
+              { kind: 'create', record: createCheckpoint(absent, { createdAt: at(0) }) },
+              { kind: 'cas', expectedRevision: 0, next: claim.next, expected: fresh },
+            ]),
+            'STORE_UNAVAILABLE',
+          );
           await outage.end();
 
           expect(create.message).toContain('nothing was written');

@@ -96,10 +96,13 @@ async function main(): Promise<void> {
   if (mode === 'group-race') {
     const size = input.groupSize ?? 50;
     const inserts = await raceGroups(input.bindings, size, async (indexes, attemptId) => {
-      const results = await store.writeGroup(indexes.map((index) => ({ kind: 'create', record: createClaimed(input.bindings[index]!, { attemptId: attemptId(index), at: new Date().toISOString() }) })));
+      const results = await store.writeGroup(
+        indexes.map((index) => ({ kind: 'create', record: createClaimed(input.bindings[index]!, { attemptId: attemptId(index), at: new Date().toISOString() }) })),
+      );
       return results.map((r, i) => {
         if (r.kind !== 'create') throw new Error('a create answered as a cas');
-        if (r.created !== (r.record.execution?.attemptId === attemptId(indexes[i]!))) throw new Error(`record ${indexes[i]}: created ${r.created} but the stored claim is ${r.record.execution?.attemptId}`);
+        if (r.created !== (r.record.execution?.attemptId === attemptId(indexes[i]!)))
+          throw new Error(`record ${indexes[i]}: created ${r.created} but the stored claim is ${r.record.execution?.attemptId}`);
         return r.created;
       });
     });
@@ -142,7 +145,11 @@ async function main(): Promise<void> {
  * with its group boundaries shifted by 7n, so groups of different workers overlap partly and run
  * at the same time. `claimGroup` answers, per index, whether this worker's claim won.
  */
-async function raceGroups(bindings: readonly Binding[], size: number, claimGroup: (indexes: number[], attemptId: (index: number) => string) => Promise<boolean[]>): Promise<{ wins: number[]; lost: number }> {
+async function raceGroups(
+  bindings: readonly Binding[],
+  size: number,
+  claimGroup: (indexes: number[], attemptId: (index: number) => string) => Promise<boolean[]>,
+): Promise<{ wins: number[]; lost: number }> {
   const wins: number[] = [];
   let lost = 0;
   const n = bindings.length;

@@ -20,7 +20,10 @@ import { runCrashSuite, type CrashSuiteResult } from '../../crash/suite';
 const RUNS = Number(process.env.TTC_CRASHTEST_RUNS ?? 1);
 const BETWEEN_ATTEMPTS_RUNS = Number(process.env.TTC_CRASHTEST_BETWEEN_ATTEMPTS_RUNS ?? 1);
 const BATCH_AND_SAGA_RUNS = Number(process.env.TTC_CRASHTEST_BATCH_AND_SAGA_RUNS ?? 1);
-const RUNS_FOR: Record<string, number> = Object.fromEntries([...BETWEEN_ATTEMPTS_SCENARIOS.map((s) => [s.id, BETWEEN_ATTEMPTS_RUNS]), ...BATCH_AND_SAGA_SCENARIOS.map((s) => [s.id, BATCH_AND_SAGA_RUNS])]);
+const RUNS_FOR: Record<string, number> = Object.fromEntries([
+  ...BETWEEN_ATTEMPTS_SCENARIOS.map((s) => [s.id, BETWEEN_ATTEMPTS_RUNS]),
+  ...BATCH_AND_SAGA_SCENARIOS.map((s) => [s.id, BATCH_AND_SAGA_RUNS]),
+]);
 
 jest.setTimeout(20 * 60_000);
 
@@ -41,7 +44,12 @@ describe(`crash windows with real processes and SIGKILL (N = ${RUNS} per crash-w
     const result = suite.results.find((r) => r.store === store && r.scenario.id === scenario.id)!;
     const row = reportRow(result);
     expect(result.outcomes.flatMap((o) => o.failures.map((f) => `run ${o.index}: ${f.split('\n')[0]}`))).toEqual([]);
-    expect({ runs: row.runs, duplicates: row.duplicates, resultsLost: row.resultsLost, unknownNotPaused: row.unknownNotPaused }).toEqual({ runs: RUNS_FOR[scenario.id] ?? RUNS, duplicates: 0, resultsLost: 0, unknownNotPaused: 0 });
+    expect({ runs: row.runs, duplicates: row.duplicates, resultsLost: row.resultsLost, unknownNotPaused: row.unknownNotPaused }).toEqual({
+      runs: RUNS_FOR[scenario.id] ?? RUNS,
+      duplicates: 0,
+      resultsLost: 0,
+      unknownNotPaused: 0,
+    });
   });
 
   it('the provider reports no effect applied twice over everything the suite did', () => {

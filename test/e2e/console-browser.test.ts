@@ -87,11 +87,22 @@ describe('the approval console in Chromium', () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-console-'));
     executablePath = execFileSync('bash', [join(ROOT, 'scripts/ensure-chromium.sh')], { encoding: 'utf8' }).trim();
     [server, browser] = await Promise.all([startDevServer(), chromium.launch({ executablePath, headless: true })]);
-    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, NODE_OPTIONS: '' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+      NODE_OPTIONS: '',
+    };
     for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS', 'TTC_TENANTS', 'TTC_TOOLS', 'TTC_REQUIRE_APPROVAL']) delete env[name];
     config = resolveConfig({}, env);
     env.TTC_CONSOLE_TOKEN = CONSOLE_TOKEN;
-    consoleProcess = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'console', '--port', '0'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    consoleProcess = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'console', '--port', '0'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     [loginUrl, worker, client] = await Promise.all([
       printedLoginUrl(consoleProcess),
       createAgentWorker({ config, tools, models: [model], payloadCodec: null }),
@@ -195,7 +206,10 @@ describe('the approval console in Chromium', () => {
     const fresh = await openCall(handle.workflowId, 'a2', stale.page);
     await fresh.call.getByRole('button', { name: 'Approve' }).click();
     const result = await handle.result();
-    expect(result.calls.map((c) => [c.callId, c.status])).toEqual([['a1', 'completed'], ['a2', 'completed']]);
+    expect(result.calls.map((c) => [c.callId, c.status])).toEqual([
+      ['a1', 'completed'],
+      ['a2', 'completed'],
+    ]);
     expect([executions.get('a1'), executions.get('a2')]).toEqual([1, 1]);
   });
 
@@ -210,7 +224,9 @@ describe('the approval console in Chromium', () => {
     await call.getByRole('button', { name: 'Applied (with this result)' }).click();
     await expect(page.locator('.outcome').textContent()).resolves.toContain('call c1 of run');
     const result = await handle.result();
-    expect(result.calls.map((c) => [c.callId, c.status, c.outcome])).toEqual([['c1', 'resolved-applied', expect.objectContaining({ ok: true, output: { charged: true, chargeId: 'ch_77' } })]]);
+    expect(result.calls.map((c) => [c.callId, c.status, c.outcome])).toEqual([
+      ['c1', 'resolved-applied', expect.objectContaining({ ok: true, output: { charged: true, chargeId: 'ch_77' } })],
+    ]);
     expect(executions.get('c1')).toBe(1);
   });
 

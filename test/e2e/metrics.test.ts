@@ -29,7 +29,11 @@ async function freePort(): Promise<number> {
 
 /** Spawns `ttc worker <args>` (as src/dev/worker-process.ts does) and resolves with its banner once it polls. */
 async function spawnWorker(args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; banner: string }> {
-  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'worker', ...args], { cwd: ROOT, env: { ...process.env, ...env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), 'worker', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const banner = await new Promise<string>((done, fail) => {
     const onData = (chunk: Buffer): void => {
@@ -80,8 +84,16 @@ describe('ttc worker --metrics-port', () => {
 
   it("serves Prometheus text with the fence's counters after an agent run: ttc_tool_calls by source, store latency per operation", async () => {
     port = await freePort();
-    env = { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: 'metrics-e2e', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, WEATHER_LOG: join(dir, 'readings.jsonl') };
-    const started = await spawnWorker(['--identity', 'metrics-worker', '--tools', join(ROOT, 'examples/weather/tools.ts'), '--models', 'scripted', '--metrics-port', String(port)], env);
+    env = {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: 'metrics-e2e',
+      TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+      WEATHER_LOG: join(dir, 'readings.jsonl'),
+    };
+    const started = await spawnWorker(
+      ['--identity', 'metrics-worker', '--tools', join(ROOT, 'examples/weather/tools.ts'), '--models', 'scripted', '--metrics-port', String(port)],
+      env,
+    );
     worker = started.child;
     expect(started.banner).toContain(`metrics: http://127.0.0.1:${port}/metrics (Prometheus)`);
 
@@ -109,13 +121,18 @@ describe('ttc worker --metrics-port', () => {
     expect(text).toMatch(/^temporal_activity_execution_latency_count\{/m);
   });
 
-  it("counts a person's decision on the workflow's meter: ttc_approval_decisions{decision=\"rejected\", tool}", async () => {
+  it('counts a person\'s decision on the workflow\'s meter: ttc_approval_decisions{decision="rejected", tool}', async () => {
     expect(worker).toBeDefined();
     const config = resolveConfig({}, { ...process.env, ...env });
     const { client, close } = await connectClient(config);
     try {
       const transcript = JSON.parse(readFileSync(join(ROOT, 'examples/weather/transcript.json'), 'utf8')) as unknown;
-      const handle = await startAgentRun(client, config, scriptedRunInput(config, transcript, { approvalRequired: { record_reading: { expiresAfterMs: 600_000 } } }), 'metrics-approval-run');
+      const handle = await startAgentRun(
+        client,
+        config,
+        scriptedRunInput(config, transcript, { approvalRequired: { record_reading: { expiresAfterMs: 600_000 } } }),
+        'metrics-approval-run',
+      );
       let waiting;
       for (let i = 0; waiting === undefined; i++) {
         const status = await handle.query(runStatusQuery);

@@ -74,7 +74,9 @@ describe('ttc worker with a PostgreSQL store that is not up yet', () => {
     const waits = lines.filter((line) => line.includes('is not available yet'));
     expect(waits.length).toBeGreaterThanOrEqual(1);
     // Each try names the store (password masked), the try, the bound and the driver's reason.
-    expect(waits[0]).toMatch(/store postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres is not available yet \(try 1, \d+ of at most 180000 ms waited\): STORE_UNAVAILABLE: .*(ECONNREFUSED|connect)/);
+    expect(waits[0]).toMatch(
+      /store postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres is not available yet \(try 1, \d+ of at most 180000 ms waited\): STORE_UNAVAILABLE: .*(ECONNREFUSED|connect)/,
+    );
     expect(waits[0]).toContain('trying again in');
 
     const config = resolveConfig({}, { ...process.env, ...env });

@@ -146,4 +146,3 @@ export async function updateFailureType(promise: Promise<unknown>): Promise<stri
 export function callStatuses(calls: readonly { callId: string; status: string }[]): Record<string, string> {
   return Object.fromEntries(calls.map((c) => [c.callId, c.status]));
 }
-

@@ -17,8 +17,13 @@ export interface CliOutput {
 /** Runs `ttc <args>` with `env` (the whole environment of the child); gives up after `timeoutMs` (default 60,000 ms). */
 export function runCli(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliOutput> {
   return new Promise((done) => {
-    execFile(process.execPath, ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: { ...env, NODE_OPTIONS: '' }, timeout: timeoutMs }, (error, stdout, stderr) => {
-      done({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--require', require.resolve('tsx/cjs'), join(ROOT, 'src/cli/index.ts'), ...args],
+      { cwd: ROOT, env: { ...env, NODE_OPTIONS: '' }, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        done({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }

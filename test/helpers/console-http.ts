@@ -19,19 +19,22 @@ export interface ConsoleResponse {
 /** Sends one request to the console on 127.0.0.1:`port`. */
 export function send(port: number, method: string, path: string, headers: Record<string, string | string[]>, body?: string | Buffer): Promise<ConsoleResponse> {
   return new Promise((done, fail) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        const setCookies = res.headers['set-cookie'] ?? [];
-        const cookies = setCookies.map((line) => {
-          const [pair, ...attributes] = line.split('; ');
-          const at = pair!.indexOf('=');
-          return { name: pair!.slice(0, at), value: pair!.slice(at + 1), attributes: attributes.join('; ') };
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          const setCookies = res.headers['set-cookie'] ?? [];
+          const cookies = setCookies.map((line) => {
+            const [pair, ...attributes] = line.split('; ');
+            const at = pair!.indexOf('=');
+            return { name: pair!.slice(0, at), value: pair!.slice(at + 1), attributes: attributes.join('; ') };
+          });
+          done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, setCookies, cookies });
         });
-        done({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, setCookies, cookies });
-      });
-    });
+      },
+    );
     req.on('error', fail);
     // A Buffer body: Node then writes the header block alone, each character of a header value as one (Latin-1) byte.
     req.end(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
@@ -48,7 +51,13 @@ export async function logIn(port: number, host: string, token: string): Promise<
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1];
   if (form.statusCode !== 200 || csrf === undefined) throw new Error(`no login form (${form.statusCode}): ${form.body.slice(0, 500)}`);
   const csrfCookie = cookiesOf(form);
-  const login = await send(port, 'POST', '/login', { host, origin: `http://${host}`, cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ _csrf: decodeAttribute(csrf), token }).toString());
+  const login = await send(
+    port,
+    'POST',
+    '/login',
+    { host, origin: `http://${host}`, cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' },
+    new URLSearchParams({ _csrf: decodeAttribute(csrf), token }).toString(),
+  );
   if (login.statusCode !== 303) throw new Error(`the login form refused the token (${login.statusCode}): ${login.body.slice(0, 500)}`);
   return cookiesOf(login);
 }

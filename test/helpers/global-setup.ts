@@ -6,7 +6,6 @@
 import { startPostgres, type PostgresServer } from './postgres';
 
 declare global {
-   
   var __TTC_POSTGRES__: PostgresServer | undefined;
 }
 

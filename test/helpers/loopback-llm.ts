@@ -127,14 +127,22 @@ export class LoopbackLlm {
     this.requests.push({ api, method: req.method ?? '', path, headers: req.headers, body, receivedAt: Date.now() });
 
     if (api === 'unknown') {
-      return send(res, { status: 404, body: { error: { message: `Unknown request URL: ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } } });
+      return send(res, {
+        status: 404,
+        body: { error: { message: `Unknown request URL: ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } },
+      });
     }
     if (this.options.apiKey !== undefined) {
       const bearer = req.headers.authorization?.replace(/^Bearer /, '');
       // Anthropic takes `x-api-key` (older SDKs) or `Authorization: Bearer` (SDK 1.x); OpenAI takes Bearer.
       const given = api === 'anthropic' ? (req.headers['x-api-key'] ?? bearer) : bearer;
       if (given !== this.options.apiKey) {
-        return send(res, api === 'anthropic' ? anthropicError(401, 'authentication_error', 'invalid x-api-key') : openaiError(401, 'invalid_request_error', 'Incorrect API key provided.', 'invalid_api_key'));
+        return send(
+          res,
+          api === 'anthropic'
+            ? anthropicError(401, 'authentication_error', 'invalid x-api-key')
+            : openaiError(401, 'invalid_request_error', 'Incorrect API key provided.', 'invalid_api_key'),
+        );
       }
     }
     const reply = this.queues[api].shift();
@@ -142,9 +150,10 @@ export class LoopbackLlm {
       return send(res, {
         status: 500,
         headers: { 'x-should-retry': 'false' },
-        body: api === 'anthropic'
-          ? { type: 'error', error: { type: 'api_error', message: 'loopback: no reply queued' } }
-          : { error: { message: 'loopback: no reply queued', type: 'server_error', param: null, code: null } },
+        body:
+          api === 'anthropic'
+            ? { type: 'error', error: { type: 'api_error', message: 'loopback: no reply queued' } }
+            : { error: { message: 'loopback: no reply queued', type: 'server_error', param: null, code: null } },
       });
     }
     if (reply.delayMs !== undefined) {
@@ -198,12 +207,18 @@ export function anthropicOverloaded(): LoopbackReply {
 
 /** OpenAI 429 `rate_limit_exceeded` with `retry-after` (seconds) and `x-ratelimit-*` headers. */
 export function openaiRateLimited(retryAfterSeconds: number): LoopbackReply {
-  return openaiError(429, 'requests', 'Rate limit reached for gpt-4o in organization org-loopback on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 1s.', 'rate_limit_exceeded', {
-    'retry-after': String(retryAfterSeconds),
-    'x-ratelimit-limit-requests': '500',
-    'x-ratelimit-remaining-requests': '0',
-    'x-ratelimit-reset-requests': `${retryAfterSeconds}s`,
-  });
+  return openaiError(
+    429,
+    'requests',
+    'Rate limit reached for gpt-4o in organization org-loopback on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 1s.',
+    'rate_limit_exceeded',
+    {
+      'retry-after': String(retryAfterSeconds),
+      'x-ratelimit-limit-requests': '500',
+      'x-ratelimit-remaining-requests': '0',
+      'x-ratelimit-reset-requests': `${retryAfterSeconds}s`,
+    },
+  );
 }
 
 /** A 200 reply with a body (e.g. a transcript response). */

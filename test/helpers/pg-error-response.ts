@@ -7,7 +7,10 @@ import { PassThrough } from 'node:stream';
 import { parse, type DatabaseError } from 'pg-protocol';
 
 export async function errorResponse(fields: Record<string, string>): Promise<DatabaseError> {
-  const body = Buffer.concat([...Object.entries(fields).map(([type, value]) => Buffer.concat([Buffer.from(type), Buffer.from(value, 'utf8'), Buffer.from([0])])), Buffer.from([0])]);
+  const body = Buffer.concat([
+    ...Object.entries(fields).map(([type, value]) => Buffer.concat([Buffer.from(type), Buffer.from(value, 'utf8'), Buffer.from([0])])),
+    Buffer.from([0]),
+  ]);
   const header = Buffer.alloc(5);
   header.write('E', 0);
   header.writeInt32BE(body.length + 4, 1);

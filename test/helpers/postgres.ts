@@ -49,9 +49,15 @@ export interface StartPostgresOptions {
 export function postgresBinDir(): string {
   if (process.env.PG_BIN) return process.env.PG_BIN;
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (versions[0] === undefined) {
-    throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin: run scripts/ensure-postgres.sh (apt-get install postgresql), set PG_BIN, or set DATABASE_URL');
+    throw new Error(
+      'PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin: run scripts/ensure-postgres.sh (apt-get install postgresql), set PG_BIN, or set DATABASE_URL',
+    );
   }
   return join(root, versions[0], 'bin');
 }
@@ -211,10 +217,9 @@ export async function freshPostgresTarget(options: FreshPostgresTargetOptions = 
     },
     raw: {
       async row(key) {
-        const { rows } = await (await raw()).query<RawRow & { revision: string; updatedAt: Date }>(
-          'SELECT key, status, revision, updated_at AS "updatedAt", body FROM ttc_checkpoints WHERE key = $1',
-          [key],
-        );
+        const { rows } = await (
+          await raw()
+        ).query<RawRow & { revision: string; updatedAt: Date }>('SELECT key, status, revision, updated_at AS "updatedAt", body FROM ttc_checkpoints WHERE key = $1', [key]);
         const row = rows[0];
         return row === undefined ? null : { ...row, revision: Number(row.revision), updatedAt: row.updatedAt.toISOString() };
       },
@@ -237,7 +242,13 @@ export async function freshPostgresTarget(options: FreshPostgresTargetOptions = 
       },
       async updateEntry(logId, key, columns) {
         const sets = Object.entries({ body: columns.body, created_at: columns.createdAt }).filter(([, v]) => v !== undefined);
-        await (await raw()).query(`UPDATE ttc_conversation_entries SET ${sets.map(([c], i) => `${c} = $${i + 3}`).join(', ')} WHERE log_id = $1 AND entry_key = $2`, [logId, key, ...sets.map(([, v]) => v)]);
+        await (
+          await raw()
+        ).query(`UPDATE ttc_conversation_entries SET ${sets.map(([c], i) => `${c} = $${i + 3}`).join(', ')} WHERE log_id = $1 AND entry_key = $2`, [
+          logId,
+          key,
+          ...sets.map(([, v]) => v),
+        ]);
       },
       async entryCount() {
         return Number((await (await raw()).query<{ n: string }>('SELECT count(*) AS n FROM ttc_conversation_entries')).rows[0]!.n);

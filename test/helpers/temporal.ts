@@ -36,9 +36,7 @@ export function installQuietTemporalRuntime(level: LogLevel = 'WARN'): boolean {
  * The test server accepts only `<port>` and at most `--enable-time-skipping`: any other
  * `server.extraArgs` make it print usage and exit, so they are not offered here.
  */
-export async function createTimeSkippingEnv(
-  opts: { port?: number; client?: TimeSkippingTestWorkflowEnvironmentOptions['client'] } = {},
-): Promise<TestWorkflowEnvironment> {
+export async function createTimeSkippingEnv(opts: { port?: number; client?: TimeSkippingTestWorkflowEnvironmentOptions['client'] } = {}): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createTimeSkipping({
     server: {
       executable: { type: 'existing-path', path: temporalTestServerPath() },

@@ -26,7 +26,7 @@ function thrown(fn: () => unknown): unknown {
 }
 
 describe('tool activity names', () => {
-  it.each(RESERVED_ACTIVITY_NAMES)('defineTool and createToolActivities refuse a tool named %s (its activity would replace the agent\'s own)', (name) => {
+  it.each(RESERVED_ACTIVITY_NAMES)("defineTool and createToolActivities refuse a tool named %s (its activity would replace the agent's own)", (name) => {
     for (const error of [thrown(() => defineTool(tool(name))), thrown(() => createToolActivities({ store: unusedStore, tools: [tool(name)] }))]) {
       expect(error).toBeInstanceOf(CheckpointError);
       expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'toolName', actual: name, reason: 'reserved-activity-name' } });
@@ -56,32 +56,57 @@ describe('tool activity names', () => {
     expect(Object.getPrototypeOf(acts)).toBe(Object.prototype);
   });
 
-  it('isToolCallActivityType tells a tool call (its own type, or runFencedTool before patch ttc-tool-activity-types) from the agent\'s other activities', () => {
-    expect(['send_email', 'runFencedTool', 'runModelTurn', 'describeToolCall', 'resolveToolCall', '', null].map(isToolCallActivityType)).toEqual([true, true, false, false, false, false, false]);
+  it("isToolCallActivityType tells a tool call (its own type, or runFencedTool before patch ttc-tool-activity-types) from the agent's other activities", () => {
+    expect(['send_email', 'runFencedTool', 'runModelTurn', 'describeToolCall', 'resolveToolCall', '', null].map(isToolCallActivityType)).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('agentWorkflow input: tool names and per-tool activity options', () => {
-  const base: AgentWorkflowInput = { tenant: 'acme', model: 'scripted', prompt: 'hi', tools: ['create_ticket', 'send_email'], budget: { maxTurns: 1, maxToolCalls: 1, deadlineMs: 1_000 } };
+  const base: AgentWorkflowInput = {
+    tenant: 'acme',
+    model: 'scripted',
+    prompt: 'hi',
+    tools: ['create_ticket', 'send_email'],
+    budget: { maxTurns: 1, maxToolCalls: 1, deadlineMs: 1_000 },
+  };
   const refusal = (input: AgentWorkflowInput) => {
     const error = thrown(() => validateAgentWorkflowInput(input));
     expect(error).toBeInstanceOf(ApplicationFailure);
     return error as ApplicationFailure;
   };
 
-  it('refuses a run offering a tool named like one of the agent\'s activities', () => {
+  it("refuses a run offering a tool named like one of the agent's activities", () => {
     expect(refusal({ ...base, tools: ['create_ticket', 'runModelTurn'] })).toMatchObject({ type: 'INVALID_ARGUMENT', nonRetryable: true, details: [{ field: 'tools[1]' }] });
   });
 
   it('refuses per-tool options for a tool the run does not offer, and bad values in them, naming the field', () => {
     expect(refusal({ ...base, activityOptions: { perTool: { refund: {} } } }).details).toEqual([{ field: 'activityOptions.perTool.refund' }]);
-    expect(refusal({ ...base, activityOptions: { perTool: { send_email: { retry: { maximumAttempts: -1 } } } } }).details).toEqual([{ field: 'activityOptions.perTool.send_email.retry.maximumAttempts' }]);
+    expect(refusal({ ...base, activityOptions: { perTool: { send_email: { retry: { maximumAttempts: -1 } } } } }).details).toEqual([
+      { field: 'activityOptions.perTool.send_email.retry.maximumAttempts' },
+    ]);
     expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { perTool: { send_email: { startToCloseTimeoutMs: 5_000 } } } })).not.toThrow();
   });
 
   it("a tool's options go over the run's field by field, retry too; other tools keep the run's", () => {
-    const opts = { startToCloseTimeoutMs: 60_000, heartbeatTimeoutMs: 5_000, retry: { maximumAttempts: 1, initialIntervalMs: 1_000 }, perTool: { send_email: { startToCloseTimeoutMs: 10_000, retry: { maximumAttempts: 5 } } } };
-    expect(toolActivityOptions(opts, 'send_email')).toMatchObject({ startToCloseTimeoutMs: 10_000, heartbeatTimeoutMs: 5_000, retry: { maximumAttempts: 5, initialIntervalMs: 1_000 } });
+    const opts = {
+      startToCloseTimeoutMs: 60_000,
+      heartbeatTimeoutMs: 5_000,
+      retry: { maximumAttempts: 1, initialIntervalMs: 1_000 },
+      perTool: { send_email: { startToCloseTimeoutMs: 10_000, retry: { maximumAttempts: 5 } } },
+    };
+    expect(toolActivityOptions(opts, 'send_email')).toMatchObject({
+      startToCloseTimeoutMs: 10_000,
+      heartbeatTimeoutMs: 5_000,
+      retry: { maximumAttempts: 5, initialIntervalMs: 1_000 },
+    });
     expect(toolActivityOptions(opts, 'create_ticket')).toBe(opts);
     expect(toolActivityOptions(undefined, 'create_ticket')).toBeUndefined();
   });

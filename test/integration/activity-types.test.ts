@@ -147,7 +147,11 @@ describe('each tool is its own activity type (real server, real activities)', ()
     expect(acts[1]!.input).toMatchObject({ tenant: 'acme', callId: 'toolu_1', input: { title: 'printer' } });
     expect(acts[1]!.input).not.toHaveProperty('toolName');
     // What an operator reads with `temporal workflow show`: the tools by name, each with its call.
-    const shown = execFileSync(temporalCliPath(), ['workflow', 'show', '--workflow-id', workflowId, '--address', env.devServer.address, '--namespace', env.devServer.namespace, '--output', 'json'], { encoding: 'utf8' });
+    const shown = execFileSync(
+      temporalCliPath(),
+      ['workflow', 'show', '--workflow-id', workflowId, '--address', env.devServer.address, '--namespace', env.devServer.namespace, '--output', 'json'],
+      { encoding: 'utf8' },
+    );
     const shownTypes = [...shown.matchAll(/"activityType":\s*\{\s*"name":\s*"([^"]+)"/g)].map((m) => m[1]);
     expect(shownTypes).toEqual(['runModelTurn', 'create_ticket', 'send_email', 'runModelTurn']);
     // The run recorded the patch marker that makes replays of it schedule the tools' own types.
@@ -207,6 +211,8 @@ describe('each tool is its own activity type (real server, real activities)', ()
     const failed = events.find((e) => String(e.activityTaskFailedEventAttributes?.scheduledEventId) === refund.eventId)?.activityTaskFailedEventAttributes;
     // The worker's `default` activity settles an unregistered tool's call by its evidence (no claim on attempt 1: nothing ran).
     expect(failed?.failure?.applicationFailureInfo?.type).toBe('UNKNOWN_TOOL');
-    expect(events.filter((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === refund.eventId).map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+    expect(
+      events.filter((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === refund.eventId).map((e) => e.activityTaskStartedEventAttributes?.attempt),
+    ).toEqual([1]);
   });
 });

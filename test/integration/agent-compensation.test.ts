@@ -12,7 +12,20 @@ import type { BatchCancellationReport } from '../../src/activities/contract/batc
 import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
 import type { ToolActivities } from '../../src/workflows/activity-types';
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
-import { baseInput, call, deferred, endTurn, okResult, outcomeUnknown, scriptedModel, toolTurn, useAgentTestEnv, waitForStatus, currentPauseId, pauseIdLike } from '../helpers/agent-harness';
+import {
+  baseInput,
+  call,
+  deferred,
+  endTurn,
+  okResult,
+  outcomeUnknown,
+  scriptedModel,
+  toolTurn,
+  useAgentTestEnv,
+  waitForStatus,
+  currentPauseId,
+  pauseIdLike,
+} from '../helpers/agent-harness';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 import { temporalOperations } from '../../src/console/operations';
@@ -71,7 +84,15 @@ function compensated(input: CompensateToolCallInput, outcome: ToolOutcome): Comp
   return {
     declared: true,
     compensation: { toolName, toolRevision: 'c1' },
-    result: { callId: input.callId, toolName, toolRevision: 'c1', source: 'executed', outcome, idempotencyKey: `ttcc-${input.callId}-${input.compensationGeneration}`, intentDigest: null },
+    result: {
+      callId: input.callId,
+      toolName,
+      toolRevision: 'c1',
+      source: 'executed',
+      outcome,
+      idempotencyKey: `ttcc-${input.callId}-${input.compensationGeneration}`,
+      intentDigest: null,
+    },
   };
 }
 
@@ -89,7 +110,10 @@ describe('agentWorkflow compensations', () => {
   it('reserve → charge → ship rejected with a compensateOn type: charge then reserve are compensated once each, in that order; the result lists the effects', async () => {
     const model = scriptedModel([order()]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
-    const { result, history } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => ({ result: await handle.result(), history: await handle.fetchHistory() }));
+    const { result, history } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => ({
+      result: await handle.result(),
+      history: await handle.fetchHistory(),
+    }));
 
     expect(result).toMatchObject({ status: 'incomplete', stoppedBecause: 'compensate-on', turns: 1 });
     await expect(Worker.runReplayHistory({ workflowBundle: harness.workflowBundle }, history)).resolves.toBeUndefined();
@@ -113,7 +137,7 @@ describe('agentWorkflow compensations', () => {
     expect(result.calls.find((c) => c.callId === 's1')!.compensation).toBeUndefined();
   });
 
-  it('`ttc show` prints a refused call as refused with its error, every compensation, and the stopped run\'s effects', async () => {
+  it("`ttc show` prints a refused call as refused with its error, every compensation, and the stopped run's effects", async () => {
     const model = scriptedModel([order()]);
     const f = fakes(async (input) => (input.toolName === 'ship' ? rejected(input) : undefined));
     const { workflowId, text, json } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
@@ -127,7 +151,10 @@ describe('agentWorkflow compensations', () => {
     expect(lines).toContainEqual('compensation of c1: compensated by charge~compensation revision c1 (generation 1, source executed, key ttcc-c1-1)');
     expect(lines).toContainEqual('compensation of r1: compensated by reserve~compensation revision c1 (generation 1, source executed, key ttcc-r1-1)');
     expect(lines).toContainEqual('effects: applied none; compensated r1, c1; compensation pending none; not run s1; unknown none');
-    expect(JSON.parse(json.stdout)).toMatchObject({ stoppedBecause: 'compensate-on', effects: { applied: [], compensated: ['r1', 'c1'], compensationPending: [], notRun: ['s1'], unknown: [] } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      stoppedBecause: 'compensate-on',
+      effects: { applied: [], compensated: ['r1', 'c1'], compensationPending: [], notRun: ['s1'], unknown: [] },
+    });
     expect(workflowId).toMatch(/^run-/);
   });
 
@@ -184,7 +211,9 @@ describe('agentWorkflow compensations', () => {
       await handle.signal(cancelRunSignal, { reason: 'customer cancelled' });
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
       expect(f.compensations).toEqual([]);
-      const answer = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge in the provider log' }] });
+      const answer = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge in the provider log' }],
+      });
       return { result: await handle.result(), paused, answer };
     });
 
@@ -237,7 +266,9 @@ describe('agentWorkflow compensations', () => {
       await charging.promise;
       await handle.cancel();
       await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance checks it by hand' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance checks it by hand' }],
+      });
       const closed = await handle.result().then(
         (result) => ({ status: result.status, effects: result.effects }),
         (error: Error) => ({ failed: error.name }),
@@ -262,7 +293,9 @@ describe('agentWorkflow compensations', () => {
       await handle.cancel();
       // The unknown charge is settled by a person first; proven absent, it is not compensated.
       await waitForStatus(handle, (s) => s.phase === 'paused' && s.paused?.callId === 'c1' && f.compensations.length === 0);
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge at the provider' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no charge at the provider' }],
+      });
       const closed = await handle.result().then(
         () => 'completed',
         (error: Error) => error.name,
@@ -284,14 +317,30 @@ describe('agentWorkflow compensations', () => {
       const status = await waitForStatus(handle, (s) => s.phase === 'paused');
       expect(f.compensations.map((c) => c.callId)).toEqual(['c1']);
       const answer = await handle.executeUpdate(resolveOutcomeUpdate, {
-        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { refunded: 500, by: 'bank transfer' }, receipt: { transfer: 't-9' }, reason: 'refunded by transfer' }],
+        args: [
+          {
+            callId: 'c1',
+            pauseId: await currentPauseId(handle),
+            resolution: 'applied',
+            result: { refunded: 500, by: 'bank transfer' },
+            receipt: { transfer: 't-9' },
+            reason: 'refunded by transfer',
+          },
+        ],
       });
       return { result: await handle.result(), status, answer };
     });
 
     expect(status.paused).toMatchObject({ callId: 'c1', role: 'compensation', errorType: 'REFUND_REFUSED' });
     expect(status.pendingCalls).toEqual([expect.objectContaining({ callId: 'c1', status: 'paused', role: 'compensation', errorType: 'REFUND_REFUSED' })]);
-    expect(answer).toEqual({ callId: 'c1', pauseId: pauseIdLike('c1/compensation@1#1'), resolution: 'applied', status: 'resolved-applied', retryCallId: null, role: 'compensation' });
+    expect(answer).toEqual({
+      callId: 'c1',
+      pauseId: pauseIdLike('c1/compensation@1#1'),
+      resolution: 'applied',
+      status: 'resolved-applied',
+      retryCallId: null,
+      role: 'compensation',
+    });
     expect(f.resolved).toEqual([
       expect.objectContaining({
         callId: 'c1',
@@ -320,13 +369,25 @@ describe('agentWorkflow compensations', () => {
     const { result, rerun } = await harness.withRun(f.activities(model), sagaInput(), async (handle) => {
       const first = (s: RunStatusView) => s.paused?.role === 'compensation' && f.compensations.length === 1;
       await waitForStatus(handle, first);
-      const rerun = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the provider log' }] });
+      const rerun = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the provider log' }],
+      });
       await waitForStatus(handle, (s) => s.paused?.role === 'compensation' && f.compensations.length === 2);
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance refunds by hand' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'finance refunds by hand' }],
+      });
       return { result: await handle.result(), rerun };
     });
 
-    expect(rerun).toEqual({ callId: 'c1', pauseId: pauseIdLike('c1/compensation@1#1'), resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 });
+    expect(rerun).toEqual({
+      callId: 'c1',
+      pauseId: pauseIdLike('c1/compensation@1#1'),
+      resolution: 'absent',
+      status: 'resolved-absent',
+      retryCallId: null,
+      role: 'compensation',
+      compensationGeneration: 2,
+    });
     expect(f.compensations.map((c) => [c.callId, c.compensationGeneration])).toEqual([
       ['c1', 1],
       ['c1', 2],
@@ -353,7 +414,15 @@ describe('agentWorkflow batch calls', () => {
       type: 'OUTCOME_UNKNOWN',
       message: 'OUTCOME_UNKNOWN: item "n20" (20 of 100, generation 1) of notify call "b1": the answer was lost',
       nonRetryable: true,
-      details: [{ callId: 'b1', toolName: 'notify', toolRevision: 'v7', idempotencyKey: 'ttc2-b1', item: { key: 'n20', generation: 1, index: 19, total: 100, idempotencyKey: 'ttci-n20-1' } }],
+      details: [
+        {
+          callId: 'b1',
+          toolName: 'notify',
+          toolRevision: 'v7',
+          idempotencyKey: 'ttc2-b1',
+          item: { key: 'n20', generation: 1, index: 19, total: 100, idempotencyKey: 'ttci-n20-1' },
+        },
+      ],
     });
     const f = fakes(async () => {
       if (f.runs.length === 1) throw paused;
@@ -363,14 +432,27 @@ describe('agentWorkflow batch calls', () => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
       const pauseId = await currentPauseId(handle);
       const shown = await cli('show', handle.workflowId);
-      const resolved = await cli('resolve', handle.workflowId, 'b1', '--applied', JSON.stringify({ messageId: 'm-20' }), '--reason', 'n20 is in the provider log', '--pause', pauseId);
+      const resolved = await cli(
+        'resolve',
+        handle.workflowId,
+        'b1',
+        '--applied',
+        JSON.stringify({ messageId: 'm-20' }),
+        '--reason',
+        'n20 is in the provider log',
+        '--pause',
+        pauseId,
+      );
       return { pauseId, shown, resolved, result: await handle.result() };
     });
     expect(pauseId).toEqual(pauseIdLike('b1/item:n20@1#1'));
-    expect(shown.stdout).toContain(`paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1); pause ${pauseId} (ttc resolve … --pause ${pauseId}): OUTCOME_UNKNOWN: `);
+    expect(shown.stdout).toContain(
+      `paused on b1 (notify revision v7, key ttc2-b1; item "n20" (20 of 100, generation 1), item key ttci-n20-1); pause ${pauseId} (ttc resolve … --pause ${pauseId}): OUTCOME_UNKNOWN: `,
+    );
     expect(resolved).toEqual({
       code: 0,
-      stdout: 'resolved b1 as applied: call status resolved-applied; item "n20" (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it\n',
+      stdout:
+        'resolved b1 as applied: call status resolved-applied; item "n20" (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it\n',
       stderr: '',
     });
     expect(result.status).toBe('completed');
@@ -387,7 +469,9 @@ describe('agentWorkflow batch calls', () => {
     });
     const { result, paused, answers } = await harness.withRun(f.activities(model), baseInput({ tools: TOOLS }), async (handle) => {
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 1);
-      const absent = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'b1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'n20 not in the provider log' }] });
+      const absent = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'b1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'n20 not in the provider log' }],
+      });
       await waitForStatus(handle, (s) => s.phase === 'paused' && f.runs.length === 2);
       const applied = await handle.executeUpdate(resolveOutcomeUpdate, {
         args: [{ callId: 'b1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-20' }, receipt: { id: 'm-20' }, reason: 'n20 is in the log' }],
@@ -396,7 +480,9 @@ describe('agentWorkflow batch calls', () => {
     });
 
     expect(paused.paused).toMatchObject({ callId: 'b1', errorType: 'OUTCOME_UNKNOWN', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } });
-    expect(paused.pendingCalls).toEqual([expect.objectContaining({ callId: 'b1', status: 'paused', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } })]);
+    expect(paused.pendingCalls).toEqual([
+      expect.objectContaining({ callId: 'b1', status: 'paused', item: { key: 'n20', generation: 1, index: 19, idempotencyKey: 'ttci-n20-1' } }),
+    ]);
     expect(answers).toEqual([
       { callId: 'b1', pauseId: pauseIdLike('b1/item:n20@1#1'), resolution: 'absent', status: 'resolved-absent', retryCallId: 'b1', item: { key: 'n20', generation: 1 } },
       { callId: 'b1', pauseId: pauseIdLike('b1/item:n20@2#2'), resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item: { key: 'n20', generation: 2 } },
@@ -505,7 +591,9 @@ describe('a decision applies only to the pause the person saw', () => {
       // Operator A reads the pause on the charge (and keeps the page open).
       const seenByA = (await waitForStatus(handle, (s) => s.paused?.callId === 'c1' && s.paused.role === undefined)).paused!;
       // Operator B resolves the charge applied; ship is refused; the refund's answer is lost too.
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: seenByA.pauseId, resolution: 'applied', result: { chargeId: 'ch_1' }, reason: 'B found the charge' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: seenByA.pauseId, resolution: 'applied', result: { chargeId: 'ch_1' }, reason: 'B found the charge' }],
+      });
       const refundPause = (await waitForStatus(handle, (s) => s.paused?.role === 'compensation')).paused!;
       // A submits the old decision: through the update itself, the console and the CLI.
       const stale = { callId: 'c1', pauseId: seenByA.pauseId, resolution: 'absent', reason: 'A: no charge seen' } as const;
@@ -522,7 +610,9 @@ describe('a decision applies only to the pause the person saw', () => {
       const byCli = await cli('resolve', handle.workflowId, 'c1', '--absent', '--reason', 'A: no charge seen', '--pause', seenByA.pauseId);
       const compensationsAfterStale = f.compensations.length;
       // The refund's own pause is decided with its own id.
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'c1', pauseId: refundPause.pauseId, resolution: 'applied', result: { refundId: 're_1' }, reason: 'refund found' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'c1', pauseId: refundPause.pauseId, resolution: 'applied', result: { refundId: 're_1' }, reason: 'refund found' }],
+      });
       return { seenByA, refundPause, refusals: { byUpdate, byConsole, byCli: [byCli.code, byCli.stdout], compensationsAfterStale }, result: await handle.result() };
     });
 

@@ -35,10 +35,7 @@ const concurrentInput = (overrides: Parameters<typeof baseInput>[0] = {}) => bas
 describe('agentWorkflow: the calls of one turn run concurrently', () => {
   it('three 1 s tools overlap (the turn takes about 1 s, not 3 s); results reach the model in its order', async () => {
     const spans: Record<string, { start: number; end: number }> = {};
-    const model = scriptedModel([
-      toolTurn('three lookups', call('a', 'lookup', { q: 1 }), call('b', 'lookup', { q: 2 }), call('c', 'lookup', { q: 3 })),
-      endTurn('done'),
-    ]);
+    const model = scriptedModel([toolTurn('three lookups', call('a', 'lookup', { q: 1 }), call('b', 'lookup', { q: 2 }), call('c', 'lookup', { q: 3 })), endTurn('done')]);
     // a finishes last, c first: completion order is the reverse of the model's order.
     const delays: Record<string, number> = { a: 1_200, b: 1_000, c: 800 };
     const tools = fakeTools(async (input) => {
@@ -120,7 +117,9 @@ describe('agentWorkflow: the calls of one turn run concurrently', () => {
       const s = await waitForStatus(handle, (st) => st.phase === 'paused');
       expect(s.paused?.callId).toBe('e1');
       expect(callStatuses(s.calls)).toEqual({ a: 'completed', e1: 'paused', c: 'completed' });
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-1' }, reason: 'seen in the outbox' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-1' }, reason: 'seen in the outbox' }],
+      });
       return handle.result();
     });
     expect(result.status).toBe('completed');
@@ -245,10 +244,17 @@ describe('agentWorkflow: large outputs and the conversation stay out of history'
     const tools = byReferenceTools(() => ({ report: big }));
     const conversation = conversationFake(tools.outputs);
     const model = scriptedModel([toolTurn('fetch', call('f1', 'lookup')), endTurn('read it')]);
-    const activities = { ...activitiesOf(model, tools), runModelTurn: async (input: Parameters<typeof model.runModelTurn>[0]) => model.runModelTurn({ ...input, messages: conversation.messagesOf(input), conversation: undefined }) };
+    const activities = {
+      ...activitiesOf(model, tools),
+      runModelTurn: async (input: Parameters<typeof model.runModelTurn>[0]) => model.runModelTurn({ ...input, messages: conversation.messagesOf(input), conversation: undefined }),
+    };
     const { result, history } = await withRun(activities, baseInput(), async (handle) => ({ result: await handle.result(), history: await handle.fetchHistory() }));
     expect(result.status).toBe('completed');
-    expect(result.calls[0]!.outcome).toEqual({ ok: true, outputRef: { key: 'r/f1', bytes: Buffer.byteLength(JSON.stringify({ report: big })), digest: 'sha256:stub' }, receipt: { receiptId: 'r-f1' } });
+    expect(result.calls[0]!.outcome).toEqual({
+      ok: true,
+      outputRef: { key: 'r/f1', bytes: Buffer.byteLength(JSON.stringify({ report: big })), digest: 'sha256:stub' },
+      receipt: { receiptId: 'r-f1' },
+    });
     expect(model.requests[1]!.messages).toContainEqual({ role: 'tool', callId: 'f1', toolName: 'lookup', content: { report: big }, isError: false });
     expect(historyBytes(history)).toBeLessThan(20 * 1024);
   });
@@ -257,7 +263,10 @@ describe('agentWorkflow: large outputs and the conversation stay out of history'
     const tools = byReferenceTools(() => ({ page: 'y'.repeat(40 * 1024) }));
     const conversation = conversationFake(tools.outputs);
     const model = scriptedModel([toolTurn('p1', call('p1', 'lookup')), toolTurn('p2', call('p2', 'lookup')), toolTurn('p3', call('p3', 'lookup')), endTurn('never')]);
-    const activities = { ...activitiesOf(model, tools), runModelTurn: async (input: Parameters<typeof model.runModelTurn>[0]) => model.runModelTurn({ ...input, messages: conversation.messagesOf(input), conversation: undefined }) };
+    const activities = {
+      ...activitiesOf(model, tools),
+      runModelTurn: async (input: Parameters<typeof model.runModelTurn>[0]) => model.runModelTurn({ ...input, messages: conversation.messagesOf(input), conversation: undefined }),
+    };
     const input = baseInput({ budget: { maxTurns: 10, maxToolCalls: 10, deadlineMs: 3_600_000, maxConversationBytes: 100 * 1024 } });
     const { result, status } = await withRun(activities, input, async (handle) => ({ result: await handle.result(), status: await handle.query(runStatusQuery) }));
     expect(result).toEqual(expect.objectContaining({ status: 'budget-exhausted', stoppedBecause: 'max-conversation-bytes' }));
@@ -268,4 +277,3 @@ describe('agentWorkflow: large outputs and the conversation stay out of history'
     expect(status.conversation!.bytes).toBeGreaterThan(102_400);
   });
 });
-

@@ -80,10 +80,7 @@ describe('agentWorkflow: the loop', () => {
   });
 
   it('a failure that proves nothing applied (INVALID_TOOL_INPUT) and a tool the run does not offer are shown to the model; the run goes on', async () => {
-    const model = scriptedModel([
-      toolTurn('Trying.', call('c1', 'create_ticket', { title: 7 }), call('c2', 'drop_database')),
-      endTurn('I could not do it.'),
-    ]);
+    const model = scriptedModel([toolTurn('Trying.', call('c1', 'create_ticket', { title: 7 }), call('c2', 'drop_database')), endTurn('I could not do it.')]);
     const tools = fakeTools(async (input) => {
       if (input.callId === 'c1') throw ApplicationFailure.create({ type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: title must be a string', nonRetryable: true });
       return undefined;
@@ -98,8 +95,18 @@ describe('agentWorkflow: the loop', () => {
     ]);
     const toolMessages = model.requests[1]!.messages!.filter((m) => m.role === 'tool');
     expect(toolMessages).toEqual([
-      { role: 'tool', callId: 'c1', toolName: 'create_ticket', isError: true, content: { error: { type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: title must be a string' } } },
-      expect.objectContaining({ callId: 'c2', isError: true, content: { error: { type: 'UNKNOWN_TOOL', message: 'UNKNOWN_TOOL: no tool of this name is available; nothing ran' } } }),
+      {
+        role: 'tool',
+        callId: 'c1',
+        toolName: 'create_ticket',
+        isError: true,
+        content: { error: { type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: title must be a string' } },
+      },
+      expect.objectContaining({
+        callId: 'c2',
+        isError: true,
+        content: { error: { type: 'UNKNOWN_TOOL', message: 'UNKNOWN_TOOL: no tool of this name is available; nothing ran' } },
+      }),
     ]);
   });
 });
@@ -118,11 +125,7 @@ describe('agentWorkflow: budgets and deadline', () => {
   });
 
   it('stops at maxTurns even when the model keeps asking for tools', async () => {
-    const model = scriptedModel([
-      toolTurn('one', call('c1', 'lookup')),
-      toolTurn('two', call('c2', 'lookup')),
-      toolTurn('three', call('c3', 'lookup')),
-    ]);
+    const model = scriptedModel([toolTurn('one', call('c1', 'lookup')), toolTurn('two', call('c2', 'lookup')), toolTurn('three', call('c3', 'lookup'))]);
     const tools = fakeTools();
     const result = await withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 2, maxToolCalls: 10, deadlineMs: 3_600_000 } }), (h) => h.result());
 
@@ -202,8 +205,7 @@ describe('agentWorkflow: budgets and deadline', () => {
 });
 
 describe('agentWorkflow: unknown outcomes pause the run', () => {
-  const emailThenEnd = () =>
-    scriptedModel([toolTurn('Emailing.', call('e1', 'send_email', { to: 'a@b.c' }), call('t2', 'create_ticket')), endTurn('Done.')]);
+  const emailThenEnd = () => scriptedModel([toolTurn('Emailing.', call('e1', 'send_email', { to: 'a@b.c' }), call('t2', 'create_ticket')), endTurn('Done.')]);
 
   it('OUTCOME_UNKNOWN pauses; the query shows which call and why; "applied" stores the given result and the run goes on', async () => {
     const model = emailThenEnd();
@@ -213,12 +215,27 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const { result, paused, resolved } = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
-      expect(await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 't2', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'x' }] }))).toBe('CALL_NOT_PAUSED');
       expect(
-        await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', reason: 'seen in the outbox' } as never] })),
+        await updateFailureType(handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 't2', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'x' }] })),
+      ).toBe('CALL_NOT_PAUSED');
+      expect(
+        await updateFailureType(
+          handle.executeUpdate(resolveOutcomeUpdate, {
+            args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', reason: 'seen in the outbox' } as never],
+          }),
+        ),
       ).toBe('INVALID_REQUEST');
       const resolved = await handle.executeUpdate(resolveOutcomeUpdate, {
-        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { messageId: 'm-77' }, receipt: { messageId: 'm-77' }, reason: 'seen in the outbox' }],
+        args: [
+          {
+            callId: 'e1',
+            pauseId: await currentPauseId(handle),
+            resolution: 'applied',
+            result: { messageId: 'm-77' },
+            receipt: { messageId: 'm-77' },
+            reason: 'seen in the outbox',
+          },
+        ],
       });
       return { result: await handle.result(), paused, resolved };
     });
@@ -257,7 +274,9 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const { result, resolved } = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      const resolved = await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'not in the provider log' }] });
+      const resolved = await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'not in the provider log' }],
+      });
       return { result: await handle.result(), resolved };
     });
 
@@ -270,9 +289,7 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
       ['e1~retry1', 'e1', 'completed'],
       ['t2', 't2', 'completed'],
     ]);
-    expect(model.requests[1]!.messages).toContainEqual(
-      expect.objectContaining({ role: 'tool', callId: 'e1', content: { did: 'send_email', callId: 'e1~retry1' } }),
-    );
+    expect(model.requests[1]!.messages).toContainEqual(expect.objectContaining({ role: 'tool', callId: 'e1', content: { did: 'send_email', callId: 'e1~retry1' } }));
   });
 
   it('"abandon" ends the run abandoned with the reason; later calls are not run', async () => {
@@ -283,7 +300,9 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     });
     const result = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'customer withdrew the request' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'abandon', reason: 'customer withdrew the request' }],
+      });
       return handle.result();
     });
 
@@ -304,7 +323,9 @@ describe('agentWorkflow: unknown outcomes pause the run', () => {
     const result = await withRun(activitiesOf(model, tools), baseInput(), async (handle) => {
       await waitForStatus(handle, (s) => s.phase === 'paused');
       const type = await updateFailureType(
-        handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { huge: true }, reason: 'seen' }] }),
+        handle.executeUpdate(resolveOutcomeUpdate, {
+          args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { huge: true }, reason: 'seen' }],
+        }),
       );
       expect(type).toBe('PAYLOAD_TOO_LARGE');
       const after = await handle.query(runStatusQuery);
@@ -362,16 +383,12 @@ describe('agentWorkflow: cancel', () => {
   it('cancelling while a call awaits approval stops before the next step', async () => {
     const model = scriptedModel([toolTurn('go', call('c1', 'lookup'), call('r1', 'refund'))]);
     const tools = fakeTools();
-    const { result, after } = await withRun(
-      activitiesOf(model, tools),
-      baseInput({ approvalRequired: { refund: { expiresAfterMs: 3_600_000 } } }),
-      async (handle) => {
-        await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
-        await handle.signal(cancelRunSignal, {});
-        const result = await handle.result();
-        return { result, after: await handle.query(runStatusQuery) };
-      },
-    );
+    const { result, after } = await withRun(activitiesOf(model, tools), baseInput({ approvalRequired: { refund: { expiresAfterMs: 3_600_000 } } }), async (handle) => {
+      await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
+      await handle.signal(cancelRunSignal, {});
+      const result = await handle.result();
+      return { result, after: await handle.query(runStatusQuery) };
+    });
     expect(result.status).toBe('cancelled');
     expect(callStatuses(result.calls)).toEqual({ c1: 'completed', r1: 'not-run' });
     expect(after.phase).toBe('cancelled');
@@ -448,7 +465,9 @@ describe('agentWorkflow: approvals', () => {
       const seen = await waitForStatus(handle, (s) => s.pendingCalls.some((c) => c.callId === 'r1' && c.status === 'awaiting-approval'));
       const digest = seen.pendingCalls.find((c) => c.callId === 'r1')!.intentDigest!;
       expect(
-        await updateFailureType(handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: 'sha256:fake:refund:{"amount":2500}', stateVersion: seen.stateVersion }] })),
+        await updateFailureType(
+          handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: 'sha256:fake:refund:{"amount":2500}', stateVersion: seen.stateVersion }] }),
+        ),
       ).toBe('APPROVAL_MISMATCH');
       expect(await updateFailureType(handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'nope', intentDigest: digest, stateVersion: seen.stateVersion }] }))).toBe(
         'CALL_NOT_AWAITING_APPROVAL',
@@ -471,11 +490,7 @@ describe('agentWorkflow: approvals', () => {
   });
 
   it('an unanswered approval expires (time skipping): the model gets a rejection, and a late approval is refused with APPROVAL_EXPIRED', async () => {
-    const model = scriptedModel([
-      toolTurn('refund 1', call('r1', 'refund', { amount: 1 })),
-      toolTurn('refund 2', call('r2', 'refund', { amount: 2 })),
-      endTurn('done'),
-    ]);
+    const model = scriptedModel([toolTurn('refund 1', call('r1', 'refund', { amount: 1 })), toolTurn('refund 2', call('r2', 'refund', { amount: 2 })), endTurn('done')]);
     const tools = fakeTools();
     const result = await withRun(activitiesOf(model, tools), approvalInput(60_000), async (handle) => {
       const first = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
@@ -538,9 +553,13 @@ describe('agentWorkflow: approvals', () => {
     });
     await withRun(activitiesOf(model, tools), approvalInput(), async (handle) => {
       const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
-      await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: status.pendingCalls[0]!.intentDigest!, stateVersion: status.stateVersion, by: 'alice' }] });
+      await handle.executeUpdate(approveCallUpdate, {
+        args: [{ callId: 'r1', intentDigest: status.pendingCalls[0]!.intentDigest!, stateVersion: status.stateVersion, by: 'alice' }],
+      });
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'r1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the ledger', by: 'bob' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'r1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'no refund in the ledger', by: 'bob' }],
+      });
       return handle.result();
     });
 

@@ -29,22 +29,32 @@ async function runApprovingAll(turns: ToolCallRequest[][], maxToolCalls: number,
   const tools = fakeTools();
   const describe = tools.describeToolCall;
   tools.describeToolCall = async (input) => {
-    if (failDescribeOf.includes(input.callId)) throw ApplicationFailure.create({ type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: refused by the schema', nonRetryable: true });
+    if (failDescribeOf.includes(input.callId))
+      throw ApplicationFailure.create({ type: 'INVALID_TOOL_INPUT', message: 'INVALID_TOOL_INPUT: refused by the schema', nonRetryable: true });
     return describe(input);
   };
-  const result: AgentWorkflowResult = await harness.withRun(activitiesOf(model, tools), baseInput({ approvalRequired: APPROVAL, budget: { maxTurns: 5, maxToolCalls, deadlineMs: 3_600_000 } }), async (handle) => {
-    const done = handle.result();
-    let finished = false;
-    void done.then(() => (finished = true), () => (finished = true));
-    while (!finished) {
-      const status = await handle.query(runStatusQuery).catch(() => null);
-      for (const pending of status?.pendingCalls.filter((c) => c.status === 'awaiting-approval') ?? []) {
-        await handle.executeUpdate(approveCallUpdate, { args: [{ callId: pending.callId, intentDigest: pending.intentDigest!, stateVersion: status!.stateVersion, by: 'alice' }] }).catch(() => undefined);
+  const result: AgentWorkflowResult = await harness.withRun(
+    activitiesOf(model, tools),
+    baseInput({ approvalRequired: APPROVAL, budget: { maxTurns: 5, maxToolCalls, deadlineMs: 3_600_000 } }),
+    async (handle) => {
+      const done = handle.result();
+      let finished = false;
+      void done.then(
+        () => (finished = true),
+        () => (finished = true),
+      );
+      while (!finished) {
+        const status = await handle.query(runStatusQuery).catch(() => null);
+        for (const pending of status?.pendingCalls.filter((c) => c.status === 'awaiting-approval') ?? []) {
+          await handle
+            .executeUpdate(approveCallUpdate, { args: [{ callId: pending.callId, intentDigest: pending.intentDigest!, stateVersion: status!.stateVersion, by: 'alice' }] })
+            .catch(() => undefined);
+        }
+        await new Promise((r) => setTimeout(r, 50));
       }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return done;
-  });
+      return done;
+    },
+  );
   return { result, runs: tools.runs };
 }
 

@@ -46,25 +46,29 @@ function notifyTool(name: string, provider: Provider, withLookup: boolean, callD
     ...(dedupesByKey ? { dedupesByKey, keyRetentionMs: 24 * 3_600_000 } : {}),
     input: z.object({ recipients: z.array(z.string()).min(1) }).strict(),
     async execute(input, ctx) {
-      const report = await ctx.forEachItem!(input.recipients, (to) => to, async (to, item) => {
-        provider.started.push(to);
-        if (provider.holdUntilCancelled === to) {
-          // The call's signal aborts on cancellation; an item's does not (the batch stops between items).
-          while (!ctx.signal.aborted) await new Promise((r) => setTimeout(r, 20));
-        }
-        if (provider.dropRequestOf === to) {
-          provider.dropRequestOf = null;
-          throw new ToolError('unknown-outcome', `connection reset sending to ${to}`);
-        }
-        const earlier = dedupesByKey ? provider.sent.findIndex((s) => s.key === item.idempotencyKey) : -1;
-        if (earlier >= 0) return { output: { sent: to }, receipt: { messageId: `m-${earlier + 1}`, deduplicated: true } };
-        provider.sent.push({ to, key: item.idempotencyKey });
-        if (provider.loseAnswerOf === to) {
-          provider.loseAnswerOf = null;
-          throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
-        }
-        return { output: { sent: to }, receipt: { messageId: `m-${provider.sent.length}`, deduplicated: false } };
-      });
+      const report = await ctx.forEachItem!(
+        input.recipients,
+        (to) => to,
+        async (to, item) => {
+          provider.started.push(to);
+          if (provider.holdUntilCancelled === to) {
+            // The call's signal aborts on cancellation; an item's does not (the batch stops between items).
+            while (!ctx.signal.aborted) await new Promise((r) => setTimeout(r, 20));
+          }
+          if (provider.dropRequestOf === to) {
+            provider.dropRequestOf = null;
+            throw new ToolError('unknown-outcome', `connection reset sending to ${to}`);
+          }
+          const earlier = dedupesByKey ? provider.sent.findIndex((s) => s.key === item.idempotencyKey) : -1;
+          if (earlier >= 0) return { output: { sent: to }, receipt: { messageId: `m-${earlier + 1}`, deduplicated: true } };
+          provider.sent.push({ to, key: item.idempotencyKey });
+          if (provider.loseAnswerOf === to) {
+            provider.loseAnswerOf = null;
+            throw new ToolError('unknown-outcome', `connection reset after sending to ${to}`);
+          }
+          return { output: { sent: to }, receipt: { messageId: `m-${provider.sent.length}`, deduplicated: false } };
+        },
+      );
       return { output: { applied: report.applied, rejected: report.rejected } };
     },
     ...(withLookup
@@ -108,7 +112,18 @@ describe('batch tools on a real server', () => {
       connection: env.nativeConnection,
       taskQueue: 'batch-items-test',
       workflowsPath: require.resolve('../fixtures/batch-workflows'),
-      activities: createToolActivities({ store: counted, tools: [notifyTool('notify_lookup', provider, true), notifyTool('notify_plain', provider, false), notifyTool('notify_held', provider, true, 20_000), notifyTool('notify_by_key', provider, false, 5_000, true), notifyTool('notify_by_key_held', provider, false, 20_000, true)], reconcileMarginMs: 0, clock: () => new Date(Date.now() + skewMs) }),
+      activities: createToolActivities({
+        store: counted,
+        tools: [
+          notifyTool('notify_lookup', provider, true),
+          notifyTool('notify_plain', provider, false),
+          notifyTool('notify_held', provider, true, 20_000),
+          notifyTool('notify_by_key', provider, false, 5_000, true),
+          notifyTool('notify_by_key_held', provider, false, 20_000, true),
+        ],
+        reconcileMarginMs: 0,
+        clock: () => new Date(Date.now() + skewMs),
+      }),
     });
     workerRun = worker.run();
   });
@@ -183,7 +198,22 @@ describe('batch tools on a real server', () => {
     const item = await failureItem(wf);
     expect(item).toMatchObject({ key: 'user-20', index: 19, generation: 1 });
     // A person proves item 20 absent.
-    const resolved = await env.client.workflow.execute('resolveOnce', { taskQueue: 'batch-items-test', workflowId: wf, args: [{ tenant: TENANT, callId: 'call-1', runChainId: `chain-${wf}`, toolName: 'notify_plain', input: { recipients: RECIPIENTS }, resolution: 'absent', reason: 'provider log shows no message to user-20', item: { key: 'user-20', generation: 1 } }] });
+    const resolved = await env.client.workflow.execute('resolveOnce', {
+      taskQueue: 'batch-items-test',
+      workflowId: wf,
+      args: [
+        {
+          tenant: TENANT,
+          callId: 'call-1',
+          runChainId: `chain-${wf}`,
+          toolName: 'notify_plain',
+          input: { recipients: RECIPIENTS },
+          resolution: 'absent',
+          reason: 'provider log shows no message to user-20',
+          item: { key: 'user-20', generation: 1 },
+        },
+      ],
+    });
     expect(resolved).toMatchObject({ outcome: { ok: false, error: { type: 'RESOLVED_ABSENT' } } });
     const resumed = await attempt(wf, 'notify_plain');
     expect(resumed).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
@@ -246,7 +276,9 @@ describe('batch tools on a real server', () => {
     const { cancelled } = (await handle.result()) as { cancelled: { batch: BatchCancellationReport } };
     expect(cancelled.batch).toMatchObject({ applied: { count: 20 }, notApplied: { count: 80 }, unknown: { count: 0 } });
     // The items' checkpoints (the call's own claim stays, as for any cancelled call).
-    const open = (await store.listByStatus(['executing', 'uncertain'], { limit: 10_000 })).filter((r) => r.binding.callId.startsWith('["ttc/item/1"') && r.binding.callId.includes(`chain-${wf}`));
+    const open = (await store.listByStatus(['executing', 'uncertain'], { limit: 10_000 })).filter(
+      (r) => r.binding.callId.startsWith('["ttc/item/1"') && r.binding.callId.includes(`chain-${wf}`),
+    );
     expect(open).toEqual([]);
     expect(provider.sent.map((s) => s.to)).toEqual(RECIPIENTS.slice(0, 20));
   });
@@ -255,7 +287,9 @@ describe('batch tools on a real server', () => {
   async function failureItem(workflowId: string): Promise<{ key: string; index: number; generation: number; idempotencyKey: string }> {
     const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
     const failed = history.events!.find((e) => e.activityTaskFailedEventAttributes)!.activityTaskFailedEventAttributes!;
-    const details = await env.client.options.loadedDataConverter.payloadConverter.fromPayload<{ item: { key: string; index: number; generation: number; idempotencyKey: string } }>(failed.failure!.applicationFailureInfo!.details!.payloads![0]!);
+    const details = await env.client.options.loadedDataConverter.payloadConverter.fromPayload<{ item: { key: string; index: number; generation: number; idempotencyKey: string } }>(
+      failed.failure!.applicationFailureInfo!.details!.payloads![0]!,
+    );
     return details.item;
   }
 });

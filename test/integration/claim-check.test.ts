@@ -108,7 +108,15 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     const runChainId = `chain-${counter}`;
     const env = (attempt = 1) => new MockActivityEnvironment({ attempt, workflowExecution: { workflowId, runId: runChainId }, heartbeatTimeoutMs: 60_000 }, { logger: QUIET });
     const logId = conversationLogId({ namespace: 'default', tenant: TENANT, workflowId, runChainId });
-    const call = (callId: string, toolName: string, extra: Partial<FencedToolInput> = {}): FencedToolInput => ({ tenant: TENANT, callId, runChainId, toolName, input: {}, resultByReference: { inlineMaxBytes: INLINE_MAX }, ...extra });
+    const call = (callId: string, toolName: string, extra: Partial<FencedToolInput> = {}): FencedToolInput => ({
+      tenant: TENANT,
+      callId,
+      runChainId,
+      toolName,
+      input: {},
+      resultByReference: { inlineMaxBytes: INLINE_MAX },
+      ...extra,
+    });
     return { workflowId, runChainId, env, logId, call };
   }
 
@@ -130,7 +138,7 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     };
   }
 
-  test('a 200 KiB output with resultByReference { inlineMaxBytes: 2048 } comes back as an OutputRef (runFencedTool and the tool\'s own activity); the receipt stays inline', async () => {
+  test("a 200 KiB output with resultByReference { inlineMaxBytes: 2048 } comes back as an OutputRef (runFencedTool and the tool's own activity); the receipt stays inline", async () => {
     const r = run();
     const tools = createToolActivities({ store, tools: TOOLS, maxPayloadBytes: 1024 * KIB });
 
@@ -192,10 +200,16 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     for (const seen of model.seen) {
       expect(seen.messages).toEqual(expected);
       expect(seen.conversation).toBeUndefined();
-      expect(((seen.messages![2] as unknown as { content: { report: string } }).content.report).length).toBe(200 * KIB);
+      expect((seen.messages![2] as unknown as { content: { report: string } }).content.report.length).toBe(200 * KIB);
     }
 
-    await r.env().run(runModelTurn, conversation(r.runChainId, ref, 3, [{ role: 'assistant', text: 'done', toolCalls: [] }, { role: 'user', text: 'thanks' }]));
+    await r.env().run(
+      runModelTurn,
+      conversation(r.runChainId, ref, 3, [
+        { role: 'assistant', text: 'done', toolCalls: [] },
+        { role: 'user', text: 'thanks' },
+      ]),
+    );
     expect(model.seen[2]!.messages).toEqual([...expected, { role: 'assistant', text: 'done', toolCalls: [] }, { role: 'user', text: 'thanks' }]);
   });
 
@@ -228,7 +242,9 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     const beyond = await failureOf(r.env().run(runModelTurn, conversation(r.runChainId, ref, 10, [])));
     // Same run chain id, another workflow id: its own (empty) log, never this one.
     const other = new MockActivityEnvironment({ workflowExecution: { workflowId: 'someone-else', runId: r.runChainId } }, { logger: QUIET });
-    const foreign = await failureOf(other.run(runModelTurn, conversation(r.runChainId, ref, 0, [{ role: 'tool', callId: 'toolu_1', toolName: 'big_report', contentRef: ref, isError: false }])));
+    const foreign = await failureOf(
+      other.run(runModelTurn, conversation(r.runChainId, ref, 0, [{ role: 'tool', callId: 'toolu_1', toolName: 'big_report', contentRef: ref, isError: false }])),
+    );
 
     expect([forgedDigest, missing, beyond, foreign].map((f) => [f.type, f.nonRetryable])).toEqual([
       ['CONVERSATION_CONFLICT', true],
@@ -262,16 +278,22 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     ]);
     expect(model.seen).toHaveLength(0);
     // Inline messages (runs without patch `ttc-long-runs`) still work without a store.
-    expect(await r.env().run(noStore.runModelTurn, { ...turn, conversation: undefined, messages: [{ role: 'user', text: 'hi' }] } as ModelTurnInput)).toMatchObject({ text: 'read 1 messages' });
+    expect(await r.env().run(noStore.runModelTurn, { ...turn, conversation: undefined, messages: [{ role: 'user', text: 'hi' }] } as ModelTurnInput)).toMatchObject({
+      text: 'read 1 messages',
+    });
   });
 
   test('the store failing while the output is handed over by reference is RECONCILE_PENDING (retryable, never "nothing applied"); the next attempt delivers the stored result without running the tool again', async () => {
     const r = run();
     let runs = 0;
-    const counted = defineTool({ ...bigReport, name: 'counted_report', async execute() {
-      runs += 1;
-      return { output: REPORT, receipt: { reportId: 'R-2' } };
-    } });
+    const counted = defineTool({
+      ...bigReport,
+      name: 'counted_report',
+      async execute() {
+        runs += 1;
+        return { output: REPORT, receipt: { reportId: 'R-2' } };
+      },
+    });
     const flaky = new FlakyStore(store);
     flaky.failWhen = (op) => op === 'putConversationEntries';
     const failing = createToolActivities({ store: flaky, tools: [counted], maxPayloadBytes: 1024 * KIB });
@@ -293,7 +315,10 @@ describe('claim check with a real SQLite store (activities called directly)', ()
     const small = (await r.env().run(tools.runFencedTool, r.call('toolu_1', 'huge_export'))) as Delivered<FencedToolResult>;
     const big = (await r.env().run(tools.runFencedTool, r.call('toolu_2', 'huge_export', { input: { receiptKiB: 5 } }))) as Delivered<FencedToolResult>;
 
-    expect(small.outcome).toEqual({ ok: false, error: { type: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('the tool ran, but its result cannot be stored'), receipt: { exportId: 'E-7' } } });
+    expect(small.outcome).toEqual({
+      ok: false,
+      error: { type: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('the tool ran, but its result cannot be stored'), receipt: { exportId: 'E-7' } },
+    });
     expect(receiptOf({ receipt: null, outcome: small.outcome })).toEqual({ exportId: 'E-7' });
     expect(big.outcome).toEqual({ ok: false, error: { type: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('so it is not kept') } });
     expect(receiptOf({ receipt: null, outcome: big.outcome })).toBeNull();
@@ -333,7 +358,11 @@ describe('claim check through a real Temporal worker', () => {
 
   test('the 200 KiB output never enters history: the tool returns a reference, the model turn reads the whole output from the store', async () => {
     const workflowId = `wf-claim-worker-${Date.now()}`;
-    const handle = await env.client.workflow.start(toolThenTurn, { workflowId, taskQueue: 'claim-check-test', args: [{ tenant: TENANT, toolName: 'big_report', model: 'recording', inlineMaxBytes: INLINE_MAX }] });
+    const handle = await env.client.workflow.start(toolThenTurn, {
+      workflowId,
+      taskQueue: 'claim-check-test',
+      args: [{ tenant: TENANT, toolName: 'big_report', model: 'recording', inlineMaxBytes: INLINE_MAX }],
+    });
     const result = await handle.result();
 
     expect(result.tool.outcome).toEqual({ ok: true, outputRef: outputRefFor('r/toolu_1', REPORT), receipt: { reportId: 'R-1' } });

@@ -163,7 +163,9 @@ describe('compensateToolCall on a real server', () => {
   });
 
   /** Runs `steps` in one workflow; returns each step's outcome and the run's binding call id of `callId`. */
-  async function run(steps: (ids: { call: (callId: string, toolName: string, input: unknown) => FencedToolInput }) => Step[]): Promise<{ outcomes: StepOutcome[]; bindingOf: (callId: string) => string }> {
+  async function run(
+    steps: (ids: { call: (callId: string, toolName: string, input: unknown) => FencedToolInput }) => Step[],
+  ): Promise<{ outcomes: StepOutcome[]; bindingOf: (callId: string) => string }> {
     runs += 1;
     const workflowId = `compensation-${runs}`;
     const list = steps({ call: (callId, toolName, input) => ({ tenant: TENANT, callId, toolName, input: input as never }) });
@@ -171,7 +173,9 @@ describe('compensateToolCall on a real server', () => {
     const outcomes = await handle.result();
     return { outcomes, bindingOf: (callId) => callBindingId({ runChainId: handle.firstExecutionRunId, workflowId, callId }) };
   }
-  const compensate = (call: FencedToolInput, generation?: number): Step => ({ compensate: { ...call, role: 'compensation', ...(generation === undefined ? {} : { compensationGeneration: generation }) } });
+  const compensate = (call: FencedToolInput, generation?: number): Step => ({
+    compensate: { ...call, role: 'compensation', ...(generation === undefined ? {} : { compensationGeneration: generation }) },
+  });
   const called = (outcome: StepOutcome | undefined): FencedToolResult => {
     if (outcome === undefined || !('result' in outcome)) throw new Error(`expected a result, got ${JSON.stringify(outcome)}`);
     return outcome.result as FencedToolResult;
@@ -197,7 +201,13 @@ describe('compensateToolCall on a real server', () => {
     const [first, second, rerun] = [compensated(outcomes[1]), compensated(outcomes[2]), compensated(outcomes[3])];
 
     expect(first.compensation).toEqual({ toolName: 'release', toolRevision: 'r1' });
-    expect(first.result).toMatchObject({ callId: 'c-1', toolName: 'release', toolRevision: 'r1', source: 'executed', outcome: { ok: true, output: { released: 'R-sku-7' }, receipt: null } });
+    expect(first.result).toMatchObject({
+      callId: 'c-1',
+      toolName: 'release',
+      toolRevision: 'r1',
+      source: 'executed',
+      outcome: { ok: true, output: { released: 'R-sku-7' }, receipt: null },
+    });
     expect(second.result).toMatchObject({ source: 'store', outcome: first.result.outcome, idempotencyKey: first.result.idempotencyKey });
     expect(first.result.idempotencyKey).toMatch(/^ttcc-[0-9a-f]{64}$/);
     expect(first.result.idempotencyKey).not.toBe(original.idempotencyKey);
@@ -228,7 +238,9 @@ describe('compensateToolCall on a real server', () => {
     expect(second.result).toMatchObject({ source: 'store', outcome: first.result.outcome, idempotencyKey: first.result.idempotencyKey });
     expect(first.result.idempotencyKey).not.toBe(original.idempotencyKey);
     // The arguments as the tool's schema gave them (default filled), the stored output and receipt.
-    expect(effects.refunds.slice(refundsBefore)).toEqual([{ applied: { args: { amountCents: 1250, currency: 'EUR' }, output: { chargeId: 'ch-1250' }, receipt: { psp: 'p-1' } }, key: first.result.idempotencyKey }]);
+    expect(effects.refunds.slice(refundsBefore)).toEqual([
+      { applied: { args: { amountCents: 1250, currency: 'EUR' }, output: { chargeId: 'ch-1250' }, receipt: { psp: 'p-1' } }, key: first.result.idempotencyKey },
+    ]);
   });
 
   test('nothing is compensated for a call that applied nothing: never run, or ended with an error (NOTHING_TO_COMPENSATE); a tool without a compensation is { declared: false }; a compensation input its tool refuses is INVALID_TOOL_INPUT; a compensation that never started cannot be resolved', async () => {
@@ -264,12 +276,18 @@ describe('compensateToolCall on a real server', () => {
     expect(effects.releases.length).toBe(releasesBefore);
   });
 
-  test('a compensation whose outcome is unknown and that has no lookup pauses (OUTCOME_UNKNOWN); a person\'s applied result is stored in its checkpoint and delivered after, without running it again', async () => {
+  test("a compensation whose outcome is unknown and that has no lookup pauses (OUTCOME_UNKNOWN); a person's applied result is stored in its checkpoint and delivered after, without running it again", async () => {
     const cancelsBefore = effects.cancels.length;
     const resolved = { ok: true as const, output: { cancelled: 'confirmed by the carrier' }, receipt: { ticket: 'CS-1' } };
     const { outcomes } = await run(({ call }) => {
       const ship = call('c-1', 'ship', { orderId: 'o-9' });
-      return [{ call: ship }, compensate(ship), compensate(ship), { resolve: { ...ship, role: 'compensation', resolution: 'applied', result: resolved, reason: 'carrier portal shows the cancellation' } }, compensate(ship)];
+      return [
+        { call: ship },
+        compensate(ship),
+        compensate(ship),
+        { resolve: { ...ship, role: 'compensation', resolution: 'applied', result: resolved, reason: 'carrier portal shows the cancellation' } },
+        compensate(ship),
+      ];
     });
     // The first attempt pauses at once (nothing can reconcile it); a second one, past the settle time, neither runs it again.
     expect(failed(outcomes[1])).toMatchObject({ type: 'OUTCOME_UNKNOWN', nonRetryable: true, details: { callId: 'c-1', toolName: 'ship~compensation' } });
@@ -289,7 +307,11 @@ describe('compensateToolCall on a real server', () => {
     });
     expect(failed(outcomes[1])).toMatchObject({ type: 'RECONCILE_PENDING', nonRetryable: false });
     const settled = compensated(outcomes[2]);
-    expect(settled.result).toMatchObject({ source: 'lookup', toolName: 'book~compensation', outcome: { ok: true, output: { unbooked: 'found by key' }, receipt: { via: 'lookup' } } });
+    expect(settled.result).toMatchObject({
+      source: 'lookup',
+      toolName: 'book~compensation',
+      outcome: { ok: true, output: { unbooked: 'found by key' }, receipt: { via: 'lookup' } },
+    });
     expect(effects.unbooks.slice(unbooksBefore)).toEqual([settled.result.idempotencyKey]);
     expect(effects.unbookLookups.slice(lookupsBefore)).toEqual([settled.result.idempotencyKey]);
   });

@@ -7,7 +7,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { callBindingId, claimDelivery, claimExecution, completeExecution, completeDelivery, createCheckpoint, fingerprintInput, idempotencyKey, markExecutionUncertain, type Binding, type CheckpointRecord, type Status, type TransitionResult } from '../../src/protocol';
+import {
+  callBindingId,
+  claimDelivery,
+  claimExecution,
+  completeExecution,
+  completeDelivery,
+  createCheckpoint,
+  fingerprintInput,
+  idempotencyKey,
+  markExecutionUncertain,
+  type Binding,
+  type CheckpointRecord,
+  type Status,
+  type TransitionResult,
+} from '../../src/protocol';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { createToolActivities, defineTool, type ToolContext } from '../../src/activities';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
@@ -137,10 +151,20 @@ describe('fenced tool activity on a real server', () => {
     const { workflowId, callId } = ids();
     const input = { title: 'first' };
     const out = await attempt(workflowId, callId, 'no_reconcile', input);
-    expect(out).toEqual({ result: expect.objectContaining({ source: 'executed', outcome: { ok: true, output: { ticketId: 'T-first' }, receipt: { key: probe.executions[0]!.idempotencyKey } } }) });
+    expect(out).toEqual({
+      result: expect.objectContaining({ source: 'executed', outcome: { ok: true, output: { ticketId: 'T-first' }, receipt: { key: probe.executions[0]!.idempotencyKey } } }),
+    });
     expect(probe.executions).toHaveLength(1);
-    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'no_reconcile', toolRevision: 'v1' }));
-    const binding = { namespace: `default/${TENANT}`, callId: callBindingId({ runChainId: chainOf(workflowId), workflowId, callId }), toolName: 'no_reconcile', toolRevision: 'v1', inputFingerprint: fingerprintInput(input) };
+    expect(probe.executions[0]!.idempotencyKey).toBe(
+      idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'no_reconcile', toolRevision: 'v1' }),
+    );
+    const binding = {
+      namespace: `default/${TENANT}`,
+      callId: callBindingId({ runChainId: chainOf(workflowId), workflowId, callId }),
+      toolName: 'no_reconcile',
+      toolRevision: 'v1',
+      inputFingerprint: fingerprintInput(input),
+    };
     expect((await store.get(binding))?.status).toBe('delivered');
   });
 
@@ -203,7 +227,9 @@ describe('fenced tool activity on a real server', () => {
     const out = await attempt(workflowId, callId, 'dedupes_by_key', { title: 'z' });
     expect(out).toEqual({ result: expect.objectContaining({ source: 'same-key-repeat' }) });
     expect(probe.executions).toHaveLength(1);
-    expect(probe.executions[0]!.idempotencyKey).toBe(idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'dedupes_by_key', toolRevision: 'v1' }));
+    expect(probe.executions[0]!.idempotencyKey).toBe(
+      idempotencyKey({ namespace: `default/${TENANT}`, runChainId: chainOf(workflowId), workflowId, callId, toolName: 'dedupes_by_key', toolRevision: 'v1' }),
+    );
   });
 
   it('an executing call without lookup or key deduplication pauses as OUTCOME_UNKNOWN and is marked uncertain', async () => {
@@ -256,5 +282,4 @@ describe('fenced tool activity on a real server', () => {
     expect(probe.executions).toHaveLength(0);
     expect((await store.get(binding))?.status).toBe('delivered');
   });
-
 });

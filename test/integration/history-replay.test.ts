@@ -95,7 +95,10 @@ describe('the replay gate detects a mismatch', () => {
       expect(withOwnTypes.length).toBeGreaterThanOrEqual(6);
 
       const results = new Map<string, unknown>();
-      for await (const r of Worker.runReplayHistories({ workflowBundle: altered }, histories.map(({ file: workflowId, history }) => ({ workflowId, history })))) {
+      for await (const r of Worker.runReplayHistories(
+        { workflowBundle: altered },
+        histories.map(({ file: workflowId, history }) => ({ workflowId, history })),
+      )) {
         results.set(r.workflowId, r.error);
       }
       for (const { file: f } of withOwnTypes) expect([f, results.get(f)]).toEqual([f, expect.any(DeterminismViolationError)]);

@@ -85,7 +85,16 @@ describe('long runs: 300 turns of 60 KiB results on a real server', () => {
       const turns = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runModelTurn').length;
       const bytes = sizes.reduce((a, b) => a + b, 0);
       const [first, last] = [sizes[0]!, sizes[sizes.length - 1]!];
-      runs.unshift({ runId, events: events.length, bytes, turns, turnBytes: bytes - first - last, firstEventBytes: first, lastEventBytes: last, largestEventBytes: Math.max(...sizes) });
+      runs.unshift({
+        runId,
+        events: events.length,
+        bytes,
+        turns,
+        turnBytes: bytes - first - last,
+        firstEventBytes: first,
+        lastEventBytes: last,
+        largestEventBytes: Math.max(...sizes),
+      });
       runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
     }
     return runs;
@@ -137,8 +146,7 @@ describe('long runs: 300 turns of 60 KiB results on a real server', () => {
     const runs = await chainFigures(workflowId, lastRunId);
     const perTurn = runs.map((r) => r.turnBytes / r.turns);
     const lines = runs.map(
-      (r, i) =>
-        `| ${i + 1} | ${r.turns} | ${r.events} | ${r.bytes} | ${Math.round(r.turnBytes / r.turns)} | ${r.firstEventBytes} | ${r.lastEventBytes} | ${r.largestEventBytes} |`,
+      (r, i) => `| ${i + 1} | ${r.turns} | ${r.events} | ${r.bytes} | ${Math.round(r.turnBytes / r.turns)} | ${r.firstEventBytes} | ${r.lastEventBytes} | ${r.largestEventBytes} |`,
     );
     process.stdout.write(
       `long run: ${TURNS} turns × ${PAGE_BYTES} bytes, ${runs.length} runs (${result.continued!.continuations} continue-as-new); conversation ${status.conversation!.bytes} bytes in the store, the last turn read back ${model.lastConversationBytes} bytes\n` +

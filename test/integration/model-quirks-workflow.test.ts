@@ -223,27 +223,36 @@ const callView = (r: AgentWorkflowResult) => r.calls.map((c) => ({ modelCallId: 
 // ---------------------------------------------------------------------------------------------
 
 describe('agentWorkflow with the real adapters: model responses as they really arrive', () => {
-  it('OpenAI arguments "" for a tool without parameters runs the tool with {} (sent back as "{}")', async () => {
-    server.enqueue('openai', openAiCalls(fnCall('call_NoArgs01', 'list_tickets', '')), openAiText('Two open tickets.'));
-    const result = await runAgent('openai');
+  it(
+    'OpenAI arguments "" for a tool without parameters runs the tool with {} (sent back as "{}")',
+    async () => {
+      server.enqueue('openai', openAiCalls(fnCall('call_NoArgs01', 'list_tickets', '')), openAiText('Two open tickets.'));
+      const result = await runAgent('openai');
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Two open tickets.', turns: 2 });
-    expect(callView(result)).toEqual([{ modelCallId: 'call_NoArgs01', toolName: 'list_tickets', status: 'completed', errorType: null }]);
-    expect(effects).toEqual([{ tool: 'list_tickets', callId: 'call_NoArgs01', input: {} }]);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Two open tickets.', turns: 2 });
+      expect(callView(result)).toEqual([{ modelCallId: 'call_NoArgs01', toolName: 'list_tickets', status: 'completed', errorType: null }]);
+      expect(effects).toEqual([{ tool: 'list_tickets', callId: 'call_NoArgs01', input: {} }]);
 
-    const sent = bodies('openai');
-    expect(sent).toHaveLength(2);
-    expect((sent[1] as Body).messages[1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_NoArgs01', function: { name: 'list_tickets', arguments: '{}' } }] });
-    const pairs = openAiPairs(sent[1]);
-    expect(pairs.map((p) => p.id)).toEqual(['call_NoArgs01']);
-    expect(pairs[0]!.result).toContain('T-2');
-  }, RUN_MS);
+      const sent = bodies('openai');
+      expect(sent).toHaveLength(2);
+      expect((sent[1] as Body).messages[1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_NoArgs01', function: { name: 'list_tickets', arguments: '{}' } }] });
+      const pairs = openAiPairs(sent[1]);
+      expect(pairs.map((p) => p.id)).toEqual(['call_NoArgs01']);
+      expect(pairs[0]!.result).toContain('T-2');
+    },
+    RUN_MS,
+  );
 
   const badCalls: Array<[string, LoopbackApi, () => void]> = [
     [
       'OpenAI arguments that are not JSON',
       'openai',
-      () => server.enqueue('openai', openAiCalls(fnCall('call_Good0001', 'close_ticket', '{"ticketId":"T-1"}'), fnCall('call_Bad00002', 'close_ticket', '{"ticketId": T-2}')), openAiText('Closed one.')),
+      () =>
+        server.enqueue(
+          'openai',
+          openAiCalls(fnCall('call_Good0001', 'close_ticket', '{"ticketId":"T-1"}'), fnCall('call_Bad00002', 'close_ticket', '{"ticketId": T-2}')),
+          openAiText('Closed one.'),
+        ),
     ],
     [
       'OpenAI arguments that are a JSON string (double-encoded) where the object belongs',
@@ -266,128 +275,169 @@ describe('agentWorkflow with the real adapters: model responses as they really a
         ),
     ],
   ];
-  it.each(badCalls)('one bad call among two (%s) fails only that call: INVALID_TOOL_INPUT; the other runs; both answered in the next request', async (_name, api, script) => {
-    script();
-    const result = await runAgent(api);
+  it.each(badCalls)(
+    'one bad call among two (%s) fails only that call: INVALID_TOOL_INPUT; the other runs; both answered in the next request',
+    async (_name, api, script) => {
+      script();
+      const result = await runAgent(api);
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Closed one.', turns: 2 });
-    expect(callView(result)).toEqual([
-      { modelCallId: 'call_Good0001', toolName: 'close_ticket', status: 'completed', errorType: null },
-      { modelCallId: 'call_Bad00002', toolName: 'close_ticket', status: 'failed', errorType: 'INVALID_TOOL_INPUT' },
-    ]);
-    expect(result.summary).toEqual({ ran: ['call_Good0001'], notRun: ['call_Bad00002'], unknown: [] });
-    expect(effects).toEqual([{ tool: 'close_ticket', callId: 'call_Good0001', input: { ticketId: 'T-1' } }]);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Closed one.', turns: 2 });
+      expect(callView(result)).toEqual([
+        { modelCallId: 'call_Good0001', toolName: 'close_ticket', status: 'completed', errorType: null },
+        { modelCallId: 'call_Bad00002', toolName: 'close_ticket', status: 'failed', errorType: 'INVALID_TOOL_INPUT' },
+      ]);
+      expect(result.summary).toEqual({ ran: ['call_Good0001'], notRun: ['call_Bad00002'], unknown: [] });
+      expect(effects).toEqual([{ tool: 'close_ticket', callId: 'call_Good0001', input: { ticketId: 'T-1' } }]);
 
-    const sent = bodies(api);
-    expect(sent).toHaveLength(2);
-    const pairs = api === 'openai' ? openAiPairs(sent[1]) : anthropicPairs(sent[1]);
-    expect(pairs.map((p) => p.id)).toEqual(['call_Good0001', 'call_Bad00002']);
-    expect(pairs[0]!.result).toContain('T-1');
-    expect(pairs[0]!.result).not.toContain('INVALID_TOOL_INPUT');
-    expect(pairs[1]!.result).toContain('INVALID_TOOL_INPUT');
-    if (api === 'anthropic') {
-      const results = ((sent[1] as Body).messages[2]!['content'] as Array<Record<string, unknown>>).filter((b) => b['type'] === 'tool_result');
-      expect(results.map((b) => b['is_error'] === true)).toEqual([false, true]);
-    }
-  }, RUN_MS);
+      const sent = bodies(api);
+      expect(sent).toHaveLength(2);
+      const pairs = api === 'openai' ? openAiPairs(sent[1]) : anthropicPairs(sent[1]);
+      expect(pairs.map((p) => p.id)).toEqual(['call_Good0001', 'call_Bad00002']);
+      expect(pairs[0]!.result).toContain('T-1');
+      expect(pairs[0]!.result).not.toContain('INVALID_TOOL_INPUT');
+      expect(pairs[1]!.result).toContain('INVALID_TOOL_INPUT');
+      if (api === 'anthropic') {
+        const results = ((sent[1] as Body).messages[2]!['content'] as Array<Record<string, unknown>>).filter((b) => b['type'] === 'tool_result');
+        expect(results.map((b) => b['is_error'] === true)).toEqual([false, true]);
+      }
+    },
+    RUN_MS,
+  );
 
-  it('a made-up multi_tool_use.parallel call fails as UNKNOWN_TOOL, nothing unpacked; the next request sends valid names and ids, paired', async () => {
-    const inner = { tool_uses: [{ recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-1' } }, { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-2' } }] };
-    server.enqueue('openai', openAiCalls(fnCall('call_Par00001', 'multi_tool_use.parallel', JSON.stringify(inner))), openAiText('Sorry, one at a time then.'));
-    const result = await runAgent('openai');
+  it(
+    'a made-up multi_tool_use.parallel call fails as UNKNOWN_TOOL, nothing unpacked; the next request sends valid names and ids, paired',
+    async () => {
+      const inner = {
+        tool_uses: [
+          { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-1' } },
+          { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-2' } },
+        ],
+      };
+      server.enqueue('openai', openAiCalls(fnCall('call_Par00001', 'multi_tool_use.parallel', JSON.stringify(inner))), openAiText('Sorry, one at a time then.'));
+      const result = await runAgent('openai');
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', turns: 2 });
-    expect(callView(result)).toEqual([{ modelCallId: 'call_Par00001', toolName: 'multi_tool_use.parallel', status: 'failed', errorType: 'UNKNOWN_TOOL' }]);
-    // Nothing unpacked: the inner close_ticket calls never ran, nor any other tool.
-    expect(effects).toEqual([]);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', turns: 2 });
+      expect(callView(result)).toEqual([{ modelCallId: 'call_Par00001', toolName: 'multi_tool_use.parallel', status: 'failed', errorType: 'UNKNOWN_TOOL' }]);
+      // Nothing unpacked: the inner close_ticket calls never ran, nor any other tool.
+      expect(effects).toEqual([]);
 
-    const sent = bodies('openai');
-    expect(sent).toHaveLength(2);
-    const pairs = openAiPairs(sent[1]);
-    expect(pairs).toHaveLength(1);
-    expect(pairs[0]!.name).toMatch(/^multi_tool_use_parallel_[0-9a-f]{10}$/);
-    expect(pairs[0]!.id).toBe('call_Par00001');
-    expect(pairs[0]!.result).toContain('UNKNOWN_TOOL');
-    // The arguments go back as they came (the inner calls were not unpacked into calls of their own).
-    const sentCalls = (sent[1] as Body).messages[1]!['tool_calls'] as Array<{ function: { name: string; arguments: string } }>;
-    expect(sentCalls).toHaveLength(1);
-    expect(JSON.parse(sentCalls[0]!.function.arguments)).toEqual(inner);
-  }, RUN_MS);
+      const sent = bodies('openai');
+      expect(sent).toHaveLength(2);
+      const pairs = openAiPairs(sent[1]);
+      expect(pairs).toHaveLength(1);
+      expect(pairs[0]!.name).toMatch(/^multi_tool_use_parallel_[0-9a-f]{10}$/);
+      expect(pairs[0]!.id).toBe('call_Par00001');
+      expect(pairs[0]!.result).toContain('UNKNOWN_TOOL');
+      // The arguments go back as they came (the inner calls were not unpacked into calls of their own).
+      const sentCalls = (sent[1] as Body).messages[1]!['tool_calls'] as Array<{ function: { name: string; arguments: string } }>;
+      expect(sentCalls).toHaveLength(1);
+      expect(JSON.parse(sentCalls[0]!.function.arguments)).toEqual(inner);
+    },
+    RUN_MS,
+  );
 
   const stops: Array<[string, 'model-truncated' | 'model-refused', LoopbackApi, unknown]> = [
-    ['OpenAI finish_reason length', 'model-truncated', 'openai', completion({ content: 'Closing', calls: [fnCall('call_Cut00001', 'close_ticket', '{"ticketId":"T-1"}')] }, 'length')],
+    [
+      'OpenAI finish_reason length',
+      'model-truncated',
+      'openai',
+      completion({ content: 'Closing', calls: [fnCall('call_Cut00001', 'close_ticket', '{"ticketId":"T-1"}')] }, 'length'),
+    ],
     ['OpenAI finish_reason content_filter', 'model-refused', 'openai', completion({ calls: [fnCall('call_Flt00001', 'close_ticket', '{"ticketId":"T-1"}')] }, 'content_filter')],
     ['Anthropic stop_reason max_tokens', 'model-truncated', 'anthropic', message([text('Closing'), toolUse('toolu_01Cut', 'close_ticket', { ticketId: 'T-1' })], 'max_tokens')],
     ['Anthropic stop_reason refusal', 'model-refused', 'anthropic', message([text('I will'), toolUse('toolu_01Ref', 'close_ticket', { ticketId: 'T-1' })], 'refusal')],
   ];
-  it.each(stops)('%s with a tool call ends the run incomplete / %s; the call never runs, no further request', async (_name, because, api, body) => {
-    server.enqueue(api, ok(body));
-    const result = await runAgent(api);
+  it.each(stops)(
+    '%s with a tool call ends the run incomplete / %s; the call never runs, no further request',
+    async (_name, because, api, body) => {
+      server.enqueue(api, ok(body));
+      const result = await runAgent(api);
 
-    expect(result).toMatchObject({ status: 'incomplete', stoppedBecause: because, turns: 1, calls: [] });
-    expect(result.reason).toContain('1 tool call of that answer did not run');
-    expect(effects).toEqual([]);
-    expect(server.requests).toHaveLength(1);
-  }, RUN_MS);
+      expect(result).toMatchObject({ status: 'incomplete', stoppedBecause: because, turns: 1, calls: [] });
+      expect(result.reason).toContain('1 tool call of that answer did not run');
+      expect(effects).toEqual([]);
+      expect(server.requests).toHaveLength(1);
+    },
+    RUN_MS,
+  );
 
-  it('Anthropic pause_turn then end_turn: the turn continues and the run completes after 2 turns', async () => {
-    server.enqueue(
-      'anthropic',
-      ok(message([
-        text('Let me search.'),
-        { type: 'server_tool_use', id: 'srvtoolu_01A', name: 'web_search', input: { query: 'ticket policy' } },
-        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01A', content: [] },
-      ], 'pause_turn')),
-      anthropicText('Found it.'),
-    );
-    const result = await runAgent('anthropic');
+  it(
+    'Anthropic pause_turn then end_turn: the turn continues and the run completes after 2 turns',
+    async () => {
+      server.enqueue(
+        'anthropic',
+        ok(
+          message(
+            [
+              text('Let me search.'),
+              { type: 'server_tool_use', id: 'srvtoolu_01A', name: 'web_search', input: { query: 'ticket policy' } },
+              { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01A', content: [] },
+            ],
+            'pause_turn',
+          ),
+        ),
+        anthropicText('Found it.'),
+      );
+      const result = await runAgent('anthropic');
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Found it.', turns: 2, calls: [] });
-    expect(effects).toEqual([]);
-    const sent = bodies('anthropic');
-    expect(sent).toHaveLength(2);
-    // The paused answer is sent back as it stands, so the model continues it.
-    expect((sent[1] as Body).messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Tidy up the tickets.' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'Let me search.' }] },
-    ]);
-  }, RUN_MS);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Found it.', turns: 2, calls: [] });
+      expect(effects).toEqual([]);
+      const sent = bodies('anthropic');
+      expect(sent).toHaveLength(2);
+      // The paused answer is sent back as it stands, so the model continues it.
+      expect((sent[1] as Body).messages).toEqual([
+        { role: 'user', content: [{ type: 'text', text: 'Tidy up the tickets.' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'Let me search.' }] },
+      ]);
+    },
+    RUN_MS,
+  );
 
   const reused: Array<[string, LoopbackApi, string, (path: string) => ReturnType<typeof ok>, ReturnType<typeof ok>]> = [
-    ['list_dir:0 through Anthropic (which refuses ":" in ids)', 'anthropic', 'list_dir:0', (path) => ok(message([text('Looking.'), toolUse('list_dir:0', 'list_dir', { path })], 'tool_use')), anthropicText('Listed.')],
+    [
+      'list_dir:0 through Anthropic (which refuses ":" in ids)',
+      'anthropic',
+      'list_dir:0',
+      (path) => ok(message([text('Looking.'), toolUse('list_dir:0', 'list_dir', { path })], 'tool_use')),
+      anthropicText('Listed.'),
+    ],
     ['ollama_0 through OpenAI', 'openai', 'ollama_0', (path) => openAiCalls(fnCall('ollama_0', 'list_dir', JSON.stringify({ path }))), openAiText('Listed.')],
   ];
-  it.each(reused)('a call id reused every turn (%s): each turn\'s call runs under its own checkpoint; every request has unique valid ids, paired', async (_name, api, modelId, reply, last) => {
-    // The same call (same id, same input) three turns running: each is a new call and runs.
-    server.enqueue(api, reply('/'), reply('/'), reply('/tmp/'), last);
-    const result = await runAgent(api);
+  it.each(reused)(
+    "a call id reused every turn (%s): each turn's call runs under its own checkpoint; every request has unique valid ids, paired",
+    async (_name, api, modelId, reply, last) => {
+      // The same call (same id, same input) three turns running: each is a new call and runs.
+      server.enqueue(api, reply('/'), reply('/'), reply('/tmp/'), last);
+      const result = await runAgent(api);
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Listed.', turns: 4 });
-    expect(callView(result)).toEqual([0, 1, 2].map(() => ({ modelCallId: expect.any(String), toolName: 'list_dir', status: 'completed', errorType: null })));
-    const runIds = result.calls.map((c) => c.callId);
-    expect(new Set(runIds).size).toBe(3);
-    expect(runIds[0]).toBe(modelId);
-    expect(result.calls.map((c) => c.turn)).toEqual([0, 1, 2]);
-    // The effect ran once per turn, under the turn's own call id.
-    expect(ranOf('list_dir').map((e) => e.input)).toEqual([{ path: '/' }, { path: '/' }, { path: '/tmp/' }]);
-    expect(ranOf('list_dir').map((e) => e.callId)).toEqual(runIds);
-    expect(result.calls.map((c) => c.outcome)).toEqual([
-      expect.objectContaining({ ok: true, output: { entries: ['/a.txt'] } }),
-      expect.objectContaining({ ok: true, output: { entries: ['/a.txt'] } }),
-      expect.objectContaining({ ok: true, output: { entries: ['/tmp/a.txt'] } }),
-    ]);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'Listed.', turns: 4 });
+      expect(callView(result)).toEqual([0, 1, 2].map(() => ({ modelCallId: expect.any(String), toolName: 'list_dir', status: 'completed', errorType: null })));
+      const runIds = result.calls.map((c) => c.callId);
+      expect(new Set(runIds).size).toBe(3);
+      expect(runIds[0]).toBe(modelId);
+      expect(result.calls.map((c) => c.turn)).toEqual([0, 1, 2]);
+      // The effect ran once per turn, under the turn's own call id.
+      expect(ranOf('list_dir').map((e) => e.input)).toEqual([{ path: '/' }, { path: '/' }, { path: '/tmp/' }]);
+      expect(ranOf('list_dir').map((e) => e.callId)).toEqual(runIds);
+      expect(result.calls.map((c) => c.outcome)).toEqual([
+        expect.objectContaining({ ok: true, output: { entries: ['/a.txt'] } }),
+        expect.objectContaining({ ok: true, output: { entries: ['/a.txt'] } }),
+        expect.objectContaining({ ok: true, output: { entries: ['/tmp/a.txt'] } }),
+      ]);
 
-    const sent = bodies(api);
-    expect(sent).toHaveLength(4);
-    sent.forEach((body, turn) => {
-      const pairs = api === 'openai' ? openAiPairs(body) : anthropicPairs(body);
-      expect(pairs).toHaveLength(turn);
-      expect(pairs.every((p) => p.name === 'list_dir')).toBe(true);
-    });
-    // The last request names the three calls by three distinct ids, each result with its own call's output.
-    const pairs = api === 'openai' ? openAiPairs(sent[3]) : anthropicPairs(sent[3]);
-    expect(pairs.map((p) => p.result.includes('/tmp/a.txt'))).toEqual([false, false, true]);
-  }, RUN_MS);
+      const sent = bodies(api);
+      expect(sent).toHaveLength(4);
+      sent.forEach((body, turn) => {
+        const pairs = api === 'openai' ? openAiPairs(body) : anthropicPairs(body);
+        expect(pairs).toHaveLength(turn);
+        expect(pairs.every((p) => p.name === 'list_dir')).toBe(true);
+      });
+      // The last request names the three calls by three distinct ids, each result with its own call's output.
+      const pairs = api === 'openai' ? openAiPairs(sent[3]) : anthropicPairs(sent[3]);
+      expect(pairs.map((p) => p.result.includes('/tmp/a.txt'))).toEqual([false, false, true]);
+    },
+    RUN_MS,
+  );
 
   const malformed: Array<[string, LoopbackApi, unknown, ReturnType<typeof ok>, ReturnType<typeof ok>]> = [
     [
@@ -400,25 +450,37 @@ describe('agentWorkflow with the real adapters: model responses as they really a
     [
       'Anthropic: no content',
       'anthropic',
-      { id: 'msg_01Broken', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } },
+      {
+        id: 'msg_01Broken',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-sonnet-4-6',
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: 1, output_tokens: 0 },
+      },
       ok(message([toolUse('call_List0001', 'list_tickets', {})], 'tool_use')),
       anthropicText('All tidy.'),
     ],
   ];
-  it.each(malformed)('a live malformed response (%s) is retried and the run completes; the call before it ran once', async (_name, api, broken, first, good) => {
-    server.enqueue(api, first, ok(broken), good);
-    const result = await runAgent(api);
+  it.each(malformed)(
+    'a live malformed response (%s) is retried and the run completes; the call before it ran once',
+    async (_name, api, broken, first, good) => {
+      server.enqueue(api, first, ok(broken), good);
+      const result = await runAgent(api);
 
-    expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'All tidy.', turns: 2 });
-    expect(callView(result)).toEqual([{ modelCallId: 'call_List0001', toolName: 'list_tickets', status: 'completed', errorType: null }]);
-    expect(effects).toHaveLength(1);
+      expect(result).toMatchObject({ status: 'completed', stoppedBecause: 'model-stopped', finalText: 'All tidy.', turns: 2 });
+      expect(callView(result)).toEqual([{ modelCallId: 'call_List0001', toolName: 'list_tickets', status: 'completed', errorType: null }]);
+      expect(effects).toHaveLength(1);
 
-    const sent = bodies(api);
-    // Turn 0, turn 1 (malformed answer), turn 1 again: the retry sent the same conversation.
-    expect(sent).toHaveLength(3);
-    expect(sent[2]).toEqual(sent[1]);
-    const pairs = api === 'openai' ? openAiPairs(sent[2]) : anthropicPairs(sent[2]);
-    expect(pairs.map((p) => p.id)).toEqual(['call_List0001']);
-    expect(server.pending(api)).toBe(0);
-  }, RUN_MS);
+      const sent = bodies(api);
+      // Turn 0, turn 1 (malformed answer), turn 1 again: the retry sent the same conversation.
+      expect(sent).toHaveLength(3);
+      expect(sent[2]).toEqual(sent[1]);
+      const pairs = api === 'openai' ? openAiPairs(sent[2]) : anthropicPairs(sent[2]);
+      expect(pairs.map((p) => p.id)).toEqual(['call_List0001']);
+      expect(server.pending(api)).toBe(0);
+    },
+    RUN_MS,
+  );
 });

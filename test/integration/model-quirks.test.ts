@@ -20,7 +20,12 @@ import { LoopbackLlm, ok } from '../helpers/loopback-llm';
 import { completion, message, toolUse } from '../helpers/provider-wire';
 
 const API_KEY = 'sk-loopback-quirks';
-const obj = (properties: Record<string, unknown> = {}, required: string[] = []) => ({ type: 'object' as const, properties: properties as never, required, additionalProperties: false });
+const obj = (properties: Record<string, unknown> = {}, required: string[] = []) => ({
+  type: 'object' as const,
+  properties: properties as never,
+  required,
+  additionalProperties: false,
+});
 const TOOLS: ToolSpecs = {
   list_tickets: { description: 'List open tickets (no parameters).', inputSchema: obj() },
   close_ticket: { description: 'Close a ticket.', inputSchema: obj({ ticketId: { type: 'string' } }, ['ticketId']) },
@@ -50,9 +55,12 @@ const user: ConversationMessage = { role: 'user', text: 'Tidy up the tickets.' }
 // ---------------------------------------------------------------------------------------------
 // Wire bodies as the providers send them
 
-
 /** The conversation as the agent workflow keeps it after a turn: the assistant message and one result per call. */
-function after(history: readonly ConversationMessage[], result: ModelTurnResult, content: (toolName: string) => { content: string | Record<string, string>; isError: boolean }): ConversationMessage[] {
+function after(
+  history: readonly ConversationMessage[],
+  result: ModelTurnResult,
+  content: (toolName: string) => { content: string | Record<string, string>; isError: boolean },
+): ConversationMessage[] {
   return [
     ...history,
     { role: 'assistant', text: result.text, toolCalls: result.toolCalls },
@@ -129,7 +137,11 @@ const lastBody = (api: 'openai' | 'anthropic'): unknown => server.requestsFor(ap
 
 describe('OpenAI Chat Completions quirks', () => {
   test.each([[''], ['  \n']])('arguments %j for a tool without parameters is the input {} (and is sent back as "{}")', async (args) => {
-    server.enqueue('openai', ok(completion({ calls: [{ id: 'call_NoArgs01', name: 'list_tickets', arguments: args }] }, 'tool_calls')), ok(completion({ content: 'Done.' }, 'stop')));
+    server.enqueue(
+      'openai',
+      ok(completion({ calls: [{ id: 'call_NoArgs01', name: 'list_tickets', arguments: args }] }, 'tool_calls')),
+      ok(completion({ content: 'Done.' }, 'stop')),
+    );
     const model = openAiModel();
     const first = await model.turn(turnInput('openai', 0, [user]));
     expect(first).toEqual({ stopReason: 'tool_use', text: '', toolCalls: [{ callId: 'call_NoArgs01', toolName: 'list_tickets', input: {} }] });
@@ -138,10 +150,20 @@ describe('OpenAI Chat Completions quirks', () => {
   });
 
   test('arguments that are not JSON in one of two calls fail only that call; the other runs', async () => {
-    server.enqueue('openai', ok(completion({ calls: [
-      { id: 'call_Good0001', name: 'close_ticket', arguments: '{"ticketId":"T-1"}' },
-      { id: 'call_Bad00002', name: 'close_ticket', arguments: '{"ticketId": T-2}' },
-    ] }, 'tool_calls')));
+    server.enqueue(
+      'openai',
+      ok(
+        completion(
+          {
+            calls: [
+              { id: 'call_Good0001', name: 'close_ticket', arguments: '{"ticketId":"T-1"}' },
+              { id: 'call_Bad00002', name: 'close_ticket', arguments: '{"ticketId": T-2}' },
+            ],
+          },
+          'tool_calls',
+        ),
+      ),
+    );
     const result = await openAiModel().turn(turnInput('openai', 0, [user]));
     expect(result.stopReason).toBe('tool_use');
     expect(result.toolCalls[0]).toEqual({ callId: 'call_Good0001', toolName: 'close_ticket', input: { ticketId: 'T-1' } });
@@ -149,18 +171,37 @@ describe('OpenAI Chat Completions quirks', () => {
   });
 
   test('a JSON string where the object belongs (double-encoded arguments) fails only that call as not-object', async () => {
-    server.enqueue('openai', ok(completion({ calls: [
-      { id: 'call_Str00001', name: 'close_ticket', arguments: JSON.stringify(JSON.stringify({ ticketId: 'T-1' })) },
-      { id: 'call_Arr00002', name: 'close_ticket', arguments: '["T-2"]' },
-      { id: 'call_Ok000003', name: 'list_tickets', arguments: '{}' },
-    ] }, 'tool_calls')));
+    server.enqueue(
+      'openai',
+      ok(
+        completion(
+          {
+            calls: [
+              { id: 'call_Str00001', name: 'close_ticket', arguments: JSON.stringify(JSON.stringify({ ticketId: 'T-1' })) },
+              { id: 'call_Arr00002', name: 'close_ticket', arguments: '["T-2"]' },
+              { id: 'call_Ok000003', name: 'list_tickets', arguments: '{}' },
+            ],
+          },
+          'tool_calls',
+        ),
+      ),
+    );
     const result = await openAiModel().turn(turnInput('openai', 0, [user]));
     expect(result.toolCalls.map((c) => c.inputError?.reason ?? null)).toEqual(['not-object', 'not-object', null]);
   });
 
   test('multi_tool_use.parallel passes through whole (for UNKNOWN_TOOL); the next request sends a valid name, paired with its result', async () => {
-    const inner = { tool_uses: [{ recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-1' } }, { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-2' } }] };
-    server.enqueue('openai', ok(completion({ calls: [{ id: 'call_Par00001', name: 'multi_tool_use.parallel', arguments: JSON.stringify(inner) }] }, 'tool_calls')), ok(completion({ content: 'Sorry.' }, 'stop')));
+    const inner = {
+      tool_uses: [
+        { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-1' } },
+        { recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T-2' } },
+      ],
+    };
+    server.enqueue(
+      'openai',
+      ok(completion({ calls: [{ id: 'call_Par00001', name: 'multi_tool_use.parallel', arguments: JSON.stringify(inner) }] }, 'tool_calls')),
+      ok(completion({ content: 'Sorry.' }, 'stop')),
+    );
     const model = openAiModel();
     const first = await model.turn(turnInput('openai', 0, [user]));
     expect(first.toolCalls).toEqual([{ callId: 'call_Par00001', toolName: 'multi_tool_use.parallel', input: inner }]);
@@ -198,7 +239,21 @@ describe('OpenAI Chat Completions quirks', () => {
   });
 
   test('finish_reason length → max_tokens: the cut-off calls are dropped and counted', async () => {
-    server.enqueue('openai', ok(completion({ content: 'Closing', calls: [{ id: 'call_Cut00001', name: 'close_ticket', arguments: '{"ticketId":"T-1"}' }, { id: 'call_Cut00002', name: 'close_ticket', arguments: '{"tick' }] }, 'length')));
+    server.enqueue(
+      'openai',
+      ok(
+        completion(
+          {
+            content: 'Closing',
+            calls: [
+              { id: 'call_Cut00001', name: 'close_ticket', arguments: '{"ticketId":"T-1"}' },
+              { id: 'call_Cut00002', name: 'close_ticket', arguments: '{"tick' },
+            ],
+          },
+          'length',
+        ),
+      ),
+    );
     expect(await openAiModel().turn(turnInput('openai', 0, [user]))).toEqual({ stopReason: 'max_tokens', text: 'Closing', toolCalls: [], droppedToolCalls: 2 });
   });
 
@@ -214,8 +269,23 @@ describe('OpenAI Chat Completions quirks', () => {
   });
 
   test('a malformed live response (duplicate call ids, unknown finish_reason) is retryable MODEL_TRANSIENT; the activity keeps it retryable', async () => {
-    server.enqueue('openai', ok(completion({ calls: [{ id: 'call_Dup', name: 'list_tickets', arguments: '{}' }, { id: 'call_Dup', name: 'list_tickets', arguments: '{}' }] }, 'tool_calls')));
-    const err = (await openAiModel().turn(turnInput('openai', 3, [user])).catch((e: unknown) => e)) as CheckpointError;
+    server.enqueue(
+      'openai',
+      ok(
+        completion(
+          {
+            calls: [
+              { id: 'call_Dup', name: 'list_tickets', arguments: '{}' },
+              { id: 'call_Dup', name: 'list_tickets', arguments: '{}' },
+            ],
+          },
+          'tool_calls',
+        ),
+      ),
+    );
+    const err = (await openAiModel()
+      .turn(turnInput('openai', 3, [user]))
+      .catch((e: unknown) => e)) as CheckpointError;
     expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
     expect(err.details).toMatchObject({ reason: 'invalid-response', provider: 'openai', turn: 3, callId: 'call_Dup' });
 
@@ -230,10 +300,10 @@ describe('OpenAI Chat Completions quirks', () => {
 
 describe('Anthropic Messages quirks', () => {
   test('a string where the input object belongs fails only that call; the other runs', async () => {
-    server.enqueue('anthropic', ok(message([
-      toolUse('toolu_01Good', 'close_ticket', { ticketId: 'T-1' }),
-      toolUse('toolu_01Str', 'close_ticket', '{"ticketId":"T-2"}'),
-    ], 'tool_use')));
+    server.enqueue(
+      'anthropic',
+      ok(message([toolUse('toolu_01Good', 'close_ticket', { ticketId: 'T-1' }), toolUse('toolu_01Str', 'close_ticket', '{"ticketId":"T-2"}')], 'tool_use')),
+    );
     const result = await anthropicModel().turn(turnInput('anthropic', 0, [user]));
     expect(result.stopReason).toBe('tool_use');
     expect(result.toolCalls[0]).toEqual({ callId: 'toolu_01Good', toolName: 'close_ticket', input: { ticketId: 'T-1' } });
@@ -241,7 +311,11 @@ describe('Anthropic Messages quirks', () => {
   });
 
   test('a made-up dotted name with a colon id (an OpenAI-compatible model behind the API) is sent back valid and paired', async () => {
-    server.enqueue('anthropic', ok(message([toolUse('list_dir:0', 'multi_tool_use.parallel', { tool_uses: [] })], 'tool_use')), ok(message([{ type: 'text', text: 'ok' }], 'end_turn')));
+    server.enqueue(
+      'anthropic',
+      ok(message([toolUse('list_dir:0', 'multi_tool_use.parallel', { tool_uses: [] })], 'tool_use')),
+      ok(message([{ type: 'text', text: 'ok' }], 'end_turn')),
+    );
     const model = anthropicModel();
     const first = await model.turn(turnInput('anthropic', 0, [user]));
     expect(first.toolCalls).toEqual([{ callId: 'list_dir:0', toolName: 'multi_tool_use.parallel', input: { tool_uses: [] } }]);
@@ -293,11 +367,16 @@ describe('Anthropic Messages quirks', () => {
   test('stop_reason pause_turn → pause_turn with its text (server tool blocks ignored); sending it back continues the turn', async () => {
     server.enqueue(
       'anthropic',
-      ok(message([
-        { type: 'text', text: 'Let me search.' },
-        { type: 'server_tool_use', id: 'srvtoolu_01A', name: 'web_search', input: { query: 'ticket policy' } },
-        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01A', content: [] },
-      ], 'pause_turn')),
+      ok(
+        message(
+          [
+            { type: 'text', text: 'Let me search.' },
+            { type: 'server_tool_use', id: 'srvtoolu_01A', name: 'web_search', input: { query: 'ticket policy' } },
+            { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01A', content: [] },
+          ],
+          'pause_turn',
+        ),
+      ),
       ok(message([{ type: 'text', text: ' Found it.' }], 'end_turn')),
     );
     const model = anthropicModel();
@@ -321,7 +400,9 @@ describe('Anthropic Messages quirks', () => {
     const transcript = { version: 1, id: 'bad-recording', format: 'anthropic-messages', responses: [bad] };
     expect(() => parseTranscript(transcript)).toThrow(/INVALID_TRANSCRIPT/);
     const scripted = createModelActivities({ adapters: { scripted: new ScriptedModel({ transcripts: [] }) } });
-    const recorded = (await scripted.runModelTurn({ ...turnInput('scripted', 0, [user]), modelOptions: { transcript } as unknown as JsonValue }).catch((e: unknown) => e)) as ApplicationFailure;
+    const recorded = (await scripted
+      .runModelTurn({ ...turnInput('scripted', 0, [user]), modelOptions: { transcript } as unknown as JsonValue })
+      .catch((e: unknown) => e)) as ApplicationFailure;
     expect(recorded).toBeInstanceOf(ApplicationFailure);
     expect(recorded.type).toBe('INVALID_TRANSCRIPT');
     expect(recorded.nonRetryable).toBe(true);

@@ -12,15 +12,7 @@ import { OpenAiModel } from '../../src/model/openai-model';
 import type { ToolSpecs } from '../../src/model/tool-specs';
 import { parseTranscript, type TranscriptFile } from '../../src/model/transcript';
 import type { ConversationMessage, ModelTurnInput } from '../../src/model/types';
-import {
-  LoopbackLlm,
-  anthropicError,
-  anthropicOverloaded,
-  anthropicRateLimited,
-  ok,
-  openaiError,
-  openaiRateLimited,
-} from '../helpers/loopback-llm';
+import { LoopbackLlm, anthropicError, anthropicOverloaded, anthropicRateLimited, ok, openaiError, openaiRateLimited } from '../helpers/loopback-llm';
 
 const API_KEY = 'sk-loopback-test-key';
 const TOOLS: ToolSpecs = {
@@ -113,10 +105,7 @@ describe('Anthropic SDK adapter', () => {
     expect(body1.messages).toHaveLength(3);
     expect(body1.messages[1]).toEqual({
       role: 'assistant',
-      content: [
-        { type: 'text', text: first.text },
-        ...first.toolCalls.map((c) => ({ type: 'tool_use', id: c.callId, name: c.toolName, input: c.input })),
-      ],
+      content: [{ type: 'text', text: first.text }, ...first.toolCalls.map((c) => ({ type: 'tool_use', id: c.callId, name: c.toolName, input: c.input }))],
     });
     expect(body1.messages[2]).toEqual({
       role: 'user',
@@ -151,7 +140,9 @@ describe('Anthropic SDK adapter', () => {
 
   test('when SDK retries are exhausted a 429 surfaces as a typed transient error carrying Retry-After', async () => {
     server.enqueue('anthropic', anthropicRateLimited(7));
-    const err = (await anthropicModel({ maxRetries: 0 }).turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as CheckpointError;
+    const err = (await anthropicModel({ maxRetries: 0 })
+      .turn(turnInput('anthropic', 0, [user]))
+      .catch((e: unknown) => e)) as CheckpointError;
     expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
     expect(err.retryable).toBe(true);
     expect(err.details.retryAfterMs).toBe(7000);
@@ -171,21 +162,27 @@ describe('Anthropic SDK adapter', () => {
 
   test('400 invalid_request_error is not retried and is MODEL_REJECTED', async () => {
     server.enqueue('anthropic', anthropicError(400, 'invalid_request_error', 'messages.1.content.0: unexpected tool_use_id'));
-    const err = (await anthropicModel().turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e)) as CheckpointError;
+    const err = (await anthropicModel()
+      .turn(turnInput('anthropic', 0, [user]))
+      .catch((e: unknown) => e)) as CheckpointError;
     expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
     expect(err.message).toContain('unexpected tool_use_id');
     expect(server.requestsFor('anthropic')).toHaveLength(1);
   });
 
   test('a wrong API key gets the real 401 and MODEL_REJECTED', async () => {
-    const err = await anthropicModel({ apiKey: 'wrong' }).turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e);
+    const err = await anthropicModel({ apiKey: 'wrong' })
+      .turn(turnInput('anthropic', 0, [user]))
+      .catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
     expect((err as CheckpointError).details).toMatchObject({ status: 401, errorType: 'authentication_error' });
   });
 
   test('a 200 with a malformed body → MODEL_TRANSIENT (invalid-response): the next response may be fine', async () => {
     server.enqueue('anthropic', ok({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'x' }], stop_reason: 'tool_use' }));
-    const err = await anthropicModel().turn(turnInput('anthropic', 4, [user])).catch((e: unknown) => e);
+    const err = await anthropicModel()
+      .turn(turnInput('anthropic', 4, [user]))
+      .catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
     expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response', provider: 'anthropic', turn: 4 });
     expect((err as Error).message).toContain('anthropic response to turn 4');
@@ -221,9 +218,14 @@ describe('Anthropic SDK adapter', () => {
   test('a repeated member around a call (a second input or name) is an invalid response, retried (MODEL_TRANSIENT): JSON would keep the last', async () => {
     const block = (extra: string) => `{"id":"msg_env","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[
       {"type":"tool_use","id":"toolu_env","name":"create_ticket",${extra}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`;
-    for (const extra of ['"input":{"title":"t","body":"b","queue":"q"},"input":{"title":"t","body":"b","queue":"billing"}', '"name":"send_email","input":{"title":"t","body":"b","queue":"q"}']) {
+    for (const extra of [
+      '"input":{"title":"t","body":"b","queue":"q"},"input":{"title":"t","body":"b","queue":"billing"}',
+      '"name":"send_email","input":{"title":"t","body":"b","queue":"q"}',
+    ]) {
       server.enqueue('anthropic', { status: 200, body: null, rawBody: block(extra) });
-      const err = await anthropicModel().turn(turnInput('anthropic', 0, [user])).catch((e: unknown) => e);
+      const err = await anthropicModel()
+        .turn(turnInput('anthropic', 0, [user]))
+        .catch((e: unknown) => e);
       expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
       expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response' });
       expect((err as Error).message).toMatch(/appears more than once in the object at \$\.content\[0\]/);
@@ -231,7 +233,9 @@ describe('Anthropic SDK adapter', () => {
   });
 
   test('a tool the adapter has no spec for fails before any request', async () => {
-    const err = await anthropicModel().turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] }).catch((e: unknown) => e);
+    const err = await anthropicModel()
+      .turn({ ...turnInput('anthropic', 0, [user]), tools: ['drop_database'] })
+      .catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MISSING_TOOL_SPEC')).toBe(true);
     expect(server.requests).toHaveLength(0);
   });
@@ -334,7 +338,9 @@ describe('OpenAI SDK adapter', () => {
     ];
     for (const body of bodies) {
       server.enqueue('openai', { status: 200, body: null, rawBody: body });
-      const err = await openAiModel({ maxRetries: 0 }).turn(turnInput('openai', 0, [user])).catch((e: unknown) => e);
+      const err = await openAiModel({ maxRetries: 0 })
+        .turn(turnInput('openai', 0, [user]))
+        .catch((e: unknown) => e);
       expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
       expect((err as CheckpointError).details).toMatchObject({ reason: 'invalid-response' });
     }
@@ -362,10 +368,19 @@ describe('OpenAI SDK adapter', () => {
   });
 
   test('a 500 is retried; a 400 is not', async () => {
-    server.enqueue('openai', openaiError(500, 'server_error', 'The server had an error while processing your request.', null), ok(transcriptFile('openai-triage.json').responses[1]));
+    server.enqueue(
+      'openai',
+      openaiError(500, 'server_error', 'The server had an error while processing your request.', null),
+      ok(transcriptFile('openai-triage.json').responses[1]),
+    );
     expect((await openAiModel().turn(turnInput('openai', 1, [user]))).stopReason).toBe('end_turn');
-    server.enqueue('openai', openaiError(400, 'invalid_request_error', "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", null));
-    const err = await openAiModel().turn(turnInput('openai', 1, [user])).catch((e: unknown) => e);
+    server.enqueue(
+      'openai',
+      openaiError(400, 'invalid_request_error', "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", null),
+    );
+    const err = await openAiModel()
+      .turn(turnInput('openai', 1, [user]))
+      .catch((e: unknown) => e);
     expect(isCheckpointError(err, 'MODEL_REJECTED')).toBe(true);
     expect(server.requestsFor('openai')).toHaveLength(3);
   });
@@ -376,12 +391,19 @@ describe('OpenAI SDK adapter', () => {
       object: 'chat.completion',
       created: 1767261600,
       model: 'gpt-4o',
-      choices: [{
-        index: 0,
-        message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_Zr8TqW2mXn4Lp7Vb1KcJ9sHd', type: 'function', function: { name: 'close_ticket', arguments: '{"ticketId": "T-1"' } }] },
-        logprobs: null,
-        finish_reason: 'tool_calls',
-      }],
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            refusal: null,
+            tool_calls: [{ id: 'call_Zr8TqW2mXn4Lp7Vb1KcJ9sHd', type: 'function', function: { name: 'close_ticket', arguments: '{"ticketId": "T-1"' } }],
+          },
+          logprobs: null,
+          finish_reason: 'tool_calls',
+        },
+      ],
     };
     server.enqueue('openai', ok(bad));
     const result = await openAiModel().turn(turnInput('openai', 2, [user]));

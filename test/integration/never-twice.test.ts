@@ -58,7 +58,10 @@ function sleep(ms: number): Promise<void> {
 
 const schema = z.object({ title: z.string().min(1) }).strict();
 
-function ticketTool(provider: Provider, options: { lookup?: boolean; dedupesByKey?: boolean; keyRetentionMs?: number; revision?: string; input?: z.ZodType<any> } = {}): ToolDefinition<any> {
+function ticketTool(
+  provider: Provider,
+  options: { lookup?: boolean; dedupesByKey?: boolean; keyRetentionMs?: number; revision?: string; input?: z.ZodType<any> } = {},
+): ToolDefinition<any> {
   return defineTool({
     name: 'create_ticket',
     revision: options.revision ?? 'v1',
@@ -119,7 +122,13 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
   });
 
   function activities(tools: ToolDefinition<any>[], over: { store?: CheckpointStore } = {}): ToolActivities {
-    return createToolActivities({ store: over.store ?? store, tools, clock, reconcileMarginMs: MARGIN_MS, transientRetry: { initialIntervalMs: 5, maximumIntervalMs: 20, maximumAttempts: 3 } });
+    return createToolActivities({
+      store: over.store ?? store,
+      tools,
+      clock,
+      reconcileMarginMs: MARGIN_MS,
+      transientRetry: { initialIntervalMs: 5, maximumIntervalMs: 20, maximumAttempts: 3 },
+    });
   }
 
   function newCall(overrides: Partial<FencedToolInput> = {}): { input: FencedToolInput; workflowId: string; runId: string } {
@@ -169,7 +178,7 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       expect(delay).toBeLessThanOrEqual(DEADLINE_MS + MARGIN_MS);
       expect(await first).toEqual({ result: expect.objectContaining({ source: 'executed' }) });
       const third = await run(acts, call, 3);
-      expect(third).toEqual({ result: expect.objectContaining({ source: 'store', outcome: (await first as { result: FencedToolResult }).result.outcome }) });
+      expect(third).toEqual({ result: expect.objectContaining({ source: 'store', outcome: ((await first) as { result: FencedToolResult }).result.outcome }) });
       expect(provider.total()).toBe(1);
     });
 
@@ -196,7 +205,17 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       const acts = activities([ticketTool(provider, { lookup: true })]);
       const call = newCall();
       // Attempt 1 claims and its worker dies before the request is sent.
-      void run(createToolActivities({ store, tools: [ticketTool(provider, { lookup: true })], clock, reconcileMarginMs: MARGIN_MS, hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) } }), call, 1);
+      void run(
+        createToolActivities({
+          store,
+          tools: [ticketTool(provider, { lookup: true })],
+          clock,
+          reconcileMarginMs: MARGIN_MS,
+          hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) },
+        }),
+        call,
+        1,
+      );
       await waitFor(async () => (await recordOf(call))?.status === 'executing');
 
       offsetMs = DEADLINE_MS + MARGIN_MS + 1;
@@ -280,7 +299,12 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
     test('4. a same-key repeat of a claim older than the key retention is not a reconciliation: without lookup the run pauses and execute is called 0 times', async () => {
       const provider = new Provider();
-      const holderActs = createToolActivities({ store, tools: [ticketTool(provider, { dedupesByKey: true, keyRetentionMs: 5_000 })], clock, hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) } });
+      const holderActs = createToolActivities({
+        store,
+        tools: [ticketTool(provider, { dedupesByKey: true, keyRetentionMs: 5_000 })],
+        clock,
+        hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) },
+      });
       const call = newCall();
       void run(holderActs, call, 1);
       await waitFor(async () => (await recordOf(call))?.status === 'executing');
@@ -295,7 +319,12 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
     test('4. within the key retention a provider that dedupes by key is repeated with the same key at once', async () => {
       const provider = new Provider();
-      const holderActs = createToolActivities({ store, tools: [ticketTool(provider, { dedupesByKey: true })], clock, hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) } });
+      const holderActs = createToolActivities({
+        store,
+        tools: [ticketTool(provider, { dedupesByKey: true })],
+        clock,
+        hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) },
+      });
       const call = newCall();
       void run(holderActs, call, 1);
       await waitFor(async () => (await recordOf(call))?.status === 'executing');
@@ -331,7 +360,14 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
       const out = await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2);
 
-      expect(out).toEqual({ result: expect.objectContaining({ source: 'store', toolRevision: 'v1', storedUnder: { toolName: 'create_ticket', toolRevision: 'v1' }, outcome: expect.objectContaining({ ok: true }) }) });
+      expect(out).toEqual({
+        result: expect.objectContaining({
+          source: 'store',
+          toolRevision: 'v1',
+          storedUnder: { toolName: 'create_ticket', toolRevision: 'v1' },
+          outcome: expect.objectContaining({ ok: true }),
+        }),
+      });
       expect(provider.total()).toBe(1);
       expect((await recordOf(call))?.status).toBe('delivered');
     });
@@ -359,14 +395,23 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
     test('5. an unfinished claim met by a worker with another revision or without the tool waits for the holder\'s settle time (RECONCILE_PENDING), then pauses (OUTCOME_UNKNOWN), never "nothing applied"', async () => {
       const provider = new Provider();
       const call = newCall();
-      const holder = createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } });
+      const holder = createToolActivities({
+        store,
+        tools: [ticketTool(provider)],
+        clock,
+        hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) },
+      });
       void run(holder, call, 1);
       await waitFor(async () => provider.total() === 1);
 
       // A rolling deploy: the holder may still be running on the old revision, so the new worker waits.
-      expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
+      expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({
+        failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }),
+      });
       offsetMs = DEADLINE_MS + MARGIN_MS + 1;
-      expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
+      expect(await run(activities([ticketTool(provider, { revision: 'v2' })]), call, 2)).toEqual({
+        failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }),
+      });
       expect(await run(activities([]), call, 3)).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
       expect(provider.total()).toBe(1);
     });
@@ -374,7 +419,12 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
     test('5. a person resolves a call paused after its tool was removed: resolveToolCall on a worker without the tool stores the result under the original fence', async () => {
       const provider = new Provider();
       const call = newCall();
-      const holder = createToolActivities({ store, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) } });
+      const holder = createToolActivities({
+        store,
+        tools: [ticketTool(provider)],
+        clock,
+        hooks: { step: (p) => (p === 'after-effect' ? new Promise<void>(() => undefined) : undefined) },
+      });
       void run(holder, call, 1);
       await waitFor(async () => provider.total() === 1);
       offsetMs = DEADLINE_MS + MARGIN_MS + 1;
@@ -385,7 +435,9 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
 
       // The run receives the stored payload whole: the result and the audit of who settled it, from what.
       const audit = { kind: 'applied', reason: 'found in the provider', fromStatus: 'executing', by: null };
-      expect(resolved).toEqual(expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: { ...result, resolvedInStore: expect.objectContaining(audit) }, intentDigest: null }));
+      expect(resolved).toEqual(
+        expect.objectContaining({ toolName: 'create_ticket', toolRevision: 'v1', outcome: { ...result, resolvedInStore: expect.objectContaining(audit) }, intentDigest: null }),
+      );
       const record = await recordOf(call);
       expect(record?.status).toBe('delivered');
       expect(record?.execution?.attemptId).toMatch(/^attempt-1-/);
@@ -442,7 +494,9 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
     });
 
     test('7. createToolActivities validates maxPayloadBytes when it is built', () => {
-      expect(() => createToolActivities({ store, tools: [], maxPayloadBytes: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'maxPayloadBytes' }) }));
+      expect(() => createToolActivities({ store, tools: [], maxPayloadBytes: 0 })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'maxPayloadBytes' }) }),
+      );
     });
 
     test('8. approval expired between attempts (earlier attempts failed before the claim): APPROVAL_EXPIRED, nothing runs', async () => {
@@ -451,7 +505,8 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       const outage = new FlakyStore(store);
       outage.down = true;
       const acts = activities([ticketTool(provider)], { store: outage });
-      for (let attempt = 1; attempt <= 5; attempt += 1) expect(await run(acts, call, attempt)).toEqual({ failure: expect.objectContaining({ type: attempt === 1 ? 'STORE_UNAVAILABLE' : 'RECONCILE_PENDING' }) });
+      for (let attempt = 1; attempt <= 5; attempt += 1)
+        expect(await run(acts, call, attempt)).toEqual({ failure: expect.objectContaining({ type: attempt === 1 ? 'STORE_UNAVAILABLE' : 'RECONCILE_PENDING' }) });
 
       outage.down = false;
       offsetMs = 61_000;
@@ -477,7 +532,16 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
         }
       })(store);
       let claims = 0;
-      const first = run(createToolActivities({ store: previousRelease, tools: [ticketTool(provider)], clock, hooks: { step: (p) => (p === 'before-claim' && ++claims === 2 ? released : undefined) } }), call, 1);
+      const first = run(
+        createToolActivities({
+          store: previousRelease,
+          tools: [ticketTool(provider)],
+          clock,
+          hooks: { step: (p) => (p === 'before-claim' && ++claims === 2 ? released : undefined) },
+        }),
+        call,
+        1,
+      );
       await waitFor(async () => (await recordOf(call))?.status === 'ready');
 
       // Attempt 2 lands on a worker without the tool: UNKNOWN_TOOL is reported as nothing applied only after the refusal is stored.
@@ -510,10 +574,16 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       expect(provider.total()).toBe(2);
     });
 
-    test('10. dedupeByIntent: a later call with a proven-absent intent uses the run\'s current generation and never reopens the old checkpoint', async () => {
+    test("10. dedupeByIntent: a later call with a proven-absent intent uses the run's current generation and never reopens the old checkpoint", async () => {
       const provider = new Provider();
       const tool = defineTool({ ...ticketTool(provider), dedupeByIntent: true });
-      const holder = createToolActivities({ store, tools: [tool], clock, reconcileMarginMs: MARGIN_MS, hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) } });
+      const holder = createToolActivities({
+        store,
+        tools: [tool],
+        clock,
+        reconcileMarginMs: MARGIN_MS,
+        hooks: { step: (p) => (p === 'before-execute' ? new Promise<void>(() => undefined) : undefined) },
+      });
       const first = newCall();
       void run(holder, first, 1);
       await waitFor(async () => (await store.listByStatus(['executing'], { limit: 10_000 })).some((r) => r.binding.callId.includes(first.workflowId)));
@@ -528,7 +598,7 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
       expect(provider.total()).toBe(1);
     });
 
-    test('11. a new run chain that reuses a workflow id is never answered from the older chain\'s checkpoint', async () => {
+    test("11. a new run chain that reuses a workflow id is never answered from the older chain's checkpoint", async () => {
       const provider = new Provider();
       const acts = activities([ticketTool(provider)]);
       const old = newCall();
@@ -565,10 +635,12 @@ describe('never twice, activities in MockActivityEnvironment against SQLite', ()
     });
     const call = newCall();
     const e = env(call, 1);
-    const outcome = e.run(createToolActivities({ store, tools: [tool], clock, transientRetry: { initialIntervalMs: 10, maximumIntervalMs: 10, maximumAttempts: 5 } }).runFencedTool, call.input).then(
-      () => 'returned',
-      (error: unknown) => error,
-    );
+    const outcome = e
+      .run(createToolActivities({ store, tools: [tool], clock, transientRetry: { initialIntervalMs: 10, maximumIntervalMs: 10, maximumAttempts: 5 } }).runFencedTool, call.input)
+      .then(
+        () => 'returned',
+        (error: unknown) => error,
+      );
     await waitFor(async () => (await recordOf(call))?.status === 'executing');
     await sleep(100);
     e.cancel('WORKER_SHUTDOWN' as never);

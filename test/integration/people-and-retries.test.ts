@@ -146,7 +146,11 @@ describe('people in the loop and the retry policy on a real server', () => {
     };
   }
 
-  async function start(script: ModelTurnResult[], overrides: Partial<AgentWorkflowInput> = {}, taskQueue = 'people-retries'): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>> {
+  async function start(
+    script: ModelTurnResult[],
+    overrides: Partial<AgentWorkflowInput> = {},
+    taskQueue = 'people-retries',
+  ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>> {
     seq += 1;
     return env.client.workflow.start(agentWorkflow, { taskQueue, workflowId: `people-retries-${seq}-${Date.now()}`, args: [runInput(script, overrides)] });
   }
@@ -179,7 +183,9 @@ describe('people in the loop and the retry policy on a real server', () => {
   describe('approval bound to intent', () => {
     it('an approved call runs under the approved intent digest and the email is sent once', async () => {
       const to = 'approved@example.com';
-      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'refund', body: 'approved' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
+      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'refund', body: 'approved' }))], {
+        approvalRequired: { send_email: { expiresAfterMs: 60_000 } },
+      });
       const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       const pending = status.pendingCalls[0]!;
       await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: pending.intentDigest!, stateVersion: status.stateVersion }] });
@@ -194,7 +200,11 @@ describe('people in the loop and the retry policy on a real server', () => {
       const v1Queue = `people-retries-redeploy-${Date.now()}`;
       const v1 = await startWorker(v1Queue, createDemoTools(provider.url, { fetch: recordingFetch }));
       const to = 'redeployed@example.com';
-      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'refund', body: 'approved for v1' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } }, v1Queue);
+      const handle = await start(
+        [toolTurn(call('e1', 'send_email', { to, subject: 'refund', body: 'approved for v1' }))],
+        { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } },
+        v1Queue,
+      );
       const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       v1.shutdown();
       await workers[workers.length - 1]!.running;
@@ -245,7 +255,9 @@ describe('people in the loop and the retry policy on a real server', () => {
       const key = keyOf(handle.workflowId, handle.firstExecutionRunId, 't1', 'create_ticket');
       const creates = sent.filter((r) => r.method === 'POST' && r.path === '/tickets');
       expect(creates.map((r) => [r.status, r.idempotencyKey])).toEqual([...Array.from({ length: 5 }, () => [429, key]), [201, key]]);
-      expect(result.calls).toEqual([expect.objectContaining({ callId: 't1', status: 'completed', source: 'executed', idempotencyKey: key, outcome: expect.objectContaining({ ok: true }) })]);
+      expect(result.calls).toEqual([
+        expect.objectContaining({ callId: 't1', status: 'completed', source: 'executed', idempotencyKey: key, outcome: expect.objectContaining({ ok: true }) }),
+      ]);
       expect((await provider.client.effects()).byIdempotencyKey[key]).toBe(1);
     });
 
@@ -338,7 +350,11 @@ describe('people in the loop and the retry policy on a real server', () => {
 
     it('a different intent (another recipient) is not deduplicated', async () => {
       const other = { ...email, to: 'replan-other@example.com' };
-      const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to: 'replan-first@example.com' })), toolTurn(call('e2', 'send_email', other))], {}, 'people-retries-dedupe');
+      const handle = await start(
+        [toolTurn(call('e1', 'send_email', { ...email, to: 'replan-first@example.com' })), toolTurn(call('e2', 'send_email', other))],
+        {},
+        'people-retries-dedupe',
+      );
       const result = await handle.result();
       expect(result.calls.map((c) => [c.callId, c.source])).toEqual([
         ['e1', 'executed'],
@@ -352,7 +368,9 @@ describe('people in the loop and the retry policy on a real server', () => {
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
       const handle = await start([toolTurn(call('e1', 'send_email', { ...email, to })), toolTurn(call('e2', 'send_email', { ...email, to }))], {}, 'people-retries-dedupe');
       await waitForStatus(handle, (s) => s.phase === 'paused');
-      await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }] });
+      await handle.executeUpdate(resolveOutcomeUpdate, {
+        args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'absent', reason: 'operator says absent (it was not: the provider dropped the answer)' }],
+      });
       const result = await handle.result();
 
       expect(result.calls.map((c) => [c.callId, c.status, c.source])).toEqual([
@@ -411,10 +429,32 @@ describe('people in the loop and the retry policy on a real server', () => {
       const pauseId = /, pause (\S+)\)/.exec(lines.find((line) => line.includes(`${handle.workflowId}/e1`)) ?? '')?.[1];
       expect(pauseId).toBe(paused.paused!.pauseId);
       const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
-      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the provider outbox', '--pause', pauseId!);
+      const resolved = await cli(
+        'resolve',
+        handle.workflowId,
+        'e1',
+        '--applied',
+        JSON.stringify({ messageId: sentEmail.messageId }),
+        '--reason',
+        'found in the provider outbox',
+        '--pause',
+        pauseId!,
+      );
       expect(resolved).toEqual({ code: 0, stdout: 'resolved e1 as applied: call status resolved-applied\n', stderr: '' });
       const result: AgentWorkflowResult = await handle.result();
-      expect(result.calls).toEqual([expect.objectContaining({ callId: 'e1', status: 'resolved-applied', source: 'resolution', outcome: { ok: true, output: { messageId: sentEmail.messageId }, receipt: null, resolvedInStore: expect.objectContaining({ kind: 'applied', reason: 'found in the provider outbox', by: expect.any(String) }) } })]);
+      expect(result.calls).toEqual([
+        expect.objectContaining({
+          callId: 'e1',
+          status: 'resolved-applied',
+          source: 'resolution',
+          outcome: {
+            ok: true,
+            output: { messageId: sentEmail.messageId },
+            receipt: null,
+            resolvedInStore: expect.objectContaining({ kind: 'applied', reason: 'found in the provider outbox', by: expect.any(String) }),
+          },
+        }),
+      ]);
       expect(result.summary).toEqual({ ran: ['e1'], notRun: [], unknown: [] });
       expect(await emailsTo(to)).toBe(1);
 
@@ -465,7 +505,9 @@ describe('people in the loop and the retry policy on a real server', () => {
     it('who decided is kept: `approve --by` and `resolve --by` name the person in the run result (decisions) and in the checkpoint; a `by` with control, bidi or only invisible characters is refused and changes nothing', async () => {
       const to = 'decided-by@example.com';
       await provider.client.setFaults({ dropAfterEffectNext: 1, pathPrefix: '/emails' });
-      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'Refund', body: 'Approved.' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
+      const handle = await start([toolTurn(call('e1', 'send_email', { to, subject: 'Refund', body: 'Approved.' }))], {
+        approvalRequired: { send_email: { expiresAfterMs: 60_000 } },
+      });
       const waiting = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       const pending = waiting.pendingCalls[0]!;
       // Control characters, a bidi override that shows "alice", nothing visible at all.
@@ -484,7 +526,19 @@ describe('people in the loop and the retry policy on a real server', () => {
       expect(await cli('approve', handle.workflowId, 'e1', '--by', 'alice@example.com')).toMatchObject({ code: 0 });
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
       const sentEmail = (await provider.client.listEmails()).find((e) => e.to === to)!;
-      const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', JSON.stringify({ messageId: sentEmail.messageId }), '--reason', 'found in the outbox', '--pause', paused.paused!.pauseId, '--by', 'carol@example.com');
+      const resolved = await cli(
+        'resolve',
+        handle.workflowId,
+        'e1',
+        '--applied',
+        JSON.stringify({ messageId: sentEmail.messageId }),
+        '--reason',
+        'found in the outbox',
+        '--pause',
+        paused.paused!.pauseId,
+        '--by',
+        'carol@example.com',
+      );
       expect(resolved).toMatchObject({ code: 0 });
       const result = await handle.result();
 
@@ -493,12 +547,18 @@ describe('people in the loop and the retry policy on a real server', () => {
         { kind: 'resolved-applied', by: 'carol@example.com', at: expect.any(String), pauseId: paused.paused!.pauseId },
       ]);
       const record = (await store.listByStatus(['delivered'])).find((r) => JSON.stringify(r.binding).includes(handle.workflowId));
-      expect(record!.result!.payload).toMatchObject({ ok: true, output: { messageId: sentEmail.messageId }, resolvedInStore: { kind: 'applied', by: 'carol@example.com', reason: 'found in the outbox' } });
+      expect(record!.result!.payload).toMatchObject({
+        ok: true,
+        output: { messageId: sentEmail.messageId },
+        resolvedInStore: { kind: 'applied', by: 'carol@example.com', reason: 'found in the outbox' },
+      });
       expect(await emailsTo(to)).toBe(1);
     });
 
     it('`resolve` refuses a call of a running run that is not paused, with a clear message and exit 1', async () => {
-      const handle = await start([toolTurn(call('e1', 'send_email', { to: 'waiting@example.com', subject: 's', body: 'b' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
+      const handle = await start([toolTurn(call('e1', 'send_email', { to: 'waiting@example.com', subject: 's', body: 'b' }))], {
+        approvalRequired: { send_email: { expiresAfterMs: 60_000 } },
+      });
       await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
       const out = await cli('resolve', handle.workflowId, 'e1', '--abandon', '--reason', 'wrong call');
       await handle.signal('cancelRun', { reason: 'test over' });
@@ -516,11 +576,14 @@ describe('people in the loop and the retry policy on a real server', () => {
   });
 
   it('refusal types reach the client unchanged (sanity: approving a call that is not pending)', async () => {
-    const handle = await start([toolTurn(call('e1', 'send_email', { to: 'x@example.com', subject: 's', body: 'b' }))], { approvalRequired: { send_email: { expiresAfterMs: 60_000 } } });
+    const handle = await start([toolTurn(call('e1', 'send_email', { to: 'x@example.com', subject: 's', body: 'b' }))], {
+      approvalRequired: { send_email: { expiresAfterMs: 60_000 } },
+    });
     const status = await waitForStatus(handle, (s) => s.phase === 'awaiting-approval');
-    const refused = await handle
-      .executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: 'sha256:0000', stateVersion: status.stateVersion }] })
-      .then(() => null, (err: unknown) => err);
+    const refused = await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'e1', intentDigest: 'sha256:0000', stateVersion: status.stateVersion }] }).then(
+      () => null,
+      (err: unknown) => err,
+    );
     await handle.signal('cancelRun', { reason: 'test over' });
     await handle.result();
     expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);

@@ -19,7 +19,11 @@ describe('a turn asks for more than a turn may run', () => {
     const calls = [1, 2, 3, 4, 5].map((n) => call(`c${n}`, 'create_ticket', { title: `ticket ${n}` }));
     const model = scriptedModel([toolTurn('Opening five tickets.', ...calls), endTurn('Three opened; I will ask for the rest.')]);
     const tools = fakeTools();
-    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ toolConcurrency: 4, budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }), (handle) => handle.result());
+    const result = await harness.withRun(
+      activitiesOf(model, tools),
+      baseInput({ toolConcurrency: 4, budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }),
+      (handle) => handle.result(),
+    );
 
     expect(tools.runs.map((r) => r.callId).sort()).toEqual(['c1', 'c2', 'c3']);
     expect(result.calls.map((c) => [c.callId, c.status, c.errorType])).toEqual([
@@ -36,7 +40,12 @@ describe('a turn asks for more than a turn may run', () => {
         callId,
         toolName: 'create_ticket',
         isError: true,
-        content: { error: { type: 'TOO_MANY_TOOL_CALLS', message: 'TOO_MANY_TOOL_CALLS: this turn asked for 5 tool calls and at most 3 run per turn; the last 2 were not run (ask for them again in a later turn)' } },
+        content: {
+          error: {
+            type: 'TOO_MANY_TOOL_CALLS',
+            message: 'TOO_MANY_TOOL_CALLS: this turn asked for 5 tool calls and at most 3 run per turn; the last 2 were not run (ask for them again in a later turn)',
+          },
+        },
       })),
     );
   });
@@ -46,7 +55,11 @@ describe('a turn asks for more than a turn may run', () => {
     const again = [4, 5].map((n) => call(`d${n}`, 'create_ticket', { title: `ticket ${n}` }));
     const model = scriptedModel([toolTurn('Opening five tickets.', ...first), toolTurn('The last two.', ...again), endTurn('Five opened.')]);
     const tools = fakeTools();
-    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ toolConcurrency: 4, budget: { maxTurns: 5, maxToolCalls: 5, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }), (handle) => handle.result());
+    const result = await harness.withRun(
+      activitiesOf(model, tools),
+      baseInput({ toolConcurrency: 4, budget: { maxTurns: 5, maxToolCalls: 5, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }),
+      (handle) => handle.result(),
+    );
 
     expect(tools.runs.map((r) => r.callId).sort()).toEqual(['c1', 'c2', 'c3', 'd4', 'd5']);
     expect({ status: result.status, turns: result.turns }).toEqual({ status: 'completed', turns: 3 });
@@ -56,13 +69,21 @@ describe('a turn asks for more than a turn may run', () => {
     const calls = [1, 2, 3, 4, 5, 6].map((n) => call(`c${n}`, 'create_ticket', { title: `ticket ${n}` }));
     const model = scriptedModel([toolTurn('Six tickets.', ...calls), endTurn('Three opened; the other three were refused.')]);
     const tools = fakeTools();
-    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 3, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }), (handle) => handle.result());
+    const result = await harness.withRun(
+      activitiesOf(model, tools),
+      baseInput({ budget: { maxTurns: 5, maxToolCalls: 3, deadlineMs: 3_600_000, maxToolCallsPerTurn: 3 } }),
+      (handle) => handle.result(),
+    );
 
     expect(tools.runs.map((r) => r.callId)).toEqual(['c1', 'c2', 'c3']);
-    expect({ status: result.status, turns: result.turns, refused: result.calls.filter((c) => c.errorType === 'TOO_MANY_TOOL_CALLS').length }).toEqual({ status: 'completed', turns: 2, refused: 3 });
+    expect({ status: result.status, turns: result.turns, refused: result.calls.filter((c) => c.errorType === 'TOO_MANY_TOOL_CALLS').length }).toEqual({
+      status: 'completed',
+      turns: 2,
+      refused: 3,
+    });
   });
 
-  it('every call refused before it runs takes nothing of the budget: a repeated call id and a tool the run does not offer leave room for the next turn\'s call', async () => {
+  it("every call refused before it runs takes nothing of the budget: a repeated call id and a tool the run does not offer leave room for the next turn's call", async () => {
     const model = scriptedModel([
       toolTurn('Three asks.', call('c1', 'create_ticket', { title: 'a' }), call('c1', 'create_ticket', { title: 'again' }), call('x1', 'drop_database', {})),
       toolTurn('One more.', call('c2', 'create_ticket', { title: 'b' })),
@@ -79,9 +100,16 @@ describe('a turn asks for more than a turn may run', () => {
   it('inputs over the bytes per turn: the call that crosses the bound and every later one are refused (TURN_INPUT_TOO_LARGE), even a small one after it', async () => {
     const small = { title: 'a' };
     const large = { title: 'x'.repeat(200) };
-    const model = scriptedModel([toolTurn('Three tickets.', call('s1', 'create_ticket', small), call('l2', 'create_ticket', large), call('s3', 'create_ticket', small)), endTurn('done')]);
+    const model = scriptedModel([
+      toolTurn('Three tickets.', call('s1', 'create_ticket', small), call('l2', 'create_ticket', large), call('s3', 'create_ticket', small)),
+      endTurn('done'),
+    ]);
     const tools = fakeTools();
-    const result = await harness.withRun(activitiesOf(model, tools), baseInput({ budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolInputBytesPerTurn: 100 } }), (handle) => handle.result());
+    const result = await harness.withRun(
+      activitiesOf(model, tools),
+      baseInput({ budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolInputBytesPerTurn: 100 } }),
+      (handle) => handle.result(),
+    );
 
     expect(tools.runs.map((r) => r.callId)).toEqual(['s1']);
     expect(result.calls.map((c) => [c.callId, c.errorType])).toEqual([
@@ -90,12 +118,18 @@ describe('a turn asks for more than a turn may run', () => {
       ['s3', 'TURN_INPUT_TOO_LARGE'],
     ]);
     const bytes = JSON.stringify(small).length + JSON.stringify(large).length;
-    expect(result.calls[1]!.reason).toBe(`TURN_INPUT_TOO_LARGE: the tool inputs of this turn up to call 2 of 3 total ${bytes} bytes, over the turn's limit of 100; that call and the 1 after it were not run (ask for them again, in smaller parts, in a later turn)`);
+    expect(result.calls[1]!.reason).toBe(
+      `TURN_INPUT_TOO_LARGE: the tool inputs of this turn up to call 2 of 3 total ${bytes} bytes, over the turn's limit of 100; that call and the 1 after it were not run (ask for them again, in smaller parts, in a later turn)`,
+    );
   });
 
   it('a bound that is not a positive integer is refused at the start, naming it', async () => {
     const model = scriptedModel([endTurn('never asked')]);
-    const run = harness.withRun(activitiesOf(model, fakeTools()), baseInput({ budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolCallsPerTurn: 0 } }), (handle) => handle.result());
+    const run = harness.withRun(
+      activitiesOf(model, fakeTools()),
+      baseInput({ budget: { maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000, maxToolCallsPerTurn: 0 } }),
+      (handle) => handle.result(),
+    );
     await expect(run).rejects.toMatchObject({ cause: { message: expect.stringContaining('budget.maxToolCallsPerTurn') } });
     expect(model.requests).toHaveLength(0);
   });

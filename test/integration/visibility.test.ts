@@ -85,7 +85,13 @@ function upserts(history: History): [unknown, unknown][] {
 }
 
 function patchMarkers(history: History): number {
-  return (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch' && JSON.stringify(e.markerRecordedEventAttributes.details?.['patch-data']?.payloads?.map((p) => Buffer.from(p.data ?? []).toString('utf8'))).includes(RUN_SEARCH_ATTRIBUTES_PATCH)).length;
+  return (history.events ?? []).filter(
+    (e) =>
+      e.markerRecordedEventAttributes?.markerName === 'core_patch' &&
+      JSON.stringify(e.markerRecordedEventAttributes.details?.['patch-data']?.payloads?.map((p) => Buffer.from(p.data ?? []).toString('utf8'))).includes(
+        RUN_SEARCH_ATTRIBUTES_PATCH,
+      ),
+  ).length;
 }
 
 async function approve(handle: Handle, callId: string): Promise<void> {
@@ -148,7 +154,15 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
       startDevServer({ searchAttributes: false }),
       bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }),
     ]);
-    config = resolveConfig({}, { TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` });
+    config = resolveConfig(
+      {},
+      {
+        TEMPORAL_ADDRESS: env.devServer.address,
+        TEMPORAL_NAMESPACE: env.devServer.namespace,
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+      },
+    );
     worker = await Worker.create({ connection: env.nativeConnection, taskQueue: TASK_QUEUE, workflowBundle: bundle, activities: activitiesOf(model, tools) });
     running = worker.run();
   }, 120_000);
@@ -164,7 +178,11 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
 
   it('a run waiting for approval, then on an unknown outcome, is TtcNeedsPerson = true with that call id, found by the SDK, `temporal workflow list` and `ttc pending`; each decision sets it back to false / empty', async () => {
     const id = nextId('waits');
-    const script = [toolTurn('Refunding.', call('r1', 'refund', { amount: 5 })), toolTurn('Emailing.', call('e1', 'send_email', { unknown: true })), endTurn('Refunded and emailed.')];
+    const script = [
+      toolTurn('Refunding.', call('r1', 'refund', { amount: 5 })),
+      toolTurn('Emailing.', call('e1', 'send_email', { unknown: true })),
+      endTurn('Refunded and emailed.'),
+    ];
     const handle = await startAgentRun(env.client, config, runInput(script), id);
 
     // Awaiting approval: the SDK's list finds it by both attributes and reads them back.
@@ -174,7 +192,18 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
     // The temporal CLI and `ttc pending`, as a user runs them, list exactly this run.
     const cliEnv = { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TTC_STORE_URL: config.store.url };
     const [byCli, pending] = await Promise.all([
-      promisify(execFile)(temporalCliPath(), ['workflow', 'list', '--address', env.devServer.address, '--namespace', env.devServer.namespace, '--query', 'TtcNeedsPerson = true', '--output', 'json']),
+      promisify(execFile)(temporalCliPath(), [
+        'workflow',
+        'list',
+        '--address',
+        env.devServer.address,
+        '--namespace',
+        env.devServer.namespace,
+        '--query',
+        'TtcNeedsPerson = true',
+        '--output',
+        'json',
+      ]),
       runCli(['pending'], cliEnv),
     ]);
     expect((JSON.parse(byCli.stdout) as { execution: { workflowId: string } }[]).map((e) => e.execution.workflowId)).toEqual([id]);
@@ -189,7 +218,9 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
     const waiting = (await listWaitingRuns(env.client)).filter((run) => run.workflowId === id);
     expect(waiting.map((run) => ('waiting' in run ? run.waiting.map((c) => [c.callId, c.status]) : run.error))).toEqual([[['e1', 'paused']]]);
 
-    await handle.executeUpdate(resolveOutcomeUpdate, { args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { sent: true }, reason: 'seen in the outbox' }] });
+    await handle.executeUpdate(resolveOutcomeUpdate, {
+      args: [{ callId: 'e1', pauseId: await currentPauseId(handle), resolution: 'applied', result: { sent: true }, reason: 'seen in the outbox' }],
+    });
     const result = await handle.result();
     expect(result.status).toBe('completed');
 
@@ -229,7 +260,11 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
     await handle.cancel();
     await expect(handle.result()).rejects.toThrow();
     const described = await handle.describe();
-    expect([described.status.name, described.typedSearchAttributes.get(TTC_NEEDS_PERSON), described.typedSearchAttributes.get(TTC_WAITING_CALLS) ?? []]).toEqual(['CANCELLED', false, []]);
+    expect([described.status.name, described.typedSearchAttributes.get(TTC_NEEDS_PERSON), described.typedSearchAttributes.get(TTC_WAITING_CALLS) ?? []]).toEqual([
+      'CANCELLED',
+      false,
+      [],
+    ]);
   });
 
   it('a run started without the attributes (the client told they are absent) upserts nothing and still completes; listWaitingRuns still finds it while it waits', async () => {

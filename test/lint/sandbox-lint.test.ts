@@ -32,22 +32,58 @@ const SANDBOX_FILES = [
 ];
 
 /** Every file of the sandbox folders (listed here: eslint's own directory search needs a dynamic import jest cannot run). */
-const SANDBOX_PATHS = ['src/workflow.ts', ...['src/workflows', 'src/plugin/workflow'].flatMap((dir) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)))];
+const SANDBOX_PATHS = [
+  'src/workflow.ts',
+  ...['src/workflows', 'src/plugin/workflow'].flatMap((dir) =>
+    readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => join(dir, f)),
+  ),
+];
 
 describe('workflow-sandbox lint rules', () => {
   jest.setTimeout(60_000);
 
   it.each(SANDBOX_FILES)('$file: Node builtins, Node-side packages and Node-side project modules are refused', async ({ file, toSrc }) => {
-    const refused = ['node:crypto', 'fs', '@temporalio/worker', '@temporalio/activity', '@temporalio/plugin', 'better-sqlite3', `${toSrc}stores/sqlite-store`, `${toSrc}activities`, `${toSrc}activities/fence/fenced-tool`, `${toSrc}activities/tools/define-tool`, `${toSrc}activities/index`, `${toSrc}plugin`, `${toSrc}plugin/fence-interceptor`, `${toSrc}plugin/options`, `${toSrc}testing`, `${toSrc}checkpoint/digest`, `${toSrc}index`];
-    const allowed = ['@temporalio/workflow', '@temporalio/common', `${toSrc}activities/contract/contract`, `${toSrc}activities/contract/error-classes`, `${toSrc}plugin/workflow/call-header`, `${toSrc}checkpoint/errors`];
-    const code = [...refused, ...allowed].map((source, i) => `import * as m${i} from '${source}';`).join('\n') + `\nexport const all = [${[...refused, ...allowed].map((_, i) => `m${i}`).join(', ')}];\n`;
+    const refused = [
+      'node:crypto',
+      'fs',
+      '@temporalio/worker',
+      '@temporalio/activity',
+      '@temporalio/plugin',
+      'better-sqlite3',
+      `${toSrc}stores/sqlite-store`,
+      `${toSrc}activities`,
+      `${toSrc}activities/fence/fenced-tool`,
+      `${toSrc}activities/tools/define-tool`,
+      `${toSrc}activities/index`,
+      `${toSrc}plugin`,
+      `${toSrc}plugin/fence-interceptor`,
+      `${toSrc}plugin/options`,
+      `${toSrc}testing`,
+      `${toSrc}checkpoint/digest`,
+      `${toSrc}index`,
+    ];
+    const allowed = [
+      '@temporalio/workflow',
+      '@temporalio/common',
+      `${toSrc}activities/contract/contract`,
+      `${toSrc}activities/contract/error-classes`,
+      `${toSrc}plugin/workflow/call-header`,
+      `${toSrc}checkpoint/errors`,
+    ];
+    const code =
+      [...refused, ...allowed].map((source, i) => `import * as m${i} from '${source}';`).join('\n') +
+      `\nexport const all = [${[...refused, ...allowed].map((_, i) => `m${i}`).join(', ')}];\n`;
     expect((await restricted(file, code)).sort()).toEqual([...refused].sort());
   });
 
   it("the plugin's workflow side imports nothing of the plugin's Node side (its folder's parent)", async () => {
     const refused = ['../fence-interceptor', '../call-context', '../index', '..'];
     const allowed = ['./call-header', '../../checkpoint/errors', '../../workflows/failures'];
-    const code = [...refused, ...allowed].map((source, i) => `import { x${i} } from '${source}';`).join('\n') + `\nexport const all = [${[...refused, ...allowed].map((_, i) => `x${i}`).join(', ')}];\n`;
+    const code =
+      [...refused, ...allowed].map((source, i) => `import { x${i} } from '${source}';`).join('\n') +
+      `\nexport const all = [${[...refused, ...allowed].map((_, i) => `x${i}`).join(', ')}];\n`;
     expect((await restricted('src/plugin/workflow/workflow-interceptors.ts', code)).sort()).toEqual([...refused].sort());
   });
 

@@ -23,7 +23,10 @@ function lineCount(text: string): number {
 }
 
 describe('source file size', () => {
-  const files = ['src', 'packages'].map((dir) => join(ROOT, dir)).filter((dir) => existsSync(dir)).flatMap(sourceFiles);
+  const files = ['src', 'packages']
+    .map((dir) => join(ROOT, dir))
+    .filter((dir) => existsSync(dir))
+    .flatMap(sourceFiles);
 
   it('finds the source files', () => {
     expect(files.length).toBeGreaterThan(100);

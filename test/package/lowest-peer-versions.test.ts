@@ -75,7 +75,22 @@ export async function main(): Promise<void> {
 export const used = [defineTool, isOutcomeUnknown];
 `,
   );
-  const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types'), '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', 'types.ts'];
+  const args = [
+    '--noEmit',
+    '--strict',
+    '--skipLibCheck',
+    '--types',
+    'node',
+    '--typeRoots',
+    join(ROOT, 'node_modules/@types'),
+    '--module',
+    'node16',
+    '--moduleResolution',
+    'node16',
+    '--target',
+    'es2022',
+    'types.ts',
+  ];
   await expect(run(process.execPath, [TSC, ...args], { cwd: consumer }).then(() => 'compiled')).resolves.toBe('compiled');
 });
 
@@ -104,7 +119,10 @@ test("with zod 3.25.76, a zod 3 schema (its 'zod' import) is refused naming the 
   // The shipped demo tools and the scripted model are built under zod 3.25.76; the worker then stops at the store, whose driver
   // this project does not have (built after the tools and models: a schema that breaks them would fail first).
   const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', TTC_PROVIDER_URL: 'http://127.0.0.1:9', TTC_STORE_URL: 'sqlite::memory:' };
-  const worker = await run(process.execPath, [join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/cli/index.js'), 'worker', '--models', 'scripted'], { cwd: consumer, env }).then(
+  const worker = await run(process.execPath, [join(consumer, 'node_modules/temporal-tool-checkpoint/dist/src/cli/index.js'), 'worker', '--models', 'scripted'], {
+    cwd: consumer,
+    env,
+  }).then(
     () => 'started',
     (error: { stderr?: string }) => error.stderr ?? '',
   );

@@ -61,7 +61,8 @@ beforeAll(async () => {
   const packed = await packInto(consumer);
   tarball = join(consumer, packed);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-  const install = (...specs: string[]) => run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
+  const install = (...specs: string[]) =>
+    run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...specs], { cwd: consumer, maxBuffer: 64 << 20 });
   await install(...TEMPORAL_PACKAGES);
   const before = new Set(installedPackages(consumer));
   // As the README's install line: `npm install ./temporal-tool-checkpoint-<version>.tgz`.
@@ -86,7 +87,18 @@ describe('npm pack', () => {
   test('the tarball holds the built entries with their types, the CLI, the README and the LICENSE; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
-    for (const f of ['index.js', 'index.d.ts', 'workflow.js', 'workflow.d.ts', 'plugin/index.js', 'plugin/index.d.ts', 'plugin/workflow/workflow-interceptors.js', 'testing/index.js', 'testing/index.d.ts', 'cli/index.js']) {
+    for (const f of [
+      'index.js',
+      'index.d.ts',
+      'workflow.js',
+      'workflow.d.ts',
+      'plugin/index.js',
+      'plugin/index.d.ts',
+      'plugin/workflow/workflow-interceptors.js',
+      'testing/index.js',
+      'testing/index.d.ts',
+      'cli/index.js',
+    ]) {
       expect(files).toContain(`package/dist/src/${f}`);
     }
     expect(files).toContain('package/README.md');
@@ -133,13 +145,34 @@ describe('installed in a fresh project', () => {
       const at = (paths) => Object.fromEntries(${JSON.stringify(sdk)}.map((n) => [n, require.resolve(n, { paths })]));
       console.log(JSON.stringify({ fromPackage: at([pkgDir]), fromProject: at([process.cwd()]), nested: require('node:fs').existsSync(path.join(pkgDir, 'node_modules/@temporalio')), peers: pkg.peerDependencies, meta: pkg.peerDependenciesMeta, deps: Object.keys(pkg.dependencies) }));`;
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: consumer });
-    const out = JSON.parse(stdout) as { fromPackage: Record<string, string>; fromProject: Record<string, string>; nested: boolean; peers: Record<string, string>; meta: Record<string, { optional: boolean }>; deps: string[] };
+    const out = JSON.parse(stdout) as {
+      fromPackage: Record<string, string>;
+      fromProject: Record<string, string>;
+      nested: boolean;
+      peers: Record<string, string>;
+      meta: Record<string, { optional: boolean }>;
+      deps: string[];
+    };
     expect(out.fromPackage).toEqual(out.fromProject);
     expect(out.nested).toBe(false);
-    expect(Object.keys(out.peers).filter((n) => n.startsWith('@temporalio/')).sort()).toEqual(sdk.sort());
+    expect(
+      Object.keys(out.peers)
+        .filter((n) => n.startsWith('@temporalio/'))
+        .sort(),
+    ).toEqual(sdk.sort());
     expect(out.deps.filter((d) => d.startsWith('@temporalio/') || HEAVY.includes(d) || d.startsWith('@fastify/') || d === 'zod')).toEqual([]);
     const optional = Object.keys(out.meta).sort();
-    expect(optional).toEqual(['@anthropic-ai/sdk', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/formbody', '@temporalio/testing', 'better-sqlite3', 'fastify', 'openai', 'pg']);
+    expect(optional).toEqual([
+      '@anthropic-ai/sdk',
+      '@fastify/cookie',
+      '@fastify/csrf-protection',
+      '@fastify/formbody',
+      '@temporalio/testing',
+      'better-sqlite3',
+      'fastify',
+      'openai',
+      'pg',
+    ]);
     expect(Object.keys(out.peers)).toEqual(expect.arrayContaining([...optional, 'zod']));
   });
 
@@ -160,7 +193,7 @@ describe('installed in a fresh project', () => {
     expect(postgres).toMatch(/^INVALID_CONFIG .*npm install pg/);
   });
 
-  test("better-sqlite3 installed without its native binding (install scripts skipped) is a configuration error naming `npm rebuild`, not a store outage", async () => {
+  test('better-sqlite3 installed without its native binding (install scripts skipped) is a configuration error naming `npm rebuild`, not a store outage', async () => {
     rmSync(join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true, force: true });
     const script = `
       const { openCheckpointStore } = require('temporal-tool-checkpoint');
@@ -198,8 +231,26 @@ export type I = AgentWorkflowInput['tenant'];
 export const d = defineTool;
 `;
     writeFileSync(join(consumer, 'types.ts'), typed);
-    for (const [moduleResolution, module] of [['node10', 'commonjs'], ['node16', 'node16']]) {
-      const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types'), '--module', module!, '--moduleResolution', moduleResolution!, '--target', 'es2022', 'types.ts'];
+    for (const [moduleResolution, module] of [
+      ['node10', 'commonjs'],
+      ['node16', 'node16'],
+    ]) {
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        '--typeRoots',
+        join(ROOT, 'node_modules/@types'),
+        '--module',
+        module!,
+        '--moduleResolution',
+        moduleResolution!,
+        '--target',
+        'es2022',
+        'types.ts',
+      ];
       await expect(run(process.execPath, [TSC, ...args], { cwd: consumer }).then(() => moduleResolution)).resolves.toBe(moduleResolution);
     }
   });
@@ -215,9 +266,18 @@ export const d = defineTool;
     expect(version(consumer)).toBe(version(ROOT));
     cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(consumer, 'node_modules/better-sqlite3/build'), { recursive: true });
     cpSync(join(ROOT, 'examples/testing'), join(consumer, 'example'), { recursive: true, filter: (f) => !f.endsWith('jest.config.js') });
-    const config = { rootDir: consumer, roots: ['<rootDir>/example'], testEnvironment: 'node', transform: { '^.+\\.ts$': [require.resolve('ts-jest'), { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }] } };
+    const config = {
+      rootDir: consumer,
+      roots: ['<rootDir>/example'],
+      testEnvironment: 'node',
+      transform: { '^.+\\.ts$': [require.resolve('ts-jest'), { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }] },
+    };
     const env = { ...process.env, TEMPORAL_TEST_SERVER_PATH: temporalTestServerPath(ROOT) };
-    const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], { cwd: consumer, env, maxBuffer: 64 << 20 });
+    const { stderr } = await run(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--config', JSON.stringify(config), '--ci', '--forceExit'], {
+      cwd: consumer,
+      env,
+      maxBuffer: 64 << 20,
+    });
     expect(stderr).toMatch(/Tests:\s+4 passed, 4 total/);
   });
 
@@ -240,7 +300,11 @@ export const d = defineTool;
     mkdirSync(bin);
     symlinkSync(temporalCliPath(ROOT), join(bin, 'temporal'));
     const address = `127.0.0.1:${await getFreePort()}`;
-    const dev = spawn(ttc, ['dev', '--db', '.data/temporal.db'], { cwd: project, env: { ...env, PATH: `${bin}:${env.PATH}`, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const dev = spawn(ttc, ['dev', '--db', '.data/temporal.db'], {
+      cwd: project,
+      env: { ...env, PATH: `${bin}:${env.PATH}`, TEMPORAL_ADDRESS: address },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const exited = new Promise<number | string | null>((resolve) => dev.on('exit', (code, signal) => resolve(code ?? signal)));
     try {
@@ -330,7 +394,9 @@ export const d = defineTool;
           const store = await openCheckpointStore(`sqlite:${join(project, '.data/checkpoints.db')}`);
           try {
             const records = await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 100 });
-            expect(records.map((r) => [r.binding.toolName, r.binding.toolRevision, r.status, r.result?.payload])).toEqual([['chargeCard', 'v1', 'delivered', { ok: true, output: receipt, receipt: null }]]);
+            expect(records.map((r) => [r.binding.toolName, r.binding.toolRevision, r.status, r.result?.payload])).toEqual([
+              ['chargeCard', 'v1', 'delivered', { ok: true, output: receipt, receipt: null }],
+            ]);
             expect(records[0]!.binding.callId).toContain('"checkout-order-1001"');
           } finally {
             await store.close();

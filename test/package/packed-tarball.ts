@@ -22,7 +22,11 @@ async function buildInputsDigest(): Promise<string> {
   const hash = createHash('sha256');
   for (const file of [...new Set(stdout.split('\0').filter(Boolean))].sort()) {
     const path = join(ROOT, file);
-    hash.update(file).update('\0').update(existsSync(path) ? readFileSync(path) : 'deleted').update('\0');
+    hash
+      .update(file)
+      .update('\0')
+      .update(existsSync(path) ? readFileSync(path) : 'deleted')
+      .update('\0');
   }
   return hash.digest('hex');
 }

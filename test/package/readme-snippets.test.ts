@@ -27,7 +27,14 @@ function typescriptBlocks(markdown: string): Block[] {
     if (end < 0) throw new Error(`README.md:${i + 1}: a code block that never closes`);
     if (['ts', 'typescript', 'tsx'].includes(fence[2]!)) {
       const above = /^<!-- (.*) -->$/.exec(lines[i - 1] ?? '');
-      blocks.push({ line: i + 1, marker: above?.[1] ?? null, body: lines.slice(i + 1, end).map((l) => `${l}\n`).join('') });
+      blocks.push({
+        line: i + 1,
+        marker: above?.[1] ?? null,
+        body: lines
+          .slice(i + 1, end)
+          .map((l) => `${l}\n`)
+          .join(''),
+      });
     }
     i = end;
   }
@@ -38,7 +45,11 @@ const blocks = typescriptBlocks(README);
 const fileBlocks = blocks.filter((b) => b.marker?.startsWith('file: '));
 
 test('every TypeScript block of the README is marked as a file of examples/readme or as a fragment', () => {
-  expect(blocks.filter((b) => b.marker === null || !/^(file: examples\/readme\/[\w.-]+\.ts|fragment: .+)$/.test(b.marker)).map((b) => `README.md:${b.line} ${b.marker ?? '(no marker)'}`)).toEqual([]);
+  expect(
+    blocks
+      .filter((b) => b.marker === null || !/^(file: examples\/readme\/[\w.-]+\.ts|fragment: .+)$/.test(b.marker))
+      .map((b) => `README.md:${b.line} ${b.marker ?? '(no marker)'}`),
+  ).toEqual([]);
 });
 
 test('each file block is byte-identical to its file', () => {
@@ -50,6 +61,9 @@ test('each file block is byte-identical to its file', () => {
 });
 
 test('every file of examples/readme is shown in the README exactly once', () => {
-  const files = readdirSync(join(ROOT, 'examples/readme')).filter((f) => f.endsWith('.ts')).map((f) => `examples/readme/${f}`).sort();
+  const files = readdirSync(join(ROOT, 'examples/readme'))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => `examples/readme/${f}`)
+    .sort();
   expect(fileBlocks.map((b) => b.marker!.slice('file: '.length)).sort()).toEqual(files);
 });

@@ -108,7 +108,12 @@ describe('approved calls through ToolCheckpointPlugin', () => {
   it('describes the call, and runs it once under the digest a person approved (the header carries digest and expiry)', async () => {
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
     const { result, calls, effects } = await runApproved('approval-ok', (d) => ({ intentDigest: d.intentDigest, expiresAt }));
-    expect(result.description).toEqual({ activityType: 'chargeCard', toolRevision: 'v1', intentDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), arguments: ['cus_9', 4_200] });
+    expect(result.description).toEqual({
+      activityType: 'chargeCard',
+      toolRevision: 'v1',
+      intentDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      arguments: ['cus_9', 4_200],
+    });
     expect(result.failureType).toBeNull();
     expect(calls).toBe(1);
     expect(effects).toHaveLength(1);
@@ -119,7 +124,10 @@ describe('approved calls through ToolCheckpointPlugin', () => {
     const headers = await scheduledHeaders('approval-ok');
     expect(headers).toEqual([
       { activityType: 'describeFencedCall', header: { callId: 'act-1', runChainId: expect.any(String) } },
-      { activityType: 'chargeCard', header: { callId: 'act-2', runChainId: expect.any(String), approvedIntentDigest: result.description.intentDigest, approvalExpiresAt: expiresAt } },
+      {
+        activityType: 'chargeCard',
+        header: { callId: 'act-2', runChainId: expect.any(String), approvedIntentDigest: result.description.intentDigest, approvalExpiresAt: expiresAt },
+      },
     ]);
   });
 

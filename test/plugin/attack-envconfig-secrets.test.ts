@@ -13,7 +13,11 @@ const SECRET = 'sk-live-7f3a9c2e1b5d';
 /** Every message in `error`'s cause chain, joined. */
 function allText(error: unknown): string {
   const parts: string[] = [];
-  for (let e = error as { message?: unknown; cause?: unknown; stack?: unknown } | undefined, depth = 0; e !== undefined && e !== null && depth < 10; e = e.cause as typeof e, depth += 1) {
+  for (
+    let e = error as { message?: unknown; cause?: unknown; stack?: unknown } | undefined, depth = 0;
+    e !== undefined && e !== null && depth < 10;
+    e = e.cause as typeof e, depth += 1
+  ) {
     parts.push(String(e.message), String(e.stack));
   }
   return parts.join('\n');

@@ -61,7 +61,8 @@ describe('a fenced activity returning what Temporal sends as JSON', () => {
       return { id: `ord_${seen.length}` };
     };
     const results: unknown[] = [];
-    for (const attempt of [1, 2]) results.push(await new MockActivityEnvironment({ ...INFO, activityId: 'undefined-arg', attempt }, { interceptors }).run(activity, 'cus_1', undefined));
+    for (const attempt of [1, 2])
+      results.push(await new MockActivityEnvironment({ ...INFO, activityId: 'undefined-arg', attempt }, { interceptors }).run(activity, 'cus_1', undefined));
     expect(results).toEqual([{ id: 'ord_1' }, { id: 'ord_1' }]);
     // The activity itself receives its arguments unchanged.
     expect(seen).toEqual([['cus_1', undefined]]);
@@ -73,7 +74,10 @@ describe('a fenced activity returning what Temporal sends as JSON', () => {
     let calls = 0;
     const activity = async (): Promise<unknown> => ({ amount: BigInt((calls += 1)) });
     for (const attempt of [1, 2]) {
-      await expect(new MockActivityEnvironment({ ...INFO, activityId: 'bigint', attempt }, { interceptors }).run(activity)).rejects.toMatchObject({ type: 'NOT_JSON', nonRetryable: true });
+      await expect(new MockActivityEnvironment({ ...INFO, activityId: 'bigint', attempt }, { interceptors }).run(activity)).rejects.toMatchObject({
+        type: 'NOT_JSON',
+        nonRetryable: true,
+      });
     }
     expect(calls).toBe(1);
   });

@@ -52,7 +52,14 @@ function takeCallHeaders(history: temporal.api.history.v1.IHistory): { activityT
     const payload = attributes?.header?.fields?.[CALL_HEADER];
     if (!attributes || !payload) return [];
     delete attributes.header!.fields![CALL_HEADER];
-    return [{ activityType: attributes.activityType?.name ?? '(stripped)', encoding: Buffer.from(payload.metadata?.encoding ?? []).toString(), value: defaultPayloadConverter.fromPayload(payload), raw: Buffer.from(payload.data ?? []) }];
+    return [
+      {
+        activityType: attributes.activityType?.name ?? '(stripped)',
+        encoding: Buffer.from(payload.metadata?.encoding ?? []).toString(),
+        value: defaultPayloadConverter.fromPayload(payload),
+        raw: Buffer.from(payload.data ?? []),
+      },
+    ];
   });
 }
 
@@ -98,11 +105,19 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
     const plugin = new ToolCheckpointPlugin({ store, tools: [tool] });
     const code = await buildAgentWorkflowBundle({ encodeFailures: true, plugins: [plugin], logger: quietLogger });
     const runModelTurn = async (input: ModelTurnInput): Promise<ModelTurnResult> =>
-      input.turn > 0 ? { stopReason: 'end_turn', text: 'done', toolCalls: [] } : { stopReason: 'tool_use', text: '', toolCalls: [{ callId: 'toolu_1', toolName: 'create_ticket', input: { title: SECRET_TITLE } }] };
+      input.turn > 0
+        ? { stopReason: 'end_turn', text: 'done', toolCalls: [] }
+        : { stopReason: 'tool_use', text: '', toolCalls: [{ callId: 'toolu_1', toolName: 'create_ticket', input: { title: SECRET_TITLE } }] };
     const taskQueue = 'header-history-agent';
     const workflowId = 'header-history-agent';
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: { code }, dataConverter, activities: { runModelTurn }, plugins: [plugin] });
-    const input: AgentWorkflowInput = { tenant: 'acme', model: 'scripted', prompt: SECRET_PROMPT, tools: ['create_ticket'], budget: { maxTurns: 4, maxToolCalls: 4, deadlineMs: 60_000 } };
+    const input: AgentWorkflowInput = {
+      tenant: 'acme',
+      model: 'scripted',
+      prompt: SECRET_PROMPT,
+      tools: ['create_ticket'],
+      budget: { maxTurns: 4, maxToolCalls: 4, deadlineMs: 60_000 },
+    };
     const { result, firstRunId } = await worker.runUntil(async () => {
       const handle = await withCodec.workflow.start(agentWorkflow, { taskQueue, workflowId, args: [input] });
       return { result: await handle.result(), firstRunId: handle.firstExecutionRunId };

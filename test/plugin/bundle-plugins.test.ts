@@ -86,7 +86,15 @@ describe('buildAgentWorkflowBundle({ plugins })', () => {
       const ctx = fencedCallContext();
       if (ctx === undefined) throw new Error('lookup_order ran outside the fence');
       contexts.push({ callId: ctx.callId, idempotencyKey: ctx.idempotencyKey });
-      return { callId: input.callId, toolName: TOOL, toolRevision: 'v1', source: 'executed', outcome: { ok: true, output: { status: 'shipped' }, receipt: null }, idempotencyKey: ctx.idempotencyKey, intentDigest: ctx.intentDigest };
+      return {
+        callId: input.callId,
+        toolName: TOOL,
+        toolRevision: 'v1',
+        source: 'executed',
+        outcome: { ok: true, output: { status: 'shipped' }, receipt: null },
+        idempotencyKey: ctx.idempotencyKey,
+        intentDigest: ctx.intentDigest,
+      };
     };
     const taskQueue = `bundle-plugins-${workflowId}`;
     const worker = await Worker.create({

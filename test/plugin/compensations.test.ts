@@ -75,7 +75,10 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
   }
 
   /** The ledger lines of `order` as `kind` strings, in the order the effects were applied. */
-  const effectsOf = (order: SagaOrder): string[] => readSagaLedger(ledger).filter((e) => e.orderId === order.id).map((e) => e.kind);
+  const effectsOf = (order: SagaOrder): string[] =>
+    readSagaLedger(ledger)
+      .filter((e) => e.orderId === order.id)
+      .map((e) => e.kind);
 
   it('the shipment is rejected: refund then release run once each, in that order, under call ids derived from the charge and the reservation', async () => {
     const order: SagaOrder = { id: 'o-rejected' };
@@ -94,11 +97,16 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
       ],
     });
     expect(effectsOf(order)).toEqual(['reserve', 'charge', 'refund', 'release']);
-    for (const [callId, toolName] of [['act-2/compensation', 'refundCharge'], ['act-1/compensation', 'releaseStock']] as const) {
+    for (const [callId, toolName] of [
+      ['act-2/compensation', 'refundCharge'],
+      ['act-1/compensation', 'releaseStock'],
+    ] as const) {
       expect(await checkpointOf(order.id, callId)).toMatchObject({ status: 'delivered', binding: { toolName } });
     }
     // Each compensation's idempotency key is its own (not the step's), the one its checkpoint's call was sent with.
-    const keys = readSagaLedger(ledger).filter((e) => e.orderId === order.id).map((e) => e.idempotencyKey);
+    const keys = readSagaLedger(ledger)
+      .filter((e) => e.orderId === order.id)
+      .map((e) => e.idempotencyKey);
     expect(new Set(keys).size).toBe(4);
     expect(await env.client.workflow.getHandle(order.id).query(sagaStateQuery)).toMatchObject({ outstanding: [] });
   });
@@ -124,13 +132,21 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
   it('a refund whose first attempt fails after its effect is retried and reconciled by its lookup: refunded once', async () => {
     const order: SagaOrder = { id: 'o-refund-dropped', faults: { refundCharge: 'drop-after-effect' } };
     const result = await env.client.workflow.execute(orderSagaWorkflow, { workflowId: order.id, taskQueue: TASK_QUEUE, args: [order] });
-    expect(result.reports).toEqual([expect.objectContaining({ compensated: [expect.objectContaining({ name: 'refund charge', callId: 'act-2/compensation' }), expect.objectContaining({ name: 'release stock' })], failed: [], pending: [] })]);
+    expect(result.reports).toEqual([
+      expect.objectContaining({
+        compensated: [expect.objectContaining({ name: 'refund charge', callId: 'act-2/compensation' }), expect.objectContaining({ name: 'release stock' })],
+        failed: [],
+        pending: [],
+      }),
+    ]);
     expect(effectsOf(order)).toEqual(['reserve', 'charge', 'refund', 'release']);
     expect(executions.get(`refund:${order.id}`)).toBe(1);
     // The refund activity was attempted twice; the second attempt found the effect by its key.
     const history = await env.client.workflow.getHandle(order.id).fetchHistory();
     const refundScheduled = history.events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'refundCharge')!;
-    const refundAttempts = history.events!.filter((e) => e.activityTaskCompletedEventAttributes && String(e.activityTaskCompletedEventAttributes.scheduledEventId) === String(refundScheduled.eventId));
+    const refundAttempts = history.events!.filter(
+      (e) => e.activityTaskCompletedEventAttributes && String(e.activityTaskCompletedEventAttributes.scheduledEventId) === String(refundScheduled.eventId),
+    );
     expect(refundAttempts).toHaveLength(1);
     const started = history.events!.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId ?? '') === String(refundScheduled.eventId));
     expect(started?.activityTaskStartedEventAttributes?.attempt).toBe(2);
@@ -150,13 +166,26 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
     expect(state.reports).toEqual([
       {
         compensated: [],
-        failed: [{ name: 'refund charge', callId: 'act-2/compensation', stepCallId: 'act-2', error: { type: 'RefundDeclined', message: `refund of order ${order.id} declined by the provider` } }],
+        failed: [
+          {
+            name: 'refund charge',
+            callId: 'act-2/compensation',
+            stepCallId: 'act-2',
+            error: { type: 'RefundDeclined', message: `refund of order ${order.id} declined by the provider` },
+          },
+        ],
         pending: [{ name: 'release stock', callId: 'act-1/compensation', stepCallId: 'act-1', error: expect.objectContaining({ type: 'OUTCOME_UNKNOWN' }) }],
       },
     ]);
     expect(state.outstanding).toEqual(['refund charge', 'release stock']);
     // A person finds the release applied and stores it under the call id the report names.
-    await resolveCallInStore(store, { namespace: env.devServer.namespace, workflowId: order.id, callId: 'act-1/compensation', resolution: { applied: { releaseId: `release-${order.id}` } }, reason: 'release found at the warehouse' });
+    await resolveCallInStore(store, {
+      namespace: env.devServer.namespace,
+      workflowId: order.id,
+      callId: 'act-1/compensation',
+      resolution: { applied: { releaseId: `release-${order.id}` } },
+      reason: 'release found at the warehouse',
+    });
     await handle.signal(compensateAgainSignal);
     const result = await handle.result();
     expect(result.reports[1]).toEqual({
@@ -175,7 +204,10 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
     const handle = await env.client.workflow.start(cancellableOrderWorkflow, { workflowId: order.id, taskQueue: TASK_QUEUE, args: [order] });
     for (let i = 0; i < 200 && (await handle.query(sagaStateQuery)).outstanding.length < 2; i += 1) await new Promise((r) => setTimeout(r, 100));
     await handle.cancel();
-    const failure = await handle.result().then(() => null, (error: unknown) => error);
+    const failure = await handle.result().then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     expect(effectsOf(order)).toEqual(['reserve', 'charge', 'refund', 'release']);

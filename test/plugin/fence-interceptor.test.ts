@@ -55,7 +55,9 @@ describe('ToolFenceInboundInterceptor', () => {
 
   it('passes activities it does not fence straight through', async () => {
     const plugin = new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } } });
-    const result = await new MockActivityEnvironment({ ...INFO, activityType: 'refund' }, { interceptors: interceptorsOf(plugin) }).run(async () => fencedCallContext() ?? 'unfenced');
+    const result = await new MockActivityEnvironment({ ...INFO, activityType: 'refund' }, { interceptors: interceptorsOf(plugin) }).run(
+      async () => fencedCallContext() ?? 'unfenced',
+    );
     expect(result).toBe('unfenced');
   });
 
@@ -75,34 +77,41 @@ describe('ToolFenceInboundInterceptor', () => {
     };
     const info = { ...INFO, activityId: 'declined' };
     for (const attempt of [1, 2]) {
-      await expect(new MockActivityEnvironment({ ...info, attempt }, { interceptors: interceptorsOf(plugin) }).run(reject)).rejects.toMatchObject({ type: 'BUSINESS_REJECTION', nonRetryable: true, message: 'card declined' });
+      await expect(new MockActivityEnvironment({ ...info, attempt }, { interceptors: interceptorsOf(plugin) }).run(reject)).rejects.toMatchObject({
+        type: 'BUSINESS_REJECTION',
+        nonRetryable: true,
+        message: 'card declined',
+      });
     }
   });
 
   it.each([
     ['fail', true, "onUnknownOutcome 'fail': the activity fails without a retry and your workflow decides"],
     ['wait', false, "onUnknownOutcome 'wait': the call is tried again every 60000 ms and delivers its outcome once a person has stored it (ttc resolve-in-store)"],
-  ] as const)("an unknown outcome in the user's own workflow (onUnknownOutcome %s) names OUTCOME_UNKNOWN once, says what happens to the activity, not that a run waits, and names the key", async (mode, nonRetryable, says) => {
-    const plugin = new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } }, onUnknownOutcome: mode, unknownOutcomeRetryMs: 60_000 });
-    const keys: Array<string | undefined> = [];
-    const dropped = async (): Promise<never> => {
-      keys.push(fencedCallContext()?.idempotencyKey);
-      throw new Error('connection reset after the request was sent');
-    };
-    const failure = await new MockActivityEnvironment({ ...INFO, activityId: `unknown-${mode}` }, { interceptors: interceptorsOf(plugin) }).run(dropped).then(
-      () => null,
-      (error: unknown) => error as { type?: string; message: string; nonRetryable?: boolean; details?: unknown[]; cause?: unknown },
-    );
-    expect(failure).toMatchObject({ type: 'OUTCOME_UNKNOWN', nonRetryable });
-    expect(failure!.message).not.toMatch(/OUTCOME_UNKNOWN/);
-    expect(failure!.message).not.toContain('the run waits for a person');
-    expect(failure!.message).toBe(
-      `chargeCard call activity-unknown-${mode}: the outcome is unknown and cannot be looked up (connection reset after the request was sent); ${says}; look the effect up at the provider by idempotency key ${keys[0]}`,
-    );
-    // The failure chain does not repeat the message in a cause.
-    expect(failure!.cause).toBeUndefined();
-    expect(failure!.details?.[0]).toMatchObject({ callId: `activity-unknown-${mode}`, toolName: 'chargeCard', toolRevision: 'v1', idempotencyKey: keys[0] });
-  });
+  ] as const)(
+    "an unknown outcome in the user's own workflow (onUnknownOutcome %s) names OUTCOME_UNKNOWN once, says what happens to the activity, not that a run waits, and names the key",
+    async (mode, nonRetryable, says) => {
+      const plugin = new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } }, onUnknownOutcome: mode, unknownOutcomeRetryMs: 60_000 });
+      const keys: Array<string | undefined> = [];
+      const dropped = async (): Promise<never> => {
+        keys.push(fencedCallContext()?.idempotencyKey);
+        throw new Error('connection reset after the request was sent');
+      };
+      const failure = await new MockActivityEnvironment({ ...INFO, activityId: `unknown-${mode}` }, { interceptors: interceptorsOf(plugin) }).run(dropped).then(
+        () => null,
+        (error: unknown) => error as { type?: string; message: string; nonRetryable?: boolean; details?: unknown[]; cause?: unknown },
+      );
+      expect(failure).toMatchObject({ type: 'OUTCOME_UNKNOWN', nonRetryable });
+      expect(failure!.message).not.toMatch(/OUTCOME_UNKNOWN/);
+      expect(failure!.message).not.toContain('the run waits for a person');
+      expect(failure!.message).toBe(
+        `chargeCard call activity-unknown-${mode}: the outcome is unknown and cannot be looked up (connection reset after the request was sent); ${says}; look the effect up at the provider by idempotency key ${keys[0]}`,
+      );
+      // The failure chain does not repeat the message in a cause.
+      expect(failure!.cause).toBeUndefined();
+      expect(failure!.details?.[0]).toMatchObject({ callId: `activity-unknown-${mode}`, toolName: 'chargeCard', toolRevision: 'v1', idempotencyKey: keys[0] });
+    },
+  );
 
   it('refuses bad options when constructed', () => {
     const tool = defineTool({ name: 'chargeCard', revision: 'v1', input: z.object({}), execute: async () => ({ output: null }) });

@@ -37,7 +37,9 @@ describe('worker pins and fenced activities', () => {
 
   it('pinnedTools must pin every fence entry: an unpinned one is refused when the plugin is built', () => {
     expect(build({ fence: { chargeCard: { revision: 'v1' }, refund: { revision: 'v1' } }, pinnedTools: ['chargeCard'] })).toThrow(refusal('pinnedTools'));
-    expect(build({ fence: { chargeCard: { revision: 'v1' } }, tools: [tool('create_ticket')], pinnedTools: ['create_ticket'] })).toThrow(/does not pin the fenced activity types chargeCard/);
+    expect(build({ fence: { chargeCard: { revision: 'v1' } }, tools: [tool('create_ticket')], pinnedTools: ['create_ticket'] })).toThrow(
+      /does not pin the fenced activity types chargeCard/,
+    );
   });
 
   it('pinnedTools that pins only fence entries while the plugin has tools is refused (its tools could never run)', () => {
@@ -50,7 +52,14 @@ describe('worker pins and fenced activities', () => {
   });
 
   it('pinned fence entries and pinned tools together: the plugin builds, registers the pinned tools and fences the activity', async () => {
-    const plugin = new ToolCheckpointPlugin({ store, tenant: 'acme', pinnedTenants: ['acme'], fence: { chargeCard: { revision: 'v1' } }, tools: [tool('create_ticket'), tool('send_email')], pinnedTools: ['chargeCard', 'create_ticket'] });
+    const plugin = new ToolCheckpointPlugin({
+      store,
+      tenant: 'acme',
+      pinnedTenants: ['acme'],
+      fence: { chargeCard: { revision: 'v1' } },
+      tools: [tool('create_ticket'), tool('send_email')],
+      pinnedTools: ['chargeCard', 'create_ticket'],
+    });
     const options = plugin.configureWorker({ taskQueue: 'pins' } as WorkerOptions);
     expect(Object.keys(options.activities ?? {})).toEqual(expect.arrayContaining(['create_ticket', 'send_email']));
     let runs = 0;

@@ -26,13 +26,22 @@ export interface PaymentActivities {
 /** Reads a ledger file: one JSON entry a line. */
 export function readLedger(file: string): LedgerEntry[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as LedgerEntry);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LedgerEntry);
 }
 
 /** Activities writing to the ledger at `file`. */
 export function paymentActivities(file: string): PaymentActivities {
   const apply = (kind: LedgerEntry['kind'], customer: string): LedgerEntry => {
-    const entry: LedgerEntry = { kind, customer, id: `${kind}-${readLedger(file).length + 1}-${process.pid}`, idempotencyKey: fencedCallContext()?.idempotencyKey ?? null, pid: process.pid };
+    const entry: LedgerEntry = {
+      kind,
+      customer,
+      id: `${kind}-${readLedger(file).length + 1}-${process.pid}`,
+      idempotencyKey: fencedCallContext()?.idempotencyKey ?? null,
+      pid: process.pid,
+    };
     appendFileSync(file, `${JSON.stringify(entry)}\n`);
     return entry;
   };

@@ -131,7 +131,9 @@ describe('with OpenTelemetryPlugin', () => {
     // the call delivered and returns it as stored.
     expect(seen.filter((s) => s.where.startsWith('attempt-2:')).map((s) => s.where)).toEqual(['attempt-2:before-claim', 'attempt-2:after-delivery-completed']);
     // The fence decisions are events of the attempt's span, in order.
-    expect(spans[0]!.events.map((e) => e.name)).toEqual(expect.arrayContaining(['ttc.fence.before-claim', 'ttc.fence.after-claim', 'ttc.fence.before-execute', 'ttc.fence.after-effect', 'ttc.fence.after-result-stored']));
+    expect(spans[0]!.events.map((e) => e.name)).toEqual(
+      expect.arrayContaining(['ttc.fence.before-claim', 'ttc.fence.after-claim', 'ttc.fence.before-execute', 'ttc.fence.after-effect', 'ttc.fence.after-result-stored']),
+    );
     expect(spans[1]!.events.map((e) => e.name)).toEqual(['ttc.fence.before-claim', 'ttc.fence.after-delivery-completed']);
     expect(spans[1]!.status.code).not.toBe(2 /* SpanStatusCode.ERROR */);
   });

@@ -50,7 +50,14 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
     await ready;
     const taskQueue = `plugin-crash-${crashAt}${lookupByArgs ? '-by-args' : ''}`;
     const workflowId = taskQueue;
-    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${taskQueue}.jsonl`), lookup, lookupByArgs };
+    const options: PluginWorkerOptions = {
+      address: env.devServer.address,
+      taskQueue,
+      storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`,
+      ledger: join(dir, `${taskQueue}.jsonl`),
+      lookup,
+      lookupByArgs,
+    };
     const doomed = await spawnPluginWorker(options, crashAt);
     running.push(doomed);
     const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue, args: [customer, 4_200] });

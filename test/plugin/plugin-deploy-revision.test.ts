@@ -51,8 +51,17 @@ describe('a plugin-fenced activity whose revision changed after its worker was k
   });
 
   /** Starts the call on a v1 worker that SIGKILLs itself right after the charge; returns the run, the ledger's one charge and the v1 options. */
-  async function chargeThenKill(name: string, workflowId = name): Promise<{ handle: WorkflowHandleWithFirstExecutionRunId<typeof checkoutWorkflow>; options: PluginWorkerOptions; charge: ReturnType<typeof readLedger>[number] }> {
-    const options: PluginWorkerOptions = { address: env.devServer.address, taskQueue: name, storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`, ledger: join(dir, `${name}.jsonl`), lookup: true };
+  async function chargeThenKill(
+    name: string,
+    workflowId = name,
+  ): Promise<{ handle: WorkflowHandleWithFirstExecutionRunId<typeof checkoutWorkflow>; options: PluginWorkerOptions; charge: ReturnType<typeof readLedger>[number] }> {
+    const options: PluginWorkerOptions = {
+      address: env.devServer.address,
+      taskQueue: name,
+      storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`,
+      ledger: join(dir, `${name}.jsonl`),
+      lookup: true,
+    };
     const doomed = await spawnPluginWorker(options, 'after-effect');
     running.push(doomed);
     const handle = await env.client.workflow.start(checkoutWorkflow, { workflowId, taskQueue: name, args: ['cus_7', 1_900] });

@@ -68,7 +68,12 @@ describe('errors of a fenced user activity', () => {
    * `activity`, fenced by `fence` (unfenced when null). @returns the workflow's result or failure,
    * how often the activity ran, and the attempt the activity's last start was.
    */
-  async function run(workflowId: string, activity: () => Promise<unknown>, fence: FencedActivityOptions | null, extra: { hooks?: { step(p: FencePoint): void }; reconcileMarginMs?: number } = {}) {
+  async function run(
+    workflowId: string,
+    activity: () => Promise<unknown>,
+    fence: FencedActivityOptions | null,
+    extra: { hooks?: { step(p: FencePoint): void }; reconcileMarginMs?: number } = {},
+  ) {
     let calls = 0;
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -116,7 +121,7 @@ describe('errors of a fenced user activity', () => {
     throw ApplicationFailure.nonRetryable('card declined', 'CardDeclined');
   };
 
-  it('a nonRetryable ApplicationFailure fails the workflow as it would unfenced (user type and message, no retry), and is stored as the call\'s result', async () => {
+  it("a nonRetryable ApplicationFailure fails the workflow as it would unfenced (user type and message, no retry), and is stored as the call's result", async () => {
     const unfenced = await run('errors-unfenced', declined, null);
     const fenced = await run('errors-fenced', declined, { revision: 'v1' });
     expect(unfenced.failure).toMatchObject({ type: 'CardDeclined', message: 'card declined', nonRetryable: true });
@@ -170,7 +175,11 @@ describe('errors of a fenced user activity', () => {
         throw new Error('classifier bug');
       },
     },
-    { name: 'a nonRetryable ApplicationFailure whose classifier answers nonsense', error: () => ApplicationFailure.nonRetryable('card declined', 'CardDeclined'), classifyError: () => 'maybe' as never },
+    {
+      name: 'a nonRetryable ApplicationFailure whose classifier answers nonsense',
+      error: () => ApplicationFailure.nonRetryable('card declined', 'CardDeclined'),
+      classifyError: () => 'maybe' as never,
+    },
   ])('$name still leaves the outcome unknown: without lookup the call pauses as OUTCOME_UNKNOWN', async ({ name, error, classifyError }) => {
     const workflowId = `errors-unknown-${name.replace(/\W+/g, '-')}`;
     const outcome = await run(workflowId, async () => Promise.reject(error()), { revision: 'v1', ...(classifyError === undefined ? {} : { classifyError }) });
@@ -182,7 +191,10 @@ describe('errors of a fenced user activity', () => {
   it('a plain Error after the effect is reconciled by lookup as before: one effect, the workflow gets the found result', async () => {
     const ledger = join(dir, 'reconciled.jsonl');
     const chargeThenReset = async (): Promise<never> => {
-      appendFileSync(ledger, `${JSON.stringify({ kind: 'charge', customer: 'cus_1', id: 'ch-1', idempotencyKey: fencedCallContext()?.idempotencyKey ?? null, pid: process.pid })}\n`);
+      appendFileSync(
+        ledger,
+        `${JSON.stringify({ kind: 'charge', customer: 'cus_1', id: 'ch-1', idempotencyKey: fencedCallContext()?.idempotencyKey ?? null, pid: process.pid })}\n`,
+      );
       throw new Error('connection reset after the charge was applied');
     };
     const lookup = async (ctx: ToolContext) => {
@@ -198,6 +210,8 @@ describe('errors of a fenced user activity', () => {
   });
 
   it('refuses a classifyError that is not a function when the plugin is built', () => {
-    expect(() => new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1', classifyError: 'rejected' as never } } })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'classifyError' }) }));
+    expect(() => new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1', classifyError: 'rejected' as never } } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'classifyError' }) }),
+    );
   });
 });

@@ -184,7 +184,12 @@ describe('ToolCheckpointPlugin on a real server', () => {
         workflowBundle: bundle,
         plugins: [new ToolCheckpointPlugin({ store, tools: [createTicket], hooks: probe.hooks })],
       },
-      () => env.client.workflow.execute(ticketWorkflow, { workflowId: 'plugin-tools-1', taskQueue: 'plugin-tools', args: [{ tenant: 'acme', callId: 'call-1', toolName: 'create_ticket', input: { title: 'printer' } }] }),
+      () =>
+        env.client.workflow.execute(ticketWorkflow, {
+          workflowId: 'plugin-tools-1',
+          taskQueue: 'plugin-tools',
+          args: [{ tenant: 'acme', callId: 'call-1', toolName: 'create_ticket', input: { title: 'printer' } }],
+        }),
     );
     expect(executions).toBe(1);
     expect(result).toMatchObject({ toolName: 'create_ticket', source: 'store', outcome: { ok: true, output: { ticketId: 'T-printer' } } });

@@ -53,7 +53,14 @@ describe('heartbeat details of a fenced user activity', () => {
     const plugin = new ToolCheckpointPlugin({ store, fence: { importRows: { revision: 'v1' } } });
     const interceptors = plugin.configureWorker({ taskQueue: 'unit' } as WorkerOptions).interceptors?.activity ?? [];
     const env = new MockActivityEnvironment(
-      { activityType: 'importRows', activityId: '1', attempt: 1, heartbeatTimeoutMs: 90, heartbeatDetails: { resumeFrom: 40 }, workflowExecution: { workflowId: 'wf-hb', runId: 'run-hb' } },
+      {
+        activityType: 'importRows',
+        activityId: '1',
+        attempt: 1,
+        heartbeatTimeoutMs: 90,
+        heartbeatDetails: { resumeFrom: 40 },
+        workflowExecution: { workflowId: 'wf-hb', runId: 'run-hb' },
+      },
       { interceptors, logger: QUIET },
     );
     const sent: unknown[] = [];
@@ -102,7 +109,12 @@ describe('heartbeat details of a tool call the fence runs', () => {
       },
     });
     const taskQueue = 'heartbeat-details';
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: require.resolve('../fixtures/fenced-workflows'), activities: createToolActivities({ store, tools: [tool] }) });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath: require.resolve('../fixtures/fenced-workflows'),
+      activities: createToolActivities({ store, tools: [tool] }),
+    });
     const input: FencedToolInput = { tenant: 'acme', callId: 'call-export-1', toolName: 'slow_export', input: { rows: 3 } };
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(callToolOnce, { workflowId: 'heartbeat-details', taskQueue, args: [input] });

@@ -93,15 +93,29 @@ describe('withApprovedIntent around a call of a plugin tool', () => {
   }
 
   it('runs a call whose arguments are the approved ones once (and satisfies the worker pin requireApproval)', async () => {
-    const outcome = await run('tool-approval-ok', { tenant: 'acme', callId: 'call-1', input: { title: 'printer' } }, { intentDigest: ticketDigest('printer'), expiresAt: IN_AN_HOUR() }, ['create_ticket']);
+    const outcome = await run(
+      'tool-approval-ok',
+      { tenant: 'acme', callId: 'call-1', input: { title: 'printer' } },
+      { intentDigest: ticketDigest('printer'), expiresAt: IN_AN_HOUR() },
+      ['create_ticket'],
+    );
     expect(outcome.failureType).toBeNull();
     expect(outcome.executed).toEqual(['printer']);
-    expect(outcome.result).toMatchObject({ toolName: 'create_ticket', source: 'executed', intentDigest: ticketDigest('printer'), outcome: { ok: true, output: { ticketId: 'T-printer' } } });
+    expect(outcome.result).toMatchObject({
+      toolName: 'create_ticket',
+      source: 'executed',
+      intentDigest: ticketDigest('printer'),
+      outcome: { ok: true, output: { ticketId: 'T-printer' } },
+    });
     expect(outcome.checkpoint?.status).toBe('delivered');
   });
 
   it('refuses a call whose arguments differ from the approved ones (APPROVAL_MISMATCH): the tool does not run, nothing is written', async () => {
-    const outcome = await run('tool-approval-other-args', { tenant: 'acme', callId: 'call-1', input: { title: 'scanner' } }, { intentDigest: ticketDigest('printer'), expiresAt: IN_AN_HOUR() });
+    const outcome = await run(
+      'tool-approval-other-args',
+      { tenant: 'acme', callId: 'call-1', input: { title: 'scanner' } },
+      { intentDigest: ticketDigest('printer'), expiresAt: IN_AN_HOUR() },
+    );
     expect(outcome.failureType).toBe('APPROVAL_MISMATCH');
     expect(outcome.executed).toEqual([]);
     expect(outcome.checkpoint).toBeNull();
@@ -109,14 +123,22 @@ describe('withApprovedIntent around a call of a plugin tool', () => {
 
   it('refuses a call whose input carries another approval than withApprovedIntent (APPROVAL_MISMATCH): the tool does not run, nothing is written', async () => {
     // The input's own digest matches its arguments; the scope approved other arguments.
-    const outcome = await run('tool-approval-two-approvals', { tenant: 'acme', callId: 'call-1', input: { title: 'scanner' }, expectedIntentDigest: ticketDigest('scanner') }, { intentDigest: ticketDigest('printer') });
+    const outcome = await run(
+      'tool-approval-two-approvals',
+      { tenant: 'acme', callId: 'call-1', input: { title: 'scanner' }, expectedIntentDigest: ticketDigest('scanner') },
+      { intentDigest: ticketDigest('printer') },
+    );
     expect(outcome.failureType).toBe('APPROVAL_MISMATCH');
     expect(outcome.executed).toEqual([]);
     expect(outcome.checkpoint).toBeNull();
   });
 
   it('refuses a call whose approval has expired (APPROVAL_EXPIRED): the tool does not run, no claim', async () => {
-    const outcome = await run('tool-approval-expired', { tenant: 'acme', callId: 'call-1', input: { title: 'printer' } }, { intentDigest: ticketDigest('printer'), expiresAt: '2020-01-01T00:00:00.000Z' });
+    const outcome = await run(
+      'tool-approval-expired',
+      { tenant: 'acme', callId: 'call-1', input: { title: 'printer' } },
+      { intentDigest: ticketDigest('printer'), expiresAt: '2020-01-01T00:00:00.000Z' },
+    );
     expect(outcome.failureType).toBe('APPROVAL_EXPIRED');
     expect(outcome.executed).toEqual([]);
     expect(outcome.checkpoint?.execution ?? null).toBeNull();

@@ -52,13 +52,20 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
       calls: () => calls,
       async chargeCard(customer) {
         calls += 1;
-        appendFileSync(ledger, `${JSON.stringify({ kind: 'charge', customer, id: `ch-${calls}`, idempotencyKey: fencedCallContext()?.idempotencyKey ?? null, pid: process.pid })}\n`);
+        appendFileSync(
+          ledger,
+          `${JSON.stringify({ kind: 'charge', customer, id: `ch-${calls}`, idempotencyKey: fencedCallContext()?.idempotencyKey ?? null, pid: process.pid })}\n`,
+        );
         throw new Error('connection reset after the request was sent');
       },
     };
   }
 
-  async function startWorker(taskQueue: string, activities: Record<string, (...args: never[]) => Promise<unknown>>, options: Omit<ToolCheckpointPluginOptions, 'store'>): Promise<Worker> {
+  async function startWorker(
+    taskQueue: string,
+    activities: Record<string, (...args: never[]) => Promise<unknown>>,
+    options: Omit<ToolCheckpointPluginOptions, 'store'>,
+  ): Promise<Worker> {
     return Worker.create({
       connection: env.nativeConnection,
       taskQueue,
@@ -76,11 +83,16 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
   }
 
   /** The pending activity's attempt and last failure, once `ready` holds for them. */
-  async function waitForPendingActivity(handle: WorkflowHandle, ready: (attempt: number) => boolean): Promise<{ attempt: number; failureType: string | null | undefined; nonRetryable: boolean | null | undefined; backoffMs: number }> {
+  async function waitForPendingActivity(
+    handle: WorkflowHandle,
+    ready: (attempt: number) => boolean,
+  ): Promise<{ attempt: number; failureType: string | null | undefined; nonRetryable: boolean | null | undefined; backoffMs: number }> {
     for (let i = 0; i < 300; i += 1) {
       const pending = (await handle.describe()).raw.pendingActivities?.[0];
       const attempt = pending?.attempt ?? 0;
-      const [failed, next] = [pending?.lastAttemptCompleteTime, pending?.nextAttemptScheduleTime].map((t) => (t ? Number(t.seconds) * 1_000 + Math.round((t.nanos ?? 0) / 1e6) : null));
+      const [failed, next] = [pending?.lastAttemptCompleteTime, pending?.nextAttemptScheduleTime].map((t) =>
+        t ? Number(t.seconds) * 1_000 + Math.round((t.nanos ?? 0) / 1e6) : null,
+      );
       // Between attempts (the server has scheduled the next one): how long it waits.
       if (ready(attempt) && failed != null && next != null) {
         const info = pending?.lastFailure?.applicationFailureInfo;
@@ -104,7 +116,12 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
     const ledger = join(dir, 'fail.jsonl');
     const activity = chargeThenDrop(ledger);
     const worker = await startWorker('unknown-fail', { chargeCard: activity.chargeCard }, { fence: { chargeCard: { revision: 'v1' } } });
-    const failure = await worker.runUntil(env.client.workflow.execute(callUntilDoneWorkflow, { workflowId: 'unknown-fail', taskQueue: 'unknown-fail', args: ['chargeCard', 'cus_1'] }).then(() => null, (error: unknown) => error));
+    const failure = await worker.runUntil(
+      env.client.workflow.execute(callUntilDoneWorkflow, { workflowId: 'unknown-fail', taskQueue: 'unknown-fail', args: ['chargeCard', 'cus_1'] }).then(
+        () => null,
+        (error: unknown) => error,
+      ),
+    );
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     const activityFailure = (failure as WorkflowFailedError).cause as ActivityFailure;
     expect(activityFailure).toBeInstanceOf(ActivityFailure);
@@ -121,7 +138,11 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
   it("with 'wait', the activity retries without writing; once a person stores the outcome, the next attempt delivers it (the effect ran once)", async () => {
     const ledger = join(dir, 'wait.jsonl');
     const activity = chargeThenDrop(ledger);
-    const worker = await startWorker('unknown-wait', { chargeCard: activity.chargeCard }, { fence: { chargeCard: { revision: 'v1' } }, onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 400 });
+    const worker = await startWorker(
+      'unknown-wait',
+      { chargeCard: activity.chargeCard },
+      { fence: { chargeCard: { revision: 'v1' } }, onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 400 },
+    );
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(callUntilDoneWorkflow, { workflowId: 'unknown-wait', taskQueue: 'unknown-wait', args: ['chargeCard', 'cus_2'] });
       // Attempt 1 ran the activity and paused; attempt 2 re-read the store and waits again.
@@ -158,7 +179,11 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
     });
     const worker = await startWorker('unknown-wait-tool', {}, { tools: [sendEmail], onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 400 });
     const result = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(callUntilDoneWorkflow, { workflowId: 'unknown-wait-tool', taskQueue: 'unknown-wait-tool', args: ['send_email', { tenant: 'acme', callId: 'call-1', input: { to: 'ops@example.com' } }] });
+      const handle = await env.client.workflow.start(callUntilDoneWorkflow, {
+        workflowId: 'unknown-wait-tool',
+        taskQueue: 'unknown-wait-tool',
+        args: ['send_email', { tenant: 'acme', callId: 'call-1', input: { to: 'ops@example.com' } }],
+      });
       expect(await waitForPendingActivity(handle, (attempt) => attempt >= 2)).toMatchObject({ failureType: 'OUTCOME_UNKNOWN', nonRetryable: false });
       await storeOutcomeAsAPerson((await checkpointOf('unknown-wait-tool', 'default/acme', 'call-1'))!, { messageId: 'm-1' });
       return handle.result();
@@ -174,16 +199,25 @@ describe("onUnknownOutcome: a paused call in the user's own workflow", () => {
       throw ApplicationFailure.nonRetryable('card declined', 'CardDeclined');
     };
     const worker = await startWorker('unknown-wait-declined', { chargeCard }, { fence: { chargeCard: { revision: 'v1' } }, onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 400 });
-    const failure = await worker.runUntil(env.client.workflow.execute(callUntilDoneWorkflow, { workflowId: 'unknown-wait-declined', taskQueue: 'unknown-wait-declined', args: ['chargeCard', 'cus_3'] }).then(() => null, (error: unknown) => error));
+    const failure = await worker.runUntil(
+      env.client.workflow.execute(callUntilDoneWorkflow, { workflowId: 'unknown-wait-declined', taskQueue: 'unknown-wait-declined', args: ['chargeCard', 'cus_3'] }).then(
+        () => null,
+        (error: unknown) => error,
+      ),
+    );
     expect(((failure as WorkflowFailedError).cause as ActivityFailure).cause).toMatchObject({ type: 'CardDeclined', nonRetryable: true });
     expect(calls).toBe(1);
   });
 
   it('refuses a bad onUnknownOutcome or unknownOutcomeRetryMs when the plugin is built', () => {
     const build = (options: Partial<ToolCheckpointPluginOptions>) => () => new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } }, ...options });
-    expect(build({ onUnknownOutcome: 'later' as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'onUnknownOutcome' }) }));
+    expect(build({ onUnknownOutcome: 'later' as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'onUnknownOutcome' }) }),
+    );
     for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '300000' as never]) {
-      expect(build({ onUnknownOutcome: 'wait', unknownOutcomeRetryMs: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'unknownOutcomeRetryMs' }) }));
+      expect(build({ onUnknownOutcome: 'wait', unknownOutcomeRetryMs: bad })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'unknownOutcomeRetryMs' }) }),
+      );
     }
     expect(build({ onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 1 })).not.toThrow();
   });

@@ -18,7 +18,10 @@ export async function spawnPluginWorker(options: PluginWorkerOptions, crashAt?: 
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
   if (crashAt === undefined) delete env.TTC_CRASH_AT;
   else env.TTC_CRASH_AT = formatCrashAt({ point: crashAt, toolName: 'chargeCard' });
-  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), require.resolve('./plugin-worker'), JSON.stringify(options)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), require.resolve('./plugin-worker'), JSON.stringify(options)], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
   let output = '';
   await new Promise<void>((ready, fail) => {

@@ -66,7 +66,15 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
       workflowsPath: require.resolve('./workflows'),
       activities: { chargeCard: paymentActivities(ledger).chargeCard },
       // Each waiting attempt re-reads the store after 2 s; the workflow's policy allows 10 attempts.
-      plugins: [new ToolCheckpointPlugin({ store, reconcileMarginMs: 0, onUnknownOutcome: 'wait', unknownOutcomeRetryMs: 2_000, fence: { chargeCard: { revision: 'v1', callDeadlineMs: 2_000 } } })],
+      plugins: [
+        new ToolCheckpointPlugin({
+          store,
+          reconcileMarginMs: 0,
+          onUnknownOutcome: 'wait',
+          unknownOutcomeRetryMs: 2_000,
+          fence: { chargeCard: { revision: 'v1', callDeadlineMs: 2_000 } },
+        }),
+      ],
     });
     const { result, cli } = await survivor.runUntil(async () => {
       // The survivor's attempt found the dead claim past its settle time, marked it uncertain and waits.
@@ -83,7 +91,24 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
       const row = pending.stdout.split('\n').find((line) => line.includes(`${workflowId}/act-1`))!;
       const [, revision, runChain] = /\(revision (\d+), run chain ([^)]+)\)/.exec(row)!;
       expect([Number(revision), runChain]).toEqual([paused!.revision, handle.firstExecutionRunId]);
-      const out = await runCli(['resolve-in-store', workflowId, 'act-1', '--run-chain', runChain!, '--revision', revision!, '--applied', JSON.stringify({ chargeId: charges[0]!.id }), '--reason', `found ${charges[0]!.id} in the ledger`, '--by', 'e2e-operator'], personEnv);
+      const out = await runCli(
+        [
+          'resolve-in-store',
+          workflowId,
+          'act-1',
+          '--run-chain',
+          runChain!,
+          '--revision',
+          revision!,
+          '--applied',
+          JSON.stringify({ chargeId: charges[0]!.id }),
+          '--reason',
+          `found ${charges[0]!.id} in the ledger`,
+          '--by',
+          'e2e-operator',
+        ],
+        personEnv,
+      );
       return { result: await handle.result(), cli: out };
     });
 
@@ -98,7 +123,11 @@ describe("resolve-in-store end to end: a user's workflow waits on an unknown out
     expect(readLedger(ledger)).toEqual(charges);
     const record = await store.getByCall(binding.namespace, binding.callId);
     expect(record?.status).toBe('delivered');
-    expect(record?.result?.payload).toMatchObject({ ok: true, output: { chargeId: charges[0]!.id }, resolvedInStore: { kind: 'applied', by: 'e2e-operator', reason: `found ${charges[0]!.id} in the ledger`, fromStatus: 'uncertain' } });
+    expect(record?.result?.payload).toMatchObject({
+      ok: true,
+      output: { chargeId: charges[0]!.id },
+      resolvedInStore: { kind: 'applied', by: 'e2e-operator', reason: `found ${charges[0]!.id} in the ledger`, fromStatus: 'uncertain' },
+    });
     // The activity was not run again: only attempt 1 (the killed worker) reached it.
     expect(record?.execution?.attemptId).toMatch(/^attempt-1-/);
   });

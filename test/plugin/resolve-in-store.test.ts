@@ -82,7 +82,13 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
 
   /** The binding the fence builds for call `callId` of workflow `workflowId` in run chain `runChainId`, tenant `default`. */
   function bindingOf(workflowId: string, runChainId: string, callId = 'act-1'): Binding {
-    return { namespace: 'default/default', callId: callBindingId({ runChainId, workflowId, callId }), toolName: 'chargeCard', toolRevision: 'v1', inputFingerprint: `sha256:${'ab'.repeat(32)}` };
+    return {
+      namespace: 'default/default',
+      callId: callBindingId({ runChainId, workflowId, callId }),
+      toolName: 'chargeCard',
+      toolRevision: 'v1',
+      inputFingerprint: `sha256:${'ab'.repeat(32)}`,
+    };
   }
 
   /** Writes a record of `binding` driven to `status` through the transitions (claim at T0, deadline T0 + 30 s). */
@@ -145,8 +151,17 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
       effects.push(customer);
       throw new ToolError('unknown-outcome', 'connection reset after the charge request was sent');
     };
-    await expect(new MockActivityEnvironment({ ...info, attempt: 1 }, { interceptors: interceptorsOf(plugin), logger: QUIET }).run(charge, 'cus_1')).rejects.toMatchObject({ type: 'OUTCOME_UNKNOWN', nonRetryable: true });
-    return { workflowId, runId, effects, key, nextAttempt: () => new MockActivityEnvironment({ ...info, attempt: 2 }, { interceptors: interceptorsOf(plugin), logger: QUIET }).run(charge, 'cus_1') };
+    await expect(new MockActivityEnvironment({ ...info, attempt: 1 }, { interceptors: interceptorsOf(plugin), logger: QUIET }).run(charge, 'cus_1')).rejects.toMatchObject({
+      type: 'OUTCOME_UNKNOWN',
+      nonRetryable: true,
+    });
+    return {
+      workflowId,
+      runId,
+      effects,
+      key,
+      nextAttempt: () => new MockActivityEnvironment({ ...info, attempt: 2 }, { interceptors: interceptorsOf(plugin), logger: QUIET }).run(charge, 'cus_1'),
+    };
   }
 
   it('applied: an uncertain call left by the fence is completed under its own fence with the result and the audit; the next attempt delivers it and the activity is not called again', async () => {
@@ -159,14 +174,25 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
     const resolved = await resolveCallInStore(store, args(call.workflowId, undefined, { callId: 'activity-1' }), { idempotencyKeySecret: secret });
     expect(resolved).toMatchObject({ toolName: 'chargeCard', toolRevision: 'v1', runChainId: call.runId, claimedAt: before!.execution!.claimedAt, idempotencyKey: call.key });
     expect(resolved.previous).toEqual(before);
-    expect(resolved.record).toMatchObject({ status: 'completed', revision: before!.revision + 1, execution: { attemptId: before!.execution!.attemptId, finishedAt: resolved.record.updatedAt } });
+    expect(resolved.record).toMatchObject({
+      status: 'completed',
+      revision: before!.revision + 1,
+      execution: { attemptId: before!.execution!.attemptId, finishedAt: resolved.record.updatedAt },
+    });
     const stored = await store.getByCall(before!.binding.namespace, before!.binding.callId);
     expect(stored).toEqual(resolved.record);
     expect(stored!.result!.payload).toEqual({
       ok: true,
       output: { chargeId: 'ch-found' },
       receipt: null,
-      resolvedInStore: { kind: 'applied', by: 'alice', reason: 'found the charge in the provider dashboard', at: resolved.record.updatedAt, fromStatus: 'uncertain', attemptId: before!.execution!.attemptId },
+      resolvedInStore: {
+        kind: 'applied',
+        by: 'alice',
+        reason: 'found the charge in the provider dashboard',
+        at: resolved.record.updatedAt,
+        fromStatus: 'uncertain',
+        attemptId: before!.execution!.attemptId,
+      },
     });
     expect(storeResolutionOf(stored)).toMatchObject({ kind: 'applied', by: 'alice' });
 
@@ -180,7 +206,11 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
       const call = await pausedCall();
       const failed = { message: 'no charge for this key at the provider', ...(type === undefined ? {} : { type }) };
       const resolved = await resolveCallInStore(store, args(call.workflowId, call.runId, { callId: 'activity-1', resolution: { failed } }));
-      expect(resolved.outcome).toMatchObject({ ok: false, error: { type: type ?? RESOLVED_NOT_APPLIED, message: failed.message }, resolvedInStore: { kind: 'not-applied', fromStatus: 'uncertain' } });
+      expect(resolved.outcome).toMatchObject({
+        ok: false,
+        error: { type: type ?? RESOLVED_NOT_APPLIED, message: failed.message },
+        resolvedInStore: { kind: 'not-applied', fromStatus: 'uncertain' },
+      });
       await expect(call.nextAttempt()).rejects.toMatchObject({ type: type ?? RESOLVED_NOT_APPLIED, message: failed.message, nonRetryable: true });
       expect(call.effects).toEqual(['cus_1']);
     }
@@ -197,7 +227,11 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
     expect(early.message).toContain(`until ${iso(SETTLE_MS)}`);
     await unchanged(binding, before);
     // A larger margin (the plugin's reconcileMarginMs) moves the settle time.
-    await refused(resolveCallInStore(store, args(workflowId, runChainId), { clock: () => new Date(T0 + SETTLE_MS), reconcileMarginMs: 60_000 }), 'RECONCILE_PENDING', 'may-be-running');
+    await refused(
+      resolveCallInStore(store, args(workflowId, runChainId), { clock: () => new Date(T0 + SETTLE_MS), reconcileMarginMs: 60_000 }),
+      'RECONCILE_PENDING',
+      'may-be-running',
+    );
     await unchanged(binding, before);
 
     const resolved = await resolveCallInStore(store, args(workflowId, runChainId, { resolution: { failed: { message: 'declined' } } }), { clock: () => new Date(T0 + SETTLE_MS) });
@@ -234,7 +268,11 @@ describe.each(BACKENDS)('resolveCallInStore on %s', (_name, makeTarget) => {
     const binding = bindingOf(workflowId, runChainId);
     await seed(binding, 'uncertain');
     const first = await resolveCallInStore(store, args(workflowId, runChainId));
-    const e = await refused(resolveCallInStore(store, args(workflowId, runChainId, { resolvedBy: 'bob', resolution: { failed: { message: 'no' } } })), 'INVALID_TRANSITION', 'already-settled');
+    const e = await refused(
+      resolveCallInStore(store, args(workflowId, runChainId, { resolvedBy: 'bob', resolution: { failed: { message: 'no' } } })),
+      'INVALID_TRANSITION',
+      'already-settled',
+    );
     expect(e.message).toContain(`resolved in the store as applied by alice at ${first.record.updatedAt}: found the charge in the provider dashboard`);
     await unchanged(binding, first.record);
   });

@@ -39,7 +39,10 @@ export interface SagaActivities {
 /** Reads a ledger file: one JSON entry a line. */
 export function readSagaLedger(file: string): SagaLedgerEntry[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as SagaLedgerEntry);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as SagaLedgerEntry);
 }
 
 /** The activities, writing to the ledger at `file`; `executions` counts the runs of each activity. */

@@ -24,7 +24,10 @@ export async function invoiceWorkflow(customer: string): Promise<{ invoiceId: st
 
 /** Calls the `create_ticket` tool the plugin registers as its own activity type. */
 export async function ticketWorkflow(input: FencedToolInput): Promise<FencedToolResult> {
-  const { create_ticket } = proxyActivities<Record<'create_ticket', (input: FencedToolInput) => Promise<FencedToolResult>>>({ startToCloseTimeout: '30s', retry: { initialInterval: '100ms', maximumAttempts: 5 } });
+  const { create_ticket } = proxyActivities<Record<'create_ticket', (input: FencedToolInput) => Promise<FencedToolResult>>>({
+    startToCloseTimeout: '30s',
+    retry: { initialInterval: '100ms', maximumAttempts: 5 },
+  });
   return create_ticket(input);
 }
 

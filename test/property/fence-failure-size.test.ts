@@ -34,7 +34,11 @@ const CONVERTERS: readonly { name: string; converter: DataConverter | undefined 
 ];
 
 /** Third-party text: any code points (control characters, astral, lone surrogates), up to 40,000 UTF-16 units. */
-const thirdPartyText = fc.oneof(fc.string({ unit: 'binary', maxLength: 40_000 }), fc.string({ unit: 'grapheme', minLength: 2_000, maxLength: 20_000 }), fc.string({ unit: fc.constantFrom('\u0000', '"', '\\', '\u{1F600}', 'é', '\u202E'), minLength: 1_000, maxLength: 20_000 }));
+const thirdPartyText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40_000 }),
+  fc.string({ unit: 'grapheme', minLength: 2_000, maxLength: 20_000 }),
+  fc.string({ unit: fc.constantFrom('\u0000', '"', '\\', '\u{1F600}', 'é', '\u202E'), minLength: 1_000, maxLength: 20_000 }),
+);
 
 /** What names a call: a plugin call id (`act-N`) or a model's tool-call id, a tool name, a key. */
 const names = fc.record({
@@ -58,14 +62,35 @@ type Named = { callId: string; toolName: string; idempotencyKey: string };
 /** The failures each path builds from the same text and names. */
 function failuresOf(text: string, causes: readonly string[], call: Named): { path: string; failure: unknown }[] {
   const chain = causeChain(causes);
-  const pause = new CheckpointError('OUTCOME_UNKNOWN', `call ${JSON.stringify(call.callId)} was claimed under ${call.toolName} revision v1, and this attempt cannot reconcile it: ${text}`, { ...call, toolRevision: 'v1', status: 'uncertain', reason: text, cause: 'BINDING_CONFLICT' }, { cause: chain });
-  const pending = new CheckpointError('RECONCILE_PENDING', `the call may have been claimed (${text}); the next attempt reads the checkpoint and decides`, { cause: 'BINDING_CONFLICT', extra: [text, text] }, { cause: pause });
-  const stored = { callId: call.callId, toolName: call.toolName, toolRevision: 'v2', source: 'store' as const, outcome: { ok: false as const, error: { type: text.slice(0, 300) || 'BUSINESS_REJECTION', message: text } }, idempotencyKey: call.idempotencyKey, intentDigest: null };
+  const pause = new CheckpointError(
+    'OUTCOME_UNKNOWN',
+    `call ${JSON.stringify(call.callId)} was claimed under ${call.toolName} revision v1, and this attempt cannot reconcile it: ${text}`,
+    { ...call, toolRevision: 'v1', status: 'uncertain', reason: text, cause: 'BINDING_CONFLICT' },
+    { cause: chain },
+  );
+  const pending = new CheckpointError(
+    'RECONCILE_PENDING',
+    `the call may have been claimed (${text}); the next attempt reads the checkpoint and decides`,
+    { cause: 'BINDING_CONFLICT', extra: [text, text] },
+    { cause: pause },
+  );
+  const stored = {
+    callId: call.callId,
+    toolName: call.toolName,
+    toolRevision: 'v2',
+    source: 'store' as const,
+    outcome: { ok: false as const, error: { type: text.slice(0, 300) || 'BUSINESS_REJECTION', message: text } },
+    idempotencyKey: call.idempotencyKey,
+    intentDigest: null,
+  };
   return [
     { path: 'a pause (toApplicationFailure)', failure: toApplicationFailure(pause, call) },
     { path: 'a retryable wait naming no call in its own details (toApplicationFailure with the attempt names)', failure: toApplicationFailure(pending, call) },
     { path: "a pause under onUnknownOutcome 'wait' (pauseFailure)", failure: pauseFailure(toApplicationFailure(pause, call) as ApplicationFailure, 'wait', 300_000) },
-    { path: "a pause of the user's own activity under onUnknownOutcome 'fail' (pauseFailure)", failure: pauseFailure(toApplicationFailure(pause, call) as ApplicationFailure, 'fail', 300_000) },
+    {
+      path: "a pause of the user's own activity under onUnknownOutcome 'fail' (pauseFailure)",
+      failure: pauseFailure(toApplicationFailure(pause, call) as ApplicationFailure, 'fail', 300_000),
+    },
     { path: 'a stored error result delivered (deliver)', failure: thrown(() => deliver(stored)) },
     { path: 'an unexpected third-party error (toApplicationFailure)', failure: toApplicationFailure(new Error(text, { cause: chain }), call) },
   ];
@@ -101,7 +126,12 @@ describe('the size of every failure the fence raises', () => {
   });
 
   it('keeps a short failure as it was: message, details and the cause the in-process checks read', () => {
-    const pause = new CheckpointError('OUTCOME_UNKNOWN', 'charge call act-1: the outcome is unknown', { callId: 'act-1', toolName: 'chargeCard', idempotencyKey: 'ttc2-ab', reason: 'connection reset' });
+    const pause = new CheckpointError('OUTCOME_UNKNOWN', 'charge call act-1: the outcome is unknown', {
+      callId: 'act-1',
+      toolName: 'chargeCard',
+      idempotencyKey: 'ttc2-ab',
+      reason: 'connection reset',
+    });
     const failure = toApplicationFailure(pause) as ApplicationFailure;
     expect(failure.message).toBe(pause.message);
     expect(failure.details?.[0]).toEqual(pause.details);

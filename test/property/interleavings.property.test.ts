@@ -60,7 +60,10 @@ function failureType(a: AttemptReport | undefined): string | undefined {
 
 describe('overlapping attempts of a tool with lookup', () => {
   test('attempt 2 arrives 100 ms into attempt 1 (execute takes 200 ms): it waits for the settle time, attempt 1 stores its result, attempt 3 delivers it; one effect', async () => {
-    const report = await runSchedule(scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 100 }), attempt()] }), fifoScheduler());
+    const report = await runSchedule(
+      scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 100 }), attempt()] }),
+      fifoScheduler(),
+    );
     expectClean(report);
     expect(report.effects).toBe(1);
     const [a1, a2, a3] = main(report);
@@ -78,7 +81,11 @@ describe('overlapping attempts of a tool with lookup', () => {
     // Every store call takes 10 ms, so both attempts send their claiming insert
     // (docs/protocol.md#cost: the claim is the insert) before either lands.
     const report = await runSchedule(
-      scenario({ tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE }, attempts: [attempt({ timeoutMs: 0 }), attempt()], storeLatencyMs: [10] }),
+      scenario({
+        tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE },
+        attempts: [attempt({ timeoutMs: 0 }), attempt()],
+        storeLatencyMs: [10],
+      }),
       fifoScheduler(),
     );
     expectClean(report);
@@ -234,7 +241,7 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
  * Found by the explorer in the fence of 42bb6ed/e4f6b45 (the durable refusal of closeCall), seed 717661207 path
  * "933:4:0:1:1:1:1:1:1:1:1:1:1:1:1:1:1:6:5:6:5:1:2:1:2" (shrunk), then reduced by hand; fixed in 6270ad6.
  */
-describe('explorer findings D, D\' (found on e4f6b45, fixed in 6270ad6): the refusal claim of a later attempt', () => {
+describe("explorer findings D, D' (found on e4f6b45, fixed in 6270ad6): the refusal claim of a later attempt", () => {
   test('D. a store failure after the refusal\'s claim is not "nothing applied": the call is claimed (executing, no result)', async () => {
     // Attempt 1 creates the checkpoint and dies before its claim. Attempt 2 lands on a worker without the tool: it claims the
     // ready checkpoint to store the refusal, but the store fails on the refusal's completion. STORE_UNAVAILABLE escapes as
@@ -345,7 +352,10 @@ describe('explorer finding F (found on 372f890): a same-key repeat that settles 
 describe('interleaving explorer', () => {
   test(`${RUNS} random schedules keep the invariants: effects ≤ 1, stored results never change, no nothing-applied after a claim, every returned result is the stored one`, async () => {
     const figures = new Figures();
-    const details = await fc.check(interleavingProperty({ onReport: (r) => figures.add(r) }), { numRuns: RUNS, seed: process.env.TTC_INTERLEAVING_SEED === undefined ? undefined : Number(process.env.TTC_INTERLEAVING_SEED) });
+    const details = await fc.check(interleavingProperty({ onReport: (r) => figures.add(r) }), {
+      numRuns: RUNS,
+      seed: process.env.TTC_INTERLEAVING_SEED === undefined ? undefined : Number(process.env.TTC_INTERLEAVING_SEED),
+    });
     process.stdout.write(`interleaving explorer (seed ${details.seed}):\n${figures.format()}\n`);
     if (details.failed) {
       const shrunk = details.errorInstance instanceof InterleavingViolation ? `\n\nshrunk schedule:\n${describeViolation(details.errorInstance.report)}` : '';

@@ -48,9 +48,12 @@ describe('number literals in tool input', () => {
 
   it("a fraction's shortest form passes; a fraction read as an integer does not", () => {
     fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)), (d) => {
-        expect(verdict(String(d))).toBeNull();
-      }),
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)),
+        (d) => {
+          expect(verdict(String(d))).toBeNull();
+        },
+      ),
       { seed: SEED, numRuns: 2000 },
     );
     fc.assert(
@@ -67,5 +70,4 @@ describe('number literals: named cases from a review', () => {
   it('a fraction read as an integer is found in a response text without 16 digits in a row (99999999.999999999)', () => {
     expect(textFindingsOf('{"content":[{"input":{"n":99999999.999999999}}]}')).toEqual([{ kind: 'inexact-number', token: '99999999.999999999', path: '$.content[0].input.n' }]);
   });
-
 });

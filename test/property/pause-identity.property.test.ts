@@ -22,7 +22,11 @@ const pauseOf = fc.record({
 /** A decision: for the call `callId`, carrying the id of the `seen`-th pause seen so far (modulo), or none, or an unknown one. */
 const decisionOf = fc.record({
   callId: fc.constantFrom(...CALL_IDS),
-  pause: fc.oneof(fc.nat({ max: 20 }).map((seen) => ({ seen })), fc.constant({ none: true as const }), fc.constant({ forged: 'c1#999' })),
+  pause: fc.oneof(
+    fc.nat({ max: 20 }).map((seen) => ({ seen })),
+    fc.constant({ none: true as const }),
+    fc.constant({ forged: 'c1#999' }),
+  ),
   inFlight: fc.boolean(),
 });
 
@@ -47,7 +51,18 @@ function beginPause(state: RunState, call: CallState, pause: { what: string; ite
   call.pausedItem = pause.what === 'item' ? { key: pause.itemKey, generation: pause.generation, index: 0, idempotencyKey: null } : null;
   call.compensation =
     pause.what === 'compensation'
-      ? { status: 'paused', generation: pause.generation, toolName: null, toolRevision: null, source: null, outcome: null, idempotencyKey: null, errorType: 'OUTCOME_UNKNOWN', reason: 'lost', pausedAt: 0 }
+      ? {
+          status: 'paused',
+          generation: pause.generation,
+          toolName: null,
+          toolRevision: null,
+          source: null,
+          outcome: null,
+          idempotencyKey: null,
+          errorType: 'OUTCOME_UNKNOWN',
+          reason: 'lost',
+          pausedAt: 0,
+        }
       : null;
   state.paused = call;
 }
@@ -78,7 +93,8 @@ describe('pause identity', () => {
             expect(refusal === null).toBe(waitingNow);
             if (pauseId === undefined) expect(refusal?.type).toBe('INVALID_REQUEST');
             // A decision for the call waiting now, but made for another of its pauses, names the pause it is stale against.
-            else if (state.paused !== null && !inFlight && state.paused.callId === callId && pauseId !== state.pauseId) expect(refusal).toMatchObject({ type: 'STALE_PAUSE', message: expect.stringContaining(state.pauseId!) });
+            else if (state.paused !== null && !inFlight && state.paused.callId === callId && pauseId !== state.pauseId)
+              expect(refusal).toMatchObject({ type: 'STALE_PAUSE', message: expect.stringContaining(state.pauseId!) });
           }
         }
       }),

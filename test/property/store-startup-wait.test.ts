@@ -35,7 +35,10 @@ const CONFIGURATION: readonly (() => CheckpointError)[] = [
 ];
 
 function unavailable(driverCode: string | null, message: string): CheckpointError {
-  return new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL postgres://db/ttc failed to connect: ${driverCode ?? ''} ${message}; nothing was written`, { where: 'postgres://db/ttc', driverCode });
+  return new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL postgres://db/ttc failed to connect: ${driverCode ?? ''} ${message}; nothing was written`, {
+    where: 'postgres://db/ttc',
+    driverCode,
+  });
 }
 
 const STORE = { close: async () => undefined } as unknown as CheckpointStore;

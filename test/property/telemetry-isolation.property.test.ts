@@ -246,7 +246,10 @@ describe('telemetry that throws at any subset of its calls never changes a fence
     calls = 0;
     try {
       for (let attempt = 1; attempt <= scenario.gapsMs.length + 1; attempt += 1) {
-        const env = new MockActivityEnvironment({ activityType: 'probe', attempt, heartbeatTimeoutMs: 30_000, workflowExecution: WORKFLOW }, { metricMeter: faultyMeter, logger: QUIET });
+        const env = new MockActivityEnvironment(
+          { activityType: 'probe', attempt, heartbeatTimeoutMs: 30_000, workflowExecution: WORKFLOW },
+          { metricMeter: faultyMeter, logger: QUIET },
+        );
         try {
           const { source, outcome }: FencedToolResult = await env.run(activities.runFencedTool, input);
           attempts.push({ source, outcome });

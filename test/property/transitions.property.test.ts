@@ -4,7 +4,25 @@
  * be stale, as workers racing on one record do. 10,000 generated sequences per property run.
  */
 import fc from 'fast-check';
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, createCheckpoint, decideCheckpoint, markExecutionUncertain, parseCheckpoint, reclaimExecution, releaseExecution, renewExecution, releaseDelivery, serializeCheckpoint, validateCheckpoint, type CheckpointRecord, type Status, type TransitionResult } from '../../src/protocol';
+import {
+  claimDelivery,
+  claimExecution,
+  completeDelivery,
+  completeExecution,
+  createCheckpoint,
+  decideCheckpoint,
+  markExecutionUncertain,
+  parseCheckpoint,
+  reclaimExecution,
+  releaseExecution,
+  renewExecution,
+  releaseDelivery,
+  serializeCheckpoint,
+  validateCheckpoint,
+  type CheckpointRecord,
+  type Status,
+  type TransitionResult,
+} from '../../src/protocol';
 import { isCheckpointError, type CheckpointErrorCode } from '../../src';
 import { BINDING } from '../unit/checkpoint/fixtures';
 
@@ -30,7 +48,17 @@ class CasCell {
   }
 }
 
-const TRANSITIONS = ['claimExecution', 'reclaimExecution', 'renewExecution', 'releaseExecution', 'completeExecution', 'markExecutionUncertain', 'claimDelivery', 'releaseDelivery', 'completeDelivery'] as const;
+const TRANSITIONS = [
+  'claimExecution',
+  'reclaimExecution',
+  'renewExecution',
+  'releaseExecution',
+  'completeExecution',
+  'markExecutionUncertain',
+  'claimDelivery',
+  'releaseDelivery',
+  'completeDelivery',
+] as const;
 type TransitionName = (typeof TRANSITIONS)[number];
 const ATTEMPTS = ['attempt-a', 'attempt-b', 'attempt-c'] as const;
 const DELIVERIES = ['delivery-a', 'delivery-b', 'delivery-c'] as const;
@@ -233,7 +261,10 @@ describe(`random interleavings of transitions and fences through a compare-and-s
           if (i > 0 && record.status === 'ready') {
             const prev = cell.history[i - 1]!;
             check(prev.status === 'executing' && record.execution === null, () => `record ${i} is ready again from ${prev.status}`);
-            check(cell.history.slice(0, i).every((r) => r.result === null), () => `record ${i} is ready again after a stored result`);
+            check(
+              cell.history.slice(0, i).every((r) => r.result === null),
+              () => `record ${i} is ready again after a stored result`,
+            );
           }
           if (firstWithResult !== -1 && i >= firstWithResult) check(JSON.stringify(record.result) === stored, () => `record ${i} changed the stored result`);
         });

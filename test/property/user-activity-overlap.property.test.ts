@@ -63,7 +63,12 @@ async function run(store: CheckpointStore, callId: string, scenario: Scenario): 
     return effect === undefined ? { found: false } : { found: true, output: { chargeId: effect.id } };
   };
   const fenceClock = stallFreeClock();
-  const plugin = new ToolCheckpointPlugin({ store, clock: fenceClock.clock, reconcileMarginMs: scenario.marginMs, fence: { chargeCard: { revision: 'v1', callDeadlineMs: scenario.callDeadlineMs, lookup } } });
+  const plugin = new ToolCheckpointPlugin({
+    store,
+    clock: fenceClock.clock,
+    reconcileMarginMs: scenario.marginMs,
+    fence: { chargeCard: { revision: 'v1', callDeadlineMs: scenario.callDeadlineMs, lookup } },
+  });
   const chargeCard = async (): Promise<{ chargeId: string }> => {
     await sleep(scenario.durationMs); // ignores fencedCallContext().signal and cancellation, as an unmodified activity does
     const effect = { key: fencedCallContext()?.idempotencyKey, id: `ch-${effects.length + 1}` };

@@ -11,7 +11,8 @@ import type { RunStatusView } from '../../src/workflows/types';
 
 type Behaviour = 'waiting' | 'idle' | 'no-answer';
 
-const statusOf = (behaviour: Behaviour) => ({ pendingCalls: behaviour === 'waiting' ? [{ callId: 'c1', status: 'awaiting-approval' }] : [{ callId: 'c0', status: 'completed' }] }) as unknown as RunStatusView;
+const statusOf = (behaviour: Behaviour) =>
+  ({ pendingCalls: behaviour === 'waiting' ? [{ callId: 'c1', status: 'awaiting-approval' }] : [{ callId: 'c0', status: 'completed' }] }) as unknown as RunStatusView;
 
 describe('asking runs for their status', () => {
   it('bounded concurrency, list order, each run asked once, min(limit, kept) runs, under any answer order (property)', async () => {

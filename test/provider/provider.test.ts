@@ -6,14 +6,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  isProviderError,
-  parseRetryAfter,
-  ProviderClient,
-  ProviderRejectedError,
-  ProviderTransientError,
-  ProviderUnknownOutcomeError,
-} from '../../examples/provider/client';
+import { isProviderError, parseRetryAfter, ProviderClient, ProviderRejectedError, ProviderTransientError, ProviderUnknownOutcomeError } from '../../examples/provider/client';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 
 const ticket = { title: 'Printer on fire', body: 'Third floor, again.', queue: 'facilities' };
@@ -110,9 +103,7 @@ describe('POST /tickets with Idempotency-Key', () => {
   });
 
   it('rejects a malformed body with 400 before touching the key', async () => {
-    const error = await failure(
-      client.createTicket({ title: '', body: 'x', queue: 'q' }, { idempotencyKey: 'idem-bad-body' }),
-    );
+    const error = await failure(client.createTicket({ title: '', body: 'x', queue: 'q' }, { idempotencyKey: 'idem-bad-body' }));
     expect(isProviderError(error, 'rejected')).toBe(true);
     expect((error as ProviderRejectedError).status).toBe(400);
     expect(await client.findTicketByKey('idem-bad-body')).toBeNull();

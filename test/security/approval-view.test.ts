@@ -68,7 +68,12 @@ describe('the approval view shows what runs', () => {
       openCheckpointStore(storeUrl),
     ]);
     [env, store] = [created, opened];
-    worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: { ...createToolActivities({ store, tools: [transfer] }), runModelTurn } });
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      activities: { ...createToolActivities({ store, tools: [transfer] }), runModelTurn },
+    });
     running = worker.run();
   });
 
@@ -120,7 +125,9 @@ describe('the approval view shows what runs', () => {
 
     // An approval of anything else (here: the model's raw input) is refused and nothing runs.
     const rawDigest = intentDigest({ toolName: 'transfer', toolRevision: '3', args: MODEL_INPUT, target: { account: 'A-1' } });
-    const refused = await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 't1', intentDigest: rawDigest, stateVersion: status.stateVersion }] }).catch((e: unknown) => e);
+    const refused = await handle
+      .executeUpdate(approveCallUpdate, { args: [{ callId: 't1', intentDigest: rawDigest, stateVersion: status.stateVersion }] })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
     expect((refused as WorkflowUpdateFailedError).cause).toEqual(expect.objectContaining({ type: 'APPROVAL_MISMATCH' }));
     expect(executed).toEqual([]);

@@ -29,7 +29,7 @@ function stepsTool(received: unknown[]): ToolDefinition<any> {
 }
 
 describe('attack on item 2: execute receives exactly the arguments the approver was shown', () => {
-  test('member order and -0 as shown: the approver reads the steps sorted and delta 0, and execute iterates them in that order and gets 0 (not the model\'s order and -0)', async () => {
+  test("member order and -0 as shown: the approver reads the steps sorted and delta 0, and execute iterates them in that order and gets 0 (not the model's order and -0)", async () => {
     const received: any[] = [];
     const acts = h.activities([stepsTool(received)]);
     // The model orders the destructive step first; canonical JSON (what the approver reads) sorts it last.

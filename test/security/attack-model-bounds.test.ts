@@ -50,23 +50,29 @@ describe('attack on item 3: inputs at the bounds fail alone and typed, never pau
     ['nesting 32 levels', deepest, {}],
     ['holding 10,000 values', widest, {}],
     ['nesting 32 levels, dedupeByIntent tool (intent call id)', deepest, { dedupeByIntent: true }],
-  ] as const)('item 3: an input %s, which the OpenAI adapter accepts, is refused by runFencedTool and describeToolCall as INVALID_TOOL_INPUT too-large (nothing applied); nothing written or run', async (_what, make, extra) => {
-    const input = make();
-    expect(parseToolInputText(JSON.stringify(input)).ok).toBe(true);
-    const runs: string[] = [];
-    const acts = h.activities([freeTool(runs, extra)]);
-    const call = h.newCall({ toolName: 'free', input: input as never });
+  ] as const)(
+    'item 3: an input %s, which the OpenAI adapter accepts, is refused by runFencedTool and describeToolCall as INVALID_TOOL_INPUT too-large (nothing applied); nothing written or run',
+    async (_what, make, extra) => {
+      const input = make();
+      expect(parseToolInputText(JSON.stringify(input)).ok).toBe(true);
+      const runs: string[] = [];
+      const acts = h.activities([freeTool(runs, extra)]);
+      const call = h.newCall({ toolName: 'free', input: input as never });
 
-    const outcome = await h.run(acts, call, 1);
-    expect(typeOf(outcome)).toBe('failure:INVALID_TOOL_INPUT');
-    expect(NOTHING_APPLIED_CODES).toContain((outcome as { failure: { type: CheckpointErrorCode } }).failure.type);
-    expect((outcome as { failure: { message: string } }).failure.message).toMatch(/input refused \(too-large\)/);
-    const described = await h.env(call, 1).run(acts.describeToolCall, call.input).then(
-      () => 'described',
-      (e: { type?: string }) => e.type,
-    );
-    expect(described).toBe('INVALID_TOOL_INPUT');
-    expect(runs).toEqual([]);
-    expect(await h.recordsOfWorkflow(call)).toEqual([]);
-  });
+      const outcome = await h.run(acts, call, 1);
+      expect(typeOf(outcome)).toBe('failure:INVALID_TOOL_INPUT');
+      expect(NOTHING_APPLIED_CODES).toContain((outcome as { failure: { type: CheckpointErrorCode } }).failure.type);
+      expect((outcome as { failure: { message: string } }).failure.message).toMatch(/input refused \(too-large\)/);
+      const described = await h
+        .env(call, 1)
+        .run(acts.describeToolCall, call.input)
+        .then(
+          () => 'described',
+          (e: { type?: string }) => e.type,
+        );
+      expect(described).toBe('INVALID_TOOL_INPUT');
+      expect(runs).toEqual([]);
+      expect(await h.recordsOfWorkflow(call)).toEqual([]);
+    },
+  );
 });

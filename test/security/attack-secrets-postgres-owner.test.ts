@@ -64,7 +64,9 @@ describe('objects a co-tenant creates in the store schema', () => {
       await withClient(urlAs(db.url, MALLORY), async (c) => {
         await c.query('CREATE TABLE public.ttc_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
         await c.query(`INSERT INTO public.ttc_schema_migrations (version, name) VALUES (1, 'create ttc_checkpoints')`);
-        await c.query('CREATE TABLE public.ttc_checkpoints (key text PRIMARY KEY, namespace text NOT NULL, call_id text NOT NULL, tool_name text NOT NULL, status text NOT NULL, revision bigint NOT NULL, updated_at timestamptz NOT NULL, body text NOT NULL)');
+        await c.query(
+          'CREATE TABLE public.ttc_checkpoints (key text PRIMARY KEY, namespace text NOT NULL, call_id text NOT NULL, tool_name text NOT NULL, status text NOT NULL, revision bigint NOT NULL, updated_at timestamptz NOT NULL, body text NOT NULL)',
+        );
         await c.query('CREATE UNIQUE INDEX ON public.ttc_checkpoints (namespace, call_id)');
         await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON public.ttc_checkpoints, public.ttc_schema_migrations TO ${APP}`);
       });
@@ -98,7 +100,15 @@ describe('objects a co-tenant creates in the store schema', () => {
         },
         (e: unknown) => e,
       );
-      const bodyType = await withClient(db.url, async (c) => (await c.query<{ t: string }>(`SELECT format_type(atttypid, NULL) AS t FROM pg_attribute WHERE attrelid = pg_catalog.to_regclass('public.ttc_checkpoints') AND attname = 'body'`)).rows[0]?.t ?? null);
+      const bodyType = await withClient(
+        db.url,
+        async (c) =>
+          (
+            await c.query<{ t: string }>(
+              `SELECT format_type(atttypid, NULL) AS t FROM pg_attribute WHERE attrelid = pg_catalog.to_regclass('public.ttc_checkpoints') AND attname = 'body'`,
+            )
+          ).rows[0]?.t ?? null,
+      );
       expect(bodyType).toBeNull();
       expect(error).toMatchObject({ code: 'INVALID_CONFIG', details: { field: 'postgresSchema', owner: MALLORY } });
     } finally {

@@ -17,7 +17,6 @@ function shown(error: CheckpointError): string {
   return [error.message, JSON.stringify(error.details), inspect(error, { depth: 8 })].join('\n');
 }
 
-
 const LEAKY = [
   ['a libpq key/value connection string', `host=db.internal port=5432 user=app password=${SECRET} dbname=ttc`],
   ['a key/value string with a quoted password', `host=db.internal password='${SECRET}' dbname=ttc`],

@@ -16,9 +16,11 @@ const EVIL = '\u001b[2J\u001b]0;pwned\u0007\u009b31m\u202egnp.exe\u2066x\u2069\u
 
 function captured(run: (logger: ReturnType<typeof createWorkerLogger>) => void): string {
   let text = '';
-  run(createWorkerLogger('INFO', (line) => {
-    text += line;
-  }));
+  run(
+    createWorkerLogger('INFO', (line) => {
+      text += line;
+    }),
+  );
   return text;
 }
 

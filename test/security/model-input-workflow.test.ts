@@ -45,8 +45,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-
-
 /** Replays OpenAI chat.completion responses through the adapter's real conversion; records each request. */
 function replayOpenAi(responses: readonly unknown[]): ModelAdapter & { requests: ModelTurnInput[] } {
   const requests: ModelTurnInput[] = [];
@@ -69,7 +67,11 @@ function completion(finish: 'tool_calls' | 'stop', content: string | null, calls
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })) } : {}) },
+        message: {
+          role: 'assistant',
+          content,
+          ...(calls.length > 0 ? { tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })) } : {}),
+        },
         finish_reason: finish,
       },
     ],

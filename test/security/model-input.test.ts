@@ -27,7 +27,6 @@ afterEach(() => {
   cleanPrototype();
 });
 
-
 /** A naive tool: a free-form `options` field; the whole input is deep-merged into defaults. */
 function mergeTool(name = 'create_ticket', extra: Partial<ToolDefinition<any>> = {}): ToolDefinition<any> {
   return defineTool({
@@ -104,7 +103,10 @@ describe('prototype keys', () => {
 
   test('the Anthropic adapter and a recorded transcript refuse them per call as well', () => {
     const poisoned = JSON.parse(ISSUE_INPUT) as unknown;
-    const live = anthropicMessageToTurnResult(anthropicTurn(['toolu_bad', 'create_ticket', poisoned], ['toolu_ok', 'create_ticket', { title: 'ok' }]), { ...ctx, details: { provider: 'anthropic', turn: 0 } });
+    const live = anthropicMessageToTurnResult(anthropicTurn(['toolu_bad', 'create_ticket', poisoned], ['toolu_ok', 'create_ticket', { title: 'ok' }]), {
+      ...ctx,
+      details: { provider: 'anthropic', turn: 0 },
+    });
     expect(live.toolCalls.map(refusal)).toEqual([{ type: 'INVALID_TOOL_INPUT', reason: 'forbidden-key' }, undefined]);
     const transcript = parseTranscript({
       version: 1,
@@ -169,11 +171,14 @@ describe('prototype keys', () => {
     expect('failure' in typo && typo.failure.message).toMatch(/expectedIntentDigst/);
   });
 
-  test('(property) no model input, as arguments text through the OpenAI adapter or as an object through the activity, changes Object.prototype or a tool\'s flags', async () => {
+  test("(property) no model input, as arguments text through the OpenAI adapter or as an object through the activity, changes Object.prototype or a tool's flags", async () => {
     const tool = mergeTool('merge_tool', { input: z.record(z.string(), z.unknown()) });
     const acts = h.activities([tool]);
     const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'dedupesByKey', 'keyRetentionMs', 'runChainId', 'title'), fc.string({ maxLength: 4 }));
-    type Node = { readonly t: 'obj'; readonly entries: ReadonlyArray<readonly [string, Node]> } | { readonly t: 'arr'; readonly items: readonly Node[] } | { readonly t: 'leaf'; readonly v: null | boolean | number | string };
+    type Node =
+      | { readonly t: 'obj'; readonly entries: ReadonlyArray<readonly [string, Node]> }
+      | { readonly t: 'arr'; readonly items: readonly Node[] }
+      | { readonly t: 'leaf'; readonly v: null | boolean | number | string };
     const { node } = fc.letrec<{ node: Node; obj: Node; arr: Node; leaf: Node }>((tie) => ({
       node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('obj'), tie('arr')),
       obj: fc.record({ t: fc.constant('obj' as const), entries: fc.array(fc.tuple(key, tie('node')), { maxLength: 4 }) }),
@@ -185,7 +190,9 @@ describe('prototype keys', () => {
     const forbidden = (n: Node): boolean =>
       n.t === 'obj' ? n.entries.some(([k, v]) => ['__proto__', 'constructor', 'prototype'].includes(k) || forbidden(v)) : n.t === 'arr' ? n.items.some(forbidden) : false;
     const ownForbiddenKey = (v: unknown): boolean =>
-      typeof v === 'object' && v !== null && Object.keys(v).some((k) => ['__proto__', 'constructor', 'prototype'].includes(k) || ownForbiddenKey((v as Record<string, unknown>)[k]));
+      typeof v === 'object' &&
+      v !== null &&
+      Object.keys(v).some((k) => ['__proto__', 'constructor', 'prototype'].includes(k) || ownForbiddenKey((v as Record<string, unknown>)[k]));
     const duplicated = (n: Node): boolean =>
       n.t === 'obj' ? new Set(n.entries.map(([k]) => k)).size < n.entries.length || n.entries.some(([, v]) => duplicated(v)) : n.t === 'arr' ? n.items.some(duplicated) : false;
     const top = fc.array(fc.tuple(key, node), { maxLength: 4 }).map((entries): Node => ({ t: 'obj', entries: [['title', { t: 'leaf', v: 't' }], ...entries] }));
@@ -268,7 +275,12 @@ describe('numbers, duplicates and size', () => {
   });
 
   test('the activity refuses a 5 MB input and input over its configured maxToolInputBytes, writing nothing; a number beyond 2^53 is the double it holds and runs', async () => {
-    const tool = defineTool({ name: 'create_ticket', revision: 'v1', input: z.object({ title: z.string(), n: z.number().optional() }), execute: async (i) => ({ output: { title: i.title.length } }) });
+    const tool = defineTool({
+      name: 'create_ticket',
+      revision: 'v1',
+      input: z.object({ title: z.string(), n: z.number().optional() }),
+      execute: async (i) => ({ output: { title: i.title.length } }),
+    });
     const acts = h.activities([tool]);
     expect(typeOf(await h.run(acts, h.newCall({ input: { title: 't', n: 2 ** 53 + 2 } as never }), 1))).toBe('result:executed');
     for (const input of [{ title: 'x'.repeat(5 * 1024 * 1024) }]) {

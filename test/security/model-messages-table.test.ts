@@ -7,7 +7,8 @@
 import { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
 import { MAX_MODEL_ERROR_MESSAGE_LENGTH, MODEL_ERROR_FALLBACK, MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from '../../src/workflows/model-errors';
 
-const DETAIL = 'STORE_UNAVAILABLE: PostgreSQL postgres://ledger_admin:***@db-7.internal:5432/ledger failed to insert: ECONNREFUSED; sqlite:/srv/acme/vault.db (known: admin_reset, transfer)';
+const DETAIL =
+  'STORE_UNAVAILABLE: PostgreSQL postgres://ledger_admin:***@db-7.internal:5432/ledger failed to insert: ECONNREFUSED; sqlite:/srv/acme/vault.db (known: admin_reset, transfer)';
 const SECRETS = ['ledger_admin', 'db-7.internal', 'ledger', 'ECONNREFUSED', '/srv/acme', 'admin_reset'];
 
 function expectNoSecret(message: string): void {
@@ -37,9 +38,15 @@ describe('the model-facing error table', () => {
   });
 
   it('results the fence could not store and exhausted transient retries read as fixed sentences (the tool ran, or nothing was applied)', () => {
-    expect(modelErrorForResult({ type: 'PAYLOAD_TOO_LARGE', message: DETAIL })).toEqual({ type: 'PAYLOAD_TOO_LARGE', message: 'PAYLOAD_TOO_LARGE: the tool ran, but its result is too large to deliver' });
+    expect(modelErrorForResult({ type: 'PAYLOAD_TOO_LARGE', message: DETAIL })).toEqual({
+      type: 'PAYLOAD_TOO_LARGE',
+      message: 'PAYLOAD_TOO_LARGE: the tool ran, but its result is too large to deliver',
+    });
     expect(modelErrorForResult({ type: 'NOT_JSON', message: DETAIL }).message).toMatch(/^NOT_JSON: the tool ran/);
-    expect(modelErrorForResult({ type: 'TRANSIENT_EXHAUSTED', message: 'connect ECONNREFUSED 10.0.0.7:8443' })).toEqual({ type: 'TRANSIENT_EXHAUSTED', message: `TRANSIENT_EXHAUSTED: ${MODEL_ERROR_MESSAGES.TRANSIENT_EXHAUSTED}` });
+    expect(modelErrorForResult({ type: 'TRANSIENT_EXHAUSTED', message: 'connect ECONNREFUSED 10.0.0.7:8443' })).toEqual({
+      type: 'TRANSIENT_EXHAUSTED',
+      message: `TRANSIENT_EXHAUSTED: ${MODEL_ERROR_MESSAGES.TRANSIENT_EXHAUSTED}`,
+    });
   });
 
   it("a tool's own error result and the schema check of the model's arguments read as written (bounded)", () => {

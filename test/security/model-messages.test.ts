@@ -35,7 +35,10 @@ const PG_DB = 'ttc_ledger_vault_db';
 
 const transferInput = z.object({ account: z.string(), amount: z.number().int() });
 const SPECS: ToolSpecs = {
-  transfer: { description: 'Move money.', inputSchema: { type: 'object', properties: { account: { type: 'string' }, amount: { type: 'integer' } }, required: ['account', 'amount'] } },
+  transfer: {
+    description: 'Move money.',
+    inputSchema: { type: 'object', properties: { account: { type: 'string' }, amount: { type: 'integer' } }, required: ['account', 'amount'] },
+  },
   ghost_tool: { description: 'Offered by the run, missing on the worker.', inputSchema: { type: 'object', properties: {} } },
 };
 
@@ -52,9 +55,14 @@ function transferTool(): ToolDefinition<z.infer<typeof transferInput>> {
 }
 
 /** A tool only the worker knows: its name must never reach the model. */
-const adminTool = defineTool({ name: 'internal_admin_reset_ledger', revision: '1', input: z.object({}), async execute() {
-  return { output: {} };
-} });
+const adminTool = defineTool({
+  name: 'internal_admin_reset_ledger',
+  revision: '1',
+  input: z.object({}),
+  async execute() {
+    return { output: {} };
+  },
+});
 
 /** An Anthropic Messages reply asking for one tool call. */
 function toolUse(id: string, name: string, input: Record<string, unknown>): ReturnType<typeof ok> {
@@ -70,7 +78,16 @@ function toolUse(id: string, name: string, input: Record<string, unknown>): Retu
   });
 }
 const endTurn = (): ReturnType<typeof ok> =>
-  ok({ id: 'msg_end', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 2 } });
+  ok({
+    id: 'msg_end',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [{ type: 'text', text: 'done' }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 2 },
+  });
 
 /** The tool_result blocks of a recorded Anthropic request, as the vendor receives them. */
 function toolResults(request: RecordedRequest): Array<{ tool_use_id: string; content: string; is_error?: boolean }> {
@@ -109,7 +126,12 @@ describe('what reaches the model', () => {
    * then ends. Returns the request the model vendor received for the second turn, the run's
    * status at its end (what `ttc show` prints) and its result.
    */
-  async function converse(store: CheckpointStore, tools: readonly ToolDefinition<any>[], name: string, input: Record<string, unknown>): Promise<{ next: RecordedRequest; status: RunStatusView; result: AgentWorkflowResult }> {
+  async function converse(
+    store: CheckpointStore,
+    tools: readonly ToolDefinition<any>[],
+    name: string,
+    input: Record<string, unknown>,
+  ): Promise<{ next: RecordedRequest; status: RunStatusView; result: AgentWorkflowResult }> {
     seq += 1;
     const taskQueue = `item4-${seq}-${Date.now()}`;
     const model = new AnthropicModel({ model: 'claude-sonnet-4-6', tools: SPECS, apiKey: API_KEY, baseURL: llm.anthropicBaseURL, maxRetries: 0 });

@@ -47,19 +47,45 @@ describe('operator-facing CLI fixes on a pinned worker with the payload codec', 
       return script[input.turn] ?? { stopReason: 'end_turn', text: 'done', toolCalls: [] };
     },
   };
-  const tools = ['create_ticket', 'refund'].map((name) => defineTool({ name, revision: 'v1', input: z.object({}).passthrough(), async execute() { return { output: { done: name } }; } }));
+  const tools = ['create_ticket', 'refund'].map((name) =>
+    defineTool({
+      name,
+      revision: 'v1',
+      input: z.object({}).passthrough(),
+      async execute() {
+        return { output: { done: name } };
+      },
+    }),
+  );
 
   /** Runs `ttc` with the dev server and store; with the codec key unless `withKey` is false. */
   const cli = (withKey: boolean, ...args: string[]): Promise<CliOutput> => {
-    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: config.store.url, ...(withKey ? codecEnv : {}) };
-    for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS', 'TTC_TENANTS', 'TTC_TOOLS', 'TTC_REQUIRE_APPROVAL']) if (!(withKey && name in codecEnv)) delete env[name];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      TTC_STORE_URL: config.store.url,
+      ...(withKey ? codecEnv : {}),
+    };
+    for (const name of ['TTC_PAYLOAD_CODEC_KEY', 'TTC_PAYLOAD_CODEC_KEY_ID', 'TTC_PAYLOAD_CODEC_KEYS', 'TTC_TENANTS', 'TTC_TOOLS', 'TTC_REQUIRE_APPROVAL'])
+      if (!(withKey && name in codecEnv)) delete env[name];
     return runCli(args, env);
   };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-operator-cli-'));
     server = await startDevServer();
-    config = resolveConfig({}, { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, TTC_TENANTS: 'acme' });
+    config = resolveConfig(
+      {},
+      {
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: server.namespace,
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+        TTC_TENANTS: 'acme',
+      },
+    );
     const codec = codecFromEnv(codecEnv)!;
     worker = await createAgentWorker({ config, tools, models: [model], payloadCodec: codec });
     running = worker.worker.run();

@@ -59,7 +59,16 @@ describe('the payload codec on a real Temporal server', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-codec-e2e-'));
     [server, provider] = await Promise.all([startDevServer(), startProvider({ dbFile: join(dir, 'provider.db'), stderr: 'ignore' })]);
-    config = resolveConfig({}, { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: 'codec-e2e', TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`, TTC_SHUTDOWN_GRACE_TIME: '40s' });
+    config = resolveConfig(
+      {},
+      {
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: server.namespace,
+        TEMPORAL_TASK_QUEUE: 'codec-e2e',
+        TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
+        TTC_SHUTDOWN_GRACE_TIME: '40s',
+      },
+    );
     const transcript = parseTranscriptJson(readFileSync(TRANSCRIPT_FILE, 'utf8'), TRANSCRIPT_FILE);
     worker = await createAgentWorker({ config, tools: createDemoTools(provider.url), models: [new ScriptedModel({ transcripts: [transcript] })], payloadCodec: codec });
     running = worker.run();
@@ -138,7 +147,11 @@ describe('the payload codec on a real Temporal server', () => {
     it('POST /decode turns the raw run result from history into the JSON result', async () => {
       const history = await raw.client.workflow.getHandle(workflowId).fetchHistory();
       const completed = history.events!.find((e) => e.workflowExecutionCompletedEventAttributes)!.workflowExecutionCompletedEventAttributes!;
-      const response = await fetch(`${codecServer.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': server.namespace }, body: JSON.stringify(payloadsToJson(completed.result!.payloads!)) });
+      const response = await fetch(`${codecServer.url}/decode`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Namespace': server.namespace },
+        body: JSON.stringify(payloadsToJson(completed.result!.payloads!)),
+      });
       expect(response.status).toBe(200);
       const body = (await response.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
       expect(Buffer.from(body.payloads[0]!.metadata.encoding!, 'base64').toString()).toBe('json/plain');
@@ -151,19 +164,29 @@ describe('the payload codec on a real Temporal server', () => {
       const completed = history.events!.find((e) => e.workflowExecutionCompletedEventAttributes)!.workflowExecutionCompletedEventAttributes!;
       const [payload] = completed.result!.payloads!;
       expect(Buffer.from(payload!.metadata![PAYLOAD_CODEC_FORMAT_METADATA]!).toString()).toBe(PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT);
-      await expect(codec.forNamespace(`${server.namespace}-other`).decode([payload!])).rejects.toMatchObject({ code: 'DECRYPTION_FAILED', details: { reason: 'authentication-failed' } });
+      await expect(codec.forNamespace(`${server.namespace}-other`).decode([payload!])).rejects.toMatchObject({
+        code: 'DECRYPTION_FAILED',
+        details: { reason: 'authentication-failed' },
+      });
       await expect(codec.forNamespace(server.namespace).decode([payload!])).resolves.toHaveLength(1);
     });
 
     it('`temporal workflow show --codec-endpoint` prints the history decoded (the receipt readable); without it every payload stays encrypted', async () => {
       const show = async (extra: string[]): Promise<{ encodings: string[]; texts: string[] }> => {
-        const { stdout } = await promisify(execFile)(temporalCliPath(), ['workflow', 'show', '--workflow-id', workflowId, '--address', server.address, '--namespace', server.namespace, '--output', 'json', ...extra], { maxBuffer: 16 * 1024 * 1024 });
+        const { stdout } = await promisify(execFile)(
+          temporalCliPath(),
+          ['workflow', 'show', '--workflow-id', workflowId, '--address', server.address, '--namespace', server.namespace, '--output', 'json', ...extra],
+          { maxBuffer: 16 * 1024 * 1024 },
+        );
         // The CLI prints payloads as protobuf JSON: metadata values and data in base64.
         const history: unknown = JSON.parse(stdout);
         // The patch marker and TemporalChangeVersion stay json/plain either way (see test/helpers/raw-history).
         expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
         const payloads = jsonPayloadsIn(history);
-        return { encodings: payloads.map((p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString()), texts: payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')) };
+        return {
+          encodings: payloads.map((p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString()),
+          texts: payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')),
+        };
       };
       const decoded = await show(['--codec-endpoint', codecServer.url]);
       expect(decoded.encodings.length).toBeGreaterThanOrEqual(6);

@@ -39,7 +39,10 @@ describe('prebuilt workflow bundles and the payload codec', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-codec-bundle-'));
-    [withConverter, withoutConverter] = await Promise.all([buildAgentWorkflowBundle({ encodeFailures: true, logger: quietLogger }), buildAgentWorkflowBundle({ encodeFailures: false, logger: quietLogger })]);
+    [withConverter, withoutConverter] = await Promise.all([
+      buildAgentWorkflowBundle({ encodeFailures: true, logger: quietLogger }),
+      buildAgentWorkflowBundle({ encodeFailures: false, logger: quietLogger }),
+    ]);
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -52,13 +55,21 @@ describe('prebuilt workflow bundles and the payload codec', () => {
   });
 
   it('items 7/8: the failure converter moves message and stack into a payload; ApplicationFailure details stay payloads (the codec encrypts both)', () => {
-    const failure = failureConverter.errorToFailure(ApplicationFailure.create({ type: 'OUTCOME_UNKNOWN', message: 'ACME-SECRET-ERROR-TEXT', details: [{ reason: 'ACME-SECRET-DETAIL' }], cause: new Error('ACME-SECRET-CAUSE') }), defaultPayloadConverter);
+    const failure = failureConverter.errorToFailure(
+      ApplicationFailure.create({ type: 'OUTCOME_UNKNOWN', message: 'ACME-SECRET-ERROR-TEXT', details: [{ reason: 'ACME-SECRET-DETAIL' }], cause: new Error('ACME-SECRET-CAUSE') }),
+      defaultPayloadConverter,
+    );
     expect([failure.message, failure.stackTrace]).toEqual(['Encoded failure', '']);
     expect([failure.cause?.message, failure.cause?.stackTrace]).toEqual(['Encoded failure', '']);
     expect(defaultPayloadConverter.fromPayload(failure.encodedAttributes!)).toMatchObject({ message: 'ACME-SECRET-ERROR-TEXT' });
     expect(failure.applicationFailureInfo?.details?.payloads).toHaveLength(1);
     const back = failureConverter.failureToError(failure, defaultPayloadConverter) as ApplicationFailure;
-    expect([back.message, back.type, back.details, back.cause?.message]).toEqual(['ACME-SECRET-ERROR-TEXT', 'OUTCOME_UNKNOWN', [{ reason: 'ACME-SECRET-DETAIL' }], 'ACME-SECRET-CAUSE']);
+    expect([back.message, back.type, back.details, back.cause?.message]).toEqual([
+      'ACME-SECRET-ERROR-TEXT',
+      'OUTCOME_UNKNOWN',
+      [{ reason: 'ACME-SECRET-DETAIL' }],
+      'ACME-SECRET-CAUSE',
+    ]);
   });
 
   it('items 7/8: buildAgentWorkflowBundle({ encodeFailures: true }) carries the converter and stays sandbox-safe; without it the bundle does not', () => {

@@ -57,7 +57,8 @@ const WORKFLOW_ERROR_TEXT = 'ACME-SECRET-WORKFLOW-TEXT';
 const leakyModel: ModelAdapter = {
   name: 'leaky',
   async turn(input: ModelTurnInput): Promise<ModelTurnResult> {
-    if ((input.modelOptions as { fail?: boolean } | undefined)?.fail === true) throw new CheckpointError('MODEL_REJECTED', `the model provider refused the request: ${MODEL_ERROR_TEXT}`, { provider: 'leaky', providerMessage: MODEL_ERROR_TEXT });
+    if ((input.modelOptions as { fail?: boolean } | undefined)?.fail === true)
+      throw new CheckpointError('MODEL_REJECTED', `the model provider refused the request: ${MODEL_ERROR_TEXT}`, { provider: 'leaky', providerMessage: MODEL_ERROR_TEXT });
     if (input.turn > 0) return { stopReason: 'end_turn', text: 'done', toolCalls: [] };
     return { stopReason: 'tool_use', text: 'charging', toolCalls: [{ callId: 'call-1', toolName: TOOL_NAME, input: { note: TOOL_INPUT_TEXT } }] };
   },
@@ -96,7 +97,17 @@ describe('failure text in Temporal history with the payload codec on', () => {
   const configs: Record<string, Config> = {};
 
   async function startWorker(taskQueue: string, extraEnv: NodeJS.ProcessEnv): Promise<void> {
-    const config = resolveConfig({}, { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TEMPORAL_TASK_QUEUE: taskQueue, TTC_STORE_URL: `sqlite:${join(dir, `${taskQueue}.db`)}`, TTC_SHUTDOWN_GRACE_TIME: '40s', ...extraEnv });
+    const config = resolveConfig(
+      {},
+      {
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: server.namespace,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        TTC_STORE_URL: `sqlite:${join(dir, `${taskQueue}.db`)}`,
+        TTC_SHUTDOWN_GRACE_TIME: '40s',
+        ...extraEnv,
+      },
+    );
     configs[taskQueue] = config;
     const worker = await createAgentWorker({ config, tools: [leakyTool], models: [leakyModel], payloadCodec: codec });
     workers.push({ worker, running: worker.run() });
@@ -182,10 +193,13 @@ describe('failure text in Temporal history with the payload codec on', () => {
         expectNoText(bytes, [MODEL_ERROR_TEXT, 'ACME-SECRET', 'the model provider refused', 'json/plain']);
         expectEncodedFailures(failures, payloads);
         // The client without the codec cannot read the failure text either.
-        const rawFailure = await raw.client.workflow.getHandle(workflowId).result().then(
-          () => null,
-          (error: unknown) => error,
-        );
+        const rawFailure = await raw.client.workflow
+          .getHandle(workflowId)
+          .result()
+          .then(
+            () => null,
+            (error: unknown) => error,
+          );
         expect(messageChain(rawFailure)).not.toContain(MODEL_ERROR_TEXT);
       });
 

@@ -16,7 +16,14 @@ import { codecFromEnv } from '../../src/codec/codec-config';
 import { startCodecServer, type RunningCodecServer } from '../../src/codec/codec-server';
 import { codecDataConverter } from '../../src/codec/data-converter';
 import { payloadsToJson } from '../../src/codec/json-payloads';
-import { createPayloadCodec, PAYLOAD_CODEC_ENCODING, PAYLOAD_CODEC_FORMAT_METADATA, PAYLOAD_CODEC_KEY_ID_METADATA, PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT, type AesGcmPayloadCodec } from '../../src/codec/payload-codec';
+import {
+  createPayloadCodec,
+  PAYLOAD_CODEC_ENCODING,
+  PAYLOAD_CODEC_FORMAT_METADATA,
+  PAYLOAD_CODEC_KEY_ID_METADATA,
+  PAYLOAD_CODEC_NAMESPACE_BOUND_FORMAT,
+  type AesGcmPayloadCodec,
+} from '../../src/codec/payload-codec';
 
 jest.setTimeout(60_000);
 
@@ -33,7 +40,10 @@ function formatOnePayload(value: unknown, keyId = 'ns-key-1'): Payload {
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(`ttc/temporal-payload/1\n${keyId}`, 'utf8'));
   const ct = Buffer.concat([cipher.update(temporal.api.common.v1.Payload.encode(defaultPayloadConverter.toPayload(value)).finish()), cipher.final()]);
-  return { metadata: { [METADATA_ENCODING_KEY]: Buffer.from(PAYLOAD_CODEC_ENCODING), [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(keyId) }, data: Buffer.concat([iv, ct, cipher.getAuthTag()]) };
+  return {
+    metadata: { [METADATA_ENCODING_KEY]: Buffer.from(PAYLOAD_CODEC_ENCODING), [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(keyId) },
+    data: Buffer.concat([iv, ct, cipher.getAuthTag()]),
+  };
 }
 
 /** The DECRYPTION_FAILED reason `work` rejects with (fails the test when it decodes). */
@@ -62,7 +72,9 @@ describe('namespace-bound payloads', () => {
     const [encoded] = await inA.encode([defaultPayloadConverter.toPayload(SECRET)]);
     const { [PAYLOAD_CODEC_FORMAT_METADATA]: _marker, ...stripped } = encoded!.metadata!;
     expect(await refusal(inA.decode([{ ...encoded!, metadata: stripped }]))).toBe('authentication-failed');
-    expect(await refusal(inA.decode([{ ...encoded!, metadata: { ...encoded!.metadata, [PAYLOAD_CODEC_FORMAT_METADATA]: Buffer.from('namespace-bound/3') } }]))).toBe('unknown-format');
+    expect(await refusal(inA.decode([{ ...encoded!, metadata: { ...encoded!.metadata, [PAYLOAD_CODEC_FORMAT_METADATA]: Buffer.from('namespace-bound/3') } }]))).toBe(
+      'unknown-format',
+    );
   });
 
   it('an old-format payload (no format marker: key id bound only) still decodes by its key id in every namespace', async () => {
@@ -113,7 +125,11 @@ describe('the codec server and the namespace', () => {
   afterAll(async () => Promise.all([pinned?.close(), any?.close()]));
 
   async function post(server: RunningCodecServer, path: string, payloads: Payload[], headers: Record<string, string>) {
-    const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(payloadsToJson(payloads)) });
+    const response = await fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: JSON.stringify(payloadsToJson(payloads)),
+    });
     return { status: response.status, text: await response.text() };
   }
 
@@ -121,7 +137,11 @@ describe('the codec server and the namespace', () => {
     const old = formatOnePayload(SECRET);
     const [bound] = await inA.encode([defaultPayloadConverter.toPayload(SECRET)]);
     for (const server of [pinned, any]) {
-      for (const [path, payload] of [['/decode', old], ['/decode', bound!], ['/encode', defaultPayloadConverter.toPayload(SECRET)]] as const) {
+      for (const [path, payload] of [
+        ['/decode', old],
+        ['/decode', bound!],
+        ['/encode', defaultPayloadConverter.toPayload(SECRET)],
+      ] as const) {
         for (const headers of [{}, { 'X-Namespace': '' }] as Record<string, string>[]) {
           const answer = await post(server, path, [payload], headers);
           expect([path, answer.status, JSON.parse(answer.text).code]).toEqual([path, 400, 'NAMESPACE_REQUIRED']);
@@ -146,7 +166,10 @@ describe('the codec server and the namespace', () => {
     const encoded = await post(pinned, '/encode', [defaultPayloadConverter.toPayload(SECRET)], { 'X-Namespace': 'billing' });
     expect(encoded.status).toBe(200);
     const payload = JSON.parse(encoded.text).payloads[0] as { metadata: Record<string, string>; data: string };
-    const wire: Payload = { metadata: Object.fromEntries(Object.entries(payload.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])), data: Buffer.from(payload.data, 'base64') };
+    const wire: Payload = {
+      metadata: Object.fromEntries(Object.entries(payload.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+      data: Buffer.from(payload.data, 'base64'),
+    };
     expect(await decodeOne(inA, wire)).toEqual(SECRET);
     expect(await refusal(inB.decode([wire]))).toBe('authentication-failed');
 

@@ -30,7 +30,11 @@ afterAll(async () => server?.close());
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any }> {
   // Every request names its namespace (the server requires X-Namespace), unless a test says otherwise.
-  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-a', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const response = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-a', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text === '' ? null : JSON.parse(text) };
 }
@@ -58,7 +62,10 @@ describe('the codec server', () => {
   });
 
   it('answers the CORS preflight of the configured UI origin only, and refuses other origins and namespaces (403)', async () => {
-    const preflight = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace' } });
+    const preflight = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: { Origin: UI, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe(UI);
     expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('x-namespace');
@@ -125,13 +132,21 @@ describe('the codec server', () => {
     const port = await freePort();
     const encrypted = payloadsToJson(await codec.encode([defaultPayloadConverter.toPayload(SECRET)]));
     let decoded: any = null;
-    const served = await runCli(['codec-server', '--port', String(port)], { ...env, TEMPORAL_NAMESPACE: 'ns-cli', TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' }, (stdout) => {
-      if (!stdout.includes(`codec server on http://127.0.0.1:${port}`)) return null;
-      return (async () => {
-        const response = await fetch(`http://127.0.0.1:${port}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-cli' }, body: JSON.stringify(encrypted) });
-        decoded = await response.json();
-      })();
-    });
+    const served = await runCli(
+      ['codec-server', '--port', String(port)],
+      { ...env, TEMPORAL_NAMESPACE: 'ns-cli', TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' },
+      (stdout) => {
+        if (!stdout.includes(`codec server on http://127.0.0.1:${port}`)) return null;
+        return (async () => {
+          const response = await fetch(`http://127.0.0.1:${port}/decode`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-cli' },
+            body: JSON.stringify(encrypted),
+          });
+          decoded = await response.json();
+        })();
+      },
+    );
     expect(served.stdout).toContain('key ids srv-1');
     expect(served.code).toBe(0);
     expect(defaultPayloadConverter.fromPayload(fromJson(decoded.payloads[0]))).toEqual(SECRET);

@@ -31,7 +31,10 @@ function forge(payload: Payload, key: Buffer, keyId: string, ivBytes: number, ta
   const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: tagBytes });
   cipher.setAAD(Buffer.from(`ttc/temporal-payload/1\n${keyId}`, 'utf8'));
   const ct = Buffer.concat([cipher.update(temporal.api.common.v1.Payload.encode(payload).finish()), cipher.final()]);
-  return { metadata: { [METADATA_ENCODING_KEY]: Buffer.from(PAYLOAD_CODEC_ENCODING), [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(keyId) }, data: Buffer.concat([iv, ct, cipher.getAuthTag()]) };
+  return {
+    metadata: { [METADATA_ENCODING_KEY]: Buffer.from(PAYLOAD_CODEC_ENCODING), [PAYLOAD_CODEC_KEY_ID_METADATA]: Buffer.from(keyId) },
+    data: Buffer.concat([iv, ct, cipher.getAuthTag()]),
+  };
 }
 
 async function encodeOne(codec: AesGcmPayloadCodec, payload: Payload = plainPayload()): Promise<Payload> {

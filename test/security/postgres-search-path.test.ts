@@ -66,8 +66,19 @@ describe('PostgreSQL tables cannot be shadowed by a co-tenant', () => {
       await c.query(`CREATE SCHEMA ${APP}`);
       await c.query(`CREATE TABLE ${APP}.ttc_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       await c.query(`INSERT INTO ${APP}.ttc_schema_migrations (version, name) VALUES (1, 'create ttc_checkpoints')`);
-      await c.query(`CREATE TABLE ${APP}.ttc_checkpoints (key text PRIMARY KEY, namespace text NOT NULL, call_id text NOT NULL, tool_name text NOT NULL, status text NOT NULL, revision bigint NOT NULL, updated_at timestamptz NOT NULL, body text NOT NULL)`);
-      await c.query(`INSERT INTO ${APP}.ttc_checkpoints VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [checkpointKey(BINDING), BINDING.namespace, BINDING.callId, BINDING.toolName, forged.status, forged.revision, forged.updatedAt, serializeCheckpoint(forged)]);
+      await c.query(
+        `CREATE TABLE ${APP}.ttc_checkpoints (key text PRIMARY KEY, namespace text NOT NULL, call_id text NOT NULL, tool_name text NOT NULL, status text NOT NULL, revision bigint NOT NULL, updated_at timestamptz NOT NULL, body text NOT NULL)`,
+      );
+      await c.query(`INSERT INTO ${APP}.ttc_checkpoints VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+        checkpointKey(BINDING),
+        BINDING.namespace,
+        BINDING.callId,
+        BINDING.toolName,
+        forged.status,
+        forged.revision,
+        forged.updatedAt,
+        serializeCheckpoint(forged),
+      ]);
       await c.query(`GRANT USAGE, CREATE ON SCHEMA ${APP} TO ${APP}`);
       await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${APP} TO ${APP}`);
     });

@@ -109,12 +109,18 @@ describe('AES-GCM lengths and what is encrypted', () => {
       await uncertain(encrypted, binding('new'), SECRET_REASON);
 
       expect((await encrypted.get(binding('old')))?.execution?.uncertainReason).toBe(SECRET_REASON);
-      await expect(before.get(binding('new'))).rejects.toMatchObject({ code: 'DECRYPTION_FAILED', details: { field: 'execution.uncertainReason', keyId: 'e1', reason: 'no-keys' } });
+      await expect(before.get(binding('new'))).rejects.toMatchObject({
+        code: 'DECRYPTION_FAILED',
+        details: { field: 'execution.uncertainReason', keyId: 'e1', reason: 'no-keys' },
+      });
     });
 
     test('a tool reason that itself starts with "$enc:" is stored and read back as itself, with and without a key', async () => {
       const forged = '$enc:A256GCM:AAAA:BBBB:CCCC:e1';
-      for (const [callId, options] of [['plain', {}], ['enc', ENCRYPTED]] as const) {
+      for (const [callId, options] of [
+        ['plain', {}],
+        ['enc', ENCRYPTED],
+      ] as const) {
         const store = await open(options);
         await uncertain(store, binding(callId), forged);
         expect((await store.get(binding(callId)))?.execution?.uncertainReason).toBe(forged);

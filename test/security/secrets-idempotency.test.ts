@@ -31,13 +31,17 @@ describe('keyed idempotency keys', () => {
     expect(keyed).not.toBe(unkeyed);
     expect(idempotencyKey(PARTS, SECRET)).toBe(keyed);
     expect(idempotencyKey(PARTS, randomBytes(32))).not.toBe(keyed);
-    expect(() => idempotencyKey(PARTS, Buffer.alloc(16, 1))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'idempotencyKeySecret' }) }));
+    expect(() => idempotencyKey(PARTS, Buffer.alloc(16, 1))).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'idempotencyKeySecret' }) }),
+    );
   });
 
   test('TTC_IDEMPOTENCY_KEY_SECRET is read with the key rules (trimmed, >= 32 bytes, low entropy refused, never shown)', () => {
     expect(resolveConfig({}, {}).keys.idempotencyKeySecret).toBeNull();
     expect(resolveConfig({}, { TTC_IDEMPOTENCY_KEY_SECRET: `hex:${SECRET.toString('hex')}\n` }).keys.idempotencyKeySecret).toEqual(SECRET);
-    expect(() => resolveConfig({}, { TTC_IDEMPOTENCY_KEY_SECRET: '00'.repeat(32) })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', details: { field: 'TTC_IDEMPOTENCY_KEY_SECRET', reason: 'low-entropy' } }));
+    expect(() => resolveConfig({}, { TTC_IDEMPOTENCY_KEY_SECRET: '00'.repeat(32) })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG', details: { field: 'TTC_IDEMPOTENCY_KEY_SECRET', reason: 'low-entropy' } }),
+    );
   });
 
   describe('the activities', () => {

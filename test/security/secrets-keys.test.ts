@@ -68,8 +68,19 @@ describe('keys from configuration', () => {
     ['33 bytes', `hex:${HEX}ab`, 'length'],
   ])('item 6: %s is INVALID_CONFIG naming TTC_ENCRYPTION_KEY and TTC_HMAC_KEY, never the key', (_label, text, reason) => {
     const secrets = [HEX, B64, B64URL, text.trim()];
-    expectRefused(refusal(() => resolveConfig({}, { TTC_ENCRYPTION_KEY: text })), 'TTC_ENCRYPTION_KEY', reason, secrets);
-    if (reason === 'format') expectRefused(refusal(() => resolveConfig({}, { TTC_HMAC_KEY: text })), 'TTC_HMAC_KEY', reason, secrets);
+    expectRefused(
+      refusal(() => resolveConfig({}, { TTC_ENCRYPTION_KEY: text })),
+      'TTC_ENCRYPTION_KEY',
+      reason,
+      secrets,
+    );
+    if (reason === 'format')
+      expectRefused(
+        refusal(() => resolveConfig({}, { TTC_HMAC_KEY: text })),
+        'TTC_HMAC_KEY',
+        reason,
+        secrets,
+      );
   });
 
   test.each<[string, Buffer]>([
@@ -80,18 +91,48 @@ describe('keys from configuration', () => {
   ])('item 6: a low-entropy key (%s) is refused for every key variable', (_label, key) => {
     const hex = key.toString('hex');
     for (const variable of ['TTC_HMAC_KEY', 'TTC_ENCRYPTION_KEY']) {
-      expectRefused(refusal(() => resolveConfig({}, { [variable]: `hex:${hex}` })), variable, 'low-entropy', [hex]);
+      expectRefused(
+        refusal(() => resolveConfig({}, { [variable]: `hex:${hex}` })),
+        variable,
+        'low-entropy',
+        [hex],
+      );
     }
-    expectRefused(refusal(() => resolveConfig({}, { TTC_HMAC_KEY: HEX, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${hex}` })), 'TTC_HMAC_KEYS', 'low-entropy', [hex]);
-    expectRefused(refusal(() => resolveConfig({}, { TTC_ENCRYPTION_KEYS: `e1:base64:${key.toString('base64')}` })), 'TTC_ENCRYPTION_KEYS', 'low-entropy', [hex, key.toString('base64')]);
+    expectRefused(
+      refusal(() => resolveConfig({}, { TTC_HMAC_KEY: HEX, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${hex}` })),
+      'TTC_HMAC_KEYS',
+      'low-entropy',
+      [hex],
+    );
+    expectRefused(
+      refusal(() => resolveConfig({}, { TTC_ENCRYPTION_KEYS: `e1:base64:${key.toString('base64')}` })),
+      'TTC_ENCRYPTION_KEYS',
+      'low-entropy',
+      [hex, key.toString('base64')],
+    );
   });
 
   test('key lists take the same formats, and an entry written key:id does not echo the key', () => {
     const other = randomBytes(32);
     const ring = parseKeyring('TTC_ENCRYPTION_KEYS', ` e1:hex:${HEX} ,e2:base64:${other.toString('base64')}\n`, { bytes: 32 });
     expect(ring).toEqual({ e1: KEY, e2: other });
-    expectRefused(refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `${HEX}:e1`, { bytes: 32 })), 'TTC_ENCRYPTION_KEYS', 'length', [HEX]);
-    expectRefused(refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `base64:${B64}`, { bytes: 32 })), 'TTC_ENCRYPTION_KEYS', 'key-id', [B64]);
-    expectRefused(refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `hex:${HEX}`, { bytes: 32 })), 'TTC_ENCRYPTION_KEYS', 'key-id', [HEX]);
+    expectRefused(
+      refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `${HEX}:e1`, { bytes: 32 })),
+      'TTC_ENCRYPTION_KEYS',
+      'length',
+      [HEX],
+    );
+    expectRefused(
+      refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `base64:${B64}`, { bytes: 32 })),
+      'TTC_ENCRYPTION_KEYS',
+      'key-id',
+      [B64],
+    );
+    expectRefused(
+      refusal(() => parseKeyring('TTC_ENCRYPTION_KEYS', `hex:${HEX}`, { bytes: 32 })),
+      'TTC_ENCRYPTION_KEYS',
+      'key-id',
+      [HEX],
+    );
   });
 });

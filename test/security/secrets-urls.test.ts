@@ -29,7 +29,6 @@ function expectNoSecret(text: string, parts: readonly string[] = [A, B]): void {
   for (const part of parts) expect(text).not.toContain(part);
 }
 
-
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
     const server = createServer();
@@ -87,7 +86,9 @@ describe('database passwords never reach a message', () => {
 
   test.each(SPECIALS)('STORE_UNAVAILABLE for a refused connection (password with %s, and an sslpassword) shows neither', async (c) => {
     const port = await closedPort();
-    const error = await failure(() => openCheckpointStore(`postgres://app:${A}${encodeURIComponent(c)}${B}@127.0.0.1:${port}/ttc?sslmode=disable&sslpassword=${B}${A}`, { connectTimeoutMs: 2_000 }));
+    const error = await failure(() =>
+      openCheckpointStore(`postgres://app:${A}${encodeURIComponent(c)}${B}@127.0.0.1:${port}/ttc?sslmode=disable&sslpassword=${B}${A}`, { connectTimeoutMs: 2_000 }),
+    );
     expect(error.code).toBe('STORE_UNAVAILABLE');
     expect(error.message).toContain(`127.0.0.1:${port}`);
     expectNoSecret(shown(error), [A, B, `${B}${A}`]);

@@ -66,7 +66,13 @@ describe('the command line escapes model, tool and provider text', () => {
   let pauseId: string;
 
   const cli = (...args: string[]): Promise<CliOutput> =>
-    runCli(args, { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl });
+    runCli(args, {
+      ...process.env,
+      TEMPORAL_ADDRESS: env.devServer.address,
+      TEMPORAL_NAMESPACE: env.devServer.namespace,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      TTC_STORE_URL: storeUrl,
+    });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-terminal-'));

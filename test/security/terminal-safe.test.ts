@@ -28,7 +28,26 @@ test('terminalSafe escapes every control, bidi and invisible character as \\uXXX
   expect(out).not.toMatch(UNSAFE);
   expect(isTerminalSafe(out)).toBe(true);
   expect(isTerminalSafe(HOSTILE)).toBe(false);
-  for (const escaped of ['\\u001b[31m', '\\u009b2J', '\\u202egnp', '\\u2066', '\\u2069', '\\u200e', '\\u200f', '\\u2028', '\\u2029', '\\u0007', '\\u0000', '\\u007f', '\\u0085', '\\u000a', '\\u0009', '\\u000d', '\\u200b', '\\ufeff']) {
+  for (const escaped of [
+    '\\u001b[31m',
+    '\\u009b2J',
+    '\\u202egnp',
+    '\\u2066',
+    '\\u2069',
+    '\\u200e',
+    '\\u200f',
+    '\\u2028',
+    '\\u2029',
+    '\\u0007',
+    '\\u0000',
+    '\\u007f',
+    '\\u0085',
+    '\\u000a',
+    '\\u0009',
+    '\\u000d',
+    '\\u200b',
+    '\\ufeff',
+  ]) {
     expect(out).toContain(escaped);
   }
   expect(terminalSafe('Grüße, 東京 😀 "quoted" \\ back')).toBe('Grüße, 東京 😀 "quoted" \\ back');
@@ -48,7 +67,14 @@ test('terminalSafeJson is valid JSON without raw C1 or bidi characters and parse
 
 test('table cells are escaped before alignment', () => {
   const lines: string[] = [];
-  printTable(['call', 'why'], [[`c\u001b]0;title\u0007`, 'x\u202ey'], ['plain', 2]], (l) => lines.push(l));
+  printTable(
+    ['call', 'why'],
+    [
+      [`c\u001b]0;title\u0007`, 'x\u202ey'],
+      ['plain', 2],
+    ],
+    (l) => lines.push(l),
+  );
   for (const line of lines) expect(line).not.toMatch(UNSAFE);
   expect(lines[2]).toContain('c\\u001b]0;title\\u0007');
   expect(lines[2]).toContain('x\\u202ey');

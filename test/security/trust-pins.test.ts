@@ -91,12 +91,15 @@ describe('the activities refuse input outside the worker pins', () => {
     expect((await failureOf(activityEnv().run(acts.describeToolCall, call({ tenant: 'globex' })))).type).toBe('NOT_PINNED');
     expect((await failureOf(activityEnv().run(acts.describeToolCall, call({ toolName: 'delete_everything' })))).type).toBe('NOT_PINNED');
     const resolveInput = { ...call({ tenant: 'globex' }), resolution: 'applied' as const, result: { ok: true as const, output: 1, receipt: null }, reason: 'r' };
-    expect((await failureOf(activityEnv().run(acts.resolveToolCall, resolveInput)))).toMatchObject({ type: 'NOT_PINNED' });
+    expect(await failureOf(activityEnv().run(acts.resolveToolCall, resolveInput))).toMatchObject({ type: 'NOT_PINNED' });
     // Inside the pins the call runs; an approved intent runs the approval-required tool.
     expect(((await activityEnv().run(acts.runFencedTool, call({}))) as FencedToolResult).outcome).toMatchObject({ ok: true });
     const described = (await activityEnv().run(acts.describeToolCall, call({ callId: 'r1', toolName: 'refund', input: { amount: 5 } }))) as ToolCallDescription;
     const env = activityEnv();
-    expect(((await env.run(acts.runFencedTool, call({ callId: 'r1', toolName: 'refund', input: { amount: 5 }, expectedIntentDigest: described.intentDigest }))) as FencedToolResult).outcome).toMatchObject({ ok: true });
+    expect(
+      ((await env.run(acts.runFencedTool, call({ callId: 'r1', toolName: 'refund', input: { amount: 5 }, expectedIntentDigest: described.intentDigest }))) as FencedToolResult)
+        .outcome,
+    ).toMatchObject({ ok: true });
     expect(executions).toEqual({ create_ticket: 1, refund: 1 });
   });
 
@@ -104,7 +107,14 @@ describe('the activities refuse input outside the worker pins', () => {
     let calls = 0;
     const model: ModelAdapter = { name: 'scripted', turn: async () => ((calls += 1), { stopReason: 'end_turn', text: 'ok', toolCalls: [] }) };
     const { runModelTurn } = createModelActivities({ adapters: { scripted: model }, pinnedTenants: ['acme'], pinnedTools: ['create_ticket', 'refund'] });
-    const turn = (overrides: Partial<ModelTurnInput>): ModelTurnInput => ({ tenant: 'acme', model: 'scripted', turn: 0, messages: [{ role: 'user', text: 'hi' }], tools: ['create_ticket'], ...overrides });
+    const turn = (overrides: Partial<ModelTurnInput>): ModelTurnInput => ({
+      tenant: 'acme',
+      model: 'scripted',
+      turn: 0,
+      messages: [{ role: 'user', text: 'hi' }],
+      tools: ['create_ticket'],
+      ...overrides,
+    });
     expect(await failureOf(runModelTurn(turn({ tenant: 'globex' })))).toMatchObject({ type: 'NOT_PINNED', nonRetryable: true });
     expect(await failureOf(runModelTurn(turn({ tenant: undefined })))).toMatchObject({ type: 'NOT_PINNED' });
     expect(await failureOf(runModelTurn(turn({ tools: ['create_ticket', 'delete_everything'] })))).toMatchObject({ type: 'NOT_PINNED' });
@@ -116,7 +126,9 @@ describe('the activities refuse input outside the worker pins', () => {
 
   it('pins naming tools the worker does not register are refused when the activities are built', () => {
     expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTools: ['nope'] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTools: ['create_ticket'], requireApproval: ['refund'] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTools: ['create_ticket'], requireApproval: ['refund'] })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
     expect(() => createToolActivities({ store, tools: countingTools({}), pinnedTenants: [] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
@@ -124,7 +136,9 @@ describe('the activities refuse input outside the worker pins', () => {
     const config = resolveConfig({}, { TTC_TENANTS: 'acme, globex', TTC_TOOLS: 'create_ticket,refund', TTC_REQUIRE_APPROVAL: 'refund' });
     expect(workerPins(config)).toEqual({ pinnedTenants: ['acme', 'globex'], pinnedTools: ['create_ticket', 'refund'], requireApproval: ['refund'] });
     expect(workerPins(resolveConfig({}, {}))).toEqual({});
-    expect(() => resolveConfig({}, { TTC_TOOLS: 'create_ticket', TTC_REQUIRE_APPROVAL: 'refund' })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/^INVALID_CONFIG: TTC_REQUIRE_APPROVAL names refund/) }));
+    expect(() => resolveConfig({}, { TTC_TOOLS: 'create_ticket', TTC_REQUIRE_APPROVAL: 'refund' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/^INVALID_CONFIG: TTC_REQUIRE_APPROVAL names refund/) }),
+    );
     expect(() => resolveConfig({}, { TTC_TENANTS: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/TTC_TENANTS entry 1/) }));
     expect(() => resolveConfig({}, { TTC_TOOLS: 'x,x' })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/TTC_TOOLS lists "x" twice/) }));
   });
@@ -163,11 +177,18 @@ describe('a pinned worker refuses workflow input outside its pins, end to end', 
     activityOptions: { retry: { initialIntervalMs: 100, maximumAttempts: 3 } },
     ...overrides,
   });
-  const start = (overrides: Partial<AgentWorkflowInput>) => env.client.workflow.start(agentWorkflow, { taskQueue: TASK_QUEUE, workflowId: `trust-${++seq}-${Date.now()}`, args: [input(overrides)] });
+  const start = (overrides: Partial<AgentWorkflowInput>) =>
+    env.client.workflow.start(agentWorkflow, { taskQueue: TASK_QUEUE, workflowId: `trust-${++seq}-${Date.now()}`, args: [input(overrides)] });
   const stored = async (): Promise<number> => (await store.listByStatus(['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'], { limit: 1_000 })).length;
 
   const cli = (...args: string[]): Promise<CliOutput> =>
-    runCli(args, { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace, TEMPORAL_TASK_QUEUE: TASK_QUEUE, TTC_STORE_URL: storeUrl });
+    runCli(args, {
+      ...process.env,
+      TEMPORAL_ADDRESS: env.devServer.address,
+      TEMPORAL_NAMESPACE: env.devServer.namespace,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      TTC_STORE_URL: storeUrl,
+    });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-trust-'));
@@ -222,7 +243,10 @@ describe('a pinned worker refuses workflow input outside its pins, end to end', 
   });
 
   it('a workflow input offering a tool outside the pin fails with NOT_PINNED before the model or any tool runs', async () => {
-    const handle = await start({ tools: ['create_ticket', 'refund', 'delete_everything'], modelOptions: { script: [{ stopReason: 'tool_use', text: 'x', toolCalls: [{ callId: 'd1', toolName: 'delete_everything', input: {} }] }] } as never });
+    const handle = await start({
+      tools: ['create_ticket', 'refund', 'delete_everything'],
+      modelOptions: { script: [{ stopReason: 'tool_use', text: 'x', toolCalls: [{ callId: 'd1', toolName: 'delete_everything', input: {} }] }] } as never,
+    });
     expect(await failureType(handle)).toBe('NOT_PINNED');
     expect(modelCalls).toBe(0);
     expect(executions).toEqual({});

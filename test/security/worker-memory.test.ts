@@ -52,7 +52,11 @@ describe('ttc worker offers the scripted model only when asked', () => {
 
   it('without --models or TTC_MODELS a worker offers the real adapters whose keys are set, never scripted', () => {
     expect(buildModels(tools, { OPENAI_API_KEY: 'k' }).map((m) => m.name)).toEqual(['openai']);
-    expect(buildModels(tools, { OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' }).map((m) => m.name).sort()).toEqual(['anthropic', 'openai']);
+    expect(
+      buildModels(tools, { OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' })
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(['anthropic', 'openai']);
   });
 
   it('a worker with no model at all is refused with INVALID_CONFIG naming --models scripted', () => {

@@ -40,7 +40,8 @@ const REF_BOUNDS = { maxDepth: LIMITS.maxDepth + 8, maxValues: 1_000_000 } as co
 export function conversationLogId(parts: ConversationLogParts): string {
   for (const field of ['namespace', 'tenant', 'workflowId', 'runChainId'] as const) {
     const value = parts?.[field];
-    if (typeof value !== 'string' || value.length === 0) throw new CheckpointError('INVALID_ARGUMENT', `conversation log: ${field} is required and must be a non-empty string`, { field });
+    if (typeof value !== 'string' || value.length === 0)
+      throw new CheckpointError('INVALID_ARGUMENT', `conversation log: ${field} is required and must be a non-empty string`, { field });
   }
   return sha256Hex(canonicalJson(['ttc/conversation-log/1', parts.namespace, parts.tenant, parts.workflowId, parts.runChainId]));
 }
@@ -70,7 +71,12 @@ export function activityConversationLogId(tenant: string, runChainId: string | u
   } catch {
     scope = outside; // not in an activity
   }
-  if (scope === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'the conversation log is named from the activity context: run inside a workflow activity (or give the scope explicitly in tests)', { field: 'workflowId' });
+  if (scope === undefined)
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      'the conversation log is named from the activity context: run inside a workflow activity (or give the scope explicitly in tests)',
+      { field: 'workflowId' },
+    );
   return conversationLogId({ namespace: scope.namespace, tenant, workflowId: scope.workflowId, runChainId: runChainId ?? scope.runId ?? '' });
 }
 
@@ -106,11 +112,15 @@ export function outputRefFor(key: string, value: JsonValue): OutputRef {
 export function assertMatchesRef(logId: string, ref: OutputRef, value: JsonValue): void {
   const actual = outputRefFor(ref.key, value);
   if (actual.bytes !== ref.bytes || actual.digest !== ref.digest) {
-    throw new CheckpointError('CONVERSATION_CONFLICT', `conversation log ${logId} entry ${ref.key} is ${actual.bytes} bytes with digest ${actual.digest}, but its reference says ${ref.bytes} bytes with digest ${ref.digest}`, {
-      logId,
-      key: ref.key,
-      field: 'contentRef',
-    });
+    throw new CheckpointError(
+      'CONVERSATION_CONFLICT',
+      `conversation log ${logId} entry ${ref.key} is ${actual.bytes} bytes with digest ${actual.digest}, but its reference says ${ref.bytes} bytes with digest ${ref.digest}`,
+      {
+        logId,
+        key: ref.key,
+        field: 'contentRef',
+      },
+    );
   }
 }
 
@@ -128,7 +138,8 @@ export function assertMatchesRef(logId: string, ref: OutputRef, value: JsonValue
  *   `r/<callId>` holds another output, the store codes; INVALID_ARGUMENT for a bad threshold.
  */
 export async function deliverOutput(store: CheckpointStore, logId: string, callId: string, outcome: ToolOutcome, inlineMaxBytes: number): Promise<DeliveredOutcome> {
-  if (!Number.isSafeInteger(inlineMaxBytes) || inlineMaxBytes < 1) throw new CheckpointError('INVALID_ARGUMENT', `inlineMaxBytes must be a positive integer, got ${String(inlineMaxBytes)}`, { field: 'resultByReference.inlineMaxBytes' });
+  if (!Number.isSafeInteger(inlineMaxBytes) || inlineMaxBytes < 1)
+    throw new CheckpointError('INVALID_ARGUMENT', `inlineMaxBytes must be a positive integer, got ${String(inlineMaxBytes)}`, { field: 'resultByReference.inlineMaxBytes' });
   if (!outcome.ok || outcome.encoding !== undefined) return outcome;
   const ref = outputRefFor(outputKey(callId), outcome.output);
   if (ref.bytes <= inlineMaxBytes) return outcome;

@@ -103,11 +103,10 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
       const adapter = adapters.get(input.model);
       if (adapter === undefined) {
         throw toApplicationFailure(
-          new CheckpointError(
-            'UNKNOWN_MODEL',
-            `the worker has no model adapter ${JSON.stringify(input.model)} (known: ${[...adapters.keys()].join(', ') || 'none'})`,
-            { model: input.model, known: [...adapters.keys()] },
-          ),
+          new CheckpointError('UNKNOWN_MODEL', `the worker has no model adapter ${JSON.stringify(input.model)} (known: ${[...adapters.keys()].join(', ') || 'none'})`, {
+            model: input.model,
+            known: [...adapters.keys()],
+          }),
         );
       }
       const ctx = activityContext();
@@ -139,11 +138,17 @@ async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInp
   const hasMessages = input.messages !== undefined;
   const hasConversation = input.conversation !== undefined;
   if (hasMessages === hasConversation) {
-    throw new CheckpointError('INVALID_ARGUMENT', `a model turn takes exactly one of messages and conversation, got ${hasMessages ? 'both' : 'neither'}`, { field: 'conversation' });
+    throw new CheckpointError('INVALID_ARGUMENT', `a model turn takes exactly one of messages and conversation, got ${hasMessages ? 'both' : 'neither'}`, {
+      field: 'conversation',
+    });
   }
   if (!hasConversation) return input;
   if (options.store === undefined) {
-    throw new CheckpointError('INVALID_CONFIG', 'this turn gives its conversation by reference, but the worker built createModelActivities without a store; pass the checkpoint store', { field: 'store' });
+    throw new CheckpointError(
+      'INVALID_CONFIG',
+      'this turn gives its conversation by reference, but the worker built createModelActivities without a store; pass the checkpoint store',
+      { field: 'store' },
+    );
   }
   if (typeof input.tenant !== 'string' || input.tenant.length === 0) {
     throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });

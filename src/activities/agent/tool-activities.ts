@@ -11,7 +11,16 @@ import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
 import { assertIdempotencyKeySecret } from '../../checkpoint/digest';
 import { AGENT_RESOLUTION_POLICY, resolveUnknownOutcome } from '../fence/resolution';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
-import { NOTHING_APPLIED_CODES, type Delivered, type FencedToolInput, type FencedToolResult, type ResolveToolCallInput, type ResolveToolCallResult, type ToolCallDescription, type ToolOutcome } from '../contract/contract';
+import {
+  NOTHING_APPLIED_CODES,
+  type Delivered,
+  type FencedToolInput,
+  type FencedToolResult,
+  type ResolveToolCallInput,
+  type ResolveToolCallResult,
+  type ToolCallDescription,
+  type ToolOutcome,
+} from '../contract/contract';
 import { conversationLogId, deliverOutput } from './conversation-log';
 import { defineTool, type ToolDefinition } from '../tools/define-tool';
 import { ownProperties, readCompensateToolCallInput, readFencedToolInput, readResolveToolCallInput } from '../fence/input-schema';
@@ -160,7 +169,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     try {
       // A compensation never runs as its original call's tool: it has its own activity.
       if ((input as { role?: unknown }).role !== undefined) {
-        throw new CheckpointError('INVALID_ARGUMENT', `runFencedTool runs a call, not its compensation (role ${JSON.stringify((input as { role?: unknown }).role)}); use compensateToolCall. Nothing ran`, { field: 'role' });
+        throw new CheckpointError(
+          'INVALID_ARGUMENT',
+          `runFencedTool runs a call, not its compensation (role ${JSON.stringify((input as { role?: unknown }).role)}); use compensateToolCall. Nothing ran`,
+          { field: 'role' },
+        );
       }
       let result: FencedToolResult;
       try {
@@ -182,9 +195,14 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   };
   /** The compensation of `input`'s call; refuses an item, and a tool that declares none. */
   const compensationOf = async (depsOf: FencedToolDeps, input: ResolveCompensationInput, context: AttemptContext): Promise<PreparedCompensation> => {
-    if (input.item !== undefined) throw new CheckpointError('INVALID_ARGUMENT', 'resolveToolCall input: a compensation has no items (role compensation with item)', { field: 'item' });
+    if (input.item !== undefined)
+      throw new CheckpointError('INVALID_ARGUMENT', 'resolveToolCall input: a compensation has no items (role compensation with item)', { field: 'item' });
     const prepared = await prepareCompensation(depsOf, { ...input, role: 'compensation' }, context, limits);
-    if (prepared === null) throw new CheckpointError('INVALID_ARGUMENT', `tool ${input.toolName} declares no compensation; call ${JSON.stringify(input.callId)} has none to resolve`, { field: 'role', toolName: input.toolName });
+    if (prepared === null)
+      throw new CheckpointError('INVALID_ARGUMENT', `tool ${input.toolName} declares no compensation; call ${JSON.stringify(input.callId)} has none to resolve`, {
+        field: 'role',
+        toolName: input.toolName,
+      });
     return prepared;
   };
   const compensateToolCall = async (untrusted: CompensateToolCallInput): Promise<CompensateToolCallResult> => {
@@ -213,7 +231,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
       }
       // The key is the compensation's whatever revision its stored result was made under (it derives from the original's key).
       // No intent digest for a compensation input the tool refuses (its refusal may be the stored result).
-      return { declared: true, result: { ...result, callId: input.callId, idempotencyKey: call.idempotencyKey, intentDigest: prepared.inputError === undefined ? result.intentDigest : null }, compensation };
+      return {
+        declared: true,
+        result: { ...result, callId: input.callId, idempotencyKey: call.idempotencyKey, intentDigest: prepared.inputError === undefined ? result.intentDigest : null },
+        compensation,
+      };
     } catch (error) {
       throw toApplicationFailure(error);
     }
@@ -257,7 +279,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
   // deploy that removed a tool, its calls still settle by their evidence (a stored result is delivered,
   // an unfinished claim waits and pauses; docs/protocol.md#nothing-applied), never as a bare
   // "activity not registered" that the workflow would report as nothing applied.
-  const unregisteredTool: ToolCallActivity = (input) => fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
+  const unregisteredTool: ToolCallActivity = (input) =>
+    fence.runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName: Context.current().info.activityType } as FencedToolInput);
   return { ...toolCallActivities(tools.keys(), fence.runFencedTool), default: unregisteredTool, ...fence };
 }
 
@@ -270,7 +293,12 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
 function namingCall(error: unknown, call: PreparedCall | undefined): unknown {
   if (call === undefined || !isCheckpointError(error) || error.details.idempotencyKey !== undefined || error.details.toolRevision !== undefined) return error;
   const bare = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
-  return new CheckpointError(error.code, bare, { ...error.details, toolName: error.details.toolName ?? call.tool.name, toolRevision: call.tool.revision, idempotencyKey: call.idempotencyKey }, { cause: error.cause });
+  return new CheckpointError(
+    error.code,
+    bare,
+    { ...error.details, toolName: error.details.toolName ?? call.tool.name, toolRevision: call.tool.revision, idempotencyKey: call.idempotencyKey },
+    { cause: error.cause },
+  );
 }
 
 /**
@@ -283,7 +311,12 @@ function namingCall(error: unknown, call: PreparedCall | undefined): unknown {
  * "nothing applied": a code of {@link NOTHING_APPLIED_CODES} (STORE_UNAVAILABLE among them)
  * becomes RECONCILE_PENDING (retryable: the next attempt redelivers the stored result).
  */
-async function delivered<R extends { readonly callId: string; readonly outcome: ToolOutcome }>(store: CheckpointStore, input: FencedToolInput, context: AttemptContext, result: R): Promise<R | Delivered<R>> {
+async function delivered<R extends { readonly callId: string; readonly outcome: ToolOutcome }>(
+  store: CheckpointStore,
+  input: FencedToolInput,
+  context: AttemptContext,
+  result: R,
+): Promise<R | Delivered<R>> {
   const byReference = input.resultByReference;
   if (byReference === undefined) return result;
   try {
@@ -291,7 +324,12 @@ async function delivered<R extends { readonly callId: string; readonly outcome: 
     return { ...result, outcome: await deliverOutput(store, logId, input.callId, result.outcome, byReference.inlineMaxBytes) };
   } catch (error) {
     if (!isCheckpointError(error) || !NOTHING_APPLIED_CODES.includes(error.code)) throw error;
-    throw new CheckpointError('RECONCILE_PENDING', `call ${JSON.stringify(input.callId)} has a stored result, but it could not be handed over by reference (${error.message}); the next attempt delivers it again`, { callId: input.callId, cause: error.code }, { cause: error });
+    throw new CheckpointError(
+      'RECONCILE_PENDING',
+      `call ${JSON.stringify(input.callId)} has a stored result, but it could not be handed over by reference (${error.message}); the next attempt delivers it again`,
+      { callId: input.callId, cause: error.code },
+      { cause: error },
+    );
   }
 }
 
@@ -299,8 +337,15 @@ async function delivered<R extends { readonly callId: string; readonly outcome: 
 function attemptContext(idempotencyKeySecret: Uint8Array | undefined): AttemptContext {
   const info = Context.current().info;
   const execution = info.workflowExecution;
-  if (execution?.workflowId === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
-  return { namespace: info.workflowNamespace ?? info.activityNamespace, workflowId: execution.workflowId, runId: execution.runId, attempt: info.attempt, ...(idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret }) };
+  if (execution?.workflowId === undefined)
+    throw new CheckpointError('INVALID_ARGUMENT', 'fenced tool activities run only inside a workflow (no workflow id in the activity context)', { field: 'workflowId' });
+  return {
+    namespace: info.workflowNamespace ?? info.activityNamespace,
+    workflowId: execution.workflowId,
+    runId: execution.runId,
+    attempt: info.attempt,
+    ...(idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret }),
+  };
 }
 
 /**
@@ -312,7 +357,11 @@ async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompe
   const { call } = prepared;
   const own = { ...deps, store: compensationStore(deps.store, call.binding) };
   const result = await resolveCall(own, { input: call.input, context, call }, input, `compensation of call ${JSON.stringify(input.callId)}`);
-  return { ...result, idempotencyKey: call.idempotencyKey, intentDigest: result.toolRevision === call.tool.revision && prepared.inputError === undefined ? call.intentDigest : null };
+  return {
+    ...result,
+    idempotencyKey: call.idempotencyKey,
+    intentDigest: result.toolRevision === call.tool.revision && prepared.inputError === undefined ? call.intentDigest : null,
+  };
 }
 
 /**
@@ -322,7 +371,12 @@ async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompe
  * it was made under, also when this worker no longer has the tool). Idempotent: a call already
  * completed is delivered again as stored.
  */
-async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: ResolveToolCallInput, describe = `call ${JSON.stringify(input.callId)}`): Promise<ResolveToolCallResult> {
+async function resolveCall(
+  deps: FencedToolDeps,
+  where: CallLocator,
+  input: ResolveToolCallInput,
+  describe = `call ${JSON.stringify(input.callId)}`,
+): Promise<ResolveToolCallResult> {
   const record = await findCallRecord(deps, where);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
   // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
@@ -332,7 +386,8 @@ async function resolveCall(deps: FencedToolDeps, where: CallLocator, input: Reso
       record,
       kind: 'applied',
       outcome: () => {
-        if (input.resolution !== 'applied') throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
+        if (input.resolution !== 'applied')
+          throw new CheckpointError('INVALID_ARGUMENT', `resolveToolCall stores only an applied resolution, got ${JSON.stringify(input.resolution)}`, { field: 'resolution' });
         return input.result!;
       },
       by: input.decidedBy ?? null,

@@ -29,7 +29,11 @@ export function toolCallActivities(toolNames: Iterable<string>, runFencedTool: (
   const activities: Record<string, ToolCallActivity> = {};
   for (const toolName of toolNames) {
     if (isReservedActivityName(toolName)) {
-      throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(toolName)} is reserved for the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`, { field: 'toolName', actual: toolName, reason: 'reserved-activity-name' });
+      throw new CheckpointError(
+        'INVALID_ARGUMENT',
+        `tool name ${JSON.stringify(toolName)} is reserved for the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`,
+        { field: 'toolName', actual: toolName, reason: 'reserved-activity-name' },
+      );
     }
     const activity: ToolCallActivity = (input) => runFencedTool({ ...(typeof input === 'object' && input !== null ? input : {}), toolName } as FencedToolInput);
     Object.defineProperty(activity, 'name', { value: toolName });

@@ -46,7 +46,13 @@ export async function loadConversation(store: CheckpointStore, logId: string, re
   )) as unknown as LoggedMessage[];
   logged.forEach(assertStoredMessage);
   const refs = logged.flatMap((m) => ('contentRef' in m ? [m.contentRef] : []));
-  const outputs = refs.length === 0 ? [] : await store.getConversationEntries(logId, refs.map((r) => r.key));
+  const outputs =
+    refs.length === 0
+      ? []
+      : await store.getConversationEntries(
+          logId,
+          refs.map((r) => r.key),
+        );
   let next = 0;
   const read = logged.map((message): ConversationMessage => {
     if (!('contentRef' in message)) return message as ConversationMessage;
@@ -82,7 +88,16 @@ function assertStoredMessage(message: LoggedMessage, index: number): void {
   }
   if ('contentRef' in message) {
     const ref = message.contentRef as Partial<OutputRef> | null;
-    if (message.role !== 'tool' || 'content' in message || typeof ref !== 'object' || ref === null || typeof ref.key !== 'string' || typeof ref.digest !== 'string' || !Number.isSafeInteger(ref.bytes) || ref.bytes! < 0) {
+    if (
+      message.role !== 'tool' ||
+      'content' in message ||
+      typeof ref !== 'object' ||
+      ref === null ||
+      typeof ref.key !== 'string' ||
+      typeof ref.digest !== 'string' ||
+      !Number.isSafeInteger(ref.bytes) ||
+      ref.bytes! < 0
+    ) {
       throw invalid(`conversation message ${index}: contentRef must be { key, bytes, digest } on a tool message without content`, 'contentRef');
     }
   }

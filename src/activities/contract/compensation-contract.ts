@@ -43,9 +43,7 @@ export interface CompensationIdentity {
  * compensation's outcome, `ok: false` when the provider refused it for good) and which
  * compensation ran.
  */
-export type CompensateToolCallResult =
-  | { readonly declared: false }
-  | { readonly declared: true; readonly result: FencedToolResult; readonly compensation: CompensationIdentity };
+export type CompensateToolCallResult = { readonly declared: false } | { readonly declared: true; readonly result: FencedToolResult; readonly compensation: CompensationIdentity };
 
 /**
  * Input of `resolveToolCall` for a compensation whose outcome is unknown: a person proved the

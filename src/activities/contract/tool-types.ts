@@ -51,7 +51,6 @@ export interface ToolSuccess {
   readonly encoding?: ResultEncoding;
 }
 
-
 /** What `lookup` found for the idempotency key: the earlier effect's result, or proof of its absence. */
 export type LookupResult = ({ readonly found: true } & ToolSuccess) | { readonly found: false };
 

@@ -66,10 +66,14 @@ export function callApprovalExpired(call: PreparedCall, nowMs: number): boolean 
  */
 export function assertApprovalLive(call: PreparedCall, nowMs: number): void {
   if (!callApprovalExpired(call, nowMs)) return;
-  throw new CheckpointError('APPROVAL_EXPIRED', `${call.tool.name} call ${JSON.stringify(call.input.callId)}: its approval expired at ${call.input.approvalExpiresAt}, before this attempt could claim it; nothing ran`, {
-    callId: call.input.callId,
-    approvalExpiresAt: String(call.input.approvalExpiresAt),
-  });
+  throw new CheckpointError(
+    'APPROVAL_EXPIRED',
+    `${call.tool.name} call ${JSON.stringify(call.input.callId)}: its approval expired at ${call.input.approvalExpiresAt}, before this attempt could claim it; nothing ran`,
+    {
+      callId: call.input.callId,
+      approvalExpiresAt: String(call.input.approvalExpiresAt),
+    },
+  );
 }
 
 /**

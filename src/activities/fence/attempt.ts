@@ -143,12 +143,19 @@ export class Attempt {
     if (keyLive) {
       // The repeat may be the first request the provider sees (the holder may have sent nothing): not after the approval expired.
       if (this.approvalExpired()) {
-        throw this.outcomeUnknown(`an earlier attempt claimed this call and did not finish, and the call's approval expired at ${this.call.input.approvalExpiresAt}, so it is not repeated with the same key; resolve it as absent to run it again under a new approval, or abandon`);
+        throw this.outcomeUnknown(
+          `an earlier attempt claimed this call and did not finish, and the call's approval expired at ${this.call.input.approvalExpiresAt}, so it is not repeated with the same key; resolve it as absent to run it again under a new approval, or abandon`,
+        );
       }
       return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
     }
     if (now < settleAt && (found !== undefined || record.status === 'executing')) {
-      const lookupSays = found === undefined ? 'it is not reconciled' : found.found ? 'it is not taken over (the holder may still store the effect the lookup found)' : 'a lookup that finds nothing proves no absence';
+      const lookupSays =
+        found === undefined
+          ? 'it is not reconciled'
+          : found.found
+            ? 'it is not taken over (the holder may still store the effect the lookup found)'
+            : 'a lookup that finds nothing proves no absence';
       throw this.pending(
         `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so ${lookupSays} before then`,
         settleAt - now,
@@ -156,7 +163,9 @@ export class Attempt {
     }
     if (found !== undefined) {
       if (this.approvalExpired()) {
-        throw this.outcomeUnknown(`lookup proved the effect of the earlier claim absent, but the call's approval expired at ${this.call.input.approvalExpiresAt}; resolve it as absent to run it again under a new approval, or abandon`);
+        throw this.outcomeUnknown(
+          `lookup proved the effect of the earlier claim absent, but the call's approval expired at ${this.call.input.approvalExpiresAt}; resolve it as absent to run it again under a new approval, or abandon`,
+        );
       }
       return this.runAndStore(await this.takeOver(record), 'executed');
     }
@@ -176,12 +185,21 @@ export class Attempt {
     const { tool } = this.call;
     let found: LookupResult;
     try {
-      found = await this.invocation.heartbeating(() => tool.lookup!(this.invocation.context(Context.current().cancellationSignal)), this.invocation.heartbeatDetails(record, 'lookup'));
+      found = await this.invocation.heartbeating(
+        () => tool.lookup!(this.invocation.context(Context.current().cancellationSignal)),
+        this.invocation.heartbeatDetails(record, 'lookup'),
+      );
     } catch (error) {
-      throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`, undefined);
+      throw this.pending(
+        `the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`,
+        undefined,
+      );
     }
     if (found?.found !== true && found?.found !== false) {
-      throw this.pending(`the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`, undefined);
+      throw this.pending(
+        `the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`,
+        undefined,
+      );
     }
     return found;
   }
@@ -223,21 +241,32 @@ export class Attempt {
     const current = await this.deps.store.get(this.call.binding);
     if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
       // Nothing was sent; the call belongs to the attempt that took it over: the next attempt reads what it left.
-      throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`, undefined);
+      throw this.pending(
+        `${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`,
+        undefined,
+      );
     }
     await this.step('before-execute');
     // An item of a batch is not stopped by cancellation once claimed: the batch stops between items (./batch-fence).
-    if (this.call.item === undefined && ctx.cancellationSignal.aborted) throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
+    if (this.call.item === undefined && ctx.cancellationSignal.aborted)
+      throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
     const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
     // A batch call has no deadline of its own (its items have), and is taken over at once anyway.
     if (this.call.tool.batch !== true && this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
-      throw this.pending(`${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`, undefined);
+      throw this.pending(
+        `${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`,
+        undefined,
+      );
     }
-    const { record, ...outcome } = this.deps.executeIsUserActivity === true ? await this.invocation.invokeUserActivity(current, source) : { ...(await this.invocation.invoke(current, source)), record: current };
+    const { record, ...outcome } =
+      this.deps.executeIsUserActivity === true
+        ? await this.invocation.invokeUserActivity(current, source)
+        : { ...(await this.invocation.invoke(current, source)), record: current };
     await this.step('after-effect');
     if (outcome.kind === 'unknown') return this.recordUnknown(record, outcome.reason);
-    if (outcome.notApplied !== undefined && this.call.tool.batch !== true && !this.lastAttempt(outcome.notApplied.retryAfterMs)) return this.release(record, outcome.value, outcome.notApplied.retryAfterMs);
+    if (outcome.notApplied !== undefined && this.call.tool.batch !== true && !this.lastAttempt(outcome.notApplied.retryAfterMs))
+      return this.release(record, outcome.value, outcome.notApplied.retryAfterMs);
     return this.store(record, outcome.value, source);
   }
 
@@ -262,7 +291,10 @@ export class Attempt {
     const why = outcome.ok ? 'a transient failure' : outcome.error.message;
     const release = releaseExecution(claimed, { attemptId: this.call.attemptId, at: this.now(claimed) });
     if (!(await this.cas(release, claimed))) {
-      throw this.pending(`${tool.name} call ${input.callId}: ${why}; proven not applied, but the claim changed before it could be released; the next attempt reads what it left`, undefined);
+      throw this.pending(
+        `${tool.name} call ${input.callId}: ${why}; proven not applied, but the claim changed before it could be released; the next attempt reads what it left`,
+        undefined,
+      );
     }
     this.evidence.seen = release.next;
     throw new CheckpointError(
@@ -280,13 +312,21 @@ export class Attempt {
       // Throws FENCE_CONFLICT once another attempt holds the fence.
       const mark = markExecutionUncertain(current, { attemptId: this.call.attemptId, at: this.now(current), reason });
       if (await this.cas(mark, current)) break;
-      if (round + 1 >= MAX_ROUNDS) throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the outcome could not be recorded as unknown (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: this.call.binding.callId });
+      if (round + 1 >= MAX_ROUNDS)
+        throw new CheckpointError(
+          'STORE_OUTCOME_UNKNOWN',
+          `call ${this.call.binding.callId}: the outcome could not be recorded as unknown (${MAX_ROUNDS} lost compare-and-swaps)`,
+          { callId: this.call.binding.callId },
+        );
       current = await this.reread();
     }
     const { tool } = this.call;
     if (tool.lookup === undefined && tool.dedupesByKey !== true) throw this.outcomeUnknown(reason);
     const wait = settleTime(claimed, tool, this.marginMs) - this.clock().getTime();
-    throw this.pending(`${tool.name} call ${this.call.input.callId}: outcome unknown (${reason}); the next attempt reconciles under the same key`, tool.dedupesByKey === true ? undefined : wait);
+    throw this.pending(
+      `${tool.name} call ${this.call.input.callId}: outcome unknown (${reason}); the next attempt reconciles under the same key`,
+      tool.dedupesByKey === true ? undefined : wait,
+    );
   }
 
   /** The completion of `claimed` with `outcome` (and its delivery) in one write; a result over the bounds becomes an error result keeping the receipt (see {@link unstorableResult}). */
@@ -350,15 +390,24 @@ export class Attempt {
       }
       current = await this.reread();
     }
-    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the result could not be stored (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: this.call.binding.callId });
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${this.call.binding.callId}: the result could not be stored (${MAX_ROUNDS} lost compare-and-swaps)`, {
+      callId: this.call.binding.callId,
+    });
   }
 
   /** The batch of this attempt of a `batch` tool: its items are settled by its {@link ItemSettler} with this attempt's deps. */
   private batchRun(): BatchRun {
     const ctx = Context.current();
     const items = this.items;
-    if (items === undefined) throw new CheckpointError('INVALID_ARGUMENT', `call ${this.call.binding.callId}: an item of a batch runs no batch of its own`, { callId: this.call.input.callId });
-    const fence = { store: this.deps.store, settle: (item: PreparedCall) => items.settle(this.deps, item), claimed: (item: PreparedCall) => items.claimed(this.deps, item), now: () => transitionTime(this.deps), cancelRequested: () => ctx.cancellationDetails?.cancelRequested === true };
+    if (items === undefined)
+      throw new CheckpointError('INVALID_ARGUMENT', `call ${this.call.binding.callId}: an item of a batch runs no batch of its own`, { callId: this.call.input.callId });
+    const fence = {
+      store: this.deps.store,
+      settle: (item: PreparedCall) => items.settle(this.deps, item),
+      claimed: (item: PreparedCall) => items.claimed(this.deps, item),
+      now: () => transitionTime(this.deps),
+      cancelRequested: () => ctx.cancellationDetails?.cancelRequested === true,
+    };
     return new BatchRun(this.call, fence, ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));
   }
 
@@ -373,14 +422,18 @@ export class Attempt {
   }
 
   private outcomeUnknown(reason: string): CheckpointError {
-    return new CheckpointError('OUTCOME_UNKNOWN', `${this.call.tool.name} call ${this.call.input.callId}: the outcome is unknown and cannot be looked up (${reason}); the run waits for a person`, {
-      callId: this.call.input.callId,
-      toolName: this.call.tool.name,
-      toolRevision: this.call.tool.revision,
-      idempotencyKey: this.call.idempotencyKey,
-      intentDigest: this.call.intentDigest,
-      reason,
-    });
+    return new CheckpointError(
+      'OUTCOME_UNKNOWN',
+      `${this.call.tool.name} call ${this.call.input.callId}: the outcome is unknown and cannot be looked up (${reason}); the run waits for a person`,
+      {
+        callId: this.call.input.callId,
+        toolName: this.call.tool.name,
+        toolRevision: this.call.tool.revision,
+        idempotencyKey: this.call.idempotencyKey,
+        intentDigest: this.call.intentDigest,
+        reason,
+      },
+    );
   }
 
   private pending(message: string, retryAfterMs: number | undefined): CheckpointError {
@@ -404,7 +457,8 @@ export class Attempt {
 
   private async reread(): Promise<CheckpointRecord> {
     const current = await this.deps.store.get(this.call.binding);
-    if (current === null) throw new CheckpointError('INVALID_CHECKPOINT', `checkpoint of ${this.call.binding.callId} disappeared while claimed`, { callId: this.call.binding.callId });
+    if (current === null)
+      throw new CheckpointError('INVALID_CHECKPOINT', `checkpoint of ${this.call.binding.callId} disappeared while claimed`, { callId: this.call.binding.callId });
     this.evidence.seen = current;
     return current;
   }

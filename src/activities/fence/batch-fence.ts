@@ -238,7 +238,12 @@ function groupWidth(tool: ToolDefinition<any>, options: ForEachItemOptions | und
   const reconcilable = tool.lookup !== undefined || tool.dedupesByKey === true;
   const size = options?.groupSize ?? (tool.dedupesByKey === true ? DEFAULT_DEDUPE_GROUP_SIZE : 1);
   if (size > 1 && !reconcilable) {
-    throw Object.assign(new Error(`forEachItem: groupSize ${size} needs a tool whose items can be reconciled (lookup or dedupesByKey): an item claimed in a group but not started when a worker dies would otherwise pause for a person; no item ran`), { kind: 'rejected', type: 'INVALID_ARGUMENT' });
+    throw Object.assign(
+      new Error(
+        `forEachItem: groupSize ${size} needs a tool whose items can be reconciled (lookup or dedupesByKey): an item claimed in a group but not started when a worker dies would otherwise pause for a person; no item ran`,
+      ),
+      { kind: 'rejected', type: 'INVALID_ARGUMENT' },
+    );
   }
   return size;
 }
@@ -257,7 +262,8 @@ function prepareItems<T>(items: readonly T[], itemKey: (item: T, index: number) 
   if (!Array.isArray(items)) refuse('items must be an array');
   if (items.length > MAX_BATCH_ITEMS) refuse(`at most ${MAX_BATCH_ITEMS} items, got ${items.length}`);
   if (typeof itemKey !== 'function' || typeof apply !== 'function') refuse('itemKey and apply must be functions');
-  if (options?.groupSize !== undefined && !(Number.isSafeInteger(options.groupSize) && options.groupSize >= 1 && options.groupSize <= 1_000)) refuse('groupSize must be an integer from 1 to 1,000');
+  if (options?.groupSize !== undefined && !(Number.isSafeInteger(options.groupSize) && options.groupSize >= 1 && options.groupSize <= 1_000))
+    refuse('groupSize must be an integer from 1 to 1,000');
   const seen = new Set<string>();
   return items.map((item, index) => {
     let key: string;
@@ -298,7 +304,11 @@ function itemError(error: unknown, call: PreparedCall, ref: ItemRef, idempotency
   // change it (every attempt of a batch call holds a claim, so a BINDING_CONFLICT would read as retryable): a person decides.
   const conflict = error.code === 'BINDING_CONFLICT';
   const code = takenOver ? 'RECONCILE_PENDING' : conflict ? 'OUTCOME_UNKNOWN' : error.code;
-  const why = takenOver ? '; another attempt holds the item now, the next attempt of the call settles it' : conflict ? '; the key names another item than an earlier attempt applied under it, so the run waits for a person (resolve the item)' : '';
+  const why = takenOver
+    ? '; another attempt holds the item now, the next attempt of the call settles it'
+    : conflict
+      ? '; the key names another item than an earlier attempt applied under it, so the run waits for a person (resolve the item)'
+      : '';
   return new CheckpointError(
     code,
     `${describeItem({ ...ref, total })} of ${call.tool.name} call ${JSON.stringify(call.input.callId)}: ${bare}${why}`,
@@ -325,7 +335,10 @@ function cancelled(call: PreparedCall, items: readonly PreparedItem[], results: 
     unknown: { count: 0, keys: [] },
     truncated: applied.length > MAX_REPORTED_KEYS || notApplied.length > MAX_REPORTED_KEYS,
   };
-  return new CancelledFailure(`${call.tool.name} call ${JSON.stringify(call.input.callId)} was cancelled after ${results.length} of ${items.length} items: ${applied.length} applied, ${notApplied.length} not applied, 0 unknown`, [{ batch: report }]);
+  return new CancelledFailure(
+    `${call.tool.name} call ${JSON.stringify(call.input.callId)} was cancelled after ${results.length} of ${items.length} items: ${applied.length} applied, ${notApplied.length} not applied, 0 unknown`,
+    [{ batch: report }],
+  );
 }
 
 /** Whether `outcome` is a person's proof that the item's effect is absent. */

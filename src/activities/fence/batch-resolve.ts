@@ -32,7 +32,10 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
   const { call } = where;
   const ref = input.item!;
   const what = `item ${JSON.stringify(ref.key)} (generation ${ref.generation}) of call ${JSON.stringify(input.callId)}`;
-  if (call === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: this worker cannot prepare the call (its tool is gone or its input no longer parses), so its items cannot be found`, { callId: input.callId });
+  if (call === undefined)
+    throw new CheckpointError('INVALID_ARGUMENT', `${what}: this worker cannot prepare the call (its tool is gone or its input no longer parses), so its items cannot be found`, {
+      callId: input.callId,
+    });
   if (call.tool.batch !== true) throw new CheckpointError('INVALID_ARGUMENT', `${what}: ${call.tool.name} is not a batch tool`, { callId: input.callId, field: 'item' });
   // The item's checkpoint is found by call id (its fingerprint needs the item, which the person does not send).
   const callId = itemBinding(call.binding, ref.key, ref.generation, null).callId;
@@ -44,7 +47,11 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
       record,
       kind: input.resolution === 'applied' ? 'applied' : 'not-applied',
       outcome: () => {
-        if (input.resolution !== 'applied') return { ok: false, error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') } };
+        if (input.resolution !== 'applied')
+          return {
+            ok: false,
+            error: { type: RESOLVED_ABSENT, message: sanitizeReason(`a person proved the effect absent: ${input.reason}`, 'a person proved the effect absent') },
+          };
         if (input.result === undefined) throw new CheckpointError('INVALID_ARGUMENT', `${what}: an applied resolution needs the item's result`, { field: 'result' });
         return input.result;
       },
@@ -64,7 +71,17 @@ export async function resolveBatchItem(deps: FencedToolDeps, where: CallLocator,
     outcome: current.result!.payload as ToolOutcome,
     // The key the item was sent under: the call's key under the tool and revision the item's checkpoint was made with (a deploy may have changed them since).
     idempotencyKey: itemIdempotencyKey(
-      idempotencyKey({ namespace: call.binding.namespace, runChainId: call.runChainId, workflowId: call.workflowId, callId: call.keyCallId, toolName: current.binding.toolName, toolRevision: current.binding.toolRevision }, where.context.idempotencyKeySecret),
+      idempotencyKey(
+        {
+          namespace: call.binding.namespace,
+          runChainId: call.runChainId,
+          workflowId: call.workflowId,
+          callId: call.keyCallId,
+          toolName: current.binding.toolName,
+          toolRevision: current.binding.toolRevision,
+        },
+        where.context.idempotencyKeySecret,
+      ),
       ref.key,
       ref.generation,
     ),

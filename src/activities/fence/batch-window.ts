@@ -78,7 +78,9 @@ export class ItemsRun {
     const at = this.batch.itemFence.now();
     const deadlineMs = this.batch.callDeadlineMs;
     // The k-th item of a group starts after the k - 1 before it, each within its deadline: its claim declares the sum.
-    const claims = calls.map((item, k) => createClaimed(item.binding, { attemptId: item.attemptId, at, deadlineAt: new Date(Date.parse(at) + (k + 1) * deadlineMs).toISOString() }));
+    const claims = calls.map((item, k) =>
+      createClaimed(item.binding, { attemptId: item.attemptId, at, deadlineAt: new Date(Date.parse(at) + (k + 1) * deadlineMs).toISOString() }),
+    );
     const answers = await this.flush(claims.map((record) => ({ kind: 'create', record })));
     for (let k = 0; k < calls.length; k += 1) {
       const index = start + k;
@@ -100,7 +102,8 @@ export class ItemsRun {
         if (this.batch.itemFence.cancelRequested()) {
           for (let j = k; j < calls.length; j += 1) {
             const mine = answers[j]!;
-            if (mine.kind === 'create' && mine.record.status === 'executing' && mine.record.execution?.attemptId === calls[j]!.attemptId) this.carryResult(calls[j]!, mine.record, NOT_STARTED, start + j);
+            if (mine.kind === 'create' && mine.record.status === 'executing' && mine.record.execution?.attemptId === calls[j]!.attemptId)
+              this.carryResult(calls[j]!, mine.record, NOT_STARTED, start + j);
           }
         }
         await this.cancel();
@@ -132,7 +135,9 @@ export class ItemsRun {
       const answer = answers[k]!;
       if (answer.kind !== 'cas' || !answer.swapped) {
         this.batch.failed(
-          new CheckpointError('FENCE_CONFLICT', `the item's claim was taken over before its result was stored (it ran past its deadline); this attempt's result is discarded`, { callId: c.item.input.callId }),
+          new CheckpointError('FENCE_CONFLICT', `the item's claim was taken over before its result was stored (it ran past its deadline); this attempt's result is discarded`, {
+            callId: c.item.input.callId,
+          }),
           c.item.item!,
           c.item.idempotencyKey,
         );
@@ -156,7 +161,11 @@ export class ItemsRun {
   private carryResult(item: PreparedCall, claimed: CheckpointRecord, outcome: ToolOutcome, index: number): void {
     const completion = this.batch.itemFence.claimed(item).completion(claimed, outcome);
     const stored = completion.next.result!.payload as ToolOutcome;
-    this.carry.push({ write: { kind: 'cas', expectedRevision: completion.expectedRevision, next: completion.next, expected: claimed }, item, result: { key: this.items[index]!.key, index, outcome: stored, source: 'executed' } });
+    this.carry.push({
+      write: { kind: 'cas', expectedRevision: completion.expectedRevision, next: completion.next, expected: claimed },
+      item,
+      result: { key: this.items[index]!.key, index, outcome: stored, source: 'executed' },
+    });
     this.progress();
   }
 

@@ -22,7 +22,10 @@ export function describePreparedCall(call: PreparedCall): ToolCallDescription {
   const args = JSON.parse(canonicalJson(call.args, 'input')) as JsonValue;
   const target = JSON.parse(canonicalJson(call.tool.target?.(call.args as never) ?? null, 'target')) as JsonValue;
   if (intentDigest({ toolName: call.tool.name, toolRevision: call.tool.revision, args, target }) !== call.intentDigest) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool ${call.tool.name}: target() gave another value for the same arguments; the call cannot be shown for approval`, { toolName: call.tool.name, field: 'target' });
+    throw new CheckpointError('INVALID_ARGUMENT', `tool ${call.tool.name}: target() gave another value for the same arguments; the call cannot be shown for approval`, {
+      toolName: call.tool.name,
+      field: 'target',
+    });
   }
   return { toolRevision: call.tool.revision, intentDigest: call.intentDigest, idempotencyKey: call.idempotencyKey, arguments: args, target };
 }

@@ -119,7 +119,14 @@ function differentCall(failed: FailedAttempt, record: CheckpointRecord, error: C
   return new CheckpointError(
     'BINDING_CONFLICT',
     `call ${JSON.stringify(failed.input?.callId)} already has a checkpoint for another call (${record.binding.toolName} revision ${record.binding.toolRevision}, other arguments or another idempotency key secret; a workflow reset reuses activity sequence numbers): its result is not this call's, and this call is not run (${error.code})`,
-    { callId: String(failed.input?.callId), toolName: failed.input.toolName, storedToolName: record.binding.toolName, storedToolRevision: record.binding.toolRevision, status: record.status, cause: error.code },
+    {
+      callId: String(failed.input?.callId),
+      toolName: failed.input.toolName,
+      storedToolName: record.binding.toolName,
+      storedToolRevision: record.binding.toolRevision,
+      status: record.status,
+      cause: error.code,
+    },
   );
 }
 
@@ -151,18 +158,37 @@ async function reconcileEarlierRevision(deps: FencedToolDeps, failed: FailedAtte
   let found: LookupResult;
   try {
     const activity = Context.current();
-    found = await tool.lookup({ idempotencyKey: key, intentDigest: call.intentDigest, attemptId: call.attemptId, callId: failed.input.callId, workflowId: call.workflowId, signal: activity.cancellationSignal, heartbeat: (details?: unknown) => activity.heartbeat(details) });
+    found = await tool.lookup({
+      idempotencyKey: key,
+      intentDigest: call.intentDigest,
+      attemptId: call.attemptId,
+      callId: failed.input.callId,
+      workflowId: call.workflowId,
+      signal: activity.cancellationSignal,
+      heartbeat: (details?: unknown) => activity.heartbeat(details),
+    });
   } catch (lookupError) {
-    throw new CheckpointError('RECONCILE_PENDING', `the lookup of ${where}, claimed under revision ${record.binding.toolRevision}, failed (${sanitizeReason(lookupError instanceof Error ? lookupError.message : String(lookupError), 'no message')}); the next attempt looks again`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+    throw new CheckpointError(
+      'RECONCILE_PENDING',
+      `the lookup of ${where}, claimed under revision ${record.binding.toolRevision}, failed (${sanitizeReason(lookupError instanceof Error ? lookupError.message : String(lookupError), 'no message')}); the next attempt looks again`,
+      { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key },
+    );
   }
   if (found?.found !== true && found?.found !== false) {
-    throw new CheckpointError('RECONCILE_PENDING', `the lookup of ${where} answered neither { found: true, output } nor { found: false }; the next attempt looks again`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+    throw new CheckpointError('RECONCILE_PENDING', `the lookup of ${where} answered neither { found: true, output } nor { found: false }; the next attempt looks again`, {
+      callId: failed.input.callId,
+      toolName: tool.name,
+      idempotencyKey: key,
+    });
   }
   if (!found.found) return null;
   const at = transitionTime(deps, record);
-  const complete = (claimed: CheckpointRecord, result: ToolOutcome): TransitionResult => completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: failed.deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
+  const complete = (claimed: CheckpointRecord, result: ToolOutcome): TransitionResult =>
+    completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: failed.deliveryId, at, result, maxPayloadBytes: deps.maxPayloadBytes });
   const takeOverAndStore = (result: ToolOutcome): TransitionResult =>
-    composeTransitions(reclaimExecution(record, { attemptId: call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: at }), (claimed) => complete(claimed, result));
+    composeTransitions(reclaimExecution(record, { attemptId: call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: at }), (claimed) =>
+      complete(claimed, result),
+    );
   const outcome: ToolOutcome = { ok: true, output: found.output, receipt: found.receipt ?? null };
   let settled: TransitionResult;
   try {
@@ -173,7 +199,11 @@ async function reconcileEarlierRevision(deps: FencedToolDeps, failed: FailedAtte
   }
   failed.evidence.claimSent = true;
   if (!(await deps.store.compareAndSwap(settled.expectedRevision, settled.next, record))) {
-    throw new CheckpointError('RECONCILE_PENDING', `another attempt changed the checkpoint of ${where} while this one reconciled it; the next attempt reads what it left`, { callId: failed.input.callId, toolName: tool.name, idempotencyKey: key });
+    throw new CheckpointError('RECONCILE_PENDING', `another attempt changed the checkpoint of ${where} while this one reconciled it; the next attempt reads what it left`, {
+      callId: failed.input.callId,
+      toolName: tool.name,
+      idempotencyKey: key,
+    });
   }
   const { binding } = settled.next;
   return {
@@ -204,14 +234,29 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
     return new CheckpointError(
       'RECONCILE_PENDING',
       `call ${JSON.stringify(failed.input?.callId)} is claimed under ${where} and may still be running until ${new Date(settleAt).toISOString()}; this attempt (${error.code}) waits for it`,
-      { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding), cause: error.code, retryAfterMs: Math.ceil(settleAt - now) },
+      {
+        callId: String(failed.input?.callId),
+        toolName: record.binding.toolName,
+        toolRevision: record.binding.toolRevision,
+        idempotencyKey: keyOfClaim(failed, record.binding),
+        cause: error.code,
+        retryAfterMs: Math.ceil(settleAt - now),
+      },
     );
   }
-  if (error.retryable) return claimUnsettled(error, `it is claimed under ${where} (${record.status} since ${record.updatedAt}) and this attempt could not settle it; the next attempt reconciles it`);
+  if (error.retryable)
+    return claimUnsettled(error, `it is claimed under ${where} (${record.status} since ${record.updatedAt}) and this attempt could not settle it; the next attempt reconciles it`);
   return new CheckpointError(
     'OUTCOME_UNKNOWN',
     `call ${JSON.stringify(failed.input?.callId)} was claimed under ${where} (${record.status} since ${record.updatedAt}), and this attempt cannot reconcile it: ${error.message}; the run waits for a person`,
-    { callId: String(failed.input?.callId), toolName: record.binding.toolName, toolRevision: record.binding.toolRevision, idempotencyKey: keyOfClaim(failed, record.binding), status: record.status, cause: error.code },
+    {
+      callId: String(failed.input?.callId),
+      toolName: record.binding.toolName,
+      toolRevision: record.binding.toolRevision,
+      idempotencyKey: keyOfClaim(failed, record.binding),
+      status: record.status,
+      cause: error.code,
+    },
   );
 }
 
@@ -224,7 +269,8 @@ function unfinishedClaim(deps: FencedToolDeps, failed: FailedAttempt, record: Ch
  */
 function keyOfClaim(failed: FailedAttempt, binding: Binding): string | null {
   const call = failed.call;
-  if (call !== undefined && call.binding.callId === binding.callId && call.binding.toolName === binding.toolName && call.binding.toolRevision === binding.toolRevision) return call.idempotencyKey;
+  if (call !== undefined && call.binding.callId === binding.callId && call.binding.toolName === binding.toolName && call.binding.toolRevision === binding.toolRevision)
+    return call.idempotencyKey;
   try {
     return keyOfRecord(failed, binding);
   } catch {
@@ -267,7 +313,13 @@ function refusalBinding(failed: FailedAttempt): Binding | null {
   if (failed.call !== undefined) return failed.call.binding;
   try {
     const address = callAddress(failed.input, failed.context);
-    const binding: Binding = { namespace: address.namespace, callId: address.callId, toolName: failed.input.toolName, toolRevision: 'refused', inputFingerprint: fingerprintInput(failed.input.input, failed.context.idempotencyKeySecret) };
+    const binding: Binding = {
+      namespace: address.namespace,
+      callId: address.callId,
+      toolName: failed.input.toolName,
+      toolRevision: 'refused',
+      inputFingerprint: fingerprintInput(failed.input.input, failed.context.idempotencyKeySecret),
+    };
     assertBinding(binding);
     return binding;
   } catch {
@@ -309,7 +361,11 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
     current = delivery.next;
   }
   const { binding } = current;
-  const sameBinding = failed.call !== undefined && failed.call.binding.toolName === binding.toolName && failed.call.binding.toolRevision === binding.toolRevision && failed.call.binding.inputFingerprint === binding.inputFingerprint;
+  const sameBinding =
+    failed.call !== undefined &&
+    failed.call.binding.toolName === binding.toolName &&
+    failed.call.binding.toolRevision === binding.toolRevision &&
+    failed.call.binding.inputFingerprint === binding.inputFingerprint;
   return {
     callId: failed.input.callId,
     toolName: binding.toolName,
@@ -324,7 +380,12 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
 
 function claimUnsettled(error: CheckpointError | null, why: string): CheckpointError {
   const cause = error === null ? 'STORE_OUTCOME_UNKNOWN' : error.code;
-  return new CheckpointError('RECONCILE_PENDING', `the call may have been claimed (${why}), so ${error === null ? 'this attempt' : `${error.code}`} is not "nothing applied"; the next attempt reads the checkpoint and decides${error === null ? '' : `: ${error.message}`}`, { cause }, { cause: error ?? undefined });
+  return new CheckpointError(
+    'RECONCILE_PENDING',
+    `the call may have been claimed (${why}), so ${error === null ? 'this attempt' : `${error.code}`} is not "nothing applied"; the next attempt reads the checkpoint and decides${error === null ? '' : `: ${error.message}`}`,
+    { cause },
+    { cause: error ?? undefined },
+  );
 }
 
 /**
@@ -344,5 +405,15 @@ export function keyOfRecord(where: CallLocator, binding: Binding): string {
       // not an intent-keyed record
     }
   }
-  return idempotencyKey({ namespace: binding.namespace, runChainId: address.runChainId, workflowId: where.context.workflowId, callId: keyCallId, toolName: binding.toolName, toolRevision: binding.toolRevision }, where.context.idempotencyKeySecret);
+  return idempotencyKey(
+    {
+      namespace: binding.namespace,
+      runChainId: address.runChainId,
+      workflowId: where.context.workflowId,
+      callId: keyCallId,
+      toolName: binding.toolName,
+      toolRevision: binding.toolRevision,
+    },
+    where.context.idempotencyKeySecret,
+  );
 }

@@ -78,7 +78,8 @@ export class ClaimRenewal {
     try {
       for (let round = 0; round < 4 && !this.stopped; round += 1) {
         const from = this.latest;
-        if (from.status !== 'executing' || from.execution?.attemptId !== attemptId) return this.lose(`the claim is now ${from.status} under ${from.execution?.attemptId ?? 'nobody'}`);
+        if (from.status !== 'executing' || from.execution?.attemptId !== attemptId)
+          return this.lose(`the claim is now ${from.status} under ${from.execution?.attemptId ?? 'nobody'}`);
         const at = this.options.now(from);
         const next = renewExecution(from, { attemptId, at, deadlineAt: new Date(Date.parse(at) + deadlineMs).toISOString() });
         if (await store.compareAndSwap(next.expectedRevision, next.next, from)) {

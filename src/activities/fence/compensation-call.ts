@@ -59,7 +59,12 @@ export interface PreparedCompensation {
  *   INVALID_ARGUMENT for a bad `compensationGeneration`; INVALID_TOOL_INPUT when the compensation's
  *   input is not bounded JSON (no binding can be made for it); the store's codes.
  */
-export async function prepareCompensation(deps: FencedToolDeps, input: CompensateToolCallInput, context: AttemptContext, limits: PrepareLimits): Promise<PreparedCompensation | null> {
+export async function prepareCompensation(
+  deps: FencedToolDeps,
+  input: CompensateToolCallInput,
+  context: AttemptContext,
+  limits: PrepareLimits,
+): Promise<PreparedCompensation | null> {
   const generation = compensationGeneration(input.compensationGeneration);
   const originalInput = originalCallInput(input);
   const original = prepareCall(deps.tools, originalInput, context, limits);
@@ -68,10 +73,14 @@ export async function prepareCompensation(deps: FencedToolDeps, input: Compensat
   const record = await findCallRecord(deps, { input: originalInput, context, call: original });
   const payload = appliedOutcome(original, record);
   if (record!.binding.inputFingerprint !== original.binding.inputFingerprint) {
-    throw new CheckpointError('BINDING_CONFLICT', `${original.tool.name} call ${JSON.stringify(input.callId)}: its checkpoint was made for other arguments (or another idempotency key secret) than the input given; nothing to compensate from it`, {
-      callId: input.callId,
-      toolName: original.tool.name,
-    });
+    throw new CheckpointError(
+      'BINDING_CONFLICT',
+      `${original.tool.name} call ${JSON.stringify(input.callId)}: its checkpoint was made for other arguments (or another idempotency key secret) than the input given; nothing to compensate from it`,
+      {
+        callId: input.callId,
+        toolName: original.tool.name,
+      },
+    );
   }
   const sameBinding = record!.binding.callId === original.binding.callId && record!.binding.toolRevision === original.binding.toolRevision;
   const originalKey = sameBinding ? original.idempotencyKey : keyOfRecord({ input: originalInput, context, call: original }, record!.binding);
@@ -83,29 +92,63 @@ export async function prepareCompensation(deps: FencedToolDeps, input: Compensat
   };
   const compensationInput: FencedToolInput = Object.freeze({ ...originalInput, role: 'compensation' as const });
   const fence = randomUUID();
-  const common = { input: compensationInput, workflowId: context.workflowId, runChainId: original.runChainId, keyCallId: identity.callId, attemptId: `attempt-${context.attempt}-${fence}`, deliveryId: `delivery-${context.attempt}-${fence}`, idempotencyKey: identity.idempotencyKey };
+  const common = {
+    input: compensationInput,
+    workflowId: context.workflowId,
+    runChainId: original.runChainId,
+    keyCallId: identity.callId,
+    attemptId: `attempt-${context.attempt}-${fence}`,
+    deliveryId: `delivery-${context.attempt}-${fence}`,
+    idempotencyKey: identity.idempotencyKey,
+  };
   const secret = context.idempotencyKeySecret;
   if (!isCompensationByTool(declared)) {
     const tool = functionTool(original.tool, declared);
-    const binding: Binding = { namespace: identity.namespace, callId: identity.callId, toolName: tool.name, toolRevision: tool.revision, inputFingerprint: fingerprintInput(applied, secret) };
-    const call: PreparedCall = { ...common, tool, args: applied, binding, intentDigest: intentDigest({ toolName: tool.name, toolRevision: tool.revision, args: applied, target: null }) };
+    const binding: Binding = {
+      namespace: identity.namespace,
+      callId: identity.callId,
+      toolName: tool.name,
+      toolRevision: tool.revision,
+      inputFingerprint: fingerprintInput(applied, secret),
+    };
+    const call: PreparedCall = {
+      ...common,
+      tool,
+      args: applied,
+      binding,
+      intentDigest: intentDigest({ toolName: tool.name, toolRevision: tool.revision, args: applied, target: null }),
+    };
     return { call, compensation: { toolName: tool.name, toolRevision: tool.revision } };
   }
   const tool = deps.tools.get(declared.tool);
   if (tool === undefined) {
-    throw new CheckpointError('UNKNOWN_TOOL', `tool ${original.tool.name}: its compensation names tool ${JSON.stringify(declared.tool)}, which this worker does not have`, { field: 'compensation.tool', toolName: original.tool.name, compensationTool: declared.tool });
+    throw new CheckpointError('UNKNOWN_TOOL', `tool ${original.tool.name}: its compensation names tool ${JSON.stringify(declared.tool)}, which this worker does not have`, {
+      field: 'compensation.tool',
+      toolName: original.tool.name,
+      compensationTool: declared.tool,
+    });
   }
   const what = `compensation input of ${original.tool.name} call ${JSON.stringify(input.callId)} for tool ${tool.name}`;
   const modelInput = compensationModelInput(declared.input, applied, what);
   assertToolInput(modelInput, what, { maxBytes: limits.maxToolInputBytes });
-  const binding: Binding = { namespace: identity.namespace, callId: identity.callId, toolName: tool.name, toolRevision: tool.revision, inputFingerprint: fingerprintInput(modelInput, secret) };
+  const binding: Binding = {
+    namespace: identity.namespace,
+    callId: identity.callId,
+    toolName: tool.name,
+    toolRevision: tool.revision,
+    inputFingerprint: fingerprintInput(modelInput, secret),
+  };
   const compensation = { toolName: tool.name, toolRevision: tool.revision };
   const parsed = tool.input.safeParse(modelInput);
   if (!parsed.success) {
-    const inputError = new CheckpointError('INVALID_TOOL_INPUT', `${what} does not match the tool's schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}; nothing ran`, {
-      toolName: tool.name,
-      callId: input.callId,
-    });
+    const inputError = new CheckpointError(
+      'INVALID_TOOL_INPUT',
+      `${what} does not match the tool's schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}; nothing ran`,
+      {
+        toolName: tool.name,
+        callId: input.callId,
+      },
+    );
     return { call: { ...common, tool, args: undefined, binding, intentDigest: '' }, compensation, inputError };
   }
   const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
@@ -141,7 +184,8 @@ export function compensationStore(store: CheckpointStore, binding: Pick<Binding,
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === 'getByCall') {
-        return async (namespace: string, callId: string): Promise<CheckpointRecord | null> => (namespace === binding.namespace && callId === binding.callId ? target.getByCall(namespace, callId) : null);
+        return async (namespace: string, callId: string): Promise<CheckpointRecord | null> =>
+          namespace === binding.namespace && callId === binding.callId ? target.getByCall(namespace, callId) : null;
       }
       const value: unknown = Reflect.get(target, property, receiver);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
@@ -153,7 +197,9 @@ export function compensationStore(store: CheckpointStore, binding: Pick<Binding,
 function compensationGeneration(value: number | undefined): number {
   const generation = value ?? 1;
   if (!Number.isSafeInteger(generation) || generation < 1 || generation > MAX_COMPENSATION_GENERATION) {
-    throw new CheckpointError('INVALID_ARGUMENT', `compensationGeneration must be an integer from 1 to ${MAX_COMPENSATION_GENERATION}, got ${JSON.stringify(value)}`, { field: 'compensationGeneration' });
+    throw new CheckpointError('INVALID_ARGUMENT', `compensationGeneration must be an integer from 1 to ${MAX_COMPENSATION_GENERATION}, got ${JSON.stringify(value)}`, {
+      field: 'compensationGeneration',
+    });
   }
   return generation;
 }
@@ -170,7 +216,13 @@ function originalCallInput(input: CompensateToolCallInput): FencedToolInput {
  */
 function appliedOutcome(original: PreparedCall, record: CheckpointRecord | null): Extract<ToolOutcome, { ok: true }> {
   const name = `${original.tool.name} call ${JSON.stringify(original.input.callId)}`;
-  const refuse = (status: string, reason: string): CheckpointError => new CheckpointError('NOTHING_TO_COMPENSATE', `${name} ${reason}; nothing to compensate, nothing ran`, { callId: original.input.callId, toolName: original.tool.name, status, reason });
+  const refuse = (status: string, reason: string): CheckpointError =>
+    new CheckpointError('NOTHING_TO_COMPENSATE', `${name} ${reason}; nothing to compensate, nothing ran`, {
+      callId: original.input.callId,
+      toolName: original.tool.name,
+      status,
+      reason,
+    });
   if (record === null) throw refuse('absent', 'has no checkpoint (it never ran, or ran in another run chain)');
   if (record.result === null || !(record.status === 'completed' || record.status === 'delivering' || record.status === 'delivered')) {
     throw refuse(record.status, `is ${record.status}: its outcome is not stored yet (a person resolves an unknown outcome first)`);
@@ -202,6 +254,8 @@ function compensationModelInput(input: (applied: AppliedEffect) => JsonValue, ap
     return input(applied);
   } catch (error) {
     if (isCheckpointError(error)) throw error;
-    throw new CheckpointError('INVALID_TOOL_INPUT', `${what}: input(applied) threw (${error instanceof Error ? error.message : String(error)}); nothing ran`, { reason: 'input-threw' });
+    throw new CheckpointError('INVALID_TOOL_INPUT', `${what}: input(applied) threw (${error instanceof Error ? error.message : String(error)}); nothing ran`, {
+      reason: 'input-threw',
+    });
   }
 }

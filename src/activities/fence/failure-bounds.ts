@@ -142,7 +142,11 @@ function boundValue(value: unknown, depth = 0): unknown {
   let bounded: unknown;
   if (depth < 4 && Array.isArray(value)) bounded = value.slice(0, 32).map((member) => boundValue(member, depth + 1));
   else if (depth < 4 && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    bounded = Object.fromEntries(Object.entries(value as Record<string, unknown>).slice(0, 32).map(([key, member]) => [truncateText(key, 64), boundValue(member, depth + 1)]));
+    bounded = Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .slice(0, 32)
+        .map(([key, member]) => [truncateText(key, 64), boundValue(member, depth + 1)]),
+    );
   } else bounded = value;
   let text: string;
   try {

@@ -60,7 +60,13 @@ export function toApplicationFailure(error: unknown, names?: CallNames): Error {
     });
   }
   const message = error instanceof Error ? error.message : String(error);
-  return boundedFailure({ type: 'UNEXPECTED', message, nonRetryable: false, ...(names === undefined ? {} : { details: definedNames(names) }), cause: error instanceof Error ? error : undefined });
+  return boundedFailure({
+    type: 'UNEXPECTED',
+    message,
+    nonRetryable: false,
+    ...(names === undefined ? {} : { details: definedNames(names) }),
+    cause: error instanceof Error ? error : undefined,
+  });
 }
 
 /** What names a call in a failure's `details[0]` when the error's own details do not (they win). */

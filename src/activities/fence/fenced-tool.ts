@@ -40,7 +40,15 @@ export { TOO_LARGE_RECEIPT_MAX_BYTES, unstorableResult } from './unstorable-resu
  */
 export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evidence: AttemptEvidence): Promise<FencedToolResult> {
   const ctx = Context.current();
-  const observed = { toolName: call.tool.name, toolRevision: call.tool.revision, callId: call.input.callId, idempotencyKey: call.idempotencyKey, attempt: ctx.info.attempt, approved: call.input.expectedIntentDigest !== undefined, ...(call.input.approvedBy === undefined ? {} : { approvedBy: call.input.approvedBy }) };
+  const observed = {
+    toolName: call.tool.name,
+    toolRevision: call.tool.revision,
+    callId: call.input.callId,
+    idempotencyKey: call.idempotencyKey,
+    attempt: ctx.info.attempt,
+    approved: call.input.expectedIntentDigest !== undefined,
+    ...(call.input.approvedBy === undefined ? {} : { approvedBy: call.input.approvedBy }),
+  };
   return observeAttempt(observed, deps.store, ctx.metricMeter, async (store, observer) => {
     const attempt = new Attempt({ ...deps, store }, call, evidence, observer, ITEM_SETTLER);
     try {
@@ -51,6 +59,8 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evide
     } catch (error) {
       throw fenceLost(error, call, { attempt: ctx.info.attempt, cancellation: ctx.cancellationDetails });
     }
-    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: call.binding.callId });
+    throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, {
+      callId: call.binding.callId,
+    });
   });
 }

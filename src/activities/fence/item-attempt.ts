@@ -25,7 +25,9 @@ export async function settleItem(deps: FencedToolDeps, item: PreparedCall): Prom
     const step = await attempt.round();
     if (step !== REREAD) return step;
   }
-  throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, { callId: item.input.callId });
+  throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `item ${item.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, {
+    callId: item.input.callId,
+  });
 }
 
 /** The {@link ClaimedItem} of `item` (its claim was made with `item.attemptId`). */

@@ -54,19 +54,24 @@ export function resolvePins(pins: WorkerPins, registered: Iterable<string>): Res
     if (list === undefined) return null;
     if (!Array.isArray(list) || (!allowEmpty && list.length === 0)) throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a non-empty array of names`, { field });
     for (const name of list as unknown[]) {
-      if (typeof name !== 'string' || name.length === 0) throw new CheckpointError('INVALID_ARGUMENT', `${field} must hold non-empty strings, got ${JSON.stringify(name)}`, { field });
+      if (typeof name !== 'string' || name.length === 0)
+        throw new CheckpointError('INVALID_ARGUMENT', `${field} must hold non-empty strings, got ${JSON.stringify(name)}`, { field });
     }
     return new Set(list);
   };
   const tenants = set('pinnedTenants', false);
   const tools = set('pinnedTools', false);
   const requireApproval = set('requireApproval', true) ?? new Set<string>();
-  for (const [field, names] of [['pinnedTools', tools], ['requireApproval', requireApproval]] as const) {
+  for (const [field, names] of [
+    ['pinnedTools', tools],
+    ['requireApproval', requireApproval],
+  ] as const) {
     const missing = [...(names ?? [])].filter((n) => !known.has(n));
     if (missing.length > 0) throw new CheckpointError('INVALID_ARGUMENT', `${field} names ${missing.join(', ')}, which this worker does not register`, { field });
   }
   const unpinned = tools === null ? [] : [...requireApproval].filter((n) => !tools.has(n));
-  if (unpinned.length > 0) throw new CheckpointError('INVALID_ARGUMENT', `requireApproval names ${unpinned.join(', ')}, which pinnedTools does not pin`, { field: 'requireApproval' });
+  if (unpinned.length > 0)
+    throw new CheckpointError('INVALID_ARGUMENT', `requireApproval names ${unpinned.join(', ')}, which pinnedTools does not pin`, { field: 'requireApproval' });
   return { tenants, tools, requireApproval };
 }
 
@@ -88,5 +93,7 @@ export function assertOfferedToolsPinned(pins: ResolvedPins, offered: unknown): 
   const names: unknown[] = Array.isArray(offered) ? offered : [offered];
   const outside = names.filter((n) => typeof n !== 'string' || !pins.tools!.has(n));
   if (outside.length === 0) return;
-  throw new CheckpointError('NOT_PINNED', `the run offers tools this worker does not serve: ${outside.map((n) => JSON.stringify(n)).join(', ')}; the model was not called`, { field: 'tools' });
+  throw new CheckpointError('NOT_PINNED', `the run offers tools this worker does not serve: ${outside.map((n) => JSON.stringify(n)).join(', ')}; the model was not called`, {
+    field: 'tools',
+  });
 }

@@ -65,7 +65,11 @@ export interface PreparedCall {
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT for a missing or malformed part.
  */
-export function callAddress(input: Pick<FencedToolInput, 'tenant' | 'callId' | 'runChainId'>, context: AttemptContext, keyCallId: string = input?.callId): { namespace: string; callId: string; runChainId: string } {
+export function callAddress(
+  input: Pick<FencedToolInput, 'tenant' | 'callId' | 'runChainId'>,
+  context: AttemptContext,
+  keyCallId: string = input?.callId,
+): { namespace: string; callId: string; runChainId: string } {
   if (typeof input?.tenant !== 'string' || input.tenant.length === 0) {
     throw new CheckpointError('INVALID_ARGUMENT', 'tenant is required and must be a non-empty string', { field: 'tenant' });
   }
@@ -96,10 +100,14 @@ export interface PrepareLimits {
 export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, input: FencedToolInput, context: AttemptContext, limits: PrepareLimits = {}): PreparedCall {
   const tool = tools.get(input?.toolName);
   if (tool === undefined) {
-    throw new CheckpointError('UNKNOWN_TOOL', `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (${tools.size} tools registered; the list stays out of messages, see the worker configuration)`, {
-      field: 'toolName',
-      actual: String(input?.toolName),
-    });
+    throw new CheckpointError(
+      'UNKNOWN_TOOL',
+      `tool ${JSON.stringify(input?.toolName)} is not registered on this worker (${tools.size} tools registered; the list stays out of messages, see the worker configuration)`,
+      {
+        field: 'toolName',
+        actual: String(input?.toolName),
+      },
+    );
   }
   const what = `input of ${tool.name} call ${JSON.stringify(input.callId)}`;
   assertToolInput(input.input, what, { maxBytes: limits.maxToolInputBytes });
@@ -134,7 +142,10 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     input,
     args,
     binding,
-    idempotencyKey: idempotencyKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision }, context.idempotencyKeySecret),
+    idempotencyKey: idempotencyKey(
+      { namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, callId: keyCallId, toolName: tool.name, toolRevision: tool.revision },
+      context.idempotencyKeySecret,
+    ),
     intentDigest: digest,
     workflowId: context.workflowId,
     runChainId: address.runChainId,
@@ -158,7 +169,14 @@ function refuseOverBounds<T>(what: string, derive: () => T): T {
     return derive();
   } catch (error) {
     if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE')) throw error;
-    throw toolInputError({ reason: 'too-large', path: '$', message: `the validated arguments are too large to digest (at most ${LIMITS.maxDepth} levels and ${LIMITS.maxValues.toLocaleString('en-US')} JSON values, counting one level and a few values the digest adds): ${error.message}` }, what);
+    throw toolInputError(
+      {
+        reason: 'too-large',
+        path: '$',
+        message: `the validated arguments are too large to digest (at most ${LIMITS.maxDepth} levels and ${LIMITS.maxValues.toLocaleString('en-US')} JSON values, counting one level and a few values the digest adds): ${error.message}`,
+      },
+      what,
+    );
   }
 }
 

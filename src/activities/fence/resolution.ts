@@ -100,7 +100,15 @@ export type UnknownOutcomeResolved =
 export async function resolveUnknownOutcome(deps: ResolutionDeps, request: UnknownOutcomeResolution, policy: ResolutionPolicy): Promise<UnknownOutcomeResolved> {
   const { record, what } = request;
   const margin = deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS;
-  const decision = decideResolution(record, { now: fenceNow(deps), settleAt: () => settleTime(record, request.tool, margin), ...(request.expectedRevision === undefined ? {} : { expectedRevision: request.expectedRevision }) }, policy);
+  const decision = decideResolution(
+    record,
+    {
+      now: fenceNow(deps),
+      settleAt: () => settleTime(record, request.tool, margin),
+      ...(request.expectedRevision === undefined ? {} : { expectedRevision: request.expectedRevision }),
+    },
+    policy,
+  );
   if (decision.action === 'return-settled') return { resolved: false, record };
   if (decision.action === 'refuse') throw refusalError(record, decision.refusal, what, request.details);
   const { fromStatus, attemptId } = decision;
@@ -132,9 +140,15 @@ function refusalError(record: CheckpointRecord, refusal: ResolutionRefusal, what
         { ...details, seenRevision: refusal.seenRevision, nowRevision: record.revision, nowStatus: record.status },
       );
     case 'never-claimed':
-      return new CheckpointError('INVALID_TRANSITION', `${what} is ready: it was never claimed, so it never ran and there is nothing to resolve (its next attempt runs it)`, { ...details, fromStatus: 'ready' });
+      return new CheckpointError('INVALID_TRANSITION', `${what} is ready: it was never claimed, so it never ran and there is nothing to resolve (its next attempt runs it)`, {
+        ...details,
+        fromStatus: 'ready',
+      });
     case 'already-settled':
-      return new CheckpointError('INVALID_TRANSITION', `${what} is ${record.status}: its result is already stored${describeResolution(record)}; the activity delivers it`, { ...details, fromStatus: record.status });
+      return new CheckpointError('INVALID_TRANSITION', `${what} is ${record.status}: its result is already stored${describeResolution(record)}; the activity delivers it`, {
+        ...details,
+        fromStatus: record.status,
+      });
     case 'may-be-running':
       return new CheckpointError(
         'RECONCILE_PENDING',

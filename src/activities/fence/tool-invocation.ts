@@ -58,7 +58,8 @@ export class ToolInvocation {
     } catch (error) {
       outcome = this.classified(error);
       // A transient failure proves this request not applied; after a same-key repeat it proves nothing about the earlier one.
-      if (outcome.kind === 'done' && toolErrorKind(error) === 'transient' && source !== 'same-key-repeat') outcome = { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
+      if (outcome.kind === 'done' && toolErrorKind(error) === 'transient' && source !== 'same-key-repeat')
+        outcome = { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
     }
     const record = await renewal.stop();
     return { ...outcome, record };
@@ -74,7 +75,8 @@ export class ToolInvocation {
     const kind = toolErrorKind(error);
     const raw = error instanceof Error ? error.message : String(error);
     const type = (error as { type?: unknown } | null)?.type;
-    if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN') return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
+    if (kind === 'unknown-outcome' || type === 'OUTCOME_UNKNOWN')
+      return { kind: 'unknown', reason: sanitizeReason(raw, `${tool.name} failed without a message after the request may have been sent`) };
     const message = sanitizeReason(raw, `${tool.name} failed without a message`);
     return { kind: 'done', value: { ok: false, error: { type: typeof type === 'string' ? type : kind === 'transient' ? 'TRANSIENT_EXHAUSTED' : 'BUSINESS_REJECTION', message } } };
   }
@@ -95,7 +97,10 @@ export class ToolInvocation {
     // An item's request is not aborted by cancellation (the batch stops between items, so the item's outcome stays known).
     const cancellation = this.call.item === undefined ? Context.current().cancellationSignal : new AbortController().signal;
     const deadline = new AbortController();
-    const timer = batch !== undefined ? undefined : setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
+    const timer =
+      batch !== undefined
+        ? undefined
+        : setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
     const signal = AbortSignal.any([cancellation, deadline.signal]);
     const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
     expired.catch(() => undefined);
@@ -132,11 +137,19 @@ export class ToolInvocation {
       if (outcome.kind === 'unknown' || toolErrorKind(error) !== 'transient') return outcome;
       const raw = error instanceof Error ? error.message : String(error);
       if (mayBeApplied && !cancellation.aborted) {
-        return { kind: 'unknown', reason: sanitizeReason(`${raw} (after ${source === 'same-key-repeat' ? 'a same-key repeat' : 'the provider said the key was in flight'}, a failure proves nothing about an earlier request)`, `${tool.name} failed after a same-key repeat`) };
+        return {
+          kind: 'unknown',
+          reason: sanitizeReason(
+            `${raw} (after ${source === 'same-key-repeat' ? 'a same-key repeat' : 'the provider said the key was in flight'}, a failure proves nothing about an earlier request)`,
+            `${tool.name} failed after a same-key repeat`,
+          ),
+        };
       }
       if (cancellation.aborted) {
         // Shutdown or cancellation during backoff: nothing was applied by this attempt, but it holds the claim; the next attempt decides.
-        throw new CancelledFailure(`cancelled while ${tool.name} was backing off after a transient error (${sanitizeReason(raw, `${tool.name} failed without a message`)}); the call is left to the next attempt`);
+        throw new CancelledFailure(
+          `cancelled while ${tool.name} was backing off after a transient error (${sanitizeReason(raw, `${tool.name} failed without a message`)}); the call is left to the next attempt`,
+        );
       }
       // Every request of this claim was refused before the provider accepted it: proven not applied.
       return { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
@@ -163,7 +176,9 @@ export class ToolInvocation {
   /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../telemetry/heartbeat-details`). */
   heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
     const progress = this.call.batchProgress;
-    return progress === undefined ? fenceHeartbeatDetails(this.call.input.callId, record.status, phase) : fenceHeartbeatDetails(this.call.input.callId, record.status, 'items', progress());
+    return progress === undefined
+      ? fenceHeartbeatDetails(this.call.input.callId, record.status, phase)
+      : fenceHeartbeatDetails(this.call.input.callId, record.status, 'items', progress());
   }
 
   /** The context `execute` and `lookup` receive: the call's key, intent and ids, `signal`, heartbeats, and `forEachItem` for the attempt's `batch`. */

@@ -89,7 +89,10 @@ export function compensationToolName(toolName: string): string {
 export function normalizeCompensation(toolName: string, value: unknown): ToolCompensation | undefined {
   if (value === undefined) return undefined;
   const bad = (field: string, what: string): CheckpointError =>
-    new CheckpointError('INVALID_ARGUMENT', `tool ${toolName}: compensation${field === '' ? '' : `.${field}`} ${what}`, { field: field === '' ? 'compensation' : `compensation.${field}`, toolName });
+    new CheckpointError('INVALID_ARGUMENT', `tool ${toolName}: compensation${field === '' ? '' : `.${field}`} ${what}`, {
+      field: field === '' ? 'compensation' : `compensation.${field}`,
+      toolName,
+    });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('', 'must be { tool, input } or { revision, execute }');
   const v = value as Record<string, unknown>;
   const own = (key: string): unknown => declaredField(value, key);
@@ -100,7 +103,7 @@ export function normalizeCompensation(toolName: string, value: unknown): ToolCom
     const tool = own('tool');
     assertField(() => assertIdentifier(tool, 'toolName'), bad('tool', 'must be the name of a tool of this worker'));
     const input = own('input');
-    if (typeof input !== 'function') throw bad('input', 'must be a function input(applied) returning the tool\'s input');
+    if (typeof input !== 'function') throw bad('input', "must be a function input(applied) returning the tool's input");
     return Object.freeze({ tool: tool as string, input: input.bind(v) as CompensationByTool['input'] });
   }
   if (!hasFunction) throw bad('', 'must be { tool, input } or { revision, execute }');

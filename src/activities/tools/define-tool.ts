@@ -142,11 +142,18 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   const name = field('name');
   assertIdentifier(name, 'toolName');
   if (!TOOL_NAME_PATTERN.test(name)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, { field: 'toolName', actual: name });
+    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} must match ${TOOL_NAME_PATTERN} (what the Anthropic and OpenAI tool APIs accept)`, {
+      field: 'toolName',
+      actual: name,
+    });
   }
   if (isReservedActivityName(name)) {
     // Each tool is its own activity type, named after the tool.
-    throw new CheckpointError('INVALID_ARGUMENT', `tool name ${JSON.stringify(name)} is reserved: the tool's activity would collide with the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`, { field: 'toolName', actual: name, reason: 'reserved-activity-name' });
+    throw new CheckpointError(
+      'INVALID_ARGUMENT',
+      `tool name ${JSON.stringify(name)} is reserved: the tool's activity would collide with the agent's own activity of that name (reserved: ${RESERVED_ACTIVITY_NAMES.join(', ')})`,
+      { field: 'toolName', actual: name, reason: 'reserved-activity-name' },
+    );
   }
   const revision = field('revision');
   assertIdentifier(revision, 'toolRevision');

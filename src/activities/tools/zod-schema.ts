@@ -8,6 +8,7 @@
 /** Why a value is not a zod 4 schema, or undefined when it is one. */
 export function zodSchemaRefusal(value: unknown): string | undefined {
   if (typeof (value as { safeParse?: unknown } | null)?.safeParse !== 'function') return 'must be a zod schema';
-  if (typeof (value as { _zod?: unknown })._zod !== 'object') return "must be a zod 4 schema: with zod 3.25.76+, import { z } from 'zod/v4' (a zod 3 schema has no JSON Schema for the model)";
+  if (typeof (value as { _zod?: unknown })._zod !== 'object')
+    return "must be a zod 4 schema: with zod 3.25.76+, import { z } from 'zod/v4' (a zod 3 schema has no JSON Schema for the model)";
   return undefined;
 }

@@ -47,7 +47,10 @@ export function currentApprovalScope(): ApprovalScope | undefined {
 function approvalScopeOf(approval: ApprovedIntent): ApprovalScope {
   const digest: unknown = approval?.intentDigest;
   if (typeof digest !== 'string' || !FINGERPRINT_PATTERN.test(digest)) {
-    throw invalid('intentDigest', `withApprovedIntent: intentDigest must be a digest like sha256:<64 hex> (describeFencedCall's intentDigest), got ${JSON.stringify(digest ?? null)}`);
+    throw invalid(
+      'intentDigest',
+      `withApprovedIntent: intentDigest must be a digest like sha256:<64 hex> (describeFencedCall's intentDigest), got ${JSON.stringify(digest ?? null)}`,
+    );
   }
   const expiresAt: unknown = approval.expiresAt;
   if (expiresAt === undefined) return { approvedIntentDigest: digest };

@@ -199,9 +199,19 @@ function reported(entry: Recorded): CompensationEntry {
 
 function assertCompensation(name: unknown, compensate: unknown, method: 'step' | 'add'): void {
   if (typeof name !== 'string' || name === '') {
-    throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', message: `Compensations.${method}: name must be a non-empty string, got ${JSON.stringify(name ?? null)}`, nonRetryable: true, details: [{ field: 'name' }] });
+    throw ApplicationFailure.create({
+      type: 'INVALID_ARGUMENT',
+      message: `Compensations.${method}: name must be a non-empty string, got ${JSON.stringify(name ?? null)}`,
+      nonRetryable: true,
+      details: [{ field: 'name' }],
+    });
   }
   if (typeof compensate !== 'function') {
-    throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', message: `Compensations.${method}: compensate must be a function returning the compensation's promise`, nonRetryable: true, details: [{ field: 'compensate' }] });
+    throw ApplicationFailure.create({
+      type: 'INVALID_ARGUMENT',
+      message: `Compensations.${method}: compensate must be a function returning the compensation's promise`,
+      nonRetryable: true,
+      details: [{ field: 'compensate' }],
+    });
   }
 }

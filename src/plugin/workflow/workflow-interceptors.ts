@@ -10,7 +10,14 @@
  * first activity and learns the ids given. The fence interceptor reads the header only for
  * fenced activity types.
  */
-import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
+import {
+  workflowInfo,
+  type ActivityInput,
+  type LocalActivityInput,
+  type Next,
+  type WorkflowInterceptorsFactory,
+  type WorkflowOutboundCallsInterceptor,
+} from '@temporalio/workflow';
 import { currentApprovalScope } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from './call-header';
 import { assignCallId } from './call-scope';
@@ -27,7 +34,10 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
     return next({ ...input, headers: withCallHeader(input.headers, callOf(input.seq)) });
   }
 
-  scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] & {}> {
+  scheduleLocalActivity(
+    input: LocalActivityInput,
+    next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
+  ): ReturnType<WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] & {}> {
     const call = (input.attempt > 1 ? this.localCalls.get(input.args) : undefined) ?? callOf(input.seq);
     this.localCalls.set(input.args, call);
     return next({ ...input, headers: withCallHeader(input.headers, call) });

@@ -56,7 +56,11 @@ export function failedAttemptVerdict(error: unknown, untypedAs: (error: unknown)
  * `compensateToolCall` returns a provider's refusal as an `ok: false` outcome; a plugin activity
  * throws it), else {@link failedAttemptVerdict} of the thrown failure. Pure.
  */
-export function compensationVerdict<T>(attempt: WindDownAttempt<T>, untypedAs: (error: unknown) => string, refusal: (value: T) => CompensationError | null = () => null): CompensationVerdict {
+export function compensationVerdict<T>(
+  attempt: WindDownAttempt<T>,
+  untypedAs: (error: unknown) => string,
+  refusal: (value: T) => CompensationError | null = () => null,
+): CompensationVerdict {
   if (attempt.kind === 'failed') return failedAttemptVerdict(attempt.error, untypedAs);
   const refused = refusal(attempt.value);
   return refused === null ? { kind: 'compensated' } : { kind: 'failed', error: refused };

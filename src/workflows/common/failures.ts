@@ -105,7 +105,8 @@ export function batchCancellationReportOf(err: unknown): BatchCancellationReport
   const batch = typeof first === 'object' && first !== null ? (first as Record<string, unknown>).batch : undefined;
   if (typeof batch !== 'object' || batch === null) return null;
   const report = batch as Record<string, unknown>;
-  const counted = (part: unknown): boolean => typeof part === 'object' && part !== null && isInteger((part as Record<string, unknown>).count, 0) && Array.isArray((part as Record<string, unknown>).keys);
+  const counted = (part: unknown): boolean =>
+    typeof part === 'object' && part !== null && isInteger((part as Record<string, unknown>).count, 0) && Array.isArray((part as Record<string, unknown>).keys);
   if (!isInteger(report.total, 0) || !counted(report.applied) || !counted(report.notApplied) || !counted(report.unknown)) return null;
   return batch as BatchCancellationReport;
 }

@@ -11,7 +11,13 @@ const { openCheckpointStore } = require('temporal-tool-checkpoint');
 const { ToolCheckpointPlugin, fencedCallContext } = require('temporal-tool-checkpoint/plugin');
 
 const { TEMPORAL_ADDRESS: address, STORE_URL, LEDGER, WORKFLOW_ID, TASK_QUEUE } = process.env;
-const ledger = () => (existsSync(LEDGER) ? readFileSync(LEDGER, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+const ledger = () =>
+  existsSync(LEDGER)
+    ? readFileSync(LEDGER, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 const activities = {
   async sendEmail(to) {

@@ -39,7 +39,15 @@ import type { BatchAttemptPlan, BatchScenario } from './batch-scenario';
 import type { ExplorerScheduler } from './explore';
 import { EPOCH_MS, ExplorerStore, Provider, Sim, type Effect } from './world';
 
-export const BATCH_VIOLATION_KINDS = ['duplicate-item-effect', 'item-out-of-order', 'attempt-end', 'reported-not-stored', 'stored-result-changed', 'lost-item-effect', 'harness'] as const;
+export const BATCH_VIOLATION_KINDS = [
+  'duplicate-item-effect',
+  'item-out-of-order',
+  'attempt-end',
+  'reported-not-stored',
+  'stored-result-changed',
+  'lost-item-effect',
+  'harness',
+] as const;
 export type BatchViolationKind = (typeof BATCH_VIOLATION_KINDS)[number];
 
 export interface BatchViolation {
@@ -50,7 +58,14 @@ export interface BatchViolation {
 /** What one attempt ended with (`details` = the failure's `details[0]`). */
 export type BatchAttemptEnd =
   | { readonly ok: true; readonly result: FencedToolResult }
-  | { readonly ok: false; readonly type: string; readonly nonRetryable: boolean; readonly nextRetryDelayMs: number | undefined; readonly message: string; readonly details: unknown };
+  | {
+      readonly ok: false;
+      readonly type: string;
+      readonly nonRetryable: boolean;
+      readonly nextRetryDelayMs: number | undefined;
+      readonly message: string;
+      readonly details: unknown;
+    };
 
 export interface BatchAttemptReport {
   readonly n: number;
@@ -176,7 +191,12 @@ class BatchWorld {
   ) {
     this.sim = new Sim(scheduler);
     this.provider = new Provider(this.sim, scenario.tool.dedupesByKey, scenario.tool.keyRetentionMs);
-    this.store = new ExplorerStore(raw, this.sim, { latencyMs: scenario.storeLatencyMs, faults: [], outage: null }, { committed: (r) => this.committed(r), log: (line) => this.log(line) });
+    this.store = new ExplorerStore(
+      raw,
+      this.sim,
+      { latencyMs: scenario.storeLatencyMs, faults: [], outage: null },
+      { committed: (r) => this.committed(r), log: (line) => this.log(line) },
+    );
     this.keys = Array.from({ length: scenario.items }, (_, i) => itemKeyOf(i));
   }
 
@@ -196,7 +216,17 @@ class BatchWorld {
       else if (stored !== undefined) refused += 1;
     }
     return {
-      attempts: this.attempts.map((a) => ({ n: a.n, startedAt: a.startedAt, liveAtStart: a.liveAtStart, crashedAt: a.crashedAt, timedOut: a.timedOut, end: a.end, requests: a.requests, callLevel: a.callLevel, lookups: a.lookups })),
+      attempts: this.attempts.map((a) => ({
+        n: a.n,
+        startedAt: a.startedAt,
+        liveAtStart: a.liveAtStart,
+        crashedAt: a.crashedAt,
+        timedOut: a.timedOut,
+        end: a.end,
+        requests: a.requests,
+        callLevel: a.callLevel,
+        lookups: a.lookups,
+      })),
       effects: this.provider.effects.length,
       deduplicatedRepeats: this.provider.deduplicated,
       itemsApplied: applied,
@@ -242,7 +272,13 @@ class BatchWorld {
     if (this.closed) return;
     const plan = this.planFor(n);
     const env = new MockActivityEnvironment(
-      { attempt: n, activityId: 'batch', activityType: 'runFencedTool', workflowExecution: { workflowId: IDENTITY.workflowId, runId: IDENTITY.runChainId }, heartbeatTimeoutMs: 3_600_000 },
+      {
+        attempt: n,
+        activityId: 'batch',
+        activityType: 'runFencedTool',
+        workflowExecution: { workflowId: IDENTITY.workflowId, runId: IDENTITY.runChainId },
+        heartbeatTimeoutMs: 3_600_000,
+      },
       { logger: QUIET },
     );
     const attempt: Attempt = {
@@ -321,7 +357,9 @@ class BatchWorld {
   private settled(attempt: Attempt, end: BatchAttemptEnd): void {
     if (this.closed) return;
     attempt.end = end;
-    this.log(`#${attempt.n} ${end.ok ? `returns ${end.result.source} ${JSON.stringify(end.result.outcome)}` : `fails ${end.type}${end.nonRetryable ? ' (non-retryable)' : ''}${end.nextRetryDelayMs === undefined ? '' : ` next retry in ${end.nextRetryDelayMs} ms`}: ${end.message}`}`);
+    this.log(
+      `#${attempt.n} ${end.ok ? `returns ${end.result.source} ${JSON.stringify(end.result.outcome)}` : `fails ${end.type}${end.nonRetryable ? ' (non-retryable)' : ''}${end.nextRetryDelayMs === undefined ? '' : ` next retry in ${end.nextRetryDelayMs} ms`}: ${end.message}`}`,
+    );
     this.checkAttemptEnd(attempt, end);
     if (this.final !== null || attempt !== this.current() || attempt.timedOut) return;
     if (end.ok) {
@@ -355,7 +393,8 @@ class BatchWorld {
     if (this.closed) return Promise.reject(new WorkerGone('the schedule is over'));
     const index = itemIndexOfFence(fence);
     const crash = attempt.plan.crash;
-    if (crash !== null && attempt.crashedAt === null && crash.point === point && crash.item === (index ?? 'call')) return this.die(attempt, `${point} of ${index === null ? 'the call' : `item ${index}`}`);
+    if (crash !== null && attempt.crashedAt === null && crash.point === point && crash.item === (index ?? 'call'))
+      return this.die(attempt, `${point} of ${index === null ? 'the call' : `item ${index}`}`);
     return this.sim.point(`#${attempt.n} ${index === null ? 'call' : `item ${index}`} ${point}`);
   }
 
@@ -378,7 +417,12 @@ class BatchWorld {
       callDeadlineMs: tool.callDeadlineMs,
       ...(tool.dedupesByKey ? { dedupesByKey: true, keyRetentionMs: tool.keyRetentionMs } : {}),
       execute: async (input: { recipients: string[] }, ctx: ToolContext) => {
-        const report = await ctx.forEachItem!(input.recipients, (to) => to, (_to, item) => this.request(attempt, item), tool.groupSize === undefined ? undefined : { groupSize: tool.groupSize });
+        const report = await ctx.forEachItem!(
+          input.recipients,
+          (to) => to,
+          (_to, item) => this.request(attempt, item),
+          tool.groupSize === undefined ? undefined : { groupSize: tool.groupSize },
+        );
         const items: ReportedItem[] = report.items.map((r) => ({ key: r.key, outcome: r.outcome }));
         return { output: { applied: report.applied, rejected: report.rejected, items } as unknown as JsonValue };
       },
@@ -418,7 +462,9 @@ class BatchWorld {
     const reaches = plan.answer !== 'transient' && plan.answer !== 'dropped';
     const lands = reaches && landAt < landBy;
     const who = `#${attempt.n} item ${index}`;
-    this.log(`${who} (${key}) sends its request (key …${ctx.idempotencyKey.slice(-6)}); ${lands ? `lands at ${landAt}` : 'never lands'}, answer ${plan.answer}; deadline ${deadlineAt}`);
+    this.log(
+      `${who} (${key}) sends its request (key …${ctx.idempotencyKey.slice(-6)}); ${lands ? `lands at ${landAt}` : 'never lands'}, answer ${plan.answer}; deadline ${deadlineAt}`,
+    );
     return new Promise((resolve, reject) => {
       let done = false;
       const onAbort = (): void => answer(() => reject(new ToolError('unknown-outcome', 'aborted')));
@@ -455,7 +501,9 @@ class BatchWorld {
           }),
         );
       }
-      void this.sim.point(`${who} deadline`, abortAt - this.sim.now).then(() => answer(() => reject(new ToolError('unknown-outcome', `aborted at the item's deadline (${deadlineAt})`))));
+      void this.sim
+        .point(`${who} deadline`, abortAt - this.sim.now)
+        .then(() => answer(() => reject(new ToolError('unknown-outcome', `aborted at the item's deadline (${deadlineAt})`))));
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       const crash = attempt.plan.crash;
       if (crash !== null && attempt.crashedAt === null && crash.point === 'mid-request' && crash.item === index) {
@@ -496,12 +544,15 @@ class BatchWorld {
     const before = this.items.get(id);
     const payload = record.result?.payload ?? null;
     const previous = before?.record.result?.payload ?? null;
-    if (previous !== null && !isDeepStrictEqual(previous, payload)) this.violate('stored-result-changed', `${id}: stored result ${JSON.stringify(previous)} became ${JSON.stringify(payload)} (${record.status} r${record.revision})`);
+    if (previous !== null && !isDeepStrictEqual(previous, payload))
+      this.violate('stored-result-changed', `${id}: stored result ${JSON.stringify(previous)} became ${JSON.stringify(payload)} (${record.status} r${record.revision})`);
     const settledSeq = before?.settledSeq ?? (payload !== null ? this.commitSeq : null);
     const seen = { record, seq: this.commitSeq, settledSeq };
     this.items.set(id, seen);
     this.history.set(id, [...(this.history.get(id) ?? []), seen]);
-    this.log(`store: ${id} → ${record.status} r${record.revision}${record.execution === null ? '' : ` fence …${record.execution.attemptId.slice(-12)}`}${payload === null ? '' : ` ${JSON.stringify(payload)}`}`);
+    this.log(
+      `store: ${id} → ${record.status} r${record.revision}${record.execution === null ? '' : ` fence …${record.execution.attemptId.slice(-12)}`}${payload === null ? '' : ` ${JSON.stringify(payload)}`}`,
+    );
   }
 
   /** The latest generation's record of item `key`. */
@@ -554,7 +605,10 @@ class BatchWorld {
       for (const r of reported) {
         const stored = this.latest(r.key);
         if (stored === undefined || stored.settledSeq === null) {
-          this.violate('attempt-end', `${who} returned ${end.result.source} with ${r.key} reported ${JSON.stringify(r.outcome)}, but its checkpoint is ${stored?.record.status ?? 'missing'}`);
+          this.violate(
+            'attempt-end',
+            `${who} returned ${end.result.source} with ${r.key} reported ${JSON.stringify(r.outcome)}, but its checkpoint is ${stored?.record.status ?? 'missing'}`,
+          );
         } else if (!isDeepStrictEqual(stored.record.result!.payload, r.outcome)) {
           this.violate('reported-not-stored', `${who} reported ${r.key} as ${JSON.stringify(r.outcome)}, its stored outcome is ${JSON.stringify(stored.record.result!.payload)}`);
         }
@@ -574,17 +628,24 @@ class BatchWorld {
         attempt.callLevel = 'item taken over';
         return;
       }
-      return this.violate('attempt-end', `${who} failed ${end.type} naming ${item.key} (generation ${item.generation}), whose checkpoint it last saw ${seen?.record.status ?? 'missing'} (now ${latest?.record.status ?? 'missing'}${latest?.record.execution == null ? '' : ` under …${latest.record.execution.attemptId.slice(-12)}`}): ${end.message}`);
+      return this.violate(
+        'attempt-end',
+        `${who} failed ${end.type} naming ${item.key} (generation ${item.generation}), whose checkpoint it last saw ${seen?.record.status ?? 'missing'} (now ${latest?.record.status ?? 'missing'}${latest?.record.execution == null ? '' : ` under …${latest.record.execution.attemptId.slice(-12)}`}): ${end.message}`,
+      );
     }
     // A failure of the call's own fence, naming no item: allowed when the call was taken over by a later attempt (this one is superseded), or when nothing of the batch ran under this attempt.
     const call = this.callRecord;
     const superseded = call?.execution != null && !call.execution.attemptId.startsWith(`attempt-${attempt.n}-`);
-    const itemsTouched = attempt.requests > 0 || [...this.history.values()].some((list) => list.some((r) => r.record.execution?.attemptId.startsWith(`attempt-${attempt.n}-`) === true));
+    const itemsTouched =
+      attempt.requests > 0 || [...this.history.values()].some((list) => list.some((r) => r.record.execution?.attemptId.startsWith(`attempt-${attempt.n}-`) === true));
     if ((end.type === 'RECONCILE_PENDING' || end.type === 'FENCE_CONFLICT') && (superseded || !itemsTouched)) {
       attempt.callLevel = superseded ? 'superseded' : 'before any item';
       return;
     }
-    this.violate('attempt-end', `${who} failed ${end.type}${item === undefined ? ' naming no item' : ` naming ${JSON.stringify(item)}`} (the call is ${call?.status ?? 'missing'}${call?.execution == null ? '' : ` under …${call.execution.attemptId.slice(-12)}`}): ${end.message}`);
+    this.violate(
+      'attempt-end',
+      `${who} failed ${end.type}${item === undefined ? ' naming no item' : ` naming ${JSON.stringify(item)}`} (the call is ${call?.status ?? 'missing'}${call?.execution == null ? '' : ` under …${call.execution.attemptId.slice(-12)}`}): ${end.message}`,
+    );
   }
 
   /** End of schedule: no item applied twice; an applied item stored as that effect. */
@@ -595,7 +656,8 @@ class BatchWorld {
       effects.set(key, [...(effects.get(key) ?? []), e]);
     }
     for (const [key, list] of effects) {
-      if (list.length > 1) this.violate('duplicate-item-effect', `${key}: ${list.length} effects (${list.map((e) => `effect ${e.n} at t=${e.at} under key …${e.key.slice(-6)}`).join(', ')})`);
+      if (list.length > 1)
+        this.violate('duplicate-item-effect', `${key}: ${list.length} effects (${list.map((e) => `effect ${e.n} at t=${e.at} under key …${e.key.slice(-6)}`).join(', ')})`);
       const stored = this.latest(key)?.record.result?.payload as ToolOutcome | undefined;
       if (stored === undefined) continue;
       const matches = list.some((e) => isDeepStrictEqual(stored, { ok: true, output: e.result.output, receipt: e.result.receipt }));
@@ -606,7 +668,8 @@ class BatchWorld {
       const seen = this.latest(key);
       if (seen === undefined) continue;
       const row = await this.raw.get(seen.record.binding);
-      if (row === null || row.revision !== seen.record.revision) this.violate('harness', `${key}: the store holds r${row?.revision ?? '-'}, the observer saw r${seen.record.revision} last`);
+      if (row === null || row.revision !== seen.record.revision)
+        this.violate('harness', `${key}: the store holds r${row?.revision ?? '-'}, the observer saw r${seen.record.revision} last`);
     }
   }
 }
@@ -621,7 +684,8 @@ function itemIndexOfFence(fence: string): number | null {
 function parseItemCallId(callId: string, parent: string): { key: string; generation: number } | null {
   try {
     const parsed = JSON.parse(callId) as unknown;
-    if (Array.isArray(parsed) && parsed[0] === 'ttc/item/1' && parsed[1] === parent && typeof parsed[2] === 'string' && typeof parsed[3] === 'number') return { key: parsed[2], generation: parsed[3] };
+    if (Array.isArray(parsed) && parsed[0] === 'ttc/item/1' && parsed[1] === parent && typeof parsed[2] === 'string' && typeof parsed[3] === 'number')
+      return { key: parsed[2], generation: parsed[3] };
   } catch {
     // not an item
   }
@@ -640,7 +704,8 @@ function failureOf(error: unknown): BatchAttemptEnd {
       details: error.details?.[0],
     };
   }
-  if (error instanceof CancelledFailure) return { ok: false, type: 'CancelledFailure', nonRetryable: true, nextRetryDelayMs: undefined, message: error.message, details: error.details?.[0] };
+  if (error instanceof CancelledFailure)
+    return { ok: false, type: 'CancelledFailure', nonRetryable: true, nextRetryDelayMs: undefined, message: error.message, details: error.details?.[0] };
   const e = error instanceof Error ? error : new Error(String(error));
   return { ok: false, type: e.name, nonRetryable: false, nextRetryDelayMs: undefined, message: e.message, details: undefined };
 }

@@ -41,9 +41,22 @@ export class BatchFigures {
     this.itemsUnsettled += report.itemsUnsettled;
     for (const v of report.violations) this.violations[v.kind] += 1;
     const { tool } = scenario;
-    bump(this.tools, `${tool.lookup ? 'lookup' : ''}${tool.lookup && tool.dedupesByKey ? '+' : ''}${tool.dedupesByKey ? 'dedupe' : ''}${!tool.lookup && !tool.dedupesByKey ? 'neither' : ''} groupSize ${tool.groupSize ?? 'default'}`);
+    bump(
+      this.tools,
+      `${tool.lookup ? 'lookup' : ''}${tool.lookup && tool.dedupesByKey ? '+' : ''}${tool.dedupesByKey ? 'dedupe' : ''}${!tool.lookup && !tool.dedupesByKey ? 'neither' : ''} groupSize ${tool.groupSize ?? 'default'}`,
+    );
     bump(this.finals, report.final ?? 'none (paused attempts left running)');
-    for (const a of report.attempts) bump(this.attemptEnds, a.end === null ? (a.crashedAt !== null ? 'worker died' : 'never ended') : a.end.ok ? `ok (${a.end.result.source})` : `${a.end.type}${a.callLevel === null ? '' : ` (${a.callLevel})`}`);
+    for (const a of report.attempts)
+      bump(
+        this.attemptEnds,
+        a.end === null
+          ? a.crashedAt !== null
+            ? 'worker died'
+            : 'never ended'
+          : a.end.ok
+            ? `ok (${a.end.result.source})`
+            : `${a.end.type}${a.callLevel === null ? '' : ` (${a.callLevel})`}`,
+      );
   }
 
   /** True when every rule held in every schedule. */

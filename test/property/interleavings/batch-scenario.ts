@@ -13,7 +13,16 @@ import type { FencePoint } from '../../../src/activities/fence/crash-points';
 import type { LookupPlan } from './scenario';
 
 /** Where a worker may die: a fence point (`hooks.step`) or while an item's request is in flight. */
-export const BATCH_CRASH_POINTS = ['before-claim', 'after-claim', 'before-execute', 'mid-request', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
+export const BATCH_CRASH_POINTS = [
+  'before-claim',
+  'after-claim',
+  'before-execute',
+  'mid-request',
+  'after-effect',
+  'after-result-stored',
+  'after-delivery-claimed',
+  'after-delivery-completed',
+] as const;
 export type BatchCrashPoint = FencePoint | 'mid-request';
 
 /**
@@ -101,7 +110,10 @@ const requestPlan = (deadline: number, margin: number): fc.Arbitrary<BatchReques
       { weight: 1, arbitrary: fc.integer({ min: deadline, max: deadline + margin + 1_000 }) },
       { weight: 2, arbitrary: fc.constant(0) },
     ),
-    answer: fc.oneof({ weight: 8, arbitrary: fc.constant<RequestAnswer>('ok') }, { weight: 3, arbitrary: fc.constantFrom<RequestAnswer>('lost', 'reset', 'rejected', 'transient', 'dropped') }),
+    answer: fc.oneof(
+      { weight: 8, arbitrary: fc.constant<RequestAnswer>('ok') },
+      { weight: 3, arbitrary: fc.constantFrom<RequestAnswer>('lost', 'reset', 'rejected', 'transient', 'dropped') },
+    ),
     answerDelayMs: fc.integer({ min: 0, max: Math.floor(deadline / 4) }),
   });
 

@@ -38,7 +38,15 @@ export type ExplorerScheduler = ConstructorParameters<typeof Sim>[0];
 export const OUTCOME_KINDS = ['executed', 'store', 'lookup', 'same-key-repeat', 'paused', 'reconcile-pending', 'nothing-applied'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-export const VIOLATION_KINDS = ['duplicate-effect', 'stored-result-changed', 'nothing-applied-with-claim', 'result-not-stored-one', 'lost-result', 'needless-pause', 'harness'] as const;
+export const VIOLATION_KINDS = [
+  'duplicate-effect',
+  'stored-result-changed',
+  'nothing-applied-with-claim',
+  'result-not-stored-one',
+  'lost-result',
+  'needless-pause',
+  'harness',
+] as const;
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];
 
 export interface Violation {
@@ -209,11 +217,21 @@ class World {
   ) {
     this.sim = new Sim(scheduler);
     this.provider = new Provider(this.sim, scenario.tool.dedupesByKey, scenario.tool.keyRetentionMs);
-    this.store = new ExplorerStore(raw, this.sim, { latencyMs: scenario.storeLatencyMs, delays: scenario.storeDelays, failures: scenario.storeFailures, faults: scenario.storeFaults, outage: scenario.outage }, { committed: (r) => this.committed(r), log: (line) => this.log(line) });
+    this.store = new ExplorerStore(
+      raw,
+      this.sim,
+      { latencyMs: scenario.storeLatencyMs, delays: scenario.storeDelays, failures: scenario.storeFailures, faults: scenario.storeFaults, outage: scenario.outage },
+      { committed: (r) => this.committed(r), log: (line) => this.log(line) },
+    );
   }
 
   async explore(): Promise<ScheduleReport> {
-    const main = this.addCall('main', { workflowId: 'a/b', callId: 'c', runChainId: 'chain-1' }, (n) => this.scenario.attempts[(n - 1) % this.scenario.attempts.length]!, this.scenario.maxAttempts);
+    const main = this.addCall(
+      'main',
+      { workflowId: 'a/b', callId: 'c', runChainId: 'chain-1' },
+      (n) => this.scenario.attempts[(n - 1) % this.scenario.attempts.length]!,
+      this.scenario.maxAttempts,
+    );
     this.sim.timer(0, 'start main#1', () => this.startAttempt(main, 1));
     let neighbour: Call | null = null;
     const spec = this.scenario.neighbour;
@@ -371,12 +389,17 @@ class World {
     if (this.closed) return;
     attempt.end = end;
     const { call } = attempt;
-    this.log(`${call.name}#${attempt.n} ${end.ok ? `returns ${end.result.source} ${JSON.stringify(end.result.outcome)}` : `fails ${end.type}${end.nonRetryable ? ' (non-retryable)' : ''}${end.nextRetryDelayMs === undefined ? '' : ` next retry in ${end.nextRetryDelayMs} ms`}: ${end.message}`}`);
+    this.log(
+      `${call.name}#${attempt.n} ${end.ok ? `returns ${end.result.source} ${JSON.stringify(end.result.outcome)}` : `fails ${end.type}${end.nonRetryable ? ' (non-retryable)' : ''}${end.nextRetryDelayMs === undefined ? '' : ` next retry in ${end.nextRetryDelayMs} ms`}: ${end.message}`}`,
+    );
     if (end.ok) call.returned.push({ by: `attempt ${attempt.n}${attempt.timedOut ? ' (timed out)' : ''}`, outcome: end.result.outcome });
     // Temporal accepts a completion only from the current attempt, and none after it timed out.
     if (call.final !== null || attempt !== this.current(call) || attempt.timedOut) return;
     if (!end.ok && end.type === 'FENCE_CONFLICT' && end.nonRetryable) {
-      this.violations.push({ kind: 'needless-pause', message: `${call.name}#${attempt.n}, the attempt Temporal waits for, ended the call with a final FENCE_CONFLICT: ${end.message}` });
+      this.violations.push({
+        kind: 'needless-pause',
+        message: `${call.name}#${attempt.n}, the attempt Temporal waits for, ended the call with a final FENCE_CONFLICT: ${end.message}`,
+      });
     }
     if (end.ok) {
       this.finish(call, { kind: end.result.source as OutcomeKind, type: null, at: this.sim.now, by: attempt.n });
@@ -489,7 +512,8 @@ class World {
 
   private tool(attempt: Attempt, worker: Exclude<WorkerKind, 'missing'>): ToolDefinition<any> {
     const { tool } = this.scenario;
-    const schema = worker === 'schema-default' ? z.object({ title: z.string().min(1), priority: z.string().default('normal') }).strict() : z.object({ title: z.string().min(1) }).strict();
+    const schema =
+      worker === 'schema-default' ? z.object({ title: z.string().min(1), priority: z.string().default('normal') }).strict() : z.object({ title: z.string().min(1) }).strict();
     return defineTool({
       name: TOOL_NAME,
       revision: worker === 'new-revision' ? 'v2' : 'v1',
@@ -505,7 +529,8 @@ class World {
     if (!this.attemptByFence.has(fence)) this.attemptByFence.set(fence, attempt);
     attempt.call.keys.add(key);
     for (const other of this.calls) {
-      if (other !== attempt.call && other.keys.has(key)) this.violations.push({ kind: 'harness', message: `calls ${other.name} and ${attempt.call.name} were handed the same idempotency key ${key}` });
+      if (other !== attempt.call && other.keys.has(key))
+        this.violations.push({ kind: 'harness', message: `calls ${other.name} and ${attempt.call.name} were handed the same idempotency key ${key}` });
     }
   }
 
@@ -523,7 +548,8 @@ class World {
     this.noteKey(attempt, ctx.idempotencyKey, ctx.attemptId);
     const plan = this.scenario.requests[this.requestIndex++ % this.scenario.requests.length]!;
     const claimedAt = this.claimedAtByFence.get(ctx.attemptId);
-    if (claimedAt === undefined) this.violations.push({ kind: 'harness', message: `${attempt.call.name}#${attempt.n} called execute under fence ${ctx.attemptId}, which never claimed the call` });
+    if (claimedAt === undefined)
+      this.violations.push({ kind: 'harness', message: `${attempt.call.name}#${attempt.n} called execute under fence ${ctx.attemptId}, which never claimed the call` });
     const deadlineAt = (claimedAt ?? this.sim.now) + this.scenario.tool.callDeadlineMs;
     // The fence aborts ctx.signal at the deadline, or at once (a timer of 0 ms) when the request is sent after it.
     const abortAt = Math.max(deadlineAt, this.sim.now);
@@ -564,7 +590,9 @@ class World {
           );
         });
       }
-      void this.sim.point(`${who} deadline`, abortAt - this.sim.now).then(() => answer(() => reject(new ToolError('unknown-outcome', `aborted at the call deadline (${deadlineAt})`))));
+      void this.sim
+        .point(`${who} deadline`, abortAt - this.sim.now)
+        .then(() => answer(() => reject(new ToolError('unknown-outcome', `aborted at the call deadline (${deadlineAt})`))));
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       if (attempt.plan.crashAt === 'mid-request') {
         answer(() => undefined);
@@ -605,7 +633,10 @@ class World {
     if (call.stored === null) {
       if (payload !== null) call.stored = { at: this.sim.now, payload };
     } else if (!isDeepStrictEqual(call.stored.payload, payload)) {
-      this.violations.push({ kind: 'stored-result-changed', message: `${call.name}: stored result ${JSON.stringify(call.stored.payload)} (t=${call.stored.at}) became ${JSON.stringify(payload)} (${record.status} r${record.revision})` });
+      this.violations.push({
+        kind: 'stored-result-changed',
+        message: `${call.name}: stored result ${JSON.stringify(call.stored.payload)} (t=${call.stored.at}) became ${JSON.stringify(payload)} (${record.status} r${record.revision})`,
+      });
     }
   }
 
@@ -619,7 +650,10 @@ class World {
   private async check(call: Call): Promise<void> {
     const effects = this.provider.effectsOf(call.keys);
     if (effects.length > 1) {
-      this.violations.push({ kind: 'duplicate-effect', message: `${call.name}: ${effects.length} effects (${effects.map((e) => `effect ${e.n} at t=${e.at} by ${this.fenceName(e.fence)}`).join(', ')})` });
+      this.violations.push({
+        kind: 'duplicate-effect',
+        message: `${call.name}: ${effects.length} effects (${effects.map((e) => `effect ${e.n} at t=${e.at} by ${this.fenceName(e.fence)}`).join(', ')})`,
+      });
     }
     let record: CheckpointRecord | null = null;
     try {
@@ -639,9 +673,15 @@ class World {
     }
     for (const r of call.returned) {
       if (stored === null || !isDeepStrictEqual(r.outcome, stored)) {
-        this.violations.push({ kind: 'result-not-stored-one', message: `${call.name}: ${r.by} returned ${JSON.stringify(r.outcome)}, the call's stored result is ${JSON.stringify(stored)}` });
+        this.violations.push({
+          kind: 'result-not-stored-one',
+          message: `${call.name}: ${r.by} returned ${JSON.stringify(r.outcome)}, the call's stored result is ${JSON.stringify(stored)}`,
+        });
       }
-      const receiptKey = r.outcome.ok && r.outcome.receipt !== null && typeof r.outcome.receipt === 'object' && !Array.isArray(r.outcome.receipt) ? (r.outcome.receipt as { key?: unknown }).key : undefined;
+      const receiptKey =
+        r.outcome.ok && r.outcome.receipt !== null && typeof r.outcome.receipt === 'object' && !Array.isArray(r.outcome.receipt)
+          ? (r.outcome.receipt as { key?: unknown }).key
+          : undefined;
       if (typeof receiptKey === 'string' && !call.keys.has(receiptKey)) {
         this.violations.push({ kind: 'result-not-stored-one', message: `${call.name}: ${r.by} returned a result made under another call's key (${receiptKey})` });
       }
@@ -670,7 +710,8 @@ class World {
     if (final.by === null) return false;
     const reporter = call.attempts.find((a) => a.n === final.by);
     const onlyReporter = [...call.claimFences].every((f) => f.startsWith(`attempt-${final.by}-`) || call.releasedFences.has(f));
-    const refusal = stored !== null && typeof stored === 'object' && !Array.isArray(stored) && stored.ok === false && (stored.error as { type?: unknown } | null)?.type === final.type;
+    const refusal =
+      stored !== null && typeof stored === 'object' && !Array.isArray(stored) && stored.ok === false && (stored.error as { type?: unknown } | null)?.type === final.type;
     return reporter !== undefined && reporter.executes === 0 && onlyReporter && refusal;
   }
 

@@ -47,7 +47,8 @@ export class Figures {
       this.outcomes[report.final.kind] += 1;
       if (report.final.type !== null) bump(this.finalTypes, `${report.final.kind}: ${report.final.type}`);
     }
-    for (const a of report.attempts) bump(this.attemptEnds, a.end === null ? (a.crashedAt !== null ? 'worker died' : 'never ended') : a.end.ok ? `ok (${a.end.result.source})` : a.end.type);
+    for (const a of report.attempts)
+      bump(this.attemptEnds, a.end === null ? (a.crashedAt !== null ? 'worker died' : 'never ended') : a.end.ok ? `ok (${a.end.result.source})` : a.end.type);
     if (report.resolution !== null) bump(this.resolutions, report.resolution);
   }
 

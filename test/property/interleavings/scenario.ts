@@ -10,7 +10,16 @@ import fc from 'fast-check';
 import type { FencePoint } from '../../../src/activities/fence/crash-points';
 
 /** The fence points (src/activities/fence/crash-points.ts `FENCE_POINTS`), plus a worker killed while its request is in flight. */
-export const CRASH_AT = ['before-claim', 'after-claim', 'before-execute', 'mid-request', 'after-effect', 'after-result-stored', 'after-delivery-claimed', 'after-delivery-completed'] as const;
+export const CRASH_AT = [
+  'before-claim',
+  'after-claim',
+  'before-execute',
+  'mid-request',
+  'after-effect',
+  'after-result-stored',
+  'after-delivery-claimed',
+  'after-delivery-completed',
+] as const;
 export type CrashAt = FencePoint | 'mid-request';
 
 /**
@@ -107,7 +116,10 @@ const DEADLINES = [10_000, 20_000, 30_000] as const;
 
 const attemptPlan = (deadline: number): fc.Arbitrary<AttemptPlan> =>
   fc.record({
-    worker: fc.oneof({ weight: 12, arbitrary: fc.constant<WorkerKind>('same') }, { weight: 1, arbitrary: fc.constantFrom<WorkerKind>('new-revision', 'schema-default', 'missing') }),
+    worker: fc.oneof(
+      { weight: 12, arbitrary: fc.constant<WorkerKind>('same') },
+      { weight: 1, arbitrary: fc.constantFrom<WorkerKind>('new-revision', 'schema-default', 'missing') },
+    ),
     crashAt: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: fc.constantFrom<CrashAt>(...CRASH_AT) }),
     timeoutMs: fc.oneof(
       { weight: 2, arbitrary: fc.integer({ min: 1, max: Math.floor(deadline / 2) }) },
@@ -125,7 +137,10 @@ const requestPlan = (deadline: number, margin: number): fc.Arbitrary<RequestPlan
       { weight: 1, arbitrary: fc.integer({ min: deadline, max: deadline + margin + 1_000 }) },
       { weight: 1, arbitrary: fc.constant(0) },
     ),
-    answer: fc.oneof({ weight: 6, arbitrary: fc.constant<RequestPlan['answer']>('ok') }, { weight: 1, arbitrary: fc.constantFrom<RequestPlan['answer']>('lost', 'reset', 'rejected', 'transient') }),
+    answer: fc.oneof(
+      { weight: 6, arbitrary: fc.constant<RequestPlan['answer']>('ok') },
+      { weight: 1, arbitrary: fc.constantFrom<RequestPlan['answer']>('lost', 'reset', 'rejected', 'transient') },
+    ),
     answerDelayMs: fc.integer({ min: 0, max: Math.floor(deadline / 2) }),
   });
 
@@ -159,7 +174,10 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
       attempts: fc.array(attemptPlan(deadline), { minLength: 1, maxLength: 4 }),
       requests: fc.array(requestPlan(deadline, margin), { minLength: 1, maxLength: 4 }),
       lookups: fc.array(lookupPlan(deadline), { minLength: 1, maxLength: 3 }),
-      storeLatencyMs: fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: deadline * 2 }) }), { minLength: 1, maxLength: 8 }),
+      storeLatencyMs: fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: deadline * 2 }) }), {
+        minLength: 1,
+        maxLength: 8,
+      }),
       storeFaults: fc.oneof(
         { weight: 2, arbitrary: fc.constant([]) },
         {
@@ -172,7 +190,12 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
       ),
       outage: fc.oneof(
         { weight: 5, arbitrary: fc.constant(null) },
-        { weight: 1, arbitrary: fc.record({ from: fc.integer({ min: 0, max: deadline * 2 }), len: fc.integer({ min: 1, max: deadline * 6 }) }).map(({ from, len }) => ({ from, to: from + len })) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .record({ from: fc.integer({ min: 0, max: deadline * 2 }), len: fc.integer({ min: 1, max: deadline * 6 }) })
+            .map(({ from, len }) => ({ from, to: from + len })),
+        },
       ),
       resolution: fc.oneof(fc.constant(null), fc.record({ delayMs: fc.integer({ min: 0, max: deadline * 3 }) })),
       neighbour: fc.oneof(

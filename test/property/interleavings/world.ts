@@ -13,7 +13,17 @@ import { Context } from '@temporalio/activity';
 import type fc from 'fast-check';
 import { CheckpointError } from '../../../src/checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue } from '../../../src/checkpoint/types';
-import type { CheckpointStore, ConversationEntry, CreateResult, GroupWrite, GroupWriteResult, ListOptions, ListQuarantinedOptions, PruneOptions, QuarantinedRow } from '../../../src/stores/checkpoint-store';
+import type {
+  CheckpointStore,
+  ConversationEntry,
+  CreateResult,
+  GroupWrite,
+  GroupWriteResult,
+  ListOptions,
+  ListQuarantinedOptions,
+  PruneOptions,
+  QuarantinedRow,
+} from '../../../src/stores/checkpoint-store';
 import type { Status } from '../../../src/checkpoint/types';
 import type { StoreFault } from './scenario';
 
@@ -195,9 +205,14 @@ export class ExplorerStore implements CheckpointStore {
   ) {}
 
   createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
-    return this.call('createIfAbsent', true, () => this.inner.createIfAbsent(record), (r) => {
-      if (r.created) this.observer.committed(r.record);
-    });
+    return this.call(
+      'createIfAbsent',
+      true,
+      () => this.inner.createIfAbsent(record),
+      (r) => {
+        if (r.created) this.observer.committed(r.record);
+      },
+    );
   }
 
   get(binding: Binding): Promise<CheckpointRecord | null> {
@@ -209,9 +224,14 @@ export class ExplorerStore implements CheckpointStore {
   }
 
   compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
-    return this.call(`compareAndSwap r${expectedRevision}→${next.status}`, true, () => this.inner.compareAndSwap(expectedRevision, next, expected), (swapped) => {
-      if (swapped) this.observer.committed(next);
-    });
+    return this.call(
+      `compareAndSwap r${expectedRevision}→${next.status}`,
+      true,
+      () => this.inner.compareAndSwap(expectedRevision, next, expected),
+      (swapped) => {
+        if (swapped) this.observer.committed(next);
+      },
+    );
   }
 
   getMany(bindings: readonly Binding[]): Promise<(CheckpointRecord | null)[]> {
@@ -219,13 +239,18 @@ export class ExplorerStore implements CheckpointStore {
   }
 
   writeGroup(writes: readonly GroupWrite[]): Promise<GroupWriteResult[]> {
-    return this.call(`writeGroup ×${writes.length}`, true, () => this.inner.writeGroup(writes), (results) => {
-      results.forEach((result, i) => {
-        const write = writes[i];
-        if (result.kind === 'create' && result.created) this.observer.committed(result.record);
-        if (result.kind === 'cas' && result.swapped && write?.kind === 'cas') this.observer.committed(write.next);
-      });
-    });
+    return this.call(
+      `writeGroup ×${writes.length}`,
+      true,
+      () => this.inner.writeGroup(writes),
+      (results) => {
+        results.forEach((result, i) => {
+          const write = writes[i];
+          if (result.kind === 'create' && result.created) this.observer.committed(result.record);
+          if (result.kind === 'cas' && result.swapped && write?.kind === 'cas') this.observer.committed(write.next);
+        });
+      },
+    );
   }
 
   listByStatus(statuses: readonly Status[], options?: ListOptions): Promise<CheckpointRecord[]> {

@@ -4,7 +4,14 @@
  * (src/activities/fence/call-description.ts), shared by `describeToolCall` and `describeFencedCall`.
  */
 import { z } from 'zod/v4';
-import { assertApprovalGiven, assertApprovalLive, assertApprovedIntent, assertCallApproved, assertOneApprovedIntent, callApprovalExpired } from '../../../src/activities/fence/approval-checks';
+import {
+  assertApprovalGiven,
+  assertApprovalLive,
+  assertApprovedIntent,
+  assertCallApproved,
+  assertOneApprovedIntent,
+  callApprovalExpired,
+} from '../../../src/activities/fence/approval-checks';
 import { describePreparedCall } from '../../../src/activities/fence/call-description';
 import type { FencedToolInput } from '../../../src/activities/contract/contract';
 import { defineTool, type ToolDefinition } from '../../../src/activities/tools/define-tool';
@@ -39,7 +46,7 @@ describe('assertApprovalGiven: APPROVAL_REQUIRED', () => {
       expect(caught(() => assertApprovalGiven(pins, 'send', missing))).toMatchObject({ code: 'APPROVAL_REQUIRED', details: { field: 'expectedIntentDigest', toolName: 'send' } });
     }
   });
-  it('passes a digest (whether it matches is assertApprovedIntent\'s question) and tools not pinned', () => {
+  it("passes a digest (whether it matches is assertApprovedIntent's question) and tools not pinned", () => {
     expect(() => assertApprovalGiven(pins, 'send', OTHER)).not.toThrow();
     expect(() => assertApprovalGiven(pins, 'read', undefined)).not.toThrow();
   });
@@ -85,7 +92,7 @@ describe('assertApprovalLive: APPROVAL_EXPIRED at or after the expiry', () => {
 });
 
 describe('assertOneApprovedIntent: a tool input and its call header name one intent', () => {
-  it('passes an input without a digest, or with the header\'s', () => {
+  it("passes an input without a digest, or with the header's", () => {
     expect(() => assertOneApprovedIntent('send', 'c-1', undefined, digest)).not.toThrow();
     expect(() => assertOneApprovedIntent('send', 'c-1', digest, digest)).not.toThrow();
   });
@@ -102,7 +109,13 @@ describe('assertOneApprovedIntent: a tool input and its call header name one int
 describe('describePreparedCall', () => {
   it('shows the validated arguments and target the digest covers', () => {
     const call = prepared();
-    expect(describePreparedCall(call)).toEqual({ toolRevision: 'v1', intentDigest: call.intentDigest, idempotencyKey: call.idempotencyKey, arguments: { cents: 0, to: 'ann' }, target: { to: 'ann' } });
+    expect(describePreparedCall(call)).toEqual({
+      toolRevision: 'v1',
+      intentDigest: call.intentDigest,
+      idempotencyKey: call.idempotencyKey,
+      arguments: { cents: 0, to: 'ann' },
+      target: { to: 'ann' },
+    });
   });
   it('refuses a target() that is not deterministic', () => {
     let n = 0;

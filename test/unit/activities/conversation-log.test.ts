@@ -41,7 +41,9 @@ describe('conversationLogId', () => {
   });
 
   test('every part names a different log', () => {
-    const ids = new Set([PARTS, { ...PARTS, namespace: 'prod' }, { ...PARTS, tenant: 'globex' }, { ...PARTS, workflowId: 'wf-2' }, { ...PARTS, runChainId: 'chain-2' }].map(conversationLogId));
+    const ids = new Set(
+      [PARTS, { ...PARTS, namespace: 'prod' }, { ...PARTS, tenant: 'globex' }, { ...PARTS, workflowId: 'wf-2' }, { ...PARTS, runChainId: 'chain-2' }].map(conversationLogId),
+    );
     expect(ids.size).toBe(5);
     // No ambiguity from joining: parts are JSON strings, not concatenated text.
     expect(conversationLogId({ ...PARTS, tenant: 'a', workflowId: 'b/c' })).not.toBe(conversationLogId({ ...PARTS, tenant: 'a/b', workflowId: 'c' }));

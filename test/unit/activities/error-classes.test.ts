@@ -128,10 +128,26 @@ describe('the demo provider client classifies with classifyHttpFailure', () => {
   });
 
   it('429 and 408 are transient, 500 an unknown outcome, 404 a rejection', async () => {
-    expect(await clientAnswering(429).client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' }).catch((e: unknown) => e)).toBeInstanceOf(ProviderTransientError);
-    expect(await clientAnswering(408).client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' }).catch((e: unknown) => e)).toBeInstanceOf(ProviderTransientError);
-    expect(await clientAnswering(500).client.createTicket(ticket, { idempotencyKey: 'k' }).catch((e: unknown) => e)).toMatchObject({ kind: 'unknown-outcome', sent: 'maybe', keyed: true });
-    expect(await clientAnswering(404).client.closeTicket('T-1').catch((e: unknown) => e)).toBeInstanceOf(ProviderRejectedError);
+    expect(
+      await clientAnswering(429)
+        .client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(ProviderTransientError);
+    expect(
+      await clientAnswering(408)
+        .client.sendEmail({ to: 'a@b.c', subject: 's', body: 'b' })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(ProviderTransientError);
+    expect(
+      await clientAnswering(500)
+        .client.createTicket(ticket, { idempotencyKey: 'k' })
+        .catch((e: unknown) => e),
+    ).toMatchObject({ kind: 'unknown-outcome', sent: 'maybe', keyed: true });
+    expect(
+      await clientAnswering(404)
+        .client.closeTicket('T-1')
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(ProviderRejectedError);
   });
 });
 
@@ -143,14 +159,23 @@ describe('classifyProviderError (demo tools)', () => {
 
   it('a 422 for a reused idempotency key is an IDEMPOTENCY_CONFLICT, not a generic rejection', () => {
     const error = classifyProviderError(
-      new ProviderRejectedError('createTicket: 422', { operation: 'createTicket', status: 422, sent: 'yes', problem: { type: `${BASE}idempotency-key-reused`, title: 'reused', status: 422 } }),
+      new ProviderRejectedError('createTicket: 422', {
+        operation: 'createTicket',
+        status: 422,
+        sent: 'yes',
+        problem: { type: `${BASE}idempotency-key-reused`, title: 'reused', status: 422 },
+      }),
     );
     expect(error).toEqual(expect.objectContaining({ kind: 'rejected', type: 'IDEMPOTENCY_CONFLICT' }));
   });
 
   it('a 403 is PERMISSION_DENIED and a 400 is INVALID_TOOL_INPUT', () => {
-    expect(classifyProviderError(new ProviderRejectedError('x', { operation: 'sendEmail', status: 403, sent: 'yes' }))).toEqual(expect.objectContaining({ kind: 'rejected', type: 'PERMISSION_DENIED' }));
-    expect(classifyProviderError(new ProviderRejectedError('x', { operation: 'sendEmail', status: 400, sent: 'yes' }))).toEqual(expect.objectContaining({ kind: 'rejected', type: 'INVALID_TOOL_INPUT' }));
+    expect(classifyProviderError(new ProviderRejectedError('x', { operation: 'sendEmail', status: 403, sent: 'yes' }))).toEqual(
+      expect.objectContaining({ kind: 'rejected', type: 'PERMISSION_DENIED' }),
+    );
+    expect(classifyProviderError(new ProviderRejectedError('x', { operation: 'sendEmail', status: 400, sent: 'yes' }))).toEqual(
+      expect.objectContaining({ kind: 'rejected', type: 'INVALID_TOOL_INPUT' }),
+    );
   });
 
   it('a failure after the request may have been sent stays an unknown outcome, never "failed, safe to resend"', () => {

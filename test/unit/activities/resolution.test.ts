@@ -57,7 +57,16 @@ const stored = (record: CheckpointRecord): Promise<CheckpointRecord | null> => s
 function resolve(record: CheckpointRecord, policy: ResolutionPolicy, atMs: number, more: Partial<UnknownOutcomeResolution> = {}, on: CheckpointStore = store) {
   return resolveUnknownOutcome(
     { store: on, clock: () => new Date(T0 + atMs) },
-    { record, kind: 'applied', outcome: () => ({ ok: true, output: { chargeId: 'ch-found' }, receipt: null }), by: 'alice', reason: 'found it at the provider', what: 'call "act-1"', details: { callId: 'act-1' }, ...more },
+    {
+      record,
+      kind: 'applied',
+      outcome: () => ({ ok: true, output: { chargeId: 'ch-found' }, receipt: null }),
+      by: 'alice',
+      reason: 'found it at the provider',
+      what: 'call "act-1"',
+      details: { callId: 'act-1' },
+      ...more,
+    },
     policy,
   );
 }
@@ -81,7 +90,12 @@ describe('resolveUnknownOutcome: the decision for each status', () => {
   it('uncertain is resolved under every policy: completed under its own claim with the audit, or delivered in the same write with a delivery id', async () => {
     const before = await seed('uncertain');
     const done = await resolve(before, STORE_RESOLUTION_POLICY, LATE);
-    expect(done).toMatchObject({ resolved: true, fromStatus: 'uncertain', previous: before, record: { status: 'completed', revision: before.revision + 1, execution: { attemptId: 'attempt-1' } } });
+    expect(done).toMatchObject({
+      resolved: true,
+      fromStatus: 'uncertain',
+      previous: before,
+      record: { status: 'completed', revision: before.revision + 1, execution: { attemptId: 'attempt-1' } },
+    });
     expect(done.record.result!.payload).toEqual({
       ok: true,
       output: { chargeId: 'ch-found' },
@@ -92,7 +106,12 @@ describe('resolveUnknownOutcome: the decision for each status', () => {
     expect(resolutionAuditOf(done.record)).toMatchObject({ kind: 'applied', by: 'alice' });
 
     const other = await seed('uncertain');
-    const delivered = await resolve(other, AGENT_RESOLUTION_POLICY, LATE, { deliveryId: 'delivery-resolve-1', by: null, kind: 'not-applied', outcome: () => ({ ok: false, error: { type: 'GONE', message: 'no such charge' } }) });
+    const delivered = await resolve(other, AGENT_RESOLUTION_POLICY, LATE, {
+      deliveryId: 'delivery-resolve-1',
+      by: null,
+      kind: 'not-applied',
+      outcome: () => ({ ok: false, error: { type: 'GONE', message: 'no such charge' } }),
+    });
     expect(delivered.record).toMatchObject({ status: 'delivered', delivery: { deliveryId: 'delivery-resolve-1' } });
     expect(delivered.record.result!.payload).toMatchObject({ ok: false, error: { type: 'GONE' }, resolvedInStore: { kind: 'not-applied', by: null, fromStatus: 'uncertain' } });
     expect(await stored(other)).toEqual(delivered.record);
@@ -104,7 +123,15 @@ describe('resolveUnknownOutcome: the decision for each status', () => {
       const details = await refused(resolve(before, policy, SETTLE_MS - 1_000), 'RECONCILE_PENDING', 'may-be-running');
       expect(details).toMatchObject({ retryAfterMs: 1_000, fromStatus: 'executing' });
       // A larger margin moves the settle time.
-      await refused(resolveUnknownOutcome({ store, clock: () => new Date(T0 + SETTLE_MS), reconcileMarginMs: 60_000 }, { record: before, kind: 'applied', outcome: () => ({ ok: true, output: 1, receipt: null }), by: null, reason: 'r', what: 'call', details: { callId: 'act-1' } }, policy), 'RECONCILE_PENDING', 'may-be-running');
+      await refused(
+        resolveUnknownOutcome(
+          { store, clock: () => new Date(T0 + SETTLE_MS), reconcileMarginMs: 60_000 },
+          { record: before, kind: 'applied', outcome: () => ({ ok: true, output: 1, receipt: null }), by: null, reason: 'r', what: 'call', details: { callId: 'act-1' } },
+          policy,
+        ),
+        'RECONCILE_PENDING',
+        'may-be-running',
+      );
       expect(await stored(before)).toEqual(before);
       const done = await resolve(before, policy, SETTLE_MS);
       expect(done).toMatchObject({ resolved: true, fromStatus: 'executing', record: { status: 'completed', updatedAt: iso(SETTLE_MS) } });
@@ -125,17 +152,20 @@ describe('resolveUnknownOutcome: the decision for each status', () => {
     }
   });
 
-  it.each(['completed', 'delivering', 'delivered'] as const)('%s: refused by the plugin (already-settled), returned as stored by the agent; nothing written, the outcome never built', async (status) => {
-    const before = await seed(status);
-    const outcome = jest.fn(() => ({ ok: true as const, output: 1, receipt: null }));
-    const details = await refused(resolve(before, STORE_RESOLUTION_POLICY, LATE, { outcome }), 'INVALID_TRANSITION', 'already-settled');
-    expect(details.fromStatus).toBe(status);
-    for (const policy of [AGENT_RESOLUTION_POLICY, AGENT_ABSENT_RESOLUTION_POLICY]) {
-      await expect(resolve(before, policy, LATE, { outcome })).resolves.toEqual({ resolved: false, record: before });
-    }
-    expect(outcome).not.toHaveBeenCalled();
-    expect(await stored(before)).toEqual(before);
-  });
+  it.each(['completed', 'delivering', 'delivered'] as const)(
+    '%s: refused by the plugin (already-settled), returned as stored by the agent; nothing written, the outcome never built',
+    async (status) => {
+      const before = await seed(status);
+      const outcome = jest.fn(() => ({ ok: true as const, output: 1, receipt: null }));
+      const details = await refused(resolve(before, STORE_RESOLUTION_POLICY, LATE, { outcome }), 'INVALID_TRANSITION', 'already-settled');
+      expect(details.fromStatus).toBe(status);
+      for (const policy of [AGENT_RESOLUTION_POLICY, AGENT_ABSENT_RESOLUTION_POLICY]) {
+        await expect(resolve(before, policy, LATE, { outcome })).resolves.toEqual({ resolved: false, record: before });
+      }
+      expect(outcome).not.toHaveBeenCalled();
+      expect(await stored(before)).toEqual(before);
+    },
+  );
 
   it('a decision made on another revision is refused (stale-decision) whatever the status, before anything else; on the revision it is resolved', async () => {
     const before = await seed('uncertain');
@@ -149,7 +179,13 @@ describe('resolveUnknownOutcome: the decision for each status', () => {
 
   it('an outcome over the payload bound is refused (PAYLOAD_TOO_LARGE), nothing written', async () => {
     const before = await seed('uncertain');
-    await expect(resolveUnknownOutcome({ store, maxPayloadBytes: 1_024 }, { record: before, kind: 'applied', outcome: () => ({ ok: true, output: 'x'.repeat(2_000), receipt: null }), by: null, reason: 'r', what: 'call' }, STORE_RESOLUTION_POLICY)).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    await expect(
+      resolveUnknownOutcome(
+        { store, maxPayloadBytes: 1_024 },
+        { record: before, kind: 'applied', outcome: () => ({ ok: true, output: 'x'.repeat(2_000), receipt: null }), by: null, reason: 'r', what: 'call' },
+        STORE_RESOLUTION_POLICY,
+      ),
+    ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(await stored(before)).toEqual(before);
   });
 });
@@ -161,7 +197,11 @@ describe('resolveUnknownOutcome: the lost compare-and-swap', () => {
       // The holder was only slow: it stores its own result under its claim after the person read the record.
       const holder = completeExecution(read, { attemptId: 'attempt-1', at: iso(SETTLE_MS), result: { ok: true, output: { chargeId: 'ch-holder' }, receipt: null } });
       expect(await store.compareAndSwap(holder.expectedRevision, holder.next, read)).toBe(true);
-      const details = await refused(resolve(read, policy, SETTLE_MS, { deliveryId: 'delivery-x' }), policy.lostRace === 'refuse' ? 'FENCE_CONFLICT' : 'STORE_OUTCOME_UNKNOWN', 'lost-race');
+      const details = await refused(
+        resolve(read, policy, SETTLE_MS, { deliveryId: 'delivery-x' }),
+        policy.lostRace === 'refuse' ? 'FENCE_CONFLICT' : 'STORE_OUTCOME_UNKNOWN',
+        'lost-race',
+      );
       expect(details).toMatchObject({ fromStatus: 'executing', nowStatus: 'completed', expectedRevision: read.revision });
       expect(await stored(read)).toEqual(holder.next);
       if (policy.settled === 'return') await expect(resolve((await stored(read))!, policy, SETTLE_MS)).resolves.toEqual({ resolved: false, record: holder.next });
@@ -176,7 +216,13 @@ describe('resolveUnknownOutcome: the lost compare-and-swap', () => {
       const readBySecond = (await second.getByCall(read.binding.namespace, read.binding.callId))!;
       const results = await Promise.allSettled([
         resolve(read, STORE_RESOLUTION_POLICY, SETTLE_MS, { by: 'alice' }),
-        resolve(readBySecond, STORE_RESOLUTION_POLICY, SETTLE_MS, { by: 'bob', kind: 'not-applied', outcome: () => ({ ok: false, error: { type: 'GONE', message: 'no' } }) }, second),
+        resolve(
+          readBySecond,
+          STORE_RESOLUTION_POLICY,
+          SETTLE_MS,
+          { by: 'bob', kind: 'not-applied', outcome: () => ({ ok: false, error: { type: 'GONE', message: 'no' } }) },
+          second,
+        ),
       ]);
       const won = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       const lost = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
@@ -195,7 +241,9 @@ describe('resolveUnknownOutcome: the lost compare-and-swap', () => {
 
 describe('decideResolution (pure)', () => {
   it('maps each status to its decision under each rule, checks the revision first, and reads the settle time only for executing', async () => {
-    const records = Object.fromEntries(await Promise.all((['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'] as const).map(async (s) => [s, await seed(s)] as const)));
+    const records = Object.fromEntries(
+      await Promise.all((['ready', 'executing', 'uncertain', 'completed', 'delivering', 'delivered'] as const).map(async (s) => [s, await seed(s)] as const)),
+    );
     const settleAt = jest.fn(() => T0 + SETTLE_MS);
     const early = { now: T0, settleAt };
     const refuse = { executingBeforeSettle: 'refuse', settled: 'refuse' } as const;
@@ -203,7 +251,10 @@ describe('decideResolution (pure)', () => {
     expect(decideResolution(records.ready!, early, allow)).toEqual({ action: 'refuse', refusal: { kind: 'never-claimed' } });
     expect(decideResolution(records.uncertain!, early, refuse)).toEqual({ action: 'resolve', fromStatus: 'uncertain', attemptId: 'attempt-1' });
     expect(settleAt).not.toHaveBeenCalled();
-    expect(decideResolution(records.executing!, early, refuse)).toEqual({ action: 'refuse', refusal: { kind: 'may-be-running', settleAt: T0 + SETTLE_MS, retryAfterMs: SETTLE_MS } });
+    expect(decideResolution(records.executing!, early, refuse)).toEqual({
+      action: 'refuse',
+      refusal: { kind: 'may-be-running', settleAt: T0 + SETTLE_MS, retryAfterMs: SETTLE_MS },
+    });
     expect(decideResolution(records.executing!, { now: T0 + SETTLE_MS, settleAt }, refuse)).toEqual({ action: 'resolve', fromStatus: 'executing', attemptId: 'attempt-1' });
     expect(decideResolution(records.executing!, early, allow)).toEqual({ action: 'resolve', fromStatus: 'executing', attemptId: 'attempt-1' });
     for (const s of ['completed', 'delivering', 'delivered'] as const) {

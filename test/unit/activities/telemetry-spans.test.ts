@@ -31,7 +31,10 @@ class RecordingMeter {
   readonly points: { name: string; tags: MetricTags; value: number }[] = [];
   readonly meter: MetricMeter = {
     createCounter: (name) => ({ ...noopMetricMeter.createCounter(name), add: (value: number, tags?: MetricTags) => void this.points.push({ name, tags: tags ?? {}, value }) }),
-    createHistogram: (name) => ({ ...noopMetricMeter.createHistogram(name), record: (value: number, tags?: MetricTags) => void this.points.push({ name, tags: tags ?? {}, value }) }),
+    createHistogram: (name) => ({
+      ...noopMetricMeter.createHistogram(name),
+      record: (value: number, tags?: MetricTags) => void this.points.push({ name, tags: tags ?? {}, value }),
+    }),
     createGauge: (name) => noopMetricMeter.createGauge(name),
     withTags: () => this.meter,
   };
@@ -89,9 +92,16 @@ describe('spans and metrics of a fenced call attempt', () => {
   beforeEach(() => tracing.exporter.reset());
 
   /** One attempt of `runFencedTool`, its metrics recorded. */
-  async function attempt(input: FencedToolInput, attemptNumber: number, meter = new RecordingMeter()): Promise<{ result?: FencedToolResult; error?: unknown; meter: RecordingMeter }> {
+  async function attempt(
+    input: FencedToolInput,
+    attemptNumber: number,
+    meter = new RecordingMeter(),
+  ): Promise<{ result?: FencedToolResult; error?: unknown; meter: RecordingMeter }> {
     const activities = createToolActivities({ store, tools: [ticket, email] });
-    const env = new MockActivityEnvironment({ activityType: input.toolName, attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } }, { metricMeter: meter.meter, logger: QUIET });
+    const env = new MockActivityEnvironment(
+      { activityType: input.toolName, attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } },
+      { metricMeter: meter.meter, logger: QUIET },
+    );
     try {
       return { result: await env.run(activities.runFencedTool, input), meter };
     } catch (error) {
@@ -156,7 +166,13 @@ describe('spans and metrics of a fenced call attempt', () => {
     expect(result?.source).toBe('store');
     expect(executions.filter((t) => t === 'retried')).toHaveLength(1);
     const { span, children } = spanTree('execute_tool create_ticket');
-    expect(span.attributes).toMatchObject({ 'ttc.attempt': 2, 'ttc.checkpoint.status_found': 'delivered', 'ttc.action': 'none', 'ttc.result.source': 'store', 'ttc.idempotency_key': result!.idempotencyKey });
+    expect(span.attributes).toMatchObject({
+      'ttc.attempt': 2,
+      'ttc.checkpoint.status_found': 'delivered',
+      'ttc.action': 'none',
+      'ttc.result.source': 'store',
+      'ttc.idempotency_key': result!.idempotencyKey,
+    });
     expect(children.map((s) => [s.name, s.attributes['ttc.store.created']])).toEqual([['ttc.store createIfAbsent', false]]);
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({ store: 1 });
   });
@@ -177,7 +193,11 @@ describe('spans and metrics of a fenced call attempt', () => {
 
   it('who decided names the span (ttc.decision.by): the approver on an approved call, the person who resolved on a delivered resolution; the checkpoint and the delivered outcome keep the resolver', async () => {
     const activities = createToolActivities({ store, tools: [ticket, email] });
-    const mock = (attemptNumber: number) => new MockActivityEnvironment({ activityType: 'x', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } }, { logger: QUIET });
+    const mock = (attemptNumber: number) =>
+      new MockActivityEnvironment(
+        { activityType: 'x', attempt: attemptNumber, heartbeatTimeoutMs: 30_000, workflowExecution: { workflowId: 'wf-telemetry', runId: 'run-telemetry' } },
+        { logger: QUIET },
+      );
     // An approved call: the approval's `by` travels with the input.
     const approvedInput: FencedToolInput = { tenant: 'acme', callId: 'call-approved-by', toolName: 'create_ticket', input: { title: 'approved' } };
     const described = (await mock(1).run(activities.describeToolCall, approvedInput)) as ToolCallDescription;
@@ -187,7 +207,13 @@ describe('spans and metrics of a fenced call attempt', () => {
     // A lost answer, resolved applied by carol: stored with her name, delivered to the next attempt.
     const lost: FencedToolInput = { tenant: 'acme', callId: 'call-resolved-by', toolName: 'send_email', input: { to: 'b@example.com' } };
     await attempt(lost, 1);
-    const resolution: ResolveToolCallInput = { ...lost, resolution: 'applied', result: { ok: true, output: { messageId: 'm-1' }, receipt: null }, reason: 'found in the outbox', decidedBy: 'carol' };
+    const resolution: ResolveToolCallInput = {
+      ...lost,
+      resolution: 'applied',
+      result: { ok: true, output: { messageId: 'm-1' }, receipt: null },
+      reason: 'found in the outbox',
+      decidedBy: 'carol',
+    };
     const resolved = (await mock(2).run((input: ResolveToolCallInput) => activities.resolveToolCall(input), resolution)) as ResolveToolCallResult;
     expect(resolved.outcome).toEqual({ ok: true, output: { messageId: 'm-1' }, receipt: null, resolvedInStore: expect.objectContaining({ kind: 'applied', by: 'carol' }) });
     const [record] = (await store.listByStatus(['delivered'])).filter((r) => JSON.stringify(r.binding).includes('call-resolved-by'));
@@ -212,7 +238,10 @@ describe('spans and metrics of a fenced call attempt', () => {
     });
     // As Worker.create applies plugins in order: OTel first, so its RunActivity span wraps the fence.
     const options = fence.configureWorker(otel.configureWorker({ taskQueue: 'unit' } as WorkerOptions));
-    const env = new MockActivityEnvironment({ activityType: 'chargeCard', activityId: '1', workflowType: 'checkoutWorkflow', workflowExecution: { workflowId: 'wf-otel', runId: 'run-otel' } }, { interceptors: options.interceptors?.activity ?? [] });
+    const env = new MockActivityEnvironment(
+      { activityType: 'chargeCard', activityId: '1', workflowType: 'checkoutWorkflow', workflowExecution: { workflowId: 'wf-otel', runId: 'run-otel' } },
+      { interceptors: options.interceptors?.activity ?? [] },
+    );
     const charged = await env.run(async (customer: string) => ({ chargeId: `ch-${customer}` }), 'cus_otel');
     expect(charged).toEqual({ chargeId: 'ch-cus_otel' });
     const [runActivity] = tracing.spans('RunActivity:chargeCard');

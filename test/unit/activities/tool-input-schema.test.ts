@@ -15,12 +15,16 @@ const ZOD3_REFUSAL = { code: 'INVALID_ARGUMENT', message: expect.stringMatching(
 
 test('defineTool refuses a zod 3 schema, naming the zod/v4 import', () => {
   expect(() => defineTool({ name: 'charge', revision: 'v1', input: z3.z.object({ orderId: z3.z.string() }) as never, execute })).toThrow(expect.objectContaining(ZOD3_REFUSAL));
-  expect(() => defineTool({ name: 'charge', revision: 'v1', input: { parse: () => null } as never, execute })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/must be a zod schema/) }));
+  expect(() => defineTool({ name: 'charge', revision: 'v1', input: { parse: () => null } as never, execute })).toThrow(
+    expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/must be a zod schema/) }),
+  );
   expect(defineTool({ name: 'charge', revision: 'v1', input: z.object({ orderId: z.string() }), execute }).name).toBe('charge');
 });
 
-test("the plugin refuses a fenced activity whose input is a zod 3 schema, naming the zod/v4 import", () => {
+test('the plugin refuses a fenced activity whose input is a zod 3 schema, naming the zod/v4 import', () => {
   const store = {} as CheckpointStore;
-  expect(() => resolveFencedActivities({ store, fence: { chargeCard: { revision: 'v1', input: z3.z.tuple([z3.z.string()]) as never } } })).toThrow(expect.objectContaining(ZOD3_REFUSAL));
+  expect(() => resolveFencedActivities({ store, fence: { chargeCard: { revision: 'v1', input: z3.z.tuple([z3.z.string()]) as never } } })).toThrow(
+    expect.objectContaining(ZOD3_REFUSAL),
+  );
   expect(resolveFencedActivities({ store, fence: { chargeCard: { revision: 'v1', input: z.tuple([z.string()]) } } }).has('chargeCard')).toBe(true);
 });

@@ -47,20 +47,44 @@ describe('retryTransient', () => {
   it('does not retry a rejected or unknown-outcome failure', async () => {
     let n = 0;
     const rejected = Object.assign(new Error('422'), { kind: 'rejected' });
-    await expect(retryTransient(async () => { n += 1; throw rejected; }, { policy: POLICY, deadlineAt: Date.now() + 10_000, isTransient })).rejects.toBe(rejected);
+    await expect(
+      retryTransient(
+        async () => {
+          n += 1;
+          throw rejected;
+        },
+        { policy: POLICY, deadlineAt: Date.now() + 10_000, isTransient },
+      ),
+    ).rejects.toBe(rejected);
     expect(n).toBe(1);
   });
 
   it('stops after maximumAttempts calls and throws the last error', async () => {
     let n = 0;
-    await expect(retryTransient(async () => { n += 1; throw new Transient(); }, { policy: { ...POLICY, initialIntervalMs: 1 }, deadlineAt: Date.now() + 10_000, isTransient })).rejects.toBeInstanceOf(Transient);
+    await expect(
+      retryTransient(
+        async () => {
+          n += 1;
+          throw new Transient();
+        },
+        { policy: { ...POLICY, initialIntervalMs: 1 }, deadlineAt: Date.now() + 10_000, isTransient },
+      ),
+    ).rejects.toBeInstanceOf(Transient);
     expect(n).toBe(5);
   });
 
   it('starts no retry whose Retry-After would end past the call deadline', async () => {
     let n = 0;
     const t0 = Date.now();
-    await expect(retryTransient(async () => { n += 1; throw new Transient(5_000); }, { policy: POLICY, deadlineAt: t0 + 1_000, isTransient })).rejects.toBeInstanceOf(Transient);
+    await expect(
+      retryTransient(
+        async () => {
+          n += 1;
+          throw new Transient(5_000);
+        },
+        { policy: POLICY, deadlineAt: t0 + 1_000, isTransient },
+      ),
+    ).rejects.toBeInstanceOf(Transient);
     expect(n).toBe(1);
     expect(Date.now() - t0).toBeLessThan(500);
   });
@@ -68,7 +92,13 @@ describe('retryTransient', () => {
   it('an abort during the backoff stops retrying', async () => {
     const controller = new AbortController();
     let n = 0;
-    const done = retryTransient(async () => { n += 1; throw new Transient(5_000); }, { policy: POLICY, deadlineAt: Date.now() + 60_000, isTransient, signal: controller.signal });
+    const done = retryTransient(
+      async () => {
+        n += 1;
+        throw new Transient(5_000);
+      },
+      { policy: POLICY, deadlineAt: Date.now() + 60_000, isTransient, signal: controller.signal },
+    );
     setTimeout(() => controller.abort(), 50);
     await expect(done).rejects.toBeInstanceOf(Transient);
     expect(n).toBe(1);
@@ -83,13 +113,19 @@ describe('retryTransient', () => {
     let n = 0;
     const error = new Transient();
     await expect(
-      retryTransient(async () => { n += 1; throw error; }, {
-        policy: { ...POLICY, initialIntervalMs: 1 },
-        deadlineAt: 10_000,
-        now: () => t,
-        onRetry: () => (t = 38_085),
-        isTransient,
-      }),
+      retryTransient(
+        async () => {
+          n += 1;
+          throw error;
+        },
+        {
+          policy: { ...POLICY, initialIntervalMs: 1 },
+          deadlineAt: 10_000,
+          now: () => t,
+          onRetry: () => (t = 38_085),
+          isTransient,
+        },
+      ),
     ).rejects.toBe(error);
     expect(n).toBe(1);
   });
@@ -125,4 +161,3 @@ describe('retryTransient', () => {
     );
   });
 });
-

@@ -11,7 +11,13 @@ const T0 = '2026-01-31T12:00:00.000Z';
 const T0_MS = Date.parse(T0);
 
 describe('hasApprovedIntent (APPROVAL_REQUIRED when false)', () => {
-  it.each([[DIGEST, true], ['', false], [undefined, false], [null, false], [42, false]])('%j → %s', (digest, expected) => {
+  it.each([
+    [DIGEST, true],
+    ['', false],
+    [undefined, false],
+    [null, false],
+    [42, false],
+  ])('%j → %s', (digest, expected) => {
     expect(hasApprovedIntent(digest)).toBe(expected);
   });
 });
@@ -42,7 +48,11 @@ describe('approvalExpiryText', () => {
   it('keeps valid ISO-8601 UTC text', () => expect(approvalExpiryText(T0, 'expiresAt')).toBe(T0));
   it('converts a Date', () => expect(approvalExpiryText(new Date(T0_MS), 'expiresAt')).toBe(T0));
   it('refuses an invalid Date, naming the field', () => {
-    expect(caught(() => approvalExpiryText(new Date(Number.NaN), 'expiresAt'))).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'INVALID_ARGUMENT: expiresAt is an invalid Date', details: { field: 'expiresAt' } });
+    expect(caught(() => approvalExpiryText(new Date(Number.NaN), 'expiresAt'))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'INVALID_ARGUMENT: expiresAt is an invalid Date',
+      details: { field: 'expiresAt' },
+    });
   });
   it.each(['2026-01-31', '2026-02-30T12:00:00.000Z', 'tomorrow', 5, null])('refuses %j as parseTimestamp does', (value) => {
     expect(caught(() => approvalExpiryText(value, 'approvalExpiresAt'))).toMatchObject({

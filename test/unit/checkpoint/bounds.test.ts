@@ -2,7 +2,19 @@
  * docs/protocol.md#bounds: result bytes, nesting depth, value count, maxPayloadBytes, JSON-only values
  * and identifiers.
  */
-import { assertJsonValue, canonicalJson, claimDelivery, claimExecution, completeExecution, createCheckpoint, fingerprintInput, idempotencyKey, LIMITS, validateCheckpoint, type CheckpointRecord } from '../../../src/protocol';
+import {
+  assertJsonValue,
+  canonicalJson,
+  claimDelivery,
+  claimExecution,
+  completeExecution,
+  createCheckpoint,
+  fingerprintInput,
+  idempotencyKey,
+  LIMITS,
+  validateCheckpoint,
+  type CheckpointRecord,
+} from '../../../src/protocol';
 import { runInNewContext } from 'node:vm';
 import { assertIdentifier, resolveMaxPayloadBytes, utf8ByteLength } from '../../../src/checkpoint/bounds';
 import { at, BINDING, caught, OWNER_ATTEMPT, plainCopy, recordIn } from './fixtures';
@@ -60,7 +72,7 @@ describe('result payload bytes (default 65,536 UTF-8 JSON bytes)', () => {
     else expect(caught(() => complete(result))).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', details: { limit: 65_536, actual: bytes } });
   });
 
-  it('measures the canonical text, not the caller\'s formatting: key order and -0 do not change the count', () => {
+  it("measures the canonical text, not the caller's formatting: key order and -0 do not change the count", () => {
     expect(utf8ByteLength(canonicalJson({ b: -0, a: 'x' }))).toBe('{"a":"x","b":0}'.length);
   });
 
@@ -177,7 +189,7 @@ describe('only JSON values (refused with NOT_JSON, never dropped or turned into 
   cycle.self = cycle;
   const arrayCycle: unknown[] = [1];
   arrayCycle.push([arrayCycle]);
-   
+
   const sparse = [1, , 3];
   const withNamedMember = Object.assign([1, 2], { extra: 'dropped by JSON.stringify' });
 
@@ -241,7 +253,10 @@ describe('only JSON values (refused with NOT_JSON, never dropped or turned into 
   });
 
   it('a Date or class instance made in another realm is still NOT_JSON', () => {
-    expect(caught(() => assertJsonValue(runInNewContext('({ when: new Date(0) })'), 'result'))).toMatchObject({ code: 'NOT_JSON', details: { path: '$.when', kind: 'an instance of Date' } });
+    expect(caught(() => assertJsonValue(runInNewContext('({ when: new Date(0) })'), 'result'))).toMatchObject({
+      code: 'NOT_JSON',
+      details: { path: '$.when', kind: 'an instance of Date' },
+    });
     expect(caught(() => assertJsonValue(runInNewContext('class T {}; new T()'), 'result'))).toMatchObject({ code: 'NOT_JSON', details: { path: '$', kind: 'an instance of T' } });
   });
 

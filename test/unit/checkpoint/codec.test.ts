@@ -103,7 +103,10 @@ describe('parseCheckpoint is strict', () => {
   });
 
   it('refuses a duplicate key with the same value twice', () => {
-    expect(expectParseError(READY_TEXT.replace('"revision":0', '"revision":0,"revision":0'))).toMatchObject({ code: 'INVALID_CHECKPOINT', details: { key: 'revision', reason: 'duplicate-key' } });
+    expect(expectParseError(READY_TEXT.replace('"revision":0', '"revision":0,"revision":0'))).toMatchObject({
+      code: 'INVALID_CHECKPOINT',
+      details: { key: 'revision', reason: 'duplicate-key' },
+    });
   });
 
   it('refuses a duplicate key inside the binding, naming its path', () => {
@@ -195,11 +198,17 @@ describe('parseCheckpoint is strict', () => {
   });
 
   it('refuses an unknown top-level field in canonical position with INVALID_CHECKPOINT naming it', () => {
-    expect(expectParseError(READY_TEXT.replace('"result":null,', '"owner":"x","result":null,'))).toMatchObject({ code: 'INVALID_CHECKPOINT', details: { field: '$', unknown: ['owner'] } });
+    expect(expectParseError(READY_TEXT.replace('"result":null,', '"owner":"x","result":null,'))).toMatchObject({
+      code: 'INVALID_CHECKPOINT',
+      details: { field: '$', unknown: ['owner'] },
+    });
   });
 
   it('refuses a seal that is null as a malformed seal', () => {
-    expect(expectParseError(READY_TEXT.replace('"schemaVersion":2,', '"schemaVersion":2,"seal":null,'))).toMatchObject({ code: 'INTEGRITY_FAILURE', details: { reason: 'malformed' } });
+    expect(expectParseError(READY_TEXT.replace('"schemaVersion":2,', '"schemaVersion":2,"seal":null,'))).toMatchObject({
+      code: 'INTEGRITY_FAILURE',
+      details: { reason: 'malformed' },
+    });
   });
 });
 

@@ -57,7 +57,10 @@ describe('idempotencyKey', () => {
   });
 
   it('a workflowId over 1,000 characters is INVALID_ARGUMENT', () => {
-    expect(caught(() => idempotencyKey({ ...parts, workflowId: 'w'.repeat(1_001) }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'workflowId', limit: 1_000, actual: 1_001 } });
+    expect(caught(() => idempotencyKey({ ...parts, workflowId: 'w'.repeat(1_001) }))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { field: 'workflowId', limit: 1_000, actual: 1_001 },
+    });
   });
 });
 

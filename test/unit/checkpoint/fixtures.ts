@@ -2,7 +2,17 @@
  * Shared fixtures of the checkpoint unit and property tests: one binding, and one record per
  * status built through the real transitions (never by hand), at fixed times.
  */
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, createCheckpoint, markExecutionUncertain, type Binding, type CheckpointRecord, type Status } from '../../../src/protocol';
+import {
+  claimDelivery,
+  claimExecution,
+  completeDelivery,
+  completeExecution,
+  createCheckpoint,
+  markExecutionUncertain,
+  type Binding,
+  type CheckpointRecord,
+  type Status,
+} from '../../../src/protocol';
 import { isCheckpointError, type CheckpointErrorCode } from '../../../src';
 
 /** sha256 of the canonical text `{"q":1}`, computed with `printf '%s' '{"q":1}' | sha256sum`. */

@@ -27,7 +27,7 @@ describe('createCheckpoint', () => {
     expect(validateCheckpoint(record)).toBe(true);
   });
 
-  it('keeps only the five binding fields and does not freeze or keep the caller\'s binding', () => {
+  it("keeps only the five binding fields and does not freeze or keep the caller's binding", () => {
     const binding = { ...BINDING, extra: 'not stored' };
 
     const record = createCheckpoint(binding, { createdAt: at(0) });
@@ -97,7 +97,12 @@ describe('validateCheckpoint', () => {
     ['a claim after the last update', 'executing', (r) => (r.execution.claimedAt = at(99)), { field: 'execution.claimedAt' }],
     ['an executing record that has finished', 'executing', (r) => (r.execution.finishedAt = at(1)), { field: 'execution.finishedAt' }],
     ['a completed record that never finished', 'completed', (r) => (r.execution.finishedAt = null), { field: 'execution.finishedAt' }],
-    ['an uncertain record without uncertainAt or reason', 'uncertain', (r) => ((r.execution.uncertainAt = null), (r.execution.uncertainReason = null)), { field: 'execution.uncertainAt' }],
+    [
+      'an uncertain record without uncertainAt or reason',
+      'uncertain',
+      (r) => ((r.execution.uncertainAt = null), (r.execution.uncertainReason = null)),
+      { field: 'execution.uncertainAt' },
+    ],
     ['an uncertainAt without a reason', 'uncertain', (r) => (r.execution.uncertainReason = null), { field: 'execution.uncertainReason' }],
     ['an uncertain reason with a lone surrogate', 'uncertain', (r) => (r.execution.uncertainReason = 'lost \ud800'), { field: 'execution.uncertainReason' }],
     ['an uncertain reason over 2,048 characters', 'uncertain', (r) => (r.execution.uncertainReason = 'r'.repeat(2049)), { field: 'execution.uncertainReason' }],

@@ -2,17 +2,25 @@
  * docs/protocol.md#transitions as a table: every status × transition cell, legal and illegal, with
  * exact next records, exact error codes and details, and the input never mutated.
  */
-import { claimDelivery, claimExecution, completeDelivery, completeExecution, markExecutionUncertain, reclaimExecution, releaseExecution, renewExecution, releaseDelivery, STATUSES, validateCheckpoint, type CheckpointRecord, type Status, type TransitionResult } from '../../../src/protocol';
+import {
+  claimDelivery,
+  claimExecution,
+  completeDelivery,
+  completeExecution,
+  markExecutionUncertain,
+  reclaimExecution,
+  releaseExecution,
+  renewExecution,
+  releaseDelivery,
+  STATUSES,
+  validateCheckpoint,
+  type CheckpointRecord,
+  type Status,
+  type TransitionResult,
+} from '../../../src/protocol';
 import { at, caught, isDeepFrozen, OWNER_ATTEMPT, OWNER_DELIVERY, plainCopy, RESULT, recordIn } from './fixtures';
 
-type TransitionName =
-  | 'claimExecution'
-  | 'reclaimExecution'
-  | 'completeExecution'
-  | 'markExecutionUncertain'
-  | 'claimDelivery'
-  | 'releaseDelivery'
-  | 'completeDelivery';
+type TransitionName = 'claimExecution' | 'reclaimExecution' | 'completeExecution' | 'markExecutionUncertain' | 'claimDelivery' | 'releaseDelivery' | 'completeDelivery';
 
 const AT = at(10);
 const DEADLINE = at(40);
@@ -47,12 +55,20 @@ function expectedLegal(name: TransitionName, from: CheckpointRecord): { action: 
     case 'claimExecution':
       return {
         action: 'execute',
-        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null, deadlineAt: DEADLINE } },
+        next: {
+          ...base,
+          status: 'executing',
+          execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: null, deadlineAt: DEADLINE },
+        },
       };
     case 'reclaimExecution':
       return {
         action: 'execute',
-        next: { ...base, status: 'executing', execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: OWNER_ATTEMPT, deadlineAt: DEADLINE } },
+        next: {
+          ...base,
+          status: 'executing',
+          execution: { attemptId: 'attempt-2', claimedAt: AT, finishedAt: null, uncertainAt: null, uncertainReason: null, previousAttemptId: OWNER_ATTEMPT, deadlineAt: DEADLINE },
+        },
       };
     case 'completeExecution':
       return {
@@ -160,8 +176,7 @@ describe('fences: only the owning attempt or delivery finishes its claim', () =>
     releaseDelivery: 'deliveryId',
     completeDelivery: 'deliveryId',
   };
-  const heldBy = (r: CheckpointRecord, field: 'attemptId' | 'deliveryId'): string | undefined =>
-    field === 'attemptId' ? r.execution?.attemptId : r.delivery?.deliveryId;
+  const heldBy = (r: CheckpointRecord, field: 'attemptId' | 'deliveryId'): string | undefined => (field === 'attemptId' ? r.execution?.attemptId : r.delivery?.deliveryId);
 
   const cells = STATUSES.flatMap((status) => (Object.keys(STALE_CALLS) as StaleName[]).map((name) => ({ status, name })));
   const fenced = cells.filter(({ status, name }) => heldBy(recordIn(status), FENCE_FIELD[name]) !== undefined);
@@ -301,7 +316,7 @@ describe('transition arguments', () => {
 });
 
 describe('completeExecution stores the exact JSON result', () => {
-  it('stores a frozen copy: changing the caller\'s object afterwards does not change the record', () => {
+  it("stores a frozen copy: changing the caller's object afterwards does not change the record", () => {
     const result = { items: [{ n: 1 }], note: 'ok' };
     const { next } = completeExecution(recordIn('executing'), { attemptId: OWNER_ATTEMPT, at: AT, result });
 
@@ -386,7 +401,10 @@ describe('the claim declares its deadline (docs/protocol.md#overlapping-attempts
     ['not a timestamp', 'soon'],
   ])('a deadlineAt %s is INVALID_ARGUMENT and nothing is built', (_label, deadlineAt) => {
     expect(caught(() => claimExecution(recordIn('ready'), { attemptId: 'a', at: AT, deadlineAt }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
-    expect(caught(() => reclaimExecution(recordIn('executing'), { attemptId: 'b', previousAttemptId: OWNER_ATTEMPT, at: AT, deadlineAt }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+    expect(caught(() => reclaimExecution(recordIn('executing'), { attemptId: 'b', previousAttemptId: OWNER_ATTEMPT, at: AT, deadlineAt }))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { field: 'deadlineAt' },
+    });
   });
 
   it('a stored claim whose deadline lies before the claim is INVALID_CHECKPOINT', () => {
@@ -407,12 +425,18 @@ describe('renewExecution: the holder of a running claim declares a later deadlin
   });
 
   it('never shortens a claim: a deadline before the current one is INVALID_ARGUMENT', () => {
-    expect(caught(() => renewExecution(claimed, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(15) }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+    expect(caught(() => renewExecution(claimed, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(15) }))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { field: 'deadlineAt' },
+    });
   });
 
   it('a deadline before the renewal itself is INVALID_ARGUMENT', () => {
     const open = claimExecution(recordIn('ready'), { attemptId: OWNER_ATTEMPT, at: at(1) }).next;
-    expect(caught(() => renewExecution(open, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(5) }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'deadlineAt' } });
+    expect(caught(() => renewExecution(open, { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: at(5) }))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { field: 'deadlineAt' },
+    });
   });
 
   it('only the holder renews: another attempt gets FENCE_CONFLICT, also after a takeover', () => {
@@ -421,9 +445,12 @@ describe('renewExecution: the holder of a running claim declares a later deadlin
     expect(caught(() => renewExecution(taken, { attemptId: OWNER_ATTEMPT, at: at(31), deadlineAt: at(60) }))).toMatchObject({ code: 'FENCE_CONFLICT' });
   });
 
-  it.each(['ready', 'uncertain', 'completed', 'delivering', 'delivered'] as const)('from %s it is INVALID_TRANSITION (an uncertain claim is reconciled, never renewed)', (status) => {
-    expect(caught(() => renewExecution(recordIn(status), { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE }))).toMatchObject({ code: 'INVALID_TRANSITION' });
-  });
+  it.each(['ready', 'uncertain', 'completed', 'delivering', 'delivered'] as const)(
+    'from %s it is INVALID_TRANSITION (an uncertain claim is reconciled, never renewed)',
+    (status) => {
+      expect(caught(() => renewExecution(recordIn(status), { attemptId: OWNER_ATTEMPT, at: AT, deadlineAt: DEADLINE }))).toMatchObject({ code: 'INVALID_TRANSITION' });
+    },
+  );
 });
 
 describe('releaseExecution: the holder gives back a claim whose requests are proven not applied', () => {
@@ -435,7 +462,11 @@ describe('releaseExecution: the holder gives back a claim whose requests are pro
     expect(validateCheckpoint(next)).toBe(true);
     expect(isDeepFrozen(next)).toBe(true);
     const reclaimed = claimExecution(next, { attemptId: 'attempt-2', at: at(11), deadlineAt: DEADLINE });
-    expect({ status: reclaimed.next.status, attemptId: reclaimed.next.execution?.attemptId, revision: reclaimed.next.revision }).toEqual({ status: 'executing', attemptId: 'attempt-2', revision: executing.revision + 2 });
+    expect({ status: reclaimed.next.status, attemptId: reclaimed.next.execution?.attemptId, revision: reclaimed.next.revision }).toEqual({
+      status: 'executing',
+      attemptId: 'attempt-2',
+      revision: executing.revision + 2,
+    });
   });
 
   it('refuses another fence with FENCE_CONFLICT, whatever the status it holds', () => {

@@ -54,12 +54,17 @@ describe('start --require-approval / --approval-ttl', () => {
   it('a tool the run does not offer (a misspelt name would let the real tool run unapproved) is INVALID_ARGUMENT naming it', () => {
     const error = thrown(() => approvalRequiredOption({ requireApproval: 'create_tiket,send_email' }, offered));
     expect(isCheckpointError(error, 'INVALID_ARGUMENT') && error.details).toEqual({ field: '--require-approval', actual: ['create_tiket'] });
-    expect((error as Error).message).toBe('INVALID_ARGUMENT: --require-approval names "create_tiket", which the run does not offer (it offers create_ticket, send_email); nothing was started');
+    expect((error as Error).message).toBe(
+      'INVALID_ARGUMENT: --require-approval names "create_tiket", which the run does not offer (it offers create_ticket, send_email); nothing was started',
+    );
   });
 
   it('a ttl that is not a positive whole number of milliseconds is INVALID_ARGUMENT naming --approval-ttl (the workflow would refuse it only after the run started)', () => {
     for (const ttl of ['0s', '-5m', 'soon', '', '0.5ms', '1.5']) {
-      expect(checkpointError(() => approvalRequiredOption({ requireApproval: 'send_email', approvalTtl: ttl }, offered))).toEqual({ code: 'INVALID_ARGUMENT', details: { field: '--approval-ttl' } });
+      expect(checkpointError(() => approvalRequiredOption({ requireApproval: 'send_email', approvalTtl: ttl }, offered))).toEqual({
+        code: 'INVALID_ARGUMENT',
+        details: { field: '--approval-ttl' },
+      });
     }
   });
 
@@ -75,7 +80,11 @@ describe('start --require-approval / --approval-ttl', () => {
 
 describe('a refused decision', () => {
   it('names its type once, the run and the call, then the run’s reason; describeError prints that message alone', () => {
-    const failure = ApplicationFailure.create({ type: 'STALE_STATE_VERSION', message: 'STALE_STATE_VERSION: the approval was given at state version 1, the run is at 2', nonRetryable: true });
+    const failure = ApplicationFailure.create({
+      type: 'STALE_STATE_VERSION',
+      message: 'STALE_STATE_VERSION: the approval was given at state version 1, the run is at 2',
+      nonRetryable: true,
+    });
     const update = new WorkflowUpdateFailedError('Workflow Update failed', failure);
     const refused = new DecisionRefusedError('STALE_STATE_VERSION', 'run-1', 'call-1', failure.message, { cause: update });
     expect(refused.message).toBe('STALE_STATE_VERSION: run run-1 refused the decision on call-1: the approval was given at state version 1, the run is at 2');
@@ -98,7 +107,12 @@ describe('a failed run’s cause chain', () => {
   });
 
   it('names the call and tool from the failure details and shows the other details, cut at 500 characters', () => {
-    const failure = ApplicationFailure.create({ type: 'STORE_OUTCOME_UNKNOWN', message: 'call c-1: …', nonRetryable: false, details: [{ callId: 'c-1', toolName: 'send_email', attempt: 3, note: 'x'.repeat(600) }] });
+    const failure = ApplicationFailure.create({
+      type: 'STORE_OUTCOME_UNKNOWN',
+      message: 'call c-1: …',
+      nonRetryable: false,
+      details: [{ callId: 'c-1', toolName: 'send_email', attempt: 3, note: 'x'.repeat(600) }],
+    });
     const [link] = failureChainOf(failure);
     expect(link).toMatchObject({ kind: 'ApplicationFailure', type: 'STORE_OUTCOME_UNKNOWN', concerns: 'call c-1, tool send_email', retry: 'retryable' });
     const rest = JSON.stringify({ attempt: 3, note: 'x'.repeat(600) });

@@ -47,7 +47,10 @@ describe('command-line inputs', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a tools module that cannot be loaded is INVALID_CONFIG naming the module', async () => {
-    await expect(loadTools(join(dir, 'missing.ts'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/missing\.ts cannot be loaded: Cannot find module/) });
+    await expect(loadTools(join(dir, 'missing.ts'))).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/missing\.ts cannot be loaded: Cannot find module/),
+    });
   });
 
   it('a TypeScript tools file loads under a TypeScript loader, and without one is INVALID_CONFIG saying to compile it or run under a loader', async () => {
@@ -81,7 +84,11 @@ describe('command-line inputs', () => {
   });
 
   it('a tool name the model APIs would refuse is INVALID_ARGUMENT', () => {
-    expectCode(() => defineTool({ name: 'bad name!', revision: 'v1', input: z.object({}), execute: async () => ({ output: null }) }), 'INVALID_ARGUMENT', /tool name "bad name!" must match/);
+    expectCode(
+      () => defineTool({ name: 'bad name!', revision: 'v1', input: z.object({}), execute: async () => ({ output: null }) }),
+      'INVALID_ARGUMENT',
+      /tool name "bad name!" must match/,
+    );
   });
 
   it('option values are checked: positive integers and durations', () => {
@@ -112,7 +119,9 @@ describe('command-line inputs', () => {
     writeFileSync(join(dir, 'rounded.json'), '{"version": 1, "id": "x", "responses": [{"input": {"amount": 9007199254740993}}]}');
     const rounded = await cli(['start', join(dir, 'rounded.json')]);
     expect(rounded.code).toBe(1);
-    expect(rounded.stderr).toMatch(/^INVALID_TRANSCRIPT: transcript file .*rounded\.json has number 9007199254740993 at \$\.responses\[0\]\.input\.amount, which JSON reads as 9007199254740992/m);
+    expect(rounded.stderr).toMatch(
+      /^INVALID_TRANSCRIPT: transcript file .*rounded\.json has number 9007199254740993 at \$\.responses\[0\]\.input\.amount, which JSON reads as 9007199254740992/m,
+    );
   });
 
   it('`show` against an unreachable Temporal server exits 1 with TEMPORAL_UNAVAILABLE naming the address', async () => {

@@ -20,7 +20,15 @@ import { parseKeyMaterial } from '../../../src/key-material';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import { createAgentWorker } from '../../../src/worker';
 
-const tool = (name: string): ToolDefinition<any> => defineTool({ name, revision: 'v1', input: z.object({}), async execute() { return { output: {} }; } });
+const tool = (name: string): ToolDefinition<any> =>
+  defineTool({
+    name,
+    revision: 'v1',
+    input: z.object({}),
+    async execute() {
+      return { output: {} };
+    },
+  });
 const TOOLS = ['create_ticket', 'refund', 'lookup'].map(tool);
 
 async function refusal(promise: Promise<unknown>): Promise<CheckpointError> {
@@ -72,7 +80,13 @@ describe('pins naming unregistered tools are INVALID_CONFIG naming the variable,
 
 describe('the worker banner shows the pins', () => {
   const base = resolveConfig({}, { TEMPORAL_TASK_QUEUE: 'q1', TEMPORAL_ADDRESS: 'temporal:7233' });
-  const banner = (env: NodeJS.ProcessEnv): string => workerBanner({ identity: 'w1', config: resolveConfig({}, { TEMPORAL_TASK_QUEUE: 'q1', TEMPORAL_ADDRESS: 'temporal:7233', ...env }), tools: TOOLS.map((t) => t.name), models: ['scripted'] });
+  const banner = (env: NodeJS.ProcessEnv): string =>
+    workerBanner({
+      identity: 'w1',
+      config: resolveConfig({}, { TEMPORAL_TASK_QUEUE: 'q1', TEMPORAL_ADDRESS: 'temporal:7233', ...env }),
+      tools: TOOLS.map((t) => t.name),
+      models: ['scripted'],
+    });
 
   it('pinned tenants, the pinned tools among the registered ones, and the approval-required tools', () => {
     const text = banner({ TTC_TENANTS: 'acme,initech', TTC_TOOLS: 'refund,create_ticket', TTC_REQUIRE_APPROVAL: 'refund' });
@@ -94,13 +108,19 @@ describe('the worker banner shows the pins', () => {
 });
 
 describe('CLI errors carry the cause chain', () => {
-  const notPinned = ApplicationFailure.create({ type: 'NOT_PINNED', message: 'NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called', nonRetryable: true });
+  const notPinned = ApplicationFailure.create({
+    type: 'NOT_PINNED',
+    message: 'NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called',
+    nonRetryable: true,
+  });
   const activity = new ActivityFailure('Activity task failed', 'runModelTurn', '1', RetryState.NON_RETRYABLE_FAILURE, 'worker-1', notPinned);
   const failed = new WorkflowFailedError('Workflow execution failed', activity, RetryState.RETRY_POLICY_NOT_SET);
 
   it('a WorkflowFailedError prints its ActivityFailure and the NOT_PINNED ApplicationFailure, escaped when printed', () => {
     const text = describeError(failed);
-    expect(text).toBe('WorkflowFailedError: Workflow execution failed; caused by ActivityFailure: Activity task failed; caused by ApplicationFailure: NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called');
+    expect(text).toBe(
+      'WorkflowFailedError: Workflow execution failed; caused by ActivityFailure: Activity task failed; caused by ApplicationFailure: NOT_PINNED: this worker does not serve tenant "globex"\u001b[2J; the model was not called',
+    );
     expect(terminalSafe(text)).toContain('"globex"\\u001b[2J');
   });
 
@@ -123,7 +143,9 @@ describe('an encrypted payload read without the codec key', () => {
     const typed = explainUndecodable(new ValueError('Unknown encoding: binary/encrypted'), "run w1's status");
     expect(isCheckpointError(typed, 'DECRYPTION_FAILED')).toBe(true);
     expect((typed as CheckpointError).details).toMatchObject({ field: 'TTC_PAYLOAD_CODEC_KEY', reason: 'no-codec-key' });
-    expect((typed as Error).message).toBe("DECRYPTION_FAILED: cannot read run w1's status: payloads are encrypted by the payload codec (binary/encrypted); set TTC_PAYLOAD_CODEC_KEY (and TTC_PAYLOAD_CODEC_KEYS) to read them");
+    expect((typed as Error).message).toBe(
+      "DECRYPTION_FAILED: cannot read run w1's status: payloads are encrypted by the payload codec (binary/encrypted); set TTC_PAYLOAD_CODEC_KEY (and TTC_PAYLOAD_CODEC_KEYS) to read them",
+    );
     const wrapped = new Error('query failed', { cause: new ValueError('Unknown encoding: binary/encrypted') });
     expect(isCheckpointError(explainUndecodable(wrapped), 'DECRYPTION_FAILED')).toBe(true);
     const other = new ValueError('Unknown encoding: binary/zstd');

@@ -78,7 +78,10 @@ describe('TOML profiles (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE)', () => {
   it('a file without a "default" profile, and no TEMPORAL_PROFILE: no profile is in use, temporal.config.ts applies', () => {
     const noDefault = join(dir, 'no-default.toml');
     writeFileSync(noDefault, '[profile.other]\naddress = "other.example:7233"\n');
-    expect(resolveConfig({ temporal: { address: 'file.example:7233' } }, { TEMPORAL_CONFIG_FILE: noDefault }).temporal).toMatchObject({ address: 'file.example:7233', profile: null });
+    expect(resolveConfig({ temporal: { address: 'file.example:7233' } }, { TEMPORAL_CONFIG_FILE: noDefault }).temporal).toMatchObject({
+      address: 'file.example:7233',
+      profile: null,
+    });
   });
 
   it('a profile the file lacks is INVALID_CONFIG naming TEMPORAL_PROFILE', () => {
@@ -99,7 +102,15 @@ describe('TOML profiles (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE)', () => {
   });
 
   it('with no file, no profile and no variables, the defaults apply', () => {
-    expect(resolveConfig({}, {}).temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'agent-tools', apiKey: null, tls: null, grpcMeta: {}, profile: null });
+    expect(resolveConfig({}, {}).temporal).toEqual({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueue: 'agent-tools',
+      apiKey: null,
+      tls: null,
+      grpcMeta: {},
+      profile: null,
+    });
   });
 });
 

@@ -85,7 +85,14 @@ describe('key rotation from configuration (TTC_HMAC_KEYS, TTC_ENCRYPTION_KEYS)',
   }
 
   const FIRST = { TTC_HMAC_KEY: HMAC_1, TTC_HMAC_KEY_ID: 'k1', TTC_ENCRYPTION_KEY: ENC_1, TTC_ENCRYPTION_KEY_ID: 'e1' };
-  const ROTATED = { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1}`, TTC_ENCRYPTION_KEY: ENC_2, TTC_ENCRYPTION_KEY_ID: 'e2', TTC_ENCRYPTION_KEYS: ` e1:${ENC_1} ` };
+  const ROTATED = {
+    TTC_HMAC_KEY: HMAC_2,
+    TTC_HMAC_KEY_ID: 'k2',
+    TTC_HMAC_KEYS: `k1:${HMAC_1}`,
+    TTC_ENCRYPTION_KEY: ENC_2,
+    TTC_ENCRYPTION_KEY_ID: 'e2',
+    TTC_ENCRYPTION_KEYS: ` e1:${ENC_1} `,
+  };
 
   test('rows written under k1/e1 read after rotating to k2/e2 with k1/e1 listed as older keys; new rows are written under k2/e2', async () => {
     const { store: before } = await open(FIRST);
@@ -134,13 +141,22 @@ describe('key rotation from configuration (TTC_HMAC_KEYS, TTC_ENCRYPTION_KEYS)',
     expect(config.keys.hmacKeys).toEqual({ k1: HMAC_1_BYTES, k2: HMAC_2_BYTES });
     expect(config.keys.encryptionKeys).toEqual({ e1: ENC_1_BYTES, e2: ENC_2_BYTES });
     expect(config.keys.encryptionKey).toBeNull();
-    expect(storeOptions(config)).toMatchObject({ keyId: 'k3', hmacKeys: { k1: expect.any(Buffer), k2: expect.any(Buffer) }, encryptionKeys: { e1: expect.any(Buffer), e2: expect.any(Buffer) } });
+    expect(storeOptions(config)).toMatchObject({
+      keyId: 'k3',
+      hmacKeys: { k1: expect.any(Buffer), k2: expect.any(Buffer) },
+      encryptionKeys: { e1: expect.any(Buffer), e2: expect.any(Buffer) },
+    });
   });
 
   test.each<[string, Record<string, string>, string, RegExp]>([
     ['an entry without a colon', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: HMAC_1 }, 'TTC_HMAC_KEYS', /entry 1 must be id:key/],
     ['a bad key id', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k 1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /key id "k 1"/],
-    ['a short HMAC key', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1},k0:${HMAC_1.slice(0, 32)}` }, 'TTC_HMAC_KEYS', /key id "k0" must hold at least 32 bytes/],
+    [
+      'a short HMAC key',
+      { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1},k0:${HMAC_1.slice(0, 32)}` },
+      'TTC_HMAC_KEYS',
+      /key id "k0" must hold at least 32 bytes/,
+    ],
     ['an id listed twice', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k1:${HMAC_1},k1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /lists key id "k1" twice/],
     ['the current id with another key', { TTC_HMAC_KEY: HMAC_2, TTC_HMAC_KEY_ID: 'k2', TTC_HMAC_KEYS: `k2:${HMAC_1}` }, 'TTC_HMAC_KEYS', /another key than TTC_HMAC_KEY/],
     ['older HMAC keys without a current one', { TTC_HMAC_KEYS: `k1:${HMAC_1}` }, 'TTC_HMAC_KEYS', /TTC_HMAC_KEY \(the current key\) is not set/],

@@ -23,7 +23,9 @@ describe('assertPeersInstalled', () => {
   it('names the missing packages, with the ranges they pin, in one npm install line', () => {
     const r = refusal(['zod', 'ttc-no-such-package', '@ttc-no-such-scope/cookie@~11.0.2']);
     expect(r.code).toBe('INVALID_CONFIG');
-    expect(r.message).toBe('INVALID_CONFIG: `ttc console` needs ttc-no-such-package, @ttc-no-such-scope/cookie@~11.0.2, not installed: run `npm install ttc-no-such-package @ttc-no-such-scope/cookie@~11.0.2` in your project');
+    expect(r.message).toBe(
+      'INVALID_CONFIG: `ttc console` needs ttc-no-such-package, @ttc-no-such-scope/cookie@~11.0.2, not installed: run `npm install ttc-no-such-package @ttc-no-such-scope/cookie@~11.0.2` in your project',
+    );
     expect(r.packages).toEqual(['ttc-no-such-package', '@ttc-no-such-scope/cookie@~11.0.2']);
   });
 });

@@ -39,7 +39,14 @@ describe('shutdown grace time against the tools’ deadlines', () => {
     const error = refusal(() => assertShutdownGraceCoversTools(10_000, [tool('quick', 2_000), tool('create_ticket'), tool('lookup_order', 8_000)]));
 
     expect(error.code).toBe('INVALID_CONFIG');
-    expect(error.details).toEqual({ field: 'TTC_SHUTDOWN_GRACE_TIME', shutdownGraceMs: 10_000, toolName: 'create_ticket', callDeadlineMs: 30_000, marginMs: 5_000, requiredMs: 35_000 });
+    expect(error.details).toEqual({
+      field: 'TTC_SHUTDOWN_GRACE_TIME',
+      shutdownGraceMs: 10_000,
+      toolName: 'create_ticket',
+      callDeadlineMs: 30_000,
+      marginMs: 5_000,
+      requiredMs: 35_000,
+    });
     expect(error.message).toContain('TTC_SHUTDOWN_GRACE_TIME (10000 ms)');
     expect(error.message).toContain('tool "create_ticket" has callDeadlineMs 30000 ms');
     expect(error.message).toContain('at least 35000 ms');

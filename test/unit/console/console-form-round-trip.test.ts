@@ -22,17 +22,45 @@ const TOKEN = 'test-console-token-0123456789';
 
 /** Pieces ids are made of: the characters that are escaped for display, trimmed, or special in HTML and in forms. */
 const PIECE = fc.oneof(
-  fc.constantFrom(' ', '\t', '\u00a0', '\u3000', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u202e', '\u202a', '\u2066', '\u061c', '\u200f', '\u2028', '\u0085', '\u009b', '\u001b', '\u007f', '\u0001', '\u000c', '\u000b'),
+  fc.constantFrom(
+    ' ',
+    '\t',
+    '\u00a0',
+    '\u3000',
+    '\u200b',
+    '\u200c',
+    '\u200d',
+    '\u2060',
+    '\ufeff',
+    '\u202e',
+    '\u202a',
+    '\u2066',
+    '\u061c',
+    '\u200f',
+    '\u2028',
+    '\u0085',
+    '\u009b',
+    '\u001b',
+    '\u007f',
+    '\u0001',
+    '\u000c',
+    '\u000b',
+  ),
   fc.constantFrom('\r', '\n', '\r\n', '\u0000', '\ud800', '\udfff'),
   fc.constantFrom('"', "'", '<', '>', '&', '&amp;', '&#39;', '&quot', '\\u200b', '\\', '=', '%', '%20', '+', '`', '/', '😀', 'pay', 'wf-1', 'c1'),
   fc.string({ unit: 'binary', maxLength: 3 }),
   fc.string({ unit: 'grapheme-ascii', maxLength: 6 }),
 );
-const ID = fc.array(PIECE, { minLength: 1, maxLength: 8 }).map((pieces) => pieces.join('')).filter((id) => id.length > 0);
+const ID = fc
+  .array(PIECE, { minLength: 1, maxLength: 8 })
+  .map((pieces) => pieces.join(''))
+  .filter((id) => id.length > 0);
 
 /** The call's near neighbours that are other ids: what a lossy form would send instead. */
 function neighbours(id: string, taken: readonly string[]): string[] {
-  return [...new Set([id.trim(), `${id} `, ` ${id}`, terminalSafe(id), id.replace(/[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, '')])].filter((n) => n !== '' && !taken.includes(n));
+  return [...new Set([id.trim(), `${id} `, ` ${id}`, terminalSafe(id), id.replace(/[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, '')])].filter(
+    (n) => n !== '' && !taken.includes(n),
+  );
 }
 
 describe('the console sends back exactly the ids the page showed (property)', () => {
@@ -68,7 +96,8 @@ describe('the console sends back exactly the ids the page showed (property)', ()
     fc.assert(
       fc.property(ID, (id) => {
         const markup = html`<input type="hidden" name="callId" value="${id}"><code>${id}</code><span class="a ${id} b" data-x='${id}'>`.text;
-        const [, attribute, content, inClass, inSingle] = /^<input type="hidden" name="callId" value="([^"]*)"><code>([^<]*)<\/code><span class="a ([^"]*) b" data-x='([^']*)'>$/.exec(markup) ?? [];
+        const [, attribute, content, inClass, inSingle] =
+          /^<input type="hidden" name="callId" value="([^"]*)"><code>([^<]*)<\/code><span class="a ([^"]*) b" data-x='([^']*)'>$/.exec(markup) ?? [];
         expect([decodeAttribute(attribute!), decodeAttribute(inClass!), decodeAttribute(inSingle!)]).toEqual([id, id, id]);
         expect(decodeAttribute(content!)).toBe(terminalSafe(id));
       }),
@@ -88,7 +117,9 @@ describe('the console sends back exactly the ids the page showed (property)', ()
             ? awaitingCall({ callId, modelCallId: callId, status: 'paused', approvalExpiresAt: null, intentDigest: `sha256:${i}`, errorType: 'OUTCOME_UNKNOWN' })
             : awaitingCall({ callId, modelCallId: callId, intentDigest: `sha256:${i}` }),
         );
-        const run = waitingRun(calls, { paused: { pauseId: `${pausedId}#1`, callId: pausedId, toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'timed out', pausedAt: '2030-01-01T00:00:00.000Z' } } as never);
+        const run = waitingRun(calls, {
+          paused: { pauseId: `${pausedId}#1`, callId: pausedId, toolName: 'transfer', errorType: 'OUTCOME_UNKNOWN', reason: 'timed out', pausedAt: '2030-01-01T00:00:00.000Z' },
+        } as never);
         runs = [{ ...run, workflowId } as WaitingRun];
         const list = await send(port(), 'GET', '/', { host, cookie });
         expect(list.statusCode).toBe(200);
@@ -97,7 +128,8 @@ describe('the console sends back exactly the ids the page showed (property)', ()
         sent.length = 0;
         const posted: number[] = [];
         for (const form of formsOf(list.body)) {
-          const extra: Record<string, string> = form.action === '/resolve' ? { resolution: 'absent', reason: 'not in the ledger' } : form.action === '/reject' ? { reason: 'no' } : {};
+          const extra: Record<string, string> =
+            form.action === '/resolve' ? { resolution: 'absent', reason: 'not in the ledger' } : form.action === '/reject' ? { reason: 'no' } : {};
           const body = new URLSearchParams({ ...form.fields, ...extra }).toString();
           posted.push((await send(port(), 'POST', form.action, { host, origin: `http://${host}`, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body)).statusCode);
         }

@@ -13,7 +13,9 @@ describe('the page after a resolution', () => {
   it('an item resolved applied: stored, not sent again; the call resumes the batch after it (never "runs again as")', () => {
     const result: ResolveOutcomeResult = { callId: 'b1', pauseId: 'b1#1', resolution: 'applied', status: 'resolved-applied', retryCallId: 'b1', item };
     const page = renderResolution('wf-1', result);
-    expect(page).toContain('is now resolved-applied; item &quot;n20&quot; (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it.');
+    expect(page).toContain(
+      'is now resolved-applied; item &quot;n20&quot; (generation 1) is stored as applied and is not sent again; call b1 runs again and resumes the batch after it.',
+    );
     expect(page).not.toContain('runs again as');
   });
 
@@ -29,6 +31,8 @@ describe('the page after a resolution', () => {
   it('a call proven absent runs again under its retry id; an applied call and a compensation applied say nothing more', () => {
     expect(resolutionNextStep({ callId: 'e1', pauseId: 'e1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: 'e1~retry1' })).toBe('it runs again as e1~retry1');
     expect(resolutionNextStep({ callId: 'e1', pauseId: 'e1#1', resolution: 'applied', status: 'resolved-applied', retryCallId: null })).toBeNull();
-    expect(resolutionNextStep({ callId: 'c1', pauseId: 'c1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 })).toBe('the compensation runs again as generation 2');
+    expect(
+      resolutionNextStep({ callId: 'c1', pauseId: 'c1#1', resolution: 'absent', status: 'resolved-absent', retryCallId: null, role: 'compensation', compensationGeneration: 2 }),
+    ).toBe('the compensation runs again as generation 2');
   });
 });

@@ -152,7 +152,11 @@ test('buildRequest sends names and ids the APIs accept, pairs kept, without chan
   const turn = { model: 'x', turn: 1, messages, tools: ['list_dir'] };
   const a = new AnthropicModel({ model: 'claude-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9' }).buildRequest(turn);
   const [, assistant, results] = a.messages as unknown as Array<{ content: Array<Record<string, unknown>> }>;
-  expect(assistant!.content[0]).toMatchObject({ type: 'tool_use', id: expect.stringMatching(/^list_dir_0_[0-9a-f]{10}$/), name: expect.stringMatching(/^multi_tool_use_parallel_[0-9a-f]{10}$/) });
+  expect(assistant!.content[0]).toMatchObject({
+    type: 'tool_use',
+    id: expect.stringMatching(/^list_dir_0_[0-9a-f]{10}$/),
+    name: expect.stringMatching(/^multi_tool_use_parallel_[0-9a-f]{10}$/),
+  });
   expect(results!.content[0]!['tool_use_id']).toBe(assistant!.content[0]!['id']);
   const o = new OpenAiModel({ model: 'gpt-x', tools, apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1' }).buildRequest(turn);
   const call = (o.messages[1] as { tool_calls: Array<{ id: string }> }).tool_calls[0]!;

@@ -6,22 +6,28 @@ import { classifyHttpFailure } from '../../../src/activities/contract/error-clas
 import { CheckpointError, isCheckpointError } from '../../../src/checkpoint/errors';
 import { isTransientStatus, mapSdkError, modelFailureCode, type SdkErrorClasses } from '../../../src/model/sdk-common';
 
-const sdks: Array<{ provider: 'anthropic' | 'openai'; classes: SdkErrorClasses & { APIError: typeof anthropic.APIError | typeof openai.APIError }; connectionError: () => Error }> = [
-  {
-    provider: 'anthropic',
-    classes: { APIError: anthropic.APIError, APIConnectionError: anthropic.APIConnectionError, APIUserAbortError: anthropic.APIUserAbortError },
-    connectionError: () => new anthropic.APIConnectionError({ message: 'reset' }),
-  },
-  {
-    provider: 'openai',
-    classes: { APIError: openai.APIError, APIConnectionError: openai.APIConnectionError, APIUserAbortError: openai.APIUserAbortError },
-    connectionError: () => new openai.APIConnectionError({ message: 'reset' }),
-  },
-];
+const sdks: Array<{ provider: 'anthropic' | 'openai'; classes: SdkErrorClasses & { APIError: typeof anthropic.APIError | typeof openai.APIError }; connectionError: () => Error }> =
+  [
+    {
+      provider: 'anthropic',
+      classes: { APIError: anthropic.APIError, APIConnectionError: anthropic.APIConnectionError, APIUserAbortError: anthropic.APIUserAbortError },
+      connectionError: () => new anthropic.APIConnectionError({ message: 'reset' }),
+    },
+    {
+      provider: 'openai',
+      classes: { APIError: openai.APIError, APIConnectionError: openai.APIConnectionError, APIUserAbortError: openai.APIUserAbortError },
+      connectionError: () => new openai.APIConnectionError({ message: 'reset' }),
+    },
+  ];
 
 const statuses = Array.from({ length: 200 }, (_, i) => 400 + i);
 
-function mapStatus(sdk: (typeof sdks)[number], status: number, body: object = { error: { type: 'some_error', message: 'm' } }, headers: Record<string, string> = {}): CheckpointError {
+function mapStatus(
+  sdk: (typeof sdks)[number],
+  status: number,
+  body: object = { error: { type: 'some_error', message: 'm' } },
+  headers: Record<string, string> = {},
+): CheckpointError {
   const err = sdk.classes.APIError.generate(status, body, 'failed', new Headers(headers));
   const mapped = mapSdkError(err, sdk.provider, sdk.classes);
   expect(mapped).toBeInstanceOf(CheckpointError);
@@ -53,7 +59,7 @@ describe.each(sdks)('$provider adapter and classifyHttpFailure', (sdk) => {
     expect(mapStatus(sdk, 409, undefined, { 'x-should-retry': 'true' }).code).toBe('MODEL_TRANSIENT');
   });
 
-  it('a connection error (no answer after sending) is MODEL_TRANSIENT, as the classifier\'s unknown outcome maps', () => {
+  it("a connection error (no answer after sending) is MODEL_TRANSIENT, as the classifier's unknown outcome maps", () => {
     const mapped = mapSdkError(sdk.connectionError(), sdk.provider, sdk.classes);
     expect(isCheckpointError(mapped, 'MODEL_TRANSIENT')).toBe(true);
     expect(modelFailureCode(classifyHttpFailure({ sent: 'maybe' }))).toBe('MODEL_TRANSIENT');

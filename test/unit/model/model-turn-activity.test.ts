@@ -56,9 +56,7 @@ test('an exhausted script → non-retryable SCRIPT_EXHAUSTED', async () => {
 });
 
 test('toApplicationFailure on model errors: transient keeps retryable with the provider Retry-After; typed checkpoint errors stay typed', () => {
-  const transient = toApplicationFailure(
-    new CheckpointError('MODEL_TRANSIENT', 'anthropic answered 429', { status: 429, retryAfterMs: 3000 }),
-  ) as ApplicationFailure;
+  const transient = toApplicationFailure(new CheckpointError('MODEL_TRANSIENT', 'anthropic answered 429', { status: 429, retryAfterMs: 3000 })) as ApplicationFailure;
   expect(transient.type).toBe('MODEL_TRANSIENT');
   expect(transient.nonRetryable).toBe(false);
   expect(transient.nextRetryDelay).toBe(3000);

@@ -30,7 +30,13 @@ function anthropic(content: unknown[], stop_reason: string | null): Record<strin
 }
 
 function openai(message: Record<string, unknown>, finish_reason: string): Record<string, unknown> {
-  return { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o', choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, logprobs: null, finish_reason }] };
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gpt-4o',
+    choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, logprobs: null, finish_reason }],
+  };
 }
 
 const fnCall = (id: string, name: string, args: string) => ({ id, type: 'function', function: { name, arguments: args } });
@@ -123,18 +129,20 @@ describe('Anthropic responses', () => {
     expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx).stopReason).toBe(mapped);
   });
 
-  test.each([['max_tokens', 'max_tokens'], ['model_context_window_exceeded', 'max_tokens'], ['refusal', 'refusal'], ['pause_turn', 'pause_turn']])(
-    '%s drops every tool_use (none runs) and counts them in droppedToolCalls; text kept',
-    (wire, mapped) => {
-      const blocks = [
-        { type: 'text', text: 'partial' },
-        { type: 'tool_use', id: 'toolu_01a', name: 'send_email', input: {} },
-        { type: 'tool_use', id: 'toolu_01b', name: 'send_email', input: 'not even an object' },
-      ];
-      expect(anthropicMessageToTurnResult(anthropic(blocks, wire), ctx)).toEqual({ stopReason: mapped, text: 'partial', toolCalls: [], droppedToolCalls: 2 });
-      expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx)).toEqual({ stopReason: mapped, text: 'x', toolCalls: [] });
-    },
-  );
+  test.each([
+    ['max_tokens', 'max_tokens'],
+    ['model_context_window_exceeded', 'max_tokens'],
+    ['refusal', 'refusal'],
+    ['pause_turn', 'pause_turn'],
+  ])('%s drops every tool_use (none runs) and counts them in droppedToolCalls; text kept', (wire, mapped) => {
+    const blocks = [
+      { type: 'text', text: 'partial' },
+      { type: 'tool_use', id: 'toolu_01a', name: 'send_email', input: {} },
+      { type: 'tool_use', id: 'toolu_01b', name: 'send_email', input: 'not even an object' },
+    ];
+    expect(anthropicMessageToTurnResult(anthropic(blocks, wire), ctx)).toEqual({ stopReason: mapped, text: 'partial', toolCalls: [], droppedToolCalls: 2 });
+    expect(anthropicMessageToTurnResult(anthropic([{ type: 'text', text: 'x' }], wire), ctx)).toEqual({ stopReason: mapped, text: 'x', toolCalls: [] });
+  });
 
   test('server tool blocks and unknown block types are ignored (a pause_turn with web search)', () => {
     const blocks = [
@@ -155,7 +163,17 @@ describe('Anthropic responses', () => {
     ['a tool_use without id', anthropic([{ type: 'tool_use', name: 'x', input: {} }], 'tool_use'), /\$\.content\[0\]\.id/],
     ['a wrong role', { ...anthropic([], 'end_turn'), role: 'user' }, /\$\.role/],
     ['the OpenAI format', openai({ content: 'hi' }, 'stop'), /not an Anthropic Messages response/],
-    ['a duplicate call id', anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }, { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} }], 'tool_use'), /toolu_01a appears twice/],
+    [
+      'a duplicate call id',
+      anthropic(
+        [
+          { type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} },
+          { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} },
+        ],
+        'tool_use',
+      ),
+      /toolu_01a appears twice/,
+    ],
   ])('rejects %s with INVALID_TRANSCRIPT', (_name, raw, message) => {
     const err = thrown(() => anthropicMessageToTurnResult(raw, ctx));
     expect(isCheckpointError(err, 'INVALID_TRANSCRIPT')).toBe(true);
@@ -164,7 +182,13 @@ describe('Anthropic responses', () => {
   });
 
   test('a malformed live response is MODEL_TRANSIENT (retryable) with details.reason invalid-response; the same in a transcript is INVALID_TRANSCRIPT (not retryable)', () => {
-    const dup = anthropic([{ type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} }, { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} }], 'tool_use');
+    const dup = anthropic(
+      [
+        { type: 'tool_use', id: 'toolu_01a', name: 'x', input: {} },
+        { type: 'tool_use', id: 'toolu_01a', name: 'y', input: {} },
+      ],
+      'tool_use',
+    );
     for (const raw of [{ type: 'message' }, dup]) {
       const err = thrown(() => anthropicMessageToTurnResult(raw, { where: 'live', live: true, details: { provider: 'anthropic', turn: 3 } }));
       expect(isCheckpointError(err, 'MODEL_TRANSIENT')).toBe(true);
@@ -175,11 +199,25 @@ describe('Anthropic responses', () => {
     }
   });
 
-  test.each([['a string', 'x'], ['an array', [1]], ['null', null], ['missing', undefined]])('tool input that is %s → that call fails with INVALID_TOOL_INPUT naming it (not-object), the turn stands', (_n, input) => {
+  test.each([
+    ['a string', 'x'],
+    ['an array', [1]],
+    ['null', null],
+    ['missing', undefined],
+  ])('tool input that is %s → that call fails with INVALID_TOOL_INPUT naming it (not-object), the turn stands', (_n, input) => {
     const r = anthropicMessageToTurnResult(anthropic([{ type: 'tool_use', id: 'toolu_01z', name: 'create_ticket', input }], 'tool_use'), ctx);
     expect(r.stopReason).toBe('tool_use');
     expect(r.toolCalls).toEqual([
-      { callId: 'toolu_01z', toolName: 'create_ticket', input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-object', message: expect.stringMatching(/^INVALID_TOOL_INPUT: tool call toolu_01z \(create_ticket\) input refused \(not-object\)/) } },
+      {
+        callId: 'toolu_01z',
+        toolName: 'create_ticket',
+        input: {},
+        inputError: {
+          type: 'INVALID_TOOL_INPUT',
+          reason: 'not-object',
+          message: expect.stringMatching(/^INVALID_TOOL_INPUT: tool call toolu_01z \(create_ticket\) input refused \(not-object\)/),
+        },
+      },
     ]);
   });
 });
@@ -207,15 +245,34 @@ describe('OpenAI responses', () => {
 
   test('stop → end_turn with content; refusal text used when there is no content; length → max_tokens', () => {
     expect(openAiCompletionToTurnResult(openai({ content: 'done' }, 'stop'), ctx)).toEqual({ stopReason: 'end_turn', text: 'done', toolCalls: [] });
-    expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [], droppedToolCalls: 1 });
+    expect(openAiCompletionToTurnResult(openai({ content: 'trunc', tool_calls: [fnCall('call_a', 'x', '{"a":')] }, 'length'), ctx)).toEqual({
+      stopReason: 'max_tokens',
+      text: 'trunc',
+      toolCalls: [],
+      droppedToolCalls: 1,
+    });
     expect(openAiCompletionToTurnResult(openai({ content: 'trunc' }, 'length'), ctx)).toEqual({ stopReason: 'max_tokens', text: 'trunc', toolCalls: [] });
   });
 
   test('content_filter, or a non-null message.refusal with any finish_reason → refusal; tool calls dropped and counted; the refusal text is the text', () => {
     const calls = [fnCall('call_a', 'close_ticket', '{"ticketId":"T"}'), fnCall('call_b', 'close_ticket', 'nope')];
-    expect(openAiCompletionToTurnResult(openai({ refusal: 'I cannot help with that.' }, 'stop'), ctx)).toEqual({ stopReason: 'refusal', text: 'I cannot help with that.', toolCalls: [] });
-    expect(openAiCompletionToTurnResult(openai({ content: 'par', tool_calls: calls }, 'content_filter'), ctx)).toEqual({ stopReason: 'refusal', text: 'par', toolCalls: [], droppedToolCalls: 2 });
-    expect(openAiCompletionToTurnResult(openai({ refusal: 'no', tool_calls: calls }, 'tool_calls'), ctx)).toEqual({ stopReason: 'refusal', text: 'no', toolCalls: [], droppedToolCalls: 2 });
+    expect(openAiCompletionToTurnResult(openai({ refusal: 'I cannot help with that.' }, 'stop'), ctx)).toEqual({
+      stopReason: 'refusal',
+      text: 'I cannot help with that.',
+      toolCalls: [],
+    });
+    expect(openAiCompletionToTurnResult(openai({ content: 'par', tool_calls: calls }, 'content_filter'), ctx)).toEqual({
+      stopReason: 'refusal',
+      text: 'par',
+      toolCalls: [],
+      droppedToolCalls: 2,
+    });
+    expect(openAiCompletionToTurnResult(openai({ refusal: 'no', tool_calls: calls }, 'tool_calls'), ctx)).toEqual({
+      stopReason: 'refusal',
+      text: 'no',
+      toolCalls: [],
+      droppedToolCalls: 2,
+    });
     expect(openAiCompletionToTurnResult(openai({ content: 'ok', refusal: null }, 'stop'), ctx).stopReason).toBe('end_turn');
   });
 
@@ -226,17 +283,23 @@ describe('OpenAI responses', () => {
 
   test('arguments that are not a string: an object is the input (OpenAI-compatible servers); an array, null or a number fails only that call', () => {
     const call = (id: string, args: unknown) => ({ id, type: 'function', function: { name: 'close_ticket', arguments: args } });
-    const r = openAiCompletionToTurnResult(openai({ tool_calls: [call('call_o', { ticketId: 'T' }), call('call_a', [1]), call('call_n', null), call('call_9', 9), call('call_u', undefined)] }, 'tool_calls'), ctx);
+    const r = openAiCompletionToTurnResult(
+      openai({ tool_calls: [call('call_o', { ticketId: 'T' }), call('call_a', [1]), call('call_n', null), call('call_9', 9), call('call_u', undefined)] }, 'tool_calls'),
+      ctx,
+    );
     expect(r.toolCalls[0]).toEqual({ callId: 'call_o', toolName: 'close_ticket', input: { ticketId: 'T' } });
     for (const c of r.toolCalls.slice(1)) expect(c).toMatchObject({ input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-object' } });
   });
 
   test('made-up tool names pass through unchanged (the workflow answers UNKNOWN_TOOL), inner calls not unpacked; toolNameFromWire maps offered names back', () => {
     const args = JSON.stringify({ tool_uses: [{ recipient_name: 'functions.close_ticket', parameters: { ticketId: 'T' } }] });
-    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_p', 'multi_tool_use.parallel', args), fnCall('call_w', 'files_read_0123456789', '{}')] }, 'tool_calls'), {
-      ...ctx,
-      toolNameFromWire: (name) => (name === 'files_read_0123456789' ? 'files.read' : name),
-    });
+    const r = openAiCompletionToTurnResult(
+      openai({ tool_calls: [fnCall('call_p', 'multi_tool_use.parallel', args), fnCall('call_w', 'files_read_0123456789', '{}')] }, 'tool_calls'),
+      {
+        ...ctx,
+        toolNameFromWire: (name) => (name === 'files_read_0123456789' ? 'files.read' : name),
+      },
+    );
     expect(r.toolCalls).toEqual([
       { callId: 'call_p', toolName: 'multi_tool_use.parallel', input: JSON.parse(args) },
       { callId: 'call_w', toolName: 'files.read', input: {} },
@@ -244,7 +307,10 @@ describe('OpenAI responses', () => {
   });
 
   test('arguments that are not JSON → that call fails with INVALID_TOOL_INPUT naming the call id; the other call stands', () => {
-    const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_ok', 'close_ticket', '{}'), fnCall('call_Bad1', 'create_ticket', '{"title": "x",')] }, 'tool_calls'), ctx);
+    const r = openAiCompletionToTurnResult(
+      openai({ tool_calls: [fnCall('call_ok', 'close_ticket', '{}'), fnCall('call_Bad1', 'create_ticket', '{"title": "x",')] }, 'tool_calls'),
+      ctx,
+    );
     expect(r.toolCalls[0]).toEqual({ callId: 'call_ok', toolName: 'close_ticket', input: {} });
     expect(r.toolCalls[1]).toMatchObject({ callId: 'call_Bad1', toolName: 'create_ticket', input: {}, inputError: { type: 'INVALID_TOOL_INPUT', reason: 'not-json' } });
     expect(r.toolCalls[1]!.inputError!.message).toMatch(/^INVALID_TOOL_INPUT: tool call call_Bad1 \(create_ticket\) input refused \(not-json\): tool input is not valid JSON/);
@@ -253,14 +319,20 @@ describe('OpenAI responses', () => {
   test('arguments that are JSON but not an object → that call fails with INVALID_TOOL_INPUT (not-object)', () => {
     for (const args of ['[1,2]', '"text"', 'null', '42']) {
       const r = openAiCompletionToTurnResult(openai({ tool_calls: [fnCall('call_x', 'close_ticket', args)] }, 'tool_calls'), ctx);
-      expect(r.toolCalls).toEqual([{ callId: 'call_x', toolName: 'close_ticket', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-object' }) }]);
+      expect(r.toolCalls).toEqual([
+        { callId: 'call_x', toolName: 'close_ticket', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-object' }) },
+      ]);
     }
   });
 
   test.each<[string, unknown, RegExp]>([
     ['tool_calls without calls', openai({ content: 'x' }, 'tool_calls'), /no tool_calls/],
     ['legacy function_call', openai({ function_call: { name: 'x', arguments: '{}' } }, 'function_call'), /function_call/],
-    ['a custom tool call', openai({ tool_calls: [{ id: 'call_c', type: 'custom', custom: { name: 'x', input: 'y' } }] }, 'tool_calls'), /\$\.choices\[0\]\.message\.tool_calls\[0\]/],
+    [
+      'a custom tool call',
+      openai({ tool_calls: [{ id: 'call_c', type: 'custom', custom: { name: 'x', input: 'y' } }] }, 'tool_calls'),
+      /\$\.choices\[0\]\.message\.tool_calls\[0\]/,
+    ],
     ['no choices', { ...openai({}, 'stop'), choices: [] }, /\$\.choices/],
     ['the Anthropic format', anthropic([], 'end_turn'), /not an OpenAI chat\.completion response/],
     ['a tool call without id', openai({ tool_calls: [{ type: 'function', function: { name: 'x', arguments: '{}' } }] }, 'tool_calls'), /tool_calls\[0\]\.id/],
@@ -329,8 +401,18 @@ describe('transcript files', () => {
     const t = parseTranscript(value);
     expect(t.turns.map((turn) => turn.toolCalls.map((c) => c.callId))).toEqual([['list_dir:0'], ['list_dir:0'], []]);
     const within = { ...value, responses: [openai({ tool_calls: [fnCall('list_dir:0', 'list_dir', '{}'), fnCall('list_dir:0', 'list_dir', '{}')] }, 'tool_calls')] };
-    expect(isCheckpointError(thrown(() => parseTranscript(within)), 'INVALID_TRANSCRIPT')).toBe(true);
-    expect(isCheckpointError(thrown(() => parseTranscript({ ...value, allowCallIdReuse: 'yes' })), 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(
+      isCheckpointError(
+        thrown(() => parseTranscript(within)),
+        'INVALID_TRANSCRIPT',
+      ),
+    ).toBe(true);
+    expect(
+      isCheckpointError(
+        thrown(() => parseTranscript({ ...value, allowCallIdReuse: 'yes' })),
+        'INVALID_TRANSCRIPT',
+      ),
+    ).toBe(true);
   });
 
   test('every stop reason and droppedToolCalls can be scripted, in both formats', () => {
@@ -340,7 +422,15 @@ describe('transcript files', () => {
       id: 'stops-anthropic',
       format: 'anthropic-messages',
       responses: ['tool_use', 'max_tokens', 'refusal', 'pause_turn', 'end_turn'].map((stop, i) =>
-        anthropic(stop === 'end_turn' ? [{ type: 'text', text: 'bye' }] : [{ type: 'text', text: stop }, { ...toolUse, id: `toolu_0${i}` }], stop),
+        anthropic(
+          stop === 'end_turn'
+            ? [{ type: 'text', text: 'bye' }]
+            : [
+                { type: 'text', text: stop },
+                { ...toolUse, id: `toolu_0${i}` },
+              ],
+          stop,
+        ),
       ),
     });
     expect(a.turns.map((t) => [t.stopReason, t.toolCalls.length, t.droppedToolCalls ?? 0])).toEqual([
@@ -366,11 +456,16 @@ describe('transcript files', () => {
   });
 
   test('text that is not JSON, and a missing file', async () => {
-    expect(isCheckpointError(thrown(() => parseTranscriptJson('{nope', 'bad.json')), 'INVALID_TRANSCRIPT')).toBe(true);
+    expect(
+      isCheckpointError(
+        thrown(() => parseTranscriptJson('{nope', 'bad.json')),
+        'INVALID_TRANSCRIPT',
+      ),
+    ).toBe(true);
     await expect(loadTranscriptFile('/nonexistent/transcript.json')).rejects.toMatchObject({ name: 'CheckpointError', code: 'INVALID_TRANSCRIPT' });
   });
 
-  test('loadTranscriptFile names the file in errors; a call with unusable arguments is replayed as that call\'s INVALID_TOOL_INPUT', async () => {
+  test("loadTranscriptFile names the file in errors; a call with unusable arguments is replayed as that call's INVALID_TOOL_INPUT", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'transcript-'));
     const path = join(dir, 'broken.json');
     writeFileSync(path, JSON.stringify({ ...good, responses: [{ nope: true }] }));
@@ -378,6 +473,8 @@ describe('transcript files', () => {
     const bad = join(dir, 'bad-arguments.json');
     writeFileSync(bad, JSON.stringify({ ...good, responses: [openai({ tool_calls: [fnCall('call_j', 'x', 'not json')] }, 'tool_calls')] }));
     const t = await loadTranscriptFile(bad);
-    expect(t.turns[0]!.toolCalls).toEqual([{ callId: 'call_j', toolName: 'x', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-json' }) }]);
+    expect(t.turns[0]!.toolCalls).toEqual([
+      { callId: 'call_j', toolName: 'x', input: {}, inputError: expect.objectContaining({ type: 'INVALID_TOOL_INPUT', reason: 'not-json' }) },
+    ]);
   });
 });

@@ -34,7 +34,10 @@ describe('wireToken / wireToolName', () => {
       }),
       { numRuns: 2_000 },
     );
-    fc.assert(fc.property(anyToken, (name) => expect(wireToolName(name)).toMatch(WIRE_TOOL_NAME_PATTERN)), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(anyToken, (name) => expect(wireToolName(name)).toMatch(WIRE_TOOL_NAME_PATTERN)),
+      { numRuns: 2_000 },
+    );
   });
 
   test('identity on names and ids that are already valid', () => {

@@ -14,7 +14,14 @@ describe('checkpointKey', () => {
   });
 
   test('does not depend on property order, ignores extra properties, and is the same for a frozen copy', () => {
-    const reordered = { inputFingerprint: binding.inputFingerprint, toolRevision: '1', toolName: 'create_ticket', callId: 'toolu_01', namespace: 'tenant-a', extra: 'ignored' } as Binding;
+    const reordered = {
+      inputFingerprint: binding.inputFingerprint,
+      toolRevision: '1',
+      toolName: 'create_ticket',
+      callId: 'toolu_01',
+      namespace: 'tenant-a',
+      extra: 'ignored',
+    } as Binding;
 
     expect(checkpointKey(reordered)).toBe(checkpointKey(binding));
     expect(checkpointKey(Object.freeze({ ...binding }))).toBe(checkpointKey(binding));
@@ -30,6 +37,8 @@ describe('checkpointKey', () => {
 
   test('an incomplete binding is INVALID_ARGUMENT naming the field', () => {
     expect(() => checkpointKey({ ...binding, callId: '' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'callId' }) }));
-    expect(() => checkpointKey({ ...binding, inputFingerprint: 'md5:x' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'inputFingerprint' }) }));
+    expect(() => checkpointKey({ ...binding, inputFingerprint: 'md5:x' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ field: 'inputFingerprint' }) }),
+    );
   });
 });

@@ -9,7 +9,6 @@
 import { errorResponse } from '../../helpers/pg-error-response';
 import { classifyPgError, NEVER_SENT_FATAL, POOLER_REFUSALS } from '../../../src/stores/pg-errors';
 
-
 /** What PgBouncer sends for a pooler error (proto.c `send_pooler_error`). */
 const pooler = (message: string, severity = 'FATAL') => errorResponse({ S: severity, C: '08P01', M: message });
 
@@ -66,7 +65,7 @@ describe('classifyPgError', () => {
     }
   });
 
-  test("the server ending the session mid-statement (57P01, 57P02, 57P03, other class 08) is lost; its other errors are refusals without a pooler", async () => {
+  test('the server ending the session mid-statement (57P01, 57P02, 57P03, other class 08) is lost; its other errors are refusals without a pooler', async () => {
     for (const code of ['57P01', '57P02', '57P03', '08006', '08003']) {
       expect(classifyPgError(await errorResponse({ S: 'FATAL', V: 'FATAL', C: code, M: 'terminating connection' }))).toMatchObject({ kind: 'lost', code, pooler: null });
     }
@@ -95,7 +94,7 @@ describe('classifyPgError', () => {
     }
   });
 
-  test("PgBouncer's FATAL \"unknown pkt\" is lost (it also follows a server's garbage answer to a running statement)", async () => {
+  test('PgBouncer\'s FATAL "unknown pkt" is lost (it also follows a server\'s garbage answer to a running statement)', async () => {
     expect(POOLER_REFUSALS.some((r) => r.test('unknown pkt'))).toBe(false);
     expect(classifyPgError(await pooler('unknown pkt'))).toMatchObject({ kind: 'lost', code: '08P01' });
   });

@@ -125,7 +125,12 @@ describe('PostgreSQL store round trips per call', () => {
     measured['compareAndSwap'] = await trips(() => store.compareAndSwap(0, claimExecution(other, { attemptId: 'a2', at: AT }).next));
     measured['get'] = await trips(() => store.get(binding));
     measured['getByCall'] = await trips(() => store.getByCall(binding.namespace, binding.callId));
-    measured['putConversationEntries (new)'] = await trips(() => store.putConversationEntries('log-1', [{ key: 'm/0', value: 'hello' }, { key: 'm/1', value: 'world' }]));
+    measured['putConversationEntries (new)'] = await trips(() =>
+      store.putConversationEntries('log-1', [
+        { key: 'm/0', value: 'hello' },
+        { key: 'm/1', value: 'world' },
+      ]),
+    );
     measured['putConversationEntries (again)'] = await trips(() => store.putConversationEntries('log-1', [{ key: 'm/0', value: 'hello' }]));
     measured['getConversationEntries'] = await trips(() => store.getConversationEntries('log-1', ['m/0', 'm/1']));
     // No delivered record: one SELECT of a page of candidates; with conversationsOlderThan, one more statement.

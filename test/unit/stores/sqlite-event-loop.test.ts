@@ -37,7 +37,10 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function record(callId: string) {
-  return createCheckpoint({ namespace: 'loop', callId, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ callId }) }, { createdAt: '2030-01-01T00:00:00.000Z' });
+  return createCheckpoint(
+    { namespace: 'loop', callId, toolName: 'create_ticket', toolRevision: '1', inputFingerprint: fingerprintInput({ callId }) },
+    { createdAt: '2030-01-01T00:00:00.000Z' },
+  );
 }
 
 /** Another process takes the write lock (`BEGIN IMMEDIATE`) and holds it for `holdMs`; resolves once it holds it. */
@@ -105,7 +108,9 @@ describe('the SQLite store waits off the event loop', () => {
     const waitedMs = performance.now() - started;
     const seen = loop.stop();
     expect(await holder.exited).toBe(0);
-    console.log(`write waited ${waitedMs.toFixed(0)} ms for the lock; event loop: max gap ${seen.maxGapMs.toFixed(1)} ms over ${seen.ticks} ticks, delay p99 ${seen.p99DelayMs.toFixed(1)} ms, max ${seen.maxDelayMs.toFixed(1)} ms`);
+    console.log(
+      `write waited ${waitedMs.toFixed(0)} ms for the lock; event loop: max gap ${seen.maxGapMs.toFixed(1)} ms over ${seen.ticks} ticks, delay p99 ${seen.p99DelayMs.toFixed(1)} ms, max ${seen.maxDelayMs.toFixed(1)} ms`,
+    );
     expect(created.created).toBe(true);
     // It really waited for the other process's lock…
     expect(waitedMs).toBeGreaterThan(HOLD_MS / 2);

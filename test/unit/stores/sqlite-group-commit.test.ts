@@ -177,7 +177,11 @@ describe('a failed COMMIT', () => {
     const late = claimExecution(moved.ready, { attemptId: 'late', at: AT });
     const before = store.stats();
 
-    const [created, swapped, stale] = await groupWithFault('open', () => [store.createIfAbsent(fresh('open-2')), store.compareAndSwap(0, claim.next, ready), store.compareAndSwap(0, late.next)]);
+    const [created, swapped, stale] = await groupWithFault('open', () => [
+      store.createIfAbsent(fresh('open-2')),
+      store.compareAndSwap(0, claim.next, ready),
+      store.compareAndSwap(0, late.next),
+    ]);
 
     expect(created).toMatchObject({ code: 'STORE_UNAVAILABLE', details: { driverCode: 'SQLITE_IOERR' } });
     expect((created as { message: string }).message).toContain('rolled back');

@@ -69,7 +69,12 @@ test('a COMMIT reported failed although it committed: the re-read finds the grou
   const results = await store.writeGroup([...writes, { kind: 'create', record: extra }]);
   await injected;
 
-  expect(results).toEqual([{ kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }, { kind: 'cas', swapped: true }, { kind: 'create', created: true, record: extra }]);
+  expect(results).toEqual([
+    { kind: 'cas', swapped: true },
+    { kind: 'cas', swapped: true },
+    { kind: 'cas', swapped: true },
+    { kind: 'create', created: true, record: extra },
+  ]);
   expect(await store.getMany([...next.map((r) => r.binding), extra.binding])).toEqual([...next, extra]);
 });
 

@@ -79,7 +79,11 @@ describe('listEffects', () => {
   it('property: a batch call cancelled part-way is grouped by its items, in effects and summary alike; every call in exactly one group', () => {
     const counts = fc.record({ applied: fc.nat(50), notApplied: fc.nat(50), unknown: fc.nat(3) });
     const part = (count: number) => ({ count, keys: Array.from({ length: Math.min(count, 3) }, (_, i) => `k${i}`) });
-    const batchCall = counts.map(({ applied, notApplied, unknown }) => ({ applied, unknown, report: { total: applied + notApplied + unknown, applied: part(applied), notApplied: part(notApplied), unknown: part(unknown), truncated: false } }));
+    const batchCall = counts.map(({ applied, notApplied, unknown }) => ({
+      applied,
+      unknown,
+      report: { total: applied + notApplied + unknown, applied: part(applied), notApplied: part(notApplied), unknown: part(unknown), truncated: false },
+    }));
     fc.assert(
       fc.property(fc.array(fc.option(batchCall, { nil: null }), { minLength: 1, maxLength: 8 }), (batches) => {
         const calls = batches.map((b, i) => (b === null ? report(`u${i}`, 'unknown') : report(`b${i}`, 'unknown', { batch: b.report })));
