@@ -186,15 +186,13 @@ export abstract class RunResolutions extends RunApprovals {
   protected settle(pending: PendingResolution, result: Omit<ResolveOutcomeResult, 'pauseId'>): void {
     pending.result = { ...result, pauseId: pending.request.pauseId };
     // Who decided, kept with the call (the run's result and status show it).
-    this.state
-      .get(result.callId)
-      ?.decisions.push({
-        kind: result.status,
-        by: pending.request.by ?? null,
-        at: iso(Date.now()),
-        ...(pending.request.pauseId === undefined ? {} : { pauseId: pending.request.pauseId }),
-        ...(result.role === undefined ? {} : { role: result.role }),
-      });
+    this.state.get(result.callId)?.decisions.push({
+      kind: result.status,
+      by: pending.request.by ?? null,
+      at: iso(Date.now()),
+      ...(pending.request.pauseId === undefined ? {} : { pauseId: pending.request.pauseId }),
+      ...(result.role === undefined ? {} : { role: result.role }),
+    });
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
     this.state.bump();
