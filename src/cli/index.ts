@@ -4,7 +4,10 @@
  * and the environment (see src/config.ts). Errors print their code and message, with the messages
  * of their causes (a failed run's `NOT_PINNED: …`; see `errors.ts`), escaped, and exit 1.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
+import { findProjectRoot } from '../dev/temporal-binaries';
 import { registerApprove } from './approve';
 import { registerCancel } from './cancel';
 import { registerCodecServer } from './codec-server';
@@ -21,7 +24,9 @@ import { registerWorker } from './worker';
 import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
-const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal');
+/** This package's version, from its package.json (the installed package's, or this checkout's). */
+const version = (JSON.parse(readFileSync(join(findProjectRoot(__dirname), 'package.json'), 'utf8')) as { version: string }).version;
+const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal').version(version);
 for (const register of [
   registerDemo,
   registerDev,

@@ -255,9 +255,11 @@ export const d = defineTool;
     }
   });
 
-  test('the ttc command line is installed as a bin and prints its help', async () => {
+  test('the ttc command line is installed as a bin and prints its help and the package version', async () => {
     const { stdout } = await run(join(consumer, 'node_modules/.bin/ttc'), ['--help'], { cwd: consumer });
     expect(stdout).toMatch(/Usage: ttc/);
+    const installed = (JSON.parse(readFileSync(join(consumer, 'node_modules/temporal-tool-checkpoint/package.json'), 'utf8')) as { version: string }).version;
+    expect((await run(join(consumer, 'node_modules/.bin/ttc'), ['--version'], { cwd: consumer })).stdout.trim()).toBe(installed);
   });
 
   test("the testing entry's example runs in the fresh project with jest, against the installed package", async () => {
