@@ -2,7 +2,7 @@
  * Whether a person may resolve a call whose outcome is unknown, from the record as read
  * (docs/protocol.md#reconciliation: "the run pauses for a person, who resolves the call";
  * docs/protocol.md#overlapping-attempts for the settle time). Pure: no I/O, no clock (the caller
- * passes `now` and the claim's settle time). Acted on by `src/activities/resolution.ts`, the one
+ * passes `now` and the claim's settle time). Acted on by `src/activities/fence/resolution.ts`, the one
  * place that stores a person's resolution for `agentWorkflow` and for the worker plugin.
  */
 import type { CheckpointRecord, Status } from './types';

@@ -24,8 +24,15 @@ import { registerWorker } from './worker';
 import { describeError } from './errors';
 import { printError } from './terminal-safe';
 
-/** This package's version, from its package.json (the installed package's, or this checkout's). */
-const version = (JSON.parse(readFileSync(join(findProjectRoot(__dirname), 'package.json'), 'utf8')) as { version: string }).version;
+/** This package's version, from its package.json (the installed package's, or this checkout's); 'unknown' when unreadable. */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(join(findProjectRoot(__dirname), 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+const version = packageVersion();
 const program = new Command('ttc').description('temporal-tool-checkpoint: fenced, checkpointed AI-agent tool calls on Temporal').version(version);
 for (const register of [
   registerDemo,

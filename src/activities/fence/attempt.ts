@@ -132,8 +132,10 @@ export class Attempt {
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup(record);
     // A same-key repeat is safe only if the provider still remembers the key until the repeat's request
-    // can no longer land: from now (after the lookup) to its call deadline plus the margin.
-    const keyLive = keyOutlivesRepeat(record, tool, this.clock().getTime() + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs);
+    // can no longer land: from the time its takeover declares (now, after the lookup, never before the
+    // record's updatedAt) to its call deadline plus the margin. The takeover declares exactly that time.
+    const repeatAt = this.now(record);
+    const keyLive = keyOutlivesRepeat(record, tool, Date.parse(repeatAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs);
     const settleAt = settleTime(record, tool, this.marginMs);
     // A claim is taken over only once its holder's request can no longer be outstanding, or at once
     // for a same-key repeat (docs/protocol.md#overlapping-attempts); a lookup that finds the effect
@@ -147,7 +149,7 @@ export class Attempt {
           `an earlier attempt claimed this call and did not finish, and the call's approval expired at ${this.call.input.approvalExpiresAt}, so it is not repeated with the same key; resolve it as absent to run it again under a new approval, or abandon`,
         );
       }
-      return this.runAndStore(await this.takeOver(record), 'same-key-repeat');
+      return this.runAndStore(await this.takeOver(record, repeatAt), 'same-key-repeat');
     }
     if (now < settleAt && (found !== undefined || record.status === 'executing')) {
       const lookupSays =
@@ -171,7 +173,7 @@ export class Attempt {
     }
     const why =
       tool.dedupesByKey === true
-        ? `an earlier attempt claimed this call and did not finish; the provider deduplicates by key, but the key is older than its retention (keyRetentionMs ${tool.keyRetentionMs}) and the tool has no lookup`
+        ? `an earlier attempt claimed this call and did not finish; the provider deduplicates by key, but the key would expire before a same-key repeat settles (keyRetentionMs ${tool.keyRetentionMs}) and the tool has no lookup`
         : 'an earlier attempt claimed this call and did not finish; the tool has no lookup and its provider does not deduplicate by key';
     if (record.status === 'executing') {
       const mark = markExecutionUncertain(record, { attemptId: record.execution!.attemptId, at: this.now(record), reason: why });
@@ -205,8 +207,8 @@ export class Attempt {
   }
 
   /** Takes the fence over from the holder of `record` (reclaimExecution); a lost race means a live competitor. @returns the record under this attempt's fence. */
-  private async takeOver(record: CheckpointRecord): Promise<CheckpointRecord> {
-    const at = this.now(record);
+  /** Takes the claim of `record` over, declaring `at` (@default now, never before the record's `updatedAt`) and `at` + the call deadline. */
+  private async takeOver(record: CheckpointRecord, at: string = this.now(record)): Promise<CheckpointRecord> {
     const takeover = reclaimExecution(record, { attemptId: this.call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
     if (!(await this.cas(takeover, record))) {

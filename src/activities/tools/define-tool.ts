@@ -68,9 +68,9 @@ export interface ToolDefinition<I = unknown> {
   readonly dedupesByKey?: boolean;
   /**
    * How long the provider remembers an idempotency key, ms (Stripe: 24 h). Required with
-   * `dedupesByKey`. A same-key repeat is a reconciliation only while it would end (now +
-   * `callDeadlineMs`) before the call's checkpoint is this old; after that the fence looks up or
-   * pauses (docs/protocol.md#key-lifetime).
+   * `dedupesByKey`. A same-key repeat is a reconciliation only while it would settle (now +
+   * `callDeadlineMs` + the reconcile margin) before the call's checkpoint is this old; after that
+   * the fence looks up or pauses (docs/protocol.md#key-lifetime).
    */
   readonly keyRetentionMs?: number;
   /**

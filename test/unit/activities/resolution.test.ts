@@ -1,5 +1,5 @@
 /**
- * `resolveUnknownOutcome` (src/activities/resolution.ts), the one place a person's resolution of an
+ * `resolveUnknownOutcome` (src/activities/fence/resolution.ts), the one place a person's resolution of an
  * unknown outcome is stored for `agentWorkflow` and for the worker plugin, against a real SQLite
  * store: the decision for each status under each surface's policy, the stored shape and its
  * audit, the stale decision, and the lost compare-and-swap. Every refusal leaves the record exactly
