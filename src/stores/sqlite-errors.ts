@@ -78,7 +78,8 @@ let bindingLoads = false;
  * Throws unless better-sqlite3's native binding loads in this process (it is built per Node ABI;
  * checked once per process by opening and closing an in-memory database).
  *
- * @throws {@link CheckpointError} INVALID_CONFIG naming `npm rebuild better-sqlite3`, the loader's error as `cause`.
+ * @throws {@link CheckpointError} INVALID_CONFIG naming `npm rebuild better-sqlite3` when the binding does not load (the
+ *   loader's error as `cause`); any other error of the driver as thrown.
  */
 export function assertSqliteBindingLoads(): void {
   if (bindingLoads) return;
@@ -87,7 +88,10 @@ export function assertSqliteBindingLoads(): void {
     new Database(':memory:').close();
     bindingLoads = true;
   } catch (err) {
-    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    // Only a binding that does not load is a configuration fault; anything else is the driver's own failure.
+    const loadFailure = err instanceof Error && ((err as NodeJS.ErrnoException).code === 'ERR_DLOPEN_FAILED' || /bindings file|NODE_MODULE_VERSION|\.node\b/.test(err.message));
+    if (!loadFailure) throw err;
+    const reason = err.message.split('\n')[0];
     throw new CheckpointError(
       'INVALID_CONFIG',
       `the SQLite store needs better-sqlite3's native binding, which does not load in Node ${process.version} (${reason}): run \`npm rebuild better-sqlite3\` in your project`,

@@ -15,14 +15,10 @@ import { type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { Attempt, MAX_ROUNDS, REREAD } from './attempt';
 import { ITEM_SETTLER } from './item-attempt';
 
-export { claimedItem, settleItem } from './item-attempt';
-
-export type { ClaimedItem, ItemOutcome } from './batch-types';
 export { fenceLost, supersededAttempt } from './attempt-standing';
 export type { AttemptStanding } from './attempt-standing';
-export { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime } from './fence-deps';
+export { DEFAULT_RECONCILE_MARGIN_MS, settleTime } from './fence-deps';
 export type { AttemptEvidence, FencedToolDeps } from './fence-deps';
-export { TOO_LARGE_RECEIPT_MAX_BYTES, unstorableResult } from './unstorable-result';
 
 /**
  * Runs one attempt of a prepared call to a result, reading and deciding again whenever a
