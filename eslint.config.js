@@ -1,5 +1,5 @@
 // Layer rules (docs/architecture.md): rules by folder, never by file name. src/checkpoint is pure;
-// the workflow side (src/workflows, src/workflow.ts, src/plugin/workflow) is sandbox code; each
+// the workflow side (src/workflows, src/workflow.ts, and the contract folders it imports) is sandbox code; each
 // layer folder imports only what its zone allows; no import cycles.
 const tseslint = require('typescript-eslint');
 const importX = require('eslint-plugin-import-x');
@@ -53,8 +53,8 @@ function sandboxRules(files, toSrc, extra = []) {
             },
             { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
             {
-              regex: `^${escapeRegex(toSrc)}plugin(/(?!workflow(/|$)).*)?/?$`,
-              message: "workflow code imports only the plugin's workflow side (src/plugin/workflow), never its Node side or its barrel",
+              regex: `^${escapeRegex(toSrc)}plugin(/(?!contract/[^/]+$).*)?/?$`,
+              message: 'workflow code imports from src/plugin only its sandbox-safe contract folder (plugin/contract/*), never its Node side or its barrel',
             },
             ...extra,
           ],
@@ -92,15 +92,11 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
-  // The workflow sandbox: the agent workflow, the workflow-safe entry and the plugin's workflow side.
+  // The workflow sandbox: the workflows entry, the workflow-safe entry, src/workflows' folders
+  // (agent/, fenced/, common/) and the contract folders workflow code imports.
   sandboxRules(['src/workflows/*.ts'], '../'),
-  // One folder deeper: `src/workflows/common` (what the agent workflow and the plugin's workflow side both import).
-  sandboxRules(['src/workflows/*/**/*.ts'], '../../'),
+  sandboxRules(['src/workflows/*/**/*.ts', 'src/activities/contract/**/*.ts', 'src/plugin/contract/**/*.ts'], '../../'),
   sandboxRules(['src/workflow.ts'], './'),
-  sandboxRules(['src/plugin/workflow/**/*.ts'], '../../', [
-    // `../x` is the plugin's Node side (its folder's parent); `../../` leaves the plugin.
-    { regex: '^\\.\\.(/(?!\\.\\.(/|$)).*)?/?$', message: "the plugin's workflow side must not import the plugin's Node side" },
-  ]),
   {
     // The pure protocol core: no Temporal, no drivers, no stores or activities, no filesystem, no env or clock.
     files: ['src/checkpoint/**/*.ts'],
@@ -144,7 +140,7 @@ module.exports = tseslint.config(
               message: 'src/stores imports only src/checkpoint, the optional-peer and AES-GCM helpers, and the config types',
             },
             {
-              target: [SRC('workflows'), './src/workflow.ts', SRC('plugin/workflow')],
+              target: [SRC('workflows'), './src/workflow.ts', SRC('activities/contract'), SRC('plugin/contract')],
               from: ['stores', 'cli', 'console', 'dev', 'demo'].map(SRC),
               message: 'workflow code never imports the stores or the applications (cli, console, dev, demo)',
             },
@@ -168,6 +164,20 @@ module.exports = tseslint.config(
               message: "the fence engine (src/activities/fence) never imports the agent's activities or the activities barrel",
             },
             { target: SRC('activities/agent'), from: SRC('activities/index.ts'), message: "the agent's activities never import the activities barrel" },
+            // Inside src/workflows: common/ serves both workflow surfaces, which never import each other.
+            {
+              target: SRC('workflows/common'),
+              from: ['agent', 'fenced', 'index.ts'].map((f) => SRC(`workflows/${f}`)),
+              message: 'src/workflows/common is shared by both workflow surfaces: it imports neither of them',
+            },
+            { target: SRC('workflows/agent'), from: SRC('workflows/fenced'), message: "the agent workflow never imports the plugin's workflow side (src/workflows/fenced)" },
+            { target: SRC('workflows/fenced'), from: [SRC('workflows/agent'), SRC('workflows/index.ts')], message: "the plugin's workflow side never imports the agent workflow" },
+            {
+              target: SRC('plugin/contract'),
+              from: SRC('plugin'),
+              except: ['./contract'],
+              message: 'src/plugin/contract holds shapes shared with workflow code: it imports nothing else of src/plugin',
+            },
             { target: './src', from: ['./test', './bench'], message: 'src never imports tests or benchmarks' },
           ],
         },

@@ -31,7 +31,7 @@ import { buildAgentWorkflowBundle } from '../src/codec/workflow-bundle';
 import { startDevServer } from '../src/dev/dev-server';
 import { spawnWorker, type WorkerProcess } from '../src/dev/worker-process';
 import { parseTranscript } from '../src/model/transcript';
-import type { AgentWorkflowInput } from '../src/workflows/types';
+import type { AgentWorkflowInput } from '../src/workflows/agent/types';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
 import { FLEET_TOOL_NAMES } from './fleet-tools';
 import { fleetTranscript } from './fleet-transcript';

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { buildModels } from '../src/cli/models';
 import { startBenchStack } from './bench-stack';
-import type { AgentWorkflowInput } from '../src/workflows/types';
+import type { AgentWorkflowInput } from '../src/workflows/agent/types';
 import { fleetTranscript } from './fleet-transcript';
 import { FLEET_TOOL_NAMES, tools } from './fleet-tools';
 import { printRunHeader } from './report';

@@ -19,7 +19,7 @@ import { printTable } from '../src/cli/table';
 import type { ModelAdapter } from '../src/model/model-adapter';
 import { ScriptedModel } from '../src/model/scripted-model';
 import { parseTranscript } from '../src/model/transcript';
-import type { AgentWorkflowInput } from '../src/workflows/types';
+import type { AgentWorkflowInput } from '../src/workflows/agent/types';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 2_000);
 const PARALLEL = Number(process.env.SOAK_PARALLEL ?? 4);

@@ -5,7 +5,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { canonicalJson } from '../src/checkpoint/canonical-json';
 import type { agentWorkflow } from '../src/workflows';
-import type { AgentWorkflowResult } from '../src/workflows/types';
+import type { AgentWorkflowResult } from '../src/workflows/agent/types';
 import type { Repetition, RunState } from './repetition';
 import type { Expectations } from './scenario';
 import type { ScriptedCall } from './transcripts';

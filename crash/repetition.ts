@@ -16,8 +16,8 @@ import type { CheckpointRecord } from '../src/checkpoint/types';
 import { scriptedRunInput, startAgentRun } from '../src/client';
 import { spawnWorker, type WorkerProcess } from '../src/dev/worker-process';
 import type { agentWorkflow } from '../src/workflows';
-import { resolveOutcomeUpdate, runStatusQuery } from '../src/workflows/messages';
-import type { AgentWorkflowResult, RunStatusView } from '../src/workflows/types';
+import { resolveOutcomeUpdate, runStatusQuery } from '../src/workflows/agent/messages';
+import type { AgentWorkflowResult, RunStatusView } from '../src/workflows/agent/types';
 import type { CrashStack } from './stack';
 import { transcriptFor, type ScriptedCall } from './transcripts';
 

@@ -28,7 +28,7 @@
  * - the batch tools (`./batch-tools`: `send_notifications`, `…_by_key`, `…_plain`),
  *   with a held item (`TTC_CRASH_ITEM_HOLD=<tool>#<item>:<file>`: item `<item>`, 1-based, holds its
  *   request until `<file>` exists; see there), and the order tools with their compensations
- *   (`./order-tools`: `reserve_inventory`, `charge_payment`, `refund_payment`, `create_shipment`);
+ *   (`examples/order-tools.ts`: `reserve_inventory`, `charge_payment`, `refund_payment`, `create_shipment`);
  * - a deploy (`TTC_CRASH_TOOL_REVISIONS=<tool>=<revision>,…` and `TTC_CRASH_REMOVE_TOOLS=<tool>,…`):
  *   this worker runs the named tools under another revision, or does not have them at all.
  */

@@ -37,10 +37,10 @@ import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveTo
 import { toolCallActivities } from '../src/activities/agent/tool-call-activities';
 import type { ModelTurnInput, ModelTurnResult } from '../src/model/types';
 import { agentWorkflow, approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate } from '../src/workflows';
-import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../src/workflows/run-search-attributes';
-import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../src/workflows/search-attributes';
-import type { ToolActivities } from '../src/workflows/activity-types';
-import type { AgentWorkflowInput, AgentWorkflowResult } from '../src/workflows/types';
+import { RUN_SEARCH_ATTRIBUTES_PATCH } from '../src/workflows/agent/run-search-attributes';
+import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../src/workflows/agent/search-attributes';
+import type { ToolActivities } from '../src/workflows/agent/activity-types';
+import type { AgentWorkflowInput, AgentWorkflowResult } from '../src/workflows/agent/types';
 import { historyToJson, loadHistory } from '../test/fixtures/histories/load-history';
 import { call, deferred, digestOf, endTurn, okResult, outcomeUnknown, toolTurn, waitForStatus } from '../test/helpers/agent-fakes';
 import { conversationFake } from '../test/helpers/conversation-fake';

@@ -11,8 +11,8 @@ import { temporalConnectionOptions, type Config } from './config';
 import { parseTranscript } from './model/transcript';
 import { hasRunSearchAttributes } from './visibility/namespace-search-attributes';
 import type { agentWorkflow } from './workflows';
-import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
-import type { AgentWorkflowInput } from './workflows/types';
+import { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/agent/search-attributes';
+import type { AgentWorkflowInput } from './workflows/agent/types';
 
 /** A connected Temporal client; close it when done. */
 export interface ConnectedClient {

@@ -24,7 +24,7 @@ export { createAgentWorker } from './worker';
 export type { AgentWorker, AgentWorkerOptions } from './worker';
 export { connectClient, startAgentRun } from './client';
 export type { ConnectClientOptions, StartAgentRunOptions } from './client';
-export type { AgentWorkflowInput, AgentWorkflowResult } from './workflows/types';
+export type { AgentWorkflowInput, AgentWorkflowResult } from './workflows/agent/types';
 export { defineConfig, loadConfig } from './config';
 export type { Config, ConfigInput } from './config';
 /** Absolute path of the agent's workflows, for `Worker.create({ workflowsPath })`. */

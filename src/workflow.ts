@@ -9,9 +9,9 @@
  * Re-export `agentWorkflow` from your own workflows module to run it on your worker (a plugin
  * cannot register workflows); read a fenced activity's failure with the predicates below.
  */
-export { agentWorkflow } from './workflows/agent-workflow';
-export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './workflows/messages';
-export type { MessageErrorType } from './workflows/messages';
+export { agentWorkflow } from './workflows/agent/agent-workflow';
+export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './workflows/agent/messages';
+export type { MessageErrorType } from './workflows/agent/messages';
 export {
   activityFailureDetails,
   activityFailureMessage,
@@ -28,17 +28,17 @@ export type { CheckpointErrorCode, CheckpointErrorDetails } from './checkpoint/e
 export { TOOL_ERROR_CLASSES } from './activities/contract/error-classes';
 export type { ToolErrorClass } from './activities/contract/error-classes';
 export type { Delivered, DeliveredOutcome, FencedToolInput, FencedToolResult, OutputRef, ResultSource, ToolOutcome } from './activities/contract/contract';
-export type { ToolActivities } from './workflows/activity-types';
-export type * from './workflows/types';
-export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/types';
+export type { ToolActivities } from './workflows/agent/activity-types';
+export type * from './workflows/agent/types';
+export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/agent/types';
 // Approved calls through the plugin: describe a fenced call for a person, run it under the digest they approved.
-export { withApprovedIntent } from './plugin/workflow/approval-scope';
-export { fencedCallDescriber } from './plugin/workflow/approval-describe';
-export type { FencedCallDescriber } from './plugin/workflow/approval-describe';
-export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/workflow/approval-contract';
-export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/workflow/approval-contract';
+export { withApprovedIntent } from './workflows/fenced/approval-scope';
+export { fencedCallDescriber } from './workflows/fenced/approval-describe';
+export type { FencedCallDescriber } from './workflows/fenced/approval-describe';
+export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/contract/approval-contract';
+export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/contract/approval-contract';
 // Temporal visibility: the search attributes agent runs set while a person is needed.
-export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/search-attributes';
+export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from './workflows/agent/search-attributes';
 // Compensations (a saga) in your own workflows under the plugin (docs/compensation.md).
-export { Compensations, COMPENSATION_CALL_SUFFIX } from './plugin/workflow/compensations';
-export type { CompensationEntry, CompensationReport, FailedCompensation, StepCompensation } from './plugin/workflow/compensations';
+export { Compensations, COMPENSATION_CALL_SUFFIX } from './workflows/fenced/compensations';
+export type { CompensationEntry, CompensationReport, FailedCompensation, StepCompensation } from './workflows/fenced/compensations';

@@ -7,7 +7,7 @@
  * reported rejected / failed with that type, and its checkpoint holds no claim that could send
  * anything (absent, `ready`, or closed with the refusal as its result).
  */
-import { approveCallUpdate, runStatusQuery } from '../../src/workflows/messages';
+import { approveCallUpdate, runStatusQuery } from '../../src/workflows/agent/messages';
 import { settleWithOperator } from '../checks';
 import type { Repetition } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';

@@ -1,6 +1,6 @@
 /**
  * The order saga: reserve inventory → charge payment → create shipment, each a tool
- * with an idempotency key and a lookup (crash/order-tools.ts); the reservation is compensated by
+ * with an idempotency key and a lookup (examples/order-tools.ts); the reservation is compensated by
  * a function (release), the charge by another tool (refund_payment). Runs with real processes:
  * - the shipment is refused (BUSINESS_REJECTION, the run's `compensateOn`): refund, then release,
  *   once each, in that order;
@@ -18,8 +18,8 @@ import type { OrderEffect } from '../../examples/provider/types';
 import { canonicalJson } from '../../src/checkpoint/canonical-json';
 import { compensationBindingCallId } from '../../src/activities/fence/compensation-call';
 import type { agentWorkflow } from '../../src/workflows';
-import { cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows/messages';
-import type { AgentWorkflowResult, CallReport, RunStatus, StopReason } from '../../src/workflows/types';
+import { cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows/agent/messages';
+import type { AgentWorkflowResult, CallReport, RunStatus, StopReason } from '../../src/workflows/agent/types';
 import { countLostResults, PAUSE_HOLD_MS, within } from '../checks';
 import type { Repetition, RunState } from '../repetition';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';

@@ -6,7 +6,7 @@
  */
 import type { CrashPoint } from '../../src/activities/fence/crash-points';
 import { DEFAULT_RECONCILE_MARGIN_MS } from '../../src/activities/fence/fenced-tool';
-import type { CallSource, FinalCallStatus } from '../../src/workflows/types';
+import type { CallSource, FinalCallStatus } from '../../src/workflows/agent/types';
 import { checkEffects, countLostResults, settleWithOperator, within } from '../checks';
 import { Expectations, type RunOutcome, type Scenario } from '../scenario';
 import { CRASH_CALL_DEADLINE_MS } from '../tools';

@@ -30,10 +30,12 @@ export function intentMismatch(approved: unknown, actual: string | null): boolea
  * Whether an approval expiring at `expiresAt` has expired at `nowMs` (ms since the epoch): at or
  * after the expiry (APPROVAL_EXPIRED). `expiresAt` is ms since the epoch, or ISO-8601 UTC text
  * already checked by {@link approvalExpiryText}; undefined or null: no expiry, never expired.
+ * Text that does not parse counts as expired (fail closed).
  */
 export function approvalExpired(expiresAt: number | string | null | undefined, nowMs: number): boolean {
   if (expiresAt === undefined || expiresAt === null) return false;
-  return nowMs >= (typeof expiresAt === 'number' ? expiresAt : Date.parse(expiresAt));
+  const at = typeof expiresAt === 'number' ? expiresAt : Date.parse(expiresAt);
+  return !(nowMs < at);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { CheckpointError } from '../checkpoint/errors';
-import { cancelRunSignal } from '../workflows/messages';
+import { cancelRunSignal } from '../workflows/agent/messages';
 import { printLine } from './terminal-safe';
 import { withRun } from './with-run';
 

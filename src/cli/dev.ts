@@ -10,7 +10,7 @@ import { loadConfig } from '../config';
 import { startDevServer } from '../dev/dev-server';
 import { maskUrl, openCheckpointStore } from '../stores/open-checkpoint-store';
 import { searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';
-import { RUN_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { RUN_SEARCH_ATTRIBUTES } from '../workflows/agent/search-attributes';
 import { storeOptions } from '../stores/store-options';
 import { printLine } from './terminal-safe';
 

@@ -17,7 +17,7 @@ import { bindingLabel, checkpointOwner, type CheckpointOwner } from '../checkpoi
 import { describeItem } from '../checkpoint/item-position';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
-import type { PendingCallView } from '../workflows/types';
+import type { PendingCallView } from '../workflows/agent/types';
 import { storeOptions } from '../stores/store-options';
 import { printTable, withCode } from './table';
 import { explainUndecodable } from './errors';

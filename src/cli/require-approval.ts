@@ -1,11 +1,11 @@
 /**
  * `start --require-approval <tool,…> [--approval-ttl <duration>]`: the run's
  * `approvalRequired` input, so each call of those tools waits for `approve` / `reject`. The
- * workflow's input validation (`src/workflows/input.ts`) stays the authority on the values;
+ * workflow's input validation (`src/workflows/agent/input.ts`) stays the authority on the values;
  * this refuses early what would silently weaken the approval, a name the run does not offer.
  */
 import { CheckpointError } from '../checkpoint/errors';
-import type { ApprovalPolicy } from '../workflows/types';
+import type { ApprovalPolicy } from '../workflows/agent/types';
 import { durationMs, nameList } from './options';
 
 /** How long a call waits for a decision when `--approval-ttl` is not given. */

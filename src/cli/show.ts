@@ -10,9 +10,9 @@
 import type { Command } from 'commander';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
-import { runStatusQuery } from '../workflows/messages';
-import type { CallReport, CompensationReport, FinalCallStatus, PausedView, RunEffects } from '../workflows/types';
-import { listEffects } from '../workflows/effects';
+import { runStatusQuery } from '../workflows/agent/messages';
+import type { CallReport, CompensationReport, FinalCallStatus, PausedView, RunEffects } from '../workflows/agent/types';
+import { listEffects } from '../workflows/agent/effects';
 import { describeItem } from '../checkpoint/item-position';
 import type { JsonValue } from '../checkpoint/types';
 import { printTable, withCode } from './table';

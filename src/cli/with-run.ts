@@ -6,7 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { readRunStatus } from '../operator/run-decisions';
-import type { RunStatusView } from '../workflows/types';
+import type { RunStatusView } from '../workflows/agent/types';
 import { explainUndecodable } from './errors';
 import { assertRunTenant } from './tenant';
 

@@ -11,7 +11,7 @@
  */
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
-import type { ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest } from '../workflows/types';
+import type { ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest } from '../workflows/agent/types';
 
 /** A decision on one call of one run. */
 export interface CallDecision<R> {

@@ -6,9 +6,9 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { approveCall, DecisionRefusedError, readWaitingCall, rejectCall, resolveCall } from '../operator/run-decisions';
-import { MESSAGE_ERROR_TYPES } from '../workflows/messages';
+import { MESSAGE_ERROR_TYPES } from '../workflows/agent/messages';
 import { listWaitingRuns, type ListWaitingRunsOptions, type WaitingRun } from '../operator/waiting-runs';
-import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult } from '../workflows/types';
+import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult } from '../workflows/agent/types';
 
 /**
  * The console's view of Temporal. Each decision throws `DecisionRefusedError` (src/operator/run-decisions.ts)

@@ -3,7 +3,7 @@
  * refusal with its type (APPROVAL_MISMATCH, STALE_STATE_VERSION, …) and message, or why the
  * console refused the request. Every value is escaped. Pure.
  */
-import type { ApprovalDecisionResult, ResolveOutcomeResult } from '../workflows/types';
+import type { ApprovalDecisionResult, ResolveOutcomeResult } from '../workflows/agent/types';
 import { resolutionNextStep } from '../operator/run-decisions';
 import { html } from './html';
 import { renderPage } from './page';

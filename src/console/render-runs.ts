@@ -8,7 +8,7 @@
 import { describeError, explainUndecodable } from '../cli/errors';
 import { hiddenCharacterWarning } from '../cli/terminal-safe';
 import { StatusQueryTimeoutError, type WaitingRun } from '../operator/waiting-runs';
-import type { PendingCallView, RunStatusView } from '../workflows/types';
+import type { PendingCallView, RunStatusView } from '../workflows/agent/types';
 import { describeItem } from '../checkpoint/item-position';
 import { formCarriesExactly } from './forms';
 import { html, prettyJson, type SafeHtml } from './html';

@@ -9,4 +9,4 @@ export type { WaitingCall } from './run-decisions';
 export { listWaitingRuns, WAITING_RUNS_QUERY } from './waiting-runs';
 export type { ListWaitingRunsOptions, WaitingRun } from './waiting-runs';
 export { hasRunSearchAttributes, registerRunSearchAttributes, searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';
-export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../workflows/search-attributes';
+export { TTC_NEEDS_PERSON, TTC_WAITING_CALLS } from '../workflows/agent/search-attributes';

@@ -6,11 +6,11 @@
  * (APPROVAL_MISMATCH) or a run that moved on (STALE_STATE_VERSION), so a stale page or a slow
  * operator can never release a call nobody looked at. Node side (a Temporal client).
  *
- * @see docs/protocol.md#agent-workflow, src/workflows/messages.ts for the updates and their refusals.
+ * @see docs/protocol.md#agent-workflow, src/workflows/agent/messages.ts for the updates and their refusals.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
-import { approveCallUpdate, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery, type MessageErrorType } from '../workflows/messages';
+import { approveCallUpdate, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery, type MessageErrorType } from '../workflows/agent/messages';
 import type {
   ApprovalDecisionResult,
   ApproveCallRequest,
@@ -19,7 +19,7 @@ import type {
   ResolveOutcomeRequest,
   ResolveOutcomeResult,
   RunStatusView,
-} from '../workflows/types';
+} from '../workflows/agent/types';
 
 /**
  * A run's refusal of a person's decision, with the workflow's failure type (see

@@ -16,9 +16,9 @@
 import type { Client } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
 import { hasRunSearchAttributes } from '../visibility/namespace-search-attributes';
-import { runStatusQuery } from '../workflows/messages';
-import { TTC_NEEDS_PERSON } from '../workflows/search-attributes';
-import type { PendingCallView, RunStatusView } from '../workflows/types';
+import { runStatusQuery } from '../workflows/agent/messages';
+import { TTC_NEEDS_PERSON } from '../workflows/agent/search-attributes';
+import type { PendingCallView, RunStatusView } from '../workflows/agent/types';
 
 /** How long one run's status query may take before the run is listed as not answering, ms. */
 export const DEFAULT_STATUS_QUERY_TIMEOUT_MS = 3_000;

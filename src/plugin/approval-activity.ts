@@ -11,8 +11,8 @@ import { toApplicationFailure } from '../activities/fence/failures';
 import type { ToolDefinition } from '../activities/tools/define-tool';
 import { prepareCall } from '../activities/fence/prepare-call';
 import { describePreparedCall } from '../activities/fence/call-description';
-import type { DescribeFencedCallInput, FencedCallDescription } from './workflow/approval-contract';
-import { CALL_HEADER, readCallHeader } from './workflow/call-header';
+import type { DescribeFencedCallInput, FencedCallDescription } from './contract/approval-contract';
+import { CALL_HEADER, readCallHeader } from './contract/call-header';
 import { attemptContextOf } from './call-identity';
 import type { FencedActivity } from './options';
 

@@ -1,12 +1,12 @@
 /**
- * The identity of a fenced activity call and attempt, from the call header (`./workflow/call-header`)
+ * The identity of a fenced activity call and attempt, from the call header (`./contract/call-header`)
  * or, without it, from the activity context.
  */
 import type { Info } from '@temporalio/activity';
 import type { Headers } from '@temporalio/common';
 import { CheckpointError } from '../checkpoint/errors';
 import type { AttemptContext } from '../activities/fence/prepare-call';
-import { readCallHeader, type CallHeader } from './workflow/call-header';
+import { readCallHeader, type CallHeader } from './contract/call-header';
 
 /** A call's identity and where it came from. */
 export interface ActivityCallIdentity extends CallHeader {

@@ -8,8 +8,8 @@ export { resolveCallInStore, storeResolutionOf, RESOLVED_NOT_APPLIED, RESOLVE_SC
 export type { ResolveCallInStoreArgs, ResolveCallInStoreOptions, ResolvedInStore, ResolvedOutcome, StoreResolution, StoreResolutionAudit } from './resolve-in-store';
 export { ToolFenceInboundInterceptor } from './fence-interceptor';
 export { fencedCallContext } from './call-context';
-export { CALL_HEADER, readCallHeader } from './workflow/call-header';
-export type { CallHeader } from './workflow/call-header';
+export { CALL_HEADER, readCallHeader } from './contract/call-header';
+export type { CallHeader } from './contract/call-header';
 export type { ActivityCallIdentity } from './call-identity';
-export { DESCRIBE_FENCED_CALL_ACTIVITY } from './workflow/approval-contract';
-export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './workflow/approval-contract';
+export { DESCRIBE_FENCED_CALL_ACTIVITY } from './contract/approval-contract';
+export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './contract/approval-contract';

@@ -1,5 +1,5 @@
 /**
- * An approval from `withApprovedIntent` (`./workflow/approval-scope`) for a call of one of the plugin's
+ * An approval from `withApprovedIntent` (`../workflows/fenced/approval-scope`) for a call of one of the plugin's
  * `defineTool` tools. The tool's activity takes a `FencedToolInput` whose own
  * `expectedIntentDigest` / `approvalExpiresAt` `runFencedTool` checks; the approval of the scope
  * rides in the call header instead, so the fence interceptor copies it into the input before the

@@ -16,7 +16,7 @@ import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createToolActivities } from '../activities';
 import type { FencedToolInput, FencedToolResult } from '../activities/contract/contract';
-import { DESCRIBE_FENCED_CALL_ACTIVITY } from './workflow/approval-contract';
+import { DESCRIBE_FENCED_CALL_ACTIVITY } from './contract/approval-contract';
 import { describeFencedCallActivity } from './approval-activity';
 import { splitApprovalPins } from './approval-pins';
 import { toolPinsAfterFence } from './fence-pins';
@@ -65,7 +65,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
         : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
-        workflowModules: [require.resolve('./workflow/workflow-interceptors')],
+        workflowModules: [require.resolve('../workflows/fenced/workflow-interceptors')],
       },
     });
     this.checkpointOptions = options;

@@ -25,7 +25,7 @@ export const FENCE_METRICS = {
    * Counter: attempts of approved calls, tag `outcome`: `ran` (the attempt ran the tool, or settled
    * it by lookup or a same-key repeat, under an approved intent digest), `expired` (the approval
    * expired before the attempt could claim: APPROVAL_EXPIRED). People's decisions themselves are
-   * counted by the agent workflow: `ttc_approval_decisions` (src/workflows/run-metrics.ts).
+   * counted by the agent workflow: `ttc_approval_decisions` (src/workflows/agent/run-metrics.ts).
    */
   APPROVED_CALL_ATTEMPTS: 'ttc_approved_call_attempts',
   /** Counter: compare-and-swaps of the checkpoint store that found the record changed (nothing written). */

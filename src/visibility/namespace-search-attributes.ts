@@ -1,6 +1,6 @@
 /**
  * The run search attributes (`TtcNeedsPerson` Bool, `TtcWaitingCalls` KeywordList; defined in
- * src/workflows/search-attributes.ts) on the namespace side (Node side): whether a namespace has
+ * src/workflows/agent/search-attributes.ts) on the namespace side (Node side): whether a namespace has
  * them registered (read once per client through the operator service), registering them on an
  * existing server, and the `temporal` CLI lines that do the same (the dev server's
  * `--search-attribute` arguments, `temporal operator search-attribute create` for other servers).
@@ -10,7 +10,7 @@
 import { isGrpcServiceError, type Client, type ConnectionLike } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { RUN_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { RUN_SEARCH_ATTRIBUTES } from '../workflows/agent/search-attributes';
 
 const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 

@@ -6,8 +6,8 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-export { agentWorkflow } from './agent-workflow';
-export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
-export type { MessageErrorType } from './messages';
-export type { ToolActivities } from './activity-types';
-export type * from './types';
+export { agentWorkflow } from './agent/agent-workflow';
+export { approveCallUpdate, cancelRunSignal, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './agent/messages';
+export type { MessageErrorType } from './agent/messages';
+export type { ToolActivities } from './agent/activity-types';
+export type * from './agent/types';

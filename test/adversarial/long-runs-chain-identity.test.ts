@@ -17,7 +17,7 @@ import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow, cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import { waitForStatus, currentPauseId } from '../helpers/agent-harness';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';

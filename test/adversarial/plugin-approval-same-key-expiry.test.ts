@@ -25,7 +25,7 @@ import { DefaultLogger, type ActivityInterceptorsFactory, type WorkerOptions } f
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { intentDigest } from '../../src/checkpoint/digest';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
-import { withCallHeader } from '../../src/plugin/workflow/call-header';
+import { withCallHeader } from '../../src/plugin/contract/call-header';
 import { waitFor } from '../helpers/flaky-store';
 
 jest.setTimeout(60_000);

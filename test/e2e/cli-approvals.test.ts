@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { defaultPayloadConverter, type WorkflowHandle } from '@temporalio/client';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
-import { runStatusQuery } from '../../src/workflows/messages';
-import type { AgentWorkflowResult, PendingCallView, RunStatusView } from '../../src/workflows/types';
+import { runStatusQuery } from '../../src/workflows/agent/messages';
+import type { AgentWorkflowResult, PendingCallView, RunStatusView } from '../../src/workflows/agent/types';
 import { runCli, type CliOutput } from '../helpers/cli';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 

@@ -23,7 +23,7 @@ import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { createAgentWorker, type AgentWorker } from '../../src/worker';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/agent/types';
 import { ROOT } from '../helpers/cli';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 

@@ -14,7 +14,7 @@ import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { metricsEndpoint, metricsHost, metricsPort, metricsUrl, prometheusMetrics } from '../../src/cli/worker-metrics';
 import { ROOT } from '../helpers/cli';
 import { rejectCall } from '../../src/operator/run-decisions';
-import { runStatusQuery } from '../../src/workflows/messages';
+import { runStatusQuery } from '../../src/workflows/agent/messages';
 
 jest.setTimeout(120_000);
 

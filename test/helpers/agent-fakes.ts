@@ -6,7 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import type { ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { runStatusQuery } from '../../src/workflows';
-import type { RunStatusView } from '../../src/workflows/types';
+import type { RunStatusView } from '../../src/workflows/agent/types';
 
 export function call(callId: string, toolName: string, input: Record<string, unknown> = {}): ToolCallRequest {
   return { callId, toolName, input: input as ToolCallRequest['input'] };

@@ -11,8 +11,8 @@ import type { FencedToolInput, FencedToolResult, ResolveToolCallInput, ResolveTo
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow } from '../../src/workflows';
 import { toolCallActivities } from '../../src/activities/agent/tool-call-activities';
-import type { ToolActivities } from '../../src/workflows/activity-types';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { ToolActivities } from '../../src/workflows/agent/activity-types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import { conversationFake } from './conversation-fake';
 import { digestOf, okResult } from './agent-fakes';
 

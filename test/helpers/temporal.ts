@@ -52,7 +52,7 @@ export type LocalTestEnv = TestWorkflowEnvironment & { readonly devServer: DevSe
 /**
  * Real dev server (`temporal server start-dev`, in memory unless `dbFile` is given) plus
  * `TestWorkflowEnvironment.createFromExistingServer`. Use `env.devServer.stop({ signal: 'SIGKILL' })`
- * and `startDevServer({ dbFile, port })` for crash/restart scenarios.
+ * and `startDevServer({ dbFile, port })` for the crash suite's restart scenarios.
  */
 export async function createLocalEnv(opts: DevServerOptions = {}): Promise<LocalTestEnv> {
   const server = await startDevServer(opts);

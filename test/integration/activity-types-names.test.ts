@@ -10,8 +10,8 @@ import { createToolActivities, defineTool, toolCallActivities } from '../../src/
 import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract/contract';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/input';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/agent/input';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 
 const tool = (name: string) => ({ name, revision: 'v1', input: z.object({}).strict(), execute: async () => ({ output: null }) });
 const unusedStore = {} as CheckpointStore;

@@ -19,7 +19,7 @@ import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import { FlakyStore } from '../helpers/flaky-store';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 

@@ -10,8 +10,8 @@ import type { CompensateToolCallInput, CompensateToolCallResult } from '../../sr
 import { toolCallActivities } from '../../src/activities/agent/tool-call-activities';
 import type { BatchCancellationReport } from '../../src/activities/contract/batch-items';
 import { cancelRunSignal, resolveOutcomeUpdate } from '../../src/workflows';
-import type { ToolActivities } from '../../src/workflows/activity-types';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import type { ToolActivities } from '../../src/workflows/agent/activity-types';
+import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/agent/types';
 import {
   baseInput,
   call,

@@ -7,7 +7,7 @@ import type { FencedToolInput } from '../../src/activities/contract/contract';
 import type { JsonValue } from '../../src/checkpoint/types';
 import type { ModelTurnResult } from '../../src/model/types';
 import { approveCallUpdate, cancelRunSignal, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
-import type { AgentToolResult } from '../../src/workflows/activity-types';
+import type { AgentToolResult } from '../../src/workflows/agent/activity-types';
 import {
   activitiesOf,
   baseInput,

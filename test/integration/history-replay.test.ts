@@ -76,7 +76,7 @@ describe('the replay gate detects a mismatch', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ttc-altered-workflow-'));
     try {
       cpSync(path.join(ROOT, 'src'), path.join(dir, 'src'), { recursive: true });
-      const file = path.join(dir, 'src/workflows/agent-run-tool-calls.ts');
+      const file = path.join(dir, 'src/workflows/agent/agent-run-tool-calls.ts');
       const original = readFileSync(file, 'utf8');
       const needle = 'const ownType = patched(TOOL_ACTIVITY_TYPES_PATCH);';
       // If this fails, the workflow changed: pick another command-changing edit for this test.

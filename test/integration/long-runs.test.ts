@@ -11,7 +11,7 @@ import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import type { LocalTestEnv } from '../helpers/temporal';
 import { startRealAgentEnv, type RealAgentEnv } from '../helpers/real-agent-env';
 

@@ -16,7 +16,7 @@ import { OpenAiModel } from '../../src/model/openai-model';
 import { toolSpecFromZod, type ToolSpecs } from '../../src/model/tool-specs';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow } from '../../src/workflows';
-import type { AgentWorkflowInput, AgentWorkflowResult } from '../../src/workflows/types';
+import type { AgentWorkflowInput, AgentWorkflowResult } from '../../src/workflows/agent/types';
 import { LoopbackLlm, ok, type LoopbackApi } from '../helpers/loopback-llm';
 import { installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { completion, message, toolUse, type FnCall } from '../helpers/provider-wire';

@@ -17,7 +17,7 @@ import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { agentWorkflow, approveCallUpdate, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../../src/workflows/agent/types';
 import { createDemoTools } from '../../examples/demo-tools';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';

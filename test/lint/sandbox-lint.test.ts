@@ -1,10 +1,11 @@
 /**
  * The workflow-sandbox import rules (eslint.config.js) cover, by folder, every module that runs in
- * Temporal's V8 sandbox: the agent workflow (`src/workflows`), the workflow-safe entry
- * (`src/workflow.ts`) and the plugin's workflow side (`src/plugin/workflow`: its interceptor
- * module, the call header, the approval scope, compensations). A Node-only import in any of them,
- * or one of the plugin's Node side from its workflow side, fails lint before the workflow bundler
- * refuses it at worker start.
+ * Temporal's V8 sandbox: `src/workflows` (the agent workflow in `agent/`, the plugin's workflow
+ * side in `fenced/`: its interceptor module, call scopes, the approval scope, compensations; what
+ * both share in `common/`), the workflow-safe entry (`src/workflow.ts`) and the contract folders
+ * workflow code imports (`src/activities/contract`, `src/plugin/contract`). A Node-only import in
+ * any of them, or one of the plugin's Node side, fails lint before the workflow bundler refuses it
+ * at worker start.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,19 +23,20 @@ async function restricted(filePath: string, code: string): Promise<string[]> {
 
 const SANDBOX_FILES = [
   { file: 'src/workflow.ts', toSrc: './' },
-  { file: 'src/plugin/workflow/workflow-interceptors.ts', toSrc: '../../' },
-  { file: 'src/plugin/workflow/call-header.ts', toSrc: '../../' },
-  { file: 'src/workflows/agent-workflow.ts', toSrc: '../' },
+  { file: 'src/workflows/index.ts', toSrc: '../' },
+  { file: 'src/workflows/fenced/workflow-interceptors.ts', toSrc: '../../' },
+  { file: 'src/workflows/agent/agent-workflow.ts', toSrc: '../../' },
+  { file: 'src/plugin/contract/call-header.ts', toSrc: '../../' },
+  { file: 'src/activities/contract/contract.ts', toSrc: '../../' },
   // The rules are by folder: a module added to a sandbox folder is covered without naming it.
-  { file: 'src/plugin/workflow/a-new-module.ts', toSrc: '../../' },
   { file: 'src/workflows/a-new-module.ts', toSrc: '../' },
-  { file: 'src/workflows/common/a-new-module.ts', toSrc: '../../' },
+  ...['workflows/agent', 'workflows/fenced', 'workflows/common', 'plugin/contract', 'activities/contract'].map((dir) => ({ file: `src/${dir}/a-new-module.ts`, toSrc: '../../' })),
 ];
 
 /** Every file of the sandbox folders (listed here: eslint's own directory search needs a dynamic import jest cannot run). */
 const SANDBOX_PATHS = [
   'src/workflow.ts',
-  ...['src/workflows', 'src/plugin/workflow'].flatMap((dir) =>
+  ...['src/workflows', 'src/activities/contract', 'src/plugin/contract'].flatMap((dir) =>
     readdirSync(dir, { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.ts'))
       .map((f) => join(dir, f)),
@@ -60,6 +62,7 @@ describe('workflow-sandbox lint rules', () => {
       `${toSrc}plugin`,
       `${toSrc}plugin/fence-interceptor`,
       `${toSrc}plugin/options`,
+      `${toSrc}plugin/tool-checkpoint-plugin`,
       `${toSrc}testing`,
       `${toSrc}checkpoint/digest`,
       `${toSrc}index`,
@@ -69,7 +72,7 @@ describe('workflow-sandbox lint rules', () => {
       '@temporalio/common',
       `${toSrc}activities/contract/contract`,
       `${toSrc}activities/contract/error-classes`,
-      `${toSrc}plugin/workflow/call-header`,
+      `${toSrc}plugin/contract/call-header`,
       `${toSrc}checkpoint/errors`,
     ];
     const code =
@@ -78,13 +81,13 @@ describe('workflow-sandbox lint rules', () => {
     expect((await restricted(file, code)).sort()).toEqual([...refused].sort());
   });
 
-  it("the plugin's workflow side imports nothing of the plugin's Node side (its folder's parent)", async () => {
-    const refused = ['../fence-interceptor', '../call-context', '../index', '..'];
-    const allowed = ['./call-header', '../../checkpoint/errors', '../../workflows/failures'];
+  it("the plugin's workflow side imports nothing of the plugin's Node side, only its contract folder", async () => {
+    const refused = ['../../plugin/fence-interceptor', '../../plugin/call-context', '../../plugin/index', '../../plugin', '../../plugin/contract/nested/x'];
+    const allowed = ['./call-scope', '../../plugin/contract/call-header', '../../checkpoint/errors', '../common/failures'];
     const code =
       [...refused, ...allowed].map((source, i) => `import { x${i} } from '${source}';`).join('\n') +
       `\nexport const all = [${[...refused, ...allowed].map((_, i) => `x${i}`).join(', ')}];\n`;
-    expect((await restricted('src/plugin/workflow/workflow-interceptors.ts', code)).sort()).toEqual([...refused].sort());
+    expect((await restricted('src/workflows/fenced/workflow-interceptors.ts', code)).sort()).toEqual([...refused].sort());
   });
 
   it('the sandbox files as they are lint clean', async () => {

@@ -94,7 +94,7 @@ describe('npm pack', () => {
       'workflow.d.ts',
       'plugin/index.js',
       'plugin/index.d.ts',
-      'plugin/workflow/workflow-interceptors.js',
+      'workflows/fenced/workflow-interceptors.js',
       'testing/index.js',
       'testing/index.d.ts',
       'cli/index.js',

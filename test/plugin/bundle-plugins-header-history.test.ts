@@ -30,7 +30,7 @@ import { buildAgentWorkflowBundle } from '../../src/codec/workflow-bundle';
 import { CALL_HEADER, ToolCheckpointPlugin } from '../../src/plugin';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import type { FencedCallDescription } from '../../src/workflow';
 import { payloadsIn } from '../helpers/raw-history';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';

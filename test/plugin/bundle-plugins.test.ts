@@ -22,7 +22,7 @@ import { activityCallIdentity, type ActivityCallIdentity } from '../../src/plugi
 import type { FencedToolResult, ToolCallInput } from '../../src/activities/contract/contract';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 
 installQuietTemporalRuntime();

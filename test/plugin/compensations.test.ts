@@ -54,7 +54,7 @@ describe("Compensations: a user's own workflow undoes its applied steps, fenced,
       activities: { ...sagaActivities(ledger, executions) },
       // The plugin's workflow interceptor module listed once more under another path (as a worker that still names it by
       // hand): two interceptors see each schedule, the call ids stay.
-      interceptors: { workflowModules: [require.resolve('../../src/plugin/workflow/workflow-interceptors').replace(/\.ts$/, '')] },
+      interceptors: { workflowModules: [require.resolve('../../src/workflows/fenced/workflow-interceptors').replace(/\.ts$/, '')] },
       plugins: [plugin],
     });
     running = worker.run();

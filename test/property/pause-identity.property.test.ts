@@ -7,7 +7,7 @@
  * generation, gets an identity of its own. Pure: no Temporal.
  */
 import fc from 'fast-check';
-import { RunState, chainTagOf, type CallState } from '../../src/workflows/run-state';
+import { RunState, chainTagOf, type CallState } from '../../src/workflows/agent/run-state';
 
 const CALL_IDS = ['c1', 'c2', 'b1'] as const;
 

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { askWaitingRuns } from '../../src/operator/waiting-runs';
-import type { RunStatusView } from '../../src/workflows/types';
+import type { RunStatusView } from '../../src/workflows/agent/types';
 
 type Behaviour = 'waiting' | 'idle' | 'no-answer';
 

@@ -18,7 +18,7 @@ import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow, approveCallUpdate, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, PendingCallView, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, PendingCallView, RunStatusView } from '../../src/workflows/agent/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli } from '../helpers/cli';
 

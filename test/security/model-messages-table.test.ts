@@ -1,11 +1,11 @@
 /**
- * The table behind what the model reads (src/workflows/model-errors.ts): every
+ * The table behind what the model reads (src/workflows/agent/model-errors.ts): every
  * failure the fence, the worker or the store produce reads as a fixed sentence that carries none
  * of the operators' text; a tool's own error result and the schema check of the model's own
  * arguments read as written.
  */
 import { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
-import { MAX_MODEL_ERROR_MESSAGE_LENGTH, MODEL_ERROR_FALLBACK, MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from '../../src/workflows/model-errors';
+import { MAX_MODEL_ERROR_MESSAGE_LENGTH, MODEL_ERROR_FALLBACK, MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from '../../src/workflows/agent/model-errors';
 
 const DETAIL =
   'STORE_UNAVAILABLE: PostgreSQL postgres://ledger_admin:***@db-7.internal:5432/ledger failed to insert: ECONNREFUSED; sqlite:/srv/acme/vault.db (known: admin_reset, transfer)';

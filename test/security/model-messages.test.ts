@@ -20,7 +20,7 @@ import type { ToolSpecs } from '../../src/model/tool-specs';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, AgentWorkflowResult, RunStatusView } from '../../src/workflows/agent/types';
 import { LoopbackLlm, ok, type RecordedRequest } from '../helpers/loopback-llm';
 import { startPostgres, withClient, withDatabase, type PostgresServer } from '../helpers/postgres';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';

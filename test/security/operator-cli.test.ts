@@ -19,7 +19,7 @@ import type { ModelAdapter } from '../../src/model/model-adapter';
 import type { ModelTurnResult } from '../../src/model/types';
 import { createAgentWorker, type AgentWorker } from '../../src/worker';
 import { agentWorkflow, cancelRunSignal, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput } from '../../src/workflows/types';
+import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 

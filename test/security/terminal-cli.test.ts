@@ -16,7 +16,7 @@ import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/agent/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 

@@ -22,7 +22,7 @@ import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { workerPins } from '../../src/worker';
 import { agentWorkflow, approveCallUpdate, runStatusQuery } from '../../src/workflows';
-import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/types';
+import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/agent/types';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
 

@@ -5,7 +5,7 @@
  * `r/<callId>`. Activities name the log from their own context (namespace, workflow id) plus the
  * input's tenant and run chain, so a workflow can never name another run's log.
  *
- * Node side (node:crypto through the digest module); workflow code imports only `./contract`.
+ * Node side (node:crypto through the digest module); workflow code imports only `../contract/contract`.
  */
 import { Context } from '@temporalio/activity';
 import { LIMITS, utf8ByteLength } from '../../checkpoint/bounds';

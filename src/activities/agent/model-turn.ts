@@ -67,7 +67,7 @@ function activityContext(): Context | undefined {
  *   offering another tool → non-retryable `NOT_PINNED`; the model is not called;
  * - unknown `input.model` → non-retryable `ApplicationFailure` of type `UNKNOWN_MODEL`
  *   (details: `{ model, known }`): models are pinned by registration;
- * - adapter errors → `toApplicationFailure` (`./failures`): a `CheckpointError` becomes an
+ * - adapter errors → `toApplicationFailure` (`../fence/failures`): a `CheckpointError` becomes an
  *   `ApplicationFailure` typed by its code, retryability from the code table, `nextRetryDelay`
  *   from `details.retryAfterMs` (MODEL_TRANSIENT with Retry-After); cancellation
  *   (`CancelledFailure`, the signal's reason) passes through; anything else is `UNEXPECTED`.

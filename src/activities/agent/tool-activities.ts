@@ -37,7 +37,7 @@ import { assertCallApproved } from '../fence/approval-checks';
 import { describePreparedCall } from '../fence/call-description';
 import { toolCallActivities, type ToolCallActivity } from './tool-call-activities';
 
-/** Options of {@link createToolActivities}; the pins (see `./pins`) refuse input outside them with NOT_PINNED / APPROVAL_REQUIRED. */
+/** Options of {@link createToolActivities}; the pins (see `../fence/pins`) refuse input outside them with NOT_PINNED / APPROVAL_REQUIRED. */
 export interface ToolActivitiesOptions extends WorkerPins {
   readonly store: CheckpointStore;
   readonly tools: readonly ToolDefinition<any>[];
@@ -104,7 +104,7 @@ export interface FenceActivities {
    * then settles exactly as a call does (`settleCall`: execute, deliver a stored result, lookup,
    * same-key repeat, or OUTCOME_UNKNOWN for a person; failures through `settleFailedAttempt` and
    * `toApplicationFailure`). A `{ tool }` compensation whose input the tool's schema refuses is
-   * INVALID_TOOL_INPUT (nothing ran). See `./compensation-contract` for the shapes.
+   * INVALID_TOOL_INPUT (nothing ran). See `../contract/compensation-contract` for the shapes.
    */
   compensateToolCall(input: CompensateToolCallInput): Promise<CompensateToolCallResult>;
 }
@@ -366,7 +366,7 @@ async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompe
 
 /**
  * Stores a person's `applied` resolution of an executing or uncertain call through
- * `resolveUnknownOutcome` (`./resolution`, under {@link AGENT_RESOLUTION_POLICY}): under the fence
+ * `resolveUnknownOutcome` (`../fence/resolution`, under {@link AGENT_RESOLUTION_POLICY}): under the fence
  * the record holds, with its delivery, in one write. The record is found by call (whatever revision
  * it was made under, also when this worker no longer has the tool). Idempotent: a call already
  * completed is delivered again as stored.

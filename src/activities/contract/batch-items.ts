@@ -3,8 +3,10 @@
  * each under its own checkpoint. The reports a batch leaves (a cancelled batch's report, the
  * progress in heartbeat details), importable from workflow code; `forEachItem`, its options and
  * its results are tool author types (`./tool-types`), re-exported here. The fence of the items is
- * `./batch-fence`.
+ * `../fence/batch-fence`.
  */
+import type { BatchItemRef } from './contract';
+
 export type { BatchItemResult, BatchReport, ForEachItem, ForEachItemOptions } from './tool-types';
 
 /** Progress of the batch, for heartbeat details and `show`. */
@@ -31,3 +33,14 @@ export interface BatchCancellationReport {
 
 /** Most keys of each kind listed in a {@link BatchCancellationReport}. */
 export const MAX_REPORTED_KEYS = 1_000;
+
+/**
+ * A paused batch item, from the OUTCOME_UNKNOWN failure's `details.item`: key, generation, 0-based
+ * index, the batch's size (absent from older workers) and the item's idempotency key. People are
+ * shown the position counted from 1 (`item 3 of 100`, see `checkpoint/item-position.ts`).
+ */
+export interface PausedItem extends BatchItemRef {
+  readonly index: number;
+  readonly total?: number;
+  readonly idempotencyKey: string | null;
+}

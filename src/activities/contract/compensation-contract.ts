@@ -3,7 +3,7 @@
  * its result, and the input of `resolveToolCall` for a compensation. Types only, sandbox-safe:
  * workflow code imports this file (no Node imports, nothing at run time).
  *
- * A compensation is a fenced call of its own (see `./compensation-declaration`): binding call id
+ * A compensation is a fenced call of its own (see `../tools/compensation-declaration`): binding call id
  * `canonicalJson(['ttc/compensation/1', <original binding callId>, generation])`, idempotency key
  * `'ttcc-' + sha256 hex of canonicalJson(['ttc/compensation-key/1', <original idempotency key>, generation])`,
  * run through the same fence as any call (lookup / same key / pause rules unchanged).

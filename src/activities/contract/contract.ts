@@ -274,11 +274,11 @@ export interface ResolveToolCallInput extends FencedToolInput {
   readonly item?: BatchItemRef;
   /** Why the person believes the effect was applied (audit text, non-empty). */
   readonly reason: string;
-  /** Who decided (kept in the checkpoint's audit, see `./resolution-audit`; 1 to 256 characters). @default null */
+  /** Who decided (kept in the checkpoint's audit, see `../fence/resolution-audit`; 1 to 256 characters). @default null */
   readonly decidedBy?: string;
 }
 
-/** Result of `resolveToolCall`: the stored payload (the outcome and, for a person's resolution, its `resolvedInStore` audit: see `./resolution-audit`), delivered; the tool was not called. */
+/** Result of `resolveToolCall`: the stored payload (the outcome and, for a person's resolution, its `resolvedInStore` audit: see `../fence/resolution-audit`), delivered; the tool was not called. */
 export interface ResolveToolCallResult {
   readonly callId: string;
   readonly toolName: string;

@@ -2,7 +2,7 @@
  * The types a tool author sees: what `execute`, `lookup` and an item's `apply` receive
  * (`ToolContext`, with `forEachItem` for a batch tool), what they return (`ToolSuccess`,
  * `LookupResult`) and what `forEachItem` reports. Types only; the declaration is
- * `./define-tool`, the batch rules `./batch-items` and `./batch-fence`.
+ * `../tools/define-tool`, the batch rules `./batch-items` and `../fence/batch-fence`.
  */
 import type { JsonValue } from '../../checkpoint/types';
 import type { ResultEncoding, ResultSource, ToolOutcome } from './contract';

@@ -4,7 +4,7 @@
  * fence interceptor (fenced activities, and a tool call whose header carries an approval). Each
  * is thrown before any claim, so nothing runs; whether an earlier attempt may have run the call
  * is settled by the call's evidence (`settleFailedAttempt`). The rules themselves (present,
- * mismatch, expired) are `../checkpoint/approval`'s. No I/O.
+ * mismatch, expired) are `../../checkpoint/approval`'s. No I/O.
  */
 import { approvalExpired, hasApprovedIntent, intentMismatch } from '../../checkpoint/approval';
 import { CheckpointError } from '../../checkpoint/errors';

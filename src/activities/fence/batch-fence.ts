@@ -4,7 +4,7 @@
  *
  * Rules:
  * - Every item is a fenced call of its own: a child binding of the call's binding and an
- *   idempotency key derived from the call's (`../checkpoint/batch-identity`), settled by the same
+ *   idempotency key derived from the call's (`../../checkpoint/batch-identity`), settled by the same
  *   attempt logic as a call (claim by compare-and-swap before `apply`, result stored under the
  *   claim; an item claimed by an attempt that died is looked up, repeated with its key, or paused).
  * - Items are settled in order: item n + 1 is claimed only once item n is settled (its result

@@ -24,7 +24,7 @@ export type { AttemptEvidence, FencedToolDeps } from './fence-deps';
  * Runs one attempt of a prepared call to a result, reading and deciding again whenever a
  * delivery compare-and-swap loses (at most 8 rounds). The attempt is traced (an `execute_tool`
  * span with the store's operations as child spans) and counted on the activity's metric meter
- * (see `../telemetry/attempt-telemetry`).
+ * (see `../../telemetry/attempt-telemetry`).
  *
  * @param evidence filled in as the attempt goes (see {@link AttemptEvidence}).
  * @throws {@link CheckpointError} OUTCOME_UNKNOWN (pause for a person); RECONCILE_PENDING (retryable:

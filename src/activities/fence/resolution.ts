@@ -3,7 +3,7 @@
  * `agentWorkflow`'s `resolveToolCall` activity (a call, a compensation, a batch item) and the
  * worker plugin's `resolveCallInStore` (docs/protocol.md#reconciliation, #worker-plugin). The
  * caller finds the record; {@link resolveUnknownOutcome} decides whether it may be resolved
- * (`decideResolution`, `../checkpoint/resolution`), builds the stored outcome with its audit
+ * (`decideResolution`, `../../checkpoint/resolution`), builds the stored outcome with its audit
  * (`./resolution-audit`) and writes it under the record's own fence by one compare-and-swap
  * against the record as read: a record changed since is never overwritten. Nothing is ever reset
  * to `ready` and nothing is rerun.

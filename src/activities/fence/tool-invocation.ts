@@ -173,7 +173,7 @@ export class ToolInvocation {
     }
   }
 
-  /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../telemetry/heartbeat-details`). */
+  /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../../telemetry/heartbeat-details`). */
   heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
     const progress = this.call.batchProgress;
     return progress === undefined

@@ -4,7 +4,7 @@
  * opposite action, not a rollback): another tool of the same worker, or a function with its own
  * revision. Either way it runs fenced, under its own checkpoint and an idempotency key derived
  * from the original call's, with the same lookup / key dedupe / pause rules as any call (see
- * `./compensation-call` and the activity contract in `./compensation-contract`).
+ * `../fence/compensation-call` and the activity contract in `../contract/compensation-contract`).
  */
 import { assertIdentifier } from '../../checkpoint/bounds';
 import { CheckpointError } from '../../checkpoint/errors';

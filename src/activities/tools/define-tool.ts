@@ -30,7 +30,7 @@ export class ToolError extends Error {
     message: string,
     /** Provider's Retry-After in ms, honoured as the next retry delay. */
     readonly retryAfterMs?: number,
-    /** A short type for the error result the model sees: one of `TOOL_ERROR_CLASSES` (`./error-classes`), e.g. `PERMISSION_DENIED`. */
+    /** A short type for the error result the model sees: one of `TOOL_ERROR_CLASSES` (`../contract/error-classes`), e.g. `PERMISSION_DENIED`. */
     readonly type: string = DEFAULT_CLASS_OF_KIND[kind],
   ) {
     super(message);

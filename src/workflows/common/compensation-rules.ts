@@ -1,6 +1,6 @@
 /**
  * The rules of compensation (a saga) that both workflow surfaces apply: the agent workflow's
- * `compensateRun` (`./compensation`) and the plugin's `Compensations` (`src/plugin/workflow/compensations`).
+ * `compensateRun` (`src/workflows/agent/compensation.ts`) and the plugin's `Compensations` (`src/workflows/fenced/compensations.ts`).
  * Sandbox-safe: imports only `@temporalio/workflow` and `./failures`.
  *
  * - order: compensations undo effects in the reverse order they applied ({@link lastAppliedFirst});

@@ -6,10 +6,9 @@
  * @see docs/protocol.md#the-fenced-attempt, docs/protocol.md#errors
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import type { BatchCancellationReport } from '../../activities/contract/batch-items';
+import type { BatchCancellationReport, PausedItem } from '../../activities/contract/batch-items';
 import { NOTHING_APPLIED_CODES } from '../../activities/contract/contract';
 import { CHECKPOINT_ERROR_CODES, type CheckpointErrorCode } from '../../checkpoint/errors';
-import type { PausedItem } from '../types';
 
 export { NOTHING_APPLIED_CODES };
 

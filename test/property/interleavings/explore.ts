@@ -726,7 +726,7 @@ class World {
   }
 }
 
-/** The workflow's reading of a final failure (src/workflows/failures.ts). */
+/** The workflow's reading of a final failure (src/workflows/common/failures.ts). */
 function classify(type: string): OutcomeKind {
   if ((NOTHING_APPLIED_CODES as readonly string[]).includes(type)) return 'nothing-applied';
   if (type === 'RECONCILE_PENDING') return 'reconcile-pending';

@@ -39,6 +39,8 @@ describe('approvalExpired: at or after the expiry', () => {
     ['text, at', T0, T0_MS, true],
     ['no expiry (undefined)', undefined, Number.MAX_SAFE_INTEGER, false],
     ['no expiry (null)', null, Number.MAX_SAFE_INTEGER, false],
+    ['text that does not parse: expired (fail closed)', 'not a timestamp', 0, true],
+    ['NaN ms: expired (fail closed)', Number.NaN, 0, true],
   ] as const)('%s', (_what, expiresAt, now, expected) => {
     expect(approvalExpired(expiresAt, now)).toBe(expected);
   });

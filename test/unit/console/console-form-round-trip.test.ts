@@ -14,7 +14,7 @@ import { html } from '../../../src/console/html';
 import type { ConsoleOperations, ShownCall } from '../../../src/console/operations';
 import { startConsoleServer, type RunningConsole } from '../../../src/console/server';
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
-import type { PendingCallView } from '../../../src/workflows/types';
+import type { PendingCallView } from '../../../src/workflows/agent/types';
 import { awaitingCall, waitingRun } from './fixtures';
 import { cookiesOf, decodeAttribute, formsOf, logIn, send } from '../../helpers/console-http';
 

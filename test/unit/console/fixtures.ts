@@ -1,7 +1,7 @@
 // A run waiting for a person, as the status query reports it, for the console's tests.
 import type { ConsoleOperations } from '../../../src/console/operations';
 import type { WaitingRun } from '../../../src/operator/waiting-runs';
-import type { PendingCallView, RunStatusView } from '../../../src/workflows/types';
+import type { PendingCallView, RunStatusView } from '../../../src/workflows/agent/types';
 
 /** A call of `transfer` awaiting approval, with `overrides`. */
 export function awaitingCall(overrides: Partial<PendingCallView> = {}): PendingCallView {

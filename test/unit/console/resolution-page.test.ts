@@ -5,7 +5,7 @@
  */
 import { renderResolution } from '../../../src/console/render-outcome';
 import { resolutionNextStep } from '../../../src/operator/run-decisions';
-import type { ResolveOutcomeResult } from '../../../src/workflows/types';
+import type { ResolveOutcomeResult } from '../../../src/workflows/agent/types';
 
 describe('the page after a resolution', () => {
   const item = { key: 'n20', generation: 1 };

@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { devServerSearchAttributeArgs, hasRunSearchAttributes, searchAttributeCreateCommands } from '../../../src/visibility/namespace-search-attributes';
-import { MAX_WAITING_CALLS_BYTES, waitingCallsValue } from '../../../src/workflows/search-attributes';
+import { MAX_WAITING_CALLS_BYTES, waitingCallsValue } from '../../../src/workflows/agent/search-attributes';
 
 const { INDEXED_VALUE_TYPE_BOOL: BOOL, INDEXED_VALUE_TYPE_KEYWORD_LIST: KEYWORD_LIST, INDEXED_VALUE_TYPE_KEYWORD: KEYWORD } = temporal.api.enums.v1.IndexedValueType;
 

@@ -1,7 +1,7 @@
 // Call ids carried across continue-as-new as fixed-width hashes: 8 characters per id
 // whatever its length, every id found again after a round trip.
 import fc from 'fast-check';
-import { CALL_ID_HASH_CHARS, callIdHash, packCallIdHashes, unpackCallIdHashes } from '../../../src/workflows/call-id-hashes';
+import { CALL_ID_HASH_CHARS, callIdHash, packCallIdHashes, unpackCallIdHashes } from '../../../src/workflows/agent/call-id-hashes';
 
 describe('call id hashes', () => {
   it('pack and unpack keep every id (no false negative), 8 hex characters each', () => {

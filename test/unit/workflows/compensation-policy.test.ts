@@ -2,10 +2,10 @@
 // naming the field, and the run's effects are listed in exactly one group per call.
 import { ApplicationFailure } from '@temporalio/common';
 import fc from 'fast-check';
-import { listEffects } from '../../../src/workflows/effects';
-import { summarizeCalls } from '../../../src/workflows/run-state';
-import { validateAgentWorkflowInput } from '../../../src/workflows/input';
-import type { AgentWorkflowInput, CallReport, FinalCallStatus } from '../../../src/workflows/types';
+import { listEffects } from '../../../src/workflows/agent/effects';
+import { summarizeCalls } from '../../../src/workflows/agent/run-state';
+import { validateAgentWorkflowInput } from '../../../src/workflows/agent/input';
+import type { AgentWorkflowInput, CallReport, FinalCallStatus } from '../../../src/workflows/agent/types';
 
 const base: AgentWorkflowInput = { tenant: 'acme', model: 'scripted', prompt: 'hi', tools: ['reserve'], budget: { maxTurns: 1, maxToolCalls: 1, deadlineMs: 1_000 } };
 

@@ -1,4 +1,4 @@
-// The compensation rules both workflow surfaces share (src/workflows/compensation-rules.ts): the
+// The compensation rules both workflow surfaces share (src/workflows/common/compensation-rules.ts): the
 // order compensations run in, how an attempt is classified, and that a wind-down activity's
 // failure is returned rather than thrown.
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';

@@ -3,7 +3,7 @@
  * model's order, within both bounds; every other call is refused with the bound it crossed.
  */
 import fc from 'fast-check';
-import { turnRefusals } from '../../../src/workflows/turn-bounds';
+import { turnRefusals } from '../../../src/workflows/agent/turn-bounds';
 
 const size = (input: unknown): number => Buffer.byteLength(JSON.stringify(input), 'utf8');
 

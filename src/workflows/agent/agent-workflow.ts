@@ -18,7 +18,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { allHandlersFinished, condition, continueAsNew, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { ModelTurnResult, ToolCallRequest } from '../model/types';
+import type { ModelTurnResult, ToolCallRequest } from '../../model/types';
 import { utf8Length } from './conversation';
 import { validateAgentWorkflowInput } from './input';
 import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';

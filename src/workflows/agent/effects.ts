@@ -5,7 +5,7 @@
  * @see README.md "Effects that span steps": the run result lists effects applied, compensated,
  * compensation pending and not run
  */
-import type { BatchCancellationReport } from '../activities/contract/batch-items';
+import type { BatchCancellationReport } from '../../activities/contract/batch-items';
 import type { CallReport, FinalCallStatus, RunEffects } from './types';
 
 /**

@@ -5,7 +5,7 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { ToolCallRequest } from '../model/types';
+import type { ToolCallRequest } from '../../model/types';
 import type {
   AgentBudget,
   CallReport,
@@ -19,13 +19,13 @@ import type {
   RunStatusView,
   StopReason,
 } from './types';
-import { deciderNameRefusal } from '../checkpoint/visible-text';
+import { deciderNameRefusal } from '../../checkpoint/visible-text';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
 import type { TurnRefusal } from './turn-bounds';
 import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
 import { chainTagOf, pauseIdOf } from './pause-identity';
-import { lastAppliedFirst } from './common/compensation-rules';
+import { lastAppliedFirst } from '../common/compensation-rules';
 
 export type { ApprovalState, CallState, CompensationState } from './call-state';
 export { retryId } from './call-state';

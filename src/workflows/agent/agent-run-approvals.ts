@@ -7,8 +7,8 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { condition, patched } from '@temporalio/workflow';
-import { approvalExpired, intentMismatch } from '../checkpoint/approval';
-import { activityFailureMessage, activityFailureType } from './common/failures';
+import { approvalExpired, intentMismatch } from '../../checkpoint/approval';
+import { activityFailureMessage, activityFailureType } from '../common/failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { countApprovalDecision } from './run-metrics';
 import { iso, type CallState, type RunStop } from './run-state';

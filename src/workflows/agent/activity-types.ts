@@ -13,9 +13,9 @@ import type {
   ResolveToolCallInput,
   ResolveToolCallResult,
   ToolCallDescription,
-} from '../activities/contract/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult } from '../activities/contract/compensation-contract';
-import type { ModelTurnInput, ModelTurnResult } from '../model/types';
+} from '../../activities/contract/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult } from '../../activities/contract/compensation-contract';
+import type { ModelTurnInput, ModelTurnResult } from '../../model/types';
 
 /**
  * The agent's own activities, which `agentWorkflow` proxies by these names. A worker running

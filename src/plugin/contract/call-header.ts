@@ -13,14 +13,14 @@ export interface CallHeader {
    * The call within its run chain: `act-<seq>` for the chain's first run, `act-<seq>@<continuedFromExecutionRunId>`
    * after a continue-as-new (or a workflow retry), where `seq` is the workflow's activity command
    * sequence number (deterministic on replay). A reset keeps the started event, so it keeps the ids.
-   * A compensation recorded by `Compensations.step` (`./compensations`) runs under
-   * `<step's call id>/compensation` instead, named through a call scope (`./call-scope`).
+   * A compensation recorded by `Compensations.step` (`../../workflows/fenced/compensations`) runs under
+   * `<step's call id>/compensation` instead, named through a call scope (`../../workflows/fenced/call-scope`).
    */
   readonly callId: string;
   /** The workflow's `firstExecutionRunId`. */
   readonly runChainId: string;
   /**
-   * For a call scheduled inside `withApprovedIntent` (`./approval-scope`): the intent digest a
+   * For a call scheduled inside `withApprovedIntent` (`../../workflows/fenced/approval-scope`): the intent digest a
    * person approved. The fence refuses the call with APPROVAL_MISMATCH when it computes another.
    */
   readonly approvedIntentDigest?: string;

@@ -8,8 +8,8 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchItemRef, ToolCallResolution } from '../activities/contract/contract';
-import type { JsonValue } from '../checkpoint/types';
+import type { BatchItemRef, ToolCallResolution } from '../../activities/contract/contract';
+import type { JsonValue } from '../../checkpoint/types';
 import type { EarlierCalls } from './input-types';
 import type { CallReport, LiveCallStatus, PausedItem, StopReason } from './result-types';
 

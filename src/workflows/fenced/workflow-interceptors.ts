@@ -2,7 +2,7 @@
  * Not a workflow, just interceptors: the module `ToolCheckpointPlugin` adds to
  * `workflowInterceptorModules`. Sandbox code: imports nothing Node-only.
  *
- * Every scheduled activity (and local activity) gets the call header (`./call-header`): a call id
+ * Every scheduled activity (and local activity) gets the call header (`../../plugin/contract/call-header`): a call id
  * from the activity's command sequence number, deterministic on replay, and the run chain
  * (`firstExecutionRunId`), and, inside `withApprovedIntent` (`./approval-scope`), the approved
  * intent digest and its expiry: workflow state only, so the header is the same on replay. Inside
@@ -19,7 +19,7 @@ import {
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import { currentApprovalScope } from './approval-scope';
-import { callIdOf, withCallHeader, type CallHeader } from './call-header';
+import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
 
 class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {

@@ -5,7 +5,7 @@
  * @see docs/protocol.md#agent-workflow, docs/protocol.md#bad-input
  */
 import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
-import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../activities/contract/contract';
+import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../../activities/contract/contract';
 import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, RunLimits, ToolActivityOptions } from './types';
 
 /** {@link RunLimits} with every default filled in. */

@@ -8,16 +8,16 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { ApplicationFailure, type ActivityOptions, CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { DeliveredOutcome, FencedToolInput } from '../activities/contract/contract';
-import type { ToolErrorClass } from '../activities/contract/error-classes';
-import type { JsonValue } from '../checkpoint/types';
-import type { LoggedMessage } from '../model/types';
-import type { BatchCancellationReport } from '../activities/contract/batch-items';
+import type { DeliveredOutcome, FencedToolInput } from '../../activities/contract/contract';
+import type { ToolErrorClass } from '../../activities/contract/error-classes';
+import type { JsonValue } from '../../checkpoint/types';
+import type { LoggedMessage } from '../../model/types';
+import type { BatchCancellationReport } from '../../activities/contract/batch-items';
 import type { ToolActivities } from './activity-types';
-import type { WindDownAttempt } from './common/compensation-rules';
+import type { WindDownAttempt } from '../common/compensation-rules';
 import { Conversation } from './conversation';
 import { listEffects } from './effects';
-import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from './common/failures';
+import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from '../common/failures';
 import { activityOptionsFor, DEFAULT_MAX_CONVERSATION_BYTES, runLimits, type ActivityKind } from './input';
 import { MESSAGE_ERROR_TYPES, type MessageErrorType } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';

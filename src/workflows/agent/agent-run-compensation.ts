@@ -6,9 +6,9 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { type ActivityOptions, condition, patched } from '@temporalio/workflow';
-import type { DeliveredOutcome } from '../activities/contract/contract';
+import type { DeliveredOutcome } from '../../activities/contract/contract';
 import { compensateRun, type CompensationHost } from './compensation';
-import { attemptWindDown, windDown, type WindDownAttempt } from './common/compensation-rules';
+import { attemptWindDown, windDown, type WindDownAttempt } from '../common/compensation-rules';
 import { toolActivityOptions, windDownActivityOptions, type ActivityKind } from './input';
 import type { CallState, RunStop } from './run-state';
 import type { AgentWorkflowResult, StopReason } from './types';

@@ -21,11 +21,11 @@
  * @see docs/compensation.md, docs/protocol.md#agent-workflow
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../activities/contract/contract';
-import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from '../activities/contract/compensation-contract';
+import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../../activities/contract/contract';
+import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from '../../activities/contract/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
-import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from './common/failures';
-import { compensationVerdict, untypedAsUnclassified, type CompensationError, type WindDownAttempt } from './common/compensation-rules';
+import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from '../common/failures';
+import { compensationVerdict, untypedAsUnclassified, type CompensationError, type WindDownAttempt } from '../common/compensation-rules';
 import type { ActivityKind } from './input';
 import type { CallState, CompensationState, RunState } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';

@@ -8,10 +8,12 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchCancellationReport } from '../activities/contract/batch-items';
-import type { BatchItemRef, DeliveredOutcome, ResultSource } from '../activities/contract/contract';
-import type { JsonValue } from '../checkpoint/types';
+import type { BatchCancellationReport, PausedItem } from '../../activities/contract/batch-items';
+import type { DeliveredOutcome, ResultSource } from '../../activities/contract/contract';
+import type { JsonValue } from '../../checkpoint/types';
 import type { EarlierCalls } from './input-types';
+
+export type { PausedItem } from '../../activities/contract/batch-items';
 
 /** How a run ended. */
 export const RUN_STATUSES = ['completed', 'incomplete', 'budget-exhausted', 'deadline-exceeded', 'cancelled', 'abandoned'] as const;
@@ -121,17 +123,6 @@ export interface DecisionRecord {
   readonly at: string;
   readonly pauseId?: string;
   readonly role?: 'compensation';
-}
-
-/**
- * A paused batch item, from the OUTCOME_UNKNOWN failure's `details.item`: key, generation, 0-based
- * index, the batch's size (absent from older workers) and the item's idempotency key. People are
- * shown the position counted from 1 (`item 3 of 100`, see `checkpoint/item-position.ts`).
- */
-export interface PausedItem extends BatchItemRef {
-  readonly index: number;
-  readonly total?: number;
-  readonly idempotencyKey: string | null;
 }
 
 /**

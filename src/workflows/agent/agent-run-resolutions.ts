@@ -6,9 +6,9 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { CancellationScope, condition } from '@temporalio/workflow';
-import type { ToolOutcome } from '../activities/contract/contract';
-import { describeItem } from '../checkpoint/item-position';
-import { activityFailureMessage, activityFailureType } from './common/failures';
+import type { ToolOutcome } from '../../activities/contract/contract';
+import { describeItem } from '../../checkpoint/item-position';
+import { activityFailureMessage, activityFailureType } from '../common/failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { iso, type CallState, type RunStop } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';

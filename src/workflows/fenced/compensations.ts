@@ -14,7 +14,7 @@
  * @see docs/compensation.md, docs/protocol.md#worker-plugin
  */
 import { ApplicationFailure, log } from '@temporalio/workflow';
-import { attemptWindDown, compensationVerdict, lastAppliedFirst, untypedAsErrorName, windDown, type CompensationError } from '../../workflows/common/compensation-rules';
+import { attemptWindDown, compensationVerdict, lastAppliedFirst, untypedAsErrorName, windDown, type CompensationError } from '../common/compensation-rules';
 import { runInCallScope, type CallScope } from './call-scope';
 
 /** The suffix of a step's call id that makes its compensation's call id: `<step call id>/compensation`. */

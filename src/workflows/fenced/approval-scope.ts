@@ -12,7 +12,7 @@ import { ApplicationFailure, AsyncLocalStorage } from '@temporalio/workflow';
 import { approvalExpiryText } from '../../checkpoint/approval';
 import { FINGERPRINT_PATTERN } from '../../checkpoint/bounds';
 import { isCheckpointError } from '../../checkpoint/errors';
-import type { ApprovedIntent } from './approval-contract';
+import type { ApprovedIntent } from '../../plugin/contract/approval-contract';
 
 /** The approval of the current scope, as the header carries it. */
 export interface ApprovalScope {

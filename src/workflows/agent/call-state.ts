@@ -5,10 +5,10 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { BatchCancellationReport } from '../activities/contract/batch-items';
-import type { DeliveredOutcome } from '../activities/contract/contract';
-import type { JsonValue } from '../checkpoint/types';
-import type { LoggedMessage } from '../model/types';
+import type { BatchCancellationReport } from '../../activities/contract/batch-items';
+import type { DeliveredOutcome } from '../../activities/contract/contract';
+import type { JsonValue } from '../../checkpoint/types';
+import type { LoggedMessage } from '../../model/types';
 import type { CallSource, CallStatus, CompensationReport, DecisionRecord, LiveCallStatus, PausedItem } from './types';
 import { LIVE_CALL_STATUSES } from './types';
 

@@ -18,7 +18,7 @@
  *
  * Pure and sandbox-safe.
  */
-import { NOTHING_APPLIED_CODES } from '../activities/contract/contract';
+import { NOTHING_APPLIED_CODES } from '../../activities/contract/contract';
 
 /** The error the model reads in a failed call's tool message: `{ error: { type, message } }`. */
 export interface ModelToolError {

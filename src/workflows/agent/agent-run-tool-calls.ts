@@ -6,10 +6,10 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import { hasApprovedIntent } from '../checkpoint/approval';
-import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../activities/contract/contract';
+import { hasApprovedIntent } from '../../checkpoint/approval';
+import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../../activities/contract/contract';
 import type { AgentToolResult, ToolCallActivities } from './activity-types';
-import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf, isNothingApplied, pausedItemOf } from './common/failures';
+import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf, isNothingApplied, pausedItemOf } from '../common/failures';
 import { toolActivityOptions } from './input';
 import { iso, type CallState, type RunStop } from './run-state';
 import { isTurnRefusal } from './turn-bounds';

@@ -4,7 +4,7 @@
  * call and computes its digest on a worker; nothing is written and the activity does not run.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import { DESCRIBE_FENCED_CALL_ACTIVITY, type DescribeFencedCallInput, type FencedCallDescription } from './approval-contract';
+import { DESCRIBE_FENCED_CALL_ACTIVITY, type DescribeFencedCallInput, type FencedCallDescription } from '../../plugin/contract/approval-contract';
 
 /** Describes a call of the fenced activity type `activityType` with `args`. */
 export type FencedCallDescriber<A> = <K extends keyof A & string>(activityType: K, ...args: A[K] extends (...a: infer P) => unknown ? P : never) => Promise<FencedCallDescription>;

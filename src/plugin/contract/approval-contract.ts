@@ -1,6 +1,6 @@
 /**
  * Approved calls through the plugin: the shapes shared by the workflow side
- * (`./approval-scope`, `./approval-describe`) and the worker side (`./approval-activity`).
+ * (`../../workflows/fenced/approval-scope`, `../../workflows/fenced/approval-describe`) and the worker side (`../approval-activity`).
  * Types and constants only, sandbox-safe.
  */
 import type { JsonValue } from '../../checkpoint/types';

@@ -10,7 +10,7 @@
  * Sizes are UTF-8 bytes of each message's JSON text, a tool output by reference counted at its
  * full size (`OutputRef.bytes`). Pure and sandbox-safe.
  */
-import type { ConversationMessage, ConversationRef, LoggedMessage } from '../model/types';
+import type { ConversationMessage, ConversationRef, LoggedMessage } from '../../model/types';
 import type { ConversationState } from './types';
 
 /** The conversation of one run: what the next model turn is given, and its size. */

@@ -2,7 +2,7 @@
  * Workflow side (sandbox code: imports nothing Node-only). A call scope lets workflow code learn
  * the call ids the plugin's workflow outbound interceptor (`./workflow-interceptors`) gives the
  * activities scheduled inside it, and name the call id of the first one instead of the
- * interceptor's `act-<seq>` (see `CallHeader.callId` in `./call-header`). The compensation
+ * interceptor's `act-<seq>` (see `CallHeader.callId` in `../../plugin/contract/call-header`). The compensation
  * helper (`./compensations`) uses it to tie a compensation's call to the step it undoes.
  *
  * The scope is held by the workflow sandbox's `AsyncLocalStorage` and filled from workflow state

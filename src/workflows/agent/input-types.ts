@@ -7,8 +7,8 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { LoggedMessage } from '../model/types';
-import type { JsonValue } from '../checkpoint/types';
+import type { LoggedMessage } from '../../model/types';
+import type { JsonValue } from '../../checkpoint/types';
 
 /** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
 export interface ActivityRetryInput {

@@ -7,7 +7,7 @@
  * for what did not run. A prefix, never a selection: a later call may depend on an earlier one.
  * Pure and sandbox-safe.
  */
-import type { JsonValue } from '../checkpoint/types';
+import type { JsonValue } from '../../checkpoint/types';
 import { utf8Length } from './conversation';
 
 /** Default of `AgentBudget.maxToolCallsPerTurn`. */
