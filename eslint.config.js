@@ -1,23 +1,22 @@
-// Layer rules (docs/architecture.md): rules by folder, never by file name. src/checkpoint is pure;
-// the workflow side (src/workflows, src/workflow.ts, and the contract folders it imports) is sandbox code; each
-// layer folder imports only what its zone allows; no import cycles.
+// Layer rules (docs/architecture.md#folders): rules by folder. src/checkpoint is pure; the workflow
+// side (src/workflows, src/workflow.ts, and the contract folders it imports) is sandbox code; each
+// layer folder imports only what its zone allows; no import cycles. Project paths are checked by
+// `import-x/no-restricted-paths` zones (resolved, so any depth or spelling of a path is caught);
+// packages and Node builtins by `no-restricted-imports`.
 const tseslint = require('typescript-eslint');
 const importX = require('eslint-plugin-import-x');
 const { builtinModules } = require('node:module');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-/** Escapes `text` for a regular expression. */
-const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `require()` and dynamic `import()`: what `no-restricted-imports` does not see. */
+const dynamicImports = (where) => [
+  { selector: "CallExpression[callee.name='require']", message: `${where}: no require(); use an import statement (lint checks those)` },
+  { selector: 'ImportExpression', message: `${where}: no dynamic import(); use an import statement (lint checks those)` },
+];
 
-/**
- * The workflow-sandbox import rules for `files`, whose path to `src/` is `toSrc` ('../', './' or
- * '../../'): nothing Node-only, no drivers, no Node-side project code (stores, digests, activities
- * beyond the contract, the plugin outside its `workflow/` folder, the testing entry, the root
- * barrel). `extra`: more patterns.
- */
-function sandboxRules(files, toSrc, extra = []) {
-  const src = (names) => names.flatMap((name) => [`${toSrc}${name}`, `${toSrc}${name}/**`]);
+/** The workflow sandbox's package rules for `files`: nothing Node-only, no drivers, no require() or import(). */
+function sandboxRules(files) {
   return {
     files,
     rules: {
@@ -36,30 +35,15 @@ function sandboxRules(files, toSrc, extra = []) {
                 '@temporalio/testing',
                 'pg',
                 'better-sqlite3',
+                'temporal-tool-checkpoint',
+                'temporal-tool-checkpoint/*',
               ],
-              message: 'workflow code must not import Node-side packages',
+              message: 'workflow code must not import Node-side packages (nor this package by name: import its modules by path)',
             },
-            {
-              group: [
-                ...src(['stores', 'cli', 'dev', 'codec', 'testing', 'demo']),
-                ...['checkpoint/digest', 'checkpoint/codec', 'index', 'config', 'worker', 'client', 'temporal-env-config', 'key-material'].map((n) => `${toSrc}${n}`),
-              ],
-              message: 'workflow code must not reach node:crypto, stores, the Node-side entries or the root barrel',
-            },
-            { regex: `^${escapeRegex(toSrc)}(activities|model)/?$`, message: 'workflow code must not import the activities or model barrels (Node-side)' },
-            {
-              regex: `^${escapeRegex(toSrc)}activities/(?!contract/[^/]+$).*$`,
-              message: 'workflow code imports from src/activities only its sandbox-safe contract folder (activities/contract/*)',
-            },
-            { group: [`${toSrc}model/*`, `!${toSrc}model/types`], message: 'workflow code imports only model/types' },
-            {
-              regex: `^${escapeRegex(toSrc)}plugin(/(?!contract/[^/]+$).*)?/?$`,
-              message: 'workflow code imports from src/plugin only its sandbox-safe contract folder (plugin/contract/*), never its Node side or its barrel',
-            },
-            ...extra,
           ],
         },
       ],
+      'no-restricted-syntax': ['error', ...dynamicImports('workflow code')],
     },
   };
 }
@@ -67,8 +51,17 @@ function sandboxRules(files, toSrc, extra = []) {
 /** Folders of src, as no-restricted-paths zones name them (relative to this file). */
 const SRC = (folder) => `./src/${folder}`;
 
+/** The workflow sandbox: what runs in Temporal's V8 isolate (workflow code and the contracts it imports). */
+const SANDBOX = [SRC('workflows'), SRC('workflow.ts'), SRC('activities/contract'), SRC('plugin/contract')];
+
+/** The applications (docs/architecture.md#layers): nothing below them imports them. */
+const APPLICATIONS = ['cli', 'console', 'dev', 'demo'];
+
+/** Every folder and root file of src below the applications (`src/testing` may use `dev`'s binary lookup). */
+const BELOW_APPLICATIONS = [...['checkpoint', 'stores', 'activities', 'telemetry', 'plugin', 'codec', 'visibility', 'model', 'workflows', 'operator'].map(SRC), './src/*.ts'];
+
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', '**/*.js'] },
+  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', '**/*.js', '!src/**/*.js'] },
   ...tseslint.configs.recommended,
   {
     plugins: { 'import-x': importX },
@@ -92,36 +85,43 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
-  // The workflow sandbox: the workflows entry, the workflow-safe entry, src/workflows' folders
-  // (agent/, fenced/, common/) and the contract folders workflow code imports.
-  sandboxRules(['src/workflows/*.ts'], '../'),
-  sandboxRules(['src/workflows/*/**/*.ts', 'src/activities/contract/**/*.ts', 'src/plugin/contract/**/*.ts'], '../../'),
-  sandboxRules(['src/workflow.ts'], './'),
+  // The workflow sandbox: src/workflows (entry and folders), the workflow-safe entry and the
+  // contract folders workflow code imports. Which project modules they may import: the zones below.
+  sandboxRules(SANDBOX.map((path) => (path.endsWith('.ts') ? path.slice(2) : `${path.slice(2)}/**/*.{ts,js}`))),
   {
-    // The pure protocol core: no Temporal, no drivers, no stores or activities, no filesystem, no env or clock.
-    files: ['src/checkpoint/**/*.ts'],
+    // The pure protocol core: no Temporal, no drivers, no I/O (node:crypto only), no env, no clock.
+    files: ['src/checkpoint/**/*.{ts,js}'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          paths: ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'pg', 'better-sqlite3'].map((name) => ({ name, message: 'src/checkpoint is pure: no I/O' })),
+          paths: nodeBuiltins.filter((name) => !/^(node:)?crypto$/.test(name)).map((name) => ({ name, message: 'src/checkpoint is pure: of Node only node:crypto' })),
           patterns: [
             { group: ['@temporalio/*'], message: 'src/checkpoint is pure: no Temporal' },
-            { group: ['../stores', '../stores/**', '../activities', '../activities/**', '../workflows/**'], message: 'src/checkpoint is the bottom layer' },
+            { group: ['pg', 'better-sqlite3'], message: 'src/checkpoint is pure: no drivers' },
           ],
         },
       ],
+      'no-restricted-syntax': [
+        'error',
+        ...dynamicImports('src/checkpoint'),
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/checkpoint reads no clock: take `at` from the caller' },
+      ],
+      'no-restricted-globals': ['error', { name: 'process', message: 'src/checkpoint reads no environment' }, { name: 'performance', message: 'src/checkpoint reads no clock' }],
       'no-restricted-properties': [
         'error',
         { object: 'process', property: 'env', message: 'src/checkpoint reads no environment' },
+        { object: 'globalThis', property: 'process', message: 'src/checkpoint reads no environment' },
         { object: 'Date', property: 'now', message: 'src/checkpoint reads no clock: take `at` from the caller' },
       ],
     },
   },
   {
     // The layers by folder (docs/architecture.md#folders): what each folder may import of ours.
-    files: ['src/**/*.ts'],
+    // Every import must resolve (a path the zones cannot resolve would escape them, e.g. `./x.js` for x.ts).
+    files: ['src/**/*.{ts,js}'],
     rules: {
+      'import-x/no-unresolved': ['error', { commonjs: true }],
       'import-x/no-restricted-paths': [
         'error',
         {
@@ -136,15 +136,38 @@ module.exports = tseslint.config(
             {
               target: SRC('stores'),
               from: './src',
-              except: ['./stores', './checkpoint', './optional-peer.ts', './aes-gcm.ts', './config.ts'],
-              message: 'src/stores imports only src/checkpoint, the optional-peer and AES-GCM helpers, and the config types',
+              except: ['./stores', './checkpoint', './optional-peer.ts', './aes-gcm.ts'],
+              message: 'src/stores imports only src/checkpoint and the optional-peer and AES-GCM helpers',
+            },
+            // The workflow sandbox: of ours only src/workflows, the contract folders, model/types and
+            // the pure protocol without its node:crypto modules (digest, codec, batch identity).
+            {
+              target: SANDBOX,
+              from: './src',
+              except: ['./workflows', './activities/contract', './plugin/contract', './model/types.ts', './checkpoint'],
+              message: 'workflow code imports of ours only src/workflows, the contract folders (activities/contract, plugin/contract), model/types and src/checkpoint',
             },
             {
-              target: [SRC('workflows'), './src/workflow.ts', SRC('activities/contract'), SRC('plugin/contract')],
-              from: ['stores', 'cli', 'console', 'dev', 'demo'].map(SRC),
-              message: 'workflow code never imports the stores or the applications (cli, console, dev, demo)',
+              target: SANDBOX,
+              from: ['digest.ts', 'codec.ts', 'batch-identity.ts'].map((f) => SRC(`checkpoint/${f}`)),
+              message: 'workflow code must not reach node:crypto (checkpoint/digest, codec, batch-identity)',
             },
-            { target: SRC('activities'), from: ['cli', 'console', 'demo'].map(SRC), message: 'src/activities never imports the applications (cli, console, demo)' },
+            // Nothing below the applications imports them.
+            { target: BELOW_APPLICATIONS, from: APPLICATIONS.map(SRC), message: 'only the applications (cli, console, dev, demo) import the applications' },
+            { target: SRC('testing'), from: ['cli', 'console', 'demo'].map(SRC), message: 'src/testing never imports the applications (cli, console, demo)' },
+            {
+              target: SRC('telemetry'),
+              from: './src',
+              except: ['./telemetry', './checkpoint', './stores'],
+              message: 'src/telemetry observes the fence: it imports only src/checkpoint and src/stores',
+            },
+            // src/activities: the fence and the Temporal activities, below the Temporal surfaces.
+            {
+              target: SRC('activities'),
+              from: './src',
+              except: ['./activities', './checkpoint', './stores', './telemetry', './model', './optional-peer.ts', './aes-gcm.ts'],
+              message: 'src/activities imports only src/checkpoint, src/stores, src/telemetry, src/model and the helpers',
+            },
             // Inside src/activities, bottom up: contract (sandbox-safe shapes) → tools (the tool
             // author's API) → fence (the engine) → agent (the agent's activities) → index.ts.
             {
@@ -155,28 +178,48 @@ module.exports = tseslint.config(
             },
             {
               target: SRC('activities/tools'),
-              from: ['fence', 'agent', 'index.ts'].map((f) => SRC(`activities/${f}`)),
-              message: "the tool author's API (src/activities/tools) never imports the fence engine or the agent's activities",
+              from: SRC('activities'),
+              except: ['./contract', './tools'],
+              message: "the tool author's API (src/activities/tools) imports of src/activities only contract",
             },
             {
               target: SRC('activities/fence'),
-              from: ['agent', 'index.ts'].map((f) => SRC(`activities/${f}`)),
+              from: SRC('activities'),
+              except: ['./contract', './tools', './fence'],
               message: "the fence engine (src/activities/fence) never imports the agent's activities or the activities barrel",
             },
-            { target: SRC('activities/agent'), from: SRC('activities/index.ts'), message: "the agent's activities never import the activities barrel" },
-            // Inside src/workflows: common/ serves both workflow surfaces, which never import each other.
+            { target: SRC('activities/agent'), from: SRC('activities/*.ts'), message: "the agent's activities never import the activities barrel" },
+            // src/plugin (Node side): above the activities, below the agent workflow and the applications.
             {
-              target: SRC('workflows/common'),
-              from: ['agent', 'fenced', 'index.ts'].map((f) => SRC(`workflows/${f}`)),
-              message: 'src/workflows/common is shared by both workflow surfaces: it imports neither of them',
+              target: SRC('plugin'),
+              from: './src',
+              except: ['./plugin', './activities', './checkpoint', './stores', './telemetry', './workflows/fenced', './optional-peer.ts'],
+              message: 'src/plugin imports only src/activities, src/checkpoint, src/stores, src/telemetry and its workflow side',
             },
-            { target: SRC('workflows/agent'), from: SRC('workflows/fenced'), message: "the agent workflow never imports the plugin's workflow side (src/workflows/fenced)" },
-            { target: SRC('workflows/fenced'), from: [SRC('workflows/agent'), SRC('workflows/index.ts')], message: "the plugin's workflow side never imports the agent workflow" },
             {
               target: SRC('plugin/contract'),
               from: SRC('plugin'),
               except: ['./contract'],
               message: 'src/plugin/contract holds shapes shared with workflow code: it imports nothing else of src/plugin',
+            },
+            // Inside src/workflows: common/ serves both workflow surfaces, which never import each other.
+            {
+              target: SRC('workflows/common'),
+              from: SRC('workflows'),
+              except: ['./common'],
+              message: 'src/workflows/common is shared by both workflow surfaces: it imports neither of them',
+            },
+            {
+              target: SRC('workflows/agent'),
+              from: SRC('workflows'),
+              except: ['./agent', './common'],
+              message: "the agent workflow never imports the plugin's workflow side (src/workflows/fenced) or the entry",
+            },
+            {
+              target: SRC('workflows/fenced'),
+              from: SRC('workflows'),
+              except: ['./fenced', './common'],
+              message: "the plugin's workflow side never imports the agent workflow or the entry",
             },
             { target: './src', from: ['./test', './bench'], message: 'src never imports tests or benchmarks' },
           ],

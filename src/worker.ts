@@ -20,7 +20,7 @@ import type { ModelAdapter } from './model/model-adapter';
 import { maskUrl, openCheckpointStore } from './stores/open-checkpoint-store';
 import { openStoreWhenReady } from './stores/store-startup';
 import type { CheckpointStore } from './stores/checkpoint-store';
-import { storeOptions } from './stores/store-options';
+import { storeOptions } from './store-options';
 
 /** What a worker runs. */
 export interface AgentWorkerOptions {
@@ -214,7 +214,7 @@ export function workerPins(config: Config): { pinnedTenants?: readonly string[];
   };
 }
 
-export { storeOptions } from './stores/store-options';
+export { storeOptions } from './store-options';
 
 /** @deprecated the same as {@link storeOptions} (it now carries more than keys). */
 export const storeKeys = storeOptions;

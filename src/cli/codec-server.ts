@@ -8,6 +8,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { requireCodecFromEnv } from '../codec/codec-config';
 import { DEFAULT_CODEC_SERVER_PORT, parseCorsOrigin, startCodecServer } from '../codec/codec-server';
 import { loadConfig } from '../config';
+import { stopOnSignals } from './stop-signals';
 import { printError, printLine } from './terminal-safe';
 
 export function registerCodecServer(program: Command): void {
@@ -29,22 +30,11 @@ export function registerCodecServer(program: Command): void {
         namespace: config.temporal.namespace,
         onError: (error) => printError(`codec-server: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
       });
+      stopOnSignals('codec-server', () => server.close());
       printLine(
         `codec server on ${server.url} (namespace ${config.temporal.namespace}; key ids ${codec.keyIds.join(', ')}; CORS origins: ${(opts.corsOrigin ?? []).join(', ') || 'none'})`,
       );
       printLine(`use: temporal workflow show --codec-endpoint ${server.url} …, or the Temporal UI's codec server setting`);
-      const stop = (): void => {
-        // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).
-        void server.close().then(
-          () => process.exit(0),
-          (error: unknown) => {
-            printError(`codec-server: could not close: ${error instanceof Error ? error.message : String(error)}`);
-            process.exit(1);
-          },
-        );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }
 

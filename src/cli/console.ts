@@ -17,6 +17,7 @@ import { DEFAULT_STATUS_QUERY_TIMEOUT_MS } from '../operator/waiting-runs';
 import { defaultResolvedBy } from '../plugin/resolve-in-store';
 import { describeError } from './errors';
 import { durationMs } from './options';
+import { stopOnSignals } from './stop-signals';
 import { printError, printLine } from './terminal-safe';
 
 export function registerConsole(program: Command): void {
@@ -60,6 +61,8 @@ export function registerConsole(program: Command): void {
         await close();
         throw error;
       }
+      const running = server;
+      stopOnSignals('console', () => running.close().then(close));
       if (!server.loopbackOnly)
         printError(`console: WARNING: listening on ${opts.host} (not loopback): anyone who can reach it and has the token can approve tool calls; the page is plain HTTP`);
       printLine(`console for namespace ${config.temporal.namespace} on ${server.url}`);
@@ -70,22 +73,6 @@ export function registerConsole(program: Command): void {
           ? `(the link works once; then log in at ${server.loginFormUrl} with the token from ${CONSOLE_TOKEN_ENV})`
           : `(the link works once; then log in at ${server.loginFormUrl}, or send Authorization: Bearer, with the token ${token})`,
       );
-      const running = server;
-      const stop = (): void => {
-        // A signal handler cannot wait: the close runs on, and a failed close still ends the process (exit 1).
-        void running
-          .close()
-          .then(close)
-          .then(
-            () => process.exit(0),
-            (error: unknown) => {
-              printError(`console: could not close: ${describeError(error)}`);
-              process.exit(1);
-            },
-          );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }
 

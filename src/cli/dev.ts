@@ -11,7 +11,8 @@ import { startDevServer } from '../dev/dev-server';
 import { maskUrl, openCheckpointStore } from '../stores/open-checkpoint-store';
 import { searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';
 import { RUN_SEARCH_ATTRIBUTES } from '../workflows/agent/search-attributes';
-import { storeOptions } from '../stores/store-options';
+import { storeOptions } from '../store-options';
+import { stopOnSignals } from './stop-signals';
 import { printLine } from './terminal-safe';
 
 export function registerDev(program: Command): void {
@@ -31,17 +32,12 @@ export function registerDev(program: Command): void {
       const store = await openCheckpointStore(config.store.url, storeOptions(config));
       await store.close();
       const server = await startDevServer({ ip: host, port: Number(port), dbFile, namespace: config.temporal.namespace, uiPort: opts.uiPort ? Number(opts.uiPort) : undefined });
+      stopOnSignals('dev', () => server.stop());
       printLine(`Temporal dev server on ${server.address} (namespace ${server.namespace}, database ${dbFile})${server.uiUrl ? `, UI ${server.uiUrl}` : ''}`);
       printLine(`Checkpoint store ${maskUrl(config.store.url)}`);
       printLine(`Search attributes ${RUN_SEARCH_ATTRIBUTES.map((key) => key.name).join(', ')} registered (\`pending\` lists waiting runs by visibility); on another server:`);
       for (const command of searchAttributeCreateCommands(server.namespace)) printLine(`  ${command}`);
       printLine('Press Ctrl-C to stop.');
-      const stop = async (): Promise<void> => {
-        await server.stop();
-        process.exit(0);
-      };
-      process.once('SIGINT', () => void stop());
-      process.once('SIGTERM', () => void stop());
       await server.exited;
     });
 }

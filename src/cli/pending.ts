@@ -18,7 +18,7 @@ import { describeItem } from '../checkpoint/item-position';
 import { listWaitingRuns } from '../operator/waiting-runs';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
 import type { PendingCallView } from '../workflows/agent/types';
-import { storeOptions } from '../stores/store-options';
+import { storeOptions } from '../store-options';
 import { printTable, withCode } from './table';
 import { explainUndecodable } from './errors';
 import { hiddenCharacterWarning, printLine } from './terminal-safe';

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { normalizeTimestamp } from '../stores/row-codec';
 import { loadConfig } from '../config';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
-import { storeOptions } from '../stores/store-options';
+import { storeOptions } from '../store-options';
 import { durationMs } from './options';
 import { printLine } from './terminal-safe';
 

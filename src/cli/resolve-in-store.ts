@@ -15,7 +15,7 @@ import type { JsonValue } from '../checkpoint/types';
 import { DEFAULT_PLUGIN_TENANT } from '../plugin/options';
 import { RESOLVED_NOT_APPLIED, resolveCallInStore, type ResolvedInStore, type StoreResolution } from '../plugin/resolve-in-store';
 import { openCheckpointStore } from '../stores/open-checkpoint-store';
-import { storeOptions } from '../stores/store-options';
+import { storeOptions } from '../store-options';
 import { printLine } from './terminal-safe';
 
 /** Options of `resolve-in-store`, as commander parses them. */

@@ -3,7 +3,7 @@
 // must keep replaying, so the workflow still schedules `runFencedTool` for it (`patched()`).
 //
 // The fixture (test/fixtures/histories/agent-workflow-run-fenced-tool.json) is `temporal workflow
-// show --output json` of a real dev-server run of the pre-issue-10 code: a model turn asking for
+// show --output json` of a real dev-server run of the code before that patch: a model turn asking for
 // create_ticket and send_email (send_email needs approval: describeToolCall, approveCall), both
 // tool calls as runFencedTool, then a final model turn.
 import path from 'node:path';
@@ -36,6 +36,6 @@ describe('agentWorkflow replays histories recorded before each tool became its o
   it('replays a run whose tool calls were scheduled as runFencedTool', async () => {
     const history = loadHistory(FIXTURE);
     expect(scheduledTypes(history)).toEqual(['runModelTurn', 'describeToolCall', 'runFencedTool', 'runFencedTool', 'runModelTurn']);
-    await expect(Worker.runReplayHistory({ workflowBundle }, history, 'agent-before-issue-10')).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle }, history, 'agent-before-tool-activity-types')).resolves.toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 // The replay gate ("Deploys while runs wait"; docs/deploying.md): every history under
 // test/fixtures/histories/ (recorded from earlier releases by `npm run record:histories`, plus the
-// hand-recorded pre-issue-10 one) replays against today's src/workflows without a nondeterminism
+// one recorded by hand before patch `ttc-tool-activity-types`) replays against today's src/workflows without a nondeterminism
 // error. A workflow change that would break a run still open on an older release (waiting days for
 // an approval or a resolution) fails here; such a change belongs behind `patched()`.
 //
@@ -102,7 +102,7 @@ describe('the replay gate detects a mismatch', () => {
         results.set(r.workflowId, r.error);
       }
       for (const { file: f } of withOwnTypes) expect([f, results.get(f)]).toEqual([f, expect.any(DeterminismViolationError)]);
-      // Histories that never scheduled a tool under its own type (pre-issue-10, refused calls) still replay.
+      // Histories that never scheduled a tool under its own type (before patch `ttc-tool-activity-types`, refused calls) still replay.
       for (const { file: f } of withoutOwnTypes) expect([f, results.get(f)]).toEqual([f, undefined]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -3,8 +3,8 @@
  * module (not src/worker.ts) so that commands which only open the store do not load the Temporal
  * worker runtime.
  */
-import type { Config } from '../config';
-import type { CheckpointStoreOptions } from './checkpoint-store';
+import type { Config } from './config';
+import type { CheckpointStoreOptions } from './stores/checkpoint-store';
 
 /**
  * Store options from the configuration: the current HMAC seal key and older ones by id, the
