@@ -56,7 +56,7 @@ export function temporalUnavailable(config: Config, cause: unknown): CheckpointE
   const source = profile === null ? 'TEMPORAL_ADDRESS' : `TEMPORAL_ADDRESS or TOML profile "${profile.name}" in ${profile.file}`;
   return new CheckpointError(
     'TEMPORAL_UNAVAILABLE',
-    `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is \`npm run cli -- dev\` running?`,
+    `cannot reach the Temporal server at ${address} (${source}; TLS ${tls === null ? 'off' : 'on'}): ${why}; is a server running there (\`npx ttc dev\`, or \`temporal server start-dev\`)? (\`ttc pending --no-temporal\` and \`ttc resolve-in-store\` need only the store)`,
     { address },
     { cause },
   );

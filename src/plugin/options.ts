@@ -67,12 +67,12 @@ export interface FencedActivityOptions {
    * - `unknown-outcome`: the effect may have been applied. The call is reconciled by `lookup`, or
    *   repeated with the same key when `dedupesByKey`, on a later attempt; without either it
    *   pauses (OUTCOME_UNKNOWN, see the plugin's `onUnknownOutcome`).
-   * - `transient`: the fence calls the activity at most once per attempt (no in-attempt retry for
-   *   a user's activity), so a transient error is the call's final error result too, stored with
-   *   type `TRANSIENT_EXHAUSTED` and the error's message: later attempts deliver it and do not
-   *   run the activity again. To have such an error retried instead, classify it
-   *   `unknown-outcome` and give a `lookup`: a later attempt that finds no effect runs the
-   *   activity once more under the same idempotency key.
+   * - `transient`: the call was not applied. The fence calls the activity at most once per
+   *   attempt: the attempt gives its claim back (the checkpoint is `ready` again) and fails
+   *   retryably (`RECONCILE_PENDING`, cause `TRANSIENT_EXHAUSTED`), and Temporal's next attempt
+   *   runs the activity again under the same idempotency key. Only the last attempt
+   *   (`maximumAttempts`, or the schedule-to-close deadline) stores `TRANSIENT_EXHAUSTED` as the
+   *   call's final result.
    *
    * A classifier that throws, or returns anything else, means `unknown-outcome`.
    * @default {@link defaultClassifyError}: an error's own `kind` (see `ToolError`) if it has one;

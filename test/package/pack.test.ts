@@ -84,7 +84,7 @@ describe('npm pack', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`npm install ./${pkg.name}-${pkg.version}.tgz`);
   });
 
-  test('the tarball holds the built entries with their types, the CLI, the README and the LICENSE; no tests, no TypeScript sources', async () => {
+  test('the tarball holds the built entries with their types, the CLI, the README, the LICENSE and the CHANGELOG; no tests, no TypeScript sources', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 64 << 20 });
     const files = stdout.split('\n').filter(Boolean);
     for (const f of [
@@ -105,8 +105,9 @@ describe('npm pack', () => {
     // No source maps: they would point at TypeScript sources the tarball does not ship (and the workflow bundler warns on them).
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
     expect(files).toContain('package/LICENSE');
+    expect(files).toContain('package/CHANGELOG.md');
     expect(files.filter((f) => f.startsWith('package/dist/test') || /\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
-    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE'].includes(f))).toEqual([]);
+    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE', 'package/CHANGELOG.md'].includes(f))).toEqual([]);
   });
 });
 

@@ -22,7 +22,7 @@ export function assertApprovalGiven(pins: ResolvedPins, toolName: string, expect
   if (!pins.requireApproval.has(toolName) || hasApprovedIntent(expectedIntentDigest)) return;
   throw new CheckpointError(
     'APPROVAL_REQUIRED',
-    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (the run's approvalRequired must name it); the tool was not run`,
+    `tool ${JSON.stringify(toolName)} runs on this worker only after a person approved the call's intent (an agent run's approvalRequired must name it; a plugin user's workflow runs it inside withApprovedIntent); the tool was not run`,
     { field: 'expectedIntentDigest', toolName },
   );
 }
