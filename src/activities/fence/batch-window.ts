@@ -19,6 +19,7 @@ import type { ApplyItem, ItemsBatch, PreparedItem } from './batch-types';
 import type { BatchItemResult, BatchReport } from '../contract/tool-types';
 import type { ToolOutcome } from '../contract/contract';
 import type { PreparedCall } from './prepare-call';
+import { deadlineAfter } from './fence-deps';
 
 /** The result of an item a cancelled batch claimed but never started (nothing was sent). */
 export const NOT_STARTED: ToolOutcome = { ok: false, error: { type: 'CANCELLED', message: 'the batch was cancelled before this item started; nothing was sent' } };
@@ -78,9 +79,7 @@ export class ItemsRun {
     const at = this.batch.itemFence.now();
     const deadlineMs = this.batch.callDeadlineMs;
     // The k-th item of a group starts after the k - 1 before it, each within its deadline: its claim declares the sum.
-    const claims = calls.map((item, k) =>
-      createClaimed(item.binding, { attemptId: item.attemptId, at, deadlineAt: new Date(Date.parse(at) + (k + 1) * deadlineMs).toISOString() }),
-    );
+    const claims = calls.map((item, k) => createClaimed(item.binding, { attemptId: item.attemptId, at, deadlineAt: deadlineAfter(at, (k + 1) * deadlineMs) }));
     const answers = await this.flush(claims.map((record) => ({ kind: 'create', record })));
     for (let k = 0; k < calls.length; k += 1) {
       const index = start + k;

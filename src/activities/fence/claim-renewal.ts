@@ -14,6 +14,7 @@ import { isCheckpointError } from '../../checkpoint/errors';
 import { renewExecution } from '../../checkpoint/transitions';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
+import { deadlineAfter } from './fence-deps';
 
 /** What a {@link ClaimRenewal} needs of its attempt. */
 export interface ClaimRenewalOptions {
@@ -81,7 +82,7 @@ export class ClaimRenewal {
         if (from.status !== 'executing' || from.execution?.attemptId !== attemptId)
           return this.lose(`the claim is now ${from.status} under ${from.execution?.attemptId ?? 'nobody'}`);
         const at = this.options.now(from);
-        const next = renewExecution(from, { attemptId, at, deadlineAt: new Date(Date.parse(at) + deadlineMs).toISOString() });
+        const next = renewExecution(from, { attemptId, at, deadlineAt: deadlineAfter(at, deadlineMs) });
         if (await store.compareAndSwap(next.expectedRevision, next.next, from)) {
           this.latest = next.next;
           return;

@@ -87,5 +87,10 @@ export function transitionTime(deps: Pick<FencedToolDeps, 'clock'>, record?: Che
 
 /** The deadline a claim of a call of `tool` made at `at` declares: `at` + the tool's `callDeadlineMs`, ISO-8601 UTC. */
 export function claimDeadline(tool: Pick<ToolDefinition<any>, 'callDeadlineMs'>, at: string): string {
-  return new Date(Date.parse(at) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS)).toISOString();
+  return deadlineAfter(at, tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS);
+}
+
+/** `at` (ISO-8601 UTC) plus `ms`, ISO-8601 UTC: the deadline a claim or renewal made at `at` declares. */
+export function deadlineAfter(at: string, ms: number): string {
+  return new Date(Date.parse(at) + ms).toISOString();
 }

@@ -8,7 +8,7 @@
  */
 import { condition, patched } from '@temporalio/workflow';
 import { approvalExpired, intentMismatch } from '../../checkpoint/approval';
-import { activityFailureMessage, activityFailureType } from '../common/failures';
+import { activityFailureMessage, failureTypeOrUnclassified } from '../common/failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { countApprovalDecision } from './run-metrics';
 import { iso, type CallState, type RunStop } from './run-state';
@@ -39,7 +39,7 @@ export abstract class RunApprovals extends AgentRunBase {
       if (attempt.kind === 'cancelled') return this.cancelStop();
       if (attempt.kind === 'deadline') return this.deadlineStop();
       if (attempt.kind === 'failed') {
-        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        const type = failureTypeOrUnclassified(attempt.error);
         call.preFailure = { type, message: activityFailureMessage(attempt.error) };
         if (this.refusedBeforeRunning(call)) counted -= 1;
         continue;

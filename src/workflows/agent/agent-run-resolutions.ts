@@ -8,8 +8,8 @@
 import { CancellationScope, condition } from '@temporalio/workflow';
 import type { ToolOutcome } from '../../activities/contract/contract';
 import { describeItem } from '../../checkpoint/item-position';
-import { activityFailureMessage, activityFailureType } from '../common/failures';
-import { MESSAGE_ERROR_TYPES } from './messages';
+import { activityFailureMessage, failureTypeOrUnclassified } from '../common/failures';
+import { decidedBy, MESSAGE_ERROR_TYPES } from './messages';
 import { iso, type CallState, type RunStop } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';
 import { RunApprovals } from './agent-run-approvals';
@@ -94,7 +94,7 @@ export abstract class RunResolutions extends RunApprovals {
       }
       this.state.phase = 'paused';
       if (attempt.kind === 'failed') {
-        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        const type = failureTypeOrUnclassified(attempt.error);
         this.fail(pending, type, `the worker refused to store the result (${activityFailureMessage(attempt.error)}); the run stays paused`);
         continue;
       }
@@ -130,7 +130,7 @@ export abstract class RunResolutions extends RunApprovals {
     );
     if (attempt.kind === 'failed') {
       this.state.phase = 'paused';
-      const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+      const type = failureTypeOrUnclassified(attempt.error);
       this.fail(pending, type, `the worker refused to store the resolution of item "${item.key}" (${activityFailureMessage(attempt.error)}); the run stays paused`);
       return 'paused';
     }
@@ -217,9 +217,4 @@ export abstract class RunResolutions extends RunApprovals {
     pending.settled = true;
     if (this.resolution === pending) this.resolution = null;
   }
-}
-
-/** `{ decidedBy }` for a resolution that names who decided (sent to `resolveToolCall` for the checkpoint's audit), else nothing. */
-function decidedBy(req: ResolveOutcomeRequest): { decidedBy?: string } {
-  return typeof req.by === 'string' ? { decidedBy: req.by } : {};
 }

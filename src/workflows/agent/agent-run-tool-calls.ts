@@ -9,7 +9,7 @@ import { patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { hasApprovedIntent } from '../../checkpoint/approval';
 import { ACTIVITY_NOT_REGISTERED, toolCallSummary, type FencedToolInput, type ToolCallInput } from '../../activities/contract/contract';
 import type { AgentToolResult, ToolCallActivities } from './activity-types';
-import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf, isNothingApplied, pausedItemOf } from '../common/failures';
+import { activityFailureDetails, activityFailureMessage, failureTypeOrUnclassified, claimIdentityOf, isNothingApplied, pausedItemOf } from '../common/failures';
 import { toolActivityOptions } from './input';
 import { iso, type CallState, type RunStop } from './run-state';
 import { isTurnRefusal } from './turn-bounds';
@@ -140,7 +140,7 @@ export abstract class RunToolCalls extends RunResolutions {
         call.reason = 'the run deadline passed while the tool call was running; its effect may have been applied';
         return this.deadlineStop();
       case 'failed': {
-        const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+        const type = failureTypeOrUnclassified(attempt.error);
         const message = activityFailureMessage(attempt.error);
         if (ownType && type === ACTIVITY_NOT_REGISTERED) {
           // No worker function ran: the run offers a tool the worker does not register.

@@ -7,6 +7,7 @@
  */
 import type { CallReport, CallSummary, CompensationReport, FinalCallStatus, LiveCallStatus, PausedView, PendingCallView } from './types';
 import type { CallState, CompensationState } from './call-state';
+import { UNCLASSIFIED } from '../common/failures';
 
 /** ISO-8601 UTC string of a workflow time in ms. */
 export function iso(ms: number): string {
@@ -56,7 +57,7 @@ export function pausedView(call: CallState, pauseId: string, now: number): Pause
       pauseId,
       callId: call.callId,
       toolName: call.toolName,
-      errorType: compensation.errorType ?? 'UNCLASSIFIED',
+      errorType: compensation.errorType ?? UNCLASSIFIED,
       reason: compensation.reason ?? '',
       pausedAt: iso(compensation.pausedAt ?? now),
       role: 'compensation',
@@ -68,7 +69,7 @@ export function pausedView(call: CallState, pauseId: string, now: number): Pause
     pauseId,
     callId: call.callId,
     toolName: call.toolName,
-    errorType: call.errorType ?? 'UNCLASSIFIED',
+    errorType: call.errorType ?? UNCLASSIFIED,
     reason: call.reason ?? '',
     pausedAt: iso(call.pausedAt ?? now),
     ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),

@@ -24,9 +24,10 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { ACTIVITY_NOT_REGISTERED, type FencedToolInput, type ToolOutcome } from '../../activities/contract/contract';
 import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from '../../activities/contract/compensation-contract';
 import type { CompensationActivities, ToolActivities } from './activity-types';
-import { activityFailureDetails, activityFailureMessage, activityFailureType, claimIdentityOf } from '../common/failures';
+import { activityFailureDetails, activityFailureMessage, failureTypeOrUnclassified, claimIdentityOf } from '../common/failures';
 import { compensationVerdict, untypedAsUnclassified, type CompensationError, type WindDownAttempt } from '../common/compensation-rules';
 import type { ActivityKind } from './input';
+import { decidedBy } from './messages';
 import type { CallState, CompensationState, RunState } from './run-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';
 
@@ -192,11 +193,11 @@ async function awaitCompensationResolution(host: CompensationHost, call: CallSta
       resolution: 'applied',
       result,
       reason: req.reason,
-      ...(typeof req.by === 'string' ? { decidedBy: req.by } : {}),
+      ...decidedBy(req),
     };
     const attempt = await host.windDownActivity('resolve', null, (options) => proxyActivities<ToolActivities>(options).resolveToolCall(input));
     if (attempt.kind === 'failed') {
-      const type = activityFailureType(attempt.error) ?? 'UNCLASSIFIED';
+      const type = failureTypeOrUnclassified(attempt.error);
       ticket.fail(type, `the worker refused to store the compensation's result (${activityFailureMessage(attempt.error)}); the compensation stays paused`);
       continue;
     }

@@ -79,3 +79,8 @@ export const rejectCallUpdate = defineUpdate<ApprovalDecisionResult, [RejectCall
  * INVALID_REQUEST or RUN_FINISHED.
  */
 export const resolveOutcomeUpdate = defineUpdate<ResolveOutcomeResult, [ResolveOutcomeRequest]>('resolveOutcome');
+
+/** `{ decidedBy }` for a resolution that names who decided (sent to `resolveToolCall` for the checkpoint's audit), else nothing. */
+export function decidedBy(req: ResolveOutcomeRequest): { decidedBy?: string } {
+  return typeof req.by === 'string' ? { decidedBy: req.by } : {};
+}

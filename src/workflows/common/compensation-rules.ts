@@ -16,7 +16,7 @@
  * @see docs/compensation.md, docs/protocol.md#agent-workflow
  */
 import { CancellationScope } from '@temporalio/workflow';
-import { activityFailureMessage, activityFailureType, isOutcomeUnknown } from './failures';
+import { activityFailureMessage, activityFailureType, isOutcomeUnknown, UNCLASSIFIED } from './failures';
 
 /** How an activity run while winding down ended (never cancelled: the scope is non-cancellable). */
 export type WindDownAttempt<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'failed'; readonly error: unknown };
@@ -67,7 +67,7 @@ export function compensationVerdict<T>(
 }
 
 /** The agent's name for a failure that carries no type. */
-export const untypedAsUnclassified = (): string => 'UNCLASSIFIED';
+export const untypedAsUnclassified = (): string => UNCLASSIFIED;
 
 /** The plugin's name for a failure that carries no type: the error's `name` (`Error` for a non-error). */
 export function untypedAsErrorName(error: unknown): string {

@@ -24,6 +24,14 @@ export function activityFailureType(err: unknown): string | null {
   return null;
 }
 
+/** The type a failure without one is reported under (a call's `errorType`, a refused message). */
+export const UNCLASSIFIED = 'UNCLASSIFIED';
+
+/** {@link activityFailureType}, or {@link UNCLASSIFIED} when the failure has no type. */
+export function failureTypeOrUnclassified(err: unknown): string {
+  return activityFailureType(err) ?? UNCLASSIFIED;
+}
+
 /** The innermost human-readable message of an activity failure. */
 export function activityFailureMessage(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : err;
