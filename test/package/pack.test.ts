@@ -107,7 +107,9 @@ describe('npm pack', () => {
     expect(files).toContain('package/LICENSE');
     expect(files).toContain('package/CHANGELOG.md');
     expect(files.filter((f) => f.startsWith('package/dist/test') || /\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
-    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE', 'package/CHANGELOG.md'].includes(f))).toEqual([]);
+    expect(files.filter((f) => !f.startsWith('package/dist/') && !['package/package.json', 'package/README.md', 'package/LICENSE', 'package/CHANGELOG.md'].includes(f))).toEqual(
+      [],
+    );
   });
 });
 
