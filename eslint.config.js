@@ -5,9 +5,6 @@
 // packages and Node builtins by `no-restricted-imports`.
 const tseslint = require('typescript-eslint');
 const importX = require('eslint-plugin-import-x');
-const { builtinModules } = require('node:module');
-
-const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 /** `require()` and dynamic `import()`: what `no-restricted-imports` does not see. */
 const dynamicImports = (where) => [
@@ -15,7 +12,20 @@ const dynamicImports = (where) => [
   { selector: 'ImportExpression', message: `${where}: no dynamic import(); use an import statement (lint checks those)` },
 ];
 
-/** The workflow sandbox's package rules for `files`: nothing Node-only, no drivers, no require() or import(). */
+/** No import reaches into node_modules by path (a package by path escapes the package rules). */
+const NO_NODE_MODULES_PATH = { regex: '(^|/)node_modules(/|$)', message: 'import a package by its name, never by a path into node_modules' };
+
+/** What workflow code may not touch as globals: Node's module system, process, Buffer and eval. */
+const SANDBOX_GLOBALS = ['require', 'module', 'exports', 'process', 'Buffer', 'global', '__dirname', '__filename', 'setImmediate'].map((name) => ({
+  name,
+  message: 'workflow code runs in the Temporal sandbox: no Node globals',
+}));
+
+/**
+ * The workflow sandbox's rules for `files`: of packages only `@temporalio/workflow` and
+ * `@temporalio/common` (an allowlist: any other package, builtin or driver is refused), no Node
+ * globals, no require() or import(), no eval.
+ */
 function sandboxRules(files) {
   return {
     files,
@@ -23,27 +33,27 @@ function sandboxRules(files) {
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code runs in the Temporal sandbox: no Node builtins' })),
           patterns: [
             {
-              group: [
-                '@temporalio/activity',
-                '@temporalio/client',
-                '@temporalio/worker',
-                '@temporalio/plugin',
-                '@temporalio/envconfig',
-                '@temporalio/testing',
-                'pg',
-                'better-sqlite3',
-                'temporal-tool-checkpoint',
-                'temporal-tool-checkpoint/*',
-              ],
-              message: 'workflow code must not import Node-side packages (nor this package by name: import its modules by path)',
+              regex: '^(?!\\.{1,2}(/|$)|@temporalio/(workflow|common)(/|$))',
+              message: 'workflow code runs in the Temporal sandbox: of packages it imports only @temporalio/workflow and @temporalio/common',
             },
+            NO_NODE_MODULES_PATH,
           ],
         },
       ],
-      'no-restricted-syntax': ['error', ...dynamicImports('workflow code')],
+      'no-restricted-syntax': [
+        'error',
+        ...dynamicImports('workflow code'),
+        {
+          // globalThis.require, (globalThis as any).process, …
+          selector: "MemberExpression[property.name=/^(require|process|module|Buffer)$/]:matches([object.name='globalThis'], [object.expression.name='globalThis'])",
+          message: 'workflow code runs in the Temporal sandbox: no Node globals',
+        },
+      ],
+      'no-restricted-globals': ['error', ...SANDBOX_GLOBALS],
+      'no-eval': 'error',
+      'no-new-func': 'error',
     },
   };
 }
@@ -52,12 +62,12 @@ function sandboxRules(files) {
 const SRC = (folder) => `./src/${folder}`;
 
 /** The workflow sandbox: what runs in Temporal's V8 isolate (workflow code and the contracts it imports). */
-const SANDBOX = [SRC('workflows'), SRC('workflow.ts'), SRC('activities/contract'), SRC('plugin/contract')];
+const SANDBOX = [SRC('workflows'), SRC('workflow.ts'), SRC('activities/contract'), SRC('plugin/contract'), SRC('model/types.ts')];
 
 /** The applications (docs/architecture.md#layers): nothing below them imports them. */
 const APPLICATIONS = ['cli', 'console', 'dev', 'demo'];
 
-/** Every folder and root file of src below the applications (`src/testing` may use `dev`'s binary lookup). */
+/** Every folder and root file of src below the applications and the testing entry (`src/testing` may use `dev`'s binary lookup). */
 const BELOW_APPLICATIONS = [...['checkpoint', 'stores', 'activities', 'telemetry', 'plugin', 'codec', 'visibility', 'model', 'workflows', 'operator'].map(SRC), './src/*.ts'];
 
 module.exports = tseslint.config(
@@ -95,10 +105,12 @@ module.exports = tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.filter((name) => !/^(node:)?crypto$/.test(name)).map((name) => ({ name, message: 'src/checkpoint is pure: of Node only node:crypto' })),
           patterns: [
-            { group: ['@temporalio/*'], message: 'src/checkpoint is pure: no Temporal' },
-            { group: ['pg', 'better-sqlite3'], message: 'src/checkpoint is pure: no drivers' },
+            {
+              regex: '^(?!\\.{1,2}(/|$)|node:crypto$|canonicalize$|@humanwhocodes/momoa$)',
+              message: 'src/checkpoint is pure: of packages only node:crypto, canonicalize (RFC 8785) and @humanwhocodes/momoa (JSON syntax trees)',
+            },
+            NO_NODE_MODULES_PATH,
           ],
         },
       ],
@@ -106,14 +118,24 @@ module.exports = tseslint.config(
         'error',
         ...dynamicImports('src/checkpoint'),
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/checkpoint reads no clock: take `at` from the caller' },
+        { selector: "CallExpression[callee.name='Date']", message: 'src/checkpoint reads no clock: take `at` from the caller' },
       ],
-      'no-restricted-globals': ['error', { name: 'process', message: 'src/checkpoint reads no environment' }, { name: 'performance', message: 'src/checkpoint reads no clock' }],
+      'no-restricted-globals': [
+        'error',
+        ...['process', 'require', 'module', 'global'].map((name) => ({ name, message: 'src/checkpoint reads no environment and loads nothing' })),
+        ...['performance', 'setTimeout', 'setInterval', 'setImmediate', 'fetch'].map((name) => ({
+          name,
+          message: 'src/checkpoint reads no clock, waits for nothing and does no I/O',
+        })),
+      ],
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'src/checkpoint reads no environment' },
-        { object: 'globalThis', property: 'process', message: 'src/checkpoint reads no environment' },
         { object: 'Date', property: 'now', message: 'src/checkpoint reads no clock: take `at` from the caller' },
+        { object: 'Math', property: 'random', message: 'src/checkpoint is deterministic: no randomness' },
+        ...['process', 'require', 'Date', 'performance', 'crypto'].map((property) => ({ object: 'globalThis', property, message: 'src/checkpoint reads no globals of the host' })),
       ],
+      'no-eval': 'error',
+      'no-new-func': 'error',
     },
   },
   {
@@ -153,7 +175,11 @@ module.exports = tseslint.config(
               message: 'workflow code must not reach node:crypto (checkpoint/digest, codec, batch-identity)',
             },
             // Nothing below the applications imports them.
-            { target: BELOW_APPLICATIONS, from: APPLICATIONS.map(SRC), message: 'only the applications (cli, console, dev, demo) import the applications' },
+            {
+              target: BELOW_APPLICATIONS,
+              from: [...APPLICATIONS, 'testing'].map(SRC),
+              message: 'only the applications (cli, console, dev, demo) import the applications and the testing entry',
+            },
             { target: SRC('testing'), from: ['cli', 'console', 'demo'].map(SRC), message: 'src/testing never imports the applications (cli, console, demo)' },
             {
               target: SRC('telemetry'),
@@ -221,7 +247,8 @@ module.exports = tseslint.config(
               except: ['./fenced', './common'],
               message: "the plugin's workflow side never imports the agent workflow or the entry",
             },
-            { target: './src', from: ['./test', './bench'], message: 'src never imports tests or benchmarks' },
+            { target: './src', from: ['./test', './bench', './crash', './scripts'], message: 'src never imports tests, benchmarks, the crash suite or scripts' },
+            { target: BELOW_APPLICATIONS, from: ['./examples', './temporal.config.ts'], message: 'only the applications (the demo) import the examples or the repository config' },
           ],
         },
       ],

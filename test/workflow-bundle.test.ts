@@ -6,6 +6,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
 describe('workflow bundle (src/workflows)', () => {
+  jest.setTimeout(120_000);
   it('bundles the agent workflow for the sandbox without Node-only modules', async () => {
     const bundle = await bundleWorkflowCode({
       workflowsPath: require.resolve('../src/workflows'),
@@ -13,6 +14,16 @@ describe('workflow bundle (src/workflows)', () => {
     });
     expect(typeof bundle.code).toBe('string');
     expect(bundle.code).toContain('agentWorkflow');
+    expect(bundle.code).not.toMatch(/require\(["']node:crypto["']\)/);
+  });
+
+  it("bundles the workflow-safe entry (src/workflow.ts) with the plugin's workflow interceptors: everything workflow code may import", async () => {
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../src/workflow'),
+      workflowInterceptorModules: [require.resolve('../src/workflows/fenced/workflow-interceptors')],
+      logger: quietLogger,
+    });
+    expect(bundle.code).toContain('withApprovedIntent');
     expect(bundle.code).not.toMatch(/require\(["']node:crypto["']\)/);
   });
 

@@ -4,6 +4,8 @@
  * import as a new file of the folder, so the rule is shown to hold for the folder, not for a list
  * of files.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ESLint } from 'eslint';
 import { untypedLintConfig } from './lint-config';
 
@@ -129,8 +131,14 @@ const CASES = [
   {
     folder: 'src',
     file: 'src/cli/a-new-module.ts',
-    refused: ['../../test/helpers/postgres', '../../bench/store-bench'],
-    allowed: ['../stores/checkpoint-store', './show'],
+    refused: ['../../test/helpers/postgres', '../../bench/store-bench', '../../crash/tcp-proxy', '../../scripts/check-interleavings'],
+    allowed: ['../stores/checkpoint-store', './show', '../../examples/demo-tools'],
+  },
+  {
+    folder: 'below the applications: the examples, the repository config and the testing entry',
+    file: 'src/model/a-new-module.ts',
+    refused: ['../../examples/demo-tools', '../../temporal.config', '../testing/time-skipping', '../../crash/tcp-proxy'],
+    allowed: ['./types', '../checkpoint/errors'],
   },
 ];
 
@@ -162,11 +170,34 @@ describe('src/checkpoint is pure', () => {
     ['the clock (performance)', 'export const a = performance.now();\n', 'no-restricted-globals'],
     ['the environment (process.env)', 'export const a = process.env.X;\n', 'no-restricted-globals'],
     ['the environment (globalThis.process)', 'export const a = globalThis.process;\n', 'no-restricted-properties'],
+    ['the clock (Date())', 'export const a = Date();\n', 'no-restricted-syntax'],
+    ['the clock (globalThis.Date)', 'export const a = new globalThis.Date();\n', 'no-restricted-properties'],
+    ['randomness (Math.random)', 'export const a = Math.random();\n', 'no-restricted-properties'],
+    ['timers', 'export const a = setTimeout;\n', 'no-restricted-globals'],
+    ['I/O (fetch)', "export const a = fetch('http://x');\n", 'no-restricted-globals'],
+    ['a package other than its own three', "import Fastify from 'fastify';\nexport const a = Fastify;\n", 'no-restricted-imports'],
+    ['a package by a path into node_modules', "import * as c from '../../node_modules/@temporalio/client';\nexport const a = c;\n", 'no-restricted-imports'],
+    ['eval', "export const a = eval('1');\n", 'no-eval'],
   ])('refuses %s', async (_what, code, rule) => {
     expect(await ruleIds(code)).toContain(rule);
   });
 
   it('allows node:crypto and a Date from a value', async () => {
     expect(await ruleIds("import { createHash } from 'node:crypto';\nexport const a = [createHash, new Date(0)];\n")).toEqual([]);
+  });
+});
+
+describe('every part of src is under a rule', () => {
+  const ROOT = join(__dirname, '../..');
+  const architecture = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+
+  it('every folder of src has its row in docs/architecture.md (a new folder is placed in a layer before it lands)', () => {
+    const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((d) => d.isDirectory());
+    expect(folders.map((d) => d.name).filter((name) => !architecture.includes(`\`src/${name}\``))).toEqual([]);
+  });
+
+  it('src holds only .ts and .js files, the ones the folder rules cover', () => {
+    const files = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.[a-z]+$/.test(f));
+    expect(files.filter((f) => !/\.(ts|js)$/.test(f) || /\.d\.ts$/.test(f))).toEqual([]);
   });
 });

@@ -88,6 +88,13 @@ describe('workflow-sandbox lint rules', () => {
       `${toSrc}optional-peer`,
       `${toSrc}workflow`,
       'temporal-tool-checkpoint/stores',
+      // Packages are an allowlist (@temporalio/workflow, @temporalio/common): any other is refused, whatever Node version lints.
+      '@grpc/grpc-js',
+      '@temporalio/core-bridge',
+      'fastify',
+      'pg-pool',
+      'node:test',
+      `${toSrc}../node_modules/@temporalio/worker`,
     ];
     const allowed = [
       '@temporalio/workflow',
@@ -123,6 +130,12 @@ describe('workflow-sandbox lint rules', () => {
 
   it.each([
     ['require()', "const fs = require('node:fs');\nexport const a = fs;\n", 'no-restricted-syntax'],
+    ['require.call()', "export const a = require.call(null, 'node:fs');\n", 'no-restricted-globals'],
+    ['require by another name', 'const r = require;\nexport const a = r;\n', 'no-restricted-globals'],
+    ['module.require()', "export const a = module.require('node:net');\n", 'no-restricted-globals'],
+    ['globalThis.require()', "export const a = (globalThis as any).require('node:http');\n", 'no-restricted-syntax'],
+    ['process (env, getBuiltinModule)', "export const a = process.getBuiltinModule('node:fs');\n", 'no-restricted-globals'],
+    ['eval', "export const a = (0, eval)('1');\n", 'no-eval'],
     ['dynamic import()', "export const a = () => import('node:fs');\n", 'no-restricted-syntax'],
     ['a path that does not resolve (a .js suffix on a .ts module)', "import * as m from '../../console/app.js';\nexport const a = m;\n", 'import-x/no-unresolved'],
   ])('workflow code cannot get past the import rules with %s', async (_what, code, rule) => {
