@@ -255,7 +255,7 @@ class SqliteExecutor {
     } catch (error) {
       return this.#afterFailedCommit(writes, results, error, mayRetry);
     }
-    return { responses: respond(writes, results), group: { committed: true, writes: writes.length } };
+    return { responses: respond(writes, results), group: { committed: true, writes: writes.length, changed: changedCount(results) } };
   }
 
   /**
@@ -334,7 +334,7 @@ class SqliteExecutor {
  * @returns {SqliteBatchAnswer}
  */
 function failAll(writes, error) {
-  return { responses: writes.map((job) => ({ id: job.id, ok: false, error })), group: { committed: false, writes: writes.length } };
+  return { responses: writes.map((job) => ({ id: job.id, ok: false, error })), group: { committed: false, writes: writes.length, changed: 0 } };
 }
 
 /**
@@ -349,7 +349,16 @@ function failAll(writes, error) {
  */
 function settled(writes, results, committed, failure) {
   const adjusted = results.map((result) => (!committed && failure !== null && result.ok && result.changed ? /** @type {JobResult} */ ({ ok: false, error: failure }) : result));
-  return { responses: respond(writes, adjusted), group: { committed, writes: writes.length } };
+  return { responses: respond(writes, adjusted), group: { committed, writes: writes.length, changed: committed ? changedCount(results) : 0 } };
+}
+
+/**
+ * How many of `results` changed a row (an insert that created, a compare-and-swap that matched).
+ * @param {readonly JobResult[]} results
+ * @returns {number}
+ */
+function changedCount(results) {
+  return results.filter((result) => result.ok && result.changed === true).length;
 }
 
 /**

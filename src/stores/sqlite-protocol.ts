@@ -138,10 +138,12 @@ export type SqliteResponse = { readonly id: number; readonly ok: true; readonly 
 
 /** What the executor reports about one group commit (the store's `stats()`). */
 export interface SqliteGroupReport {
-  /** True when the group's transaction committed (one fsync of the WAL). */
+  /** True when the group's transaction committed. */
   readonly committed: boolean;
   /** Write requests in the group. */
   readonly writes: number;
+  /** Writes that changed a row. A transaction that changed none appends nothing to the WAL, so it makes no fsync. */
+  readonly changed: number;
 }
 
 /** One message from the executor: answers, and for a write group its report. */

@@ -62,7 +62,12 @@ import { assertSqliteBindingLoads } from './sqlite-errors';
 /** Default `busyTimeoutMs`: how long a writer waits for another process's lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
 
-/** Counters for benchmarks: committed write transactions (each one fsync of the WAL) and the write operations they held. */
+/**
+ * Counters for benchmarks: committed write transactions that changed a row (each one fsync of the
+ * WAL) and the write operations that changed one. A transaction that changed nothing (a
+ * re-delivery's insert of an existing key, a lost compare-and-swap) appends no WAL frame, so it
+ * makes no fsync and is not counted.
+ */
 export interface SqliteStoreStats {
   readonly commits: number;
   readonly writes: number;

@@ -44,7 +44,7 @@ export const SQLITE_WORKER_FILE = join(__dirname, 'sqlite-worker.js');
 /** One request of the store, before it is numbered. */
 export type SqliteCall = SqliteReadRequest | SqliteWriteRequest | SqliteControlRequest;
 
-/** Counters since open: committed group transactions (one WAL fsync each) and the writes they held. */
+/** Counters since open: group transactions that changed a row (one WAL fsync each) and the writes that changed one. */
 export interface SqliteThreadStats {
   readonly commits: number;
   readonly writes: number;
@@ -154,9 +154,10 @@ export class SqliteThread {
   }
 
   private deliver(answer: SqliteBatchAnswer): void {
-    if (answer.group?.committed === true) {
+    // A transaction that changed nothing (a re-delivery's insert-or-nothing, a lost compare-and-swap) writes no WAL frame: no fsync, no commit counted.
+    if (answer.group?.committed === true && answer.group.changed > 0) {
       this.commits += 1;
-      this.writes += answer.group.writes;
+      this.writes += answer.group.changed;
     }
     for (const response of answer.responses) {
       const pending = this.pending.get(response.id);
