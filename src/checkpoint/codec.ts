@@ -42,7 +42,8 @@ export interface ParseOptions {
 /** A seal's MAC: exactly 64 lowercase hex digits (Buffer.from(…, 'hex') would ignore trailing junk or accept upper case). */
 const MAC_PATTERN = /^[0-9a-f]{64}$/;
 
-interface Seal {
+/** A stored record's or conversation entry's HMAC seal: algorithm, key id, MAC (hex). */
+export interface Seal {
   alg: 'HMAC-SHA256';
   keyId: string;
   mac: string;
@@ -138,6 +139,20 @@ function assertCanonical(text: string, value: unknown): void {
   });
 }
 
+/** Whether `seal` is exactly `{ alg: 'HMAC-SHA256', keyId, mac }` with `mac` 64 lowercase hex digits (a stored record's or conversation entry's seal). */
+export function isSealShape(seal: unknown): seal is Seal {
+  const s = seal as Partial<Seal>;
+  return (
+    typeof seal === 'object' &&
+    seal !== null &&
+    s.alg === 'HMAC-SHA256' &&
+    typeof s.keyId === 'string' &&
+    typeof s.mac === 'string' &&
+    MAC_PATTERN.test(s.mac) &&
+    Object.keys(seal).length === 3
+  );
+}
+
 function verifySeal(record: Record<string, unknown>, seal: unknown, options: ParseOptions): void {
   // A Map, not an object: a stored key id such as "constructor" or "__proto__" must not find Object.prototype members.
   const keys = new Map<string, Uint8Array>(Object.entries(options.hmacKeys ?? {}));
@@ -148,18 +163,10 @@ function verifySeal(record: Record<string, unknown>, seal: unknown, options: Par
       throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
     return;
   }
-  const s = seal as Partial<Seal>;
-  if (
-    typeof seal !== 'object' ||
-    seal === null ||
-    s.alg !== 'HMAC-SHA256' ||
-    typeof s.keyId !== 'string' ||
-    typeof s.mac !== 'string' ||
-    !MAC_PATTERN.test(s.mac) ||
-    Object.keys(seal).length !== 3
-  ) {
+  if (!isSealShape(seal)) {
     throw new CheckpointError('INTEGRITY_FAILURE', 'stored checkpoint has a malformed seal', { field: 'seal', reason: 'malformed' });
   }
+  const s = seal;
   const key = keys.get(s.keyId) ?? (options.keyId === undefined ? options.hmacKey : undefined);
   if (key === undefined) {
     throw new CheckpointError('INTEGRITY_FAILURE', `stored checkpoint is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, {

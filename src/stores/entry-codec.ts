@@ -11,7 +11,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { describe, LIMITS, utf8ByteLength } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
-import { MIN_HMAC_KEY_BYTES } from '../checkpoint/codec';
+import { isSealShape, MIN_HMAC_KEY_BYTES } from '../checkpoint/codec';
 import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { CheckpointStoreOptions, ConversationEntry } from './checkpoint-store';
@@ -45,7 +45,6 @@ const VALUE_BOUNDS = { maxDepth: LIMITS.maxDepth + 8, maxValues: 1_000_000 } as 
 const BODY_BOUNDS = { maxDepth: VALUE_BOUNDS.maxDepth + 2, maxValues: VALUE_BOUNDS.maxValues + 16 } as const;
 /** Longest stored body accepted, UTF-16 code units (the value, base64 growth of a ciphertext, and the envelope). */
 const MAX_BODY_LENGTH = Math.ceil(MAX_CONVERSATION_ENTRY_BYTES * 1.4) + 64 * 1024;
-const MAC_PATTERN = /^[0-9a-f]{64}$/;
 const CIPHER_PREFIX = `${ENCRYPTED_TEXT_PREFIX}${PAYLOAD_ENCRYPTION_ALGORITHM}:`;
 const VALUE_FIELD = 'conversation.value';
 
@@ -214,18 +213,10 @@ export class EntryCodec {
         throw new CheckpointError('INTEGRITY_FAILURE', 'the entry is not sealed but an HMAC key is configured (refusing a downgrade)', { field: 'seal', reason: 'missing' });
       return;
     }
-    const s = seal as { alg?: unknown; keyId?: unknown; mac?: unknown };
-    if (
-      typeof seal !== 'object' ||
-      seal === null ||
-      s.alg !== 'HMAC-SHA256' ||
-      typeof s.keyId !== 'string' ||
-      typeof s.mac !== 'string' ||
-      !MAC_PATTERN.test(s.mac) ||
-      Object.keys(seal).length !== 3
-    ) {
+    if (!isSealShape(seal)) {
       throw new CheckpointError('INTEGRITY_FAILURE', 'the entry has a malformed seal', { field: 'seal', reason: 'malformed' });
     }
+    const s = seal;
     const key = this.verifyKeys.get(s.keyId);
     if (key === undefined || key.length < MIN_HMAC_KEY_BYTES) {
       throw new CheckpointError('INTEGRITY_FAILURE', `the entry is sealed with key id ${JSON.stringify(s.keyId)}, which is not configured`, {
