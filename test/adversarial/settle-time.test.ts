@@ -3,8 +3,8 @@
  * another attempt is taken over, or a lookup that finds nothing is taken as proof of absence, only
  * once the holder's request can no longer be outstanding, i.e. after the holder's declared deadline
  * (claimedAt + callDeadlineMs) plus the margin; and the holder itself never calls `execute` once
- * its deadline has passed. Timing the rule does not look at directly: slow lookups, a stalled or
- * slow fence re-read, a deploy that shortens callDeadlineMs, clock skew within the margin.
+ * its deadline has passed. Timing the rule does not look at directly: slow lookups, a holder
+ * stalled after its claim answered, a deploy that shortens callDeadlineMs, clock skew within the margin.
  */
 import { defineTool, type ToolDefinition } from '../../src/activities';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
@@ -68,7 +68,7 @@ describe('settle time', () => {
     expect({ outcome: typeOf(second), effects: provider.total() }).toEqual({ outcome: 'failure:RECONCILE_PENDING', effects: 1 });
   });
 
-  test("the holder's fence re-read stalls past its settle time while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect", async () => {
+  test("the holder stalls after its claim answered, past its settle time, while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect", async () => {
     const provider = new Provider();
     const signalAbortedAtCall: boolean[] = [];
     const tool = defineTool({
@@ -83,18 +83,18 @@ describe('settle time', () => {
       },
       lookup: lookupOf(provider),
     });
-    // The holder's fence re-read answers, then its process stalls (VM pause, SIGSTOP, a slow network
-    // return path) past its call deadline + margin before it continues.
+    // The holder's claim is stored and answers, then its process stalls (VM pause, SIGSTOP, a slow
+    // network return path) past its call deadline + margin before it continues.
     const stall = new Gate();
     let stalled = false;
     const slow = new (class extends FlakyStore {
-      override async get(...args: Parameters<CheckpointStore['get']>) {
-        const record = await super.get(...args);
-        if (record?.status === 'executing') {
+      override async createIfAbsent(...args: Parameters<CheckpointStore['createIfAbsent']>) {
+        const created = await super.createIfAbsent(...args);
+        if (created.record.status === 'executing') {
           stalled = true;
           await stall.wait();
         }
-        return record;
+        return created;
       }
     })(h.store);
     const call = h.newCall();
@@ -111,7 +111,7 @@ describe('settle time', () => {
     expect({ effects: provider.total(), signalAbortedAtCall }).toEqual({ effects: 1, signalAbortedAtCall: [false] });
   });
 
-  test("the holder's fence re-read is merely slow (pool wait) and answers after its call deadline: the holder fails RECONCILE_PENDING without calling execute; attempt 2 after the settle time runs the tool once; one effect", async () => {
+  test("the holder's claim is merely slow (pool wait) and answers after its call deadline: the holder fails RECONCILE_PENDING without calling execute; attempt 2 after the settle time runs the tool once; one effect", async () => {
     const provider = new Provider();
     const executeCalls: string[] = [];
     const tool = defineTool({
@@ -127,9 +127,10 @@ describe('settle time', () => {
       lookup: lookupOf(provider),
     });
     const slow = new (class extends FlakyStore {
-      override async get(...args: Parameters<CheckpointStore['get']>) {
-        h.offsetMs = DEADLINE_MS + MARGIN_MS - 20; // the read waited for a pooled connection, past the holder's deadline
-        return super.get(...args);
+      override async createIfAbsent(...args: Parameters<CheckpointStore['createIfAbsent']>) {
+        const created = await super.createIfAbsent(...args);
+        h.offsetMs = DEADLINE_MS + MARGIN_MS - 20; // the answer waited for the pool's return path, past the holder's deadline
+        return created;
       }
     })(h.store);
     const call = h.newCall();

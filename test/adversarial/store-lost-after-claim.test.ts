@@ -15,6 +15,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { WorkerOptions } from '@temporalio/worker';
 import { defineTool, type ToolDefinition } from '../../src/activities';
 import { callBindingId } from '../../src/checkpoint/call-identity';
+import { CheckpointError } from '../../src/checkpoint/errors';
 import { ToolCheckpointPlugin } from '../../src/plugin';
 import { DEADLINE_MS, FlakyStore, Harness, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Call, type Outcome } from './harness';
 
@@ -58,11 +59,11 @@ function setAvailability(flaky: FlakyStore, availability: Availability): void {
 
 /** Attempt 1 claims the call, then its worker loses the store before the request is sent; the clock passes the claim's settle time. */
 async function claimLeftByAttempt1(kind: Kind, provider: Provider, flaky: FlakyStore, call: Call): Promise<Outcome> {
-  const acts = h.activities([tool(kind, provider)], { store: flaky });
-  let ops = 0;
-  flaky.failWhen = () => (ops += 1) > 1; // the claiming insert lands; the re-read before execute does not
-  const first = await h.run(acts, call, 1);
-  flaky.failWhen = null;
+  // The claiming insert lands; right after it the store fails this worker, which sends nothing.
+  const step = (point: string) => {
+    if (point === 'after-claim') throw new CheckpointError('STORE_UNAVAILABLE', 'the store went away right after the claim');
+  };
+  const first = await h.run(h.activities([tool(kind, provider)], { store: flaky, hooks: { step } }), call, 1);
   const record = await h.recordOf(call);
   expect(record?.status).toBe('executing');
   h.passSettleTime(record!);
@@ -163,21 +164,23 @@ describe("the plugin's fence for a user's activity", () => {
 
   test('a keyed activity whose claim was left by attempt 1: attempts that cannot write the store fail RECONCILE_PENDING (not OUTCOME_UNKNOWN); with the store back the activity runs once', async () => {
     const flaky = new FlakyStore(h.store);
-    const plugin = new ToolCheckpointPlugin({
+    const options = {
       store: flaky,
       clock: h.clock,
       reconcileMarginMs: 200,
       fence: { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE_MS } },
-    });
+    };
+    const plugin = new ToolCheckpointPlugin(options);
     const workflowId = `wf-store-lost-${(h.seq += 1)}`;
     const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId, runId: 'run-1' } };
     let calls = 0;
     const charge = async (): Promise<{ chargeId: string }> => ({ chargeId: `ch-${(calls += 1)}` });
 
-    let ops = 0;
-    flaky.failWhen = () => (ops += 1) > 1;
-    expect(await attempt(plugin, info, 1, charge)).toEqual({ type: 'RECONCILE_PENDING', nonRetryable: false });
-    flaky.failWhen = null;
+    // The claiming insert lands; right after it the store fails this worker, which sends nothing.
+    const step = (point: string) => {
+      if (point === 'after-claim') throw new CheckpointError('STORE_UNAVAILABLE', 'the store went away right after the claim');
+    };
+    expect(await attempt(new ToolCheckpointPlugin({ ...options, hooks: { step } }), info, 1, charge)).toEqual({ type: 'RECONCILE_PENDING', nonRetryable: false });
     const record = await h.store.getByCall('default/default', callBindingId({ runChainId: 'run-1', workflowId, callId: 'activity-1' }));
     expect(record?.status).toBe('executing');
     h.passSettleTime(record!);

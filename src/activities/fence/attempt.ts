@@ -43,6 +43,7 @@ export class Attempt {
   private readonly clock: () => Date;
   private readonly marginMs: number;
   private readonly invocation: ToolInvocation;
+  private rounds = 0;
 
   constructor(
     private readonly deps: FencedToolDeps,
@@ -59,10 +60,18 @@ export class Attempt {
   /**
    * One read-decide-act round. The claim of a fresh call is its insert (docs/protocol.md#cost:
    * create and claimExecution composed into one write, `createClaimed`); when the call already has
-   * a record, the store returns it unchanged and this attempt decides on it.
+   * a record, the store returns it unchanged and this attempt decides on it. A retry (Temporal
+   * attempt > 1, or a later round of this attempt) expects the record to exist, so it reads it
+   * first: a re-delivery is one statement, and only a call found absent is inserted.
    */
   async round(): Promise<Step> {
     await this.step('before-claim');
+    const expectsRecord = this.rounds++ > 0 || Context.current().info.attempt > 1;
+    const existing = expectsRecord ? await this.deps.store.get(this.call.binding) : null;
+    if (existing !== null) {
+      this.evidence.seen = existing;
+      return this.decide(existing, false);
+    }
     // A call whose approval expired is not claimed: its ready record lets the execute path refuse it (APPROVAL_EXPIRED).
     const at = this.now();
     const claim = this.approvalExpired() ? null : createClaimed(this.call.binding, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
@@ -84,6 +93,11 @@ export class Attempt {
       return this.runAndStore(record, 'executed');
     }
     if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
+    return this.decide(record, created);
+  }
+
+  /** Decides on `record` (`created`: this round inserted it) and executes, delivers or reconciles. */
+  private async decide(record: CheckpointRecord, created: boolean): Promise<Step> {
     const { action } = decideCheckpoint(record, this.call.binding);
     this.observer.decided(created ? null : record, action);
     switch (action) {
@@ -232,7 +246,10 @@ export class Attempt {
 
   /**
    * Runs the tool under this attempt's fence and stores what happened. Right after the claim it
-   * heartbeats; right before `execute` it checks cancellation and re-reads the fence.
+   * heartbeats; right before `execute` it checks cancellation and the claim's own deadline. It does
+   * not read the record again: before the claim's deadline only a same-key repeat takes it over
+   * (the provider deduplicates that request by key), and after it the tool is not called
+   * (docs/protocol.md#overlapping-attempts). `claimed` is the record as this attempt wrote it.
    */
   private async runAndStore(claimed: CheckpointRecord, source: ResultSource): Promise<Step> {
     const ctx = Context.current();
@@ -240,19 +257,12 @@ export class Attempt {
     if (this.deps.executeIsUserActivity === true) ctx.heartbeat(ctx.info.heartbeatDetails);
     else ctx.heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');
-    const current = await this.deps.store.get(this.call.binding);
-    if (current?.status !== 'executing' || current.execution?.attemptId !== this.call.attemptId) {
-      // Nothing was sent; the call belongs to the attempt that took it over: the next attempt reads what it left.
-      throw this.pending(
-        `${this.call.tool.name} call ${this.call.input.callId}: the claim of ${this.call.attemptId} was taken over before the tool was called (now ${current?.status ?? 'missing'} under ${current?.execution?.attemptId ?? 'nobody'}); not calling it`,
-        undefined,
-      );
-    }
     await this.step('before-execute');
     // An item of a batch is not stopped by cancellation once claimed: the batch stops between items (./batch-fence).
     if (this.call.item === undefined && ctx.cancellationSignal.aborted)
       throw new CancelledFailure(`cancelled after the claim, before ${this.call.tool.name} was called; the call was not sent`);
-    const deadlineAt = Date.parse(current.execution.deadlineAt ?? this.deadlineFrom(current.execution.claimedAt));
+    const execution = claimed.execution!;
+    const deadlineAt = Date.parse(execution.deadlineAt ?? this.deadlineFrom(execution.claimedAt));
     // A batch call has no deadline of its own (its items have), and is taken over at once anyway.
     if (this.call.tool.batch !== true && this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
@@ -263,8 +273,8 @@ export class Attempt {
     }
     const { record, ...outcome } =
       this.deps.executeIsUserActivity === true
-        ? await this.invocation.invokeUserActivity(current, source)
-        : { ...(await this.invocation.invoke(current, source)), record: current };
+        ? await this.invocation.invokeUserActivity(claimed, source)
+        : { ...(await this.invocation.invoke(claimed, source)), record: claimed };
     await this.step('after-effect');
     if (outcome.kind === 'unknown') return this.recordUnknown(record, outcome.reason);
     if (outcome.notApplied !== undefined && this.call.tool.batch !== true && !this.lastAttempt(outcome.notApplied.retryAfterMs))
@@ -345,8 +355,8 @@ export class Attempt {
 
   /**
    * Applies the tool under `claimed`, a claim this attempt made by a grouped write (an item of a
-   * batch): the crash points and checks of {@link runAndStore} around {@link invoke}, without its
-   * re-read (the grouped write returned the claim) and without storing (the caller groups that).
+   * batch): the crash points and checks of {@link runAndStore} around {@link invoke}, without storing
+   * (the caller groups that).
    */
   async applyClaimed(claimed: CheckpointRecord): Promise<Invoked> {
     Context.current().heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));

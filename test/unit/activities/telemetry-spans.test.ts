@@ -144,17 +144,16 @@ describe('spans and metrics of a fenced call attempt', () => {
       'ttc.result.ok': true,
       'ttc.checkpoint.revision': stored!.revision,
     });
-    // The claim is the insert, the claim is re-read before the tool runs, the result and its delivery are one write.
+    // The claim is the insert, the result and its delivery are one write: two statements.
     expect(children.map((s) => [s.name, s.kind, s.attributes['db.system.name'], s.attributes['db.operation.name']])).toEqual([
       ['ttc.store createIfAbsent', SpanKind.CLIENT, 'sqlite', 'createIfAbsent'],
-      ['ttc.store get', SpanKind.CLIENT, 'sqlite', 'get'],
       ['ttc.store compareAndSwap', SpanKind.CLIENT, 'sqlite', 'compareAndSwap'],
     ]);
-    expect(children.map((s) => s.attributes['ttc.store.created'] ?? s.attributes['ttc.cas.swapped'] ?? null)).toEqual([true, null, true]);
+    expect(children.map((s) => s.attributes['ttc.store.created'] ?? s.attributes['ttc.cas.swapped'] ?? null)).toEqual([true, true]);
     // Neither the arguments nor the result reach any span.
     expect(JSON.stringify(tracing.exporter.getFinishedSpans().map((s) => s.attributes))).not.toMatch(/title-that-must-not-leak|T-1/);
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({ executed: 1 });
-    expect(meter.by('ttc_store_operation_latency', 'operation', true)).toEqual({ createIfAbsent: 1, get: 1, compareAndSwap: 1 });
+    expect(meter.by('ttc_store_operation_latency', 'operation', true)).toEqual({ createIfAbsent: 1, compareAndSwap: 1 });
     expect(meter.points.find((p) => p.name === 'ttc_tool_calls')?.tags).toMatchObject({ activityType: 'create_ticket' });
   });
 
@@ -173,7 +172,8 @@ describe('spans and metrics of a fenced call attempt', () => {
       'ttc.result.source': 'store',
       'ttc.idempotency_key': result!.idempotencyKey,
     });
-    expect(children.map((s) => [s.name, s.attributes['ttc.store.created']])).toEqual([['ttc.store createIfAbsent', false]]);
+    // A retry expects the record: it reads it first, one statement, and inserts nothing.
+    expect(children.map((s) => [s.name, s.attributes['ttc.store.created']])).toEqual([['ttc.store get', undefined]]);
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({ store: 1 });
   });
 
@@ -185,8 +185,8 @@ describe('spans and metrics of a fenced call attempt', () => {
     expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'OUTCOME_UNKNOWN' });
     expect(span.attributes).toMatchObject({ 'error.type': 'OUTCOME_UNKNOWN', 'ttc.checkpoint.status_found': 'absent', 'ttc.action': 'execute' });
     expect(span.attributes['ttc.result.source']).toBeUndefined();
-    // The claim, its re-read, the uncertain mark.
-    expect(children.map((s) => s.name)).toEqual(['ttc.store createIfAbsent', 'ttc.store get', 'ttc.store compareAndSwap']);
+    // The claim, the uncertain mark.
+    expect(children.map((s) => s.name)).toEqual(['ttc.store createIfAbsent', 'ttc.store compareAndSwap']);
     expect(meter.by('ttc_pauses', 'reason')).toEqual({ OUTCOME_UNKNOWN: 1 });
     expect(meter.by('ttc_tool_calls', 'source')).toEqual({});
   });
@@ -249,6 +249,6 @@ describe('spans and metrics of a fenced call attempt', () => {
     expect(span.parentSpanContext?.spanId).toBe(runActivity!.spanContext().spanId);
     expect(span.spanContext().traceId).toBe(runActivity!.spanContext().traceId);
     expect(span.attributes).toMatchObject({ 'gen_ai.tool.name': 'chargeCard', 'gen_ai.tool.call.id': 'activity-1', 'ttc.result.source': 'executed' });
-    expect(children.map((s) => s.name)).toEqual(['ttc.store createIfAbsent', 'ttc.store get', 'ttc.store compareAndSwap']);
+    expect(children.map((s) => s.name)).toEqual(['ttc.store createIfAbsent', 'ttc.store compareAndSwap']);
   });
 });
