@@ -131,7 +131,19 @@ export interface ToolCheckpointPluginOptions extends Pick<
    * @default 300,000 (5 minutes)
    */
   readonly unknownOutcomeRetryMs?: number;
+  /**
+   * The heartbeat timeout, ms, a fenced activity (a `fence` entry or one of `tools`) gets when the
+   * workflow scheduled it without `heartbeatTimeout`; the fence heartbeats while it runs, so a
+   * worker that dies is noticed within this time rather than the start-to-close timeout (see the
+   * README's recovery time). Set by the plugin's workflow interceptor, so it applies to workflows
+   * bundled with this plugin. `null`: none. A positive safe integer.
+   * @default 10,000 (10 seconds)
+   */
+  readonly heartbeatTimeoutMs?: number | null;
 }
+
+/** Default `heartbeatTimeoutMs`: 10,000 ms. */
+export const DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** Default `unknownOutcomeRetryMs`: 300,000 ms (5 minutes). */
 export const DEFAULT_UNKNOWN_OUTCOME_RETRY_MS = 300_000;
@@ -240,6 +252,10 @@ export function validatePluginOptions(options: ToolCheckpointPluginOptions): voi
       `onUnknownOutcome must be 'fail' or 'wait', got ${typeof onUnknownOutcome === 'string' ? JSON.stringify(onUnknownOutcome) : typeof onUnknownOutcome}`,
       { field: 'onUnknownOutcome' },
     );
+  }
+  const heartbeatMs = ownOption(options, 'heartbeatTimeoutMs');
+  if (heartbeatMs !== undefined && heartbeatMs !== null && !(Number.isSafeInteger(heartbeatMs) && (heartbeatMs as number) > 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `heartbeatTimeoutMs must be a positive integer (ms) or null, got ${String(heartbeatMs)}`, { field: 'heartbeatTimeoutMs' });
   }
   const retryMs = ownOption(options, 'unknownOutcomeRetryMs');
   if (retryMs !== undefined && !(Number.isSafeInteger(retryMs) && (retryMs as number) > 0)) {

@@ -22,7 +22,15 @@ import { splitApprovalPins } from './approval-pins';
 import { toolPinsAfterFence } from './fence-pins';
 import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
-import { DEFAULT_PLUGIN_TENANT, resolveFenceSettings, resolveFencedActivities, validatePluginOptions, type ToolCheckpointPluginOptions } from './options';
+import { schedulingDefaultsQuery } from './contract/scheduling-defaults';
+import {
+  DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS,
+  DEFAULT_PLUGIN_TENANT,
+  resolveFenceSettings,
+  resolveFencedActivities,
+  validatePluginOptions,
+  type ToolCheckpointPluginOptions,
+} from './options';
 
 /** The plugin's name, in Temporal's `organization.PluginName` form. */
 export const TOOL_CHECKPOINT_PLUGIN_NAME = 'temporal-tool-checkpoint.ToolCheckpointPlugin';
@@ -65,7 +73,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
         : {}),
       workerInterceptors: {
         activity: [(ctx) => ({ inbound: new ToolFenceInboundInterceptor(ctx, deps) })],
-        workflowModules: [require.resolve('../workflows/fenced/workflow-interceptors')],
+        workflowModules: [workflowInterceptorModule(options, [...fenced.keys(), ...(options.tools ?? []).map((tool) => tool.name)])],
       },
     });
     this.checkpointOptions = options;
@@ -76,6 +84,17 @@ export class ToolCheckpointPlugin extends SimplePlugin {
     refuseActivityCollisions(options.activities, this.options.activities);
     return super.configureWorker(options);
   }
+}
+
+/**
+ * The plugin's workflow interceptor module, with the scheduling defaults of the activities it
+ * fences in its query (`./contract/scheduling-defaults`).
+ */
+function workflowInterceptorModule(options: ToolCheckpointPluginOptions, fencedTypes: readonly string[]): string {
+  const module = require.resolve('../workflows/fenced/workflow-interceptors');
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs === undefined ? DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS : options.heartbeatTimeoutMs;
+  if (heartbeatTimeoutMs === null || fencedTypes.length === 0) return module;
+  return `${module}${schedulingDefaultsQuery({ fencedTypes: [...fencedTypes].sort(), heartbeatTimeoutMs })}`;
 }
 
 /** With fenced activity types: `describeFencedCall`, which gives a workflow a call's intent digest to show a person (`fencedCallDescriber`). */

@@ -68,7 +68,7 @@ describe('settle time', () => {
     expect({ outcome: typeOf(second), effects: provider.total() }).toEqual({ outcome: 'failure:RECONCILE_PENDING', effects: 1 });
   });
 
-  test("the holder stalls after its claim answered, past its settle time, while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect", async () => {
+  test('the holder stalls after its claim answered, past its settle time, while attempt 2 takes over: the holder sees its deadline passed and never calls execute (RECONCILE_PENDING); attempt 2 runs the tool once; one effect', async () => {
     const provider = new Provider();
     const signalAbortedAtCall: boolean[] = [];
     const tool = defineTool({

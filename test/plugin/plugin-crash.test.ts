@@ -12,7 +12,8 @@ import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '
 import { readLedger } from './payment-activities';
 import type { PluginWorkerOptions } from './plugin-worker';
 import { spawnPluginWorker, type Spawned } from './plugin-worker-process';
-import { checkoutWorkflow } from './workflows';
+import { checkoutWorkflow, readmeCheckoutWorkflow } from './workflows';
+import { temporal } from '@temporalio/proto';
 
 installQuietTemporalRuntime();
 jest.setTimeout(180_000);
@@ -76,4 +77,37 @@ describe('ToolCheckpointPlugin: SIGKILL after the effect', () => {
     // A lookup's find is taken over by a later attempt, not written by the killed one.
     expect(record?.execution?.attemptId).toMatch(lookup ? /^attempt-[2-9]/ : /^attempt-1-/);
   });
+
+  it.concurrent(
+    'with the README options (no heartbeat timeout): the killed attempt is noticed by the heartbeat timeout the plugin gave it, not the start-to-close timeout',
+    async () => {
+      await ready;
+      const taskQueue = 'plugin-crash-readme-options';
+      const options: PluginWorkerOptions = {
+        address: env.devServer.address,
+        taskQueue,
+        storeUrl: `sqlite:${join(dir, 'checkpoints.db')}`,
+        ledger: join(dir, `${taskQueue}.jsonl`),
+        lookup: true,
+        heartbeatTimeoutMs: 2_000,
+      };
+      const doomed = await spawnPluginWorker(options, 'after-effect');
+      running.push(doomed);
+      const handle = await env.client.workflow.start(readmeCheckoutWorkflow, { workflowId: taskQueue, taskQueue, args: ['cus_7', 700] });
+      expect(await doomed.exited).toBe('SIGKILL');
+      const survivor = await spawnPluginWorker(options);
+      running.push(survivor);
+      const result = await handle.result();
+      const effects = readLedger(options.ledger);
+      expect(effects).toHaveLength(1);
+      expect(result).toEqual({ chargeId: effects[0]!.id });
+      const history = await handle.fetchHistory();
+      const started = history.events?.map((e) => e.activityTaskStartedEventAttributes).find((a) => a !== null && a !== undefined);
+      const scheduled = history.events?.map((e) => e.activityTaskScheduledEventAttributes).find((a) => a !== null && a !== undefined);
+      expect(Number(scheduled?.heartbeatTimeout?.seconds)).toBe(2);
+      expect(started?.attempt).toBeGreaterThan(1);
+      // The attempt that delivered was started because the killed one missed its heartbeats.
+      expect(started?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
+    },
+  );
 });

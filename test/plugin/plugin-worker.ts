@@ -26,6 +26,8 @@ export interface PluginWorkerOptions {
   /** The plugin's `onUnknownOutcome` and `unknownOutcomeRetryMs`. @default the plugin's */
   readonly onUnknownOutcome?: 'fail' | 'wait';
   readonly unknownOutcomeRetryMs?: number;
+  /** The plugin's `heartbeatTimeoutMs`. @default the plugin's */
+  readonly heartbeatTimeoutMs?: number;
 }
 
 async function main(): Promise<void> {
@@ -37,6 +39,7 @@ async function main(): Promise<void> {
     reconcileMarginMs: 0,
     ...(options.onUnknownOutcome === undefined ? {} : { onUnknownOutcome: options.onUnknownOutcome }),
     ...(options.unknownOutcomeRetryMs === undefined ? {} : { unknownOutcomeRetryMs: options.unknownOutcomeRetryMs }),
+    ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
     fence: {
       chargeCard: {
         revision: options.revision ?? 'v1',

@@ -12,6 +12,14 @@ const { chargeCard, sendInvoice } = proxyActivities<PaymentActivities>({
   retry: { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 10 },
 });
 
+/** `chargeCard` with the README's options: a start-to-close timeout, no heartbeat timeout. */
+const readme = proxyActivities<PaymentActivities>({ startToCloseTimeout: '1 minute' });
+
+/** Charges a card with the README's activity options. */
+export async function readmeCheckoutWorkflow(customer: string, amountCents: number): Promise<{ chargeId: string }> {
+  return readme.chargeCard(customer, amountCents);
+}
+
 /** Charges a card, then returns the charge. */
 export async function checkoutWorkflow(customer: string, amountCents: number): Promise<{ chargeId: string }> {
   return chargeCard(customer, amountCents);

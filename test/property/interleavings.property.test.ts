@@ -197,7 +197,7 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
     expect(report.effects).toBe(1);
   });
 
-  test('B. the holder never calls execute after its own call deadline (its claim\'s answer came back late)', async () => {
+  test("B. the holder never calls execute after its own call deadline (its claim's answer came back late)", async () => {
     // Attempt 1 claims at 0; the answer of its claiming insert is delayed to 20,000 (found when the holder re-read
     // its claim before execute: that read's answer). Attempt 3 takes the call over at the settle time 10,500 (its
     // lookup found nothing) and runs the tool; attempt 1 then sends its own request at 20,000, 10 s after its

@@ -8,6 +8,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { sanitizeReason } from '../../checkpoint/bounds';
 import type { CheckpointRecord } from '../../checkpoint/types';
+import { heartbeatIntervalMs, withKeptHeartbeat } from './kept-heartbeat';
 import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
 import type { BatchRun } from './batch-fence';
 import type { Invoked } from './batch-types';
@@ -36,7 +37,8 @@ export class ToolInvocation {
    * Calls a user's activity (`deps.executeIsUserActivity`) once, renewing the claim while it runs
    * (see `./claim-renewal`): the activity may ignore the abort signal, so the fence waits for it
    * however long it takes instead of declaring the outcome unknown at the deadline while it may
-   * still apply its effect. Its heartbeats are its own (no fence heartbeats while it runs).
+   * still apply its effect. While it runs the fence heartbeats for it, re-sending the activity's
+   * own last heartbeat details (`./kept-heartbeat`).
    * @returns the outcome, and the record as the last renewal left it.
    */
   async invokeUserActivity(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked & { record: CheckpointRecord }> {
@@ -53,7 +55,7 @@ export class ToolInvocation {
     renewal.start();
     let outcome: Invoked;
     try {
-      const value = await tool.execute(this.call.args as never, this.context(signal));
+      const value = await withKeptHeartbeat(() => tool.execute(this.call.args as never, this.context(signal)));
       outcome = { kind: 'done', value: { ok: true, output: value.output, receipt: value.receipt ?? null, ...(value.encoding === undefined ? {} : { encoding: value.encoding }) } };
     } catch (error) {
       outcome = this.classified(error);
@@ -164,8 +166,7 @@ export class ToolInvocation {
   /** Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the heartbeat timeout (at least every 200 ms). */
   async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails | (() => FenceHeartbeatDetails)): Promise<T> {
     const ctx = Context.current();
-    const intervalMs = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 3_000) / 3));
-    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? details() : details), intervalMs);
+    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? details() : details), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs ?? 3_000));
     try {
       return await work();
     } finally {

@@ -9,6 +9,10 @@
  * a call scope (`./call-scope`, used by `Compensations`) the scope may name the call id of its
  * first activity and learns the ids given. The fence interceptor reads the header only for
  * fenced activity types.
+ *
+ * A fenced activity scheduled without `heartbeatTimeout` gets the plugin's default
+ * (`../../plugin/contract/scheduling-defaults`, handed to this module in its request's query), so
+ * that a worker that dies is noticed within it; the fence heartbeats while the activity runs.
  */
 import {
   workflowInfo,
@@ -21,6 +25,11 @@ import {
 import { currentApprovalScope } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
+import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
+
+/** The query of this module's request, set by webpack when the plugin added the module with one (undefined elsewhere). */
+declare const __resourceQuery: string | undefined;
+const schedulingDefaults = parseSchedulingDefaults(typeof __resourceQuery === 'string' ? __resourceQuery : undefined);
 
 class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
   /**
@@ -29,9 +38,19 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
    * same `args` array and `attempt` > 1; it keeps the call of its first schedule (replay repeats this).
    */
   private readonly localCalls = new WeakMap<unknown[], CallHeader>();
+  private readonly fencedTypes: ReadonlySet<string>;
+
+  constructor(private readonly defaults: SchedulingDefaults | null) {
+    this.fencedTypes = new Set(defaults?.fencedTypes ?? []);
+  }
 
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleActivity'] & {}> {
-    return next({ ...input, headers: withCallHeader(input.headers, callOf(input.seq)) });
+    const { defaults } = this;
+    const options =
+      defaults !== null && input.options.heartbeatTimeout === undefined && this.fencedTypes.has(input.activityType)
+        ? { ...input.options, heartbeatTimeout: defaults.heartbeatTimeoutMs }
+        : input.options;
+    return next({ ...input, options, headers: withCallHeader(input.headers, callOf(input.seq)) });
   }
 
   scheduleLocalActivity(
@@ -50,4 +69,4 @@ function callOf(seq: number): CallHeader {
 }
 
 /** The workflow interceptors of the tool checkpoint plugin. */
-export const interceptors: WorkflowInterceptorsFactory = () => ({ outbound: [new CallIdOutboundInterceptor()] });
+export const interceptors: WorkflowInterceptorsFactory = () => ({ outbound: [new CallIdOutboundInterceptor(schedulingDefaults)] });
