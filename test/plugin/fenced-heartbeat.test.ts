@@ -20,8 +20,8 @@ import { heartbeatDefaultsWorkflow } from './heartbeat-workflows';
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(120_000);
 
-const HEARTBEAT_TIMEOUT_MS = 1_000;
-const CHARGE_MS = 3_000; // three heartbeat timeouts
+const HEARTBEAT_TIMEOUT_MS = 2_000;
+const QUIET_MS = 5_000; // the first charge sends nothing for two and a half heartbeat timeouts
 
 describe('heartbeats of fenced activities (real server)', () => {
   let env: LocalTestEnv;
@@ -43,11 +43,18 @@ describe('heartbeats of fenced activities (real server)', () => {
   /** Runs the workflow on a worker with the plugin (`heartbeatTimeoutMs` as given); returns its result, the scheduled heartbeat timeouts and what `describe` showed while the first charge ran. */
   async function run(taskQueue: string, heartbeatTimeoutMs: number | null | undefined) {
     let charges = 0;
+    let started!: () => void;
+    const firstStarted = new Promise<void>((resolve) => (started = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const activities = {
       async slowCharge(customer: string) {
         charges += 1;
         heartbeat({ stage: 'sent', customer });
-        await sleep(CHARGE_MS); // no heartbeat of its own meanwhile
+        if (charges === 1) {
+          started();
+          await released; // no heartbeat of its own meanwhile
+        }
         return { chargeId: `ch-${charges}` };
       },
       async audit(customer: string) {
@@ -67,10 +74,12 @@ describe('heartbeats of fenced activities (real server)', () => {
         (error: unknown) => ({ error }),
       ),
     );
-    // Halfway through the first charge (past the heartbeat timeout): the details Temporal holds.
-    await sleep(CHARGE_MS / 2 + 500);
+    // While the first charge is quiet, past its heartbeat timeout: the details Temporal holds for it.
+    await firstStarted;
+    await sleep(QUIET_MS);
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
     const details = pending.map((a) => (a.heartbeatDetails?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p)));
+    release();
     const result = await outcome;
     const history = await handle.fetchHistory();
     const scheduled = (history.events ?? [])

@@ -243,42 +243,50 @@ describe('explorer findings A–C (found on 459d9e9, fixed in c8ce6ae and 42bb6e
  * "933:4:0:1:1:1:1:1:1:1:1:1:1:1:1:1:1:6:5:6:5:1:2:1:2" (shrunk), then reduced by hand; fixed in 6270ad6.
  */
 describe("explorer findings D, D' (found on e4f6b45, fixed in 6270ad6): the refusal claim of a later attempt", () => {
-  test('D. a store failure after the refusal\'s claim is not "nothing applied": the call is claimed (executing, no result)', async () => {
-    // Attempt 1 creates the checkpoint and dies before its claim. Attempt 2 lands on a worker without the tool: it claims the
-    // ready checkpoint to store the refusal, but the store fails on the refusal's completion. STORE_UNAVAILABLE escapes as
-    // the attempt's failure (a nothing-applied code; the last attempt, so the run is told nothing applied) while the
-    // checkpoint stays executing under the refusal's fence, which any attempt may take over after the margin.
+  test('D. a store failure on the refusal\'s write is not "nothing applied": the refusal is not durable', async () => {
+    // Found as: attempt 1 creates the checkpoint and dies before its claim; attempt 2, on a worker without the tool, claims
+    // the ready checkpoint to store the refusal, and the store fails on the refusal's completion. Since the one-write
+    // refusal (claim, result and delivery together) and the claiming insert, the ready checkpoint comes from a release:
+    // attempt 1's request is refused (proven not applied) and it gives its claim back. Attempt 2, the last, refuses
+    // (UNKNOWN_TOOL) and the store fails on the refusal's one write: nothing was stored, so a claim about to land could
+    // still run the tool; the run must not be told nothing applied (RECONCILE_PENDING instead).
     const report = await runSchedule(
       scenario({
         maxAttempts: 2,
-        attempts: [attempt({ timeoutMs: 1_000, crashAt: 'before-claim' }), attempt({ worker: 'missing' })],
-        storeFailures: [{ match: 'main-tool#2 compareAndSwap r1→completed', kind: 'unavailable' }],
+        attempts: [attempt(), attempt({ worker: 'missing' })],
+        requests: [{ latencyMs: 100, answer: 'transient', answerDelayMs: 0 }],
+        storeFailures: [{ match: 'main-tool#2 compareAndSwap r2→delivered', kind: 'unavailable' }],
       }),
       fifoScheduler(),
     );
     expectClean(report);
+    expect(report.final).toMatchObject({ kind: 'reconcile-pending', type: 'RECONCILE_PENDING' });
   });
 
-  test('D\'. a refusal whose completion lost its compare-and-swap is not "nothing applied": another attempt took the claim over and ran the tool', async () => {
-    // Attempt 1 creates the checkpoint (v1) and dies before its claim. Attempt 2 (v1) is slow to read (its createIfAbsent
-    // reaches the store at 4,000) and times out at 1,500. Attempt 3 lands on a worker with revision v2: BINDING_CONFLICT, so
-    // it claims the ready checkpoint for the refusal at 1,500 (deadline = claim time, settle 2,000); its completion reaches
-    // the store only at 11,500. Attempt 2 reads the refusal's claim at 4,000, after its settle time: its lookup finds nothing,
-    // it takes the claim over and runs the tool. Attempt 3's completion then loses, and it reports BINDING_CONFLICT.
+  test('D\'. a refusal whose write lost its compare-and-swap is not "nothing applied": another attempt claimed the call and ran the tool', async () => {
+    // Attempt 1's request is refused and it releases its claim (ready). Attempt 2 is slow to read (its read, a retry's
+    // first statement, reaches the store at 3,100) and times out at 600. Attempt 3 lands on a worker with revision v2:
+    // BINDING_CONFLICT, so it stores the refusal on the ready checkpoint, but that write reaches the store only at 10,600.
+    // Attempt 2 claims the ready checkpoint at 3,100 and runs the tool. Attempt 3's refusal then loses, and it must deliver
+    // the stored result rather than report BINDING_CONFLICT.
     const report = await runSchedule(
       scenario({
-        tool: { lookup: true, dedupesByKey: false, keyRetentionMs: 86_400_000, callDeadlineMs: DEADLINE },
         maxAttempts: 3,
-        attempts: [attempt({ timeoutMs: 1_000, crashAt: 'before-claim' }), attempt({ timeoutMs: 500 }), attempt({ worker: 'new-revision' })],
-        requests: [{ latencyMs: 100, answer: 'ok', answerDelayMs: 0 }],
+        attempts: [attempt(), attempt({ timeoutMs: 500 }), attempt({ worker: 'new-revision' })],
+        requests: [
+          { latencyMs: 100, answer: 'transient', answerDelayMs: 0 },
+          { latencyMs: 100, answer: 'ok', answerDelayMs: 0 },
+        ],
         storeDelays: [
-          { match: 'main-tool#2 createIfAbsent', delayMs: 3_000, at: 'before' },
-          { match: 'main-tool#3 compareAndSwap r1→completed', delayMs: 10_000, at: 'before' },
+          { match: 'main-tool#2 get', delayMs: 3_000, at: 'before' },
+          { match: 'main-tool#3 compareAndSwap r2→delivered', delayMs: 10_000, at: 'before' },
         ],
       }),
       fifoScheduler(),
     );
     expectClean(report);
+    expect(report.effects).toBe(1);
+    expect(report.final).toMatchObject({ kind: 'store', by: 3 });
   });
 });
 
@@ -288,21 +296,57 @@ describe("explorer findings D, D' (found on e4f6b45, fixed in 6270ad6): the refu
  */
 describe('explorer finding E (found on 6270ad6, fixed in 5fa1c52): delivering a stored result after a failed attempt', () => {
   test('E. a store failure while a later attempt delivers the stored result it found is not "nothing applied"', async () => {
-    // Attempt 1 stores its result and dies. Attempt 2's createIfAbsent fails (STORE_UNAVAILABLE); reading the call's
-    // evidence it finds the stored result and delivers it, but the store fails again on the delivery claim: the second
-    // STORE_UNAVAILABLE escapes, attempt 2 is the last, and the run is told nothing applied: the applied effect is lost.
+    // Found as: attempt 1 stores its result and dies. Attempt 2's first store call fails (STORE_UNAVAILABLE); reading the
+    // call's evidence it finds the stored result and delivers it, but the store fails again on the delivery claim: the
+    // second STORE_UNAVAILABLE escaped, attempt 2 was the last, and the run was told nothing applied: the applied effect
+    // was lost. Since the one-write fresh call the result is stored already delivered, and delivering it again writes
+    // nothing: the second failure has no write left to meet. The run is told the stored result.
     const report = await runSchedule(
       scenario({
         maxAttempts: 2,
         attempts: [attempt({ timeoutMs: 1_000, crashAt: 'after-result-stored' }), attempt()],
-        storeFailures: [
-          { match: 'main-tool#2 createIfAbsent', kind: 'unavailable' },
-          { match: 'main-tool#2 compareAndSwap r2→delivering', kind: 'unavailable' },
-        ],
+        storeFailures: [{ match: 'main-tool#2 get', kind: 'unavailable' }],
       }),
       fifoScheduler(),
     );
     expectClean(report);
+    expect(report.final).toMatchObject({ kind: 'store', by: 2 });
+  });
+});
+
+/**
+ * Found by the full run on 96bb40f (`npm run check:interleavings -- --runs 100000 --seed 20261204`, schedule 39,493;
+ * shrunk): a rule of the explorer, not of the fence. A release (its holder's own request refused) proves every claim
+ * before it not applied, since its holder claimed from `ready` or took over claims proven absent
+ * (docs/protocol.md#nothing-applied); the explorer had counted only the releasing attempt's own claim as covered.
+ */
+describe('explorer finding G (found on 96bb40f): a durable refusal after a release', () => {
+  test('G. claims taken over and then released are covered: the refusal stored on the ready checkpoint is nothing applied', async () => {
+    // Attempt 1 claims, its request is refused, it is cancelled and marks the call uncertain. Attempt 2 repeats with the
+    // same key (refused; a repeat proves nothing about the earlier request). Attempt 5 looks up after the settle time,
+    // finds nothing, takes over, is refused and releases the claim (ready). Attempt 6, on a worker with a new revision,
+    // stores the refusal BINDING_CONFLICT on the ready checkpoint: no effect happened and none can.
+    const report = await runSchedule(
+      scenario({
+        tool: { lookup: true, dedupesByKey: true, keyRetentionMs: 10_012, callDeadlineMs: 10_000 },
+        reconcileMarginMs: 10,
+        attempts: [
+          attempt({ timeoutMs: 1, cancelOnTimeout: true }),
+          attempt({ timeoutMs: 200_000 }),
+          attempt({ worker: 'new-revision', crashAt: 'after-delivery-claimed', timeoutMs: 5_000 }),
+        ],
+        requests: [{ latencyMs: 0, answer: 'transient', answerDelayMs: 1 }],
+        lookups: [
+          { readDelayMs: 0, answerDelayMs: 0, fails: false },
+          { readDelayMs: 0, answerDelayMs: 2, fails: false },
+        ],
+        resolution: { delayMs: 0 },
+      }),
+      fifoScheduler(),
+    );
+    expectClean(report);
+    expect(report.effects).toBe(0);
+    expect(report.final).toMatchObject({ kind: 'nothing-applied', type: 'BINDING_CONFLICT', by: 6 });
   });
 });
 

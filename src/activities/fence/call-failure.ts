@@ -69,7 +69,12 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
       if (context.attempt === 1) throw error;
       if (error.retryable) throw claimUnsettled(error, `attempt ${context.attempt} cannot rule out an earlier attempt that has not claimed yet`);
       // An earlier attempt of this call may still be about to claim: make "nothing applied" durable first.
-      record = await closeCall(deps, failed, record, error);
+      try {
+        record = await closeCall(deps, failed, record, error);
+      } catch (storeError) {
+        // Not durable, so not proven: a claim about to land may still run the tool (docs/protocol.md#nothing-applied).
+        throw claimUnsettled(error, `its refusal could not be stored (${storeError instanceof Error ? storeError.message : String(storeError)})`);
+      }
       if (record === null) throw error;
       continue;
     }

@@ -134,7 +134,7 @@ interface Call {
   claimedAt: number | null;
   /** Every fence that held the call's claim (`executing` under it was committed). */
   readonly claimFences: Set<string>;
-  /** Claims their holder gave back (releaseExecution: its requests proven not applied), and the fence of the last executing record seen. */
+  /** Claims a release covered (releaseExecution: its holder's requests proven not applied, and every claim before it), and the fence of the last executing record seen. */
   readonly releasedFences: Set<string>;
   lastFence: string | null;
   /** The first stored result (virtual ms, payload). */
@@ -248,6 +248,7 @@ class World {
       this.violations.push({ kind: 'harness', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
     }
     for (const call of this.calls) await this.check(call);
+    for (const match of this.store.unmatchedRules()) this.violations.push({ kind: 'harness', message: `the scenario's store rule "${match}" never met its operation` });
     const effects = this.provider.effects.length;
     const perCall = this.calls.map((c) => this.provider.effectsOf(c.keys).length);
     return {
@@ -626,7 +627,9 @@ class World {
     if (record.status === 'executing' && record.execution !== null) this.claimedAtByFence.set(record.execution.attemptId, Date.parse(record.execution.claimedAt) - EPOCH_MS);
     if (record.status !== 'ready' && call.claimedAt === null) call.claimedAt = this.sim.now;
     if (record.status === 'executing' && record.execution !== null) call.claimFences.add(record.execution.attemptId);
-    if (record.status === 'ready' && record.revision > 0 && call.lastFence !== null) call.releasedFences.add(call.lastFence);
+    // A release proves every claim before it not applied: its holder's own requests were refused, and it held the claim
+    // from `ready` or over claims proven absent (a same-key repeat never releases; docs/protocol.md#nothing-applied).
+    if (record.status === 'ready' && record.revision > 0 && call.lastFence !== null) for (const f of call.claimFences) call.releasedFences.add(f);
     call.lastFence = record.execution?.attemptId ?? null;
     this.log(`store: ${call.name} → ${record.status} r${record.revision}${record.execution === null ? '' : ` fence ${this.fenceName(record.execution.attemptId, call)}`}`);
     const payload = record.result?.payload ?? null;

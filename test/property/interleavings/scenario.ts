@@ -93,11 +93,11 @@ export interface Scenario {
   /**
    * Extra delays for named store calls (fixed schedules of the named tests; the arbitrary leaves
    * it out): every call whose label (`<activityId>#<attempt> <operation>`, e.g.
-   * `main-tool#1 compareAndSwap r1→completed`) contains `match` waits `delayMs` more before it
+   * `main-tool#1 compareAndSwap r1→delivered`) is `match`, or begins with `match` and a space, waits `delayMs` more before it
    * reaches the database (`before`) or before its answer returns (`answer`).
    */
   readonly storeDelays?: readonly { readonly match: string; readonly delayMs: number; readonly at: 'before' | 'answer' }[];
-  /** Faults for named store calls (fixed schedules of the named tests): every call whose label contains `match` fails. */
+  /** Faults for named store calls (fixed schedules of the named tests): every call whose label matches as in {@link storeDelays} fails. A rule that never meets its call is a harness violation. */
   readonly storeFailures?: readonly { readonly match: string; readonly kind: StoreFaultKind }[];
   /** The store answers STORE_UNAVAILABLE to every call in [from, to) (virtual ms). */
   readonly outage: { readonly from: number; readonly to: number } | null;

@@ -195,6 +195,7 @@ export interface StorePlan {
 export class ExplorerStore implements CheckpointStore {
   calls = 0;
   faultsInjected = 0;
+  private readonly matched = new Set<string>();
   private gates = 0;
 
   constructor(
@@ -282,9 +283,21 @@ export class ExplorerStore implements CheckpointStore {
     return list.length === 0 ? 0 : list[this.gates++ % list.length]!;
   }
 
+  /** The `match` of every named delay or failure of the plan that never met its operation (a named scenario that missed its window). */
+  unmatchedRules(): string[] {
+    return [...(this.plan.delays ?? []), ...(this.plan.failures ?? [])].map((r) => r.match).filter((m) => !this.matched.has(m));
+  }
+
+  /** Whether the operation `name` (`<caller> <operation>`) is the one a rule names: the whole name, or the name up to an operation's details. */
+  private matches(name: string, match: string): boolean {
+    const hit = name === match || name.startsWith(`${match} `);
+    if (hit) this.matched.add(match);
+    return hit;
+  }
+
   private extra(name: string, at: 'before' | 'answer'): number {
     let ms = 0;
-    for (const d of this.plan.delays ?? []) if (d.at === at && name.includes(d.match)) ms += d.delayMs;
+    for (const d of this.plan.delays ?? []) if (d.at === at && this.matches(name, d.match)) ms += d.delayMs;
     return ms;
   }
 
@@ -295,7 +308,7 @@ export class ExplorerStore implements CheckpointStore {
     this.observer.log(`store #${index} ${name}${before > 0 ? ` is delayed ${before} ms` : ''}`);
     await this.sim.point(`store:${name}#${index}`, before);
     const outage = this.plan.outage !== null && this.sim.now >= this.plan.outage.from && this.sim.now < this.plan.outage.to;
-    const fault = outage ? 'unavailable' : (this.plan.faults.find((f) => f.call === index)?.kind ?? this.plan.failures?.find((f) => name.includes(f.match))?.kind);
+    const fault = outage ? 'unavailable' : (this.plan.faults.find((f) => f.call === index)?.kind ?? this.plan.failures?.find((f) => this.matches(name, f.match))?.kind);
     if (fault === 'unavailable' || (fault === 'outcome-unknown-not-applied' && write)) {
       this.faultsInjected += 1;
       this.observer.log(`store #${index} ${name} fails ${fault === 'unavailable' ? `STORE_UNAVAILABLE${outage ? ' (outage)' : ''}` : 'STORE_OUTCOME_UNKNOWN (not written)'}`);
