@@ -7,11 +7,12 @@
  */
 import { completeAndDeliver, createClaimed } from '../src/checkpoint/compose';
 import { fingerprintInput } from '../src/checkpoint/digest';
+import type { Binding } from '../src/checkpoint/types';
 import type { CheckpointStore } from '../src/stores/checkpoint-store';
 
-/** Runs one fresh call's two writes; throws if either does not apply (nothing competes). */
-export async function freshCall(store: CheckpointStore, client: number, n: number): Promise<void> {
-  const binding = {
+/** Runs one fresh call's two writes; throws if either does not apply (nothing competes). @returns the call's binding. */
+export async function freshCall(store: CheckpointStore, client: number, n: number): Promise<Binding> {
+  const binding: Binding = {
     namespace: 'bench',
     callId: `c${client}-${n}-${process.hrtime.bigint()}`,
     toolName: 'create_ticket',
@@ -23,4 +24,5 @@ export async function freshCall(store: CheckpointStore, client: number, n: numbe
   if (!created) throw new Error('the claim insert found a record with no competitor');
   const done = completeAndDeliver(record, { attemptId, deliveryId: `d${client}-${n}`, at: new Date().toISOString(), result: { ticket: `T-${n}`, ok: true } });
   if (!(await store.compareAndSwap(done.expectedRevision, done.next, record))) throw new Error('a compare-and-swap lost with no competitor');
+  return binding;
 }

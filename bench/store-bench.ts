@@ -36,7 +36,7 @@ const SKIP_OLD = process.env.BENCH_SKIP_OLD === '1';
 const SEALED: CheckpointStoreOptions = { hmacKey: Buffer.alloc(32, 1), keyId: 'bench-seal', encryptionKey: Buffer.alloc(32, 2), encryptionKeyId: 'bench-enc' };
 
 type Kind = 'fresh' | 'five';
-const KINDS: Record<Kind, { label: string; writes: number; run: (store: CheckpointStore, client: number, n: number) => Promise<void> }> = {
+const KINDS: Record<Kind, { label: string; writes: number; run: (store: CheckpointStore, client: number, n: number) => Promise<unknown> }> = {
   fresh: { label: 'fresh call (2 writes)', writes: 2, run: freshCall },
   five: { label: '5 writes (one per transition)', writes: 5, run: lifecycle },
 };

@@ -66,11 +66,13 @@ export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5_000;
  * Counters for benchmarks: committed write transactions that changed a row (each one fsync of the
  * WAL) and the write operations that changed one. A transaction that changed nothing (a
  * re-delivery's insert of an existing key, a lost compare-and-swap) appends no WAL frame, so it
- * makes no fsync and is not counted.
+ * makes no fsync and is not counted. `requests`: the store's requests to the database (one per
+ * read or write operation; an insert that finds the row reads it in the same request).
  */
 export interface SqliteStoreStats {
   readonly commits: number;
   readonly writes: number;
+  readonly requests: number;
 }
 
 /** The connection's settings, as the connection reports them (`settings()`). */

@@ -44,10 +44,11 @@ export const SQLITE_WORKER_FILE = join(__dirname, 'sqlite-worker.js');
 /** One request of the store, before it is numbered. */
 export type SqliteCall = SqliteReadRequest | SqliteWriteRequest | SqliteControlRequest;
 
-/** Counters since open: group transactions that changed a row (one WAL fsync each) and the writes that changed one. */
+/** Counters since open: group transactions that changed a row (one WAL fsync each), the writes that changed one, and the requests (reads and writes) sent to the database. */
 export interface SqliteThreadStats {
   readonly commits: number;
   readonly writes: number;
+  readonly requests: number;
 }
 
 interface Pending {
@@ -82,6 +83,7 @@ export class SqliteThread {
   private whenIdle: (() => void) | null = null;
   private commits = 0;
   private writes = 0;
+  private requests = 0;
 
   private constructor(private readonly context: SqliteErrorContext) {}
 
@@ -103,7 +105,7 @@ export class SqliteThread {
 
   /** Counters since open (see {@link SqliteThreadStats}). */
   stats(): SqliteThreadStats {
-    return { commits: this.commits, writes: this.writes };
+    return { commits: this.commits, writes: this.writes, requests: this.requests };
   }
 
   /**
@@ -115,6 +117,7 @@ export class SqliteThread {
     if (this.closing !== null) return Promise.reject(closedError(this.context.path));
     if (this.stopped !== null) return Promise.reject(this.stopped);
     const id = this.nextId++;
+    if (call.op !== 'fault') this.requests += 1;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, write: isWriteRequest(call) });
       if (this.pending.size === 1) this.host.hold(true);

@@ -1,0 +1,128 @@
+/**
+ * What the fence costs above its store (`npm run bench:fence-cost`), without Temporal: CPU per
+ * call and store requests per call, in one process, in interleaved rounds.
+ *
+ * Rows, each on an in-memory SQLite store (`:memory:`: runs on this thread, no fsync, no I/O):
+ *  - `store operations alone`: what a fresh call writes (`freshCall`: the claimed insert and one
+ *    compare-and-swap), and what a re-delivery reads (one `get`);
+ *  - `activity harness alone`: `MockActivityEnvironment.run` of an activity that does nothing
+ *    (the activity context the fence needs; a worker makes its own);
+ *  - `fenced call`: `runFencedTool` of a tool whose `execute` returns at once, fresh (attempt 1,
+ *    a new call id) and re-delivered (attempt 2 of a delivered call).
+ * CPU is `process.cpuUsage()` (user + system) per unit, the median over rounds; the fence's CPU
+ * above its store is fenced − harness − store alone. Store requests per unit are the store's own
+ * counter (`stats().requests`). Target (docs/performance.md): ≤ 0.3 ms of CPU above the store per
+ * fresh call; 2 requests per fresh call and 1 per re-delivery.
+ *
+ * Environment: BENCH_UNITS (per row and round, default 2,000), BENCH_ROUNDS (default 5),
+ * BENCH_ROWS (comma-separated row names, e.g. `fenced-fresh` to profile one; default all),
+ * BENCH_MARKDOWN=1 for Markdown.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { createToolActivities, defineTool } from '../src/activities';
+import type { FencedToolInput, FencedToolResult } from '../src/activities/contract/contract';
+import { openCheckpointStore } from '../src/stores/open-checkpoint-store';
+import type { SqliteCheckpointStore } from '../src/stores/sqlite-store';
+import { freshCall } from './fresh-call';
+import { fixed, heading, printRunHeader, quantile, table, verdict } from './report';
+
+const UNITS = Number(process.env.BENCH_UNITS ?? 2_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const TARGET_CPU_MS = 0.3;
+
+type RowName = 'store-fresh' | 'store-redelivery' | 'harness' | 'fenced-fresh' | 'fenced-redelivery';
+const LABELS: Record<RowName, string> = {
+  'store-fresh': 'store operations alone: a fresh call (insert + compare-and-swap)',
+  'store-redelivery': 'store operations alone: a re-delivery (get)',
+  harness: 'activity harness alone (MockActivityEnvironment, no-op activity)',
+  'fenced-fresh': 'fenced call, fresh (attempt 1)',
+  'fenced-redelivery': 'fenced call, re-delivered (attempt 2 of a delivered call)',
+};
+
+async function main(): Promise<void> {
+  printRunHeader(`BENCH_UNITS=${UNITS} BENCH_ROUNDS=${ROUNDS} npm run bench:fence-cost`);
+  const store = (await openCheckpointStore('sqlite::memory:')) as SqliteCheckpointStore;
+  const tool = defineTool({
+    name: 'create_ticket',
+    revision: '1',
+    input: z.object({ title: z.string(), priority: z.number().int() }),
+    async execute(input) {
+      return { output: { ticket: `T-${input.priority}` } };
+    },
+  });
+  const activities = createToolActivities({ store, tools: [tool] });
+  const info = (attempt: number) =>
+    ({ attempt, activityType: 'runFencedTool', workflowExecution: { workflowId: 'bench-wf', runId: 'bench-run' }, heartbeatTimeoutMs: 30_000 }) as never;
+  const first = new MockActivityEnvironment(info(1));
+  const retry = new MockActivityEnvironment(info(2));
+  const call = (n: number): FencedToolInput => ({ tenant: 'bench', callId: `call-${n}`, toolName: 'create_ticket', input: { title: `ticket ${n}`, priority: n % 5 } });
+
+  let next = 0;
+  // Delivered calls to re-deliver: by the fence (their inputs) and by the store alone (their bindings).
+  const delivered: FencedToolInput[] = [];
+  for (let i = 0; i < 200; i += 1) {
+    const input = call((next += 1));
+    await first.run(activities.runFencedTool, input);
+    delivered.push(input);
+  }
+  const bindings = await Promise.all(Array.from({ length: 200 }, (_, i) => freshCall(store, 1, i)));
+  const rows: Record<RowName, (n: number) => Promise<void>> = {
+    'store-fresh': async (n) => {
+      await freshCall(store, 0, n);
+    },
+    'store-redelivery': async (n) => {
+      if ((await store.get(bindings[n % bindings.length]!)) === null) throw new Error('a delivered call has no record');
+    },
+    harness: async () => {
+      await first.run(async () => null);
+    },
+    'fenced-fresh': async () => {
+      const result = (await first.run(activities.runFencedTool, call((next += 1)))) as FencedToolResult;
+      if (result.source !== 'executed') throw new Error(`a fresh call answered ${result.source}`);
+    },
+    'fenced-redelivery': async (n) => {
+      const result = (await retry.run(activities.runFencedTool, delivered[n % delivered.length]!)) as FencedToolResult;
+      if (result.source !== 'store') throw new Error(`a re-delivery answered ${result.source}`);
+    },
+  };
+
+  const cpu: Record<RowName, number[]> = { 'store-fresh': [], 'store-redelivery': [], harness: [], 'fenced-fresh': [], 'fenced-redelivery': [] };
+  const requests: Record<RowName, number[]> = { 'store-fresh': [], 'store-redelivery': [], harness: [], 'fenced-fresh': [], 'fenced-redelivery': [] };
+  // Warm-up: one short pass of every row (JIT, caches).
+  for (const run of Object.values(rows)) for (let i = 0; i < 200; i += 1) await run(i);
+  const only = process.env.BENCH_ROWS?.split(',');
+  const names = (Object.keys(rows) as RowName[]).filter((name) => only === undefined || only.includes(name));
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const name of names) {
+      const run = rows[name];
+      const before = process.cpuUsage();
+      const requestsBefore = store.stats().requests;
+      for (let i = 0; i < UNITS; i += 1) await run(i);
+      const used = process.cpuUsage(before);
+      cpu[name].push((used.user + used.system) / 1_000 / UNITS);
+      requests[name].push((store.stats().requests - requestsBefore) / UNITS);
+    }
+  }
+  await store.close();
+
+  const median = (xs: readonly number[]) => quantile(xs, 0.5);
+  heading(`bench:fence-cost: ${UNITS} units per row × ${ROUNDS} interleaved rounds, in-memory SQLite store, one process`);
+  table(
+    ['row', 'CPU ms per unit (median)', 'min', 'max', 'store requests per unit'],
+    names.map((name) => [LABELS[name], fixed(median(cpu[name]), 3), fixed(Math.min(...cpu[name]), 3), fixed(Math.max(...cpu[name]), 3), fixed(median(requests[name]), 2)]),
+  );
+  const aboveFresh = median(cpu['fenced-fresh']) - median(cpu.harness) - median(cpu['store-fresh']);
+  const aboveRedelivery = median(cpu['fenced-redelivery']) - median(cpu.harness) - median(cpu['store-redelivery']);
+  console.log('');
+  console.log(`fence CPU above its store, fresh call: ${fixed(aboveFresh, 3)} ms (fenced − harness − store alone); re-delivery: ${fixed(aboveRedelivery, 3)} ms`);
+  console.log(`CPU above the store per fresh call ≤ ${TARGET_CPU_MS} ms: ${fixed(aboveFresh, 3)} ms: ${verdict(aboveFresh <= TARGET_CPU_MS)}`);
+  const perFresh = median(requests['fenced-fresh']);
+  const perRedelivery = median(requests['fenced-redelivery']);
+  console.log(`store requests: 2 per fresh call, 1 per re-delivery: ${fixed(perFresh, 2)} / ${fixed(perRedelivery, 2)}: ${verdict(perFresh === 2 && perRedelivery === 1)}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,170 @@
+/**
+ * The fence beside its peers (`npm run bench:peers`), in one process, in interleaved rounds: units
+ * per second at 1, 4 and 16 clients, where a unit is a fresh call plus one re-delivery of it (see
+ * `./peers/contenders.ts`), and what each asks of its database per fresh call and per re-delivery
+ * (`./peers/counters.ts`). Contenders: the fence on PostgreSQL and on SQLite, DBOS Transact (same
+ * PostgreSQL server), AWS Powertools idempotency over Redis, and the raw floor of each database.
+ * Servers: a private PostgreSQL (fsync on, `pg_stat_statements` loaded; test/helpers/postgres.ts)
+ * and a private Redis (`appendfsync always`; `./peers/redis-server.ts`); SQLite files use WAL with
+ * synchronous = FULL.
+ *
+ * Targets (docs/performance.md): the fence ahead of DBOS at every client count on PostgreSQL, and
+ * at ≥ 0.8 of its own database's floor at every client count.
+ *
+ * Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3),
+ * BENCH_COUNT_UNITS (units of the counting pass, default 200), BENCH_MARKDOWN=1 for Markdown.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'pg';
+import type { SqliteCheckpointStore } from '../src/stores/sqlite-store';
+import { startPostgres, withDatabase } from '../test/helpers/postgres';
+import { dbosContender, fenceContender, postgresFloor, powertoolsContender, redisFloor, sqliteFloor, type Contender } from './peers/contenders';
+import { postgresCounts, redisCounts, subtract, type Counts } from './peers/counters';
+import { startRedis } from './peers/redis-server';
+import { fixed, heading, printRunHeader, quantile, table, verdict } from './report';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const COUNT_UNITS = Number(process.env.BENCH_COUNT_UNITS ?? 200);
+const CLIENTS = [1, 4, 16] as const;
+
+/** Units per second of `contender` with `clients` loops for SECONDS. */
+async function throughput(contender: Contender, clients: number): Promise<number> {
+  const until = performance.now() + SECONDS * 1_000;
+  let units = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        await contender.redeliver(await contender.fresh());
+        units += 1;
+      }
+    }),
+  );
+  return units / ((performance.now() - started) / 1_000);
+}
+
+/** Per fresh call and per re-delivery, at one client: the database counters' deltas, less what the database did meanwhile on its own (DBOS polls). */
+async function perCall(contender: Contender, counts: () => Promise<Counts>): Promise<{ fresh: Counts; redelivery: Counts }> {
+  const measure = async (work: () => Promise<void>): Promise<Counts> => {
+    const before = await counts();
+    const t0 = performance.now();
+    await work();
+    const elapsed = performance.now() - t0;
+    const during = subtract(await counts(), before);
+    const idleBefore = await counts();
+    await sleep(elapsed);
+    const idle = subtract(await counts(), idleBefore);
+    return { statements: (during.statements - idle.statements) / COUNT_UNITS, writes: (during.writes - idle.writes) / COUNT_UNITS };
+  };
+  const ids: string[] = [];
+  const fresh = await measure(async () => {
+    for (let i = 0; i < COUNT_UNITS; i += 1) ids.push(await contender.fresh());
+  });
+  const redelivery = await measure(async () => {
+    for (const id of ids) await contender.redeliver(id);
+  });
+  return { fresh, redelivery };
+}
+
+async function main(): Promise<void> {
+  printRunHeader(`BENCH_SECONDS=${SECONDS} BENCH_ROUNDS=${ROUNDS} npm run bench:peers`);
+  const dir = mkdtempSync(join(tmpdir(), 'ttc-peers-'));
+  const pg = await startPostgres({ settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.max': 10_000 } });
+  const redis = await startRedis();
+  const admin = new Pool({ connectionString: pg.url, max: 2 });
+  const contenders: Contender[] = [];
+  try {
+    await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    for (const db of ['ttc_fence', 'dbos_sys', 'raw_floor']) await admin.query(`CREATE DATABASE ${db}`);
+    const fencePg = await fenceContender('PostgreSQL', withDatabase(pg.url, 'ttc_fence'));
+    const fenceSqlite = await fenceContender('SQLite', `sqlite:${join(dir, 'checkpoints.db')}`);
+    const dbos = await dbosContender(withDatabase(pg.url, 'dbos_sys'));
+    const powertools = await powertoolsContender(redis.url);
+    const pgFloor = await postgresFloor(withDatabase(pg.url, 'raw_floor'));
+    const liteFloor = sqliteFloor(dir);
+    const redisFloorContender = await redisFloor(redis.url);
+    contenders.push(fencePg, dbos, pgFloor, fenceSqlite, liteFloor, powertools, redisFloorContender);
+
+    // What each asks of its database: one client, nothing else running.
+    const sqliteStats = (): Counts => {
+      const s = (fenceSqlite.store as SqliteCheckpointStore).stats();
+      return { statements: s.requests, writes: s.commits };
+    };
+    const counters = new Map<Contender, () => Promise<Counts>>([
+      [fencePg, () => postgresCounts(admin, 'ttc_fence')],
+      [dbos, () => postgresCounts(admin, 'dbos_sys')],
+      [pgFloor, () => postgresCounts(admin, 'raw_floor')],
+      [fenceSqlite, async () => sqliteStats()],
+      [liteFloor, async () => ({ statements: liteFloor.statements(), writes: liteFloor.writes() })],
+      [powertools, () => redisCounts(powertools.client)],
+      [redisFloorContender, () => redisCounts(powertools.client)],
+    ]);
+    const perCallCounts = new Map<Contender, { fresh: Counts; redelivery: Counts }>();
+    for (const contender of contenders) perCallCounts.set(contender, await perCall(contender, counters.get(contender)!));
+
+    // Throughput: every contender at every client count, in rounds whose order rotates.
+    const samples = new Map<string, number[]>();
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const clients of CLIENTS) {
+        const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+        for (const contender of order) {
+          const key = `${contender.name}@${clients}`;
+          samples.set(key, [...(samples.get(key) ?? []), await throughput(contender, clients)]);
+        }
+      }
+    }
+    const median = (contender: Contender, clients: number) => quantile(samples.get(`${contender.name}@${clients}`)!, 0.5);
+    const floorOf = (contender: Contender) => contenders.find((c) => c.floor && c.database === contender.database)!;
+
+    heading(`bench:peers: a fresh call + one re-delivery per unit, ${SECONDS} s per measurement, median of ${ROUNDS} interleaved rounds`);
+    table(
+      ['contender', 'database', ...CLIENTS.map((c) => `units/s @${c}`), ...CLIENTS.map((c) => `of floor @${c}`)],
+      contenders.map((c) => [
+        c.name,
+        c.database,
+        ...CLIENTS.map((n) => fixed(median(c, n), 0)),
+        ...CLIENTS.map((n) => (c.floor ? '1.00' : fixed(median(c, n) / median(floorOf(c), n), 2))),
+      ]),
+    );
+    heading("what each asks of its database (one client; PostgreSQL: pg_stat_statements, Redis: INFO commandstats, SQLite: the store's counters)");
+    table(
+      ['contender', 'statements per fresh call', 'writes per fresh call', 'statements per re-delivery', 'writes per re-delivery'],
+      contenders.map((c) => {
+        const { fresh, redelivery } = perCallCounts.get(c)!;
+        return [c.name, fixed(fresh.statements, 2), fixed(fresh.writes, 2), fixed(redelivery.statements, 2), fixed(redelivery.writes, 2)];
+      }),
+    );
+    console.log('');
+    console.log(
+      "SQLite: statements are the store's requests to its database, writes its fsync'd commits; the floor counts its own. Writes: INSERT, UPDATE, DELETE (PostgreSQL), SET and friends (Redis).",
+    );
+    const ahead = CLIENTS.every((n) => median(fencePg, n) > median(dbos, n));
+    console.log(
+      `the fence ahead of DBOS on PostgreSQL at 1 / 4 / 16 clients: ${CLIENTS.map((n) => fixed(median(fencePg, n) / median(dbos, n), 2)).join(' / ')}×: ${verdict(ahead)}`,
+    );
+    for (const fence of [fencePg, fenceSqlite]) {
+      const ratios = CLIENTS.map((n) => median(fence, n) / median(floorOf(fence), n));
+      console.log(`${fence.name} ≥ 0.8 of its database's floor at 1 / 4 / 16 clients: ${ratios.map((r) => fixed(r, 2)).join(' / ')}: ${verdict(ratios.every((r) => r >= 0.8))}`);
+    }
+    const ptRatios = CLIENTS.map((n) => median(powertools, n) / median(redisFloorContender, n));
+    console.log(`for comparison, Powertools of its Redis floor: ${ptRatios.map((r) => fixed(r, 2)).join(' / ')}`);
+  } finally {
+    for (const contender of contenders) await contender.close().catch(() => undefined);
+    await admin.end();
+    await redis.stop();
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
