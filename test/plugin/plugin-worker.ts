@@ -27,7 +27,10 @@ export interface PluginWorkerOptions {
   readonly onUnknownOutcome?: 'fail' | 'wait';
   readonly unknownOutcomeRetryMs?: number;
   /** The plugin's `heartbeatTimeoutMs`. @default the plugin's */
-  readonly heartbeatTimeoutMs?: number;
+  readonly heartbeatTimeoutMs?: number | null;
+  /** The plugin's `reconcileMarginMs` and the fence entry's `callDeadlineMs`; `null`: the plugin's defaults. @default 0 and 2,000 */
+  readonly reconcileMarginMs?: number | null;
+  readonly callDeadlineMs?: number | null;
 }
 
 async function main(): Promise<void> {
@@ -36,14 +39,14 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: options.address });
   const plugin = new ToolCheckpointPlugin({
     store,
-    reconcileMarginMs: 0,
+    ...(options.reconcileMarginMs === null ? {} : { reconcileMarginMs: options.reconcileMarginMs ?? 0 }),
     ...(options.onUnknownOutcome === undefined ? {} : { onUnknownOutcome: options.onUnknownOutcome }),
     ...(options.unknownOutcomeRetryMs === undefined ? {} : { unknownOutcomeRetryMs: options.unknownOutcomeRetryMs }),
     ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
     fence: {
       chargeCard: {
         revision: options.revision ?? 'v1',
-        callDeadlineMs: 2_000,
+        ...(options.callDeadlineMs === null ? {} : { callDeadlineMs: options.callDeadlineMs ?? 2_000 }),
         ...(options.lookup ? { lookup: options.lookupByArgs === true ? chargeLookupByArgs(options.ledger) : chargeLookup(options.ledger) } : {}),
         ...(options.lookupFindsEarlierRevisions === undefined ? {} : { lookupFindsEarlierRevisions: options.lookupFindsEarlierRevisions }),
       },

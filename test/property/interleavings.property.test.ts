@@ -320,8 +320,8 @@ describe('explorer finding E (found on 6270ad6, fixed in 5fa1c52): delivering a 
  * before it not applied, since its holder claimed from `ready` or took over claims proven absent
  * (docs/protocol.md#nothing-applied); the explorer had counted only the releasing attempt's own claim as covered.
  */
-describe('explorer finding G (found on 96bb40f): a durable refusal after a release', () => {
-  test('G. claims taken over and then released are covered: the refusal stored on the ready checkpoint is nothing applied', async () => {
+describe('explorer finding H (found on 96bb40f): a durable refusal after a release', () => {
+  test('H. claims taken over and then released are covered: the refusal stored on the ready checkpoint is nothing applied', async () => {
     // Attempt 1 claims, its request is refused, it is cancelled and marks the call uncertain. Attempt 2 repeats with the
     // same key (refused; a repeat proves nothing about the earlier request). Attempt 5 looks up after the settle time,
     // finds nothing, takes over, is refused and releases the claim (ready). Attempt 6, on a worker with a new revision,
