@@ -15,19 +15,24 @@
  *     insert (bench/durable-floor.ts); store ms per call is printed as a multiple of 2 × floor
  *     (a fresh call needs two durable writes: the claim and the result).
  *  3. Event-loop delay (`perf_hooks.monitorEventLoopDelay`, resolution 1 ms) of this process,
- *     which hosts the workers, while one worker runs 16 concurrent calls, per variant.
- *  4. The performance targets (`TARGET_*` below), met or not.
+ *     which hosts the workers, and calls/s, while one worker runs 16 concurrent calls, per
+ *     variant, in interleaved rounds (median round).
+ *  4. Temporal requests per call: the in-memory server's `service_requests` counters (its
+ *     Prometheus endpoint, `--metrics-port`) around one sequential workflow per variant.
+ *  5. The performance targets (`TARGET_*` below), met or not.
  *
  * Options (environment): BENCH_CALLS calls per workflow (default 100), BENCH_ROUNDS (default 5),
  * BENCH_SERVERS (default `persistent,memory`), BENCH_FLOOR_WRITES floor samples per store per
  * round (default 100), BENCH_ELD_CALLS calls in the event-loop section (default 640),
- * BENCH_ELD_CONCURRENCY (default 16), BENCH_SKIP_POSTGRES=1, DATABASE_URL (else a private
+ * BENCH_ELD_CONCURRENCY (default 16), BENCH_ELD_ROUNDS (interleaved rounds of it, default 3), BENCH_SKIP_POSTGRES=1, DATABASE_URL (else a private
  * PostgreSQL server is started), BENCH_MARKDOWN=1 (tables as Markdown, for docs/performance.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { z } from 'zod';
@@ -45,6 +50,7 @@ const SERVERS = (process.env.BENCH_SERVERS ?? 'persistent,memory').split(',').ma
 const FLOOR_WRITES = Number(process.env.BENCH_FLOOR_WRITES ?? 100);
 const ELD_CALLS = Number(process.env.BENCH_ELD_CALLS ?? 640);
 const ELD_CONCURRENCY = Number(process.env.BENCH_ELD_CONCURRENCY ?? 16);
+const ELD_ROUNDS = Number(process.env.BENCH_ELD_ROUNDS ?? 3);
 const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
 /**
  * Diagnostic: wait this long before every store call, outside the timing (default 0). Store time
@@ -60,6 +66,7 @@ const TARGET_RATIO_MEMORY = 1.1;
 const TARGET_STORE_MS = { sqlite: 1.0, postgres: 2.0 } as const;
 /** "never blocks the worker's event loop for longer than a few milliseconds": read as p99 ≤ 5 ms beyond the sampling tick. */
 const TARGET_ELD_P99_MS = 5;
+const TARGET_CONCURRENT_RATIO = 0.9;
 /** monitorEventLoopDelay's sampling interval, ms: a sample is the time between two ticks, so an unblocked loop reads about this much. */
 const ELD_RESOLUTION_MS = 1;
 
@@ -193,11 +200,17 @@ async function main(): Promise<void> {
 
     // Dev servers, each with one worker per variant.
     const servers = new Map<string, DevServer>();
+    const metricsUrls = new Map<string, string>();
     const variants: Variant[] = [];
     const workers: Worker[] = [];
     let current: Map<Variant, Counter> | null = null;
     for (const label of SERVERS) {
-      const server = await startDevServer({ ...(label === 'persistent' ? { dbFile: join(dir, 'temporal.db') } : {}), extraArgs: DEV_SERVER_ARGS });
+      const metricsPort = await freePort();
+      const server = await startDevServer({
+        ...(label === 'persistent' ? { dbFile: join(dir, 'temporal.db') } : {}),
+        extraArgs: [...DEV_SERVER_ARGS, '--metrics-port', String(metricsPort)],
+      });
+      metricsUrls.set(label, `http://127.0.0.1:${metricsPort}/metrics`);
       cleanups.push(() => server.stop({ signal: 'SIGKILL' }));
       servers.set(label, server);
       const connection = await NativeConnection.connect({ address: server.address });
@@ -265,20 +278,37 @@ async function main(): Promise<void> {
       histogram.disable();
       return { ms, p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 };
     };
-    for (const v of variants.filter((x) => x.server === eldServer)) {
-      const counter = zero();
-      current = new Map([[v, counter]]);
-      const d = await measureDelay(async () => void (await runWorkflow(v, 'concurrentCalls', [ELD_CALLS, ELD_CONCURRENCY], 'eld')));
-      current = null;
+    // Interleaved rounds (every variant once per round); per variant the median round of calls/s and of the delay.
+    const eldRounds = new Map<Variant, Array<{ callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number }>>();
+    for (let round = 0; round < ELD_ROUNDS; round += 1) {
+      for (const v of variants.filter((x) => x.server === eldServer)) {
+        const counter = zero();
+        current = new Map([[v, counter]]);
+        const d = await measureDelay(async () => void (await runWorkflow(v, 'concurrentCalls', [ELD_CALLS, ELD_CONCURRENCY], `eld${round}`)));
+        current = null;
+        eldRounds.set(v, [...(eldRounds.get(v) ?? []), { callsPerSecond: ELD_CALLS / (d.ms / 1000), p50: d.p50, p99: d.p99, max: d.max, storeMs: counter.storeMs / ELD_CALLS }]);
+      }
+    }
+    for (const [v, rounds] of eldRounds) {
       eld.push({
         name: `${v.name}, Temporal worker`,
         kind: v.kind,
-        callsPerSecond: ELD_CALLS / (d.ms / 1000),
-        p50: d.p50,
-        p99: d.p99,
-        max: d.max,
-        storeMs: counter.storeMs / ELD_CALLS,
+        callsPerSecond: median(rounds.map((r) => r.callsPerSecond)),
+        p50: median(rounds.map((r) => r.p50)),
+        p99: median(rounds.map((r) => r.p99)),
+        max: Math.max(...rounds.map((r) => r.max)),
+        storeMs: median(rounds.map((r) => r.storeMs)),
       });
+    }
+    // Temporal requests per call: the in-memory server's frontend request counters around one sequential workflow per variant.
+    const requests = new Map<Variant, Map<string, number>>();
+    for (const v of variants.filter((x) => x.server === eldServer)) {
+      const before = await settledFrontendRequests(metricsUrls.get(eldServer)!);
+      current = new Map([[v, zero()]]); // not counted as the rounds' store work
+      await runWorkflow(v, 'sequentialCalls', [CALLS], 'requests');
+      current = null;
+      const after = await settledFrontendRequests(metricsUrls.get(eldServer)!);
+      requests.set(v, new Map([...after].map(([op, n]) => [op, (n - (before.get(op) ?? 0)) / CALLS])));
     }
     for (const s of stores) {
       const counter = zero();
@@ -395,6 +425,14 @@ async function main(): Promise<void> {
       eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max), fixed(e.p99 - ELD_RESOLUTION_MS)]),
     );
 
+    heading(`Temporal frontend requests per call (in-memory server's service_requests, one workflow of ${CALLS} sequential calls per variant)`);
+    const requestVariants = [...requests.keys()];
+    const operations = [...new Set(requestVariants.flatMap((v) => [...requests.get(v)!].filter(([, n]) => n > 0).map(([op]) => op)))].sort();
+    table(
+      ['operation', ...requestVariants.map((v) => v.name)],
+      [...operations.map((op) => [op, ...requestVariants.map((v) => fixed(requests.get(v)!.get(op) ?? 0))]), ['all', ...requestVariants.map((v) => fixed(sum(requests.get(v)!)))]],
+    );
+
     heading('Targets');
     const targets: Array<[string, string, boolean]> = [];
     const memoryPlain = variants.find((v) => v.server === 'memory' && v.kind === null);
@@ -409,6 +447,19 @@ async function main(): Promise<void> {
       targets.push([`${v.name}: store ms per fresh call ≤ ${TARGET_STORE_MS[v.kind!].toFixed(1)}`, fixed(storeMs, 3), storeMs <= TARGET_STORE_MS[v.kind!]]);
       const writes = v.counter.writes / calls;
       targets.push([`${v.name}: ≤ 2 durable writes per fresh call`, fixed(writes), writes <= 2]);
+    }
+    const eldPlain = eld.find((x) => x.kind === null && x.name.endsWith('Temporal worker'));
+    for (const e of eld.filter((x) => x.kind !== null && x.name.endsWith('Temporal worker'))) {
+      if (eldPlain === undefined) break;
+      const ratio = e.callsPerSecond / eldPlain.callsPerSecond;
+      targets.push([`${e.name}: ≥ ${TARGET_CONCURRENT_RATIO.toFixed(2)} of plain's calls/s with ${ELD_CONCURRENCY} in flight`, fixed(ratio, 3), ratio >= TARGET_CONCURRENT_RATIO]);
+    }
+    const plainRequests = requestVariants.find((v) => v.kind === null);
+    for (const v of requestVariants.filter((x) => x.kind !== null)) {
+      if (plainRequests === undefined) break;
+      const extra = sum(requests.get(v)!) - sum(requests.get(plainRequests)!);
+      const extraOps = operations.filter((op) => (requests.get(v)!.get(op) ?? 0) - (requests.get(plainRequests)!.get(op) ?? 0) >= 0.5);
+      targets.push([`${v.name}: no Temporal request per call beyond the plain activity's`, `${fixed(extra)} more per call${extraOps.length > 0 ? ` (${extraOps.join(', ')})` : ''}`, extra < 0.5]);
     }
     for (const e of eld.filter((x) => x.kind !== null)) {
       const delay = e.p99 - ELD_RESOLUTION_MS;
@@ -427,6 +478,44 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** A free loopback port. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The server's frontend request counters by operation (`service_requests{service_name="frontend"}`). */
+async function frontendRequests(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(url)).text();
+  const counts = new Map<string, number>();
+  for (const match of text.matchAll(/^service_requests\{([^}]*)\} (\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/gm)) {
+    const labels = match[1]!;
+    if (!labels.includes('service_name="frontend"')) continue;
+    const op = /operation="([^"]+)"/.exec(labels)?.[1] ?? '?';
+    counts.set(op, (counts.get(op) ?? 0) + Number(match[2]));
+  }
+  return counts;
+}
+
+/** {@link frontendRequests} once two reads a second apart agree (the server reports its counters periodically). */
+async function settledFrontendRequests(url: string): Promise<Map<string, number>> {
+  let last = await frontendRequests(url);
+  for (;;) {
+    await sleep(1_000);
+    const now = await frontendRequests(url);
+    if (sum(now) === sum(last)) return now;
+    last = now;
+  }
+}
+
+const sum = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
 
 main().catch((error: unknown) => {
   console.error(error);

@@ -1,8 +1,8 @@
 /**
  * Heartbeat details of fenced calls (what the Temporal UI shows for a running attempt).
  * - A fenced user activity owns its heartbeat details (Temporal keeps only the last ones, and a
- *   retry resumes from them): the fence's own heartbeat carries the previous attempt's details,
- *   and while the activity runs the fence re-sends the activity's last details, never its own.
+ *   retry resumes from them): while the activity runs the fence re-sends the last details the
+ *   activity sent (at first the previous attempt's), never its own.
  * - A tool's activity (the fence heartbeats for it) shows `{ callId, checkpointStatus, phase }`:
  *   on a real dev server, in `describe()`'s pending activity, while the tool runs; and while a
  *   retry looks up what an earlier attempt's unfinished claim did.
@@ -67,6 +67,8 @@ describe('heartbeat details of a fenced user activity', () => {
     env.on('heartbeat', (details: unknown) => sent.push(details));
     const result = await env.run(async () => {
       const from = (Context.current().info.heartbeatDetails as { resumeFrom: number }).resumeFrom;
+      // Quiet until the fence has beaten for it: the previous attempt's details, kept.
+      while (sent.length === 0) await sleep(20);
       for (let row = from; row < from + 3; row += 1) {
         Context.current().heartbeat({ resumeFrom: row + 1 });
         // Quiet until the fence has beaten for it (every 200 ms at least): a repeat of these details.

@@ -245,17 +245,16 @@ export class Attempt {
   }
 
   /**
-   * Runs the tool under this attempt's fence and stores what happened. Right after the claim it
-   * heartbeats; right before `execute` it checks cancellation and the claim's own deadline. It does
+   * Runs the tool under this attempt's fence and stores what happened. Right before `execute` it
+   * checks cancellation and the claim's own deadline; while the tool runs it heartbeats (every
+   * third of the heartbeat timeout: a call shorter than that makes no Temporal request beyond the
+   * plain activity's, `npm run bench:overhead`). It does
    * not read the record again: before the claim's deadline only a same-key repeat takes it over
    * (the provider deduplicates that request by key), and after it the tool is not called
    * (docs/protocol.md#overlapping-attempts). `claimed` is the record as this attempt wrote it.
    */
   private async runAndStore(claimed: CheckpointRecord, source: ResultSource): Promise<Step> {
     const ctx = Context.current();
-    // A user's activity owns its heartbeat details: keep the previous attempt's, which it may resume from.
-    if (this.deps.executeIsUserActivity === true) ctx.heartbeat(ctx.info.heartbeatDetails);
-    else ctx.heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');
     await this.step('before-execute');
     // An item of a batch is not stopped by cancellation once claimed: the batch stops between items (./batch-fence).
