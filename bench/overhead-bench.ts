@@ -459,7 +459,11 @@ async function main(): Promise<void> {
       if (plainRequests === undefined) break;
       const extra = sum(requests.get(v)!) - sum(requests.get(plainRequests)!);
       const extraOps = operations.filter((op) => (requests.get(v)!.get(op) ?? 0) - (requests.get(plainRequests)!.get(op) ?? 0) >= 0.5);
-      targets.push([`${v.name}: no Temporal request per call beyond the plain activity's`, `${fixed(extra)} more per call${extraOps.length > 0 ? ` (${extraOps.join(', ')})` : ''}`, extra < 0.5]);
+      targets.push([
+        `${v.name}: no Temporal request per call beyond the plain activity's`,
+        `${fixed(extra)} more per call${extraOps.length > 0 ? ` (${extraOps.join(', ')})` : ''}`,
+        extra < 0.5,
+      ]);
     }
     for (const e of eld.filter((x) => x.kind !== null)) {
       const delay = e.p99 - ELD_RESOLUTION_MS;
