@@ -31,11 +31,12 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const COUNT_UNITS = Number(process.env.BENCH_COUNT_UNITS ?? 200);
 const CLIENTS = [1, 4, 16] as const;
 
-/** Units per second of `contender` with `clients` loops for SECONDS. */
-async function throughput(contender: Contender, clients: number): Promise<number> {
+/** Units per second of `contender` with `clients` loops for SECONDS, and this process's CPU per unit (ms). */
+async function throughput(contender: Contender, clients: number): Promise<{ perSecond: number; cpuMs: number }> {
   const until = performance.now() + SECONDS * 1_000;
   let units = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (performance.now() < until) {
@@ -44,7 +45,8 @@ async function throughput(contender: Contender, clients: number): Promise<number
       }
     }),
   );
-  return units / ((performance.now() - started) / 1_000);
+  const used = process.cpuUsage(cpu);
+  return { perSecond: units / ((performance.now() - started) / 1_000), cpuMs: (used.user + used.system) / 1_000 / units };
 }
 
 /** Per fresh call and per re-delivery, at one client: the database counters' deltas, less what the database did meanwhile on its own (DBOS polls). */
@@ -108,26 +110,32 @@ async function main(): Promise<void> {
 
     // Throughput: every contender at every client count, in rounds whose order rotates.
     const samples = new Map<string, number[]>();
+    const cpuSamples = new Map<string, number[]>();
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const clients of CLIENTS) {
         const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
         for (const contender of order) {
           const key = `${contender.name}@${clients}`;
-          samples.set(key, [...(samples.get(key) ?? []), await throughput(contender, clients)]);
+          const { perSecond, cpuMs } = await throughput(contender, clients);
+          samples.set(key, [...(samples.get(key) ?? []), perSecond]);
+          cpuSamples.set(key, [...(cpuSamples.get(key) ?? []), cpuMs]);
         }
       }
     }
     const median = (contender: Contender, clients: number) => quantile(samples.get(`${contender.name}@${clients}`)!, 0.5);
+    const cpuMedian = (contender: Contender, clients: number) => quantile(cpuSamples.get(`${contender.name}@${clients}`)!, 0.5);
     const floorOf = (contender: Contender) => contenders.find((c) => c.floor && c.database === contender.database)!;
 
     heading(`bench:peers: a fresh call + one re-delivery per unit, ${SECONDS} s per measurement, median of ${ROUNDS} interleaved rounds`);
     table(
-      ['contender', 'database', ...CLIENTS.map((c) => `units/s @${c}`), ...CLIENTS.map((c) => `of floor @${c}`)],
+      ['contender', 'database', ...CLIENTS.map((c) => `units/s @${c}`), ...CLIENTS.map((c) => `of floor @${c}`), 'ms per unit @1', 'CPU ms per unit @1 (this process)'],
       contenders.map((c) => [
         c.name,
         c.database,
         ...CLIENTS.map((n) => fixed(median(c, n), 0)),
         ...CLIENTS.map((n) => (c.floor ? '1.00' : fixed(median(c, n) / median(floorOf(c), n), 2))),
+        fixed(1_000 / median(c, 1), 3),
+        fixed(cpuMedian(c, 1), 3),
       ]),
     );
     heading("what each asks of its database (one client; PostgreSQL: pg_stat_statements, Redis: INFO commandstats, SQLite: the store's counters)");
@@ -149,6 +157,11 @@ async function main(): Promise<void> {
     for (const fence of [fencePg, fenceSqlite]) {
       const ratios = CLIENTS.map((n) => median(fence, n) / median(floorOf(fence), n));
       console.log(`${fence.name} ≥ 0.8 of its database's floor at 1 / 4 / 16 clients: ${ratios.map((r) => fixed(r, 2)).join(' / ')}: ${verdict(ratios.every((r) => r >= 0.8))}`);
+      // At one client a unit takes at least its CPU: 0.8 of the floor leaves the fence floor-time ÷ 0.8 per unit in all.
+      const budget = 1_000 / median(floorOf(fence), 1) / 0.8;
+      console.log(
+        `  at 1 client 0.8 of the floor allows ${fixed(budget, 3)} ms per unit in all; the fence spends ${fixed(cpuMedian(fence, 1), 3)} ms of this process's CPU per unit (the floor ${fixed(cpuMedian(floorOf(fence), 1), 3)} ms)`,
+      );
     }
     const ptRatios = CLIENTS.map((n) => median(powertools, n) / median(redisFloorContender, n));
     console.log(`for comparison, Powertools of its Redis floor: ${ptRatios.map((r) => fixed(r, 2)).join(' / ')}`);

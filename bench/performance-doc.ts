@@ -1,10 +1,10 @@
 /**
- * `npm run bench:doc`: runs bench:store, bench:overhead, bench:fleet and bench:profile one after
- * the other with BENCH_MARKDOWN=1 and writes what each prints into docs/performance.md, between its markers
+ * `npm run bench:doc`: runs bench:fence-cost, bench:peers, bench:recovery, bench:store,
+ * bench:overhead, bench:fleet and bench:profile one after the other with BENCH_MARKDOWN=1 and writes what each prints into docs/performance.md, between its markers
  * (`<!-- bench:store:start -->` … `<!-- bench:store:end -->`, and so on). The text around the
  * markers (what the columns mean, the reading of the targets) is kept; read it again after a run.
  *
- * Options (environment): PERF_BENCHES (default `store,overhead,fleet,profile`), and every option of the
+ * Options (environment): PERF_BENCHES (default `fence-cost,peers,recovery,store,overhead,fleet,profile`), and every option of the
  * benchmarks themselves (BENCH_SECONDS, BENCH_CALLS, BENCH_ROUNDS, FLEET_RUNS, FLEET_STORES, …),
  * passed through. PERF_NOTE: a line written under each run (e.g. "the machine was shared").
  */
@@ -16,12 +16,15 @@ const DOC = resolve(__dirname, '../docs/performance.md');
 const tsx = (file: string): string[] => [process.execPath, '--require', require.resolve('tsx/cjs'), resolve(__dirname, file)];
 /** The command line of each benchmark (bench:profile needs node flags: its npm script). */
 const BENCHES: Record<string, string[]> = {
+  'fence-cost': tsx('fence-cost.ts'),
+  peers: ['npm', 'run', '--silent', 'bench:peers'],
+  recovery: tsx('plugin-recovery.ts'),
   store: tsx('store-bench.ts'),
   overhead: tsx('overhead-bench.ts'),
   fleet: tsx('fleet-bench.ts'),
   profile: ['npm', 'run', '--silent', 'bench:profile'],
 };
-const WANTED = (process.env.PERF_BENCHES ?? 'store,overhead,fleet,profile').split(',').map((s) => s.trim());
+const WANTED = (process.env.PERF_BENCHES ?? 'fence-cost,peers,recovery,store,overhead,fleet,profile').split(',').map((s) => s.trim());
 
 function main(): void {
   for (const name of WANTED) {
