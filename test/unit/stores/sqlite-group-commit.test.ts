@@ -118,14 +118,14 @@ describe('group commit on the worker thread', () => {
 
     expect(results.map((r) => (r as { created: boolean }).created)).toEqual(Array(10).fill(true));
     // The plug's transaction, then one for all ten.
-    expect(store.stats()).toEqual({ commits: before.commits + 2, writes: before.writes + 11 });
+    expect(store.stats()).toEqual({ commits: before.commits + 2, writes: before.writes + 11, requests: before.requests + 11 });
     expect(rowCount()).toBe(11);
   });
 
   test('the writes of one event-loop turn are sent together and commit in one transaction', async () => {
     const before = store.stats();
     await Promise.all(Array.from({ length: 16 }, (_, i) => store.createIfAbsent(fresh(`burst-${i}`))));
-    expect(store.stats()).toEqual({ commits: before.commits + 1, writes: before.writes + 16 });
+    expect(store.stats()).toEqual({ commits: before.commits + 1, writes: before.writes + 16, requests: before.requests + 16 });
   });
 
   test('a statement that fails fails only its own write (STORE_UNAVAILABLE, nothing of it written); the others of its group commit', async () => {
@@ -202,7 +202,7 @@ describe('a failed COMMIT', () => {
     expect(swapped).toEqual({ value: true });
     expect(await store.get(binding('committed-1'))).toEqual(claim.next);
     expect(await store.get(binding('committed-2'))).not.toBeNull();
-    expect(store.stats()).toEqual({ commits: before.commits + 2, writes: before.writes + 3 });
+    expect(store.stats()).toMatchObject({ commits: before.commits + 2, writes: before.writes + 3 });
   });
 
   test('reported failed after a rollback, and a re-read proves it: the row still holds the old revision; STORE_UNAVAILABLE, nothing written', async () => {
@@ -249,7 +249,7 @@ describe(':memory: runs the same executor on the calling thread', () => {
   test('group commit of one turn, stats, close', async () => {
     const memory = await SqliteCheckpointStore.open(':memory:');
     await Promise.all(Array.from({ length: 16 }, (_, i) => memory.createIfAbsent(fresh(`m-${i}`))));
-    expect(memory.stats()).toEqual({ commits: 1, writes: 16 });
+    expect(memory.stats()).toEqual({ commits: 1, writes: 16, requests: 16 });
     expect(await memory.settings()).toMatchObject({ journalMode: 'memory', synchronous: 2, userVersion: 2 });
     await memory.close();
   });

@@ -57,7 +57,7 @@ test('100 creates and then 100 claims are two transactions (two fsyncs), not 200
   const swapped = await store.writeGroup(writes);
 
   expect(swapped.every((r) => r.kind === 'cas' && r.swapped)).toBe(true);
-  expect(store.stats()).toEqual({ commits: before.commits + 2, writes: before.writes + 2 });
+  expect(store.stats()).toEqual({ commits: before.commits + 2, writes: before.writes + 2, requests: before.requests + 2 });
   expect(await store.getMany(next.map((r) => r.binding))).toEqual(next);
 });
 
