@@ -30,7 +30,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
@@ -43,6 +42,7 @@ import { createTestDatabase, startPostgres, type PostgresServer, type TestDataba
 import { freshCall } from './fresh-call';
 import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, type FloorSampler } from './durable-floor';
 import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
+import { freePort } from '../test/helpers/free-port';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -481,18 +481,6 @@ async function main(): Promise<void> {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error('cleanup:', error));
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** A free loopback port. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The server's frontend request counters by operation (`service_requests{service_name="frontend"}`). */

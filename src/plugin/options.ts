@@ -222,6 +222,12 @@ export function resolveFenceSettings(options: ToolCheckpointPluginOptions): Fenc
   };
 }
 
+/** `heartbeatTimeoutMs`, validated (see {@link validatePluginOptions}) and resolved: ms, or null for none. Read as own option, as validated. */
+export function resolveHeartbeatTimeoutMs(options: ToolCheckpointPluginOptions): number | null {
+  const value = ownOption(options, 'heartbeatTimeoutMs') as number | null | undefined;
+  return value === undefined ? DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS : value;
+}
+
 /** An option given on `options` itself, never read through a polluted `Object.prototype`. */
 function ownOption(options: ToolCheckpointPluginOptions, key: keyof ToolCheckpointPluginOptions): unknown {
   return Object.hasOwn(options, key) ? options[key] : undefined;

@@ -24,7 +24,7 @@ import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { schedulingDefaultsQuery } from './contract/scheduling-defaults';
 import {
-  DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS,
+  resolveHeartbeatTimeoutMs,
   DEFAULT_PLUGIN_TENANT,
   resolveFenceSettings,
   resolveFencedActivities,
@@ -92,7 +92,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
  */
 function workflowInterceptorModule(options: ToolCheckpointPluginOptions, fencedTypes: readonly string[]): string {
   const module = require.resolve('../workflows/fenced/workflow-interceptors');
-  const heartbeatTimeoutMs = options.heartbeatTimeoutMs === undefined ? DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS : options.heartbeatTimeoutMs;
+  const heartbeatTimeoutMs = resolveHeartbeatTimeoutMs(options);
   if (heartbeatTimeoutMs === null || fencedTypes.length === 0) return module;
   return `${module}${schedulingDefaultsQuery({ fencedTypes: [...fencedTypes].sort(), heartbeatTimeoutMs })}`;
 }

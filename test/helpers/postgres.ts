@@ -12,7 +12,6 @@
  */
 import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +20,7 @@ import { Client } from 'pg';
 import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { RawRow, StoreTarget } from '../conformance/store-conformance';
+import { freePort } from './free-port';
 
 const run = promisify(execFile);
 
@@ -279,16 +279,4 @@ async function postgresUid(): Promise<{ uid: number; gid: number }> {
   const { stdout: uid } = await run('id', ['-u', 'postgres']);
   const { stdout: gid } = await run('id', ['-g', 'postgres']);
   return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }

@@ -203,7 +203,8 @@ export class Attempt {
     try {
       found = await this.invocation.heartbeating(
         () => tool.lookup!(this.invocation.context(Context.current().cancellationSignal)),
-        this.invocation.heartbeatDetails(record, 'lookup'),
+        // A user's activity owns its heartbeat details: the lookup keeps re-sending them (the previous attempt's).
+        this.deps.executeIsUserActivity === true ? Context.current().info.heartbeatDetails : this.invocation.heartbeatDetails(record, 'lookup'),
       );
     } catch (error) {
       throw this.pending(

@@ -164,9 +164,12 @@ export class ToolInvocation {
   }
 
   /** Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the heartbeat timeout (at least every 200 ms). */
-  async heartbeating<T>(work: () => Promise<T>, details: FenceHeartbeatDetails | (() => FenceHeartbeatDetails)): Promise<T> {
+  async heartbeating<T>(work: () => Promise<T>, details: unknown): Promise<T> {
     const ctx = Context.current();
-    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? details() : details), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs ?? 3_000));
+    const timer = setInterval(
+      () => ctx.heartbeat(typeof details === 'function' ? (details as () => unknown)() : details),
+      heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs ?? 3_000),
+    );
     try {
       return await work();
     } finally {

@@ -10,9 +10,10 @@
  * first activity and learns the ids given. The fence interceptor reads the header only for
  * fenced activity types.
  *
- * A fenced activity scheduled without `heartbeatTimeout` gets the plugin's default
- * (`../../plugin/contract/scheduling-defaults`, handed to this module in its request's query), so
- * that a worker that dies is noticed within it; the fence heartbeats while the activity runs.
+ * A fenced activity scheduled on the workflow's own task queue without `heartbeatTimeout` gets the
+ * plugin's default (`../../plugin/contract/scheduling-defaults`, handed to this module in its
+ * request's query), so that a worker that dies is noticed within it; the fence heartbeats while the
+ * activity runs.
  */
 import {
   workflowInfo,
@@ -47,7 +48,7 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleActivity'] & {}> {
     const { defaults } = this;
     const options =
-      defaults !== null && input.options.heartbeatTimeout === undefined && this.fencedTypes.has(input.activityType)
+      defaults !== null && input.options.heartbeatTimeout === undefined && this.fencedTypes.has(input.activityType) && onOwnTaskQueue(input)
         ? { ...input.options, heartbeatTimeout: defaults.heartbeatTimeoutMs }
         : input.options;
     return next({ ...input, options, headers: withCallHeader(input.headers, callOf(input.seq)) });
@@ -61,6 +62,15 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
     this.localCalls.set(input.args, call);
     return next({ ...input, headers: withCallHeader(input.headers, call) });
   }
+}
+
+/**
+ * Whether the activity runs on the workflow's own task queue, whose workers run this plugin (the
+ * plugin is a worker's, and a worker serves one queue). An activity sent to another queue may meet
+ * a worker that does not fence it, so nobody would heartbeat under the default: it gets none.
+ */
+function onOwnTaskQueue(input: ActivityInput): boolean {
+  return input.options.taskQueue === undefined || input.options.taskQueue === workflowInfo().taskQueue;
 }
 
 function callOf(seq: number): CallHeader {
