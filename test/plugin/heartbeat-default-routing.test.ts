@@ -13,12 +13,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { ToolCheckpointPlugin } from '../../src/plugin';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { routedChargeWorkflow } from './heartbeat-routing-workflows';
 import { heartbeatDefaultsWorkflow } from './heartbeat-workflows';
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(120_000);
+afterEach(releaseReplayHooks);
 
 describe('heartbeat default on an activity routed to a worker that does not fence it (real server)', () => {
   let env: LocalTestEnv;
