@@ -24,9 +24,9 @@ import { refuseActivityCollisions } from './activity-collisions';
 import { ToolFenceInboundInterceptor, type FenceDeps } from './fence-interceptor';
 import { schedulingDefaultsQuery } from './contract/scheduling-defaults';
 import {
-  resolveHeartbeatTimeoutMs,
   DEFAULT_PLUGIN_TENANT,
   resolveFenceSettings,
+  resolveHeartbeatTimeoutMs,
   resolveFencedActivities,
   validatePluginOptions,
   type ToolCheckpointPluginOptions,

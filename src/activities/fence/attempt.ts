@@ -203,8 +203,7 @@ export class Attempt {
     try {
       found = await this.invocation.heartbeating(
         () => tool.lookup!(this.invocation.context(Context.current().cancellationSignal)),
-        // A user's activity owns its heartbeat details: the lookup keeps re-sending them (the previous attempt's).
-        this.deps.executeIsUserActivity === true ? Context.current().info.heartbeatDetails : this.invocation.heartbeatDetails(record, 'lookup'),
+        this.invocation.heartbeatDetails(record, 'lookup'),
       );
     } catch (error) {
       throw this.pending(
@@ -249,10 +248,10 @@ export class Attempt {
    * Runs the tool under this attempt's fence and stores what happened. Right before `execute` it
    * checks cancellation and the claim's own deadline; while the tool runs it heartbeats (every
    * third of the heartbeat timeout: a call shorter than that makes no Temporal request beyond the
-   * plain activity's, `npm run bench:overhead`). It does
-   * not read the record again: before the claim's deadline only a same-key repeat takes it over
-   * (the provider deduplicates that request by key), and after it the tool is not called
-   * (docs/protocol.md#overlapping-attempts). `claimed` is the record as this attempt wrote it.
+   * plain activity's, `npm run bench:overhead`). It does not read the record again: before the
+   * claim's deadline only a same-key repeat takes it over (the provider deduplicates that request
+   * by key), and after it the tool is not called (docs/protocol.md#overlapping-attempts). `claimed`
+   * is the record as this attempt wrote it.
    */
   private async runAndStore(claimed: CheckpointRecord, source: ResultSource): Promise<Step> {
     const ctx = Context.current();

@@ -9,7 +9,7 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import { sanitizeReason } from '../../checkpoint/bounds';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import { heartbeatIntervalMs, withKeptHeartbeat } from './kept-heartbeat';
-import { fenceHeartbeatDetails, type FenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
+import { fenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
 import type { BatchRun } from './batch-fence';
 import type { Invoked } from './batch-types';
 import { ClaimRenewal } from './claim-renewal';
@@ -177,8 +177,13 @@ export class ToolInvocation {
     }
   }
 
-  /** The fence's heartbeat details while it works on the call whose checkpoint is `record` (see `../../telemetry/heartbeat-details`). */
-  heartbeatDetails(record: CheckpointRecord, phase: FencePhase): FenceHeartbeatDetails {
+  /**
+   * The details the fence heartbeats while it works on the call whose checkpoint is `record` (see
+   * `../../telemetry/heartbeat-details`). A user's activity (`deps.executeIsUserActivity`) owns its
+   * heartbeat details: for it, the previous attempt's, never the fence's.
+   */
+  heartbeatDetails(record: CheckpointRecord, phase: FencePhase): unknown {
+    if (this.deps.executeIsUserActivity === true) return Context.current().info.heartbeatDetails;
     const progress = this.call.batchProgress;
     return progress === undefined
       ? fenceHeartbeatDetails(this.call.input.callId, record.status, phase)
