@@ -81,3 +81,36 @@ export async function postgresFloor(url: string): Promise<FloorSampler> {
     },
   };
 }
+
+/**
+ * A message to a worker thread and back, the way the SQLite store sends a request to its thread
+ * (`src/stores/sqlite-thread.ts`: sent at the end of an event-loop turn, answered at the end of
+ * one of the thread's): the least a request through the thread adds to the write itself.
+ */
+export function threadRoundTrip(): FloorSampler {
+  const { Worker } = require('node:worker_threads') as typeof import('node:worker_threads');
+  const worker = new Worker("require('node:worker_threads').parentPort.on('message', (m) => setImmediate(() => require('node:worker_threads').parentPort.postMessage(m)));", {
+    eval: true,
+  });
+  const request = [{ id: 1, op: 'get', key: `ck1-${'0'.repeat(64)}` }];
+  const once = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      worker.once('message', () => resolve());
+      setImmediate(() => worker.postMessage(request));
+    });
+  return {
+    label: 'a message to a worker thread and back (the hop of the SQLite store, no database)',
+    async sample(count) {
+      const out: number[] = [];
+      for (let i = 0; i < count; i += 1) {
+        const started = performance.now();
+        await once();
+        out.push(performance.now() - started);
+      }
+      return out;
+    },
+    async close() {
+      await worker.terminate();
+    },
+  };
+}

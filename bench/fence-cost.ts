@@ -16,7 +16,8 @@
  *
  * Environment: BENCH_UNITS (per row and round, default 2,000), BENCH_ROUNDS (default 5),
  * BENCH_ROWS (comma-separated row names, e.g. `fenced-fresh` to profile one; default all),
- * BENCH_MARKDOWN=1 for Markdown.
+ * BENCH_STORE_URL (another store, e.g. `sqlite:/tmp/x.db` for a file on its thread; default
+ * `sqlite::memory:`), BENCH_MARKDOWN=1 for Markdown.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
@@ -42,7 +43,7 @@ const LABELS: Record<RowName, string> = {
 
 async function main(): Promise<void> {
   printRunHeader(`BENCH_UNITS=${UNITS} BENCH_ROUNDS=${ROUNDS} npm run bench:fence-cost`);
-  const store = (await openCheckpointStore('sqlite::memory:')) as SqliteCheckpointStore;
+  const store = (await openCheckpointStore(process.env.BENCH_STORE_URL ?? 'sqlite::memory:')) as SqliteCheckpointStore;
   const tool = defineTool({
     name: 'create_ticket',
     revision: '1',

@@ -16,7 +16,11 @@
  *     (a fresh call needs two durable writes: the claim and the result).
  *  3. Event-loop delay (`perf_hooks.monitorEventLoopDelay`, resolution 1 ms) of this process,
  *     which hosts the workers, and calls/s, while one worker runs 16 concurrent calls, per
- *     variant, in interleaved rounds (median round).
+ *     variant, in interleaved rounds (median round); then the fence alone (its activity through
+ *     MockActivityEnvironment, no Temporal) and the store's two writes alone, at 16 concurrent
+ *     calls. Each run's CPU per call by process (this one, the dev server, PostgreSQL:
+ *     bench/process-cpu.ts), workflow tasks per call, and the CPU a fenced call may add to stay
+ *     at 0.90 of plain's calls/s when every core is busy.
  *  4. Temporal requests per call: the in-memory server's `service_requests` counters (its
  *     Prometheus endpoint, `--metrics-port`) around one sequential workflow per variant.
  *  5. The performance targets (`TARGET_*` below), met or not.
@@ -24,7 +28,8 @@
  * Options (environment): BENCH_CALLS calls per workflow (default 100), BENCH_ROUNDS (default 5),
  * BENCH_SERVERS (default `persistent,memory`), BENCH_FLOOR_WRITES floor samples per store per
  * round (default 100), BENCH_ELD_CALLS calls in the event-loop section (default 640),
- * BENCH_ELD_CONCURRENCY (default 16), BENCH_ELD_ROUNDS (interleaved rounds of it, default 3), BENCH_SKIP_POSTGRES=1, DATABASE_URL (else a private
+ * BENCH_ELD_CONCURRENCY (default 16), BENCH_ELD_ROUNDS (interleaved rounds of it, default 3), BENCH_DEV_SERVER_ARGS (see
+ * `DEV_SERVER_ARGS` below), BENCH_SKIP_POSTGRES=1, DATABASE_URL (else a private
  * PostgreSQL server is started), BENCH_MARKDOWN=1 (tables as Markdown, for docs/performance.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -34,15 +39,17 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool, openCheckpointStore, type CheckpointStore } from '../src';
 import { type CheckpointRecord } from '../src/protocol';
 import { startDevServer, type DevServer } from '../src/dev/dev-server';
 import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from '../test/helpers/postgres';
 import { freshCall } from './fresh-call';
-import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, type FloorSampler } from './durable-floor';
+import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, threadRoundTrip, type FloorSampler } from './durable-floor';
 import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
 import { freePort } from '../test/helpers/free-port';
+import { machineBusyMs, postmasterPid, processCpuMs, processTreeCpuMs } from './process-cpu';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -58,8 +65,15 @@ const SKIP_POSTGRES = process.env.BENCH_SKIP_POSTGRES === '1';
  * kept the Temporal server and the worker busy, not time in the store.
  */
 const STORE_DELAY_MS = Number(process.env.BENCH_STORE_DELAY_MS ?? 0);
-/** Extra arguments of `temporal server start-dev` for both servers (e.g. `--dynamic-config-value name=value`), split on spaces. */
-const DEV_SERVER_ARGS = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(' ').filter((a) => a !== '');
+/**
+ * Extra arguments of `temporal server start-dev` for both servers, split on spaces. By default the
+ * history service's transfer queue may read 1,000 times a second instead of 20: the dev server has
+ * one history shard, and at 20 reads a second (burst 20) every sequential call waits up to 50 ms
+ * for the read that hands the next workflow task to the worker, which hides what the fence costs
+ * (docs/performance.md, bench:overhead). `BENCH_DEV_SERVER_ARGS=` (empty) runs the servers as
+ * `ttc dev` does.
+ */
+const DEV_SERVER_ARGS = (process.env.BENCH_DEV_SERVER_ARGS ?? '--dynamic-config-value history.transferProcessorMaxPollRPS=1000').split(' ').filter((a) => a !== '');
 
 /** The performance targets: what a fenced call may cost (docs/performance.md). */
 const TARGET_RATIO_MEMORY = 1.1;
@@ -132,6 +146,18 @@ function countingStore(store: CheckpointStore, counter: () => Counter): Checkpoi
 
 type StoreKind = 'sqlite' | 'postgres';
 
+/** What a row of the 16-in-flight section runs: the Temporal worker, the fence alone (no Temporal), or the store's two writes alone. */
+type EldRole = 'temporal' | 'fence' | 'store';
+
+/** CPU ms per call, by process: this one (workers, client, SQLite thread), the Temporal dev server, PostgreSQL (its postmaster and backends; NaN when not ours). */
+interface CpuPerCall {
+  readonly worker: number;
+  readonly server: number;
+  readonly postgres: number;
+  /** Cores of the whole machine busy during the run (every process, ours or not). */
+  readonly machineCores: number;
+}
+
 interface Variant {
   readonly server: 'persistent' | 'memory';
   readonly name: string;
@@ -152,6 +178,8 @@ interface StoreUnderTest {
   fsyncs(): Promise<number | null>;
   readonly floor: FloorSampler;
   readonly floorSamples: number[];
+  /** ms per fresh fenced call without Temporal, one at a time (the fence's activity through MockActivityEnvironment). */
+  readonly fenceSamples: number[];
 }
 
 async function main(): Promise<void> {
@@ -172,12 +200,16 @@ async function main(): Promise<void> {
       fsyncs: async () => (typeof sqliteStats === 'function' ? sqliteStats.call(sqlite).commits : null),
       floor: sqliteFloorSampler,
       floorSamples: [],
+      fenceSamples: [],
     });
+    /** The private PostgreSQL server's postmaster (its CPU is accounted per call), null with DATABASE_URL. */
+    let pgPid: number | null = null;
     if (!SKIP_POSTGRES) {
       let pgServer: PostgresServer | undefined;
       if (!process.env.DATABASE_URL) {
         pgServer = await startPostgres();
         cleanups.push(() => pgServer!.stop());
+        pgPid = postmasterPid(join(pgServer.dir, 'data'));
       }
       const database: TestDatabase = await createTestDatabase(process.env.DATABASE_URL ?? pgServer!.url);
       cleanups.push(() => database.drop());
@@ -186,7 +218,7 @@ async function main(): Promise<void> {
       const floor = await postgresFloor(database.url);
       cleanups.push(() => floor.close());
       // pg_stat_wal is reported by backends late (when idle a while, or at exit): not attributable to one round, so not counted here (bench:store reads it after closing its pool).
-      stores.push({ kind: 'postgres', store: postgres, fsyncs: async () => null, floor, floorSamples: [] });
+      stores.push({ kind: 'postgres', store: postgres, fsyncs: async () => null, floor, floorSamples: [], fenceSamples: [] });
     }
 
     const echo = defineTool({
@@ -197,6 +229,30 @@ async function main(): Promise<void> {
         return { output: { i: input.i } };
       },
     });
+
+    // The fence without Temporal, one fresh call at a time: the latency a fenced call adds at the least.
+    const harness = new MockActivityEnvironment({ attempt: 1, activityType: 'echo', heartbeatTimeoutMs: 10_000 } as never);
+    let fenceAloneCalls = 0;
+    const fenceAlone = new Map(
+      stores.map((s) => {
+        const { echo: activity } = createToolActivities({ store: s.store, tools: [echo] }) as unknown as Record<'echo', (input: object) => Promise<unknown>>;
+        return [
+          s.kind,
+          async (n: number): Promise<number[]> => {
+            const out: number[] = [];
+            for (let i = 0; i < n; i += 1) {
+              const started = performance.now();
+              await harness.run(activity, { tenant: 'bench', callId: `fence-alone-${(fenceAloneCalls += 1)}`, input: { i } });
+              out.push(performance.now() - started);
+            }
+            return out;
+          },
+        ] as const;
+      }),
+    );
+    const hop = threadRoundTrip();
+    cleanups.push(() => hop.close());
+    const hopSamples: number[] = [];
 
     // Dev servers, each with one worker per variant.
     const servers = new Map<string, DevServer>();
@@ -252,6 +308,8 @@ async function main(): Promise<void> {
     current = scratch;
     for (const v of variants) await runWorkflow(v, 'sequentialCalls', [10], 'warmup');
     for (const s of stores) await s.floor.sample(10);
+    for (const s of stores) await fenceAlone.get(s.kind)!(10);
+    await hop.sample(10);
     current = null;
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const v of variants) {
@@ -263,41 +321,77 @@ async function main(): Promise<void> {
         else v.fsyncs = Number.NaN;
       }
       for (const s of stores) s.floorSamples.push(...(await s.floor.sample(FLOOR_WRITES)));
+      for (const s of stores) s.fenceSamples.push(...(await fenceAlone.get(s.kind)!(FLOOR_WRITES)));
+      hopSamples.push(...(await hop.sample(FLOOR_WRITES)));
     }
 
     // Event-loop delay under 16 concurrent calls, on the in-memory server when there is one; then
     // the stores alone (16 concurrent fresh calls' writes, no Temporal), which isolates the store.
     const eldServer = SERVERS.includes('memory') ? 'memory' : SERVERS[0]!;
-    const eld: Array<{ name: string; kind: StoreKind | null; callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number }> = [];
-    const measureDelay = async (work: () => Promise<void>): Promise<{ ms: number; p50: number; p99: number; max: number }> => {
+    const eld: Array<{
+      name: string;
+      role: EldRole;
+      kind: StoreKind | null;
+      callsPerSecond: number;
+      p50: number;
+      p99: number;
+      max: number;
+      storeMs: number;
+      cpu: CpuPerCall;
+      workflowTasks: number;
+    }> = [];
+    const serverPid = servers.get(eldServer)!.process.pid!;
+    const measureDelay = async (work: () => Promise<void>): Promise<{ ms: number; p50: number; p99: number; max: number; cpu: CpuPerCall }> => {
       const histogram = monitorEventLoopDelay({ resolution: ELD_RESOLUTION_MS });
+      const cpuBefore = { worker: process.cpuUsage(), server: processCpuMs(serverPid), postgres: pgPid === null ? 0 : processTreeCpuMs(pgPid), machine: machineBusyMs() };
       histogram.enable();
       const started = performance.now();
       await work();
       const ms = performance.now() - started;
       histogram.disable();
-      return { ms, p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 };
+      const worker = process.cpuUsage(cpuBefore.worker);
+      const cpu: CpuPerCall = {
+        worker: (worker.user + worker.system) / 1000 / ELD_CALLS,
+        server: (processCpuMs(serverPid) - cpuBefore.server) / ELD_CALLS,
+        postgres: pgPid === null ? Number.NaN : (processTreeCpuMs(pgPid) - cpuBefore.postgres) / ELD_CALLS,
+        machineCores: (machineBusyMs() - cpuBefore.machine) / ms,
+      };
+      return { ms, p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6, cpu };
     };
     // Interleaved rounds (every variant once per round); per variant the median round of calls/s and of the delay.
-    const eldRounds = new Map<Variant, Array<{ callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number }>>();
+    const eldRounds = new Map<Variant, Array<{ callsPerSecond: number; p50: number; p99: number; max: number; storeMs: number; cpu: CpuPerCall; workflowTasks: number }>>();
     for (let round = 0; round < ELD_ROUNDS; round += 1) {
       for (const v of variants.filter((x) => x.server === eldServer)) {
         const counter = zero();
+        const tasksBefore = await settledFrontendRequests(metricsUrls.get(eldServer)!);
         current = new Map([[v, counter]]);
         const d = await measureDelay(async () => void (await runWorkflow(v, 'concurrentCalls', [ELD_CALLS, ELD_CONCURRENCY], `eld${round}`)));
         current = null;
-        eldRounds.set(v, [...(eldRounds.get(v) ?? []), { callsPerSecond: ELD_CALLS / (d.ms / 1000), p50: d.p50, p99: d.p99, max: d.max, storeMs: counter.storeMs / ELD_CALLS }]);
+        const tasksAfter = await settledFrontendRequests(metricsUrls.get(eldServer)!);
+        const workflowTasks = ((tasksAfter.get(WORKFLOW_TASK) ?? 0) - (tasksBefore.get(WORKFLOW_TASK) ?? 0)) / ELD_CALLS;
+        eldRounds.set(v, [
+          ...(eldRounds.get(v) ?? []),
+          { callsPerSecond: ELD_CALLS / (d.ms / 1000), p50: d.p50, p99: d.p99, max: d.max, storeMs: counter.storeMs / ELD_CALLS, cpu: d.cpu, workflowTasks },
+        ]);
       }
     }
     for (const [v, rounds] of eldRounds) {
       eld.push({
         name: `${v.name}, Temporal worker`,
+        role: 'temporal',
         kind: v.kind,
         callsPerSecond: median(rounds.map((r) => r.callsPerSecond)),
         p50: median(rounds.map((r) => r.p50)),
         p99: median(rounds.map((r) => r.p99)),
         max: Math.max(...rounds.map((r) => r.max)),
         storeMs: median(rounds.map((r) => r.storeMs)),
+        cpu: {
+          worker: median(rounds.map((r) => r.cpu.worker)),
+          server: median(rounds.map((r) => r.cpu.server)),
+          postgres: median(rounds.map((r) => r.cpu.postgres)),
+          machineCores: median(rounds.map((r) => r.cpu.machineCores)),
+        },
+        workflowTasks: median(rounds.map((r) => r.workflowTasks)),
       });
     }
     // Temporal requests per call: the in-memory server's frontend request counters around one sequential workflow per variant.
@@ -309,6 +403,37 @@ async function main(): Promise<void> {
       current = null;
       const after = await settledFrontendRequests(metricsUrls.get(eldServer)!);
       requests.set(v, new Map([...after].map(([op, n]) => [op, (n - (before.get(op) ?? 0)) / CALLS])));
+    }
+    // The fence without Temporal: the same tool's activity through Temporal's MockActivityEnvironment, fresh calls.
+    for (const s of stores) {
+      const counter = zero();
+      const { echo: fenced } = createToolActivities({ store: countingStore(s.store, () => counter), tools: [echo] }) as unknown as Record<
+        'echo',
+        (input: object) => Promise<unknown>
+      >;
+      let next = 0;
+      const d = await measureDelay(async () => {
+        await Promise.all(
+          Array.from({ length: ELD_CONCURRENCY }, async () => {
+            while (next < ELD_CALLS) {
+              const i = next++;
+              await harness.run(fenced, { tenant: 'bench', callId: `fence-alone-${s.kind}-${i}`, input: { i } });
+            }
+          }),
+        );
+      });
+      eld.push({
+        name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: the fence alone (fresh calls through the activity, no Temporal)`,
+        role: 'fence',
+        kind: s.kind,
+        callsPerSecond: ELD_CALLS / (d.ms / 1000),
+        p50: d.p50,
+        p99: d.p99,
+        max: d.max,
+        storeMs: counter.storeMs / ELD_CALLS,
+        cpu: d.cpu,
+        workflowTasks: Number.NaN,
+      });
     }
     for (const s of stores) {
       const counter = zero();
@@ -323,12 +448,15 @@ async function main(): Promise<void> {
       });
       eld.push({
         name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'} store alone (the 2 writes of a fresh call, no Temporal)`,
+        role: 'store',
         kind: s.kind,
         callsPerSecond: ELD_CALLS / (d.ms / 1000),
         p50: d.p50,
         p99: d.p99,
         max: d.max,
         storeMs: counter.storeMs / ELD_CALLS,
+        cpu: d.cpu,
+        workflowTasks: Number.NaN,
       });
     }
 
@@ -339,6 +467,7 @@ async function main(): Promise<void> {
       `bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `${s === 'memory' ? 'an in-memory' : 'a persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`,
     );
     printRunHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
+    console.log(`- dev server arguments: ${DEV_SERVER_ARGS.length > 0 ? DEV_SERVER_ARGS.join(' ') : '(none: as `ttc dev` runs it)'}`);
     console.log('');
     table(
       [
@@ -416,6 +545,40 @@ async function main(): Promise<void> {
         fixed(2 * mean(s.floorSamples), 3),
       ]),
     );
+    table(
+      ['round trip', 'mean ms', 'p50 ms', 'p99 ms', '2 × (mean) ms'],
+      [[hop.label, fixed(mean(hopSamples), 3), fixed(median(hopSamples), 3), fixed(quantile(hopSamples, 0.99), 3), fixed(2 * mean(hopSamples), 3)]],
+    );
+
+    heading(`A fresh fenced call without Temporal, one at a time (${FLOOR_WRITES} calls per store per round, interleaved with the rounds above)`);
+    const plainMemory = variants.find((v) => v.server === 'memory' && v.kind === null);
+    table(
+      [
+        'store',
+        'ms per call (mean)',
+        'p50 ms',
+        'its floor: 2 writes + 2 thread round trips, ms',
+        'the rest (codec, fence, activity), ms',
+        'fenced − plain on the in-memory server, ms',
+      ],
+      stores.map((s) => {
+        const floor = 2 * mean(s.floorSamples) + (s.kind === 'sqlite' ? 2 * mean(hopSamples) : 0);
+        const fenced = variants.find((v) => v.server === 'memory' && v.kind === s.kind);
+        return [
+          s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+          fixed(mean(s.fenceSamples), 3),
+          fixed(median(s.fenceSamples), 3),
+          fixed(floor, 3),
+          fixed(mean(s.fenceSamples) - floor, 3),
+          fenced && plainMemory ? fixed(median(fenced.samples) - median(plainMemory.samples), 3) : '–',
+        ];
+      }),
+    );
+    if (plainMemory !== undefined) {
+      console.log(
+        `\nfenced/plain ≤ ${TARGET_RATIO_MEMORY.toFixed(2)} on the in-memory server allows a fenced call ${fixed((TARGET_RATIO_MEMORY - 1) * median(plainMemory.samples), 3)} ms more than plain's ${fixed(median(plainMemory.samples), 3)} ms.`,
+      );
+    }
 
     heading(
       `Event-loop delay of the worker process under ${ELD_CONCURRENCY} concurrent calls (${ELD_CALLS} calls; Temporal rows on the ${eldServer === 'memory' ? 'in-memory' : 'persistent'} dev server; monitorEventLoopDelay of this process, which hosts the workers of every variant and the client; a sample is the interval between two 1 ms ticks, so an unblocked loop reads about 1 ms)`,
@@ -424,6 +587,40 @@ async function main(): Promise<void> {
       ['what runs', 'calls/s', 'store ms per call (overlapping calls)', 'tick interval p50 ms', 'p99 ms', 'max ms', 'delay p99 ms (beyond the 1 ms tick)'],
       eld.map((e) => [e.name, fixed(e.callsPerSecond, 0), e.kind ? fixed(e.storeMs, 3) : '0', fixed(e.p50), fixed(e.p99), fixed(e.max), fixed(e.p99 - ELD_RESOLUTION_MS)]),
     );
+
+    heading(
+      `CPU per call under ${ELD_CONCURRENCY} concurrent calls, by process (the runs above; /proc/<pid>/stat of the dev server and of PostgreSQL's postmaster and backends, process.cpuUsage of this one)`,
+    );
+    const allCpu = (c: CpuPerCall): number => c.worker + c.server + (Number.isNaN(c.postgres) ? 0 : c.postgres);
+    table(
+      ['what runs', 'calls/s', 'workflow tasks per call', 'this process ms', 'dev server ms', 'PostgreSQL ms', 'all ms', 'cores busy (these)', 'cores busy (machine)'],
+      eld.map((e) => [
+        e.name,
+        fixed(e.callsPerSecond, 0),
+        Number.isNaN(e.workflowTasks) ? '–' : fixed(e.workflowTasks),
+        fixed(e.cpu.worker, 3),
+        e.role === 'temporal' ? fixed(e.cpu.server, 3) : '–',
+        Number.isNaN(e.cpu.postgres) ? '–' : fixed(e.cpu.postgres, 3),
+        fixed(allCpu(e.cpu), 3),
+        fixed((allCpu(e.cpu) * e.callsPerSecond) / 1000, 2),
+        fixed(e.cpu.machineCores, 2),
+      ]),
+    );
+    const cpuPlain = eld.find((x) => x.kind === null && x.role === 'temporal');
+    if (cpuPlain !== undefined) {
+      // Where every core is busy, calls/s is cores ÷ CPU per call: reaching a ratio r of plain's calls/s allows plain's CPU per call × (1/r − 1) more.
+      const budget = allCpu(cpuPlain.cpu) * (1 / TARGET_CONCURRENT_RATIO - 1);
+      console.log(
+        `\nWith every core busy, ≥ ${TARGET_CONCURRENT_RATIO.toFixed(2)} of plain's calls/s allows a fenced call ${fixed(budget, 3)} ms more CPU than a plain one (all processes; plain: ${fixed(allCpu(cpuPlain.cpu), 3)} ms at ${fixed((allCpu(cpuPlain.cpu) * cpuPlain.callsPerSecond) / 1000, 2)} cores busy).`,
+      );
+      for (const e of eld.filter((x) => x.kind !== null && x.role === 'temporal')) {
+        const fence = eld.find((x) => x.kind === e.kind && x.role === 'fence');
+        const store = eld.find((x) => x.kind === e.kind && x.role === 'store');
+        console.log(
+          `- ${e.name}: ${fixed(allCpu(e.cpu) - allCpu(cpuPlain.cpu), 3)} ms more; without Temporal, the fence on the same store costs ${fixed(allCpu(fence!.cpu), 3)} ms per call, its two writes alone ${fixed(allCpu(store!.cpu), 3)} ms${allCpu(fence!.cpu) > budget ? ': the fence alone is over the budget' : ''}.`,
+        );
+      }
+    }
 
     heading(`Temporal frontend requests per call (in-memory server's service_requests, one workflow of ${CALLS} sequential calls per variant)`);
     const requestVariants = [...requests.keys()];
@@ -448,8 +645,8 @@ async function main(): Promise<void> {
       const writes = v.counter.writes / calls;
       targets.push([`${v.name}: ≤ 2 durable writes per fresh call`, fixed(writes), writes <= 2]);
     }
-    const eldPlain = eld.find((x) => x.kind === null && x.name.endsWith('Temporal worker'));
-    for (const e of eld.filter((x) => x.kind !== null && x.name.endsWith('Temporal worker'))) {
+    const eldPlain = eld.find((x) => x.kind === null && x.role === 'temporal');
+    for (const e of eld.filter((x) => x.kind !== null && x.role === 'temporal')) {
       if (eldPlain === undefined) break;
       const ratio = e.callsPerSecond / eldPlain.callsPerSecond;
       targets.push([`${e.name}: ≥ ${TARGET_CONCURRENT_RATIO.toFixed(2)} of plain's calls/s with ${ELD_CONCURRENCY} in flight`, fixed(ratio, 3), ratio >= TARGET_CONCURRENT_RATIO]);
@@ -506,6 +703,9 @@ async function settledFrontendRequests(url: string): Promise<Map<string, number>
     last = now;
   }
 }
+
+/** The frontend operation that ends a workflow task: one per workflow task, however many activity results it took in. */
+const WORKFLOW_TASK = 'RespondWorkflowTaskCompleted';
 
 const sum = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
 
