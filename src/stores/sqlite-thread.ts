@@ -10,6 +10,8 @@
  * The requests of one event-loop turn of this thread are sent together, at its end, as one
  * batch (so the writes of concurrent calls that resume in the same turn commit together, as
  * before the thread existed); batches that reach the worker while it commits join its next one.
+ * The answers of a batch settle a few per turn (`ANSWERS_PER_TURN`), so the calls they resume do
+ * not hold this thread's loop all at once.
  *
  * The worker file is plain JavaScript beside this module, loaded with no TypeScript loader
  * (`execArgv: []`), so it starts the same way under jest, tsx and the compiled package.
@@ -34,6 +36,7 @@ import type {
   SqliteOpenAnswer,
   SqliteReadRequest,
   SqliteRequest,
+  SqliteResponse,
   SqliteWriteRequest,
   WireDriverError,
 } from './sqlite-protocol';
@@ -66,6 +69,15 @@ interface Host {
   close(): Promise<void>;
 }
 
+/**
+ * Answers settled per event-loop turn. A batch answers every call whose requests met in one
+ * commit group (up to one per concurrent call); settling them all in one turn runs every
+ * continuation back to back and holds the loop for all of them. Four per turn bound that turn, and
+ * the first calls' next requests reach the thread while later answers are still settling
+ * (bench:overhead: the fence alone at 16 concurrent calls, p99 event-loop delay about 4.5 → 3 ms).
+ */
+export const ANSWERS_PER_TURN = 4;
+
 type Deliver = (answer: SqliteBatchAnswer) => void;
 type Died = (error: Error) => void;
 
@@ -78,6 +90,8 @@ export class SqliteThread {
   private readonly pending = new Map<number, Pending>();
   /** Requests of this event-loop turn, sent together at its end (one message, one batch). */
   private outbox: SqliteRequest[] = [];
+  /** Answers received and not settled yet, settled {@link ANSWERS_PER_TURN} per turn. */
+  private answered: SqliteResponse[] = [];
   private closing: Promise<void> | null = null;
   private stopped: CheckpointError | null = null;
   private whenIdle: (() => void) | null = null;
@@ -162,17 +176,27 @@ export class SqliteThread {
       this.commits += 1;
       this.writes += answer.group.changed;
     }
-    for (const response of answer.responses) {
+    const idle = this.answered.length === 0;
+    this.answered.push(...answer.responses);
+    if (idle) this.settleAnswered(ANSWERS_PER_TURN);
+  }
+
+  /** Settles up to `count` received answers now, and the rest in later turns ({@link ANSWERS_PER_TURN}). */
+  private settleAnswered(count: number): void {
+    for (const response of this.answered.splice(0, count)) {
       const pending = this.pending.get(response.id);
       if (pending === undefined) continue;
       this.pending.delete(response.id);
       if (response.ok) pending.resolve(response.value);
       else pending.reject(storeError(this.context, response.error));
     }
+    if (this.answered.length > 0) setImmediate(() => this.settleAnswered(ANSWERS_PER_TURN));
     this.settleIdle();
   }
 
   private died(error: Error): void {
+    // Answers already received stand: a write the thread committed is stored, not unknown.
+    this.settleAnswered(this.answered.length);
     const driver: WireDriverError = { name: error.name, message: `the SQLite worker thread stopped: ${error.message}` };
     this.stopped = unavailable(this.context, 'run', driver);
     const unsent = new Set(this.outbox.map((request) => request.id));
