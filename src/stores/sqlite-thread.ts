@@ -90,8 +90,9 @@ export class SqliteThread {
   private readonly pending = new Map<number, Pending>();
   /** Requests of this event-loop turn, sent together at its end (one message, one batch). */
   private outbox: SqliteRequest[] = [];
-  /** Answers received and not settled yet, settled {@link ANSWERS_PER_TURN} per turn. */
+  /** Answers received, settled {@link ANSWERS_PER_TURN} per turn from `settledUpTo` on (reset once all are settled). */
   private answered: SqliteResponse[] = [];
+  private settledUpTo = 0;
   private closing: Promise<void> | null = null;
   private stopped: CheckpointError | null = null;
   private whenIdle: (() => void) | null = null;
@@ -177,26 +178,34 @@ export class SqliteThread {
       this.writes += answer.group.changed;
     }
     const idle = this.answered.length === 0;
-    this.answered.push(...answer.responses);
+    // One by one: spreading a large answer into push() overflows the stack.
+    for (const response of answer.responses) this.answered.push(response);
     if (idle) this.settleAnswered(ANSWERS_PER_TURN);
   }
 
   /** Settles up to `count` received answers now, and the rest in later turns ({@link ANSWERS_PER_TURN}). */
   private settleAnswered(count: number): void {
-    for (const response of this.answered.splice(0, count)) {
+    const end = Math.min(this.settledUpTo + count, this.answered.length);
+    for (; this.settledUpTo < end; this.settledUpTo += 1) {
+      const response = this.answered[this.settledUpTo]!;
       const pending = this.pending.get(response.id);
       if (pending === undefined) continue;
       this.pending.delete(response.id);
       if (response.ok) pending.resolve(response.value);
       else pending.reject(storeError(this.context, response.error));
     }
-    if (this.answered.length > 0) setImmediate(() => this.settleAnswered(ANSWERS_PER_TURN));
+    if (this.settledUpTo < this.answered.length) {
+      setImmediate(() => this.settleAnswered(ANSWERS_PER_TURN));
+    } else {
+      this.answered = [];
+      this.settledUpTo = 0;
+    }
     this.settleIdle();
   }
 
   private died(error: Error): void {
     // Answers already received stand: a write the thread committed is stored, not unknown.
-    this.settleAnswered(this.answered.length);
+    this.settleAnswered(this.answered.length - this.settledUpTo);
     const driver: WireDriverError = { name: error.name, message: `the SQLite worker thread stopped: ${error.message}` };
     this.stopped = unavailable(this.context, 'run', driver);
     const unsent = new Set(this.outbox.map((request) => request.id));

@@ -51,7 +51,8 @@ if (!opened.ok) {
       port.close();
       return;
     }
-    queue.push(...message);
+    // One by one: spreading a large batch into push() overflows the stack.
+    for (const request of message) queue.push(request);
     if (!scheduled) {
       scheduled = true;
       setImmediate(drain);

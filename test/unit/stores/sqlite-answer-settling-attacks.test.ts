@@ -152,7 +152,9 @@ describe.each([
     await Promise.all(reads);
     await closing;
     expect(settledWhenClosed).toBe(count);
-    expect(await Promise.all(late)).toEqual(Array.from({ length: count - 1 }, () => expect.objectContaining({ code: 'STORE_UNAVAILABLE', details: expect.objectContaining({ reason: 'closed' }) })));
+    expect(await Promise.all(late)).toEqual(
+      Array.from({ length: count - 1 }, () => expect.objectContaining({ code: 'STORE_UNAVAILABLE', details: expect.objectContaining({ reason: 'closed' }) })),
+    );
   });
 
   test('a group rolled back (COMMIT failed before it ran) rejects every write STORE_UNAVAILABLE, also those settled in later turns', async () => {
