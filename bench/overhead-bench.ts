@@ -404,51 +404,27 @@ async function main(): Promise<void> {
       const after = await settledFrontendRequests(metricsUrls.get(eldServer)!);
       requests.set(v, new Map([...after].map(([op, n]) => [op, (n - (before.get(op) ?? 0)) / CALLS])));
     }
-    // The fence without Temporal: the same tool's activity through Temporal's MockActivityEnvironment, fresh calls.
-    for (const s of stores) {
+    // Without Temporal, 16 concurrent fresh calls: the fence (the same tool's activity through
+    // MockActivityEnvironment), then the store's two writes alone.
+    const withoutTemporal = async (
+      s: StoreUnderTest,
+      role: EldRole,
+      name: string,
+      start: (store: CheckpointStore) => (client: number, i: number) => Promise<unknown>,
+    ): Promise<void> => {
       const counter = zero();
-      const { echo: fenced } = createToolActivities({ store: countingStore(s.store, () => counter), tools: [echo] }) as unknown as Record<
-        'echo',
-        (input: object) => Promise<unknown>
-      >;
-      let next = 0;
-      const d = await measureDelay(async () => {
-        await Promise.all(
-          Array.from({ length: ELD_CONCURRENCY }, async () => {
-            while (next < ELD_CALLS) {
-              const i = next++;
-              await harness.run(fenced, { tenant: 'bench', callId: `fence-alone-${s.kind}-${i}`, input: { i } });
-            }
-          }),
-        );
-      });
-      eld.push({
-        name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: the fence alone (fresh calls through the activity, no Temporal)`,
-        role: 'fence',
-        kind: s.kind,
-        callsPerSecond: ELD_CALLS / (d.ms / 1000),
-        p50: d.p50,
-        p99: d.p99,
-        max: d.max,
-        storeMs: counter.storeMs / ELD_CALLS,
-        cpu: d.cpu,
-        workflowTasks: Number.NaN,
-      });
-    }
-    for (const s of stores) {
-      const counter = zero();
-      const counted = countingStore(s.store, () => counter);
+      const call = start(countingStore(s.store, () => counter));
       let next = 0;
       const d = await measureDelay(async () => {
         await Promise.all(
           Array.from({ length: ELD_CONCURRENCY }, async (_, client) => {
-            while (next < ELD_CALLS) await freshCall(counted, client, next++);
+            while (next < ELD_CALLS) await call(client, next++);
           }),
         );
       });
       eld.push({
-        name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'} store alone (the 2 writes of a fresh call, no Temporal)`,
-        role: 'store',
+        name: `${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}${name}`,
+        role,
         kind: s.kind,
         callsPerSecond: ELD_CALLS / (d.ms / 1000),
         p50: d.p50,
@@ -458,6 +434,15 @@ async function main(): Promise<void> {
         cpu: d.cpu,
         workflowTasks: Number.NaN,
       });
+    };
+    for (const s of stores) {
+      await withoutTemporal(s, 'fence', ': the fence alone (fresh calls through the activity, no Temporal)', (store) => {
+        const { echo: fenced } = createToolActivities({ store, tools: [echo] }) as unknown as Record<'echo', (input: object) => Promise<unknown>>;
+        return (_, i) => harness.run(fenced, { tenant: 'bench', callId: `fence-alone-${s.kind}-${i}`, input: { i } });
+      });
+    }
+    for (const s of stores) {
+      await withoutTemporal(s, 'store', ' store alone (the 2 writes of a fresh call, no Temporal)', (store) => (client, i) => freshCall(store, client, i));
     }
 
     // Report.
