@@ -36,19 +36,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool, openCheckpointStore, type CheckpointStore } from '../src';
-import { type CheckpointRecord } from '../src/protocol';
 import { startDevServer, type DevServer } from '../src/dev/dev-server';
 import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from '../test/helpers/postgres';
 import { freshCall } from './fresh-call';
 import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, threadRoundTrip, type FloorSampler } from './durable-floor';
 import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
 import { freePort } from '../test/helpers/free-port';
+import { countingStore, zero, type Counter } from './counting-store';
+import { settledFrontendRequests, sum, WORKFLOW_TASK } from './frontend-requests';
 import { machineBusyMs, postmasterPid, processCpuMs, processTreeCpuMs } from './process-cpu';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
@@ -83,66 +83,6 @@ const TARGET_ELD_P99_MS = 5;
 const TARGET_CONCURRENT_RATIO = 0.9;
 /** monitorEventLoopDelay's sampling interval, ms: a sample is the time between two ticks, so an unblocked loop reads about this much. */
 const ELD_RESOLUTION_MS = 1;
-
-/** What the counting wrapper saw. */
-interface Counter {
-  /** Store operations that wrote durably (insert that created, compare-and-swap that won, conversation append). */
-  writes: number;
-  /** Revision steps those writes carried (a composed compare-and-swap of +3 is 3). */
-  transitions: number;
-  /** Store operations of any kind (reads included). */
-  operations: number;
-  /** Wall time spent inside store calls, ms (reads included). */
-  storeMs: number;
-  /** Per store method: calls and ms (the profile of where store time goes). */
-  byMethod: Map<string, { calls: number; ms: number }>;
-}
-const zero = (): Counter => ({ writes: 0, transitions: 0, operations: 0, storeMs: 0, byMethod: new Map() });
-
-/**
- * Wraps every method of `store` (a Proxy, so methods added later are timed too) and counts
- * durable writes: `createIfAbsent` that created (one insert, however many steps the inserted
- * record carries: `createClaimed` inserts create + claim, revision 1), `compareAndSwap` that
- * returned true (one conditional UPDATE, whatever `next.revision - expectedRevision` is), and
- * `putConversationEntries` with entries. `counter()` is read at every call, so the caller can
- * swap counters between phases.
- */
-function countingStore(store: CheckpointStore, counter: () => Counter): CheckpointStore {
-  return new Proxy(store, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target) as unknown;
-      if (typeof value !== 'function') return value;
-      const method = value as (...args: unknown[]) => unknown;
-      if (prop === 'close') return method.bind(target);
-      return async (...args: unknown[]) => {
-        if (STORE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, STORE_DELAY_MS));
-        const c = counter();
-        const started = performance.now();
-        try {
-          const result = await method.apply(target, args);
-          if (prop === 'createIfAbsent' && (result as { created: boolean }).created) {
-            c.writes += 1;
-            c.transitions += 1 + (result as { record: CheckpointRecord }).record.revision;
-          } else if (prop === 'compareAndSwap' && result === true) {
-            c.writes += 1;
-            c.transitions += (args[1] as CheckpointRecord).revision - (args[0] as number);
-          } else if (prop === 'putConversationEntries' && (args[1] as unknown[]).length > 0) {
-            c.writes += 1;
-          }
-          return result;
-        } finally {
-          const ms = performance.now() - started;
-          c.operations += 1;
-          c.storeMs += ms;
-          const m = c.byMethod.get(String(prop)) ?? { calls: 0, ms: 0 };
-          m.calls += 1;
-          m.ms += ms;
-          c.byMethod.set(String(prop), m);
-        }
-      };
-    },
-  });
-}
 
 type StoreKind = 'sqlite' | 'postgres';
 
@@ -277,7 +217,7 @@ async function main(): Promise<void> {
         const name = s === null ? 'plain activity' : `fenced (${s.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`;
         const variant: Variant = { server: label, name, kind: s?.kind ?? null, queue: `bench-${label}-${s?.kind ?? 'plain'}`, counter: zero(), samples: [], fsyncs: 0, client };
         variants.push(variant);
-        const counted = s === null ? null : countingStore(s.store, () => current?.get(variant) ?? variant.counter);
+        const counted = s === null ? null : countingStore(s.store, () => current?.get(variant) ?? variant.counter, STORE_DELAY_MS);
         workers.push(
           await Worker.create({
             connection,
@@ -413,7 +353,7 @@ async function main(): Promise<void> {
       start: (store: CheckpointStore) => (client: number, i: number) => Promise<unknown>,
     ): Promise<void> => {
       const counter = zero();
-      const call = start(countingStore(s.store, () => counter));
+      const call = start(countingStore(s.store, () => counter, STORE_DELAY_MS));
       let next = 0;
       const d = await measureDelay(async () => {
         await Promise.all(
@@ -664,35 +604,6 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-/** The server's frontend request counters by operation (`service_requests{service_name="frontend"}`). */
-async function frontendRequests(url: string): Promise<Map<string, number>> {
-  const text = await (await fetch(url)).text();
-  const counts = new Map<string, number>();
-  for (const match of text.matchAll(/^service_requests\{([^}]*)\} (\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/gm)) {
-    const labels = match[1]!;
-    if (!labels.includes('service_name="frontend"')) continue;
-    const op = /operation="([^"]+)"/.exec(labels)?.[1] ?? '?';
-    counts.set(op, (counts.get(op) ?? 0) + Number(match[2]));
-  }
-  return counts;
-}
-
-/** {@link frontendRequests} once two reads a second apart agree (the server reports its counters periodically). */
-async function settledFrontendRequests(url: string): Promise<Map<string, number>> {
-  let last = await frontendRequests(url);
-  for (;;) {
-    await sleep(1_000);
-    const now = await frontendRequests(url);
-    if (sum(now) === sum(last)) return now;
-    last = now;
-  }
-}
-
-/** The frontend operation that ends a workflow task: one per workflow task, however many activity results it took in. */
-const WORKFLOW_TASK = 'RespondWorkflowTaskCompleted';
-
-const sum = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
 
 main().catch((error: unknown) => {
   console.error(error);
