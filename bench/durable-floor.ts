@@ -20,6 +20,18 @@ export interface FloorSampler {
   close(): Promise<void>;
 }
 
+/** Runs `once` `count` times, one at a time, and returns each run's duration in ms; `between` runs after each, outside the timing. */
+export async function timeEach(count: number, once: () => unknown, between?: () => Promise<void>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const started = performance.now();
+    await once();
+    out.push(performance.now() - started);
+    await between?.();
+  }
+  return out;
+}
+
 /** A SQLite file `floor.db` in `dir` with the store's settings. */
 export function sqliteFloor(dir: string): FloorSampler {
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
@@ -34,19 +46,17 @@ export function sqliteFloor(dir: string): FloorSampler {
   let n = 0;
   return {
     label: 'SQLite: one-row INSERT, own transaction, WAL + synchronous=FULL',
-    async sample(count) {
-      const out: number[] = [];
-      for (let i = 0; i < count; i += 1) {
-        const started = performance.now();
-        begin.run();
-        insert.run(`k${n++}`, body);
-        commit.run();
-        out.push(performance.now() - started);
+    sample: (count) =>
+      timeEach(
+        count,
+        () => {
+          begin.run();
+          insert.run(`k${n++}`, body);
+          commit.run();
+        },
         // Yield between commits, as the event loop would between calls.
-        await new Promise<void>((r) => setImmediate(r));
-      }
-      return out;
-    },
+        () => new Promise<void>((r) => setImmediate(r)),
+      ),
     async close() {
       db.close();
     },
@@ -66,15 +76,7 @@ export async function postgresFloor(url: string): Promise<FloorSampler> {
   const prefix = `${process.pid}-${Date.now()}-`;
   return {
     label: `PostgreSQL: one-row INSERT, autocommit (${described})`,
-    async sample(count) {
-      const out: number[] = [];
-      for (let i = 0; i < count; i += 1) {
-        const started = performance.now();
-        await client.query('INSERT INTO ttc_bench_floor (k, body) VALUES ($1, $2)', [`${prefix}${n++}`, body]);
-        out.push(performance.now() - started);
-      }
-      return out;
-    },
+    sample: (count) => timeEach(count, () => client.query('INSERT INTO ttc_bench_floor (k, body) VALUES ($1, $2)', [`${prefix}${n++}`, body])),
     async close() {
       await client.query('DROP TABLE IF EXISTS ttc_bench_floor').catch(() => undefined);
       await client.end();
@@ -100,15 +102,7 @@ export function threadRoundTrip(): FloorSampler {
     });
   return {
     label: 'a message to a worker thread and back (the hop of the SQLite store, no database)',
-    async sample(count) {
-      const out: number[] = [];
-      for (let i = 0; i < count; i += 1) {
-        const started = performance.now();
-        await once();
-        out.push(performance.now() - started);
-      }
-      return out;
-    },
+    sample: (count) => timeEach(count, once),
     async close() {
       await worker.terminate();
     },

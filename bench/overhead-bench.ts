@@ -44,7 +44,7 @@ import { createToolActivities, defineTool, openCheckpointStore, type CheckpointS
 import { startDevServer, type DevServer } from '../src/dev/dev-server';
 import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from '../test/helpers/postgres';
 import { freshCall } from './fresh-call';
-import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, threadRoundTrip, type FloorSampler } from './durable-floor';
+import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, threadRoundTrip, timeEach, type FloorSampler } from './durable-floor';
 import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
 import { freePort } from '../test/helpers/free-port';
 import { countingStore, zero, type Counter } from './counting-store';
@@ -178,15 +178,8 @@ async function main(): Promise<void> {
         const { echo: activity } = createToolActivities({ store: s.store, tools: [echo] }) as unknown as Record<'echo', (input: object) => Promise<unknown>>;
         return [
           s.kind,
-          async (n: number): Promise<number[]> => {
-            const out: number[] = [];
-            for (let i = 0; i < n; i += 1) {
-              const started = performance.now();
-              await harness.run(activity, { tenant: 'bench', callId: `fence-alone-${(fenceAloneCalls += 1)}`, input: { i } });
-              out.push(performance.now() - started);
-            }
-            return out;
-          },
+          (n: number): Promise<number[]> =>
+            timeEach(n, () => harness.run(activity, { tenant: 'bench', callId: `fence-alone-${(fenceAloneCalls += 1)}`, input: { i: fenceAloneCalls } })),
         ] as const;
       }),
     );
