@@ -24,9 +24,18 @@
  * another attempt had taken the item over and applied it: two effects. No retry starts at or
  * after the deadline now (src/activities/tools/transient-retry.ts; its unit test holds the scenario and
  * a property over stalls). The schedule replays only under load (the fence's retry timer is real).
+ *
+ * Found by it in CI (seed -327833121, 17th schedule): a stale attempt that had claimed 7 items in
+ * one group sent item 2's request after the current attempt had taken the item over by a same-key
+ * repeat and applied it; the stale request, under the group's later deadline, landed after the key
+ * the repeat used first had expired (keyRetentionMs 20,502): two effects. A same-key repeat now
+ * needs the holder's settle time inside the key's retention too (`keyOutlivesRepeat`,
+ * docs/protocol.md#key-lifetime; test/unit/activities/key-lifetime.test.ts holds the rule); the
+ * named test below replays the schedule.
  */
 import fc from 'fast-check';
 import { BatchFigures, batchInterleavingProperty, BatchInterleavingViolation, describeBatchViolation } from './interleavings/batch-property';
+import type { BatchScenario } from './interleavings/batch-scenario';
 
 const RUNS = Number(process.env.TTC_BATCH_INTERLEAVING_RUNS ?? 1_000);
 
@@ -49,4 +58,22 @@ describe('batch interleaving explorer', () => {
     expect(figures.crashed).toBeGreaterThan(RUNS / 10);
     expect(figures.itemsApplied).toBeGreaterThan(RUNS);
   });
+
+  test("a stale attempt's group-claimed item, taken over by a same-key repeat, is not sent again where its request could land after the key expired", async () => {
+    const replayed: BatchScenario[] = [];
+    const details = await fc.check(batchInterleavingProperty({ onReport: (_, scenario) => replayed.push(scenario) }), {
+      seed: -327833121,
+      path: SAME_KEY_REPEAT_PAST_RETENTION,
+      endOnFailure: true,
+    });
+    const shrunk = details.errorInstance instanceof BatchInterleavingViolation ? describeBatchViolation(details.errorInstance.report) : String(details.errorInstance);
+    expect(details.failed ? shrunk : 'no violation').toBe('no violation');
+    // The replay ran the schedule it names (a path goes stale if the generators change).
+    expect(replayed).toHaveLength(1);
+    expect(replayed[0]).toMatchObject({ items: 7, reconcileMarginMs: 500, tool: { dedupesByKey: true, keyRetentionMs: 20_502, callDeadlineMs: 20_000 } });
+  });
 });
+
+/** fast-check's path to the shrunk schedule of seed -327833121 (see the file's header). */
+const SAME_KEY_REPEAT_PAST_RETENTION =
+  '16:9:1:0:0:1:0:1:0:0:0:0:1:1:1:0:12:4:4:8:0:1:4:0:14:4:0:5:10:0:5:1:0:0:0:0:0:0:9:0:0:0:6:0:2:3:8:0:0:7:0:2:0:0:1:8:0:8:0:1:2:0:8:0:9:0:1:1:8:0:0:10:0:1:9:0:0:0:11:1:0:0:8:0:12:0:1:8:0:13:0:8:0:0:22:14:0:8:0:14:9:0:0:5:0:1:2:0:1:8:0:0:6:0:1:0:0:0:1:0:8:0:7:0:0:2:0:9:0:0:0:8:0:0:2:0:0:8:0:9:0:0:1:0:8:0:0:10:0:0:1:8:0:0:11:0:0:9:0:0:0:12:1:0:8:0:13:0:0:8:0:14:8:0:0:22:14:0:11:0:6:1:0:0:1:0:9:0:0:0:7:1:0:0:0:0:9:0:0:0:8:1:0:0:0:0:3:0:0:3:1:2:0:2:0:0:0:3:4:4:4:4:4:4:4:5:4:7:5:4:4:7:0:18:18:29:32:5:1:0:1:0:2:5:4:4:4:4:4:4:4:9:0:6:1:0:0:0:0:10:0:0:0:0:6:0:4:0:0:9:9:9:9:9:9:9:9:9:10:9:9:12:13:11:14:11:12:12:12:12:12';

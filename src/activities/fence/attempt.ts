@@ -145,12 +145,13 @@ export class Attempt {
     // Read before the lookup: a lookup that finds nothing proves absence only if it *started* after the settle time.
     const now = this.clock().getTime();
     const found = tool.lookup === undefined ? undefined : await this.lookup(record);
-    // A same-key repeat is safe only if the provider still remembers the key until the repeat's request
-    // can no longer land: from the time its takeover declares (now, after the lookup, never before the
-    // record's updatedAt) to its call deadline plus the margin. The takeover declares exactly that time.
+    // A same-key repeat is safe only if the provider still remembers the key until neither the repeat's
+    // request nor the holder's can land: the repeat's from the time its takeover declares (now, after
+    // the lookup, never before the record's updatedAt) to its call deadline plus the margin (the
+    // takeover declares exactly that time); the holder's until its settle time.
     const repeatAt = this.now(record);
-    const keyLive = keyOutlivesRepeat(record, tool, Date.parse(repeatAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs);
     const settleAt = settleTime(record, tool, this.marginMs);
+    const keyLive = keyOutlivesRepeat(record, tool, Date.parse(repeatAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs, settleAt);
     // A claim is taken over only once its holder's request can no longer be outstanding, or at once
     // for a same-key repeat (docs/protocol.md#overlapping-attempts); a lookup that finds the effect
     // then settles the call without a request.

@@ -60,15 +60,22 @@ export function settleTime(record: CheckpointRecord, tool: ToolDefinition<any> |
 }
 
 /**
- * Whether a same-key repeat of the call of `record` lands while the provider still remembers the
- * key. `repeatSettlesAt` (ms since the epoch) is the repeat's settle time: its call deadline plus
- * the reconcile margin, the latest its request can land (docs/protocol.md#overlapping-attempts).
- * The key's first use is at or after the record's `createdAt` and a key expires at the end of its
- * retention, so the repeat must settle strictly before `createdAt + keyRetentionMs`
- * (docs/protocol.md#key-lifetime).
+ * Whether the provider still remembers the key of the call of `record` whenever a same-key repeat's
+ * request or the holder's lands. `repeatSettlesAt` and `holderSettlesAt` (ms since the epoch) are
+ * the latest each can land: the repeat's call deadline plus the reconcile margin, and the holder's
+ * ({@link settleTime}; docs/protocol.md#overlapping-attempts). Whichever lands first, the key's
+ * first use is at or after the record's `createdAt`, and a key expires at the end of its
+ * retention, so both must settle strictly before `createdAt + keyRetentionMs`
+ * (docs/protocol.md#key-lifetime). The holder may send late: an item claimed in a group is sent
+ * only after the items before it, under a deadline that far out.
  */
-export function keyOutlivesRepeat(record: CheckpointRecord, tool: Pick<ToolDefinition<any>, 'dedupesByKey' | 'keyRetentionMs'>, repeatSettlesAt: number): boolean {
-  return tool.dedupesByKey === true && repeatSettlesAt < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
+export function keyOutlivesRepeat(
+  record: CheckpointRecord,
+  tool: Pick<ToolDefinition<any>, 'dedupesByKey' | 'keyRetentionMs'>,
+  repeatSettlesAt: number,
+  holderSettlesAt: number,
+): boolean {
+  return tool.dedupesByKey === true && Math.max(repeatSettlesAt, holderSettlesAt) < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
 }
 
 /** The fence's current time in ms since the epoch (`deps.clock`, or the system clock). */
