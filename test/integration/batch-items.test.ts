@@ -37,13 +37,13 @@ interface Provider {
   holdUntilCancelled: string | null;
 }
 
-function notifyTool(name: string, provider: Provider, withLookup: boolean, callDeadlineMs = 5_000, dedupesByKey = false) {
+function notifyTool(name: string, provider: Provider, withLookup: boolean, callDeadlineMs = 5_000, dedupesByKey = false, keyRetentionMs = 24 * 3_600_000) {
   return defineTool({
     name,
     revision: 'v1',
     batch: true,
     callDeadlineMs,
-    ...(dedupesByKey ? { dedupesByKey, keyRetentionMs: 24 * 3_600_000 } : {}),
+    ...(dedupesByKey ? { dedupesByKey, keyRetentionMs } : {}),
     input: z.object({ recipients: z.array(z.string()).min(1) }).strict(),
     async execute(input, ctx) {
       const report = await ctx.forEachItem!(
@@ -120,6 +120,8 @@ describe('batch tools on a real server', () => {
           notifyTool('notify_held', provider, true, 20_000),
           notifyTool('notify_by_key', provider, false, 5_000, true),
           notifyTool('notify_by_key_held', provider, false, 20_000, true),
+          // The provider remembers a key 10 call deadlines (+ 1 ms): a group may claim at most 10 items.
+          notifyTool('notify_by_key_short', provider, false, 5_000, true, 50_001),
         ],
         reconcileMarginMs: 0,
         clock: () => new Date(Date.now() + skewMs),
@@ -234,6 +236,21 @@ describe('batch tools on a real server', () => {
     expect(first).toMatchObject({ failure: { type: 'RECONCILE_PENDING' } });
     expect(provider.started.at(-1)).toBe('user-20');
     const second = await attempt(wf, 'notify_by_key');
+    expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
+    for (const to of RECIPIENTS) expect(sentTo(to)).toBe(1);
+  });
+
+  test('a provider that remembers a key for 10 call deadlines: a group claims at most 10 items, so an item claimed last in its group is still repeated with its key at once after the answer of item 20 is lost', async () => {
+    const wf = `batch-${++n}`;
+    const clean = await attempt(`${wf}-clean`, 'notify_by_key_short');
+    expect(clean).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
+    // Item k of a group is claimed until (k + 1) × callDeadlineMs: 10 items of 5 s settle inside 50,001 ms.
+    expect(writes.writeGroup).toBe(11);
+    provider.sent.length = 0;
+    provider.loseAnswerOf = 'user-20';
+    const first = await attempt(wf, 'notify_by_key_short');
+    expect(first).toMatchObject({ failure: { type: 'RECONCILE_PENDING' } });
+    const second = await attempt(wf, 'notify_by_key_short');
     expect(second).toMatchObject({ result: { outcome: { ok: true, output: { applied: 100 } } } });
     for (const to of RECIPIENTS) expect(sentTo(to)).toBe(1);
   });

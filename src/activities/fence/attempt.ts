@@ -418,6 +418,7 @@ export class Attempt {
       settle: (item: PreparedCall) => items.settle(this.deps, item),
       claimed: (item: PreparedCall) => items.claimed(this.deps, item),
       now: () => transitionTime(this.deps),
+      marginMs: this.marginMs,
       cancelRequested: () => ctx.cancellationDetails?.cancelRequested === true,
     };
     return new BatchRun(this.call, fence, ctx.cancellationSignal, (progress) => ctx.heartbeat(fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', progress)));

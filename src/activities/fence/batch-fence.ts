@@ -100,7 +100,7 @@ export class BatchRun implements ItemsBatch {
     this.rethrowStop();
     if (this.running > 0) refuse('another forEachItem of this call is still running; call it once at a time (await it)');
     const prepared = prepareItems(items, itemKey, apply, options);
-    const width = groupWidth(this.call.tool, options);
+    const width = groupWidth(this.call.tool, options, this.fence.marginMs);
     this.running += 1;
     this.runs += 1;
     try {
@@ -226,18 +226,32 @@ export class BatchRun implements ItemsBatch {
 export const DEFAULT_DEDUPE_GROUP_SIZE = 100;
 
 /**
- * How many items one grouped write claims: `options.groupSize`; by default
- * {@link DEFAULT_DEDUPE_GROUP_SIZE} for a tool whose provider deduplicates by key, else 1 (one
- * write per item: the previous item's result with the next item's claim). A group of more than
- * one is refused for a tool that can reconcile an item neither by lookup nor by key: an item
- * claimed but not started when the worker dies would pause for a person. With lookup only, an
- * item claimed in a group settles at most `groupSize × callDeadlineMs` (+ margin) after the
- * group's claim, so recovery after a crash may wait that long.
+ * The most items one group may claim so that every item's request settles while the provider
+ * still remembers its key: item k of a group (from 0) is claimed until `(k + 1) × callDeadlineMs`
+ * after the group's claim and may land `marginMs` after that, which must be strictly before the
+ * key's retention ends (docs/protocol.md#key-lifetime). At least 1.
  */
-function groupWidth(tool: ToolDefinition<any>, options: ForEachItemOptions | undefined): number {
-  const reconcilable = tool.lookup !== undefined || tool.dedupesByKey === true;
-  const size = options?.groupSize ?? (tool.dedupesByKey === true ? DEFAULT_DEDUPE_GROUP_SIZE : 1);
-  if (size > 1 && !reconcilable) {
+export function keyLiveGroupSize(tool: Pick<ToolDefinition<any>, 'keyRetentionMs' | 'callDeadlineMs'>, marginMs: number): number {
+  const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
+  return Math.max(1, Math.floor((Math.max(0, tool.keyRetentionMs ?? 0) - marginMs - 1) / deadlineMs));
+}
+
+/**
+ * How many items one grouped write claims: `options.groupSize`, else 1 (one write per item: the
+ * previous item's result with the next item's claim), or {@link DEFAULT_DEDUPE_GROUP_SIZE} for a
+ * tool whose provider deduplicates by key. For such a tool without lookup, at most
+ * {@link keyLiveGroupSize}: an item claimed but not started when the worker dies is then always
+ * settled by a same-key repeat, never left to a person. Refused (`rejected`, INVALID_ARGUMENT),
+ * before any item runs, for a group of more than one of a tool with neither lookup nor key
+ * dedupe. With lookup, an item claimed in a group settles at most `groupSize × callDeadlineMs`
+ * (+ margin) after the group's claim, so recovery after a crash may wait that long.
+ */
+function groupWidth(tool: ToolDefinition<any>, options: ForEachItemOptions | undefined, marginMs: number): number {
+  const dedupes = tool.dedupesByKey === true;
+  const size = options?.groupSize ?? (dedupes ? DEFAULT_DEDUPE_GROUP_SIZE : 1);
+  if (tool.lookup !== undefined) return size;
+  if (dedupes) return Math.min(size, keyLiveGroupSize(tool, marginMs));
+  if (size > 1) {
     throw Object.assign(
       new Error(
         `forEachItem: groupSize ${size} needs a tool whose items can be reconciled (lookup or dedupesByKey): an item claimed in a group but not started when a worker dies would otherwise pause for a person; no item ran`,

@@ -21,6 +21,8 @@ export interface ItemFence {
   claimed(item: PreparedCall): ClaimedItem;
   /** Now, ISO-8601 UTC, for claims. */
   now(): string;
+  /** The reconcile margin, ms: how long after its deadline a claim's request may still land. */
+  readonly marginMs: number;
   /** Whether the workflow asked to cancel the activity (not a worker shutdown): claimed items not started are then closed as not applied. */
   cancelRequested(): boolean;
 }
