@@ -1,0 +1,156 @@
+/**
+ * Adversarial (docs/protocol.md#key-lifetime, #overlapping-attempts): a same-key repeat of a fenced
+ * user activity whose holder is still running.
+ *
+ * The same-key rule counts the holder's settle time (its claim's `deadlineAt` + margin) as the
+ * latest its request can land. That holds for a tool, which the fence aborts at its deadline; a
+ * user's activity fenced by the plugin may ignore the abort signal (an unmodified activity does),
+ * so its holder renews the claim instead and its request may land at any time while it runs
+ * (src/activities/fence/claim-renewal.ts). A later attempt that finds the renewed claim inside
+ * the key's retention takes it over at once and repeats the call with the same key; the holder's
+ * renewal then loses, its signal aborts, and the activity, which ignores it, sends its request
+ * later, after the key the repeat used first has expired: the provider applies the effect twice.
+ *
+ * The repeat's own request is bounded the same way (its settle time, now + `callDeadlineMs` +
+ * margin), and is no bound either for a user activity: its renewals keep its claim while it runs.
+ *
+ * Here: `chargeCard` with `dedupesByKey: true, keyRetentionMs: 1000`, `callDeadlineMs: 100`,
+ * margin 20; a provider that remembers a key for 1000 ms after its first use. Attempt 1's
+ * activity is slow (1300 ms before it sends); attempt 2 starts 150 ms later (Temporal's
+ * start-to-close timeout, as in test/property/user-activity-overlap.property.test.ts) and its
+ * activity sends at once. Real SQLite store, the real fence interceptor (MockActivityEnvironment),
+ * real timers read through a stall-free clock.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger, type WorkerOptions } from '@temporalio/worker';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
+import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
+import { stallFreeClock } from '../helpers/stall-free-clock';
+
+jest.setTimeout(60_000);
+const QUIET = new DefaultLogger('ERROR');
+
+describe('a same-key repeat of a fenced user activity whose holder still runs', () => {
+  let dir: string;
+  let store: CheckpointStore;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-adv-live-holder-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+  });
+
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the holder, which ignores the abort signal, sends after the key expired: still one effect', async () => {
+    const retentionMs = 1_000;
+    const fenceClock = stallFreeClock();
+    const nowMs = (): number => fenceClock.clock().getTime();
+    // The provider: deduplicates by key for retentionMs after the key's first use.
+    const firstUse = new Map<string, { at: number; chargeId: string }>();
+    const effects: string[] = [];
+    const provider = (key: string): string => {
+      const seen = firstUse.get(key);
+      if (seen !== undefined && nowMs() < seen.at + retentionMs) return seen.chargeId;
+      const chargeId = `ch-${effects.length + 1}`;
+      effects.push(chargeId);
+      firstUse.set(key, { at: nowMs(), chargeId });
+      return chargeId;
+    };
+    let invocations = 0;
+    const chargeCard = async (): Promise<{ chargeId: string }> => {
+      const key = fencedCallContext()!.idempotencyKey;
+      invocations += 1;
+      // Attempt 1's worker is slow (why Temporal started attempt 2); the activity ignores every signal.
+      if (invocations === 1) await sleep(1_300);
+      return { chargeId: provider(key) };
+    };
+    const plugin = new ToolCheckpointPlugin({
+      store,
+      clock: fenceClock.clock,
+      reconcileMarginMs: 20,
+      fence: { chargeCard: { revision: 'v1', callDeadlineMs: 100, dedupesByKey: true, keyRetentionMs: retentionMs } },
+    });
+    const interceptors = plugin.configureWorker({ taskQueue: 'live-holder' } as WorkerOptions).interceptors?.activity ?? [];
+    const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId: 'wf-live-holder', runId: 'run-live-holder' } };
+    const outcome = (n: number): Promise<unknown> =>
+      new MockActivityEnvironment({ ...info, attempt: n }, { interceptors, logger: QUIET }).run(chargeCard).then(
+        (value) => value,
+        (error: unknown) => `${(error as { type?: string }).type ?? ''} ${(error as Error).message}`,
+      );
+
+    const first = outcome(1);
+    await sleep(150);
+    // Attempt 2 retries every retryable failure (RECONCILE_PENDING while the holder runs), as Temporal's retry policy does.
+    let second: unknown;
+    for (let n = 2; n < 200; n += 1) {
+      second = await outcome(n);
+      if (typeof second !== 'string' || !second.startsWith('RECONCILE_PENDING')) break;
+      await sleep(50);
+    }
+    await first;
+    await sleep(100);
+    fenceClock.stop();
+    expect(effects).toEqual(['ch-1']);
+  });
+
+  it("the repeat's own activity, which ignores the abort signal, sends after the key expired: still one effect", async () => {
+    const retentionMs = 1_000;
+    const fenceClock = stallFreeClock();
+    const nowMs = (): number => fenceClock.clock().getTime();
+    const firstUse = new Map<string, { at: number; chargeId: string }>();
+    const effects: string[] = [];
+    const provider = (key: string): string => {
+      const seen = firstUse.get(key);
+      if (seen !== undefined && nowMs() < seen.at + retentionMs) return seen.chargeId;
+      const chargeId = `ch-${effects.length + 1}`;
+      effects.push(chargeId);
+      firstUse.set(key, { at: nowMs(), chargeId });
+      return chargeId;
+    };
+    let invocations = 0;
+    const chargeCard = async (): Promise<{ chargeId: string }> => {
+      const key = fencedCallContext()!.idempotencyKey;
+      invocations += 1;
+      // The repeat's worker is slow; the activity ignores every signal.
+      if (invocations === 2) await sleep(1_300);
+      return { chargeId: provider(key) };
+    };
+    const fence = { chargeCard: { revision: 'v1', callDeadlineMs: 100, dedupesByKey: true, keyRetentionMs: retentionMs } };
+    // Attempt 1's worker sends the request, then freezes before it stores the result (its renewal has stopped).
+    const frozen = new ToolCheckpointPlugin({
+      store,
+      clock: fenceClock.clock,
+      reconcileMarginMs: 20,
+      fence,
+      hooks: { step: (point) => (point === 'after-effect' ? new Promise<void>(() => undefined) : undefined) },
+    });
+    const plugin = new ToolCheckpointPlugin({ store, clock: fenceClock.clock, reconcileMarginMs: 20, fence });
+    const interceptorsOf = (p: ToolCheckpointPlugin): NonNullable<NonNullable<WorkerOptions['interceptors']>['activity']> =>
+      p.configureWorker({ taskQueue: 'live-repeat' } as WorkerOptions).interceptors?.activity ?? [];
+    const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId: 'wf-live-repeat', runId: 'run-live-repeat' } };
+    const outcome = (p: ToolCheckpointPlugin, n: number): Promise<unknown> =>
+      new MockActivityEnvironment({ ...info, attempt: n }, { interceptors: interceptorsOf(p), logger: QUIET }).run(chargeCard).then(
+        (value) => value,
+        (error: unknown) => `${(error as { type?: string }).type ?? ''} ${(error as Error).message}`,
+      );
+
+    void outcome(frozen, 1);
+    await sleep(50);
+    expect(effects).toEqual(['ch-1']);
+    let second: unknown;
+    for (let n = 2; n < 200; n += 1) {
+      second = await outcome(plugin, n);
+      if (typeof second !== 'string' || !second.startsWith('RECONCILE_PENDING')) break;
+      await sleep(50);
+    }
+    fenceClock.stop();
+    expect(effects).toEqual(['ch-1']);
+  });
+});
