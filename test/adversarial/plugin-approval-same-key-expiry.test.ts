@@ -10,7 +10,7 @@
  * request (so nothing was applied), the repeat is the first request the provider ever sees: the
  * effect is applied after the person's approval expired.
  *
- * Here: `chargeCard` fenced with `dedupesByKey: true, keyRetentionMs: 24 h`, called inside
+ * Here: `chargeCard` fenced with `dedupesByKey: true, keyRetentionMs: 24 h`, `callDeadlineMs: 500` (margin 100), called inside
  * `withApprovedIntent` (the call header carries the digest and an expiry 1 s ahead; injected by
  * an outer interceptor as the plugin's workflow interceptor would write it); attempt 1 claims and
  * then freezes before calling the activity; attempt 2 runs 2 s later, after the expiry.
@@ -61,7 +61,8 @@ describe('approval expiry on the same-key repeat path of a fenced activity', () 
       requests.push({ key: fencedCallContext()?.idempotencyKey, at: Date.now() });
       return { chargeId: `ch-${requests.length}` };
     };
-    const fence = { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000 } };
+    // A user activity's claim is repeated only after its settle time (its holder may still run): 500 ms + 100 ms margin, before attempt 2.
+    const fence = { chargeCard: { revision: 'v1', dedupesByKey: true, keyRetentionMs: 86_400_000, callDeadlineMs: 500 } };
     const interceptorsOf = (plugin: ToolCheckpointPlugin): ActivityInterceptorsFactory[] => [
       header,
       ...(plugin.configureWorker({ taskQueue: 'approval' } as WorkerOptions).interceptors?.activity ?? []),
@@ -81,7 +82,7 @@ describe('approval expiry on the same-key repeat path of a fenced activity', () 
 
     // Attempt 2, after the approval expired.
     await new Promise((done) => setTimeout(done, 2_000));
-    const plugin = new ToolCheckpointPlugin({ store, fence });
+    const plugin = new ToolCheckpointPlugin({ store, fence, reconcileMarginMs: 100 });
     const outcome = await new MockActivityEnvironment({ ...info, attempt: 2 }, { interceptors: interceptorsOf(plugin), logger: QUIET })
       .run(chargeCard, ...(args as [string, number]))
       .then(

@@ -151,7 +151,10 @@ export class Attempt {
     // takeover declares exactly that time); the holder's until its settle time.
     const repeatAt = this.now(record);
     const settleAt = settleTime(record, tool, this.marginMs);
-    const keyLive = keyOutlivesRepeat(record, tool, Date.parse(repeatAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs, settleAt);
+    // A user's activity may ignore the abort signal and its holder renews the claim while it runs, so
+    // its deadline bounds nothing: its claim is repeated only once renewals stopped (its settle time).
+    const holderBounded = this.deps.executeIsUserActivity !== true || now >= settleAt;
+    const keyLive = holderBounded && keyOutlivesRepeat(record, tool, Date.parse(repeatAt) + (tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS) + this.marginMs, settleAt);
     // A claim is taken over only once its holder's request can no longer be outstanding, or at once
     // for a same-key repeat (docs/protocol.md#overlapping-attempts); a lookup that finds the effect
     // then settles the call without a request.
