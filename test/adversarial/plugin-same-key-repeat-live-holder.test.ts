@@ -34,6 +34,37 @@ import { stallFreeClock } from '../helpers/stall-free-clock';
 jest.setTimeout(60_000);
 const QUIET = new DefaultLogger('ERROR');
 
+/**
+ * `chargeCard` sending to a provider that deduplicates by key for `retentionMs` after a key's first
+ * use; its `slow`-th invocation waits 1300 ms before it sends (ignoring every signal). `effects`
+ * lists what the provider applied; the fence and the provider read `fenceClock`.
+ */
+function slowActivity(
+  retentionMs: number,
+  slow: number,
+): { fenceClock: ReturnType<typeof stallFreeClock>; effects: string[]; chargeCard: () => Promise<{ chargeId: string }> } {
+  const fenceClock = stallFreeClock();
+  const nowMs = (): number => fenceClock.clock().getTime();
+  const firstUse = new Map<string, { at: number; chargeId: string }>();
+  const effects: string[] = [];
+  const provider = (key: string): string => {
+    const seen = firstUse.get(key);
+    if (seen !== undefined && nowMs() < seen.at + retentionMs) return seen.chargeId;
+    const chargeId = `ch-${effects.length + 1}`;
+    effects.push(chargeId);
+    firstUse.set(key, { at: nowMs(), chargeId });
+    return chargeId;
+  };
+  let invocations = 0;
+  const chargeCard = async (): Promise<{ chargeId: string }> => {
+    const key = fencedCallContext()!.idempotencyKey;
+    invocations += 1;
+    if (invocations === slow) await sleep(1_300);
+    return { chargeId: provider(key) };
+  };
+  return { fenceClock, effects, chargeCard };
+}
+
 describe('a same-key repeat of a fenced user activity whose holder still runs', () => {
   let dir: string;
   let store: CheckpointStore;
@@ -50,27 +81,8 @@ describe('a same-key repeat of a fenced user activity whose holder still runs', 
 
   it('the holder, which ignores the abort signal, sends after the key expired: still one effect', async () => {
     const retentionMs = 1_000;
-    const fenceClock = stallFreeClock();
-    const nowMs = (): number => fenceClock.clock().getTime();
-    // The provider: deduplicates by key for retentionMs after the key's first use.
-    const firstUse = new Map<string, { at: number; chargeId: string }>();
-    const effects: string[] = [];
-    const provider = (key: string): string => {
-      const seen = firstUse.get(key);
-      if (seen !== undefined && nowMs() < seen.at + retentionMs) return seen.chargeId;
-      const chargeId = `ch-${effects.length + 1}`;
-      effects.push(chargeId);
-      firstUse.set(key, { at: nowMs(), chargeId });
-      return chargeId;
-    };
-    let invocations = 0;
-    const chargeCard = async (): Promise<{ chargeId: string }> => {
-      const key = fencedCallContext()!.idempotencyKey;
-      invocations += 1;
-      // Attempt 1's worker is slow (why Temporal started attempt 2); the activity ignores every signal.
-      if (invocations === 1) await sleep(1_300);
-      return { chargeId: provider(key) };
-    };
+    // Attempt 1's worker is slow (why Temporal started attempt 2); the activity ignores every signal.
+    const { fenceClock, effects, chargeCard } = slowActivity(retentionMs, 1);
     const plugin = new ToolCheckpointPlugin({
       store,
       clock: fenceClock.clock,
@@ -102,26 +114,8 @@ describe('a same-key repeat of a fenced user activity whose holder still runs', 
 
   it("the repeat's own activity, which ignores the abort signal, sends after the key expired: still one effect", async () => {
     const retentionMs = 1_000;
-    const fenceClock = stallFreeClock();
-    const nowMs = (): number => fenceClock.clock().getTime();
-    const firstUse = new Map<string, { at: number; chargeId: string }>();
-    const effects: string[] = [];
-    const provider = (key: string): string => {
-      const seen = firstUse.get(key);
-      if (seen !== undefined && nowMs() < seen.at + retentionMs) return seen.chargeId;
-      const chargeId = `ch-${effects.length + 1}`;
-      effects.push(chargeId);
-      firstUse.set(key, { at: nowMs(), chargeId });
-      return chargeId;
-    };
-    let invocations = 0;
-    const chargeCard = async (): Promise<{ chargeId: string }> => {
-      const key = fencedCallContext()!.idempotencyKey;
-      invocations += 1;
-      // The repeat's worker is slow; the activity ignores every signal.
-      if (invocations === 2) await sleep(1_300);
-      return { chargeId: provider(key) };
-    };
+    // The repeat's worker is slow; the activity ignores every signal.
+    const { fenceClock, effects, chargeCard } = slowActivity(retentionMs, 2);
     const fence = { chargeCard: { revision: 'v1', callDeadlineMs: 100, dedupesByKey: true, keyRetentionMs: retentionMs } };
     // Attempt 1's worker sends the request, then freezes before it stores the result (its renewal has stopped).
     const frozen = new ToolCheckpointPlugin({
