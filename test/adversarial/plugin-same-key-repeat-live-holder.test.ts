@@ -13,6 +13,10 @@
  *
  * The repeat's own request is bounded the same way (its settle time, now + `callDeadlineMs` +
  * margin), and is no bound either for a user activity: its renewals keep its claim while it runs.
+ * So a renewing holder is repeated only after its settle time, and the repeat's claim is renewed
+ * only until the provider may forget the key: then its signal aborts, and an activity that returns
+ * later pauses the call (OUTCOME_UNKNOWN) instead of delivering a result that may be a second
+ * effect.
  *
  * Here: `chargeCard` with `dedupesByKey: true, keyRetentionMs: 1000`, `callDeadlineMs: 100`,
  * margin 20; a provider that remembers a key for 1000 ms after its first use. Attempt 1's
@@ -36,12 +40,14 @@ const QUIET = new DefaultLogger('ERROR');
 
 /**
  * `chargeCard` sending to a provider that deduplicates by key for `retentionMs` after a key's first
- * use; its `slow`-th invocation waits 1300 ms before it sends (ignoring every signal). `effects`
+ * use; its `slow`-th invocation waits 1300 ms before it sends (ignoring every signal, or stopping when
+ * the fenced call's signal aborts with `honoursSignal`). `effects`
  * lists what the provider applied; the fence and the provider read `fenceClock`.
  */
 function slowActivity(
   retentionMs: number,
   slow: number,
+  honoursSignal = false,
 ): { fenceClock: ReturnType<typeof stallFreeClock>; effects: string[]; chargeCard: () => Promise<{ chargeId: string }> } {
   const fenceClock = stallFreeClock();
   const nowMs = (): number => fenceClock.clock().getTime();
@@ -59,7 +65,7 @@ function slowActivity(
   const chargeCard = async (): Promise<{ chargeId: string }> => {
     const key = fencedCallContext()!.idempotencyKey;
     invocations += 1;
-    if (invocations === slow) await sleep(1_300);
+    if (invocations === slow) await sleep(1_300, undefined, honoursSignal ? { signal: fencedCallContext()!.signal } : undefined);
     return { chargeId: provider(key) };
   };
   return { fenceClock, effects, chargeCard };
@@ -112,12 +118,11 @@ describe('a same-key repeat of a fenced user activity whose holder still runs', 
     expect(effects).toEqual(['ch-1']);
   });
 
-  it("the repeat's own activity, which ignores the abort signal, sends after the key expired: still one effect", async () => {
+  /** Attempt 1 sends, then freezes before it stores the result; attempt 2, a same-key repeat, runs the slow activity. */
+  async function repeatRunsLong(honoursSignal: boolean): Promise<{ effects: string[]; second: unknown; stored: string | undefined }> {
     const retentionMs = 1_000;
-    // The repeat's worker is slow; the activity ignores every signal.
-    const { fenceClock, effects, chargeCard } = slowActivity(retentionMs, 2);
+    const { fenceClock, effects, chargeCard } = slowActivity(retentionMs, 2, honoursSignal);
     const fence = { chargeCard: { revision: 'v1', callDeadlineMs: 100, dedupesByKey: true, keyRetentionMs: retentionMs } };
-    // Attempt 1's worker sends the request, then freezes before it stores the result (its renewal has stopped).
     const frozen = new ToolCheckpointPlugin({
       store,
       clock: fenceClock.clock,
@@ -128,13 +133,13 @@ describe('a same-key repeat of a fenced user activity whose holder still runs', 
     const plugin = new ToolCheckpointPlugin({ store, clock: fenceClock.clock, reconcileMarginMs: 20, fence });
     const interceptorsOf = (p: ToolCheckpointPlugin): NonNullable<NonNullable<WorkerOptions['interceptors']>['activity']> =>
       p.configureWorker({ taskQueue: 'live-repeat' } as WorkerOptions).interceptors?.activity ?? [];
-    const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId: 'wf-live-repeat', runId: 'run-live-repeat' } };
+    const workflowId = `wf-live-repeat-${honoursSignal ? 'honours' : 'ignores'}`;
+    const info = { activityType: 'chargeCard', activityId: '1', workflowExecution: { workflowId, runId: `${workflowId}-run` } };
     const outcome = (p: ToolCheckpointPlugin, n: number): Promise<unknown> =>
       new MockActivityEnvironment({ ...info, attempt: n }, { interceptors: interceptorsOf(p), logger: QUIET }).run(chargeCard).then(
         (value) => value,
         (error: unknown) => `${(error as { type?: string }).type ?? ''} ${(error as Error).message}`,
       );
-
     void outcome(frozen, 1);
     await sleep(50);
     expect(effects).toEqual(['ch-1']);
@@ -145,6 +150,23 @@ describe('a same-key repeat of a fenced user activity whose holder still runs', 
       await sleep(50);
     }
     fenceClock.stop();
+    const rows = await store.listByStatus(['delivered', 'completed', 'uncertain', 'executing'], { olderThan: new Date(Date.now() + 3_600_000).toISOString(), limit: 100 });
+    const row = rows.find((r) => r.binding.callId.includes(`"${workflowId}"`));
+    return { effects, second, stored: row?.status };
+  }
+
+  it("the repeat's own activity, honouring the signal, is stopped before the provider may forget the key: one effect, and the call pauses for a person", async () => {
+    const { effects, second, stored } = await repeatRunsLong(true);
     expect(effects).toEqual(['ch-1']);
+    expect(String(second)).toMatch(/^OUTCOME_UNKNOWN/);
+    expect(stored).toBe('uncertain');
+  });
+
+  it("the repeat's own activity, ignoring the signal, returns after the provider may have forgotten the key: its result is not delivered as the call's, the call pauses for a person", async () => {
+    const { effects, second, stored } = await repeatRunsLong(false);
+    // Nothing stops an activity that ignores its signal: the provider, which forgot the key, applied it again.
+    expect(effects).toEqual(['ch-1', 'ch-2']);
+    expect(String(second)).toMatch(/^OUTCOME_UNKNOWN/);
+    expect(stored).toBe('uncertain');
   });
 });

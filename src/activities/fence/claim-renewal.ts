@@ -28,6 +28,12 @@ export interface ClaimRenewalOptions {
   now(record: CheckpointRecord): string;
   /** The fence's clock, ms since the epoch. */
   nowMs(): number;
+  /**
+   * The latest deadline a renewal may declare, ms since the epoch; at that time the signal aborts
+   * and renewal ends. A same-key repeat sets it so that its request settles while the provider
+   * remembers the key (docs/protocol.md#key-lifetime).
+   */
+  readonly deadlineLimitMs?: number;
 }
 
 /**
@@ -44,6 +50,7 @@ export class ClaimRenewal {
   private gone = false;
   private latest: CheckpointRecord;
   private timer: NodeJS.Timeout | undefined;
+  private limitTimer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -63,12 +70,24 @@ export class ClaimRenewal {
       this.inFlight = this.inFlight.then(() => this.renew());
     }, everyMs);
     this.timer.unref?.();
+    const limit = this.options.deadlineLimitMs;
+    if (limit !== undefined) {
+      this.limitTimer = setTimeout(
+        () => {
+          this.gone = true;
+          this.abort(`the claim may not be renewed past ${new Date(limit).toISOString()}, when the provider may forget the call's key`);
+        },
+        Math.max(0, limit - this.options.nowMs()),
+      );
+      this.limitTimer.unref?.();
+    }
   }
 
   /** Stops renewing and waits for a renewal in flight. @returns the latest record this attempt wrote or read. */
   async stop(): Promise<CheckpointRecord> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.limitTimer);
     await this.inFlight;
     return this.latest;
   }
@@ -82,7 +101,10 @@ export class ClaimRenewal {
         if (from.status !== 'executing' || from.execution?.attemptId !== attemptId)
           return this.lose(`the claim is now ${from.status} under ${from.execution?.attemptId ?? 'nobody'}`);
         const at = this.options.now(from);
-        const next = renewExecution(from, { attemptId, at, deadlineAt: deadlineAfter(at, deadlineMs) });
+        const limit = this.options.deadlineLimitMs;
+        const ms = limit === undefined ? deadlineMs : Math.min(deadlineMs, limit - Date.parse(at));
+        if (ms <= 0) return this.lose(`the claim may not be renewed past ${new Date(limit!).toISOString()}`);
+        const next = renewExecution(from, { attemptId, at, deadlineAt: deadlineAfter(at, ms) });
         if (await store.compareAndSwap(next.expectedRevision, next.next, from)) {
           this.latest = next.next;
           return;

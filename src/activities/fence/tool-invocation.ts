@@ -15,7 +15,7 @@ import type { Invoked } from './batch-types';
 import { ClaimRenewal } from './claim-renewal';
 import type { ResultSource } from '../contract/contract';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind } from '../tools/define-tool';
-import { claimDeadline, transitionTime, type FencedToolDeps } from './fence-deps';
+import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, transitionTime, type FencedToolDeps } from './fence-deps';
 import type { PreparedCall } from './prepare-call';
 import type { ToolContext, ToolSuccess } from '../contract/tool-types';
 import { DEFAULT_TRANSIENT_RETRY, retryTransient } from '../tools/transient-retry';
@@ -43,6 +43,10 @@ export class ToolInvocation {
    */
   async invokeUserActivity(claimed: CheckpointRecord, source: ResultSource): Promise<Invoked & { record: CheckpointRecord }> {
     const { tool } = this.call;
+    // A same-key repeat's request must land while the provider remembers the key (docs/protocol.md#key-lifetime):
+    // its claim is not renewed past that, and an activity that returns later may have applied the effect again.
+    const limitMs =
+      source === 'same-key-repeat' ? Date.parse(claimed.createdAt) + (tool.keyRetentionMs ?? 0) - (this.deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS) - 1 : undefined;
     const renewal = new ClaimRenewal({
       store: this.deps.store,
       claimed,
@@ -50,6 +54,7 @@ export class ToolInvocation {
       deadlineMs: tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS,
       now: (record) => this.now(record),
       nowMs: () => this.clock().getTime(),
+      ...(limitMs === undefined ? {} : { deadlineLimitMs: limitMs }),
     });
     const signal = AbortSignal.any([Context.current().cancellationSignal, renewal.signal]);
     renewal.start();
@@ -64,6 +69,12 @@ export class ToolInvocation {
         outcome = { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
     }
     const record = await renewal.stop();
+    if (limitMs !== undefined && this.clock().getTime() >= limitMs) {
+      outcome = {
+        kind: 'unknown',
+        reason: `the activity repeated with the same key ran past ${new Date(limitMs).toISOString()}, after which the provider may have forgotten the key and applied it again`,
+      };
+    }
     return { ...outcome, record };
   }
 
