@@ -233,93 +233,60 @@ async function main(): Promise<void> {
       cleanups.push(() => connection.close());
       const client = new Client({ connection: await Connection.connect({ address: server.address }) });
       cleanups.push(() => client.connection.close());
+      const variantOf = (name: string, kind: StoreKind | null, queue: string): Variant => ({
+        server: label,
+        name,
+        kind,
+        queue: `bench-${label}-${queue}`,
+        counter: zero(),
+        samples: [],
+        fsyncs: 0,
+        client,
+        inActivity: [],
+      });
+      const workerFor = (variant: Variant, activities: object): Promise<Worker> =>
+        Worker.create({ connection, taskQueue: variant.queue, workflowsPath: require.resolve('./overhead-workflows'), activities });
       for (const s of stores) {
         // The floor in place: a plain activity that makes the two durable writes of a fresh call with the drivers alone.
-        const variant: Variant = {
-          server: label,
-          name: `plain + 2 floor writes (${storeName(s.kind)})`,
-          kind: null,
-          queue: `bench-${label}-floor-${s.kind}`,
-          counter: zero(),
-          samples: [],
-          fsyncs: 0,
-          client,
-          inActivity: [],
-        };
+        const variant = variantOf(`plain + 2 floor writes (${storeName(s.kind)})`, null, `floor-${s.kind}`);
         floorVariants.set(variant, s);
         sequentialWorkers.push(
-          await Worker.create({
-            connection,
-            taskQueue: variant.queue,
-            workflowsPath: require.resolve('./overhead-workflows'),
-            activities: {
-              plainTool: async (input: { i: number }) => {
-                const started = performance.now();
-                await s.floor.sample(2);
-                if (recording) variant.inActivity.push(performance.now() - started);
-                return { ok: true as const, output: { i: input.i } };
-              },
+          await workerFor(variant, {
+            plainTool: async (input: { i: number }) => {
+              const started = performance.now();
+              await s.floor.sample(2);
+              if (recording) variant.inActivity.push(performance.now() - started);
+              return { ok: true as const, output: { i: input.i } };
             },
           }),
         );
       }
       for (const s of label === 'memory' ? stores : []) {
         // The fence warm: after the call the workflow asked for, a second fresh call in the same activity.
-        const variant: Variant = {
-          server: label,
-          name: `fenced, then a second fresh call (${storeName(s.kind)})`,
-          kind: null,
-          queue: `bench-${label}-again-${s.kind}`,
-          counter: zero(),
-          samples: [],
-          fsyncs: 0,
-          client,
-          inActivity: [],
-        };
+        const variant = variantOf(`fenced, then a second fresh call (${storeName(s.kind)})`, null, `again-${s.kind}`);
         const again = { variant, kind: s.kind, second: [] as number[] };
         againVariants.push(again);
         const fenced = createToolActivities({ store: s.store, tools: [echo] });
         const first = timedInPlace(fenced, variant.inActivity);
         const second = timedInPlace(fenced, again.second);
         sequentialWorkers.push(
-          await Worker.create({
-            connection,
-            taskQueue: variant.queue,
-            workflowsPath: require.resolve('./overhead-workflows'),
-            activities: {
-              echo: async (input: ToolCallInput) => {
-                const result = await first(input);
-                await second({ ...input, callId: `${input.callId}-again` });
-                return result;
-              },
+          await workerFor(variant, {
+            echo: async (input: ToolCallInput) => {
+              const result = await first(input);
+              await second({ ...input, callId: `${input.callId}-again` });
+              return result;
             },
           }),
         );
       }
       for (const s of [null, ...stores]) {
-        const name = s === null ? 'plain activity' : `fenced (${storeName(s.kind)})`;
-        const variant: Variant = {
-          server: label,
-          name,
-          kind: s?.kind ?? null,
-          queue: `bench-${label}-${s?.kind ?? 'plain'}`,
-          counter: zero(),
-          samples: [],
-          fsyncs: 0,
-          client,
-          inActivity: [],
-        };
+        const variant = variantOf(s === null ? 'plain activity' : `fenced (${storeName(s.kind)})`, s?.kind ?? null, s?.kind ?? 'plain');
         variants.push(variant);
         const counted = s === null ? null : countingStore(s.store, () => current?.get(variant) ?? variant.counter, STORE_DELAY_MS);
         workers.push(
-          await Worker.create({
-            connection,
-            taskQueue: variant.queue,
-            workflowsPath: require.resolve('./overhead-workflows'),
-            activities: {
-              plainTool: async (input: { i: number }) => ({ ok: true as const, output: { i: input.i } }),
-              ...(counted ? { echo: timedInPlace(createToolActivities({ store: counted, tools: [echo] }), variant.inActivity) } : {}),
-            },
+          await workerFor(variant, {
+            plainTool: async (input: { i: number }) => ({ ok: true as const, output: { i: input.i } }),
+            ...(counted ? { echo: timedInPlace(createToolActivities({ store: counted, tools: [echo] }), variant.inActivity) } : {}),
           }),
         );
       }
