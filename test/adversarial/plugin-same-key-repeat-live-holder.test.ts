@@ -65,7 +65,12 @@ function slowActivity(
   const chargeCard = async (): Promise<{ chargeId: string }> => {
     const key = fencedCallContext()!.idempotencyKey;
     invocations += 1;
-    if (invocations === slow) await sleep(1_300, undefined, honoursSignal ? { signal: fencedCallContext()!.signal } : undefined);
+    if (invocations === slow) {
+      // 1300 ms of the fence's clock (which a stalled process does not advance), so the key's expiry is the same under load.
+      const until = nowMs() + 1_300;
+      const options = honoursSignal ? { signal: fencedCallContext()!.signal } : undefined;
+      while (nowMs() < until) await sleep(10, undefined, options);
+    }
     return { chargeId: provider(key) };
   };
   return { fenceClock, effects, chargeCard };
