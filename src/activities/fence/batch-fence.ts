@@ -32,6 +32,7 @@ import { MAX_REPORTED_KEYS, type BatchCancellationReport, type BatchProgress } f
 import type { ApplyItem, ItemFence, ItemsBatch, PreparedItem } from './batch-types';
 import type { FencedToolResult, ToolOutcome } from '../contract/contract';
 import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from '../tools/define-tool';
+import { keyLiveDeadline } from './fence-deps';
 import type { BatchItemResult, ForEachItem, ForEachItemOptions, ToolContext } from '../contract/tool-types';
 import { ItemsRun } from './batch-window';
 import type { PreparedCall } from './prepare-call';
@@ -233,7 +234,7 @@ export const DEFAULT_DEDUPE_GROUP_SIZE = 100;
  */
 export function keyLiveGroupSize(tool: Pick<ToolDefinition<any>, 'keyRetentionMs' | 'callDeadlineMs'>, marginMs: number): number {
   const deadlineMs = tool.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
-  return Math.max(1, Math.floor((Math.max(0, tool.keyRetentionMs ?? 0) - marginMs - 1) / deadlineMs));
+  return Math.max(1, Math.floor(keyLiveDeadline(0, tool, marginMs) / deadlineMs));
 }
 
 /**

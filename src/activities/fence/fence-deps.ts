@@ -78,6 +78,15 @@ export function keyOutlivesRepeat(
   return tool.dedupesByKey === true && Math.max(repeatSettlesAt, holderSettlesAt) < Date.parse(record.createdAt) + (tool.keyRetentionMs ?? 0);
 }
 
+/**
+ * The latest deadline a claim on the key first usable at `firstUseAt` (ms since the epoch: the
+ * record's `createdAt`) may declare so that its request, landing up to `marginMs` after it, lands
+ * strictly before the key's retention ends (docs/protocol.md#key-lifetime).
+ */
+export function keyLiveDeadline(firstUseAt: number, tool: Pick<ToolDefinition<any>, 'keyRetentionMs'>, marginMs: number): number {
+  return firstUseAt + (tool.keyRetentionMs ?? 0) - marginMs - 1;
+}
+
 /** The fence's current time in ms since the epoch (`deps.clock`, or the system clock). */
 export function fenceNow(deps: Pick<FencedToolDeps, 'clock'>): number {
   return (deps.clock ?? (() => new Date()))().getTime();

@@ -15,7 +15,7 @@ import type { Invoked } from './batch-types';
 import { ClaimRenewal } from './claim-renewal';
 import type { ResultSource } from '../contract/contract';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind } from '../tools/define-tool';
-import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, transitionTime, type FencedToolDeps } from './fence-deps';
+import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyLiveDeadline, transitionTime, type FencedToolDeps } from './fence-deps';
 import type { PreparedCall } from './prepare-call';
 import type { ToolContext, ToolSuccess } from '../contract/tool-types';
 import { DEFAULT_TRANSIENT_RETRY, retryTransient } from '../tools/transient-retry';
@@ -45,8 +45,7 @@ export class ToolInvocation {
     const { tool } = this.call;
     // A same-key repeat's request must land while the provider remembers the key (docs/protocol.md#key-lifetime):
     // its claim is not renewed past that, and an activity that returns later may have applied the effect again.
-    const limitMs =
-      source === 'same-key-repeat' ? Date.parse(claimed.createdAt) + (tool.keyRetentionMs ?? 0) - (this.deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS) - 1 : undefined;
+    const limitMs = source === 'same-key-repeat' ? keyLiveDeadline(Date.parse(claimed.createdAt), tool, this.deps.reconcileMarginMs ?? DEFAULT_RECONCILE_MARGIN_MS) : undefined;
     const renewal = new ClaimRenewal({
       store: this.deps.store,
       claimed,
