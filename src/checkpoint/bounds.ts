@@ -68,64 +68,85 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 export function assertJsonValue(value: unknown, what: string, options: JsonBoundsOptions = {}): asserts value is JsonValue {
   const maxDepth = options.maxDepth ?? LIMITS.maxDepth;
   const maxValues = options.maxValues ?? LIMITS.maxValues;
-  // Frames: a value to visit, or an exit marker that takes a container off the current path.
-  const stack: Array<{ value: unknown; path: string; depth: number } | { exit: object }> = [{ value, path: '$', depth: 0 }];
-  const onPath = new Set<object>();
+  // Frames: a value to visit (its path built only for an error), or an exit marker that takes a
+  // container off the current path (at most `maxDepth` long, so a list is searched, not a Set).
+  const stack: Array<JsonFrame | { exit: object }> = [{ value, parent: null, key: '', depth: 0 }];
+  const onPath: object[] = [];
   let count = 0;
   while (stack.length > 0) {
     const frame = stack.pop()!;
     if ('exit' in frame) {
-      onPath.delete(frame.exit);
+      onPath.pop();
       continue;
     }
-    const { value: v, path, depth } = frame;
+    const { value: v, depth } = frame;
     count += 1;
     if (count > maxValues) {
       throw new CheckpointError('PAYLOAD_TOO_LARGE', `${what} has more than ${maxValues} JSON values`, { field: what, limit: maxValues, bound: 'values' });
     }
-    const notJson = (kind: string): CheckpointError => new CheckpointError('NOT_JSON', `${what} at ${path} is ${kind}, not a JSON value`, { field: what, path, kind });
     switch (typeof v) {
       case 'boolean':
         continue;
       case 'string':
-        if (!v.isWellFormed()) throw notJson('a string with a lone surrogate');
+        if (!v.isWellFormed()) throw notJson(what, frame, 'a string with a lone surrogate');
         continue;
       case 'number':
-        if (!Number.isFinite(v)) throw notJson(String(v));
+        if (!Number.isFinite(v)) throw notJson(what, frame, String(v));
         continue;
       case 'object':
         break;
       default:
-        throw notJson(typeof v);
+        throw notJson(what, frame, typeof v);
     }
     if (v === null) continue;
-    if (onPath.has(v)) throw notJson('a cycle');
+    if (onPath.includes(v)) throw notJson(what, frame, 'a cycle');
     const childDepth = depth + 1;
     if (childDepth > maxDepth) {
+      const path = pathOf(frame);
       throw new CheckpointError('PAYLOAD_TOO_LARGE', `${what} at ${path} nests deeper than ${maxDepth} levels`, { field: what, path, limit: maxDepth, bound: 'depth' });
     }
-    onPath.add(v);
+    onPath.push(v);
     stack.push({ exit: v });
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i -= 1) {
-        if (!(i in v)) throw notJson(`a sparse array (hole at index ${i})`);
-        stack.push({ value: v[i], path: `${path}[${i}]`, depth: childDepth });
+        if (!(i in v)) throw notJson(what, frame, `a sparse array (hole at index ${i})`);
+        stack.push({ value: v[i], parent: frame, key: i, depth: childDepth });
       }
       // JSON has no named members on arrays; serializers would drop them silently.
-      if (Object.keys(v).length !== v.length) throw notJson('an array with non-index properties');
+      if (Object.keys(v).length !== v.length) throw notJson(what, frame, 'an array with non-index properties');
       continue;
     }
     const proto = Object.getPrototypeOf(v);
     // A plain object of any realm (jest, vm, worker threads): its prototype is null or a root prototype.
     if (proto !== null && Object.getPrototypeOf(proto) !== null) {
-      throw notJson(`an instance of ${(v as object).constructor?.name ?? 'a class'}`);
+      throw notJson(what, frame, `an instance of ${(v as object).constructor?.name ?? 'a class'}`);
     }
-    if (Object.getOwnPropertySymbols(v).length > 0) throw notJson('an object with symbol keys');
+    if (Object.getOwnPropertySymbols(v).length > 0) throw notJson(what, frame, 'an object with symbol keys');
     for (const key of Object.keys(v)) {
-      if (!key.isWellFormed()) throw notJson('an object key with a lone surrogate');
-      stack.push({ value: (v as Record<string, unknown>)[key], path: `${path}.${key}`, depth: childDepth });
+      if (!key.isWellFormed()) throw notJson(what, frame, 'an object key with a lone surrogate');
+      stack.push({ value: (v as Record<string, unknown>)[key], parent: frame, key, depth: childDepth });
     }
   }
+}
+
+/** A value {@link assertJsonValue} visits: its parent frame and its key there (`$` has none). */
+interface JsonFrame {
+  readonly value: unknown;
+  readonly parent: JsonFrame | null;
+  readonly key: string | number;
+  readonly depth: number;
+}
+
+/** The JSONPath-like path of a frame: `$`, `$.a`, `$.a[0]`. */
+function pathOf(frame: JsonFrame): string {
+  const parts: string[] = [];
+  for (let f: JsonFrame | null = frame; f !== null && f.parent !== null; f = f.parent) parts.push(typeof f.key === 'number' ? `[${f.key}]` : `.${f.key}`);
+  return `$${parts.reverse().join('')}`;
+}
+
+function notJson(what: string, frame: JsonFrame, kind: string): CheckpointError {
+  const path = pathOf(frame);
+  return new CheckpointError('NOT_JSON', `${what} at ${path} is ${kind}, not a JSON value`, { field: what, path, kind });
 }
 
 /**
@@ -148,21 +169,31 @@ export function assertIdentifier(value: unknown, field: IdentifierField): assert
   }
 }
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
+const GREGORIAN_CYCLE_MS = 146_097 * 86_400_000;
 
 /**
  * Asserts an ISO-8601 UTC timestamp such as `2026-11-29T08:52:20.000Z` and returns its
- * epoch milliseconds.
+ * epoch milliseconds (proleptic Gregorian, as `Date.parse`; digits past milliseconds truncated).
+ * Impossible dates and times (2026-02-30, 24:00, a leap second) are refused, not rolled over.
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
  */
 export function parseTimestamp(value: unknown, field: string): number {
-  const ms = typeof value === 'string' && ISO_UTC.test(value) ? Date.parse(value) : Number.NaN;
-  // Date.parse rolls impossible dates over (2026-02-30 → 2026-03-02, 24:00 → next day): refuse them.
-  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 19) !== (value as string).slice(0, 19)) {
-    throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z`, { field, actual: describe(value) });
+  const m = typeof value === 'string' ? ISO_UTC.exec(value) : null;
+  if (m !== null) {
+    const [year, month, day, hour, minute, second] = [+m[1]!, +m[2]!, +m[3]!, +m[4]!, +m[5]!, +m[6]!];
+    const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+    const days = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
+    if (days !== undefined && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59) {
+      const ms = m[7] === undefined ? 0 : +m[7].padEnd(3, '0').slice(0, 3);
+      // Date.UTC maps years 0–99 to 1900–1999: count them 400 years (146,097 days, one Gregorian cycle) later.
+      if (year < 100) return Date.UTC(year + 400, month - 1, day, hour, minute, second, ms) - GREGORIAN_CYCLE_MS;
+      return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+    }
   }
-  return ms;
+  throw new CheckpointError('INVALID_ARGUMENT', `${field} must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z`, { field, actual: describe(value) });
 }
 
 /**

@@ -292,21 +292,24 @@ function fenceConflict(record: CheckpointRecord, field: 'attemptId' | 'deliveryI
  */
 function finish(record: CheckpointRecord, at: string, action: Action, changes: Partial<CheckpointRecord>): TransitionResult {
   const merged = { ...record, ...changes };
-  const copy = <T extends object>(value: T | null): T | null => (value === null ? null : Object.freeze({ ...value }));
   // A record this layer built already holds a deeply frozen payload; anything else gets a frozen copy.
-  const payloadOf = (payload: JsonValue): JsonValue => (isKnownValid(record) && payload === record.result?.payload ? payload : frozenPayload(payload));
-  const result = merged.result === null ? null : Object.freeze({ payload: payloadOf(merged.result.payload) });
+  const kept = merged.result !== null && isKnownValid(record) && merged.result.payload === record.result?.payload;
+  const result = merged.result === null ? null : Object.freeze({ payload: kept ? merged.result.payload : frozenPayload(merged.result.payload) });
   const next: CheckpointRecord = Object.freeze({
     ...merged,
-    binding: copy(merged.binding)!,
-    execution: copy(merged.execution),
+    binding: frozenCopy(merged.binding)!,
+    execution: frozenCopy(merged.execution),
     result,
-    delivery: copy(merged.delivery),
+    delivery: frozenCopy(merged.delivery),
     revision: record.revision + 1,
     updatedAt: at,
   });
   // Valid by construction from a validated record (the property tests validate every step).
   return { action, expectedRevision: record.revision, next: trustValid(next) };
+}
+
+function frozenCopy<T extends object>(value: T | null): T | null {
+  return value === null ? null : Object.freeze({ ...value });
 }
 
 /**

@@ -15,8 +15,9 @@ import {
   validateCheckpoint,
   type CheckpointRecord,
 } from '../../../src/protocol';
+import fc from 'fast-check';
 import { runInNewContext } from 'node:vm';
-import { assertIdentifier, resolveMaxPayloadBytes, utf8ByteLength } from '../../../src/checkpoint/bounds';
+import { assertIdentifier, parseTimestamp, resolveMaxPayloadBytes, utf8ByteLength } from '../../../src/checkpoint/bounds';
 import { at, BINDING, caught, OWNER_ATTEMPT, plainCopy, recordIn } from './fixtures';
 
 const MIB = 1024 * 1024;
@@ -342,4 +343,51 @@ describe('identifiers: required, non-empty, bounded, no control characters', () 
       details: { field: 'deliveryId', limit: 256, actual: 257 },
     });
   });
+});
+
+describe('timestamps (ISO-8601 UTC)', () => {
+  const two = (n: number) => String(n).padStart(2, '0');
+  // Every field one past its range, years 0000–9999 (0–99 are the years Date.UTC remaps), 0–10 fraction digits.
+  const stamps = fc
+    .tuple(
+      fc.integer({ min: 0, max: 9999 }),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.integer({ min: 0, max: 25 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.option(fc.stringMatching(/^\d{1,10}$/)),
+    )
+    .map(([y, mo, d, h, mi, s, fraction]) => `${String(y).padStart(4, '0')}-${two(mo)}-${two(d)}T${two(h)}:${two(mi)}:${two(s)}${fraction === null ? '' : `.${fraction}`}Z`);
+
+  /** What Date.parse reads, when it is the same calendar time printed back (no roll-over), else NaN. */
+  function oracle(text: string): number {
+    const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/.test(text) ? Date.parse(text) : Number.NaN;
+    return Number.isFinite(ms) && new Date(ms).toISOString().slice(0, 19) === text.slice(0, 19) ? ms : Number.NaN;
+  }
+
+  it('reads what Date.parse reads, and refuses every time Date.parse would roll over (30 February, 24:00, 60 s)', () => {
+    fc.assert(
+      fc.property(stamps, (text) => {
+        const expected = oracle(text);
+        if (Number.isNaN(expected)) expect(caught(() => parseTimestamp(text, 'at'))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'at' } });
+        else expect(parseTimestamp(text, 'at')).toBe(expected);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it.each([
+    ['0000-02-29T00:00:00Z', Date.parse('0000-02-29T00:00:00Z')],
+    ['2024-02-29T23:59:59.999999999Z', Date.parse('2024-02-29T23:59:59.999Z')],
+  ])('%s is a valid time', (text, ms) => {
+    expect(parseTimestamp(text, 'at')).toBe(ms);
+  });
+
+  it.each(['2100-02-29T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T23:59:60Z', '2026-01-01T00:00:00+01:00', '2026-01-01', 1_767_225_600_000, null])(
+    '%j is INVALID_ARGUMENT',
+    (value) => {
+      expect(caught(() => parseTimestamp(value, 'at'))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'at' } });
+    },
+  );
 });
