@@ -12,6 +12,7 @@ import { heartbeatIntervalMs, withKeptHeartbeat } from './kept-heartbeat';
 import { fenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
 import type { BatchRun } from './batch-fence';
 import type { Invoked } from './batch-types';
+import { CallDeadline, DEADLINE } from './call-deadline';
 import { ClaimRenewal } from './claim-renewal';
 import type { ResultSource } from '../contract/contract';
 import { DEFAULT_CALL_DEADLINE_MS, toolErrorKind } from '../tools/define-tool';
@@ -108,29 +109,31 @@ export class ToolInvocation {
     let mayBeApplied = source === 'same-key-repeat';
     // An item's request is not aborted by cancellation (the batch stops between items, so the item's outcome stays known).
     const cancellation = this.call.item === undefined ? Context.current().cancellationSignal : new AbortController().signal;
-    const deadline = new AbortController();
-    const timer =
-      batch !== undefined
-        ? undefined
-        : setTimeout(() => deadline.abort(new Error(`the call deadline of ${deadlineMs} ms passed`)), Math.max(0, deadlineAt - this.clock().getTime()));
-    const signal = AbortSignal.any([cancellation, deadline.signal]);
-    const expired = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(DEADLINE), { once: true }));
-    expired.catch(() => undefined);
+    const deadline = new CallDeadline(cancellation, batch !== undefined ? undefined : deadlineAt - this.clock().getTime(), `the call deadline of ${deadlineMs} ms passed`);
     try {
       const value: ToolSuccess = await this.heartbeating(
         () =>
           Promise.race([
-            retryTransient(() => tool.execute(this.call.args as never, this.context(signal, batch)), {
-              policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
-              deadlineAt,
-              now: () => this.clock().getTime(),
-              isTransient: (error) => {
-                if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
-                return toolErrorKind(error) === 'transient';
+            retryTransient(
+              () =>
+                tool.execute(
+                  this.call.args as never,
+                  this.context(() => deadline.signal, batch),
+                ),
+              {
+                policy: this.deps.transientRetry ?? DEFAULT_TRANSIENT_RETRY,
+                deadlineAt,
+                now: () => this.clock().getTime(),
+                isTransient: (error) => {
+                  if ((error as { type?: unknown } | null)?.type === 'OUTCOME_UNKNOWN') mayBeApplied = true;
+                  return toolErrorKind(error) === 'transient';
+                },
+                get signal() {
+                  return deadline.signal;
+                },
               },
-              signal,
-            }),
-            expired,
+            ),
+            deadline.expired,
           ]),
         batch === undefined ? this.heartbeatDetails(claimed, 'execute') : () => fenceHeartbeatDetails(this.call.input.callId, 'executing', 'items', batch.progress()),
       );
@@ -142,7 +145,7 @@ export class ToolInvocation {
       await batch?.idle();
       // What stopped a batch (an item to reconcile or resolve, cancellation, the store) fails the attempt as it is; the call is not marked unknown.
       if (batch?.stopped === true) throw batch.stopError;
-      if (error === DEADLINE || (deadline.signal.aborted && !cancellation.aborted)) {
+      if (error === DEADLINE || (deadline.passed && !cancellation.aborted)) {
         return { kind: 'unknown', reason: `${tool.name} did not finish within its call deadline of ${deadlineMs} ms; the request was aborted and its outcome is unknown` };
       }
       const outcome = this.classified(error);
@@ -166,20 +169,20 @@ export class ToolInvocation {
       // Every request of this claim was refused before the provider accepted it: proven not applied.
       return { ...outcome, notApplied: { retryAfterMs: retryAfterOf(error) } };
     } finally {
-      if (timer !== undefined) clearTimeout(timer);
-      // The call is over: abort the per-call signal so the AbortSignal.any() signal a tool may still
-      // listen to is released (Node keeps such signals alive until they abort).
-      if (!deadline.signal.aborted) deadline.abort(new Error(`${tool.name} call is over`));
+      deadline.end(tool.name);
     }
   }
 
-  /** Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the heartbeat timeout (at least every 200 ms). */
+  /**
+   * Runs `work`, heartbeating `details` (or what it returns, at each beat) every third of the
+   * heartbeat timeout (at least every 200 ms). Without a heartbeat timeout, or for a local
+   * activity, `work` runs as it is: no heartbeat the plain activity would not send.
+   */
   async heartbeating<T>(work: () => Promise<T>, details: unknown): Promise<T> {
     const ctx = Context.current();
-    const timer = setInterval(
-      () => ctx.heartbeat(typeof details === 'function' ? (details as () => unknown)() : details),
-      heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs ?? 3_000),
-    );
+    const timeoutMs = ctx.info.heartbeatTimeoutMs;
+    if (timeoutMs === undefined || timeoutMs <= 0 || ctx.info.isLocal) return work();
+    const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? (details as () => unknown)() : details), heartbeatIntervalMs(timeoutMs));
     try {
       return await work();
     } finally {
@@ -201,15 +204,17 @@ export class ToolInvocation {
   }
 
   /** The context `execute` and `lookup` receive: the call's key, intent and ids, `signal`, heartbeats, and `forEachItem` for the attempt's `batch`. */
-  context(signal: AbortSignal, batch?: BatchRun): ToolContext {
+  context(signal: AbortSignal | (() => AbortSignal), batch?: BatchRun): ToolContext {
     const ctx = Context.current();
     return {
+      get signal() {
+        return typeof signal === 'function' ? signal() : signal;
+      },
       idempotencyKey: this.call.idempotencyKey,
       intentDigest: this.call.intentDigest,
       attemptId: this.call.attemptId,
       callId: this.call.input.callId,
       workflowId: this.call.workflowId,
-      signal,
       heartbeat: (details?: unknown) => ctx.heartbeat(details),
       ...(batch === undefined ? {} : { forEachItem: batch.forEachItem }),
       ...(this.call.item === undefined ? {} : { item: this.call.item }),
@@ -221,8 +226,6 @@ export class ToolInvocation {
     return transitionTime(this.deps, record);
   }
 }
-
-const DEADLINE = Symbol('call deadline');
 
 /** An error's `retryAfterMs` (ms, as the provider clients set it), when it is a positive number. */
 function retryAfterOf(error: unknown): number | undefined {

@@ -1,0 +1,71 @@
+/**
+ * The deadline of one `execute` call and the signal its tool receives (`ctx.signal`): aborted by
+ * cancellation or at the deadline. The combined `AbortSignal` is made only when someone reads it
+ * (the tool, or the transient-retry loop after a failure), so a call that never looks at its
+ * signal pays for a timer and a promise, not for `AbortSignal.any` and abort events.
+ */
+
+/** A call's deadline: `expired` rejects with {@link DEADLINE} when it passes; `signal` aborts then, or on cancellation. */
+export class CallDeadline {
+  /** Rejects with {@link DEADLINE} at the deadline; never resolves. */
+  readonly expired: Promise<never>;
+  private rejectExpired!: (reason: unknown) => void;
+  private reason: Error | undefined;
+  private endedFor: string | undefined;
+  private controller: AbortController | undefined;
+  private combined: AbortSignal | undefined;
+  private readonly timer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * @param cancellation the activity's cancellation signal.
+   * @param inMs ms from now to the deadline; `undefined`: no deadline (a batch call: its items have theirs).
+   * @param message the abort reason's message at the deadline.
+   */
+  constructor(
+    private readonly cancellation: AbortSignal,
+    inMs: number | undefined,
+    private readonly message: string,
+  ) {
+    this.expired = new Promise<never>((_, reject) => {
+      this.rejectExpired = reject;
+    });
+    this.expired.catch(() => undefined);
+    this.timer = inMs === undefined ? undefined : setTimeout(() => this.expire(), Math.max(0, inMs));
+  }
+
+  /** True once the deadline passed. */
+  get passed(): boolean {
+    return this.reason !== undefined;
+  }
+
+  /** Aborted by cancellation or at the deadline (made on first read). */
+  get signal(): AbortSignal {
+    if (this.combined === undefined) {
+      this.controller = new AbortController();
+      const reason = this.reason ?? (this.endedFor === undefined ? undefined : callOver(this.endedFor));
+      if (reason !== undefined) this.controller.abort(reason);
+      this.combined = AbortSignal.any([this.cancellation, this.controller.signal]);
+    }
+    return this.combined;
+  }
+
+  /** The call is over: stops the timer and releases the combined signal (Node keeps an `AbortSignal.any` signal alive until it aborts). */
+  end(toolName: string): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.endedFor = toolName;
+    if (this.controller !== undefined && !this.controller.signal.aborted) this.controller.abort(callOver(toolName));
+  }
+
+  private expire(): void {
+    this.reason = new Error(this.message);
+    this.rejectExpired(DEADLINE);
+    this.controller?.abort(this.reason);
+  }
+}
+
+function callOver(toolName: string): Error {
+  return new Error(`${toolName} call is over`);
+}
+
+/** What {@link CallDeadline.expired} rejects with. */
+export const DEADLINE = Symbol('call deadline');

@@ -1,0 +1,56 @@
+/**
+ * A call's deadline and the signal its tool receives (src/activities/fence/call-deadline.ts): the
+ * signal aborts at the deadline or on cancellation, whenever it is first read, and is released when
+ * the call is over.
+ */
+import { CallDeadline, DEADLINE } from '../../../src/activities/fence/call-deadline';
+
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('CallDeadline', () => {
+  it('at the deadline, `expired` rejects with DEADLINE and a signal read before aborts with the deadline reason', async () => {
+    const deadline = new CallDeadline(new AbortController().signal, 20, 'the call deadline of 20 ms passed');
+    const signal = deadline.signal;
+    expect(signal.aborted).toBe(false);
+    await expect(deadline.expired).rejects.toBe(DEADLINE);
+    expect(deadline.passed).toBe(true);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).message).toBe('the call deadline of 20 ms passed');
+    deadline.end('t');
+  });
+
+  it('a signal first read after the deadline is already aborted', async () => {
+    const deadline = new CallDeadline(new AbortController().signal, 0, 'passed');
+    await expect(deadline.expired).rejects.toBe(DEADLINE);
+    expect(deadline.signal.aborted).toBe(true);
+    deadline.end('t');
+  });
+
+  it('cancellation aborts the signal; the deadline has not passed', () => {
+    const cancellation = new AbortController();
+    const deadline = new CallDeadline(cancellation.signal, 60_000, 'passed');
+    const signal = deadline.signal;
+    cancellation.abort(new Error('cancelled'));
+    expect(signal.aborted).toBe(true);
+    expect(deadline.passed).toBe(false);
+    deadline.end('t');
+  });
+
+  it('no deadline (a batch call): nothing expires; the signal aborts only when the call is over', async () => {
+    const deadline = new CallDeadline(new AbortController().signal, undefined, 'passed');
+    const signal = deadline.signal;
+    await tick(30);
+    expect(signal.aborted).toBe(false);
+    deadline.end('create_ticket');
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).message).toBe('create_ticket call is over');
+  });
+
+  it('after the call is over, the timer is stopped and a signal read then is aborted', async () => {
+    const deadline = new CallDeadline(new AbortController().signal, 20, 'passed');
+    deadline.end('create_ticket');
+    await tick(40);
+    expect(deadline.passed).toBe(false);
+    expect(deadline.signal.aborted).toBe(true);
+  });
+});
