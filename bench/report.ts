@@ -34,7 +34,13 @@ export function quantile(xs: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
-export const median = (xs: readonly number[]): number => quantile(xs, 0.5);
+/** The median: the middle value, or the mean of the two middle values of an even count (NaN when empty). */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
 export const mean = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length);
 
 /** `n` with `digits` decimals, or '–' when not a finite number. */
