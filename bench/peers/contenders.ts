@@ -22,6 +22,7 @@ import Database from 'better-sqlite3';
 import { Pool } from 'pg';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
+import { protocolFresh, protocolRedelivery } from '../protocol-work';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
@@ -208,6 +209,29 @@ export function sqliteFloor(dir: string): Contender & { writes: () => number; st
     async close() {
       db.close();
     },
+  };
+}
+
+/**
+ * `floor` with the fence's own work added (`../protocol-work`: no store, no encoding): per fresh
+ * call the protocol's derivations and records, then the floor's two writes; per re-delivery its
+ * derivations, then the floor's read. Where even this is under a ratio of the floor, the floor
+ * stops that ratio.
+ */
+export function floorWithProtocol(floor: Contender): Contender {
+  return {
+    name: `${floor.name} + the protocol's work`,
+    database: floor.database,
+    floor: false,
+    async fresh() {
+      protocolFresh(randomUUID());
+      return floor.fresh();
+    },
+    async redeliver(id) {
+      protocolRedelivery(id);
+      await floor.redeliver(id);
+    },
+    close: async () => undefined,
   };
 }
 
