@@ -3,7 +3,11 @@
  * signal aborts at the deadline or on cancellation, whenever it is first read, and is released when
  * the call is over.
  */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { createToolActivities, defineTool } from '../../../src/activities';
 import { CallDeadline, DEADLINE } from '../../../src/activities/fence/call-deadline';
+import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -52,5 +56,29 @@ describe('CallDeadline', () => {
     await tick(40);
     expect(deadline.passed).toBe(false);
     expect(deadline.signal.aborted).toBe(true);
+  });
+});
+
+describe('the call deadline through runFencedTool', () => {
+  it("a tool waiting on ctx.signal sees it abort at callDeadlineMs, and the call's outcome is unknown (OUTCOME_UNKNOWN), never executed", async () => {
+    const store = await openCheckpointStore('sqlite::memory:');
+    let reason: unknown;
+    const tool = defineTool({
+      name: 'slow_charge',
+      revision: '1',
+      input: z.object({}),
+      callDeadlineMs: 200,
+      async execute(_input, ctx) {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        reason = ctx.signal.reason;
+        throw ctx.signal.reason;
+      },
+    });
+    const { runFencedTool } = createToolActivities({ store, tools: [tool] });
+    const env = new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000, workflowExecution: { workflowId: 'wf', runId: 'run' } } as never);
+    const outcome = await env.run(runFencedTool, { tenant: 't', callId: 'c1', toolName: 'slow_charge', input: {} }).catch((error: unknown) => error);
+    await store.close();
+    expect((reason as Error).message).toBe('the call deadline of 200 ms passed');
+    expect(outcome).toMatchObject({ type: 'OUTCOME_UNKNOWN' });
   });
 });
