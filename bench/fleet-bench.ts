@@ -35,7 +35,7 @@ import type { AgentWorkflowInput } from '../src/workflows/agent/types';
 import { createTestDatabase, startPostgres, withClient, type PostgresServer } from '../test/helpers/postgres';
 import { FLEET_TOOL_NAMES } from './fleet-tools';
 import { fleetTranscript } from './fleet-transcript';
-import { fixed, heading, MARKDOWN, printRunHeader, quantile, table } from './report';
+import { fixed, heading, MARKDOWN, printHeaderLines, runHeader, quantile, table } from './report';
 
 const SIZES = (process.env.FLEET_RUNS ?? '1,10,100,1000')
   .split(',')
@@ -186,6 +186,7 @@ interface Row {
 }
 
 async function main(): Promise<void> {
+  const header = runHeader(`FLEET_RUNS=${SIZES.join(',')} FLEET_STORES=${STORES.join(',')} FLEET_SERVER=${SERVER}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:fleet`);
   const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-fleet-'));
   const cleanups: Array<() => Promise<unknown>> = [];
   const rows: Row[] = [];
@@ -315,7 +316,7 @@ async function main(): Promise<void> {
   heading(
     `bench:fleet: concurrent agent runs of ${CALLS_PER_RUN} tool calls each on ${WORKERS} worker processes (ttc worker), one ${SERVER === 'memory' ? 'in-memory' : 'persistent'} dev server, one store`,
   );
-  printRunHeader(`FLEET_RUNS=${SIZES.join(',')} FLEET_STORES=${STORES.join(',')} FLEET_SERVER=${SERVER}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:fleet`);
+  printHeaderLines(header);
   console.log('');
   table(
     [

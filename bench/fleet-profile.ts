@@ -12,13 +12,14 @@ import { startBenchStack } from './bench-stack';
 import type { AgentWorkflowInput } from '../src/workflows/agent/types';
 import { fleetTranscript } from './fleet-transcript';
 import { FLEET_TOOL_NAMES, tools } from './fleet-tools';
-import { printRunHeader } from './report';
+import { printHeaderLines, runHeader } from './report';
 
 const RUNS = Number(process.env.PROFILE_RUNS ?? 200);
 /** Where the window of the measured runs is written: monotonic µs (process.hrtime, the clock of a .cpuprofile on Linux), read by cpuprofile-summary.ts. */
 const WINDOW_FILE = process.env.PROFILE_WINDOW_FILE;
 
 async function main(): Promise<void> {
+  const header = runHeader(`PROFILE_RUNS=${RUNS} npm run bench:profile`);
   const stack = await startBenchStack('fleet-profile', (env) => ({ tools, models: buildModels(tools, env, ['scripted']) }));
   const { client } = stack;
   const input: AgentWorkflowInput = {
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
     const ms = performance.now() - started;
     if (WINDOW_FILE) writeFileSync(WINDOW_FILE, JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
     const calls = RUNS * FLEET_TOOL_NAMES.length;
-    printRunHeader(`PROFILE_RUNS=${RUNS} npm run bench:profile`);
+    printHeaderLines(header);
     console.log('');
     console.log(
       `profile: ${RUNS} runs (${calls} tool calls) on one in-process agent worker in ${(ms / 1000).toFixed(1)} s: ${(calls / (ms / 1000)).toFixed(1)} tool calls/s; this process used ${((used.user + used.system) / 1000 / calls).toFixed(1)} ms CPU per tool call (all its threads)`,

@@ -53,7 +53,7 @@ import { createTestDatabase, startPostgres, type PostgresServer, type TestDataba
 import { freshCall } from './fresh-call';
 import { protocolFresh } from './protocol-work';
 import { FLOOR_ROW_BYTES, postgresFloor, sqliteFloor, threadRoundTrip, timeEach, type FloorSampler } from './durable-floor';
-import { fixed, heading, MARKDOWN, mean, median, printRunHeader, quantile, table, verdict } from './report';
+import { fixed, heading, MARKDOWN, mean, median, printHeaderLines, runHeader, quantile, table, verdict } from './report';
 import { freePort } from '../test/helpers/free-port';
 import { countingStore, zero, type Counter } from './counting-store';
 import { settledFrontendRequests, sum, WORKFLOW_TASK } from './frontend-requests';
@@ -137,6 +137,7 @@ interface StoreUnderTest {
 }
 
 async function main(): Promise<void> {
+  const header = runHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = mkdtempSync(join(tmpdir(), 'ttc-bench-overhead-'));
   const cleanups: Array<() => Promise<unknown>> = [];
@@ -499,7 +500,7 @@ async function main(): Promise<void> {
     heading(
       `bench:overhead: ${CALLS} sequential tool calls per workflow × ${ROUNDS} interleaved rounds on ${SERVERS.map((s) => `${s === 'memory' ? 'an in-memory' : 'a persistent'} dev server (${servers.get(s)!.address})`).join(' and ')}`,
     );
-    printRunHeader(`BENCH_CALLS=${CALLS} BENCH_ROUNDS=${ROUNDS}${MARKDOWN ? ' BENCH_MARKDOWN=1' : ''} npm run bench:overhead`);
+    printHeaderLines(header);
     console.log(`- dev server arguments: ${DEV_SERVER_ARGS.length > 0 ? DEV_SERVER_ARGS.join(' ') : '(none: as `ttc dev` runs it)'}`);
     console.log('');
     table(

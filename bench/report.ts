@@ -59,8 +59,13 @@ function git(args: string[]): string {
   }
 }
 
-/** What a committed figure must say about where it came from: command, date, commit, machine, load. */
+/** What a committed figure must say about where it came from: command, date, commit, machine, load, taken now. */
 export function printRunHeader(command: string): void {
+  printHeaderLines(runHeader(command));
+}
+
+/** The run header's lines (see {@link printRunHeader}) as of now: take them when a run starts, print them with its figures. */
+export function runHeader(command: string): readonly string[] {
   const changed = git(['diff', 'HEAD', '--name-only', '--', 'src'])
     .split('\n')
     .map((l) => l.trim())
@@ -75,6 +80,11 @@ export function printRunHeader(command: string): void {
       .map((l) => l.toFixed(2))
       .join(' / ')}`,
   ];
+  return lines;
+}
+
+/** Prints header lines taken by {@link runHeader}. */
+export function printHeaderLines(lines: readonly string[]): void {
   for (const line of lines) console.log(MARKDOWN ? `- ${line}` : line);
 }
 
