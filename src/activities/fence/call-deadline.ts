@@ -14,7 +14,7 @@ export class CallDeadline {
   private endedFor: string | undefined;
   private controller: AbortController | undefined;
   private combined: AbortSignal | undefined;
-  private readonly timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
 
   /**
    * @param cancellation the activity's cancellation signal.
@@ -30,7 +30,7 @@ export class CallDeadline {
       this.rejectExpired = reject;
     });
     this.expired.catch(() => undefined);
-    this.timer = inMs === undefined ? undefined : setTimeout(() => this.expire(), Math.max(0, inMs));
+    if (inMs !== undefined) this.arm(Date.now() + Math.max(0, inMs));
   }
 
   /** True once the deadline passed. */
@@ -56,12 +56,22 @@ export class CallDeadline {
     if (this.controller !== undefined && !this.controller.signal.aborted) this.controller.abort(callOver(toolName));
   }
 
+  /** Expires at `atMs` (epoch ms); a timer waits at most 2^31−1 ms (Node fires longer ones at once), so a far deadline re-arms. */
+  private arm(atMs: number): void {
+    const inMs = atMs - Date.now();
+    if (inMs > MAX_TIMER_MS) this.timer = setTimeout(() => this.arm(atMs), MAX_TIMER_MS);
+    else this.timer = setTimeout(() => this.expire(), Math.max(0, inMs));
+  }
+
   private expire(): void {
     this.reason = new Error(this.message);
     this.rejectExpired(DEADLINE);
     this.controller?.abort(this.reason);
   }
 }
+
+/** The longest delay `setTimeout` honours (2^31−1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function callOver(toolName: string): Error {
   return new Error(`${toolName} call is over`);

@@ -82,3 +82,13 @@ describe('the call deadline through runFencedTool', () => {
     expect(outcome).toMatchObject({ type: 'OUTCOME_UNKNOWN' });
   });
 });
+
+describe('a far call deadline', () => {
+  it('a deadline 2^31 ms away (past what setTimeout honours) has not passed 30 ms later', async () => {
+    const deadline = new CallDeadline(new AbortController().signal, 2 ** 31, 'passed');
+    await tick(30);
+    expect(deadline.passed).toBe(false);
+    expect(deadline.signal.aborted).toBe(false);
+    deadline.end('t');
+  });
+});
