@@ -13,6 +13,12 @@ export function heartbeatIntervalMs(timeoutMs: number): number {
   return Math.max(200, Math.floor(timeoutMs / 3));
 }
 
+/** The activity's heartbeat timeout in ms, or undefined when none applies (none set, 0, or a local activity): then nothing heartbeats. */
+export function heartbeatTimeoutOf(ctx: Context): number | undefined {
+  const timeoutMs = ctx.info.heartbeatTimeoutMs;
+  return timeoutMs === undefined || timeoutMs <= 0 || ctx.info.isLocal ? undefined : timeoutMs;
+}
+
 /**
  * Runs `work` (the user's activity) in a context whose `heartbeat` records the details it is given
  * and forwards them, and re-sends the last recorded details every {@link heartbeatIntervalMs} of
@@ -21,8 +27,8 @@ export function heartbeatIntervalMs(timeoutMs: number): number {
  */
 export async function withKeptHeartbeat<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const timeoutMs = ctx.info.heartbeatTimeoutMs;
-  if (timeoutMs === undefined || timeoutMs <= 0 || ctx.info.isLocal) return work();
+  const timeoutMs = heartbeatTimeoutOf(ctx);
+  if (timeoutMs === undefined) return work();
   let last: unknown = ctx.info.heartbeatDetails;
   const heartbeat = (details?: unknown): void => {
     last = details;

@@ -8,7 +8,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { sanitizeReason } from '../../checkpoint/bounds';
 import type { CheckpointRecord } from '../../checkpoint/types';
-import { heartbeatIntervalMs, withKeptHeartbeat } from './kept-heartbeat';
+import { heartbeatIntervalMs, heartbeatTimeoutOf, withKeptHeartbeat } from './kept-heartbeat';
 import { fenceHeartbeatDetails, type FencePhase } from '../../telemetry/heartbeat-details';
 import type { BatchRun } from './batch-fence';
 import type { Invoked } from './batch-types';
@@ -180,8 +180,8 @@ export class ToolInvocation {
    */
   async heartbeating<T>(work: () => Promise<T>, details: unknown): Promise<T> {
     const ctx = Context.current();
-    const timeoutMs = ctx.info.heartbeatTimeoutMs;
-    if (timeoutMs === undefined || timeoutMs <= 0 || ctx.info.isLocal) return work();
+    const timeoutMs = heartbeatTimeoutOf(ctx);
+    if (timeoutMs === undefined) return work();
     const timer = setInterval(() => ctx.heartbeat(typeof details === 'function' ? (details as () => unknown)() : details), heartbeatIntervalMs(timeoutMs));
     try {
       return await work();
