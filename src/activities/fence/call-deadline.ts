@@ -4,6 +4,7 @@
  * (the tool, or the transient-retry loop after a failure), so a call that never looks at its
  * signal pays for a timer and a promise, not for `AbortSignal.any` and abort events.
  */
+import { LongTimer } from './long-timer';
 
 /** A call's deadline: `expired` rejects with {@link DEADLINE} when it passes; `signal` aborts then, or on cancellation. */
 export class CallDeadline {
@@ -14,7 +15,7 @@ export class CallDeadline {
   private endedFor: string | undefined;
   private controller: AbortController | undefined;
   private combined: AbortSignal | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: LongTimer | undefined;
 
   /**
    * @param cancellation the activity's cancellation signal.
@@ -30,7 +31,7 @@ export class CallDeadline {
       this.rejectExpired = reject;
     });
     this.expired.catch(() => undefined);
-    if (inMs !== undefined) this.arm(Date.now() + Math.max(0, inMs));
+    if (inMs !== undefined) this.timer = new LongTimer(Date.now() + Math.max(0, inMs), () => this.expire());
   }
 
   /** True once the deadline passed. */
@@ -51,16 +52,9 @@ export class CallDeadline {
 
   /** The call is over: stops the timer and releases the combined signal (Node keeps an `AbortSignal.any` signal alive until it aborts). */
   end(toolName: string): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer?.clear();
     this.endedFor = toolName;
     if (this.controller !== undefined && !this.controller.signal.aborted) this.controller.abort(callOver(toolName));
-  }
-
-  /** Expires at `atMs` (epoch ms); a timer waits at most 2^31−1 ms (Node fires longer ones at once), so a far deadline re-arms. */
-  private arm(atMs: number): void {
-    const inMs = atMs - Date.now();
-    if (inMs > MAX_TIMER_MS) this.timer = setTimeout(() => this.arm(atMs), MAX_TIMER_MS);
-    else this.timer = setTimeout(() => this.expire(), Math.max(0, inMs));
   }
 
   private expire(): void {
@@ -69,9 +63,6 @@ export class CallDeadline {
     this.controller?.abort(this.reason);
   }
 }
-
-/** The longest delay `setTimeout` honours (2^31−1 ms, about 24.8 days). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 function callOver(toolName: string): Error {
   return new Error(`${toolName} call is over`);

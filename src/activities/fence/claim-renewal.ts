@@ -15,6 +15,7 @@ import { renewExecution } from '../../checkpoint/transitions';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { deadlineAfter } from './fence-deps';
+import { LongTimer, MAX_TIMER_MS } from './long-timer';
 
 /** What a {@link ClaimRenewal} needs of its attempt. */
 export interface ClaimRenewalOptions {
@@ -50,7 +51,7 @@ export class ClaimRenewal {
   private gone = false;
   private latest: CheckpointRecord;
   private timer: NodeJS.Timeout | undefined;
-  private limitTimer: NodeJS.Timeout | undefined;
+  private limitTimer: LongTimer | undefined;
   private inFlight: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -63,23 +64,24 @@ export class ClaimRenewal {
     return this.lost.signal;
   }
 
-  /** Starts renewing: every `deadlineMs / 3` (at least 10 ms). */
+  /** Starts renewing: every `deadlineMs / 3` (at least 10 ms, at most 2^31−1 ms, the longest timer Node honours). */
   start(): void {
-    const everyMs = Math.max(10, Math.floor(this.options.deadlineMs / 3));
+    const everyMs = Math.min(MAX_TIMER_MS, Math.max(10, Math.floor(this.options.deadlineMs / 3)));
     this.timer = setInterval(() => {
       this.inFlight = this.inFlight.then(() => this.renew());
     }, everyMs);
     this.timer.unref?.();
     const limit = this.options.deadlineLimitMs;
     if (limit !== undefined) {
-      this.limitTimer = setTimeout(
+      this.limitTimer = new LongTimer(
+        limit,
         () => {
           this.gone = true;
           this.abort(`the claim may not be renewed past ${new Date(limit).toISOString()}, when the provider may forget the call's key`);
         },
-        Math.max(0, limit - this.options.nowMs()),
+        () => this.options.nowMs(),
+        true,
       );
-      this.limitTimer.unref?.();
     }
   }
 
@@ -87,7 +89,7 @@ export class ClaimRenewal {
   async stop(): Promise<CheckpointRecord> {
     this.stopped = true;
     clearInterval(this.timer);
-    clearTimeout(this.limitTimer);
+    this.limitTimer?.clear();
     await this.inFlight;
     return this.latest;
   }

@@ -7,10 +7,11 @@
  * details the activity sent (at first, the previous attempt's), never details of its own.
  */
 import { asyncLocalStorage, Context } from '@temporalio/activity';
+import { MAX_TIMER_MS } from './long-timer';
 
-/** The heartbeat interval for a heartbeat timeout of `timeoutMs`: a third of it, at least 200 ms. */
+/** The heartbeat interval for a heartbeat timeout of `timeoutMs`: a third of it, at least 200 ms, at most 2^31−1 ms (the longest timer Node honours). */
 export function heartbeatIntervalMs(timeoutMs: number): number {
-  return Math.max(200, Math.floor(timeoutMs / 3));
+  return Math.min(MAX_TIMER_MS, Math.max(200, Math.floor(timeoutMs / 3)));
 }
 
 /** The activity's heartbeat timeout in ms, or undefined when none applies (none set, 0, or a local activity): then nothing heartbeats. */
