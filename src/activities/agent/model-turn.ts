@@ -12,6 +12,7 @@ import { toApplicationFailure } from '../fence/failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from '../fence/pins';
 import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
 import { loadConversation } from './turn-conversation';
+import { MAX_TIMER_MS } from '../tools/long-timer';
 
 /** Options of {@link createModelActivities}. */
 export interface ModelActivitiesOptions {
@@ -113,7 +114,7 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
       let timer: NodeJS.Timeout | undefined;
       if (ctx) {
         const timeout = ctx.info.heartbeatTimeoutMs;
-        const every = options.heartbeatIntervalMs ?? (timeout ? Math.max(100, Math.floor(timeout / 3)) : 5_000);
+        const every = Math.min(MAX_TIMER_MS, options.heartbeatIntervalMs ?? (timeout ? Math.max(100, Math.floor(timeout / 3)) : 5_000));
         ctx.heartbeat({ turn: input.turn });
         timer = setInterval(() => ctx.heartbeat({ turn: input.turn }), every);
       }

@@ -4,7 +4,7 @@
  * (the tool, or the transient-retry loop after a failure), so a call that never looks at its
  * signal pays for a timer and a promise, not for `AbortSignal.any` and abort events.
  */
-import { LongTimer } from './long-timer';
+import { LongTimer } from '../tools/long-timer';
 
 /** A call's deadline: `expired` rejects with {@link DEADLINE} when it passes; `signal` aborts then, or on cancellation. */
 export class CallDeadline {

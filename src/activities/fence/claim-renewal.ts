@@ -15,7 +15,7 @@ import { renewExecution } from '../../checkpoint/transitions';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { deadlineAfter } from './fence-deps';
-import { LongTimer, MAX_TIMER_MS } from './long-timer';
+import { LongTimer, MAX_TIMER_MS } from '../tools/long-timer';
 
 /** What a {@link ClaimRenewal} needs of its attempt. */
 export interface ClaimRenewalOptions {

@@ -7,7 +7,7 @@
  * details the activity sent (at first, the previous attempt's), never details of its own.
  */
 import { asyncLocalStorage, Context } from '@temporalio/activity';
-import { MAX_TIMER_MS } from './long-timer';
+import { MAX_TIMER_MS } from '../tools/long-timer';
 
 /** The heartbeat interval for a heartbeat timeout of `timeoutMs`: a third of it, at least 200 ms, at most 2^31−1 ms (the longest timer Node honours). */
 export function heartbeatIntervalMs(timeoutMs: number): number {

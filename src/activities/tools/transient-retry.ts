@@ -8,6 +8,7 @@
  * Delays: exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And
  * Jitter"), except that a provider's `Retry-After` is taken as the next delay exactly.
  */
+import { LongTimer } from './long-timer';
 
 /** Backoff of transient retries inside one attempt. Every duration in ms. */
 export interface TransientRetryPolicy {
@@ -81,18 +82,18 @@ export async function retryTransient<T>(work: () => Promise<T>, options: RetryTr
   }
 }
 
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+/** Resolves true after `ms` (any length: see `./long-timer`), or false as soon as `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve(false);
     const onAbort = (): void => {
-      clearTimeout(timer);
+      timer.clear();
       resolve(false);
     };
-    const timer = setTimeout(() => {
+    const timer = new LongTimer(Date.now() + ms, () => {
       signal?.removeEventListener('abort', onAbort);
       resolve(true);
-    }, ms);
+    });
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -1,11 +1,15 @@
 /**
  * Timers past what `setTimeout` honours (2^31−1 ms, about 24.8 days): Node fires a longer delay
  * after 1 ms (jest's fake timers do the same), so a far call deadline, a far renewal limit or a
- * long renewal interval must re-arm rather than fire at once (src/activities/fence/long-timer.ts).
+ * long renewal interval must re-arm rather than fire at once (src/activities/tools/long-timer.ts).
  */
 import { ClaimRenewal } from '../../../src/activities/fence/claim-renewal';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createModelActivities } from '../../../src/activities/agent/model-turn';
+import { retryTransient } from '../../../src/activities/tools/transient-retry';
+import type { ModelAdapter } from '../../../src/model/model-adapter';
 import { heartbeatIntervalMs } from '../../../src/activities/fence/kept-heartbeat';
-import { LongTimer, MAX_TIMER_MS } from '../../../src/activities/fence/long-timer';
+import { LongTimer, MAX_TIMER_MS } from '../../../src/activities/tools/long-timer';
 import { createClaimed } from '../../../src/checkpoint/compose';
 import type { Binding } from '../../../src/checkpoint/types';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
@@ -80,5 +84,58 @@ describe('the fence heartbeat interval', () => {
     expect(heartbeatIntervalMs(30_000)).toBe(10_000);
     expect(heartbeatIntervalMs(100)).toBe(200);
     expect(heartbeatIntervalMs(2 ** 34)).toBe(MAX_TIMER_MS);
+  });
+});
+
+describe('timers past 2^31−1 ms elsewhere in activities', () => {
+  beforeEach(() => jest.useFakeTimers({ now: Date.UTC(2026, 0, 1) }));
+  afterEach(() => jest.useRealTimers());
+
+  it('a LongTimer does not fire before its time on its clock when that clock is set back', () => {
+    let offsetMs = 0;
+    let fired = 0;
+    const at = Date.now() + 1_000;
+    new LongTimer(
+      at,
+      () => (fired += 1),
+      () => Date.now() + offsetMs,
+    );
+    jest.advanceTimersByTime(500);
+    offsetMs = -3_600_000;
+    jest.advanceTimersByTime(600);
+    expect(fired).toBe(0);
+    jest.advanceTimersByTime(3_600_000);
+    expect(fired).toBe(1);
+  });
+
+  it("a provider's Retry-After of 30 days is waited, not cut to 1 ms", async () => {
+    let calls = 0;
+    const retried = retryTransient(
+      async () => {
+        calls += 1;
+        if (calls === 1) throw Object.assign(new Error('429'), { retryAfterMs: 30 * 86_400_000 });
+        return 'ok';
+      },
+      { policy: { initialIntervalMs: 200, maximumIntervalMs: 5_000, maximumAttempts: 5 }, deadlineAt: Number.MAX_SAFE_INTEGER, isTransient: () => true },
+    );
+    await jest.advanceTimersByTimeAsync(10);
+    expect(calls).toBe(1);
+    await jest.advanceTimersByTimeAsync(30 * 86_400_000);
+    await expect(retried).resolves.toBe('ok');
+    expect(calls).toBe(2);
+  });
+
+  it('a model turn with a heartbeat timeout of 2^33 ms heartbeats once at its start, not every millisecond', async () => {
+    let release!: () => void;
+    const adapter = { turn: () => new Promise((resolve) => (release = () => resolve({ kind: 'final', text: 'x' }))) } as unknown as ModelAdapter;
+    const { runModelTurn } = createModelActivities({ adapters: { a: adapter } } as never);
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 2 ** 33 } as never);
+    let beats = 0;
+    env.on('heartbeat', () => (beats += 1));
+    const turn = env.run(runModelTurn as never, { model: 'a', turn: 0, messages: [{ role: 'user', text: 'go' }], tools: [] } as never);
+    await jest.advanceTimersByTimeAsync(100);
+    release();
+    await (turn as Promise<unknown>).catch(() => undefined);
+    expect(beats).toBe(1);
   });
 });

@@ -6,7 +6,7 @@
 /** The longest delay `setTimeout` honours (2^31−1 ms). */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-/** Calls `fire` once at `atMs` (ms since the epoch on `nowMs`'s clock), never early; {@link clear} stops it. */
+/** Calls `fire` once at `atMs` (ms since the epoch on `nowMs`'s clock), never before it on that clock; {@link clear} stops it. */
 export class LongTimer {
   private handle: ReturnType<typeof setTimeout> | undefined;
   private cleared = false;
@@ -21,7 +21,7 @@ export class LongTimer {
     private readonly nowMs: () => number = Date.now,
     private readonly unref = false,
   ) {
-    this.arm();
+    this.arm(true);
   }
 
   /** Stops the timer; idempotent. */
@@ -30,10 +30,14 @@ export class LongTimer {
     if (this.handle !== undefined) clearTimeout(this.handle);
   }
 
-  private arm(): void {
+  private arm(first: boolean): void {
     if (this.cleared) return;
     const inMs = this.atMs - this.nowMs();
-    this.handle = inMs > MAX_TIMER_MS ? setTimeout(() => this.arm(), MAX_TIMER_MS) : setTimeout(this.fire, Math.max(0, inMs));
+    // Wait, and check again on waking: a timer may wake a millisecond early, or the clock may have
+    // been set back. Due (or not a number) on waking: fire; at construction: on a later turn, never in the caller's.
+    if (inMs > 0) this.handle = setTimeout(() => this.arm(false), Math.min(inMs, MAX_TIMER_MS));
+    else if (first) this.handle = setTimeout(this.fire, 0);
+    else return this.fire();
     if (this.unref) this.handle.unref?.();
   }
 }
