@@ -32,12 +32,18 @@ export async function timeEach(count: number, once: () => unknown, between?: () 
   return out;
 }
 
-/** A SQLite file `floor.db` in `dir` with the store's settings. */
-export function sqliteFloor(dir: string): FloorSampler {
+/** Opens `floor.db` in `dir` with the store's settings: WAL, synchronous = FULL (every commit fsyncs the WAL). */
+export function openFloorDatabase(dir: string): BetterSqlite3.Database {
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
   const db = new Database(join(dir, 'floor.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
+  return db;
+}
+
+/** A SQLite file `floor.db` in `dir` with the store's settings. */
+export function sqliteFloor(dir: string): FloorSampler {
+  const db = openFloorDatabase(dir);
   db.exec('CREATE TABLE IF NOT EXISTS floor (k TEXT PRIMARY KEY, body TEXT NOT NULL)');
   const insert = db.prepare('INSERT INTO floor (k, body) VALUES (?, ?)');
   const begin = db.prepare('BEGIN IMMEDIATE');

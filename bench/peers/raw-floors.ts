@@ -5,9 +5,8 @@
  * contenders so a benchmark can use the floors without loading DBOS or Powertools.
  */
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Pool } from 'pg';
+import { openFloorDatabase } from '../durable-floor';
 import { protocolFresh, protocolRedelivery } from '../protocol-work';
 
 /** The databases the contenders write to. */
@@ -55,9 +54,7 @@ export async function postgresFloor(url: string): Promise<Contender> {
 
 /** SQLite's floor: a file in `dir` with the store's settings (WAL, synchronous = FULL); INSERT then UPDATE, one SELECT to re-deliver. */
 export function sqliteFloor(dir: string): Contender & { writes: () => number; statements: () => number } {
-  const db = new Database(join(dir, 'floor.db'));
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  const db = openFloorDatabase(dir);
   db.exec('CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, body TEXT NOT NULL)');
   const insert = db.prepare('INSERT INTO floor (id, body) VALUES (?, ?)');
   const update = db.prepare('UPDATE floor SET body = ? WHERE id = ?');

@@ -15,7 +15,7 @@ export class CallDeadline {
   private endedFor: string | undefined;
   private controller: AbortController | undefined;
   private combined: AbortSignal | undefined;
-  private timer: LongTimer | undefined;
+  private readonly timer: LongTimer | undefined;
 
   /**
    * @param cancellation the activity's cancellation signal.
@@ -31,7 +31,7 @@ export class CallDeadline {
       this.rejectExpired = reject;
     });
     this.expired.catch(() => undefined);
-    if (inMs !== undefined) this.timer = new LongTimer(Date.now() + Math.max(0, inMs), () => this.expire());
+    this.timer = inMs === undefined ? undefined : new LongTimer(Date.now() + Math.max(0, inMs), () => this.expire());
   }
 
   /** True once the deadline passed. */
