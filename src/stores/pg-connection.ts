@@ -4,12 +4,15 @@
  * never sent or refused (STORE_UNAVAILABLE: nothing written) or a write whose connection was lost
  * after sending ({@link OutcomeUnknown}, which the store settles by re-reading). The hot
  * statements go out named (prepared) until a transaction-mode pooler shows it moves them between
- * server connections; see {@link PgConnection.query}.
+ * server connections; see {@link PgConnection.query}. Answers that arrive together (many
+ * connections readable in one poll) settle a few per event-loop turn (`./turn-queue`), so the
+ * calls they resume do not hold the loop all at once.
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import { classifyPgError } from './pg-errors';
 import { statementName, type PgStatements } from './pg-statements';
+import { TurnQueue } from './turn-queue';
 
 /** Most times a write whose outcome was lost (or a group rolled back as a victim) is sent again before the store gives up. */
 export const MAX_RESOLVE_ROUNDS = 5;
@@ -26,6 +29,8 @@ export class PgConnection {
   private closed = false;
   /** Whether the hot statements go out named (prepared); false for good after a pooler showed it moves them between server connections. */
   private named = true;
+  /** Successful answers wait here for their turn (a failure settles at once: rare, and its caller stops). */
+  private readonly answers = new TurnQueue();
 
   /**
    * @param where the URL with any password masked, for messages.
@@ -46,6 +51,12 @@ export class PgConnection {
    *   for a refused statement (rolled back, nothing written).
    */
   async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const result = await this.runTransaction(work);
+    await this.answers.turn();
+    return result;
+  }
+
+  private async runTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.connect();
     let broken: Error | undefined;
     try {
@@ -78,6 +89,12 @@ export class PgConnection {
 
   /** Runs one read-only statement (one round trip; see {@link query}). @throws STORE_UNAVAILABLE for any driver error. */
   async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    const rows = await this.runRead<R>(text, values);
+    await this.answers.turn();
+    return rows;
+  }
+
+  private async runRead<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     const client = await this.connect();
     try {
       const result = await this.query<R>(client, text, values);
@@ -121,6 +138,12 @@ export class PgConnection {
    *   refused it (nothing written).
    */
   async write<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
+    const result = await this.runWrite<R>(text, values);
+    await this.answers.turn();
+    return result;
+  }
+
+  private async runWrite<R extends QueryResultRow>(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
     const client = await this.connect();
     try {
       const result = await this.query<R>(client, text, values);

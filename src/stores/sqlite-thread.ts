@@ -10,8 +10,8 @@
  * The requests of one event-loop turn of this thread are sent together, at its end, as one
  * batch (so the writes of concurrent calls that resume in the same turn commit together, as
  * before the thread existed); batches that reach the worker while it commits join its next one.
- * The answers of a batch settle a few per turn (`ANSWERS_PER_TURN`), so the calls they resume do
- * not hold this thread's loop all at once.
+ * The answers of a batch settle a few per turn (`TurnQueue`, `./turn-queue`), so the calls they
+ * resume do not hold this thread's loop all at once.
  *
  * The worker file is plain JavaScript beside this module, loaded with no TypeScript loader
  * (`execArgv: []`), so it starts the same way under jest, tsx and the compiled package.
@@ -27,6 +27,7 @@ import { CheckpointError } from '../checkpoint/errors';
 import { closedError, storeError, unavailable, type SqliteErrorContext } from './sqlite-errors';
 import { isWriteRequest, wireDriverError as wireOf, type SqliteExecutor } from './sqlite-executor';
 import { openExecutor } from './sqlite-open';
+import { TurnQueue } from './turn-queue';
 import type {
   SqliteBatchAnswer,
   SqliteClosedAnswer,
@@ -69,15 +70,6 @@ interface Host {
   close(): Promise<void>;
 }
 
-/**
- * Answers settled per event-loop turn. A batch answers every call whose requests met in one
- * commit group (up to one per concurrent call); settling them all in one turn runs every
- * continuation back to back and holds the loop for all of them. Four per turn bound that turn, and
- * the first calls' next requests reach the thread while later answers are still settling
- * (bench:overhead: the fence alone at 16 concurrent calls, p99 event-loop delay about 4.5 → 3 ms).
- */
-export const ANSWERS_PER_TURN = 4;
-
 type Deliver = (answer: SqliteBatchAnswer) => void;
 type Died = (error: Error) => void;
 
@@ -90,9 +82,8 @@ export class SqliteThread {
   private readonly pending = new Map<number, Pending>();
   /** Requests of this event-loop turn, sent together at its end (one message, one batch). */
   private outbox: SqliteRequest[] = [];
-  /** Answers received, settled {@link ANSWERS_PER_TURN} per turn from `settledUpTo` on (reset once all are settled). */
-  private answered: SqliteResponse[] = [];
-  private settledUpTo = 0;
+  /** Answers received and not yet settled, a few per turn. */
+  private readonly answers = new TurnQueue();
   private closing: Promise<void> | null = null;
   private stopped: CheckpointError | null = null;
   private whenIdle: (() => void) | null = null;
@@ -177,35 +168,21 @@ export class SqliteThread {
       this.commits += 1;
       this.writes += answer.group.changed;
     }
-    const idle = this.answered.length === 0;
-    // One by one: spreading a large answer into push() overflows the stack.
-    for (const response of answer.responses) this.answered.push(response);
-    if (idle) this.settleAnswered(ANSWERS_PER_TURN);
+    for (const response of answer.responses) this.answers.push(() => this.settle(response));
   }
 
-  /** Settles up to `count` received answers now, and the rest in later turns ({@link ANSWERS_PER_TURN}). */
-  private settleAnswered(count: number): void {
-    const end = Math.min(this.settledUpTo + count, this.answered.length);
-    for (; this.settledUpTo < end; this.settledUpTo += 1) {
-      const response = this.answered[this.settledUpTo]!;
-      const pending = this.pending.get(response.id);
-      if (pending === undefined) continue;
-      this.pending.delete(response.id);
-      if (response.ok) pending.resolve(response.value);
-      else pending.reject(storeError(this.context, response.error));
-    }
-    if (this.settledUpTo < this.answered.length) {
-      setImmediate(() => this.settleAnswered(ANSWERS_PER_TURN));
-    } else {
-      this.answered = [];
-      this.settledUpTo = 0;
-    }
+  private settle(response: SqliteResponse): void {
+    const pending = this.pending.get(response.id);
+    if (pending === undefined) return;
+    this.pending.delete(response.id);
+    if (response.ok) pending.resolve(response.value);
+    else pending.reject(storeError(this.context, response.error));
     this.settleIdle();
   }
 
   private died(error: Error): void {
     // Answers already received stand: a write the thread committed is stored, not unknown.
-    this.settleAnswered(this.answered.length - this.settledUpTo);
+    this.answers.flush();
     const driver: WireDriverError = { name: error.name, message: `the SQLite worker thread stopped: ${error.message}` };
     this.stopped = unavailable(this.context, 'run', driver);
     const unsent = new Set(this.outbox.map((request) => request.id));

@@ -1,6 +1,6 @@
 /**
  * Attacks on the SQLite store settling a batch's answers a few per event-loop turn
- * (`ANSWERS_PER_TURN`, src/stores/sqlite-thread.ts), with real stores (files in a temp dir, and
+ * (`ANSWERS_PER_TURN`, src/stores/turn-queue.ts), with real stores (files in a temp dir, and
  * `:memory:`, whose executor runs inline): order and completeness when continuations send new
  * requests while earlier answers are still queued, close() while answers are queued, the worker
  * thread stopping between two settling turns, failed writes settled in a later turn, the process
@@ -21,7 +21,8 @@ import { claimExecution } from '../../../src/checkpoint/transitions';
 import type { Binding, CheckpointRecord } from '../../../src/checkpoint/types';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
-import { ANSWERS_PER_TURN, type SqliteThread } from '../../../src/stores/sqlite-thread';
+import type { SqliteThread } from '../../../src/stores/sqlite-thread';
+import { ANSWERS_PER_TURN } from '../../../src/stores/turn-queue';
 
 /** Every worker thread the stores start, newest last. */
 const workers: NodeWorker[] = [];

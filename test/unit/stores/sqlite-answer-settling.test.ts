@@ -1,6 +1,6 @@
 /**
  * The SQLite store settles the answers of one batch a few per event-loop turn
- * (`ANSWERS_PER_TURN`, src/stores/sqlite-thread.ts): the continuations of 16 concurrent calls
+ * (`ANSWERS_PER_TURN`, src/stores/turn-queue.ts): the continuations of 16 concurrent calls
  * answered by one group commit do not all run in one turn, so timers, heartbeats and other
  * activities get the loop between them. And answers already received stand when the worker thread
  * stops before they were all settled: a committed write is reported stored, not unknown.
@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CheckpointError } from '../../../src/checkpoint/errors';
-import { ANSWERS_PER_TURN, SqliteThread } from '../../../src/stores/sqlite-thread';
+import { SqliteThread } from '../../../src/stores/sqlite-thread';
+import { ANSWERS_PER_TURN } from '../../../src/stores/turn-queue';
 import { SQLITE_MIGRATIONS } from '../../../src/stores/migrations/sqlite';
 
 let dir: string;

@@ -1,0 +1,99 @@
+/**
+ * `TurnQueue` (src/stores/turn-queue.ts): a store's answers settle at most `ANSWERS_PER_TURN` per
+ * event-loop turn, in the order they arrived, each exactly once; a stopped store settles what it
+ * received at once (`flush`). Generated: bursts of answers arriving in different turns, callbacks
+ * that push more.
+ */
+import fc from 'fast-check';
+import { ANSWERS_PER_TURN, TurnQueue } from '../../../src/stores/turn-queue';
+
+/** Counts turns with a setImmediate chain: two callbacks that see the same value ran with no turn between them. */
+function turnCounter(): { readonly now: () => number; stop(): void } {
+  let turn = 0;
+  let running = true;
+  const tick = (): void => {
+    turn += 1;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return { now: () => turn, stop: () => (running = false) };
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('bursts of answers settle in arrival order, each once, at most ANSWERS_PER_TURN per turn', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.record({ answers: fc.nat(3 * ANSWERS_PER_TURN), waitTurns: fc.nat(3), pushesMore: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+      async (bursts) => {
+        const queue = new TurnQueue();
+        const turns = turnCounter();
+        const settled: Array<{ id: number; turn: number }> = [];
+        let expected = 0;
+        let nextId = 0;
+        const pushedByCallback = new Set<number>();
+        const done: Promise<void>[] = [];
+        for (const burst of bursts) {
+          for (let i = 0; i < burst.answers; i += 1) {
+            const id = nextId++;
+            expected += 1;
+            done.push(
+              new Promise<void>((resolve) =>
+                queue.push(() => {
+                  settled.push({ id, turn: turns.now() });
+                  resolve();
+                }),
+              ),
+            );
+          }
+          if (burst.pushesMore) {
+            // A callback that pushes again: the pushed one settles after everything queued before it.
+            const id = nextId++;
+            const inner = nextId++;
+            pushedByCallback.add(inner);
+            expected += 2;
+            done.push(
+              new Promise<void>((resolve) =>
+                queue.push(() => {
+                  settled.push({ id, turn: turns.now() });
+                  queue.push(() => {
+                    settled.push({ id: inner, turn: turns.now() });
+                    resolve();
+                  });
+                }),
+              ),
+            );
+          }
+          for (let t = 0; t < burst.waitTurns; t += 1) await nextTurn();
+        }
+        await Promise.all(done);
+        turns.stop();
+        expect(settled).toHaveLength(expected);
+        const perTurn = new Map<number, number>();
+        for (const { turn } of settled) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+        expect(Math.max(0, ...perTurn.values())).toBeLessThanOrEqual(ANSWERS_PER_TURN);
+        expect(new Set(settled.map((s) => s.id)).size).toBe(expected);
+        // Arrival order, except answers pushed by a callback: those settle after what was queued before them.
+        const arrived = settled.map((s) => s.id).filter((id) => !pushedByCallback.has(id));
+        expect(arrived).toEqual([...arrived].sort((a, b) => a - b));
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
+test('answers pushed in one turn settle in that order', async () => {
+  const queue = new TurnQueue();
+  const order: number[] = [];
+  await Promise.all(Array.from({ length: 5 * ANSWERS_PER_TURN + 1 }, (_, i) => new Promise<void>((resolve) => queue.push(() => resolve(void order.push(i))))));
+  expect(order).toEqual(Array.from({ length: 5 * ANSWERS_PER_TURN + 1 }, (_, i) => i));
+});
+
+test('flush settles everything queued at once, in order', () => {
+  const queue = new TurnQueue();
+  const order: number[] = [];
+  for (let i = 0; i < 3 * ANSWERS_PER_TURN; i += 1) queue.push(() => order.push(i));
+  expect(order).toHaveLength(ANSWERS_PER_TURN);
+  queue.flush();
+  expect(order).toEqual(Array.from({ length: 3 * ANSWERS_PER_TURN }, (_, i) => i));
+});
