@@ -52,8 +52,13 @@ export class PgConnection {
    */
   async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const result = await this.runTransaction(work);
-    await this.answers.turn();
+    await this.answerTurn();
     return result;
+  }
+
+  /** Resolves in this store's turn to settle one more answer (`./turn-queue`): await it after a successful answer the store got on its own connection. */
+  answerTurn(): Promise<void> {
+    return this.answers.turn();
   }
 
   private async runTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -90,7 +95,7 @@ export class PgConnection {
   /** Runs one read-only statement (one round trip; see {@link query}). @throws STORE_UNAVAILABLE for any driver error. */
   async read<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     const rows = await this.runRead<R>(text, values);
-    await this.answers.turn();
+    await this.answerTurn();
     return rows;
   }
 
@@ -139,7 +144,7 @@ export class PgConnection {
    */
   async write<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: R[] }> {
     const result = await this.runWrite<R>(text, values);
-    await this.answers.turn();
+    await this.answerTurn();
     return result;
   }
 

@@ -74,6 +74,7 @@ export class PgGroupWriter {
         if (lost !== undefined && isCheckpointError(error, 'STORE_UNAVAILABLE')) throw this.groupUnknown(encoded, lost, error);
         throw error;
       }
+      await this.conn.answerTurn();
       return groupResults(this.codec, encoded, answers);
     }
     if (lost !== undefined) throw this.groupUnknown(encoded, lost);

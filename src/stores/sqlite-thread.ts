@@ -22,6 +22,7 @@
  * call STORE_UNAVAILABLE.
  */
 import { join } from 'node:path';
+import { setImmediate } from 'node:timers';
 import { Worker } from 'node:worker_threads';
 import { CheckpointError } from '../checkpoint/errors';
 import { closedError, storeError, unavailable, type SqliteErrorContext } from './sqlite-errors';

@@ -5,6 +5,7 @@
  * back to back in one turn, and hold the loop for all of their continuations; here each turn runs
  * at most {@link ANSWERS_PER_TURN} of them, and timers, heartbeats and other I/O run in between.
  */
+import { setImmediate } from 'node:timers';
 
 /**
  * Answers settled per event-loop turn. Four bound a turn to four calls' continuations, while the
@@ -14,20 +15,19 @@
 export const ANSWERS_PER_TURN = 4;
 
 /**
- * A FIFO of settle callbacks: each event-loop turn runs at most {@link ANSWERS_PER_TURN} of them
- * (the first ones at once, when they arrive), the rest in later turns (`setImmediate`), in order.
+ * A FIFO of settle callbacks, run in the check phase of the event loop (`setImmediate`, taken from
+ * `node:timers` so a caller's fake timers cannot stall a store), at most {@link ANSWERS_PER_TURN}
+ * per loop iteration: between two runs of the timers phase, no more than that many run.
  */
 export class TurnQueue {
   private queue: (() => void)[] = [];
   private next = 0;
-  /** Callbacks run since the last turn's end; reset by the `setImmediate` that ends this turn. */
-  private ranThisTurn = 0;
-  private turnEnding = false;
+  private scheduled = false;
 
-  /** Runs `settle` now if this turn has room and nothing waits before it, else in a later turn. */
+  /** Queues `settle` behind everything queued before it; it runs in this or a later iteration's check phase. */
   push(settle: () => void): void {
     this.queue.push(settle);
-    this.drain(ANSWERS_PER_TURN);
+    if (!this.scheduled) this.schedule();
   }
 
   /** Resolves in the turn this queue reaches it: `await queue.turn()` after an answer arrives. */
@@ -37,26 +37,30 @@ export class TurnQueue {
 
   /** Runs everything queued now, in order (a store that stopped settles what it received at once). */
   flush(): void {
-    this.drain(Number.POSITIVE_INFINITY);
+    this.run(Number.POSITIVE_INFINITY);
   }
 
-  private drain(limit: number): void {
-    // `next` moves before each call, so a callback that pushes again continues from the right place.
-    while (this.next < this.queue.length && this.ranThisTurn < limit) {
-      this.ranThisTurn += 1;
-      this.queue[this.next++]!();
-    }
-    if (this.next === this.queue.length) {
-      this.queue = [];
-      this.next = 0;
-    }
-    if (this.ranThisTurn > 0 && !this.turnEnding) {
-      this.turnEnding = true;
-      setImmediate(() => {
-        this.turnEnding = false;
-        this.ranThisTurn = 0;
-        this.drain(ANSWERS_PER_TURN);
-      });
+  private schedule(): void {
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.run(ANSWERS_PER_TURN);
+    });
+  }
+
+  /** Runs up to `count` callbacks; should one throw, what is left still runs in a later iteration. */
+  private run(count: number): void {
+    try {
+      // `next` moves before each call and the bound is read each time, so a callback that pushes
+      // again, or flushes, leaves this loop at the right place.
+      for (let ran = 0; ran < count && this.next < this.queue.length; ran += 1) this.queue[this.next++]!();
+    } finally {
+      if (this.next === this.queue.length) {
+        this.queue = [];
+        this.next = 0;
+      } else if (!this.scheduled) {
+        this.schedule();
+      }
     }
   }
 }

@@ -50,6 +50,35 @@ test(`the answers of one batch settle at most ${ANSWERS_PER_TURN} per turn of th
   }
 });
 
+test(`the answers of one batch: at most ${ANSWERS_PER_TURN} continuations run between two firings of a 1 ms timer`, async () => {
+  const thread = await open('heartbeat.db');
+  try {
+    let beats = 0;
+    let beating = true;
+    const beat = (): void => {
+      beats += 1;
+      if (beating) setTimeout(beat, 1);
+    };
+    setTimeout(beat, 1);
+    // Sixteen reads sent in one turn come back in one answer; each continuation holds the loop past the timer's due time.
+    const seen = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        thread.request<null>({ op: 'get', key: `ck1-beat-${i}` }).then(() => {
+          const until = Date.now() + 3;
+          while (Date.now() < until);
+          return beats;
+        }),
+      ),
+    );
+    beating = false;
+    const perBeat = new Map<number, number>();
+    for (const b of seen) perBeat.set(b, (perBeat.get(b) ?? 0) + 1);
+    expect(Math.max(...perBeat.values())).toBeLessThanOrEqual(ANSWERS_PER_TURN);
+  } finally {
+    await thread.close();
+  }
+});
+
 test('answers received before the worker thread stopped settle with their values, not as unknown', async () => {
   const thread = await open('died.db');
   const stopped = thread as unknown as { died(error: Error): void };

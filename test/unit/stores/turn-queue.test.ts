@@ -1,11 +1,17 @@
 /**
  * `TurnQueue` (src/stores/turn-queue.ts): a store's answers settle at most `ANSWERS_PER_TURN` per
  * event-loop turn, in the order they arrived, each exactly once; a stopped store settles what it
- * received at once (`flush`). Generated: bursts of answers arriving in different turns, callbacks
- * that push more.
+ * received at once (`flush`); a callback that throws stalls none behind it. Generated: bursts of
+ * answers arriving in different turns, callbacks that push more.
  */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { ANSWERS_PER_TURN, TurnQueue } from '../../../src/stores/turn-queue';
+
+const run = promisify(execFile);
+const ROOT = resolve(__dirname, '../../..');
 
 /** Counts turns with a setImmediate chain: two callbacks that see the same value ran with no turn between them. */
 function turnCounter(): { readonly now: () => number; stop(): void } {
@@ -93,7 +99,41 @@ test('flush settles everything queued at once, in order', () => {
   const queue = new TurnQueue();
   const order: number[] = [];
   for (let i = 0; i < 3 * ANSWERS_PER_TURN; i += 1) queue.push(() => order.push(i));
-  expect(order).toHaveLength(ANSWERS_PER_TURN);
+  expect(order).toEqual([]);
   queue.flush();
   expect(order).toEqual(Array.from({ length: 3 * ANSWERS_PER_TURN }, (_, i) => i));
+});
+
+test('a callback that throws in its turn does not stall the ones queued behind it (the throw stays uncaught)', async () => {
+  // In a child process: jest would take the uncaught exception for the test's own failure.
+  const script = `
+    const { TurnQueue, ANSWERS_PER_TURN } = require('./src/stores/turn-queue');
+    const queue = new TurnQueue();
+    const order = [];
+    const thrown = [];
+    process.on('uncaughtException', (error) => thrown.push(error.message));
+    for (let i = 0; i < 2 * ANSWERS_PER_TURN; i += 1)
+      queue.push(() => {
+        order.push(i);
+        if (i === 1) throw new Error('boom');
+      });
+    setTimeout(() => console.log(JSON.stringify({ order, thrown })), 200);
+  `;
+  const { stdout } = await run(process.execPath, ['-r', 'tsx/cjs', '-e', script], { cwd: ROOT, timeout: 30_000 });
+  expect(JSON.parse(stdout)).toEqual({ order: Array.from({ length: 2 * ANSWERS_PER_TURN }, (_, i) => i), thrown: ['boom'] });
+});
+
+test('flush stopped by a throwing callback leaves the rest to run in a later turn', async () => {
+  const queue = new TurnQueue();
+  const order: number[] = [];
+  for (let i = 0; i < 6; i += 1)
+    queue.push(() => {
+      order.push(i);
+      if (i === 2) throw new Error('boom');
+    });
+  expect(() => queue.flush()).toThrow('boom');
+  expect(order).toEqual([0, 1, 2]);
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(order).toEqual([0, 1, 2, 3, 4, 5]);
 });
