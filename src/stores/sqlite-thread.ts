@@ -22,13 +22,12 @@
  * call STORE_UNAVAILABLE.
  */
 import { join } from 'node:path';
-import { setImmediate } from 'node:timers';
 import { Worker } from 'node:worker_threads';
 import { CheckpointError } from '../checkpoint/errors';
 import { closedError, storeError, unavailable, type SqliteErrorContext } from './sqlite-errors';
 import { isWriteRequest, wireDriverError as wireOf, type SqliteExecutor } from './sqlite-executor';
 import { openExecutor } from './sqlite-open';
-import { TurnQueue } from './turn-queue';
+import { setImmediateAtLoad, TurnQueue } from './turn-queue';
 import type {
   SqliteBatchAnswer,
   SqliteClosedAnswer,
@@ -129,7 +128,7 @@ export class SqliteThread {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, write: isWriteRequest(call) });
       if (this.pending.size === 1) this.host.hold(true);
       this.outbox.push({ ...call, id });
-      if (this.outbox.length === 1) setImmediate(() => this.send());
+      if (this.outbox.length === 1) setImmediateAtLoad(() => this.send());
     });
   }
 

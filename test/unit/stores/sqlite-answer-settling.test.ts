@@ -79,6 +79,18 @@ test(`the answers of one batch: at most ${ANSWERS_PER_TURN} continuations run be
   }
 });
 
+test('the store keeps answering under fake timers: it does not wait on a setImmediate a test may fake', async () => {
+  const thread = await open('fake-timers.db');
+  jest.useFakeTimers({ doNotFake: ['setTimeout', 'clearTimeout', 'nextTick', 'queueMicrotask'] });
+  try {
+    const found = await Promise.all(Array.from({ length: 2 * ANSWERS_PER_TURN + 1 }, (_, i) => thread.request<null>({ op: 'get', key: `ck1-fake-${i}` })));
+    expect(found).toEqual(found.map(() => null));
+  } finally {
+    jest.useRealTimers();
+    await thread.close();
+  }
+});
+
 test('answers received before the worker thread stopped settle with their values, not as unknown', async () => {
   const thread = await open('died.db');
   const stopped = thread as unknown as { died(error: Error): void };

@@ -95,6 +95,19 @@ test('answers pushed in one turn settle in that order', async () => {
   expect(order).toEqual(Array.from({ length: 5 * ANSWERS_PER_TURN + 1 }, (_, i) => i));
 });
 
+test('a callback that flushes, then pushes: each callback runs once, in order', async () => {
+  const queue = new TurnQueue();
+  const ran: string[] = [];
+  queue.push(() => {
+    ran.push('a');
+    queue.flush();
+    queue.push(() => ran.push('c'));
+  });
+  queue.push(() => ran.push('b'));
+  for (let t = 0; t < 5; t += 1) await nextTurn();
+  expect(ran).toEqual(['a', 'b', 'c']);
+});
+
 test('flush settles everything queued at once, in order', () => {
   const queue = new TurnQueue();
   const order: number[] = [];
