@@ -3,6 +3,8 @@
  * statement: `inspect` sees each client→server chunk and forwards it, holds it, kills the
  * connection without forwarding it (`kill`: the server never sees it), or forwards it and then
  * cuts the client side (`cut-after`: the server side stays open and finishes what it received).
+ * And `holdAnswers` keeps what the server sends until `releaseAnswers` writes it all in one
+ * callback (every held connection readable in the store's next poll).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -15,6 +17,8 @@ export class PgRelay {
   private server!: Server;
   port = 0;
   inspect: (chunk: Buffer) => RelayVerdict = () => 'forward';
+  /** Server→client chunks held per connection, or null while answers flow. */
+  private held: Map<Socket, Buffer[]> | null = null;
 
   constructor(
     private readonly host: string,
@@ -37,6 +41,23 @@ export class PgRelay {
     return u.toString();
   }
 
+  /** Keeps every server→client chunk from now on until {@link releaseAnswers}. */
+  holdAnswers(): void {
+    this.held = new Map();
+  }
+
+  /** Connections with a held answer. */
+  heldConnections(): number {
+    return this.held?.size ?? 0;
+  }
+
+  /** Writes every held answer to its client, in one callback, and lets answers flow again. */
+  releaseAnswers(): void {
+    const held = this.held ?? new Map<Socket, Buffer[]>();
+    this.held = null;
+    for (const [client, chunks] of held) if (!client.destroyed) client.write(Buffer.concat(chunks));
+  }
+
   async start(): Promise<void> {
     this.server = createServer((client) => this.pipe(client));
     await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
@@ -55,7 +76,8 @@ export class PgRelay {
     let cut = false;
     let chain = Promise.resolve();
     upstream.on('data', (data) => {
-      if (!cut && !client.destroyed) client.write(data);
+      if (this.held !== null) this.held.set(client, [...(this.held.get(client) ?? []), data]);
+      else if (!cut && !client.destroyed) client.write(data);
     });
     client.on('error', () => undefined);
     upstream.on('error', () => undefined);

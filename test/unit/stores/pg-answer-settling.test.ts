@@ -8,83 +8,22 @@
  * timer stands for the worker's heartbeats and other activities' timers. And the store does not
  * stall under a test's fake timers.
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createCheckpoint } from '../../../src/checkpoint/record';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import { ANSWERS_PER_TURN } from '../../../src/stores/turn-queue';
+import { busy, mostPerCount, timerBeats } from '../../helpers/event-loop-turns';
+import { PgRelay } from '../../helpers/pg-relay';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres';
 import { makeBinding } from '../../conformance/store-conformance';
 
 const AT = '2030-01-01T00:00:00.000Z';
 const CALLS = 12;
 
-/** A relay to `target` that, while held, keeps what the server sends per connection; release() writes it all in one callback. */
-async function holdingRelay(target: string): Promise<{ url: string; hold(): void; heldConnections(): number; release(): void; close(): Promise<void> }> {
-  const upstream = new URL(target);
-  const sockets = new Set<Socket>();
-  let held: Map<Socket, Buffer[]> | null = null;
-  const server: Server = createServer((client) => {
-    const db = connect(Number(upstream.port || 5432), upstream.hostname);
-    sockets.add(client).add(db);
-    client.on('data', (chunk) => db.write(chunk));
-    db.on('data', (chunk) => {
-      if (held === null) return void client.write(chunk);
-      held.set(client, [...(held.get(client) ?? []), chunk]);
-    });
-    for (const [a, b] of [
-      [client, db],
-      [db, client],
-    ] as const) {
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(target);
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as { port: number }).port);
-  return {
-    url: url.toString(),
-    hold: () => void (held = new Map()),
-    heldConnections: () => held?.size ?? 0,
-    release() {
-      const answers = held ?? new Map<Socket, Buffer[]>();
-      held = null;
-      for (const [client, chunks] of answers) client.write(Buffer.concat(chunks));
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/**
- * Counts the firings of a 1 ms timer (a heartbeat): two continuations that see the same count ran
- * with no timers phase between them. `busy` makes each continuation hold the loop past the timer's
- * due time, so the timer fires at every chance it gets.
- */
-function heartbeat(): { readonly beats: () => number; stop(): void } {
-  let beats = 0;
-  let beating = true;
-  const beat = (): void => {
-    beats += 1;
-    if (beating) setTimeout(beat, 1);
-  };
-  setTimeout(beat, 1);
-  return { beats: () => beats, stop: () => (beating = false) };
-}
-
-function busy(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until);
-}
-
 /** Sends `calls` with the relay holding their answers, releases them all at once, and returns the heartbeat count each continuation saw. */
 async function answeredTogether(calls: () => Promise<unknown>[]): Promise<number[]> {
-  relay.hold();
-  const timer = heartbeat();
+  relay.holdAnswers();
+  const timer = timerBeats();
   const seen = calls().map((p) =>
     p.then(() => {
       busy(3);
@@ -92,29 +31,23 @@ async function answeredTogether(calls: () => Promise<unknown>[]): Promise<number
     }),
   );
   while (relay.heldConnections() < CALLS) await new Promise((resolve) => setTimeout(resolve, 5));
-  relay.release();
+  relay.releaseAnswers();
   const beats = await Promise.all(seen);
   timer.stop();
   return beats;
 }
 
-function mostPerBeat(beats: readonly number[]): number {
-  const perBeat = new Map<number, number>();
-  for (const b of beats) perBeat.set(b, (perBeat.get(b) ?? 0) + 1);
-  return Math.max(...perBeat.values());
-}
-
 let db: TestDatabase;
-let relay: Awaited<ReturnType<typeof holdingRelay>>;
+let relay: PgRelay;
 let store: CheckpointStore;
 beforeAll(async () => {
   db = await createTestDatabase();
-  relay = await holdingRelay(db.url);
-  store = await openCheckpointStore(relay.url, { poolSize: CALLS });
+  relay = await PgRelay.to(db.url);
+  store = await openCheckpointStore(relay.through(db.url), { poolSize: CALLS });
 });
 afterAll(async () => {
   await store?.close();
-  await relay?.close();
+  await relay?.stop();
   await db?.drop();
 });
 
@@ -131,7 +64,7 @@ test(`${CALLS} reads answered in one poll: at most ${ANSWERS_PER_TURN} continuat
   const records: (string | undefined)[] = [];
   const beats = await answeredTogether(() => bindings.map((b, i) => store.get(b).then((r) => void (records[i] = r?.binding.callId))));
   expect(records).toEqual(bindings.map((b) => b.callId));
-  expect(mostPerBeat(beats)).toBeLessThanOrEqual(ANSWERS_PER_TURN);
+  expect(mostPerCount(beats)).toBeLessThanOrEqual(ANSWERS_PER_TURN);
 });
 
 test(`${CALLS} group writes answered in one poll: at most ${ANSWERS_PER_TURN} continuations between two firings of a 1 ms timer`, async () => {
@@ -144,7 +77,7 @@ test(`${CALLS} group writes answered in one poll: at most ${ANSWERS_PER_TURN} co
     fresh.map((record, i) => store.writeGroup([{ kind: 'create', record }]).then(([r]) => void (results[i] = r?.kind === 'create' && r.created))),
   );
   expect(results).toEqual(fresh.map(() => true));
-  expect(mostPerBeat(beats)).toBeLessThanOrEqual(ANSWERS_PER_TURN);
+  expect(mostPerCount(beats)).toBeLessThanOrEqual(ANSWERS_PER_TURN);
 });
 
 test('the store keeps answering under fake timers: it does not wait on a setImmediate a test may fake', async () => {

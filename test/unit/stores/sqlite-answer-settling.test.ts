@@ -12,6 +12,7 @@ import { CheckpointError } from '../../../src/checkpoint/errors';
 import { SqliteThread } from '../../../src/stores/sqlite-thread';
 import { ANSWERS_PER_TURN } from '../../../src/stores/turn-queue';
 import { SQLITE_MIGRATIONS } from '../../../src/stores/migrations/sqlite';
+import { busy, mostPerCount, timerBeats, turnCounter } from '../../helpers/event-loop-turns';
 
 let dir: string;
 beforeAll(() => {
@@ -21,18 +22,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const open = (name: string): Promise<SqliteThread> =>
   SqliteThread.open({ path: join(dir, name), busyTimeoutMs: 5_000, migrations: SQLITE_MIGRATIONS.map(({ version, sql }) => ({ version, sql })) });
-
-/** Counts callbacks of a setImmediate chain: a value seen by two continuations differs when the loop ran other callbacks between them. */
-function turnCounter(): { readonly now: () => number; stop(): void } {
-  let turn = 0;
-  let running = true;
-  const tick = (): void => {
-    turn += 1;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  return { now: () => turn, stop: () => (running = false) };
-}
 
 test(`the answers of one batch settle at most ${ANSWERS_PER_TURN} per turn of the event loop`, async () => {
   const thread = await open('turns.db');
@@ -53,27 +42,18 @@ test(`the answers of one batch settle at most ${ANSWERS_PER_TURN} per turn of th
 test(`the answers of one batch: at most ${ANSWERS_PER_TURN} continuations run between two firings of a 1 ms timer`, async () => {
   const thread = await open('heartbeat.db');
   try {
-    let beats = 0;
-    let beating = true;
-    const beat = (): void => {
-      beats += 1;
-      if (beating) setTimeout(beat, 1);
-    };
-    setTimeout(beat, 1);
+    const timer = timerBeats();
     // Sixteen reads sent in one turn come back in one answer; each continuation holds the loop past the timer's due time.
     const seen = await Promise.all(
       Array.from({ length: 16 }, (_, i) =>
         thread.request<null>({ op: 'get', key: `ck1-beat-${i}` }).then(() => {
-          const until = Date.now() + 3;
-          while (Date.now() < until);
-          return beats;
+          busy(3);
+          return timer.beats();
         }),
       ),
     );
-    beating = false;
-    const perBeat = new Map<number, number>();
-    for (const b of seen) perBeat.set(b, (perBeat.get(b) ?? 0) + 1);
-    expect(Math.max(...perBeat.values())).toBeLessThanOrEqual(ANSWERS_PER_TURN);
+    timer.stop();
+    expect(mostPerCount(seen)).toBeLessThanOrEqual(ANSWERS_PER_TURN);
   } finally {
     await thread.close();
   }

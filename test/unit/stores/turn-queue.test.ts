@@ -9,21 +9,10 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { ANSWERS_PER_TURN, TurnQueue } from '../../../src/stores/turn-queue';
+import { turnCounter } from '../../helpers/event-loop-turns';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '../../..');
-
-/** Counts turns with a setImmediate chain: two callbacks that see the same value ran with no turn between them. */
-function turnCounter(): { readonly now: () => number; stop(): void } {
-  let turn = 0;
-  let running = true;
-  const tick = (): void => {
-    turn += 1;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  return { now: () => turn, stop: () => (running = false) };
-}
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
