@@ -4,6 +4,7 @@
  */
 import { zodSchemaRefusal } from '../activities/tools/zod-schema';
 import { z } from 'zod/v4';
+import { DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS } from '../activities/contract/contract';
 import { resolveMaxPayloadBytes } from '../checkpoint/bounds';
 import { CheckpointError } from '../checkpoint/errors';
 import { assertIdempotencyKeySecret } from '../checkpoint/digest';
@@ -142,8 +143,8 @@ export interface ToolCheckpointPluginOptions extends Pick<
   readonly heartbeatTimeoutMs?: number | null;
 }
 
-/** Default `heartbeatTimeoutMs`: 10,000 ms. */
-export const DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS = 10_000;
+/** Default `heartbeatTimeoutMs`: 10,000 ms, as for the agent workflow's tool activities. */
+export const DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS = DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS;
 
 /** Default `unknownOutcomeRetryMs`: 300,000 ms (5 minutes). */
 export const DEFAULT_UNKNOWN_OUTCOME_RETRY_MS = 300_000;

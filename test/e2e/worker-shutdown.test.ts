@@ -1,7 +1,8 @@
 /**
  * Fleet behaviour with real worker processes (docs/protocol.md#client-and-fleet): SIGTERM shuts a
  * worker down gracefully, letting a running tool call finish and report; another worker on the
- * same task queue and store carries the run on.
+ * same task queue and store carries the run on. A worker SIGKILLed mid-call is noticed by the tool
+ * activity's default heartbeat timeout.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,8 @@ import { resolveConfig } from '../../src/config';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
+import { temporal } from '@temporalio/proto';
+import { DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS } from '../../src/activities/contract/contract';
 
 jest.setTimeout(180_000);
 
@@ -69,6 +72,40 @@ describe('a worker of the fleet', () => {
       expect(result.status).toBe('completed');
       expect(result.calls.map((c) => [c.toolName, c.status, c.source])).toEqual([['create_ticket', 'completed', 'executed']]);
       expect((await provider.client.effects()).byKind['ticket.create']).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+  it('is noticed by the 10 s heartbeat timeout its tool activities get by default when SIGKILLed mid-call, not the 60 s start-to-close timeout', async () => {
+    const env = {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: 'fleet-kill-default-heartbeat',
+      TTC_STORE_URL: `sqlite:${join(dir, 'killed.db')}`,
+      TTC_PROVIDER_URL: provider.url,
+    };
+    const config = resolveConfig({}, { ...process.env, ...env });
+    const doomed = await spawnWorker({ env, identity: 'worker-killed', crashAt: { point: 'after-effect', toolName: 'create_ticket' } });
+    workers.push(doomed);
+    const { client, close } = await connectClient(config);
+    try {
+      const transcript = JSON.parse(readFileSync(join(__dirname, '../../examples/transcripts/anthropic-ticket.json'), 'utf8')) as unknown;
+      const scripted = scriptedRunInput(config, transcript);
+      // A run started with activity options that set no heartbeat timeout, as a user's own client may.
+      const { heartbeatTimeoutMs: _unset, ...activityOptions } = scripted.activityOptions!;
+      const before = (await provider.client.effects()).byKind['ticket.create'] ?? 0;
+      const handle = await startAgentRun(client, config, { ...scripted, activityOptions }, `fleet-kill-${Date.now()}`);
+      expect(await doomed.exited).toBe('SIGKILL');
+      workers.push(await spawnWorker({ env, identity: 'worker-after-kill' }));
+      const result = await handle.result();
+      expect(result.calls.map((c) => [c.toolName, c.status])).toEqual([['create_ticket', 'completed']]);
+      expect((await provider.client.effects()).byKind['ticket.create']).toBe(before + 1);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'create_ticket');
+      expect(Number(scheduled?.activityTaskScheduledEventAttributes?.heartbeatTimeout?.seconds)).toBe(DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS / 1000);
+      const started = events.find((e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === Number(scheduled?.eventId))?.activityTaskStartedEventAttributes;
+      // The attempt that completed the call started because the killed one missed its heartbeats.
+      expect(started?.attempt).toBeGreaterThan(1);
+      expect(started?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
     } finally {
       await close();
     }

@@ -10,7 +10,8 @@ import { createToolActivities, defineTool, toolCallActivities } from '../../src/
 import { isToolCallActivityType, RESERVED_ACTIVITY_NAMES, type FencedToolInput, type FencedToolResult } from '../../src/activities/contract/contract';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput } from '../../src/workflows/agent/input';
+import { activityOptionsFor, toolActivityOptions, validateAgentWorkflowInput, windDownActivityOptions } from '../../src/workflows/agent/input';
+import { DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS } from '../../src/activities/contract/contract';
 import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 
 const tool = (name: string) => ({ name, revision: 'v1', input: z.object({}).strict(), execute: async () => ({ output: null }) });
@@ -109,6 +110,22 @@ describe('agentWorkflow input: tool names and per-tool activity options', () => 
     });
     expect(toolActivityOptions(opts, 'create_ticket')).toBe(opts);
     expect(toolActivityOptions(undefined, 'create_ticket')).toBeUndefined();
+  });
+
+  it('tool and compensation activities get a 10 s heartbeat timeout unless the options set one or null; the model turn gets none', () => {
+    expect(activityOptionsFor('tool', 600_000, undefined).heartbeatTimeout).toBe(DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS);
+    expect(activityOptionsFor('tool', 600_000, { startToCloseTimeoutMs: 5_000 }).heartbeatTimeout).toBe(10_000);
+    expect(activityOptionsFor('tool', 4_000, undefined).heartbeatTimeout).toBe(4_000);
+    expect(activityOptionsFor('tool', 600_000, { heartbeatTimeoutMs: 2_000 }).heartbeatTimeout).toBe(2_000);
+    expect(activityOptionsFor('tool', 600_000, { heartbeatTimeoutMs: null }).heartbeatTimeout).toBeUndefined();
+    expect(activityOptionsFor('model', 600_000, undefined).heartbeatTimeout).toBeUndefined();
+    expect(windDownActivityOptions('compensate', undefined).heartbeatTimeout).toBe(10_000);
+    expect(windDownActivityOptions('compensate', { heartbeatTimeoutMs: null }).heartbeatTimeout).toBeUndefined();
+    expect(
+      activityOptionsFor('tool', 600_000, toolActivityOptions({ heartbeatTimeoutMs: 3_000, perTool: { send_email: { heartbeatTimeoutMs: null } } }, 'send_email')).heartbeatTimeout,
+    ).toBeUndefined();
+    expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { heartbeatTimeoutMs: null } })).not.toThrow();
+    expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { heartbeatTimeoutMs: 0 } })).toThrow(/heartbeatTimeoutMs/);
   });
 
   it('maximumAttempts 0 (unlimited) reaches Temporal as no limit, never as 0 (which the SDK refuses, failing the workflow task)', () => {

@@ -26,6 +26,14 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'APPROVAL_REQUIRED',
 ];
 
+/**
+ * Heartbeat timeout of a fenced tool activity when its workflow gave none, ms: the agent
+ * workflow's tool activities and the plugin's fenced activities. The fence heartbeats every third
+ * of it while the tool runs, so a killed worker's call is retried about this long after the kill
+ * instead of at its start-to-close timeout (docs/protocol.md#agent-workflow, #worker-plugin).
+ */
+export const DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS = 10_000;
+
 /** Input of one `runFencedTool` activity: one tool call the model asked for. */
 export interface FencedToolInput {
   /** Tenant within the Temporal namespace; the binding's namespace is `<temporal namespace>/<tenant>`. */

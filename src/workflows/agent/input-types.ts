@@ -28,8 +28,12 @@ export interface ActivityRetryInput {
 export interface ToolActivityOptions {
   /** Per attempt, ms. @default 60000 */
   readonly startToCloseTimeoutMs?: number;
-  /** Heartbeat timeout of the tool activities only (the fenced activity heartbeats while the tool runs), ms. @default none */
-  readonly heartbeatTimeoutMs?: number;
+  /**
+   * Heartbeat timeout of the tool and compensation activities (the fence heartbeats every third
+   * of it while the tool runs), ms; `null` for none (a killed worker is then noticed at the
+   * start-to-close timeout). @default 10000 (DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS)
+   */
+  readonly heartbeatTimeoutMs?: number | null;
   readonly retry?: ActivityRetryInput;
 }
 

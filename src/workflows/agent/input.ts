@@ -5,7 +5,7 @@
  * @see docs/protocol.md#agent-workflow, docs/protocol.md#bad-input
  */
 import { ActivityCancellationType, ApplicationFailure, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
-import { isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../../activities/contract/contract';
+import { DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS, isReservedActivityName, RESERVED_ACTIVITY_NAMES } from '../../activities/contract/contract';
 import type { AgentActivityOptions, AgentWorkflowInput, ActivityRetryInput, RunLimits, ToolActivityOptions } from './types';
 
 /** {@link RunLimits} with every default filled in. */
@@ -98,7 +98,7 @@ function validateCompensateOn(types: unknown): void {
 
 function validateActivityOptions(field: string, opts: ToolActivityOptions): void {
   if (opts.startToCloseTimeoutMs !== undefined) positiveInteger(`${field}.startToCloseTimeoutMs`, opts.startToCloseTimeoutMs);
-  if (opts.heartbeatTimeoutMs !== undefined) positiveInteger(`${field}.heartbeatTimeoutMs`, opts.heartbeatTimeoutMs);
+  if (opts.heartbeatTimeoutMs !== undefined && opts.heartbeatTimeoutMs !== null) positiveInteger(`${field}.heartbeatTimeoutMs`, opts.heartbeatTimeoutMs);
   const retry = opts.retry;
   if (retry?.initialIntervalMs !== undefined) positiveInteger(`${field}.retry.initialIntervalMs`, retry.initialIntervalMs);
   if (retry?.maximumIntervalMs !== undefined) positiveInteger(`${field}.retry.maximumIntervalMs`, retry.maximumIntervalMs);
@@ -124,7 +124,7 @@ export function toolActivityOptions(opts: AgentActivityOptions | undefined, tool
 /**
  * Activity options for one activity call, `remainingMs` (> 0) before the run deadline:
  * schedule-to-close is the time left, start-to-close is the configured per-attempt timeout
- * bounded by it, the heartbeat timeout applies to tool activities only (give a tool call's
+ * bounded by it, the heartbeat timeout (10 s unless configured) applies to tool activities only (give a tool call's
  * options through {@link toolActivityOptions}). Tool calls wait for cancellation to complete (so
  * the result says what happened); other activities are cancelled at once.
  */
@@ -134,9 +134,8 @@ export function activityOptionsFor(kind: ActivityKind, remainingMs: number, opts
     scheduleToCloseTimeout: remainingMs,
     cancellationType: kind === 'tool' || kind === 'resolve' || kind === 'compensate' ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
   };
-  if (kind === 'tool' && opts?.heartbeatTimeoutMs !== undefined) {
-    options.heartbeatTimeout = Math.min(opts.heartbeatTimeoutMs, remainingMs);
-  }
+  const heartbeatMs = kind === 'tool' ? toolHeartbeatTimeoutMs(opts) : null;
+  if (heartbeatMs !== null) options.heartbeatTimeout = Math.min(heartbeatMs, remainingMs);
   if (opts?.retry !== undefined) options.retry = toRetryPolicy(opts.retry);
   return options;
 }
@@ -152,9 +151,16 @@ export function windDownActivityOptions(kind: ActivityKind, opts: ToolActivityOp
     startToCloseTimeout: opts?.startToCloseTimeoutMs ?? DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   };
-  if ((kind === 'tool' || kind === 'compensate') && opts?.heartbeatTimeoutMs !== undefined) options.heartbeatTimeout = opts.heartbeatTimeoutMs;
+  const heartbeatMs = kind === 'tool' || kind === 'compensate' ? toolHeartbeatTimeoutMs(opts) : null;
+  if (heartbeatMs !== null) options.heartbeatTimeout = heartbeatMs;
   if (opts?.retry !== undefined) options.retry = toRetryPolicy(opts.retry);
   return options;
+}
+
+/** A fenced activity's heartbeat timeout, ms: the configured one, {@link DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS} when none is given, null when `null` is. */
+function toolHeartbeatTimeoutMs(opts: ToolActivityOptions | undefined): number | null {
+  const configured = opts?.heartbeatTimeoutMs;
+  return configured === undefined ? DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS : configured;
 }
 
 function toRetryPolicy(retry: ActivityRetryInput): RetryPolicy {
