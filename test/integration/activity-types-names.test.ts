@@ -125,7 +125,24 @@ describe('agentWorkflow input: tool names and per-tool activity options', () => 
       activityOptionsFor('tool', 600_000, toolActivityOptions({ heartbeatTimeoutMs: 3_000, perTool: { send_email: { heartbeatTimeoutMs: null } } }, 'send_email')).heartbeatTimeout,
     ).toBeUndefined();
     expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { heartbeatTimeoutMs: null } })).not.toThrow();
-    expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { heartbeatTimeoutMs: 0 } })).toThrow(/heartbeatTimeoutMs/);
+    expect(() => validateAgentWorkflowInput({ ...base, activityOptions: { heartbeatTimeoutMs: 0 } })).toThrow(/heartbeatTimeoutMs must be a positive integer or null for none/);
+  });
+
+  it('refuses activityOptions or a retry that is not an object as INVALID_ARGUMENT naming the field, not a TypeError', () => {
+    for (const [activityOptions, field] of [
+      [null, 'activityOptions'],
+      [[], 'activityOptions'],
+      [{ retry: null }, 'activityOptions.retry'],
+      [{ perTool: { send_email: { retry: 5 } } }, 'activityOptions.perTool.send_email.retry'],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        validateAgentWorkflowInput({ ...base, activityOptions: activityOptions as never });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toMatchObject({ type: 'INVALID_ARGUMENT', message: expect.stringContaining(`input ${field} must be an object`) });
+    }
   });
 
   it('maximumAttempts 0 (unlimited) reaches Temporal as no limit, never as 0 (which the SDK refuses, failing the workflow task)', () => {

@@ -528,7 +528,8 @@ describe('agentWorkflow: approvals', () => {
     });
     const result = await withRun(
       activitiesOf(model, tools),
-      baseInput({ approvalRequired: { refund: { expiresAfterMs: 60_000 } }, activityOptions: { startToCloseTimeoutMs: 10 * 60_000 } }),
+      // No heartbeat timeout: the stub lookup sends none while two minutes of server time pass.
+      baseInput({ approvalRequired: { refund: { expiresAfterMs: 60_000 } }, activityOptions: { startToCloseTimeoutMs: 10 * 60_000, heartbeatTimeoutMs: null } }),
       async (handle) => {
         await lookupStarted.promise;
         const s = await waitForStatus(handle, (st) => st.pendingCalls.some((c) => c.callId === 'r1' && c.status === 'awaiting-approval'));

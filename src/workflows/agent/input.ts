@@ -73,6 +73,7 @@ export function validateAgentWorkflowInput(input: AgentWorkflowInput): void {
   });
   const opts = input.activityOptions;
   if (opts !== undefined) {
+    if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) invalid('activityOptions', 'must be an object', opts);
     validateActivityOptions('activityOptions', opts);
     const perTool = opts.perTool ?? {};
     if (typeof perTool !== 'object' || perTool === null) invalid('activityOptions.perTool', 'must be an object keyed by tool name', perTool);
@@ -98,8 +99,9 @@ function validateCompensateOn(types: unknown): void {
 
 function validateActivityOptions(field: string, opts: ToolActivityOptions): void {
   if (opts.startToCloseTimeoutMs !== undefined) positiveInteger(`${field}.startToCloseTimeoutMs`, opts.startToCloseTimeoutMs);
-  if (opts.heartbeatTimeoutMs !== undefined && opts.heartbeatTimeoutMs !== null) positiveInteger(`${field}.heartbeatTimeoutMs`, opts.heartbeatTimeoutMs);
+  if (opts.heartbeatTimeoutMs !== undefined && opts.heartbeatTimeoutMs !== null) positiveInteger(`${field}.heartbeatTimeoutMs`, opts.heartbeatTimeoutMs, 'or null for none');
   const retry = opts.retry;
+  if (retry !== undefined && (typeof retry !== 'object' || retry === null || Array.isArray(retry))) invalid(`${field}.retry`, 'must be an object', retry);
   if (retry?.initialIntervalMs !== undefined) positiveInteger(`${field}.retry.initialIntervalMs`, retry.initialIntervalMs);
   if (retry?.maximumIntervalMs !== undefined) positiveInteger(`${field}.retry.maximumIntervalMs`, retry.maximumIntervalMs);
   if (retry?.maximumAttempts !== undefined && (!Number.isInteger(retry.maximumAttempts) || retry.maximumAttempts < 0)) {
@@ -178,8 +180,9 @@ function nonEmptyString(field: string, value: unknown): void {
   if (typeof value !== 'string' || value.length === 0) invalid(field, 'must be a non-empty string', value);
 }
 
-function positiveInteger(field: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) invalid(field, 'must be a positive integer', value);
+function positiveInteger(field: string, value: unknown, alternative?: string): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    invalid(field, `must be a positive integer${alternative === undefined ? '' : ` ${alternative}`}`, value);
 }
 
 function invalid(field: string, rule: string, actual: unknown): never {
