@@ -3,7 +3,9 @@
  * per second at 1, 4 and 16 clients, where a unit is a fresh call plus one re-delivery of it (see
  * `./peers/contenders.ts`), and what each asks of its database per fresh call and per re-delivery
  * (`./peers/counters.ts`). Contenders: the fence on PostgreSQL and on SQLite, DBOS Transact (same
- * PostgreSQL server), AWS Powertools idempotency over Redis, and the raw floor of each database.
+ * PostgreSQL server), AWS Powertools idempotency over Redis, and the raw floor of each database;
+ * between the floor and the fence, the floor plus the protocol's work and the fence's own store
+ * under the protocol's work (no fence around it), which show where a fence's unit goes.
  * Servers: a private PostgreSQL (fsync on, `pg_stat_statements` loaded; test/helpers/postgres.ts)
  * and a private Redis (`appendfsync always`; `./peers/redis-server.ts`); SQLite files use WAL with
  * synchronous = FULL.
@@ -21,7 +23,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'pg';
 import type { SqliteCheckpointStore } from '../src/stores/sqlite-store';
 import { startPostgres, withDatabase } from '../test/helpers/postgres';
-import { dbosContender, fenceContender, floorWithProtocol, postgresFloor, powertoolsContender, redisFloor, sqliteFloor, type Contender } from './peers/contenders';
+import {
+  dbosContender,
+  fenceContender,
+  floorWithProtocol,
+  postgresFloor,
+  powertoolsContender,
+  redisFloor,
+  sqliteFloor,
+  storeWithProtocol,
+  type Contender,
+} from './peers/contenders';
 import { postgresCounts, redisCounts, subtract, type Counts } from './peers/counters';
 import { startRedis } from './peers/redis-server';
 import { fixed, heading, median as medianOf, printRunHeader, table, verdict } from './report';
@@ -91,7 +103,9 @@ async function main(): Promise<void> {
     const redisFloorContender = await redisFloor(redis.url);
     const pgBound = floorWithProtocol(pgFloor);
     const liteBound = floorWithProtocol(liteFloor);
-    contenders.push(fencePg, dbos, pgFloor, pgBound, fenceSqlite, liteFloor, liteBound, powertools, redisFloorContender);
+    const pgStore = storeWithProtocol('PostgreSQL', fencePg.store);
+    const liteStore = storeWithProtocol('SQLite', fenceSqlite.store);
+    contenders.push(fencePg, pgStore, dbos, pgFloor, pgBound, fenceSqlite, liteStore, liteFloor, liteBound, powertools, redisFloorContender);
 
     // What each asks of its database: one client, nothing else running.
     const sqliteStats = (): Counts => {
@@ -100,10 +114,12 @@ async function main(): Promise<void> {
     };
     const counters = new Map<Contender, () => Promise<Counts>>([
       [fencePg, () => postgresCounts(admin, 'ttc_fence')],
+      [pgStore, () => postgresCounts(admin, 'ttc_fence')],
       [dbos, () => postgresCounts(admin, 'dbos_sys')],
       [pgFloor, () => postgresCounts(admin, 'raw_floor')],
       [pgBound, () => postgresCounts(admin, 'raw_floor')],
       [fenceSqlite, async () => sqliteStats()],
+      [liteStore, async () => sqliteStats()],
       [liteFloor, async () => ({ statements: liteFloor.statements(), writes: liteFloor.writes() })],
       [liteBound, async () => ({ statements: liteFloor.statements(), writes: liteFloor.writes() })],
       [powertools, () => redisCounts(powertools.client)],
@@ -161,9 +177,9 @@ async function main(): Promise<void> {
     console.log(
       `the fence ahead of DBOS on PostgreSQL at 1 / 4 / 16 clients: ${CLIENTS.map((n) => fixed(median(fencePg, n) / median(dbos, n), 2)).join(' / ')}×: ${verdict(ahead)}`,
     );
-    for (const [fence, bound] of [
-      [fencePg, pgBound],
-      [fenceSqlite, liteBound],
+    for (const [fence, bound, storeAlone] of [
+      [fencePg, pgBound, pgStore],
+      [fenceSqlite, liteBound, liteStore],
     ] as const) {
       const ratios = CLIENTS.map((n) => median(fence, n) / median(floorOf(fence), n));
       const bounds = CLIENTS.map((n) => median(bound, n) / median(floorOf(fence), n));
@@ -176,6 +192,10 @@ async function main(): Promise<void> {
           : `; floor shown at ${stopped.join(', ')} client(s): the floor plus the protocol's work reaches ${bounds.map((r) => fixed(r, 2)).join(' / ')}${unexplained.length > 0 ? `; not at ${unexplained.join(', ')}` : ''}`;
       console.log(
         `${fence.name} ≥ 0.8 of its database's floor at 1 / 4 / 16 clients: ${ratios.map((r) => fixed(r, 2)).join(' / ')}: ${verdict(ratios.every((r) => r >= 0.8))}${why}`,
+      );
+      // Where the rest goes: the store under the protocol's work, against the floor under it, and the fence against that store.
+      console.log(
+        `  the fence's store alone + the protocol's work: ${CLIENTS.map((n) => fixed(median(storeAlone, n) / median(bound, n), 2)).join(' / ')} of the floor plus the protocol's work; the fence ${CLIENTS.map((n) => fixed(median(fence, n) / median(storeAlone, n), 2)).join(' / ')} of its store alone + the protocol's work (CPU ms per unit @1: fence ${fixed(cpuMedian(fence, 1), 3)}, store alone + protocol ${fixed(cpuMedian(storeAlone, 1), 3)}, floor + protocol ${fixed(cpuMedian(bound, 1), 3)})`,
       );
       // At one client a unit takes at least its CPU: 0.8 of the floor leaves the fence floor-time ÷ 0.8 per unit in all.
       const budget = 1_000 / median(floorOf(fence), 1) / 0.8;

@@ -24,7 +24,7 @@ import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { CONNECTIONS, effect, type Contender } from './raw-floors';
 
-export { floorWithProtocol, postgresFloor, sqliteFloor, type Contender, type DatabaseName } from './raw-floors';
+export { floorWithProtocol, postgresFloor, sqliteFloor, storeWithProtocol, type Contender, type DatabaseName } from './raw-floors';
 
 /** The fence on `storeUrl`, through `runFencedTool` in an activity context. */
 export async function fenceContender(database: 'PostgreSQL' | 'SQLite', storeUrl: string): Promise<Contender & { store: CheckpointStore }> {

@@ -7,7 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { openFloorDatabase } from '../durable-floor';
-import { protocolFresh, protocolRedelivery } from '../protocol-work';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { writeFreshCall } from '../fresh-call';
+import { protocolFresh, protocolFreshRecords, protocolRedelivery, protocolRedeliveryBinding } from '../protocol-work';
 
 /** The databases the contenders write to. */
 export type DatabaseName = 'PostgreSQL' | 'SQLite' | 'Redis';
@@ -103,6 +105,30 @@ export function floorWithProtocol(floor: Contender): Contender {
     async redeliver(id) {
       protocolRedelivery(id);
       await floor.redeliver(id);
+    },
+    close: async () => undefined,
+  };
+}
+
+/**
+ * The fence's own store under the protocol's work, without the fence: per fresh call the
+ * protocol's derivations and records (`../protocol-work`), then the store's claimed insert and
+ * compare-and-swap of them; per re-delivery the derivations, then the store's read. Between the
+ * floor plus the protocol's work and the fence, it shows what the store (row encoding and
+ * checks, its connections or thread) costs apart from what the fence does around it.
+ */
+export function storeWithProtocol(database: DatabaseName, store: CheckpointStore): Contender {
+  return {
+    name: `the fence's store alone (${database}) + the protocol's work`,
+    database,
+    floor: false,
+    async fresh() {
+      const id = randomUUID();
+      await writeFreshCall(store, protocolFreshRecords(id));
+      return id;
+    },
+    async redeliver(id) {
+      if ((await store.get(protocolRedeliveryBinding(id))) === null) throw new Error('store alone: no record');
     },
     close: async () => undefined,
   };
