@@ -80,7 +80,9 @@ export async function runMainJob(options: { workDir?: string; log?: (line: strin
       log(
         `${identity} started, armed to SIGKILL itself ${point === 'after-effect' ? `right after a ${toolName} effect, before the result is stored` : 'right after a result is stored, before it is delivered'}`,
       );
-      const how = await Promise.race([doomed.exited, new Promise((done) => setTimeout(() => done('still running after 60 s'), 60_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      const how = await Promise.race([doomed.exited, new Promise((done) => (timer = setTimeout(() => done('still running after 60 s'), 60_000)))]);
+      clearTimeout(timer); // else it holds the process for up to 60 s after the report
       log(`${identity} exited: ${String(how)}`);
     };
     const started = crashOnce('worker-1', 'after-effect', 'create_ticket');

@@ -14,13 +14,21 @@ describe('the main job', () => {
   let dir: string;
   let reports: RunReport[];
   const lines: string[] = [];
+  const timers = { before: 0, after: 0 };
+  const activeTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-main-job-'));
+    timers.before = activeTimers();
     reports = await runMainJob({ workDir: dir, log: (line) => lines.push(line) });
+    timers.after = activeTimers();
   });
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('leaves no timer behind once it returns, so `npm start` exits as soon as its report is printed', () => {
+    expect(timers.after).toBeLessThanOrEqual(timers.before);
+  });
 
   it('kills one worker right after an effect and another right after a result was stored, both with SIGKILL', () => {
     expect(lines).toContain('worker-1 exited: SIGKILL');
