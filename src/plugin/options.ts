@@ -143,9 +143,6 @@ export interface ToolCheckpointPluginOptions extends Pick<
   readonly heartbeatTimeoutMs?: number | null;
 }
 
-/** Default `heartbeatTimeoutMs`: 10,000 ms, as for the agent workflow's tool activities. */
-export const DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS = DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS;
-
 /** Default `unknownOutcomeRetryMs`: 300,000 ms (5 minutes). */
 export const DEFAULT_UNKNOWN_OUTCOME_RETRY_MS = 300_000;
 
@@ -226,7 +223,7 @@ export function resolveFenceSettings(options: ToolCheckpointPluginOptions): Fenc
 /** `heartbeatTimeoutMs`, validated (see {@link validatePluginOptions}) and resolved: ms, or null for none. Read as own option, as validated. */
 export function resolveHeartbeatTimeoutMs(options: ToolCheckpointPluginOptions): number | null {
   const value = ownOption(options, 'heartbeatTimeoutMs') as number | null | undefined;
-  return value === undefined ? DEFAULT_FENCED_HEARTBEAT_TIMEOUT_MS : value;
+  return value === undefined ? DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS : value;
 }
 
 /** An option given on `options` itself, never read through a polluted `Object.prototype`. */

@@ -37,24 +37,23 @@ describe('a worker of the fleet', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** A worker's environment on `taskQueue` with a SQLite store file in the test's folder, and the configuration it resolves to. */
+  const fleet = (taskQueue: string, storeFile: string, extra: Record<string, string> = {}) => {
+    const env = { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: taskQueue, TTC_STORE_URL: `sqlite:${join(dir, storeFile)}`, TTC_PROVIDER_URL: provider.url, ...extra };
+    return { env, config: resolveConfig({}, { ...process.env, ...env }) };
+  };
+  const ticketTranscript = (): unknown => JSON.parse(readFileSync(join(__dirname, '../../examples/transcripts/anthropic-ticket.json'), 'utf8'));
+
   it('finishes its running tool call on SIGTERM, exits 0, and another worker completes the run without a second effect', async () => {
-    const env = {
-      TEMPORAL_ADDRESS: server.address,
-      TEMPORAL_TASK_QUEUE: 'fleet-shutdown',
-      TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
-      TTC_PROVIDER_URL: provider.url,
-      // At least the demo tools' call deadline (30 s) plus the margin: the configuration refuses less.
-      TTC_SHUTDOWN_GRACE_TIME: '40s',
-    };
-    const config = resolveConfig({}, { ...process.env, ...env });
+    // At least the demo tools' call deadline (30 s) plus the margin: the configuration refuses less.
+    const { env, config } = fleet('fleet-shutdown', 'checkpoints.db', { TTC_SHUTDOWN_GRACE_TIME: '40s' });
     // The provider holds every mutating request for 3 s, so the tool is mid-call when SIGTERM arrives.
     await provider.client.setFaults({ delayMs: 3_000, pathPrefix: '/tickets' });
     const first = await spawnWorker({ env, identity: 'worker-graceful' });
     workers.push(first);
     const { client, close } = await connectClient(config);
     try {
-      const transcript = JSON.parse(readFileSync(join(__dirname, '../../examples/transcripts/anthropic-ticket.json'), 'utf8')) as unknown;
-      const handle = await startAgentRun(client, config, scriptedRunInput(config, transcript), `fleet-shutdown-${Date.now()}`);
+      const handle = await startAgentRun(client, config, scriptedRunInput(config, ticketTranscript()), `fleet-shutdown-${Date.now()}`);
       // The claim is durable before the tool runs: once the checkpoint is executing, the tool is mid-call.
       const store = await openCheckpointStore(config.store.url);
       try {
@@ -77,19 +76,12 @@ describe('a worker of the fleet', () => {
     }
   });
   it('is noticed by the 10 s heartbeat timeout its tool activities get by default when SIGKILLed mid-call, not the 60 s start-to-close timeout', async () => {
-    const env = {
-      TEMPORAL_ADDRESS: server.address,
-      TEMPORAL_TASK_QUEUE: 'fleet-kill-default-heartbeat',
-      TTC_STORE_URL: `sqlite:${join(dir, 'killed.db')}`,
-      TTC_PROVIDER_URL: provider.url,
-    };
-    const config = resolveConfig({}, { ...process.env, ...env });
+    const { env, config } = fleet('fleet-kill-default-heartbeat', 'killed.db');
     const doomed = await spawnWorker({ env, identity: 'worker-killed', crashAt: { point: 'after-effect', toolName: 'create_ticket' } });
     workers.push(doomed);
     const { client, close } = await connectClient(config);
     try {
-      const transcript = JSON.parse(readFileSync(join(__dirname, '../../examples/transcripts/anthropic-ticket.json'), 'utf8')) as unknown;
-      const scripted = scriptedRunInput(config, transcript);
+      const scripted = scriptedRunInput(config, ticketTranscript());
       // A run started with activity options that set no heartbeat timeout, as a user's own client may.
       const { heartbeatTimeoutMs: _unset, ...activityOptions } = scripted.activityOptions!;
       const before = (await provider.client.effects()).byKind['ticket.create'] ?? 0;
