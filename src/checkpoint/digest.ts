@@ -25,7 +25,16 @@ import { CheckpointError } from './errors';
  * @see RFC 8785, docs/protocol.md#keys-and-digests
  */
 export function fingerprintInput(input: unknown, keySecret?: Uint8Array): string {
-  const text = canonicalJson(input, 'input');
+  return fingerprintCanonicalInput(canonicalJson(input, 'input'), keySecret);
+}
+
+/**
+ * {@link fingerprintInput} of the input whose RFC 8785 canonical JSON is `text` (for a caller
+ * that already canonicalised and bounded it, e.g. with `canonicalToolInput`).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a secret shorter than 32 bytes.
+ */
+export function fingerprintCanonicalInput(text: string, keySecret?: Uint8Array): string {
   if (keySecret === undefined) return `sha256:${sha256Hex(text)}`;
   assertIdempotencyKeySecret(keySecret);
   const check = createHmac('sha256', keySecret).update('ttc/idempotency-key-check/1', 'utf8').digest('hex');

@@ -80,6 +80,25 @@ const MAX_PATH_LENGTH = 200;
  * @throws {@link CheckpointError} INVALID_ARGUMENT for a bad `maxBytes` (the caller's bug, not the model's).
  */
 export function checkToolInputValue(value: unknown, options: ToolInputCheckOptions = {}): ToolInputProblem | null {
+  const checked = checkToolInput(value, options);
+  return typeof checked === 'string' ? null : checked;
+}
+
+/**
+ * Asserts an acceptable tool input value (see {@link checkToolInputValue}) and returns its RFC
+ * 8785 canonical JSON, computed once for the size check and the input fingerprint.
+ *
+ * @param what names the call in the message, e.g. `create_ticket call "toolu_1"`.
+ * @throws {@link CheckpointError} INVALID_TOOL_INPUT with `details.reason` (a {@link ToolInputRefusal}) and `details.path`.
+ */
+export function canonicalToolInput(value: unknown, what: string, options: ToolInputCheckOptions = {}): string {
+  const checked = checkToolInput(value, options);
+  if (typeof checked !== 'string') throw toolInputError(checked, what);
+  return checked;
+}
+
+/** The canonical JSON of an acceptable tool input, or the first problem found. */
+function checkToolInput(value: unknown, options: ToolInputCheckOptions): ToolInputProblem | string {
   const maxBytes = resolveMaxToolInputBytes(options.maxBytes);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return problem('not-object', '$', `tool input must be a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
@@ -110,13 +129,14 @@ export function checkToolInputValue(value: unknown, options: ToolInputCheckOptio
       }
     }
   }
-  const bytes = utf8ByteLength(canonicalize(value) as string);
+  const canonical = canonicalize(value) as string;
+  const bytes = utf8ByteLength(canonical);
   if (bytes > maxBytes) return problem('too-large', '$', `tool input is ${bytes} bytes as canonical JSON, over the limit of ${maxBytes}`);
   const [duplicate] = options.duplicateKeys ?? [];
   if (duplicate !== undefined)
     return problem('duplicate-key', duplicate.path, `member name ${JSON.stringify(cut(duplicate.key))} appears more than once in the object at ${cut(duplicate.path)}`);
   const [inexact] = options.inexactNumbers ?? [];
-  return inexact === undefined ? null : inexactNumber(inexact);
+  return inexact === undefined ? canonical : inexactNumber(inexact);
 }
 
 /**

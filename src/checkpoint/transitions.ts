@@ -297,7 +297,8 @@ function finish(record: CheckpointRecord, at: string, action: Action, changes: P
   const result = merged.result === null ? null : Object.freeze({ payload: kept ? merged.result.payload : frozenPayload(merged.result.payload) });
   const next: CheckpointRecord = Object.freeze({
     ...merged,
-    binding: frozenCopy(merged.binding)!,
+    // A record this layer built holds a frozen five-field binding: shared, so its row key is computed once per call.
+    binding: isKnownValid(record) && merged.binding === record.binding ? record.binding : frozenCopy(merged.binding)!,
     execution: frozenCopy(merged.execution),
     result,
     delivery: frozenCopy(merged.delivery),

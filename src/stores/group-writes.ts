@@ -1,7 +1,7 @@
 /**
  * The store-independent half of `getMany` and `writeGroup` (docs/protocol.md#side-stores): checking the
  * arguments, encoding each write exactly as its single method does (`RowCodec.encode`, the
- * `expected` body digest of a compare-and-swap) before anything is sent, and turning what the
+ * `expected` body of a compare-and-swap) before anything is sent, and turning what the
  * database answered into {@link GroupWriteResult}s (remembering written bodies, decoding the rows
  * a create found). Both stores (`./sqlite-store`, `./postgres-store`) share it, so a group write
  * follows the single methods' sealing, encryption and quarantine rules by construction.
@@ -127,7 +127,7 @@ function encodeOne(codec: RowCodec, write: GroupWrite): EncodedGroupWrite {
       });
     }
     const row = codec.encode(write.next);
-    const expectedBody = codec.expectedBodyDigest(write.expectedRevision, row.key, write.expected)!;
+    const expectedBody = codec.expectedBody(write.expectedRevision, row.key, write.expected)!;
     return { kind: 'cas', next: write.next, row, expectedRevision: write.expectedRevision, expectedBody };
   }
   throw new CheckpointError('INVALID_ARGUMENT', `writeGroup: kind must be 'create' or 'cas', got ${JSON.stringify((write as { kind?: unknown }).kind)}`, { field: 'kind' });

@@ -11,7 +11,7 @@ import { MAX_RESOLVE_ROUNDS, type PgConnection } from './pg-connection';
 import { classifyPgError } from './pg-errors';
 import { stored, type Row } from './pg-rows';
 import type { PgStatements } from './pg-statements';
-import type { RowCodec } from './row-codec';
+import { bodyDigest, type RowCodec } from './row-codec';
 
 /** A `writeGroup` transaction whose connection was lost; `committing`: after its COMMIT was sent. */
 class GroupLost extends Error {
@@ -152,7 +152,7 @@ export class PgGroupWriter {
           cas.map((w) => w.row.revision),
           cas.map((w) => w.row.updatedAt),
           cas.map((w) => w.row.body),
-          cas.map((w) => w.expectedBody),
+          cas.map((w) => bodyDigest(w.expectedBody)),
         ]),
       );
     }

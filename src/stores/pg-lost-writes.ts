@@ -78,9 +78,9 @@ export class LostWriteSettler {
   }
 
   /** Sends the conditional UPDATE: revision-only, or also on the stored body's digest. */
-  sendCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null): Promise<{ rowCount: number | null }> {
-    if (expectedBody === null) return this.conn.write(this.sql.CAS, casParams(row, expectedRevision));
-    return this.conn.write(this.sql.CAS_BODY, [...casParams(row, expectedRevision), expectedBody]);
+  sendCas(row: EncodedRow, expectedRevision: number, expectedDigest: string | null): Promise<{ rowCount: number | null }> {
+    if (expectedDigest === null) return this.conn.write(this.sql.CAS, casParams(row, expectedRevision));
+    return this.conn.write(this.sql.CAS_BODY, [...casParams(row, expectedRevision), expectedDigest]);
   }
 
   /**
@@ -92,7 +92,7 @@ export class LostWriteSettler {
    * them); anything else → STORE_OUTCOME_UNKNOWN. Run it inside {@link settling}: no failure of
    * a step is STORE_UNAVAILABLE.
    */
-  async settleCas(row: EncodedRow, expectedRevision: number, expectedBody: string | null, next: CheckpointRecord, cause: unknown): Promise<boolean> {
+  async settleCas(row: EncodedRow, expectedRevision: number, expectedDigest: string | null, next: CheckpointRecord, cause: unknown): Promise<boolean> {
     const won = (body: string): true => {
       this.codec.remember(next, body);
       return true;
@@ -101,12 +101,12 @@ export class LostWriteSettler {
       const raw = await this.rereadRow(row.key, cause);
       if (raw === null) break;
       if (raw.body === row.body) return won(row.body);
-      if (expectedBody !== null && Number(raw.revision) === expectedRevision && (typeof raw.body !== 'string' || bodyDigest(raw.body) !== expectedBody)) return false;
+      if (expectedDigest !== null && Number(raw.revision) === expectedRevision && (typeof raw.body !== 'string' || bodyDigest(raw.body) !== expectedDigest)) return false;
       const current = this.codec.decode(stored(raw));
       if (current.revision === next.revision) return this.codec.sameRecord(current, next) && won(raw.body as string);
       if (current.revision !== expectedRevision) break;
       try {
-        if ((await this.sendCas(row, expectedRevision, expectedBody)).rowCount === 1) return won(row.body);
+        if ((await this.sendCas(row, expectedRevision, expectedDigest)).rowCount === 1) return won(row.body);
       } catch (error) {
         if (error instanceof OutcomeUnknown) continue;
         // The re-send was refused, so it wrote nothing; the lost one may still commit: unknown.

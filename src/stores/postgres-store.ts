@@ -197,7 +197,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
     const rows = await this.conn.read<Row>(this.sql.GET, [key]);
-    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]), { binding, key });
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
@@ -209,15 +209,16 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
     assertCasArguments(expectedRevision, next);
     const row = this.codec.encode(next);
-    const expectedBody = this.codec.expectedBodyDigest(expectedRevision, row.key, expected);
+    const expectedBody = this.codec.expectedBody(expectedRevision, row.key, expected);
+    const expectedDigest = expectedBody === null ? null : bodyDigest(expectedBody);
     try {
-      const swapped = (await this.lostWrites.sendCas(row, expectedRevision, expectedBody)).rowCount === 1;
+      const swapped = (await this.lostWrites.sendCas(row, expectedRevision, expectedDigest)).rowCount === 1;
       if (swapped) this.codec.remember(next, row.body);
       return swapped;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       const cause = error.driverError;
-      return this.lostWrites.settling(row.key, 'compare-and-swap', cause, () => this.lostWrites.settleCas(row, expectedRevision, expectedBody, next, cause));
+      return this.lostWrites.settling(row.key, 'compare-and-swap', cause, () => this.lostWrites.settleCas(row, expectedRevision, expectedDigest, next, cause));
     }
   }
 

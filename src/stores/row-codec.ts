@@ -8,8 +8,8 @@ import { assertIdentifier, LIMITS, parseTimestamp } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { parseCheckpoint, serializeCheckpoint, type ParseOptions, type SealOptions } from '../checkpoint/codec';
 import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
-import { deepFreeze, validateCheckpoint } from '../checkpoint/record';
-import { STATUSES, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
+import { bindingDifferences, deepFreeze, validateCheckpoint } from '../checkpoint/record';
+import { STATUSES, type Binding, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStoreOptions, QuarantinedRow } from './checkpoint-store';
 import { createPayloadCipher, decryptText, isEncryptedPayload, missingKeyError, protectPlainText, type PayloadCipher } from './payload-cipher';
@@ -50,9 +50,10 @@ export class RowCodec {
   private readonly parseOptions: ParseOptions;
   private readonly cipher: PayloadCipher | null;
   /**
-   * The digest of the exact stored body each record object came from (decoded here) or was
-   * written as (see {@link remember}): what a compare-and-swap with `expected` requires the row
-   * to still hold. Weak: a record the caller dropped is forgotten with it.
+   * The exact stored body each record object came from (decoded here) or was written as (see
+   * {@link remember}); its digest is what a compare-and-swap with `expected` requires the row to
+   * still hold, hashed only when such a compare-and-swap comes (most records are never one's
+   * `expected`). Weak: a record the caller dropped is forgotten with it.
    */
   private readonly bodies = new WeakMap<object, string>();
 
@@ -129,13 +130,15 @@ export class RowCodec {
    * plaintext payloads. An `execution.uncertainReason` is decrypted when encrypted; a plaintext
    * one (written before reasons were encrypted, or without a key) is read as is.
    *
+   * @param lookedUp the binding the row was read by and its key, when it was read by key: a body
+   *   whose binding has the same five fields has that key, so it is not hashed again.
    * @throws {@link CheckpointError} INVALID_CHECKPOINT, INTEGRITY_FAILURE, UNSUPPORTED_SCHEMA or
    *   DECRYPTION_FAILED; the message starts with the row key and `details.key` holds it.
    */
-  decode(row: StoredRow): CheckpointRecord {
+  decode(row: StoredRow, lookedUp?: { readonly binding: Binding; readonly key: string }): CheckpointRecord {
     try {
       const parsed = parseCheckpoint(row.body as string, this.parseOptions);
-      const key = checkpointKey(parsed.binding);
+      const key = lookedUp !== undefined && bindingDifferences(parsed.binding, lookedUp.binding).length === 0 ? lookedUp.key : checkpointKey(parsed.binding);
       if (key !== row.key)
         throw new CheckpointError('INVALID_CHECKPOINT', `the body's binding has key ${key}, not the row's key (a body moved between rows)`, { field: 'row.key' });
       if (parsed.status !== row.status)
@@ -177,22 +180,23 @@ export class RowCodec {
    * @returns `record`.
    */
   remember<T extends CheckpointRecord>(record: T, body: string): T {
-    this.bodies.set(record, bodyDigest(body));
+    this.bodies.set(record, body);
     return record;
   }
 
   /**
-   * The body digest a compare-and-swap from `expected` must find in the row, or null when no
+   * The exact body a compare-and-swap from `expected` must find in the row, or null when no
    * `expected` was given (revision-only CAS). `nextKey` is the row key of the record replacing it.
+   * SQLite compares this text in the database; PostgreSQL sends its {@link bodyDigest} instead.
    *
    * @throws {@link CheckpointError} INVALID_ARGUMENT when `expected` is not a record this
    *   codec decoded or remembered (never a silent fall-back to revision-only), or is not at
    *   `expectedRevision`, or is another row's record than `next`.
    */
-  expectedBodyDigest(expectedRevision: number, nextKey: string, expected: CheckpointRecord | undefined): string | null {
+  expectedBody(expectedRevision: number, nextKey: string, expected: CheckpointRecord | undefined): string | null {
     if (expected === undefined) return null;
-    const digest = typeof expected === 'object' && expected !== null ? this.bodies.get(expected) : undefined;
-    if (digest === undefined) {
+    const body = typeof expected === 'object' && expected !== null ? this.bodies.get(expected) : undefined;
+    if (body === undefined) {
       throw new CheckpointError(
         'INVALID_ARGUMENT',
         'compareAndSwap: expected is not a record this store returned or wrote (pass the record from get, getByCall, createIfAbsent or listByStatus, or a next whose compare-and-swap succeeded)',
@@ -210,7 +214,7 @@ export class RowCodec {
     if (checkpointKey(expected.binding) !== nextKey) {
       throw new CheckpointError('INVALID_ARGUMENT', "compareAndSwap: expected is another row's record than next (their bindings differ)", { field: 'expected.binding' });
     }
-    return digest;
+    return body;
   }
 
   /** Whether two records are the same (canonical JSON equality, plaintext payloads). */
@@ -231,7 +235,7 @@ function unencryptedError(keyId: string): CheckpointError {
   );
 }
 
-/** Lowercase hex SHA-256 of a stored body's UTF-8 bytes (what SQLite's `ttc_sha256(body)` and PostgreSQL's `encode(sha256(convert_to(body, 'UTF8')), 'hex')` compute). */
+/** Lowercase hex SHA-256 of a stored body's UTF-8 bytes (what PostgreSQL's `encode(sha256(convert_to(body, 'UTF8')), 'hex')` computes). */
 export function bodyDigest(body: string): string {
   return createHash('sha256').update(body, 'utf8').digest('hex');
 }

@@ -2,13 +2,12 @@
 /**
  * Opens the SQLite store's connection for its executor (docs/protocol.md#side-stores): creates the file and its
  * missing directories when absent (mode 0600 and 0700, see {@link restrictFileModes} and
- * {@link createDirectory}), sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout, registers
- * `ttc_sha256(body)`, and applies the schema migrations under `BEGIN IMMEDIATE`. Plain
+ * {@link createDirectory}), sets WAL, `synchronous = FULL` (every commit fsynced) and the busy timeout,
+ * and applies the schema migrations under `BEGIN IMMEDIATE`. Plain
  * JavaScript, like the executor (`./sqlite-executor.js`); the migrations are passed in.
  */
 'use strict';
 
-const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const { dirname, resolve } = require('node:path');
 const { SqliteExecutor, wireDriverError } = require('./sqlite-executor');
@@ -18,16 +17,6 @@ const { SqliteExecutor, wireDriverError } = require('./sqlite-executor');
  * @typedef {import('./sqlite-protocol').SqliteExecutorOptions} SqliteExecutorOptions
  * @typedef {import('better-sqlite3').Database} Database
  */
-
-/**
- * Lowercase hex SHA-256 of a body's UTF-8 bytes: SQLite's `ttc_sha256(body)`. Must equal
- * `bodyDigest` of `./row-codec.ts` (the digest a compare-and-swap with `expected` matches).
- * @param {string} body
- * @returns {string}
- */
-function bodyDigest(body) {
-  return createHash('sha256').update(body, 'utf8').digest('hex');
-}
 
 /**
  * Opens (creating it and its missing directories when absent) the database, sets WAL, `synchronous = FULL` and the busy
@@ -52,7 +41,6 @@ function openExecutor(options) {
     db = new Database(options.path, { timeout: options.busyTimeoutMs });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.function('ttc_sha256', { deterministic: true }, (body) => (typeof body === 'string' ? bodyDigest(body) : null));
     const refused = migrate(db, options.migrations);
     if (refused !== null) {
       db.close();
@@ -162,4 +150,4 @@ function migrate(db, migrations) {
   }
 }
 
-module.exports = { openExecutor, bodyDigest, STORE_FILE_MODE };
+module.exports = { openExecutor, STORE_FILE_MODE };

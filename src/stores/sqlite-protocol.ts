@@ -54,7 +54,7 @@ export type SqliteReadRequest =
 export type SqliteWriteRequest =
   /** `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key or the call. */
   | { readonly op: 'insert'; readonly row: SqliteRowColumns }
-  /** One conditional UPDATE on key and revision (and, when `expectedBody` is a digest, the body's SHA-256). */
+  /** One conditional UPDATE on key and revision (and, when `expectedBody` is given, the exact stored body). */
   | { readonly op: 'cas'; readonly row: SqliteRowColumns; readonly expectedRevision: number; readonly expectedBody: string | null }
   /**
    * `writeGroup`: each write as `insert` / `cas` would run it, in order, all under this request's

@@ -76,7 +76,7 @@ function prepare(db) {
     ),
     casBody: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
-       WHERE key = @key AND revision = @expectedRevision AND ttc_sha256(body) = @expectedBody`,
+       WHERE key = @key AND revision = @expectedRevision AND body = @expectedBody`,
     ),
     scan: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > ? ORDER BY key LIMIT ?`),
     pruneCandidates: db.prepare(

@@ -33,7 +33,7 @@
  * outcome unknown is settled by re-read or reported STORE_OUTCOME_UNKNOWN (`./sqlite-executor.js`).
  *
  * A compare-and-swap is one `UPDATE … WHERE key = ? AND revision = ?` (and, when the caller
- * passes the record it read, `AND ttc_sha256(body) = ?`: the body must be the one read).
+ * passes the record it read, `AND body = ?`: the body must be exactly the one read).
  */
 import { assertPeersInstalled } from '../optional-peer';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
@@ -156,7 +156,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async get(binding: Binding): Promise<CheckpointRecord | null> {
     const key = checkpointKey(binding);
     const row = await this.thread.request<SqliteRow | null>({ op: 'get', key });
-    return row === null ? null : this.codec.decode(stored(row));
+    return row === null ? null : this.codec.decode(stored(row), { binding, key });
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {
@@ -168,7 +168,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async compareAndSwap(expectedRevision: number, next: CheckpointRecord, expected?: CheckpointRecord): Promise<boolean> {
     assertCasArguments(expectedRevision, next);
     const row = this.codec.encode(next);
-    const expectedBody = this.codec.expectedBodyDigest(expectedRevision, row.key, expected);
+    const expectedBody = this.codec.expectedBody(expectedRevision, row.key, expected);
     const swapped = await this.thread.request<boolean>({ op: 'cas', row, expectedRevision, expectedBody });
     if (swapped) this.codec.remember(next, row.body);
     return swapped;

@@ -89,7 +89,7 @@ function insertRow(s, r) {
 }
 
 /**
- * One conditional UPDATE on key and revision (and, when `expectedBody` is a digest, the body's SHA-256).
+ * One conditional UPDATE on key and revision (and, when `expectedBody` is given, the exact stored body).
  * @param {Statements} s
  * @param {SqliteRowColumns} r
  * @param {number} expectedRevision

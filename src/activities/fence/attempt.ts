@@ -385,8 +385,10 @@ export class Attempt {
     const complete = (current: CheckpointRecord, result: ToolOutcome): TransitionResult =>
       completeAndDeliver(current, { attemptId: this.call.attemptId, deliveryId: this.call.deliveryId, at: this.now(current), result, maxPayloadBytes: this.deps.maxPayloadBytes });
     let payload = outcome;
+    // The completion from `claimed`, reused by the first round (the common case: nothing raced it).
+    let fromClaimed: TransitionResult | null = null;
     try {
-      complete(claimed, outcome);
+      fromClaimed = complete(claimed, outcome);
     } catch (error) {
       if (!isCheckpointError(error, 'PAYLOAD_TOO_LARGE') && !isCheckpointError(error, 'NOT_JSON')) throw error;
       payload = unstorableResult(error, outcome, (candidate) => complete(claimed, candidate));
@@ -394,7 +396,7 @@ export class Attempt {
     let current = claimed;
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       // Throws FENCE_CONFLICT once another attempt holds the fence: this result is discarded.
-      const completion = complete(current, payload);
+      const completion = current === claimed && fromClaimed !== null ? fromClaimed : complete(current, payload);
       if (await this.cas(completion, current)) {
         // The crash windows (docs/protocol.md#crash-windows) after the result is stored: the next
         // attempt finds it delivered and returns it from the store.

@@ -14,8 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod/v4';
 import { canonicalJson } from '../../checkpoint/canonical-json';
 import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
-import { fingerprintInput, intentDigest, sha256Hex } from '../../checkpoint/digest';
-import { assertToolInput } from '../../checkpoint/model-input';
+import { fingerprintCanonicalInput, fingerprintInput, intentDigest, sha256Hex } from '../../checkpoint/digest';
+import { canonicalToolInput } from '../../checkpoint/model-input';
 import { deepFreeze } from '../../checkpoint/record';
 import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
@@ -130,13 +130,13 @@ export async function prepareCompensation(
   }
   const what = `compensation input of ${original.tool.name} call ${JSON.stringify(input.callId)} for tool ${tool.name}`;
   const modelInput = compensationModelInput(declared.input, applied, what);
-  assertToolInput(modelInput, what, { maxBytes: limits.maxToolInputBytes });
+  const modelInputText = canonicalToolInput(modelInput, what, { maxBytes: limits.maxToolInputBytes });
   const binding: Binding = {
     namespace: identity.namespace,
     callId: identity.callId,
     toolName: tool.name,
     toolRevision: tool.revision,
-    inputFingerprint: fingerprintInput(modelInput, secret),
+    inputFingerprint: fingerprintCanonicalInput(modelInputText, secret),
   };
   const compensation = { toolName: tool.name, toolRevision: tool.revision };
   const parsed = tool.input.safeParse(modelInput);

@@ -9,8 +9,8 @@ import { callBindingId } from '../../checkpoint/call-identity';
 import { LIMITS } from '../../checkpoint/bounds';
 import { CheckpointError, isCheckpointError } from '../../checkpoint/errors';
 import { canonicalJson } from '../../checkpoint/canonical-json';
-import { fingerprintInput, idempotencyKey, intentDigest, sha256Hex } from '../../checkpoint/digest';
-import { assertToolInput, toolInputError } from '../../checkpoint/model-input';
+import { fingerprintCanonicalInput, idempotencyKey, intentDigest, sha256Hex } from '../../checkpoint/digest';
+import { canonicalToolInput, toolInputError } from '../../checkpoint/model-input';
 import { deepFreeze } from '../../checkpoint/record';
 import type { Binding, JsonValue } from '../../checkpoint/types';
 import type { FencedToolInput } from '../contract/contract';
@@ -110,7 +110,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     );
   }
   const what = `input of ${tool.name} call ${JSON.stringify(input.callId)}`;
-  assertToolInput(input.input, what, { maxBytes: limits.maxToolInputBytes });
+  const inputText = canonicalToolInput(input.input, what, { maxBytes: limits.maxToolInputBytes });
   const parsed = tool.input.safeParse(input.input);
   if (!parsed.success) {
     throw new CheckpointError('INVALID_TOOL_INPUT', `${what} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
@@ -126,7 +126,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
     // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
     const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
-    return { args, digest, keyCallId, inputFingerprint: fingerprintInput(input.input, context.idempotencyKeySecret) };
+    return { args, digest, keyCallId, inputFingerprint: fingerprintCanonicalInput(inputText, context.idempotencyKeySecret) };
   });
   const address = callAddress(input, context, keyCallId);
   const binding: Binding = {
