@@ -38,3 +38,19 @@ export function checkpointKey(binding: Binding): string {
 }
 
 const KEYS = new WeakMap<Binding, string>();
+
+/**
+ * A frozen copy of the five fields of `binding`, taken before a store awaits its row, so a caller
+ * that changes its binding object meanwhile cannot change what the row is checked against.
+ * Anything but an object is returned as it is, for {@link checkpointKey} to refuse.
+ */
+export function bindingSnapshot(binding: Binding): Binding {
+  if (typeof binding !== 'object' || binding === null) return binding;
+  return Object.freeze({
+    namespace: binding.namespace,
+    callId: binding.callId,
+    toolName: binding.toolName,
+    toolRevision: binding.toolRevision,
+    inputFingerprint: binding.inputFingerprint,
+  });
+}

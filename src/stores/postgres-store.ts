@@ -40,7 +40,7 @@ import { assertPeersInstalled } from '../optional-peer';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
-import { checkpointKey } from './checkpoint-key';
+import { bindingSnapshot, checkpointKey } from './checkpoint-key';
 import type {
   CheckpointStore,
   CheckpointStoreOptions,
@@ -195,9 +195,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
-    const key = checkpointKey(binding);
+    const lookedUp = bindingSnapshot(binding);
+    const key = checkpointKey(lookedUp);
     const rows = await this.conn.read<Row>(this.sql.GET, [key]);
-    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]), { binding, key });
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]), { binding: lookedUp, key });
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {

@@ -38,7 +38,7 @@
 import { assertPeersInstalled } from '../optional-peer';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
-import { checkpointKey } from './checkpoint-key';
+import { bindingSnapshot, checkpointKey } from './checkpoint-key';
 import type {
   CheckpointStore,
   CheckpointStoreOptions,
@@ -154,9 +154,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
-    const key = checkpointKey(binding);
+    const lookedUp = bindingSnapshot(binding);
+    const key = checkpointKey(lookedUp);
     const row = await this.thread.request<SqliteRow | null>({ op: 'get', key });
-    return row === null ? null : this.codec.decode(stored(row), { binding, key });
+    return row === null ? null : this.codec.decode(stored(row), { binding: lookedUp, key });
   }
 
   async getByCall(namespace: string, callId: string): Promise<CheckpointRecord | null> {

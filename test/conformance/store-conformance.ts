@@ -734,6 +734,21 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await s.get(neighbour)).toBeNull();
         expect(await target.raw.row(key)).toEqual(damaged);
       });
+
+      test('a binding object the caller changes while get awaits its row cannot let a moved body through', async () => {
+        const binding = makeBinding();
+        const neighbour = makeBinding();
+        await driveTo(store, binding, 'delivered', 0);
+        await driveTo(store, neighbour, 'delivered', 0);
+        const key = checkpointKey(binding);
+        await target.raw.update(key, { body: (await target.raw.row(checkpointKey(neighbour)))!.body });
+
+        const reused = { ...binding };
+        const pending = store.get(reused);
+        Object.assign(reused, neighbour);
+        const error = await expectCode(pending, 'INVALID_CHECKPOINT');
+        expect(error.details.key).toBe(key);
+      });
     });
 
     test('concurrent calls are independent: a quarantined row fails only its own call', async () => {

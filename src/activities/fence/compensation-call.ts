@@ -139,7 +139,8 @@ export async function prepareCompensation(
     inputFingerprint: fingerprintCanonicalInput(modelInputText, secret),
   };
   const compensation = { toolName: tool.name, toolRevision: tool.revision };
-  const parsed = tool.input.safeParse(modelInput);
+  // A copy, as in prepareCall: a schema that changes its input in place cannot change what was fingerprinted.
+  const parsed = tool.input.safeParse(JSON.parse(modelInputText));
   if (!parsed.success) {
     const inputError = new CheckpointError(
       'INVALID_TOOL_INPUT',

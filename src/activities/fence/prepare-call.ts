@@ -111,7 +111,8 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
   }
   const what = `input of ${tool.name} call ${JSON.stringify(input.callId)}`;
   const inputText = canonicalToolInput(input.input, what, { maxBytes: limits.maxToolInputBytes });
-  const parsed = tool.input.safeParse(input.input);
+  // The schema parses a copy: one that changes its input in place cannot change the model's input after its fingerprint was taken.
+  const parsed = tool.input.safeParse(JSON.parse(inputText));
   if (!parsed.success) {
     throw new CheckpointError('INVALID_TOOL_INPUT', `${what} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`, {
       toolName: tool.name,

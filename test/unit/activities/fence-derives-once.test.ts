@@ -2,6 +2,7 @@
  * A fenced call canonicalises and hashes each value once (docs/performance.md, the CPU target):
  * the model's input once for its size bound and its fingerprint, the row key once for both of a
  * fresh call's writes, the completion once, and no stored body is hashed just to be remembered.
+ * The schema parses a copy of the input, so the fingerprint is of the input the model sent.
  * Counted on the real `canonicalize` library and `node:crypto`, through `runFencedTool` on an
  * in-memory SQLite store: a text that reaches either of them twice in one call is work done twice.
  */
@@ -9,6 +10,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../../src/activities';
 import type { FencedToolResult } from '../../../src/activities/contract/contract';
+import { fingerprintInput } from '../../../src/checkpoint/digest';
 import { openCheckpointStore } from '../../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../../src/stores/checkpoint-store';
 
@@ -93,5 +95,31 @@ describe('a fenced call derives each value once', () => {
     expect(repeated(redelivery.canonicalised)).toEqual([]);
     expect(repeated(redelivery.hashed)).toEqual([]);
     expect(redelivery.hashed).toHaveLength(4);
+  });
+
+  it('a schema that changes its input in place changes neither the model input nor the fingerprint taken of it', async () => {
+    const trimming = defineTool({
+      name: 'create_ticket',
+      revision: '1',
+      input: z.preprocess(
+        (value) => {
+          const input = value as { title: string };
+          input.title = input.title.trim();
+          return input;
+        },
+        z.object({ title: z.string() }),
+      ),
+      async execute(input) {
+        return { output: { ticket: `T-${input.title}` } };
+      },
+    });
+    const { runFencedTool } = createToolActivities({ store, tools: [trimming] });
+    const spaced = { ...call, input: { title: '  printer on fire ' } };
+    const result = (await env(1).run(runFencedTool, spaced)) as FencedToolResult;
+    expect(result).toMatchObject({ source: 'executed', outcome: { output: { ticket: 'T-printer on fire' } } });
+    expect(spaced.input).toEqual({ title: '  printer on fire ' });
+    const [record] = await store.listByStatus(['delivered']);
+    expect(record!.binding.inputFingerprint).toBe(fingerprintInput({ title: '  printer on fire ' }));
+    expect(((await env(2).run(runFencedTool, spaced)) as FencedToolResult).source).toBe('store');
   });
 });
