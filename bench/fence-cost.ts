@@ -8,6 +8,9 @@
  *    re-delivery reads (one `get`);
  *  - `activity harness alone`: `MockActivityEnvironment.run` of an activity that does nothing
  *    (the activity context the fence needs; a worker makes its own);
+ *  - `worker-thread round trip alone`: one message shaped like a store request posted to a worker
+ *    thread that posts it straight back (no database): the floor of what each request of a file
+ *    store (BENCH_STORE_URL) crosses, beside that store's own rows;
  *  - `fenced call`: `runFencedTool` of a tool whose `execute` returns at once, fresh (attempt 1,
  *    a new call id) and re-delivered (attempt 2 of a delivered call); and fresh again with a tool
  *    that reads `ctx.signal` (as a tool that passes it to `fetch` does: the signal is then made).
@@ -23,6 +26,7 @@
  * BENCH_STORE_URL (another store, e.g. `sqlite:/tmp/x.db` for a file on its thread; default
  * `sqlite::memory:`), BENCH_MARKDOWN=1 for Markdown.
  */
+import { Worker } from 'node:worker_threads';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../src/activities';
@@ -36,11 +40,12 @@ const UNITS = Number(process.env.BENCH_UNITS ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const TARGET_CPU_MS = 0.3;
 
-type RowName = 'store-fresh' | 'store-redelivery' | 'harness' | 'fenced-fresh' | 'fenced-fresh-signal' | 'fenced-redelivery';
+type RowName = 'store-fresh' | 'store-redelivery' | 'harness' | 'thread-round-trip' | 'fenced-fresh' | 'fenced-fresh-signal' | 'fenced-redelivery';
 const LABELS: Record<RowName, string> = {
   'store-fresh': 'store operations alone: a fresh call (insert + compare-and-swap)',
   'store-redelivery': 'store operations alone: a re-delivery (get)',
   harness: 'activity harness alone (MockActivityEnvironment, no-op activity)',
+  'thread-round-trip': 'worker-thread round trip alone (postMessage there and back, no database)',
   'fenced-fresh': 'fenced call, fresh (attempt 1)',
   'fenced-fresh-signal': 'fenced call, fresh, the tool reads ctx.signal',
   'fenced-redelivery': 'fenced call, re-delivered (attempt 2 of a delivered call)',
@@ -97,6 +102,8 @@ async function main(): Promise<void> {
     composedRound += 1;
     composed = Array.from({ length: count }, (_, n) => composeFreshCall(composedRound, n));
   };
+  // Posts every message straight back: the thread crossing of a store request, without the store.
+  const echo = new Worker("const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => parentPort.postMessage(m));", { eval: true });
   const rows: Record<RowName, (n: number) => Promise<void>> = {
     'store-fresh': async (n) => {
       await writeFreshCall(store, composed[n]!);
@@ -106,6 +113,12 @@ async function main(): Promise<void> {
     },
     harness: async () => {
       await first.run(async () => null);
+    },
+    'thread-round-trip': async (n) => {
+      await new Promise((resolve) => {
+        echo.once('message', resolve);
+        echo.postMessage([{ id: n, op: 'get', key: `ck1-${'0'.repeat(64)}` }]);
+      });
     },
     'fenced-fresh': async () => {
       const result = (await first.run(activities.runFencedTool, call((next += 1)))) as FencedToolResult;
@@ -142,6 +155,7 @@ async function main(): Promise<void> {
     }
   }
   await store.close();
+  await echo.terminate();
 
   heading(
     `bench:fence-cost: ${UNITS} units per row × ${ROUNDS} interleaved rounds, ${storeUrl === 'sqlite::memory:' ? 'in-memory SQLite store' : `store ${storeUrl}`}, one process`,
