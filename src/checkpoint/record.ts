@@ -46,6 +46,23 @@ export function assertBinding(binding: unknown): asserts binding is Binding {
 }
 
 /**
+ * A frozen copy of exactly the five fields of `binding` (extra properties dropped): what a record
+ * holds, and what a store checks a row against while it awaits the row (a caller that changes its
+ * binding object meanwhile changes nothing). Anything but an object is returned as it is, for
+ * {@link assertBinding} to refuse.
+ */
+export function bindingSnapshot(binding: Binding): Binding {
+  if (typeof binding !== 'object' || binding === null) return binding;
+  return Object.freeze({
+    namespace: binding.namespace,
+    callId: binding.callId,
+    toolName: binding.toolName,
+    toolRevision: binding.toolRevision,
+    inputFingerprint: binding.inputFingerprint,
+  });
+}
+
+/**
  * The binding fields in which `a` and `b` differ (empty when they are the same call).
  */
 export function bindingDifferences(a: Binding, b: Binding): string[] {
@@ -67,13 +84,7 @@ export function createCheckpoint(binding: Binding, options: { createdAt: string 
   return trustValid(
     deepFreeze({
       schemaVersion: CURRENT_SCHEMA_VERSION,
-      binding: {
-        namespace: binding.namespace,
-        callId: binding.callId,
-        toolName: binding.toolName,
-        toolRevision: binding.toolRevision,
-        inputFingerprint: binding.inputFingerprint,
-      },
+      binding: bindingSnapshot(binding),
       status: 'ready',
       revision: 0,
       createdAt: options.createdAt,

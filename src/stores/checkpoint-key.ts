@@ -5,7 +5,7 @@
  */
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { sha256Hex } from '../checkpoint/digest';
-import { assertBinding } from '../checkpoint/record';
+import { assertBinding, bindingSnapshot } from '../checkpoint/record';
 import type { Binding } from '../checkpoint/types';
 
 /** Every key starts with this prefix (the key format's version). */
@@ -24,13 +24,7 @@ export function checkpointKey(binding: Binding): string {
   const cached = typeof binding === 'object' && binding !== null ? KEYS.get(binding) : undefined;
   if (cached !== undefined) return cached;
   assertBinding(binding);
-  const text = canonicalJson({
-    namespace: binding.namespace,
-    callId: binding.callId,
-    toolName: binding.toolName,
-    toolRevision: binding.toolRevision,
-    inputFingerprint: binding.inputFingerprint,
-  });
+  const text = canonicalJson(bindingSnapshot(binding));
   const key = `${CHECKPOINT_KEY_PREFIX}${sha256Hex(`ttc/checkpoint-key/1\n${text}`)}`;
   // Records share their frozen binding object across transitions; a frozen one cannot change.
   if (Object.isFrozen(binding)) KEYS.set(binding, key);
@@ -38,19 +32,3 @@ export function checkpointKey(binding: Binding): string {
 }
 
 const KEYS = new WeakMap<Binding, string>();
-
-/**
- * A frozen copy of the five fields of `binding`, taken before a store awaits its row, so a caller
- * that changes its binding object meanwhile cannot change what the row is checked against.
- * Anything but an object is returned as it is, for {@link checkpointKey} to refuse.
- */
-export function bindingSnapshot(binding: Binding): Binding {
-  if (typeof binding !== 'object' || binding === null) return binding;
-  return Object.freeze({
-    namespace: binding.namespace,
-    callId: binding.callId,
-    toolName: binding.toolName,
-    toolRevision: binding.toolRevision,
-    inputFingerprint: binding.inputFingerprint,
-  });
-}

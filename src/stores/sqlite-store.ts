@@ -37,8 +37,9 @@
  */
 import { assertPeersInstalled } from '../optional-peer';
 import { CheckpointError, isCheckpointError } from '../checkpoint/errors';
+import { bindingSnapshot } from '../checkpoint/record';
 import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint/types';
-import { bindingSnapshot, checkpointKey } from './checkpoint-key';
+import { checkpointKey } from './checkpoint-key';
 import type {
   CheckpointStore,
   CheckpointStoreOptions,
