@@ -5,7 +5,7 @@
  * a lookup later proves absent is not run again under the expired approval (the run pauses for a
  * person).
  */
-import { DEADLINE_MS, Harness, MARGIN_MS, never, Provider, ticketTool, typeOf, waitFor } from './harness';
+import { Harness, MARGIN_MS, never, Provider, ticketTool, typeOf, waitFor, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -43,7 +43,7 @@ describe('approval expiry between attempts', () => {
     const call = h.newCall({ approvalExpiresAt: new Date(Date.now() + 500).toISOString() });
     void h.run(h.activities([ticketTool(provider, { withLookup: true })], { hooks: { step: (p) => (p === 'before-execute' ? never() : undefined) } }), call, 1);
     await waitFor(async () => (await h.recordOf(call))?.status === 'executing');
-    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50;
+    h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50;
     const out = await h.run(h.activities([ticketTool(provider, { withLookup: true })]), call, 2);
     expect(out).toEqual({ failure: expect.objectContaining({ type: 'OUTCOME_UNKNOWN', nonRetryable: true }) });
     expect(provider.requests).toHaveLength(0);

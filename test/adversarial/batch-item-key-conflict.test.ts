@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext } from '../../src/activities';
-import { Harness, Provider } from './harness';
+import { Harness, Provider, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -31,7 +31,7 @@ test('an item key reused for a different item: the call ends non-retryably (BIND
     name: 'create_ticket',
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext) {
       const report = await ctx.forEachItem!(

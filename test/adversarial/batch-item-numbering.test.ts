@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
 import type { FencedToolResult } from '../../src/activities/contract/contract';
 import { describeItem, itemPosition } from '../../src/checkpoint/item-position';
-import { Harness, Provider, type Call } from './harness';
+import { Harness, Provider, UNREACHED_DEADLINE_MS, type Call } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -26,7 +26,7 @@ function batchOver(provider: Provider, keys: readonly string[], lose: number | n
     name: 'create_ticket',
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       await ctx.forEachItem!(

@@ -12,7 +12,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
 import type { ResolveToolCallInput, ResolveToolCallResult } from '../../src/activities/contract/contract';
-import { Harness, Provider, type Call } from './harness';
+import { Harness, Provider, UNREACHED_DEADLINE_MS, type Call } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -27,7 +27,7 @@ function batchTool(provider: Provider, revision: string, lose: { of: string | nu
     name: 'create_ticket',
     revision,
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       const report = await ctx.forEachItem!(

@@ -15,7 +15,7 @@
  */
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
-import { Gate, Harness, Provider, waitFor } from './harness';
+import { Gate, Harness, Provider, UNREACHED_DEADLINE_MS, waitFor } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -55,7 +55,7 @@ function batchTool(provider: Provider, source: Source, kind: 'lookup' | 'dedupe'
     name: 'create_ticket',
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     ...(kind === 'dedupe' ? { dedupesByKey: true, keyRetentionMs: 3_600_000 } : {}),
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {

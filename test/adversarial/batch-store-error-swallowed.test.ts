@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { defineTool, type ToolContext, type ToolSuccess } from '../../src/activities';
-import { FlakyStore, Harness, Provider } from './harness';
+import { FlakyStore, Harness, Provider, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -26,7 +26,7 @@ test('writeGroup unavailable after item 2 applied, the tool swallows the error: 
     name: 'create_ticket',
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       try {

@@ -13,7 +13,7 @@ import { defineTool, type ToolContext, type ToolSuccess } from '../../src/activi
 import { CheckpointError } from '../../src/checkpoint/errors';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { FlakyStore, Harness, Provider } from './harness';
+import { FlakyStore, Harness, Provider, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -31,7 +31,7 @@ function batchTool(provider: Provider, options: { swallow: boolean; lookup: bool
     name: 'create_ticket',
     revision: 'v1',
     batch: true,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ title: z.string() }).strict(),
     async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
       const run = () =>

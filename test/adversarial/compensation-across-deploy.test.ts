@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { defineTool, type ToolContext, type ToolSuccess } from '../../src/activities';
 import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
 import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
-import { Harness, never, Provider, waitFor, type Call } from './harness';
+import { Harness, MARGIN_MS, Provider, UNREACHED_DEADLINE_MS, never, waitFor, type Call } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -29,7 +29,7 @@ function charge(refunds: Provider, revision: string, hang: boolean) {
   return defineTool({
     name: 'charge',
     revision: 'v1',
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     input: z.object({ amount: z.number() }).strict(),
     async execute(input): Promise<ToolSuccess> {
       return { output: { chargeId: `ch-${input.amount}` } };
@@ -82,7 +82,7 @@ test('refund sent under revision 1 by an attempt that died before storing it: on
   const v2 = h.activities([charge(refunds, 'refund-2', false)]);
   const early = await compensate(v2, call, 2);
   expect(early).toMatchObject({ failure: { type: 'RECONCILE_PENDING', nonRetryable: false } });
-  h.offsetMs = 60_000; // past the dead attempt's settle time
+  h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 1_000; // past the dead attempt's settle time (its deadline is the tool's)
   const later = await compensate(v2, call, 3);
   expect(later).toMatchObject({ failure: { type: expect.stringMatching(/^(OUTCOME_UNKNOWN|BINDING_CONFLICT)$/), nonRetryable: true } });
   expect(refunds.total()).toBe(1);

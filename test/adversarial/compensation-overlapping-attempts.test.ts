@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolSuccess } from '../../src/activities';
 import type { CompensateToolCallInput, CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
 import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
-import { Gate, Harness, Provider, waitFor, type Call } from './harness';
+import { Gate, Harness, Provider, UNREACHED_DEADLINE_MS, waitFor, type Call } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -44,7 +44,7 @@ function tools(world: World) {
       name,
       revision: 'v1',
       batch: true,
-      callDeadlineMs: 1_000,
+      callDeadlineMs: UNREACHED_DEADLINE_MS,
       dedupesByKey: true,
       keyRetentionMs: 3_600_000,
       input: z.object({ recipients: z.array(z.string()) }).strict(),
@@ -71,7 +71,7 @@ function tools(world: World) {
     defineTool({
       name: 'charge',
       revision: 'v1',
-      callDeadlineMs: 1_000,
+      callDeadlineMs: UNREACHED_DEADLINE_MS,
       input: z.object({ amount: z.number() }).strict(),
       async execute(input): Promise<ToolSuccess> {
         if (world.refuseCharge) throw new ToolError('rejected', 'card declined');

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { defineTool, type ToolActivities } from '../../src/activities';
 import { createCheckpoint } from '../../src/checkpoint/record';
 import type { CheckpointRecord } from '../../src/checkpoint/types';
-import { DEADLINE_MS, FlakyStore, Gate, Harness, MARGIN_MS, never, Provider, schema, ticketTool, typeOf, waitFor, type Call, type Outcome } from './harness';
+import { FlakyStore, Gate, Harness, MARGIN_MS, never, Provider, schema, ticketTool, typeOf, UNREACHED_DEADLINE_MS, waitFor, type Call, type Outcome } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -59,7 +59,7 @@ async function diedAt(
  */
 async function expectWaitThenPause(acts: ToolActivities, call: Call, record: CheckpointRecord, attempt: number): Promise<void> {
   const settleAt = Date.parse(record.execution!.deadlineAt!) + MARGIN_MS;
-  expect(Date.parse(record.execution!.deadlineAt!)).toBe(Date.parse(record.execution!.claimedAt) + DEADLINE_MS);
+  expect(Date.parse(record.execution!.deadlineAt!)).toBe(Date.parse(record.execution!.claimedAt) + UNREACHED_DEADLINE_MS);
   const earliest = settleAt - Date.now();
   const before = await h.run(acts, call, attempt);
   const latest = settleAt - Date.now();
@@ -152,7 +152,7 @@ describe('rolling deploy meets overlapping attempts', () => {
         name: 'create_ticket',
         revision,
         input: schema,
-        callDeadlineMs: DEADLINE_MS,
+        callDeadlineMs: UNREACHED_DEADLINE_MS,
         async execute(_i, ctx) {
           await land.wait();
           return { output: provider.apply(ctx.idempotencyKey) };

@@ -8,7 +8,7 @@
  * (delivered, completed or uncertain), never stuck executing.
  */
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import { DEADLINE_MS, FENCE_POINTS, Gate, Harness, MARGIN_MS, NOTHING_APPLIED_CODES, Provider, schema, typeOf, waitFor, type Outcome } from './harness';
+import { FENCE_POINTS, Gate, Harness, MARGIN_MS, NOTHING_APPLIED_CODES, Provider, schema, typeOf, waitFor, type Outcome, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -23,7 +23,7 @@ function tool(kind: Kind, provider: Provider): ToolDefinition<any> {
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: DEADLINE_MS,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     ...(kind === 'keyed' ? { dedupesByKey: true, keyRetentionMs: 60_000 } : {}),
     async execute(_input, ctx) {
       if (kind === 'keyed' && provider.find(ctx.idempotencyKey) !== null) return { output: provider.find(ctx.idempotencyKey)! };
@@ -78,7 +78,7 @@ describe.each(cases)('%s, attempt 1 frozen at %s', (_label, point, kind) => {
     const outcomes: Array<[string, Outcome]> = [];
     outcomes.push(['a2-before-settle', await h.run(acts, call, 2)]);
     await snap();
-    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50;
+    h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50;
     outcomes.push(['a3-after-settle', await h.run(acts, call, 3)]);
     await snap();
     gate.open();

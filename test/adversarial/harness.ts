@@ -27,7 +27,14 @@ export { FENCE_POINTS } from '../../src/activities/fence/crash-points';
 export { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
 
 export const TENANT = 'acme';
+/** A short deadline, for tests where a hung tool must be cut in real time. */
 export const DEADLINE_MS = 1_000;
+/**
+ * A deadline for tools whose deadline is not what the test is about: no stall of a loaded
+ * machine between a claim and the tool's call reaches it, so the outcome never depends on load.
+ * Tests pass it only by moving the clock (`offsetMs`, {@link Harness.passSettleTime}).
+ */
+export const UNREACHED_DEADLINE_MS = 120_000;
 export const MARGIN_MS = 200;
 
 export function sleep(ms: number): Promise<void> {
@@ -80,7 +87,7 @@ export function ticketTool(provider: Provider, options: Partial<ToolDefinition<a
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: DEADLINE_MS,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     async execute(_input, ctx) {
       const r = await provider.applyLater(ctx.idempotencyKey);
       return { output: r, receipt: { key: ctx.idempotencyKey } };

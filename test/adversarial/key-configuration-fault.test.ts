@@ -14,7 +14,7 @@ import { KEY_CONFIGURATION_FAULT } from '../../src/activities/fence/failures';
 import type { CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
-import { Harness, Provider, schema, typeOf, type Call } from './harness';
+import { Harness, Provider, UNREACHED_DEADLINE_MS, schema, typeOf, type Call } from './harness';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 jest.setTimeout(120_000);
@@ -46,7 +46,7 @@ function keyedTool(provider: Provider): ToolDefinition<any> {
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     dedupesByKey: true,
     keyRetentionMs: 86_400_000,
     async execute(_input, ctx) {

@@ -8,7 +8,7 @@
  * can land its request after the settle time.
  */
 import { defineTool, ToolError } from '../../src/activities';
-import { DEADLINE_MS, Gate, Harness, MARGIN_MS, never, NOTHING_APPLIED_CODES, Provider, schema, ticketTool, typeOf, waitFor, type Outcome } from './harness';
+import { DEADLINE_MS, Gate, Harness, MARGIN_MS, never, NOTHING_APPLIED_CODES, Provider, schema, ticketTool, typeOf, waitFor, type Outcome, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -43,7 +43,7 @@ describe('lookups that throw or lie', () => {
     const call = h.newCall();
     void h.run(h.activities([t], { hooks: { step: (p) => (p === 'after-effect' ? never() : undefined) } }), call, 1);
     await waitFor(() => provider.total() === 1);
-    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50;
+    h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50;
     const out = await h.run(h.activities([t]), call, 2);
     expect(out).toEqual({ failure: expect.objectContaining({ type: 'RECONCILE_PENDING', nonRetryable: false }) });
     expect(provider.total()).toBe(1);
@@ -55,7 +55,7 @@ describe('lookups that throw or lie', () => {
     const call = h.newCall();
     void h.run(h.activities([t], { hooks: { step: (p) => (p === 'after-effect' ? never() : undefined) } }), call, 1);
     await waitFor(() => provider.total() === 1);
-    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50; // a non-deduplicating tool's claim is taken over only after it settles
+    h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50; // a non-deduplicating tool's claim is taken over only after it settles
     const out = await h.run(h.activities([t]), call, 2);
     expect(out).toEqual({ result: expect.objectContaining({ source: 'lookup', outcome: expect.objectContaining({ ok: false }) }) });
     expect((await h.recordOf(call))?.result?.payload).toEqual((out as Extract<Outcome, { result: unknown }>).result.outcome);

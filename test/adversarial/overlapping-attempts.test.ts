@@ -7,7 +7,7 @@
  * attempt never applies the effect a second time.
  */
 import { NOTHING_APPLIED_CODES } from '../../src/activities/contract/contract';
-import { DEADLINE_MS, Gate, Harness, MARGIN_MS, Provider, ticketTool, waitFor, type Outcome } from './harness';
+import { Gate, Harness, MARGIN_MS, Provider, ticketTool, waitFor, type Outcome, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -67,7 +67,7 @@ describe('cancellation', () => {
       gate.open();
       const out = await p;
       expect(isNothingApplied(out)).toBe(false);
-      h.offsetMs = DEADLINE_MS + MARGIN_MS + 50;
+      h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50;
       const next = await h.run(h.activities([ticketTool(provider, { withLookup: true })]), call, 2);
       expect(provider.total()).toBeLessThanOrEqual(1);
       expect('raw' in next).toBe(false);

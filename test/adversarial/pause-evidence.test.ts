@@ -11,7 +11,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolActivities, type ToolContext, type ToolSuccess } from '../../src/activities';
-import { Harness, Provider, ticketTool, waitFor, type Call } from './harness';
+import { Harness, Provider, UNREACHED_DEADLINE_MS, ticketTool, waitFor, type Call } from './harness';
 
 jest.setTimeout(30_000);
 
@@ -87,7 +87,7 @@ describe('OUTCOME_UNKNOWN names the key and revision the call was claimed under'
       name: 'create_ticket',
       revision: 'v3',
       batch: true,
-      callDeadlineMs: 1_000,
+      callDeadlineMs: UNREACHED_DEADLINE_MS,
       input: z.object({ title: z.string() }).strict(),
       async execute(_input, ctx: ToolContext): Promise<ToolSuccess> {
         callKeys.push(ctx.idempotencyKey);

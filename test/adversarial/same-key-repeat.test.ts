@@ -7,7 +7,7 @@
  * than the declared keyRetentionMs is not repeated at all.
  */
 import { classifyHttpFailure, defineTool, ToolError, type ToolDefinition } from '../../src/activities';
-import { Gate, Harness, never, Provider, schema, ticketTool, typeOf, waitFor } from './harness';
+import { DEADLINE_MS, Gate, Harness, Provider, UNREACHED_DEADLINE_MS, never, schema, ticketTool, typeOf, waitFor } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -23,7 +23,7 @@ function keyedTool(provider: Provider, repeatAnswers: Array<'409' | '503'>, hold
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: 1_000,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     dedupesByKey: true,
     keyRetentionMs: 86_400_000,
     async execute(_input, ctx) {
@@ -70,7 +70,7 @@ describe('same-key repeat of a live or dead claim', () => {
       name: 'create_ticket',
       revision: 'v1',
       input: schema,
-      callDeadlineMs: 1_000,
+      callDeadlineMs: UNREACHED_DEADLINE_MS,
       dedupesByKey: true,
       keyRetentionMs: 86_400_000,
       async execute(_input, ctx) {
@@ -95,7 +95,7 @@ describe('same-key repeat of a live or dead claim', () => {
 
   test('exactly at createdAt + keyRetentionMs the key counts as forgotten: no same-key repeat; without lookup, after the settle time, the run pauses (OUTCOME_UNKNOWN); execute is not called', async () => {
     const provider = new Provider();
-    const t = (): ToolDefinition<any> => ticketTool(provider, { dedupesByKey: true, keyRetentionMs: 5_000 });
+    const t = (): ToolDefinition<any> => ticketTool(provider, { dedupesByKey: true, keyRetentionMs: 5_000, callDeadlineMs: DEADLINE_MS });
     const call = h.newCall();
     void h.run(h.activities([t()], { hooks: { step: (p) => (p === 'before-execute' ? never() : undefined) } }), call, 1);
     await waitFor(async () => (await h.recordOf(call))?.status === 'executing');

@@ -17,7 +17,7 @@ import { defineTool, type ToolDefinition } from '../../src/activities';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import { ToolCheckpointPlugin } from '../../src/plugin';
-import { DEADLINE_MS, FlakyStore, Harness, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Call, type Outcome } from './harness';
+import { DEADLINE_MS, FlakyStore, Harness, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Call, type Outcome, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -36,7 +36,7 @@ function tool(kind: Kind, provider: Provider): ToolDefinition<any> {
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: DEADLINE_MS,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     ...(kind === 'keyed' ? { dedupesByKey: true, keyRetentionMs: 86_400_000 } : {}),
     async execute(_input, ctx) {
       return { output: provider.find(ctx.idempotencyKey) ?? provider.apply(ctx.idempotencyKey) };

@@ -7,7 +7,7 @@
  * effect; a returned result is the stored one; no untyped error.
  */
 import { defineTool, type ToolDefinition } from '../../src/activities';
-import { DEADLINE_MS, FlakyStore, Harness, MARGIN_MS, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Outcome } from './harness';
+import { FlakyStore, Harness, MARGIN_MS, NOTHING_APPLIED_CODES, Provider, schema, typeOf, type Outcome, UNREACHED_DEADLINE_MS } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -21,7 +21,7 @@ function tool(kind: Kind, provider: Provider): ToolDefinition<any> {
     name: 'create_ticket',
     revision: 'v1',
     input: schema,
-    callDeadlineMs: DEADLINE_MS,
+    callDeadlineMs: UNREACHED_DEADLINE_MS,
     ...(kind === 'keyed' ? { dedupesByKey: true, keyRetentionMs: 60_000 } : {}),
     async execute(_input, ctx) {
       if (kind === 'keyed' && provider.find(ctx.idempotencyKey) !== null) return { output: provider.find(ctx.idempotencyKey)! };
@@ -58,7 +58,7 @@ describe.each(cases)('%s, store down from operation %i of attempt 1 through atte
     for (let attempt = 1; attempt <= 5; attempt += 1) outcomes.push([attempt, await h.run(acts, call, attempt)]);
     const opsDone = [...flaky.ops];
     flaky.failWhen = null;
-    h.offsetMs = DEADLINE_MS + MARGIN_MS + 50;
+    h.offsetMs = UNREACHED_DEADLINE_MS + MARGIN_MS + 50;
     for (let attempt = 6; attempt <= 7; attempt += 1) outcomes.push([attempt, await h.run(acts, call, attempt)]);
     const final = await h.recordOf(call);
     const summary = `${outcomes.map(([a, o]) => `${a}=${typeOf(o)}`).join(' ')} ops=${opsDone.slice(0, k + 1).join(',')}`;
