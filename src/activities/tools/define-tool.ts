@@ -74,10 +74,11 @@ export interface ToolDefinition<I = unknown> {
    */
   readonly keyRetentionMs?: number;
   /**
-   * True when a call that repeats an earlier call's intent within the same run (same tool,
-   * revision, canonical arguments and target, under a new tool-call id) must be answered from the
-   * earlier call's checkpoint instead of applying the effect again. The checkpoint (and the
-   * idempotency key) of such a tool is keyed by the intent digest instead of the tool-call id.
+   * True when a call that repeats an earlier call within the same run under a new tool-call id
+   * must be answered from the earlier call's checkpoint instead of applying the effect again. The
+   * checkpoint (and the idempotency key) of such a tool is keyed by the tool name and the model's
+   * input as sent (canonical JSON, see `intentCallId`), not the tool-call id: a deploy cannot
+   * change it, but an input that differs only in what the schema strips or fills is another call.
    * @default false
    * @see FencedToolInput.intentGeneration
    */
