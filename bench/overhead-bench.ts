@@ -782,15 +782,18 @@ async function main(): Promise<void> {
     const plainDelay = eldPlain === undefined ? Number.NaN : eldPlain.p99 - ELD_RESOLUTION_MS;
     for (const e of eld.filter((x) => x.kind !== null && x.role !== 'floor')) {
       const delay = e.p99 - ELD_RESOLUTION_MS;
+      // The floor of a Temporal row: a worker doing the protocol's work and two driver writes on the same database (its processes compete for the same cores).
+      const floor = eld.find((x) => x.kind === e.kind && x.role === 'floor');
+      const floorDelay = floor === undefined ? Number.NaN : floor.p99 - ELD_RESOLUTION_MS;
       targets.push([
         `${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`,
-        `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)`,
+        `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)${e.role === 'temporal' ? ` (plain: ${fixed(plainDelay)} ms; plain + protocol + 2 driver writes: ${fixed(floorDelay)} ms)` : ''}`,
         delay <= TARGET_ELD_P99_MS,
-        e.role !== 'temporal' || !(plainDelay > TARGET_ELD_P99_MS)
+        e.role !== 'temporal' || !(floorDelay > TARGET_ELD_P99_MS)
           ? undefined
-          : delay <= plainDelay * TARGET_RATIO_MEMORY
-            ? `floor shown: a worker of plain activities is at ${fixed(plainDelay)} ms, and the fenced worker within ${TARGET_RATIO_MEMORY.toFixed(2)}× of it`
-            : `no floor shown: a worker of plain activities is at ${fixed(plainDelay)} ms, but the fenced worker is ${fixed(delay / plainDelay, 2)}× of it`,
+          : delay <= floorDelay * TARGET_RATIO_MEMORY
+            ? `floor shown: a worker of the protocol's work and two driver writes is at ${fixed(floorDelay)} ms, and the fenced worker within ${TARGET_RATIO_MEMORY.toFixed(2)}× of it (${fixed(delay / floorDelay, 2)})`
+            : `no floor shown: a worker of the protocol's work and two driver writes is at ${fixed(floorDelay)} ms, but the fenced worker is ${fixed(delay / floorDelay, 2)}× of it`,
       ]);
     }
     table(
