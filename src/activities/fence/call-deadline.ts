@@ -1,8 +1,10 @@
 /**
  * The deadline of one `execute` call and the signal its tool receives (`ctx.signal`): aborted by
- * cancellation or at the deadline. The combined `AbortSignal` is made only when someone reads it
- * (the tool, or the transient-retry loop after a failure), so a call that never looks at its
- * signal pays for a timer and a promise, not for `AbortSignal.any` and abort events.
+ * cancellation or at the deadline. The signal is made only when someone reads it (the tool, or
+ * the transient-retry loop after a failure), so a call that never looks at its signal pays for a
+ * timer and a promise only. It is one `AbortController` that the cancellation signal's listener
+ * aborts, removed when the call ends: `AbortSignal.any` would cost a weak reference and a
+ * finalizer per call, and keep the signal alive until it aborts.
  */
 import { LongTimer } from '../tools/long-timer';
 
@@ -14,7 +16,8 @@ export class CallDeadline {
   private reason: Error | undefined;
   private endedFor: string | undefined;
   private controller: AbortController | undefined;
-  private combined: AbortSignal | undefined;
+  /** Aborts `controller` with the cancellation's reason; removed when the call ends. */
+  private readonly forwardCancellation = (): void => this.controller?.abort(this.cancellation.reason);
   private readonly timer: LongTimer | undefined;
 
   /**
@@ -41,20 +44,22 @@ export class CallDeadline {
 
   /** Aborted by cancellation or at the deadline (made on first read). */
   get signal(): AbortSignal {
-    if (this.combined === undefined) {
+    if (this.controller === undefined) {
       this.controller = new AbortController();
-      const reason = this.reason ?? (this.endedFor === undefined ? undefined : callOver(this.endedFor));
+      const reason = this.cancellation.aborted ? this.cancellation.reason : (this.reason ?? (this.endedFor === undefined ? undefined : callOver(this.endedFor)));
       if (reason !== undefined) this.controller.abort(reason);
-      this.combined = AbortSignal.any([this.cancellation, this.controller.signal]);
+      else this.cancellation.addEventListener('abort', this.forwardCancellation, { once: true });
     }
-    return this.combined;
+    return this.controller.signal;
   }
 
-  /** The call is over: stops the timer and releases the combined signal (Node keeps an `AbortSignal.any` signal alive until it aborts). */
+  /** The call is over: stops the timer, stops listening for cancellation, and aborts a signal that was read. */
   end(toolName: string): void {
     this.timer?.clear();
     this.endedFor = toolName;
-    if (this.controller !== undefined && !this.controller.signal.aborted) this.controller.abort(callOver(toolName));
+    if (this.controller === undefined) return;
+    this.cancellation.removeEventListener('abort', this.forwardCancellation);
+    if (!this.controller.signal.aborted) this.controller.abort(callOver(toolName));
   }
 
   private expire(): void {
