@@ -95,6 +95,8 @@ const TARGET_ELD_P99_MS = 5;
 const TARGET_CONCURRENT_RATIO = 0.9;
 /** Temporal requests per call the fence may add (any operation): a request on 1 call in 10 shows. */
 const MAX_EXTRA_REQUESTS = 0.1;
+/** Requests a worker makes for as long as it runs (task polls, its worker heartbeat), not per call. */
+const WORKER_OPERATION = /^(Poll|RecordWorkerHeartbeat$)/;
 /** monitorEventLoopDelay's sampling interval, ms: a sample is the time between two ticks, so an unblocked loop reads about this much. */
 const ELD_RESOLUTION_MS = 1;
 
@@ -769,31 +771,38 @@ async function main(): Promise<void> {
       ]);
     }
     const plainRequests = requestVariants.find((v) => v.kind === null);
+    // A call's own requests: a worker's polls and its worker heartbeat come with the time it runs, not with what a call does.
+    const callOperations = operations.filter((op) => !WORKER_OPERATION.test(op));
     for (const v of requestVariants.filter((x) => x.kind !== null)) {
       if (plainRequests === undefined) break;
-      const extra = sum(requests.get(v)!) - sum(requests.get(plainRequests)!);
-      const extraOps = operations.filter((op) => (requests.get(v)!.get(op) ?? 0) - (requests.get(plainRequests)!.get(op) ?? 0) >= MAX_EXTRA_REQUESTS);
+      const more = (op: string) => (requests.get(v)!.get(op) ?? 0) - (requests.get(plainRequests)!.get(op) ?? 0);
+      const extra = callOperations.reduce((total, op) => total + more(op), 0);
+      const extraOps = callOperations.filter((op) => more(op) >= MAX_EXTRA_REQUESTS);
+      const workerExtra = sum(requests.get(v)!) - sum(requests.get(plainRequests)!) - extra;
       targets.push([
-        `${v.name}: no Temporal request per call beyond the plain activity's (at most ${MAX_EXTRA_REQUESTS} more per call, any operation)`,
-        `${fixed(extra, 2)} more per call${extraOps.length > 0 ? ` (${extraOps.join(', ')})` : ''}`,
+        `${v.name}: no Temporal request per call beyond the plain activity's (at most ${MAX_EXTRA_REQUESTS} more per call, any operation but the worker's polls and heartbeat)`,
+        `${fixed(extra, 2)} more per call${extraOps.length > 0 ? ` (${extraOps.join(', ')})` : ''}; polls and worker heartbeats ${fixed(workerExtra, 2)} more`,
         extra < MAX_EXTRA_REQUESTS && extraOps.length === 0,
       ]);
     }
     const plainDelay = eldPlain === undefined ? Number.NaN : eldPlain.p99 - ELD_RESOLUTION_MS;
     for (const e of eld.filter((x) => x.kind !== null && x.role !== 'floor')) {
       const delay = e.p99 - ELD_RESOLUTION_MS;
-      // The floor of a Temporal row: a worker doing the protocol's work and two driver writes on the same database (its processes compete for the same cores).
-      const floor = eld.find((x) => x.kind === e.kind && x.role === 'floor');
-      const floorDelay = floor === undefined ? Number.NaN : floor.p99 - ELD_RESOLUTION_MS;
+      // The floor of a Temporal row: a worker doing the protocol's work and two driver writes on the same database (its processes
+      // compete for the same cores). Not for SQLite: its driver commits on the calling thread, so its fsyncs hold the loop, which a
+      // fence need not do (the store commits on its own thread); a plain worker is the only floor there.
+      const floor = e.kind === 'sqlite' ? undefined : eld.find((x) => x.kind === e.kind && x.role === 'floor');
+      const floorDelay = floor === undefined ? plainDelay : floor.p99 - ELD_RESOLUTION_MS;
+      const floorName = floor === undefined ? 'a worker of plain activities' : "a worker of the protocol's work and two driver writes";
       targets.push([
         `${e.name}: event-loop delay p99 ≤ ${TARGET_ELD_P99_MS} ms under ${ELD_CONCURRENCY} concurrent calls ("a few milliseconds")`,
-        `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)${e.role === 'temporal' ? ` (plain: ${fixed(plainDelay)} ms; plain + protocol + 2 driver writes: ${fixed(floorDelay)} ms)` : ''}`,
+        `${fixed(delay)} ms (max ${fixed(e.max - ELD_RESOLUTION_MS)} ms)${e.role === 'temporal' ? ` (plain: ${fixed(plainDelay)} ms; plain + protocol + 2 driver writes: ${fixed((eld.find((x) => x.kind === e.kind && x.role === 'floor')?.p99 ?? Number.NaN) - ELD_RESOLUTION_MS)} ms)` : ''}`,
         delay <= TARGET_ELD_P99_MS,
         e.role !== 'temporal' || !(floorDelay > TARGET_ELD_P99_MS)
           ? undefined
           : delay <= floorDelay * TARGET_RATIO_MEMORY
-            ? `floor shown: a worker of the protocol's work and two driver writes is at ${fixed(floorDelay)} ms, and the fenced worker within ${TARGET_RATIO_MEMORY.toFixed(2)}× of it (${fixed(delay / floorDelay, 2)})`
-            : `no floor shown: a worker of the protocol's work and two driver writes is at ${fixed(floorDelay)} ms, but the fenced worker is ${fixed(delay / floorDelay, 2)}× of it`,
+            ? `floor shown: ${floorName} is at ${fixed(floorDelay)} ms, and the fenced worker within ${TARGET_RATIO_MEMORY.toFixed(2)}× of it (${fixed(delay / floorDelay, 2)})`
+            : `no floor shown: ${floorName} is at ${fixed(floorDelay)} ms, but the fenced worker is ${fixed(delay / floorDelay, 2)}× of it`,
       ]);
     }
     table(
