@@ -3,6 +3,7 @@
  * signal aborts at the deadline or on cancellation, whenever it is first read, and is released when
  * the call is over.
  */
+import { getEventListeners } from 'node:events';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../../src/activities';
@@ -56,6 +57,33 @@ describe('CallDeadline', () => {
     await tick(40);
     expect(deadline.passed).toBe(false);
     expect(deadline.signal.aborted).toBe(true);
+  });
+});
+
+describe("the signal and the activity's cancellation signal", () => {
+  it('cancellation aborts a read signal with its own reason, and no listener stays on the cancellation signal once the call is over', () => {
+    const cancellation = new AbortController();
+    const calls = Array.from({ length: 20 }, () => new CallDeadline(cancellation.signal, 60_000, 'passed'));
+    for (const call of calls) void call.signal.aborted;
+    expect(getEventListeners(cancellation.signal, 'abort')).toHaveLength(20);
+    for (const call of calls.slice(1)) call.end('t');
+    expect(getEventListeners(cancellation.signal, 'abort')).toHaveLength(1);
+    const reason = new Error('cancelled');
+    cancellation.abort(reason);
+    expect(calls[0]!.signal.reason).toBe(reason);
+    expect((calls[1]!.signal.reason as Error).message).toBe('t call is over');
+    calls[0]!.end('t');
+    expect(getEventListeners(cancellation.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('a cancellation signal aborted before the first read gives its reason, and no listener is added', () => {
+    const cancellation = new AbortController();
+    const reason = new Error('cancelled first');
+    cancellation.abort(reason);
+    const deadline = new CallDeadline(cancellation.signal, 60_000, 'passed');
+    expect(deadline.signal.reason).toBe(reason);
+    expect(getEventListeners(cancellation.signal, 'abort')).toHaveLength(0);
+    deadline.end('t');
   });
 });
 
