@@ -37,6 +37,8 @@ export const IDENTIFIER_MAX_LENGTH = {
   deliveryId: 256,
   workflowId: 1_000,
   keyId: 128,
+  /** A store row's dedupe key (`createIfAbsent`'s option): the fence makes them 70 characters. */
+  dedupeKey: 256,
 } as const;
 
 export type IdentifierField = keyof typeof IDENTIFIER_MAX_LENGTH;

@@ -145,7 +145,11 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         assertCallApproved(this.deps.approvalPins, call);
         return await settleCall(deps, call, evidence);
       } catch (error) {
-        return await settleFailedAttempt(deps, { input: callInput, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        return await settleFailedAttempt(
+          deps,
+          { input: callInput, context, call: evidence.adopted ?? call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` },
+          error,
+        );
       }
     } catch (error) {
       throw this.failure(error, names, true);

@@ -16,6 +16,15 @@ export interface ConversationEntry {
 }
 
 /** What `createIfAbsent` returns: `created` is false when a record already existed (it is returned, never overwritten). */
+/**
+ * Options of {@link CheckpointStore.createIfAbsent}. `dedupeKey`: at most one row holds it; an
+ * insert whose dedupe key another row holds inserts nothing and returns that row (a different
+ * call's record: docs/protocol.md#dedupe-keys). A bounded identifier (1–256 characters).
+ */
+export interface CreateOptions {
+  readonly dedupeKey?: string;
+}
+
 export interface CreateResult {
   readonly created: boolean;
   readonly record: CheckpointRecord;
@@ -124,14 +133,16 @@ export interface ListQuarantinedOptions {
 export interface CheckpointStore {
   /**
    * Inserts `record` (normally a fresh `ready` record from `createCheckpoint`) unless a row
-   * with its key exists, or another binding already holds the same `(namespace, callId)`;
-   * never overwrites. @returns `{ created: true, record }` when inserted, else
-   * `{ created: false, record: <the stored record> }` — for a different binding of the same
-   * call that is the other binding's record, so `decideCheckpoint` reports BINDING_CONFLICT. After a lost connection the insert
-   * is retried, so `created` may be false for a record this very call inserted.
-   * @throws {@link CheckpointError} a quarantine code when the existing row does not parse (it is left as is).
+   * with its key exists, another binding already holds the same `(namespace, callId)`, or
+   * another row holds `options.dedupeKey`; never overwrites. @returns `{ created: true, record }`
+   * when inserted, else `{ created: false, record: <the stored record> }` — for a different
+   * binding of the same call that is the other binding's record, so `decideCheckpoint` reports
+   * BINDING_CONFLICT; for a dedupe key, the record of the call that holds it. After a lost
+   * connection the insert is retried, so `created` may be false for a record this very call inserted.
+   * @throws {@link CheckpointError} a quarantine code when the existing row does not parse (it is
+   *   left as is); INVALID_ARGUMENT for a malformed `options.dedupeKey`.
    */
-  createIfAbsent(record: CheckpointRecord): Promise<CreateResult>;
+  createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult>;
   /** The stored record for `binding`'s key, or null when there is none (a quarantined row throws, never null). */
   get(binding: Binding): Promise<CheckpointRecord | null>;
   /**

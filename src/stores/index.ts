@@ -9,6 +9,7 @@ export type {
   CheckpointStore,
   CheckpointStoreOptions,
   ConversationEntry,
+  CreateOptions,
   CreateResult,
   ListOptions,
   PruneOptions,

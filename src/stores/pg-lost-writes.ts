@@ -22,7 +22,7 @@ export class LostWriteSettler {
 
   /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
   async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
-    const rows = await this.conn.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId]);
+    const rows = await this.conn.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId, row.dedupeKey ?? null]);
     if (rows[0] === undefined)
       throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.conn.where}: insert of ${row.key} conflicted but the row is gone`, {
         key: row.key,

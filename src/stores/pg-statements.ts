@@ -47,17 +47,21 @@ export function pgStatements(schema: string) {
     /** One record by (namespace, call id): `$1`, `$2`. */
     GET_BY_CALL: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE namespace ${EQ} $1::pg_catalog.text AND call_id ${EQ} $2::pg_catalog.text`,
     /**
-     * Create-if-absent: inserts the row unless its key or (namespace, call id) exists; one row
+     * Create-if-absent: inserts the row unless its key, (namespace, call id) or dedupe key exists; one row
      * `inserted = true` when it did. (The row it conflicted with is read with {@link EXISTING}: one
      * statement returning both costs twice the server CPU of this one on the fresh-call path,
-     * measured, for one round trip saved on the rarer existing-record path.) `$1`..`$8`: key,
-     * namespace, call id, tool name, status, revision, updated_at, body.
+     * measured, for one round trip saved on the rarer existing-record path.) `$1`..`$9`: key,
+     * namespace, call id, tool name, status, revision, updated_at, body, dedupe key (or null).
      */
-    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-  VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text)
+    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key)
+  VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text, $9::pg_catalog.text)
   ON CONFLICT DO NOTHING RETURNING true AS inserted`,
-    /** The row an insert conflicted with: the same key first, else the (namespace, call id) holder. `$1`..`$3`. */
-    EXISTING: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text) ORDER BY (key ${EQ} $1::pg_catalog.text) DESC LIMIT 1`,
+    /**
+     * The row an insert conflicted with: the same key first, else the (namespace, call id) holder,
+     * else the holder of the dedupe key. `$1`..`$4` (`$4` null: no dedupe key).
+     */
+    EXISTING: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${EQ} $1::pg_catalog.text OR (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text) OR dedupe_key ${EQ} $4::pg_catalog.text
+  ORDER BY (key ${EQ} $1::pg_catalog.text) DESC, (namespace ${EQ} $2::pg_catalog.text AND call_id ${EQ} $3::pg_catalog.text) DESC LIMIT 1`,
     /** The compare-and-swap: `$1` key, `$2` expected revision, `$3`..`$6` status, revision, updated_at, body. */
     CAS: `UPDATE ${t} SET status = $3::pg_catalog.text, revision = $4::pg_catalog.int8, updated_at = $5::pg_catalog.timestamptz, body = $6::pg_catalog.text
   WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8`,

@@ -46,6 +46,7 @@ import type {
   CheckpointStore,
   CheckpointStoreOptions,
   ConversationEntry,
+  CreateOptions,
   CreateResult,
   GroupWrite,
   GroupWriteResult,
@@ -57,7 +58,7 @@ import type {
 import { keysOf, recordsOf } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { pgStatements, type PgStatements } from './pg-statements';
-import { assertCallArguments, assertCasArguments, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined } from './row-codec';
+import { assertCallArguments, assertCasArguments, assertCreateOptions, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined } from './row-codec';
 import { MAX_RESOLVE_ROUNDS, OutcomeUnknown, PgConnection } from './pg-connection';
 import { PgGroupWriter } from './pg-group-writes';
 import { LostWriteSettler } from './pg-lost-writes';
@@ -180,8 +181,10 @@ export class PostgresCheckpointStore implements CheckpointStore {
   }
 
   /** A fresh record: one statement, one round trip. An existing one: a second, reading it. */
-  async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
-    const row = this.codec.encode(record);
+  async createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
+    const dedupeKey = assertCreateOptions(options);
+    const encoded = this.codec.encode(record);
+    const row = dedupeKey === undefined ? encoded : { ...encoded, dedupeKey };
     let inserted: boolean;
     try {
       inserted = (await this.conn.write(this.sql.INSERT, insertParams(row))).rowCount === 1;

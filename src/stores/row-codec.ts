@@ -11,7 +11,7 @@ import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from 
 import { bindingDifferences, deepFreeze, validateCheckpoint } from '../checkpoint/record';
 import { STATUSES, type Binding, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
-import type { CheckpointStoreOptions, QuarantinedRow } from './checkpoint-store';
+import type { CheckpointStoreOptions, CreateOptions, QuarantinedRow } from './checkpoint-store';
 import { createPayloadCipher, decryptText, isEncryptedPayload, missingKeyError, protectPlainText, type PayloadCipher } from './payload-cipher';
 
 /** The record field that holds free text from tools and providers, encrypted like the payload. */
@@ -27,6 +27,8 @@ export interface EncodedRow {
   readonly revision: number;
   readonly updatedAt: string;
   readonly body: string;
+  /** The `dedupe_key` column of an insert (`createIfAbsent`'s option), never part of the body; absent: NULL. */
+  readonly dedupeKey?: string;
 }
 
 /** What a store reads back: the key, the index columns, and the body (text, or anything a damaged row holds). */
@@ -302,6 +304,17 @@ export function assertStatuses(statuses: readonly Status[]): Status[] {
 export function assertCallArguments(namespace: unknown, callId: unknown): void {
   assertIdentifier(namespace, 'namespace');
   assertIdentifier(callId, 'callId');
+}
+
+/**
+ * Checks `createIfAbsent`'s `options.dedupeKey`: absent, or a bounded identifier (see `assertIdentifier`).
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (`field` `dedupeKey`).
+ */
+export function assertCreateOptions(options: CreateOptions | undefined): string | undefined {
+  if (options === undefined || options.dedupeKey === undefined) return undefined;
+  assertIdentifier(options.dedupeKey, 'dedupeKey');
+  return options.dedupeKey;
 }
 
 /**

@@ -9,7 +9,7 @@
 /**
  * @typedef {import('better-sqlite3').Database} Database
  * @typedef {import('better-sqlite3').Statement<unknown[], unknown>} Statement
- * @typedef {'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'insert' | 'get' | 'getByCall' | 'cas' | 'casBody' | 'scan' | 'pruneCandidates' | 'delete' | 'stillThere' | 'getEntry' | 'insertEntry' | 'staleLogs' | 'deleteStaleLogs'} StatementName
+ * @typedef {'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'insert' | 'get' | 'getByCall' | 'getByDedupeKey' | 'cas' | 'casBody' | 'scan' | 'pruneCandidates' | 'delete' | 'stillThere' | 'getEntry' | 'insertEntry' | 'staleLogs' | 'deleteStaleLogs'} StatementName
  * @typedef {Readonly<Record<StatementName, Statement>>} Statements
  */
 
@@ -64,12 +64,13 @@ function prepare(db) {
     release: db.prepare('RELEASE ttc_write'),
     rollbackTo: db.prepare('ROLLBACK TO ttc_write'),
     insert: db.prepare(
-      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body)
-       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body)
+      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key)
+       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body, @dedupeKey)
        ON CONFLICT DO NOTHING`,
     ),
     get: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = ?`),
     getByCall: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = ? AND call_id = ?`),
+    getByDedupeKey: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE dedupe_key = ?`),
     cas: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
        WHERE key = @key AND revision = @expectedRevision`,

@@ -44,6 +44,7 @@ import type {
   CheckpointStore,
   CheckpointStoreOptions,
   ConversationEntry,
+  CreateOptions,
   CreateResult,
   GroupWrite,
   GroupWriteResult,
@@ -55,7 +56,17 @@ import type {
 import { encodeGroup, groupResults, keysOf, recordsOf, type GroupAnswer } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec } from './entry-codec';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite';
-import { assertCallArguments, assertCasArguments, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined, type StoredRow } from './row-codec';
+import {
+  assertCallArguments,
+  assertCasArguments,
+  assertCreateOptions,
+  assertStatuses,
+  normalizeTimestamp,
+  resolveLimit,
+  RowCodec,
+  scanQuarantined,
+  type StoredRow,
+} from './row-codec';
 import type { SqliteEntryRow, SqliteGroupWrite, SqliteGroupWriteAnswer, SqliteRow } from './sqlite-protocol';
 import { SqliteThread } from './sqlite-thread';
 import { assertSqliteBindingLoads } from './sqlite-errors';
@@ -147,8 +158,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return this.thread.request({ op: 'settings' });
   }
 
-  async createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
-    const row = this.codec.encode(record);
+  async createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
+    const dedupeKey = assertCreateOptions(options);
+    const encoded = this.codec.encode(record);
+    const row = dedupeKey === undefined ? encoded : { ...encoded, dedupeKey };
     const answer = await this.thread.request<{ created: true } | { created: false; row: SqliteRow }>({ op: 'insert', row });
     if (answer.created) return { created: true, record: this.codec.remember(record, row.body) };
     return { created: false, record: this.codec.decode(stored(answer.row)) };

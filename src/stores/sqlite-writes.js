@@ -75,15 +75,27 @@ function runWrite(s, job) {
 }
 
 /**
- * `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key or the call.
+ * `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key, the call
+ * or the dedupe key.
  * @param {Statements} s
  * @param {SqliteRowColumns} r
  * @returns {{ value: unknown, changed: boolean }}
  */
 function insertRow(s, r) {
-  const params = { key: r.key, namespace: r.namespace, callId: r.callId, toolName: r.toolName, status: r.status, revision: r.revision, updatedAt: r.updatedAt, body: r.body };
+  const dedupeKey = r.dedupeKey ?? null;
+  const params = {
+    key: r.key,
+    namespace: r.namespace,
+    callId: r.callId,
+    toolName: r.toolName,
+    status: r.status,
+    revision: r.revision,
+    updatedAt: r.updatedAt,
+    body: r.body,
+    dedupeKey,
+  };
   if (s.insert.run(params).changes === 1) return { value: { created: true }, changed: true };
-  const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId);
+  const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId) ?? (dedupeKey === null ? undefined : s.getByDedupeKey.get(dedupeKey));
   if (existing === undefined) throw new JobFailure({ kind: 'unknown', message: `SQLite insert of ${r.key} changed nothing yet no row exists`, key: r.key });
   return { value: { created: false, row: existing }, changed: false };
 }

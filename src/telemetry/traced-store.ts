@@ -15,6 +15,7 @@ import type { Binding, CheckpointRecord, JsonValue, Status } from '../checkpoint
 import type {
   CheckpointStore,
   ConversationEntry,
+  CreateOptions,
   CreateResult,
   GroupWrite,
   GroupWriteResult,
@@ -66,10 +67,10 @@ class TracedCheckpointStore implements CheckpointStore {
     this.dbSystem = dbSystemOf(store);
   }
 
-  createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
+  createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
     return this.traced(
       'createIfAbsent',
-      () => this.store.createIfAbsent(record),
+      () => this.store.createIfAbsent(record, options),
       (result, span) => {
         span.setAttribute(TTC.CREATED, result.created);
         this.seen(result.record);

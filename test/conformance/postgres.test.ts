@@ -13,7 +13,7 @@ import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { RowCodec } from '../../src/stores/row-codec';
 import { createTestDatabase, freshPostgresTarget, startPostgres, withClient, type PostgresServer } from '../helpers/postgres';
-import { describeStoreConformance, expectCode, makeBinding, type Outage, type StoreTarget } from './store-conformance';
+import { describeStoreConformance, driveTo, expectCode, makeBinding, type Outage, type StoreTarget } from './store-conformance';
 
 const CREATED_AT = '2030-01-01T00:00:00.000Z';
 
@@ -73,10 +73,30 @@ describe('PostgreSQL specifics', () => {
       expect(rows).toEqual([
         { version: 1, name: 'create ttc_checkpoints' },
         { version: 2, name: 'create ttc_conversation_entries' },
+        { version: 3, name: 'add ttc_checkpoints.dedupe_key' },
       ]);
     } finally {
       await fresh.drop();
     }
+  });
+
+  test('a database at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key', async () => {
+    const older = await openCheckpointStore(target.url);
+    const kept = await driveTo(older, makeBinding('kept'), 'delivered', 0);
+    await older.close();
+    // As the code before dedupe keys left it: version 2, no dedupe_key column.
+    await withClient(target.url, (c) =>
+      c.query('DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key; DELETE FROM ttc_schema_migrations WHERE version = 3'),
+    );
+
+    const store = await openCheckpointStore(target.url);
+    const first = await store.createIfAbsent(createCheckpoint(makeBinding('a'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+    const second = await store.createIfAbsent(createCheckpoint(makeBinding('b'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+
+    expect(await store.get(kept.binding)).toEqual(kept);
+    expect([first.created, second.created]).toEqual([true, false]);
+    expect(second.record).toEqual(first.record);
+    await store.close();
   });
 
   test('a database migrated by newer code is refused: UNSUPPORTED_SCHEMA, nothing changed', async () => {

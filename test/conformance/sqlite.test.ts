@@ -109,7 +109,7 @@ describe('SQLite specifics', () => {
     const store = await SqliteCheckpointStore.open(join(dir, 'settings.db'), { busyTimeoutMs: 1_234 });
 
     // As the store's own connection (on its worker thread) reports them.
-    expect(await store.settings()).toEqual({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 1_234, userVersion: 2 });
+    expect(await store.settings()).toEqual({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 1_234, userVersion: 3 });
     await store.close();
   });
 
@@ -199,6 +199,28 @@ describe('SQLite specifics', () => {
     expect(after.pragma('user_version', { simple: true })).toBe(7);
     expect(after.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'ttc_checkpoints'").get()).toEqual({ n: 0 });
     after.close();
+  });
+
+  test('a file at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key', async () => {
+    const path = join(tempDir(), 'version-2.db');
+    const older = await openCheckpointStore(`sqlite:${path}`);
+    const kept = await driveTo(older, makeBinding('kept'), 'delivered', 0);
+    await older.close();
+    // As the code before dedupe keys left it: version 2, no dedupe_key column.
+    const db = new Database(path);
+    db.exec('DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key');
+    db.pragma('user_version = 2');
+    db.close();
+
+    const store = await openCheckpointStore(`sqlite:${path}`);
+    const first = await store.createIfAbsent(createCheckpoint(makeBinding('a'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+    const second = await store.createIfAbsent(createCheckpoint(makeBinding('b'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+
+    expect(await store.get(kept.binding)).toEqual(kept);
+    expect([first.created, second.created]).toEqual([true, false]);
+    expect(second.record).toEqual(first.record);
+    expect((await (store as SqliteCheckpointStore).settings()).userVersion).toBe(3);
+    await store.close();
   });
 
   test('while another connection holds the write lock, reads still work (WAL) and writes fail closed', async () => {

@@ -410,6 +410,55 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       );
     });
 
+    describe('dedupe keys (docs/protocol.md#dedupe-keys)', () => {
+      test('another call inserted under a dedupe key a row holds inserts nothing and gets that row, whatever its status', async () => {
+        const first = makeBinding('intent-a');
+        const second = makeBinding('intent-b');
+        const held = await store.createIfAbsent(createClaimed(first, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'dedupe-1' });
+        const completed = await driveTo(store, makeBinding('unrelated'), 'completed');
+
+        const answer = await store.createIfAbsent(createClaimed(second, { attemptId: 'b-1', at: at(1) }), { dedupeKey: 'dedupe-1' });
+
+        expect(held.created).toBe(true);
+        expect(answer).toEqual({ created: false, record: held.record });
+        expect(await store.get(second)).toBeNull();
+        expect(completed.status).toBe('completed');
+        expect(await target.raw.count()).toBe(2);
+      });
+
+      test("a call's own row comes first: its retry under the dedupe key gets its own record back", async () => {
+        const binding = makeBinding('intent-own');
+        const held = await store.createIfAbsent(createClaimed(binding, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'dedupe-own' });
+
+        const again = await store.createIfAbsent(createClaimed(binding, { attemptId: 'a-2', at: at(1) }), { dedupeKey: 'dedupe-own' });
+
+        expect(again).toEqual({ created: false, record: held.record });
+      });
+
+      test('rows without a dedupe key, or with different ones, never hold each other', async () => {
+        const inserted = await Promise.all(
+          [undefined, undefined, 'dedupe-x', 'dedupe-y'].map((dedupeKey, i) =>
+            store.createIfAbsent(createCheckpoint(makeBinding(`plain-${i}`), { createdAt: at(0) }), dedupeKey === undefined ? undefined : { dedupeKey }),
+          ),
+        );
+
+        expect(inserted.map((r) => r.created)).toEqual([true, true, true, true]);
+        expect(await target.raw.count()).toBe(4);
+      });
+
+      test.each([
+        ['empty', ''],
+        ['too long', 'k'.repeat(257)],
+        ['a control character', 'key\n'],
+        ['not a string', 42],
+      ])('a dedupe key that is %s is INVALID_ARGUMENT and nothing is written', async (_what, dedupeKey) => {
+        const error = await expectCode(store.createIfAbsent(createCheckpoint(makeBinding(), { createdAt: at(0) }), { dedupeKey: dedupeKey as string }), 'INVALID_ARGUMENT');
+
+        expect(error.details.field).toBe('dedupeKey');
+        expect(await target.raw.count()).toBe(0);
+      });
+    });
+
     describe('listByStatus', () => {
       test('lists records in the given statuses, oldest updatedAt first, within olderThan and limit', async () => {
         const a = await driveTo(store, makeBinding('a'), 'executing', 30);
@@ -870,6 +919,7 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
       test.each([
         { mode: 'claim' as const, how: 'compare-and-swap on a ready record (get → claimExecution → compareAndSwap)' },
         { mode: 'insert-claim' as const, how: 'claiming insert (docs/protocol.md#cost: the claim of a fresh call is its insert)' },
+        { mode: 'dedupe-claim' as const, how: 'claiming insert of its own call under a shared dedupe key (docs/protocol.md#dedupe-keys)' },
       ])(
         '8 concurrent claimers × 1,000 records, each claim a $how: exactly one claim wins per record',
         async ({ mode }) => {
@@ -892,7 +942,9 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
           expect(owners.size).toBe(1_000);
           expect([...owners.values()].filter((w) => w.length !== 1)).toEqual([]);
           expect(results.reduce((n, r) => n + r.lost, 0)).toBe(7_000);
-          const stored = await Promise.all(bindings.map((b) => store.get(b)));
+          // dedupe-claim: each worker inserted its own call; the row is the winner's.
+          const own = (b: Binding, index: number): Binding => (mode === 'dedupe-claim' ? { ...b, callId: `${b.callId}/w${owners.get(index)![0]}` } : b);
+          const stored = await Promise.all(bindings.map((b, index) => store.get(own(b, index))));
           stored.forEach((record, index) => {
             expect(record).toMatchObject({ status: 'executing', revision: 1, execution: { attemptId: `w${owners.get(index)![0]}-${index}` } });
           });
@@ -998,7 +1050,7 @@ interface Worker {
   stderr(): string;
 }
 
-function startWorker(mode: 'claim' | 'insert-claim' | 'group-race' | 'churn'): Worker {
+function startWorker(mode: 'claim' | 'insert-claim' | 'dedupe-claim' | 'group-race' | 'churn'): Worker {
   const child = spawn(process.execPath, ['-r', 'tsx/cjs', WORKER, mode], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));

@@ -8,6 +8,9 @@
  *   prints `{"wins":[index…],"lost":n}` at the end.
  * - `insert-claim`: as `claim`, but each claim is the insert of a record already claimed
  *   (`createClaimed`, docs/protocol.md#cost), with no record there before; a win is an insert that created.
+ * - `dedupe-claim`: as `insert-claim`, but each worker inserts its own call (binding `index`
+ *   with the call id suffixed by its worker id) under the dedupe key `dedupe:<binding call id>`; a loss must
+ *   return another worker's claim of the same index.
  * - `group-race`: `{ url, options, bindings, readyBindings, workerId, groupSize }`. As
  *   `insert-claim` on `bindings`, then as `claim` on `readyBindings` (ready records), in groups of
  *   `groupSize` through `writeGroup` (and `getMany`), in an order that makes groups of different
@@ -62,13 +65,23 @@ async function main(): Promise<void> {
   const input = JSON.parse(line) as Input;
   workerId = input.workerId;
   const store = await openCheckpointStore(input.url, deserializeOptions(input.options));
-  if (mode === 'claim' || mode === 'insert-claim') {
+  if (mode === 'claim' || mode === 'insert-claim' || mode === 'dedupe-claim') {
     const wins: number[] = [];
     let lost = 0;
     let next = 0;
     /** Whether this worker's claim of binding `index` won. */
     const claim = async (index: number): Promise<boolean> => {
       const attemptId = `${input.workerId}-${index}`;
+      if (mode === 'dedupe-claim') {
+        const base = input.bindings[index]!;
+        const own: Binding = { ...base, callId: `${base.callId}/${input.workerId}` };
+        const { created, record } = await store.createIfAbsent(createClaimed(own, { attemptId, at: new Date().toISOString() }), { dedupeKey: `dedupe:${base.callId}` });
+        const holder = record.execution?.attemptId ?? '';
+        if (created !== (holder === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${holder}`);
+        if (!created && (record.binding.callId === own.callId || !holder.endsWith(`-${index}`)))
+          throw new Error(`record ${index}: the holder ${record.binding.callId} is not another worker's claim of it`);
+        return created;
+      }
       if (mode === 'insert-claim') {
         const { created, record } = await store.createIfAbsent(createClaimed(input.bindings[index]!, { attemptId, at: new Date().toISOString() }));
         if (created !== (record.execution?.attemptId === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${record.execution?.attemptId}`);

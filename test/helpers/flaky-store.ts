@@ -4,7 +4,6 @@
  * and a polling wait.
  */
 import { CheckpointError } from '../../src/checkpoint/errors';
-import type { CheckpointRecord } from '../../src/checkpoint/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 
 function sleep(ms: number): Promise<void> {
@@ -34,9 +33,9 @@ export class FlakyStore implements CheckpointStore {
     this.ops.push(op);
     if (this.down || this.failWhen?.(op, args)) throw new CheckpointError('STORE_UNAVAILABLE', `the test took the store away at ${op}; nothing was written`, {});
   }
-  async createIfAbsent(record: CheckpointRecord) {
-    this.check('createIfAbsent', [record]);
-    return this.inner.createIfAbsent(record);
+  async createIfAbsent(...args: Parameters<CheckpointStore['createIfAbsent']>) {
+    this.check('createIfAbsent', args);
+    return this.inner.createIfAbsent(...args);
   }
   async get(...args: Parameters<CheckpointStore['get']>) {
     this.check('get', args);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { z } from 'zod';
 import { createToolActivities, defineTool, type ToolDefinition } from '../../src/activities';
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import { idempotencyKey } from '../../src/checkpoint/digest';
@@ -62,6 +63,21 @@ interface SentRequest {
   answeredAt: number | null;
   status: number | null;
 }
+
+/** Pages per service and severity: a tool whose schema strips unknown fields and fills a default, declared `dedupeByIntent`. */
+const pages = new Map<string, number>();
+const pageOnCall = defineTool({
+  name: 'page_on_call',
+  revision: 'v1',
+  input: z.object({ service: z.string().min(1), severity: z.enum(['minor', 'major']).default('minor') }),
+  dedupeByIntent: true,
+  callDeadlineMs: 1_000,
+  async execute(input) {
+    const key = `${input.service}/${input.severity}`;
+    pages.set(key, (pages.get(key) ?? 0) + 1);
+    return { output: { paged: key } };
+  },
+});
 
 describe('people in the loop and the retry policy on a real server', () => {
   let env: LocalTestEnv;
@@ -117,6 +133,7 @@ describe('people in the loop and the retry policy on a real server', () => {
     ]);
     await startWorker('people-retries', createDemoTools(provider.url, { fetch: recordingFetch }));
     await startWorker('people-retries-dedupe', createDemoTools(provider.url, { fetch: recordingFetch, dedupeByIntent: true }));
+    await startWorker('people-retries-intent', [pageOnCall]);
   });
 
   afterAll(async () => {
@@ -382,6 +399,35 @@ describe('people in the loop and the retry policy on a real server', () => {
       expect(result.calls[1]!.idempotencyKey).not.toBe(result.calls[0]!.idempotencyKey);
       // The person was wrong: the provider had applied the first send, so a second email went out. The product did what it was told.
       expect(await emailsTo(to)).toBe(2);
+    });
+
+    it('a re-plan that adds a field the schema strips or a default it fills, in a later turn or in the same turn, pages once', async () => {
+      const later = await start(
+        [toolTurn(call('p1', 'page_on_call', { service: 'db' })), toolTurn(call('p2', 'page_on_call', { service: 'db', severity: 'minor', note: 'still down' }))],
+        { tools: ['page_on_call'] },
+        'people-retries-intent',
+      );
+      const sameTurn = await start(
+        [toolTurn(call('p1', 'page_on_call', { service: 'api' }), call('p2', 'page_on_call', { severity: 'minor', service: 'api' }))],
+        { tools: ['page_on_call'] },
+        'people-retries-intent',
+      );
+      const [a, b] = [await later.result(), await sameTurn.result()];
+
+      expect(a.calls.map((c) => [c.callId, c.status, c.source])).toEqual([
+        ['p1', 'completed', 'executed'],
+        ['p2', 'completed', 'store'],
+      ]);
+      expect(a.calls[1]!.reason).toContain('same intent as call "p1"');
+      expect(b.calls.map((c) => c.status)).toEqual(['completed', 'completed']);
+      expect(b.calls.map((c) => c.source).sort()).toEqual(['executed', 'store']);
+      for (const result of [a, b]) expect(result.calls[1]!.idempotencyKey).toBe(result.calls[0]!.idempotencyKey);
+      expect(pages).toEqual(
+        new Map([
+          [`db/minor`, 1],
+          [`api/minor`, 1],
+        ]),
+      );
     });
 
     it('without the option the same re-plan sends the email twice (why the option exists)', async () => {

@@ -185,12 +185,13 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         assertCallApproved(pins, call);
         result = await settleCall(deps, call, evidence);
       } catch (error) {
-        result = await settleFailedAttempt(deps, { input, context, call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        // A call that took the identity of the call holding its dedupe key fails as that call.
+        result = await settleFailedAttempt(deps, { input, context, call: evidence.adopted ?? call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
       }
       // An input that did not parse has no trustworthy threshold: its result is returned inline.
       return parsed ? await delivered(options.store, input, context, result) : result;
     } catch (error) {
-      throw toApplicationFailure(namingCall(error, call));
+      throw toApplicationFailure(namingCall(error, evidence.adopted ?? call));
     }
   };
   /** The compensation of `input`'s call; refuses an item, and a tool that declares none. */

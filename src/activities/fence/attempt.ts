@@ -42,12 +42,12 @@ export interface ItemSettler {
 export class Attempt {
   private readonly clock: () => Date;
   private readonly marginMs: number;
-  private readonly invocation: ToolInvocation;
+  private invocation: ToolInvocation;
   private rounds = 0;
 
   constructor(
     private readonly deps: FencedToolDeps,
-    private readonly call: PreparedCall,
+    private call: PreparedCall,
     private readonly evidence: AttemptEvidence,
     private readonly observer: AttemptObserver,
     private readonly items?: ItemSettler,
@@ -79,7 +79,8 @@ export class Attempt {
     if (claim !== null) this.evidence.claimSent = true;
     let inserted: CreateResult;
     try {
-      inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }));
+      const options = this.call.dedupe && { dedupeKey: this.call.dedupe.key };
+      inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }), options);
     } catch (error) {
       // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
       if (isCheckpointError(error, 'STORE_UNAVAILABLE')) this.evidence.claimSent = claimSentBefore;
@@ -93,6 +94,12 @@ export class Attempt {
       return this.runAndStore(record, 'executed');
     }
     if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
+    // Another call of the run with the same intent holds the dedupe key: from here on this attempt is
+    // that call (`./intent-dedupe`: its binding and key, no dedupe key of its own), and reads its record.
+    if (!created && this.call.dedupe !== undefined && record.binding.callId !== this.call.binding.callId) {
+      this.call = this.evidence.adopted = this.call.dedupe.adopt(record);
+      this.invocation = new ToolInvocation(this.deps, this.call, () => this.batchRun());
+    }
     return this.decide(record, created);
   }
 
@@ -236,9 +243,8 @@ export class Attempt {
   }
 
   /**
-   * completed, or delivering (Temporal records at most one completion per activity, so this
-   * attempt releases the earlier delivery and redelivers): claim and record this attempt's
-   * delivery in one write (`redeliver`), then return the stored payload; the tool is not called.
+   * completed, or delivering (Temporal records at most one completion per activity, so this attempt releases the
+   * earlier delivery and redelivers): claim and record this delivery in one write (`redeliver`); the tool is not called.
    */
   private async deliver(record: CheckpointRecord, source: ResultSource): Promise<Step> {
     const delivery = redeliver(record, { deliveryId: this.call.deliveryId, at: this.now(record) });
@@ -356,11 +362,7 @@ export class Attempt {
     }
   }
 
-  /**
-   * Applies the tool under `claimed`, a claim this attempt made by a grouped write (an item of a
-   * batch): the crash points and checks of {@link runAndStore} around {@link invoke}, without storing
-   * (the caller groups that).
-   */
+  /** Applies the tool under `claimed`, an item's claim made by a grouped write: {@link runAndStore}'s crash points and checks, without storing (the caller groups that). */
   async applyClaimed(claimed: CheckpointRecord): Promise<Invoked> {
     Context.current().heartbeat(this.invocation.heartbeatDetails(claimed, 'execute'));
     await this.step('after-claim');

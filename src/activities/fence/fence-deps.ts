@@ -7,6 +7,7 @@
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import type { FencePoint } from './crash-points';
+import type { PreparedCall } from './prepare-call';
 import { DEFAULT_CALL_DEADLINE_MS, type ToolDefinition } from '../tools/define-tool';
 
 /** Default `reconcileMarginMs`: 5,000 ms. */
@@ -45,6 +46,8 @@ export interface AttemptEvidence {
   claimSent: boolean;
   /** The last record of the call this attempt read, or null. */
   seen: CheckpointRecord | null;
+  /** Set when the call took the identity of the call holding its dedupe key (`./intent-dedupe`): the call as it went on. */
+  adopted?: PreparedCall;
 }
 
 /**

@@ -53,7 +53,7 @@ export async function settleCall(deps: FencedToolDeps, call: PreparedCall, evide
         if (step !== REREAD) return step;
       }
     } catch (error) {
-      throw fenceLost(error, call, { attempt: ctx.info.attempt, cancellation: ctx.cancellationDetails });
+      throw fenceLost(error, evidence.adopted ?? call, { attempt: ctx.info.attempt, cancellation: ctx.cancellationDetails });
     }
     throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `call ${call.binding.callId}: the checkpoint kept changing under this attempt (${MAX_ROUNDS} lost compare-and-swaps)`, {
       callId: call.binding.callId,

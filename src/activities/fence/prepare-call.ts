@@ -17,6 +17,7 @@ import type { FencedToolInput } from '../contract/contract';
 import type { ToolDefinition } from '../tools/define-tool';
 import type { ItemRef } from '../../checkpoint/batch-identity';
 import type { BatchProgress } from '../contract/batch-items';
+import { adoptHolder, intentDedupeKey, type CallDedupe } from './intent-dedupe';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {
@@ -50,6 +51,11 @@ export interface PreparedCall {
   readonly keyCallId: string;
   readonly attemptId: string;
   readonly deliveryId: string;
+  /**
+   * Set for a `dedupeByIntent` call (`./intent-dedupe`): its claim is inserted under this dedupe key,
+   * and a call that finds the key held takes the holder's identity. Absent: the call dedupes by its own key only.
+   */
+  readonly dedupe?: CallDedupe<PreparedCall>;
   /** Set for one item of a batch call (`./batch-fence`): the item's key, position and generation. */
   readonly item?: ItemRef;
   /** Set for one item of a batch call: the batch's progress, for the fence's heartbeat details. */
@@ -119,15 +125,17 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       callId: String(input.callId),
     });
   }
-  const { args, digest, keyCallId, inputFingerprint } = refuseOverBounds(what, () => {
+  const { args, digest, generation, keyCallId, inputFingerprint } = refuseOverBounds(what, () => {
     // What runs is what the approver reads: `describeToolCall` shows the canonical
     // JSON the digest hashes, so `execute` gets that JSON parsed back, not merely a value with the
     // same digest (member order as shown, -0 as 0). Not JSON: NOT_JSON.
     const args = deepFreeze(JSON.parse(canonicalJson(parsed.data, 'arguments')) as JsonValue);
     const digest = intentDigest({ toolName: tool.name, toolRevision: tool.revision, args, target: tool.target?.(args as never) ?? null });
-    // dedupeByIntent: calls of this run with the same intent (and generation) share one checkpoint and key.
-    const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, intentGeneration(input, digest)) : input.callId;
-    return { args, digest, keyCallId, inputFingerprint: fingerprintCanonicalInput(inputText, context.idempotencyKeySecret) };
+    // dedupeByIntent: calls of this run with the same model input (and generation) share one key;
+    // calls with the same intent share one checkpoint through the dedupe key below.
+    const generation = tool.dedupeByIntent ? intentGeneration(input, digest) : 0;
+    const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, generation) : input.callId;
+    return { args, digest, generation, keyCallId, inputFingerprint: fingerprintCanonicalInput(inputText, context.idempotencyKeySecret) };
   });
   const address = callAddress(input, context, keyCallId);
   const binding: Binding = {
@@ -138,7 +146,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     inputFingerprint,
   };
   const fence = randomUUID();
-  return {
+  const prepared: PreparedCall = {
     tool,
     input,
     args,
@@ -154,6 +162,9 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     attemptId: `attempt-${context.attempt}-${fence}`,
     deliveryId: `delivery-${context.attempt}-${fence}`,
   };
+  if (!tool.dedupeByIntent) return prepared;
+  const key = intentDedupeKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, intentDigest: digest, generation });
+  return { ...prepared, dedupe: { key, adopt: (holder) => adoptHolder(prepared, holder, context.idempotencyKeySecret) } };
 }
 
 /**

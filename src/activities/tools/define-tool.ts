@@ -74,11 +74,10 @@ export interface ToolDefinition<I = unknown> {
    */
   readonly keyRetentionMs?: number;
   /**
-   * True when a call that repeats an earlier call within the same run under a new tool-call id
-   * must be answered from the earlier call's checkpoint instead of applying the effect again. The
-   * checkpoint (and the idempotency key) of such a tool is keyed by the tool name and the model's
-   * input as sent (canonical JSON, see `intentCallId`), not the tool-call id: a deploy cannot
-   * change it, but an input that differs only in what the schema strips or fills is another call.
+   * True when a call that means the same action as another call of the run chain (the same intent
+   * digest: tool, revision, validated arguments, target) under a new tool-call id must be answered
+   * from that call's checkpoint, under its idempotency key, instead of applying the effect again;
+   * also when the two run at the same time (docs/protocol.md#dedupe-keys).
    * @default false
    * @see FencedToolInput.intentGeneration
    */

@@ -42,4 +42,14 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'add ttc_checkpoints.dedupe_key',
+    // The dedupe key of a call that may answer for others (docs/protocol.md#dedupe-keys): at most one
+    // row per key; rows without one (NULL) are not indexed.
+    sql: `
+      ALTER TABLE ttc_checkpoints ADD COLUMN dedupe_key text;
+      CREATE UNIQUE INDEX ttc_checkpoints_dedupe_key ON ttc_checkpoints (dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
 ];

@@ -16,6 +16,7 @@ import type { Binding, CheckpointRecord, JsonValue } from '../../../src/checkpoi
 import type {
   CheckpointStore,
   ConversationEntry,
+  CreateOptions,
   CreateResult,
   GroupWrite,
   GroupWriteResult,
@@ -205,11 +206,11 @@ export class ExplorerStore implements CheckpointStore {
     private readonly observer: StoreObserver,
   ) {}
 
-  createIfAbsent(record: CheckpointRecord): Promise<CreateResult> {
+  createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
     return this.call(
       'createIfAbsent',
       true,
-      () => this.inner.createIfAbsent(record),
+      () => this.inner.createIfAbsent(record, options),
       (r) => {
         if (r.created) this.observer.committed(r.record);
       },
