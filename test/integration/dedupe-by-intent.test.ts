@@ -17,17 +17,27 @@ import type { FencedToolInput, FencedToolResult } from '../../src/activities/con
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { JsonValue } from '../../src/checkpoint/types';
+import { CheckpointError } from '../../src/checkpoint/errors';
 
 jest.setTimeout(120_000);
 
 /** Effects per idempotency key; while `held` is set, a request waits for it (in flight). */
 class Provider {
   readonly effects = new Map<string, number>();
+  /** Effects applied per intent (`title/priority`). */
+  readonly byIntent = new Map<string, number>();
   held: Promise<void> | null = null;
+  /** The answer to the first request is lost after the effect (the tool throws). */
+  loseFirstAnswer = false;
 
-  async apply(key: string, title: string): Promise<{ ticket: string }> {
+  async apply(key: string, title: string, priority = 'normal'): Promise<{ ticket: string }> {
     if (this.held !== null) await this.held;
     this.effects.set(key, (this.effects.get(key) ?? 0) + 1);
+    this.byIntent.set(`${title}/${priority}`, (this.byIntent.get(`${title}/${priority}`) ?? 0) + 1);
+    if (this.loseFirstAnswer) {
+      this.loseFirstAnswer = false;
+      throw new Error('the connection was reset after the request was sent');
+    }
     return { ticket: `T-${title}` };
   }
 
@@ -47,7 +57,7 @@ function ticketTool(provider: Provider, dedupeByIntent = true) {
     dedupeByIntent,
     callDeadlineMs: 500,
     async execute(input, ctx) {
-      return { output: await provider.apply(ctx.idempotencyKey, input.title) };
+      return { output: await provider.apply(ctx.idempotencyKey, input.title, input.priority) };
     },
   });
 }
@@ -179,54 +189,113 @@ describe('dedupeByIntent keys calls by what runs', () => {
     expect(provider.total()).toBe(2);
   });
 
-  test('property: calls of one run that mean the same action, phrased any way and interleaved any way, apply it once', async () => {
-    const title = fc.constantFrom('printer', 'laptop');
-    const phrasing = fc.record(
-      { title, priority: fc.constantFrom(undefined, 'normal', 'high'), note: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }), order: fc.boolean() },
+  /** The model's phrasings of a few intents: a field the schema strips, a default given or not, member order. */
+  const phrasings = fc.array(
+    fc.record(
+      {
+        title: fc.constantFrom('printer', 'laptop'),
+        priority: fc.constantFrom(undefined, 'normal', 'high'),
+        note: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+        order: fc.boolean(),
+      },
       { requiredKeys: ['title', 'order'] },
-    );
-    await fc.assert(
-      fc.asyncProperty(fc.array(phrasing, { minLength: 2, maxLength: 5 }), fc.scheduler(), async (phrasings, s) => {
-        const provider = new Provider();
-        const scheduled: CheckpointStore = new Proxy(store, {
-          get(target, prop, receiver) {
-            const value = Reflect.get(target, prop, receiver) as unknown;
-            if (typeof value !== 'function' || prop === 'close') return value;
-            return (...args: unknown[]) => s.schedule(Promise.resolve(), String(prop)).then(() => (value as (...a: unknown[]) => unknown).apply(target, args));
-          },
-        });
-        const acts = createToolActivities({ store: scheduled, tools: [ticketTool(provider)], reconcileMarginMs: 100 });
-        const run = newRun();
-        const inputs = phrasings.map((p, i) => {
-          const fields: Record<string, JsonValue> = { title: p.title };
-          if (p.priority !== undefined) fields.priority = p.priority;
-          if (p.note !== undefined) fields.note = p.note;
-          const ordered = p.order ? fields : Object.fromEntries(Object.entries(fields).reverse());
-          return call(run, `toolu_${i}`, ordered);
-        });
-        const outcomes = await s.waitFor(Promise.all(inputs.map((input) => attempt(acts, run, input))));
-        // Calls that waited for a holder run again once every first attempt settled, as Temporal retries them.
-        for (const [i, outcome] of outcomes.entries()) {
-          let current = outcome;
-          for (let n = 2; 'failure' in current && n <= 3; n += 1) {
-            current = await s.waitFor(attempt(acts, run, inputs[i]!, n));
-          }
-          outcomes[i] = current;
-        }
+    ),
+    { minLength: 2, maxLength: 5 },
+  );
+  type Phrasing = { title: string; priority?: 'normal' | 'high'; note?: string; order: boolean };
+  const intentOf = (p: Phrasing): string => `${p.title}/${p.priority ?? 'normal'}`;
 
-        const intents = new Set(phrasings.map((p) => `${p.title}/${p.priority ?? 'normal'}`));
+  /** `store` with every call released by the scheduler `s`, and the n-th call failing as `faults` says (a write that fails `unknown` was applied). */
+  function scheduledStore(s: fc.Scheduler, faults: readonly { at: number; kind: 'unavailable' | 'unknown' }[] = []): CheckpointStore {
+    let calls = 0;
+    return new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function' || prop === 'close') return value;
+        return async (...args: unknown[]) => {
+          await s.schedule(Promise.resolve(), String(prop));
+          const fault = faults.find((f) => f.at === calls);
+          calls += 1;
+          const write = prop === 'createIfAbsent' || prop === 'compareAndSwap' || prop === 'writeGroup';
+          if (fault?.kind === 'unavailable' || (fault !== undefined && !write)) throw new CheckpointError('STORE_UNAVAILABLE', `injected at ${String(prop)}`, {});
+          const answer = await (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (fault?.kind === 'unknown') throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `injected after ${String(prop)}`, {});
+          return answer;
+        };
+      },
+    });
+  }
+
+  /** Runs each call's attempts 1..maxAttempts under `s`, all first attempts at once, then the retries of each call in turn (as Temporal retries them). */
+  async function runAll(s: fc.Scheduler, acts: ToolActivities, run: { workflowId: string; runId: string }, inputs: FencedToolInput[], maxAttempts: number): Promise<Outcome[]> {
+    const outcomes = await s.waitFor(Promise.all(inputs.map((input) => attempt(acts, run, input))));
+    for (const [i, outcome] of outcomes.entries()) {
+      let current = outcome;
+      for (let n = 2; 'failure' in current && !current.failure.nonRetryable && n <= maxAttempts; n += 1) current = await s.waitFor(attempt(acts, run, inputs[i]!, n));
+      outcomes[i] = current;
+    }
+    return outcomes;
+  }
+
+  function inputsOf(run: { runId: string }, ps: readonly Phrasing[]): FencedToolInput[] {
+    return ps.map((p, i) => {
+      const fields: Record<string, JsonValue> = { title: p.title };
+      if (p.priority !== undefined) fields.priority = p.priority;
+      if (p.note !== undefined) fields.note = p.note;
+      return call(run, `toolu_${i}`, p.order ? fields : Object.fromEntries(Object.entries(fields).reverse()));
+    });
+  }
+
+  test('property: calls of one run that mean the same action, phrased any way and interleaved any way, apply it once', async () => {
+    await fc.assert(
+      fc.asyncProperty(phrasings, fc.scheduler(), async (ps, s) => {
+        const provider = new Provider();
+        const acts = createToolActivities({ store: scheduledStore(s), tools: [ticketTool(provider)], reconcileMarginMs: 100 });
+        const run = newRun();
+
+        const outcomes = await runAll(s, acts, run, inputsOf(run, ps), 3);
+
         expect(outcomes.every((o) => 'result' in o)).toBe(true);
-        expect(provider.total()).toBe(intents.size);
-        const byIntent = new Map<string, string>();
+        expect(provider.total()).toBe(new Set(ps.map(intentOf)).size);
+        const keys = new Map<string, string>();
         outcomes.forEach((o, i) => {
-          const p = phrasings[i]!;
           const key = (o as { result: FencedToolResult }).result.idempotencyKey;
-          const intent = `${p.title}/${p.priority ?? 'normal'}`;
-          expect(byIntent.get(intent) ?? key).toBe(key);
-          byIntent.set(intent, key);
+          expect(keys.get(intentOf(ps[i]!)) ?? key).toBe(key);
+          keys.set(intentOf(ps[i]!), key);
         });
       }),
-      { numRuns: 40 },
+      { seed: 20261206, numRuns: 40 },
+    );
+  });
+
+  test('property: with store faults and a lost answer, an intent is never applied twice, and every success is its one effect under one key', async () => {
+    const faults = fc.array(fc.record({ at: fc.nat(30), kind: fc.constantFrom<'unavailable' | 'unknown'>('unavailable', 'unknown') }), { maxLength: 3 });
+    await fc.assert(
+      fc.asyncProperty(phrasings, faults, fc.boolean(), fc.scheduler(), async (ps, storeFaults, loseFirstAnswer, s) => {
+        const provider = new Provider();
+        provider.loseFirstAnswer = loseFirstAnswer;
+        const acts = createToolActivities({
+          store: scheduledStore(s, storeFaults),
+          tools: [ticketTool(provider)],
+          reconcileMarginMs: 100,
+          transientRetry: { initialIntervalMs: 1, maximumIntervalMs: 2, maximumAttempts: 2 },
+        });
+        const run = newRun();
+
+        const outcomes = await runAll(s, acts, run, inputsOf(run, ps), 4);
+
+        for (const [intent, n] of provider.byIntent) expect([intent, n]).toEqual([intent, 1]);
+        const keys = new Map<string, string>();
+        outcomes.forEach((o, i) => {
+          if (!('result' in o) || !o.result.outcome.ok) return;
+          const intent = intentOf(ps[i]!);
+          expect(provider.byIntent.get(intent)).toBe(1);
+          expect(provider.effects.get(o.result.idempotencyKey)).toBe(1);
+          expect(keys.get(intent) ?? o.result.idempotencyKey).toBe(o.result.idempotencyKey);
+          keys.set(intent, o.result.idempotencyKey);
+        });
+      }),
+      { seed: 20261207, numRuns: 60 },
     );
   });
 });
