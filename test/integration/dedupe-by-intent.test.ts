@@ -18,6 +18,7 @@ import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { JsonValue } from '../../src/checkpoint/types';
 import { CheckpointError } from '../../src/checkpoint/errors';
+import { FlakyStore } from '../helpers/flaky-store';
 
 jest.setTimeout(120_000);
 
@@ -49,10 +50,10 @@ class Provider {
 /** Strips fields it does not know (zod's default) and fills `priority`. */
 const schema = z.object({ title: z.string().min(1), priority: z.enum(['low', 'normal', 'high']).default('normal') });
 
-function ticketTool(provider: Provider, dedupeByIntent = true) {
+function ticketTool(provider: Provider, dedupeByIntent = true, revision = 'v1') {
   return defineTool({
     name: 'create_ticket',
-    revision: 'v1',
+    revision,
     input: schema,
     dedupeByIntent,
     callDeadlineMs: 500,
@@ -79,8 +80,16 @@ describe('dedupeByIntent keys calls by what runs', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function activities(provider: Provider, dedupeByIntent = true): ToolActivities {
-    return createToolActivities({ store, tools: [ticketTool(provider, dedupeByIntent)], reconcileMarginMs: 100 });
+  /** Added to the fence's clock: a test moves past a claim's settle time without waiting for it. */
+  let offsetMs = 0;
+  const clock = (): Date => new Date(Date.now() + offsetMs);
+  afterEach(() => {
+    offsetMs = 0;
+  });
+
+  function activities(provider: Provider, dedupeByIntent = true, over: { store?: CheckpointStore; revision?: string } = {}): ToolActivities {
+    const tools = over.revision === null ? [] : [ticketTool(provider, dedupeByIntent, over.revision)];
+    return createToolActivities({ store: over.store ?? store, tools, clock, reconcileMarginMs: 100 });
   }
 
   /** A run: its workflow id and run chain. */
@@ -145,6 +154,68 @@ describe('dedupeByIntent keys calls by what runs', () => {
       result: expect.objectContaining({ callId: 'toolu_2', source: 'store', outcome: expect.objectContaining({ ok: true, output: { ticket: 'T-printer' } }) }),
     });
     expect(provider.total()).toBe(1);
+  });
+
+  describe('a call that adopted another keeps to it (its adoption is stored under its own address)', () => {
+    /** Call toolu_2 adopts toolu_1 and is answered from its checkpoint; Temporal never records that answer (its worker died), so toolu_2 runs again. */
+    async function adopted(provider: Provider, run: { workflowId: string; runId: string }): Promise<FencedToolResult> {
+      const first = await attempt(activities(provider), run, call(run, 'toolu_1', { title: 'printer' }));
+      const second = await attempt(activities(provider), run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }));
+      expect(second).toEqual({ result: expect.objectContaining({ source: 'store' }) });
+      return (first as { result: FencedToolResult }).result;
+    }
+
+    test("its retry on a worker with a new tool revision is answered from the holder's checkpoint, never applied again", async () => {
+      const provider = new Provider();
+      const run = newRun();
+      const first = await adopted(provider, run);
+
+      const retry = await attempt(activities(provider, true, { revision: 'v2' }), run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }), 2);
+
+      expect(retry).toEqual({ result: expect.objectContaining({ callId: 'toolu_2', source: 'store', idempotencyKey: first.idempotencyKey, toolRevision: 'v1' }) });
+      expect(provider.total()).toBe(1);
+    });
+
+    test("its retry on a worker without the tool is delivered the holder's result, as the holder's own retry is", async () => {
+      const provider = new Provider();
+      const run = newRun();
+      const first = await adopted(provider, run);
+      const without = createToolActivities({ store, tools: [defineTool({ name: 'other', revision: 'x', input: z.object({}), execute: async () => ({ output: null }) })] });
+
+      const holderRetry = await attempt(without, run, call(run, 'toolu_1', { title: 'printer' }), 2);
+      const retry = await attempt(without, run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }), 2);
+
+      expect(holderRetry).toEqual({ result: expect.objectContaining({ source: 'store' }) });
+      expect(retry).toEqual({ result: expect.objectContaining({ callId: 'toolu_2', source: 'store', idempotencyKey: first.idempotencyKey, outcome: first.outcome }) });
+      expect(provider.total()).toBe(1);
+    });
+
+    test("paused on a holder whose outcome is unknown, it is resolved applied by a person on the holder's checkpoint", async () => {
+      const provider = new Provider();
+      const run = newRun();
+      const flaky = new FlakyStore(store);
+      const acts = activities(provider, true, { store: flaky });
+      // The holder applies its effect and the store goes away before its result is stored.
+      flaky.failWhen = (op) => op !== 'createIfAbsent';
+      const first = await attempt(acts, run, call(run, 'toolu_1', { title: 'printer' }));
+      flaky.failWhen = null;
+      offsetMs = 10_000; // past the holder's settle time (claim + 500 ms deadline + 100 ms margin)
+
+      const paused = await attempt(acts, run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }));
+      const resolved = await new MockActivityEnvironment({ attempt: 1, workflowExecution: run } as never).run(acts.resolveToolCall, {
+        ...call(run, 'toolu_2', { title: 'printer', priority: 'normal' }),
+        resolution: 'applied' as const,
+        result: { ok: true as const, output: { ticket: 'T-printer' }, receipt: null },
+        reason: 'the ticket is in the tracker',
+      });
+      const holderRetry = await attempt(acts, run, call(run, 'toolu_1', { title: 'printer' }), 2);
+
+      expect(first).toEqual({ failure: { type: 'RECONCILE_PENDING', nonRetryable: false } });
+      expect(paused).toEqual({ failure: { type: 'OUTCOME_UNKNOWN', nonRetryable: true } });
+      expect(resolved).toEqual(expect.objectContaining({ outcome: expect.objectContaining({ ok: true, output: { ticket: 'T-printer' } }) }));
+      expect(holderRetry).toEqual({ result: expect.objectContaining({ source: 'store', outcome: expect.objectContaining({ output: { ticket: 'T-printer' } }) }) });
+      expect(provider.total()).toBe(1);
+    });
   });
 
   test('different validated arguments are two actions, and so are the same arguments in another run chain', async () => {

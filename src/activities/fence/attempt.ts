@@ -24,6 +24,7 @@ import type { ClaimedItem, Invoked } from './batch-types';
 import { lastAttempt } from './attempt-standing';
 import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyOutlivesRepeat, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
+import { adoptionOf } from './adoption';
 import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
 
@@ -59,10 +60,9 @@ export class Attempt {
 
   /**
    * One read-decide-act round. The claim of a fresh call is its insert (docs/protocol.md#cost:
-   * create and claimExecution composed into one write, `createClaimed`); when the call already has
-   * a record, the store returns it unchanged and this attempt decides on it. A retry (Temporal
-   * attempt > 1, or a later round of this attempt) expects the record to exist, so it reads it
-   * first: a re-delivery is one statement, and only a call found absent is inserted.
+   * create and claimExecution composed into one write, `createClaimed`); when the call already has a
+   * record, the store returns it unchanged and this attempt decides on it (or on the call it adopts).
+   * A retry (Temporal attempt > 1, or a later round) reads first: a re-delivery is one statement.
    */
   async round(): Promise<Step> {
     await this.step('before-claim');
@@ -94,13 +94,13 @@ export class Attempt {
       return this.runAndStore(record, 'executed');
     }
     if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
-    // Another call of the run with the same intent holds the dedupe key: from here on this attempt is
-    // that call (`./intent-dedupe`: its binding and key, no dedupe key of its own), and reads its record.
-    if (!created && this.call.dedupe !== undefined && record.binding.callId !== this.call.binding.callId) {
-      this.call = this.evidence.adopted = this.call.dedupe.adopt(record);
-      this.invocation = new ToolInvocation(this.deps, this.call, () => this.batchRun());
-    }
-    return this.decide(record, created);
+    const adopted = created ? null : await adoptionOf(this.deps.store, this.call, record, at);
+    if (adopted === 'reread') return REREAD;
+    if (adopted === null) return this.decide(record, created);
+    this.call = this.evidence.adopted = adopted.call;
+    this.invocation = new ToolInvocation(this.deps, adopted.call, () => this.batchRun());
+    this.evidence.seen = adopted.record;
+    return this.decide(adopted.record, false);
   }
 
   /** Decides on `record` (`created`: this round inserted it) and executes, delivers or reconciles. */

@@ -24,6 +24,8 @@ import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type
 import { unstorableResult } from './unstorable-result';
 import type { LookupResult } from '../tools/define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
+import { adoptedFrom } from './intent-dedupe';
+import { parseCallBindingId } from '../../checkpoint/call-identity';
 
 /** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */
 export interface CallLocator {
@@ -58,7 +60,7 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
   let record: CheckpointRecord | null;
   try {
     // Always asked, also on attempt 1: an activity reset restarts the attempt count.
-    record = seen !== null && seen.status !== 'ready' ? seen : await findCallRecord(deps, failed);
+    record = seen !== null && seen.status !== 'ready' && adoptedFrom(seen) === null ? seen : await findCallRecord(deps, failed);
   } catch (readError) {
     // The store cannot say. Only a first attempt that sent no claim knows that nothing was applied.
     if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
@@ -336,7 +338,8 @@ function refusalBinding(failed: FailedAttempt): Binding | null {
  * The call's checkpoint by namespace and call id, whatever its tool revision or input
  * fingerprint: under this attempt's binding call id, the model's call id, and the intent call id
  * a `dedupeByIntent` tool would use (which needs only the tool name and the model's input, so it
- * is found even when the tool is gone). Null when there is none.
+ * is found even when the tool is gone). Where an adoption record holds the call's address, the
+ * checkpoint of the call it adopted (docs/protocol.md#dedupe-keys). Null when there is none.
  */
 export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): Promise<CheckpointRecord | null> {
   const { input, context, call } = where;
@@ -351,7 +354,9 @@ export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): 
   const namespace = callAddress(input, context).namespace;
   for (const callId of callIds) {
     const record = await deps.store.getByCall(namespace, callId);
-    if (record !== null) return record;
+    if (record === null) continue;
+    const holder = adoptedFrom(record);
+    return holder === null ? record : ((await deps.store.getByCall(namespace, holder)) ?? record);
   }
   return null;
 }
@@ -399,6 +404,15 @@ function claimUnsettled(error: CheckpointError | null, why: string): CheckpointE
  * otherwise the model's call id, or the intent call id when the record is keyed by intent.
  */
 export function keyOfRecord(where: CallLocator, binding: Binding): string {
+  // The binding call id names the run chain, workflow and key call id the key was derived from.
+  const parts = parseCallBindingId(binding.callId);
+  if (parts !== null) {
+    const { runChainId, workflowId, callId } = parts;
+    return idempotencyKey(
+      { namespace: binding.namespace, runChainId, workflowId, callId, toolName: binding.toolName, toolRevision: binding.toolRevision },
+      where.context.idempotencyKeySecret,
+    );
+  }
   const address = callAddress(where.input, where.context);
   let keyCallId = where.input.callId;
   if (where.call?.binding.callId === binding.callId) keyCallId = where.call.keyCallId;

@@ -2,13 +2,19 @@
  * Calls of one run that mean the same action share one checkpoint (docs/protocol.md#dedupe-keys):
  * a `dedupeByIntent` tool's claim is inserted under a dedupe key made from what runs (the intent
  * digest of the validated arguments), and a call whose key another call's row holds adopts that
- * call's identity — its binding and idempotency key — and is answered from its checkpoint.
+ * call's identity — its binding and idempotency key — and is answered from its checkpoint. The
+ * adoption is stored under the adopting call's own address (an adoption record), so its later
+ * attempts, and a person resolving it, find the holder whatever a deploy changed meanwhile.
  */
 import { parseCallBindingId } from '../../checkpoint/call-identity';
 import { canonicalJson } from '../../checkpoint/canonical-json';
+import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import { idempotencyKey, sha256Hex } from '../../checkpoint/digest';
-import type { Binding, CheckpointRecord } from '../../checkpoint/types';
+import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
+
+/** The tool revision of an adoption record's binding (see {@link adoptionRecord}); like `refused`, never a tool's. */
+export const ADOPTED_REVISION = 'adopted';
 
 /** What a call needs to claim under a dedupe key, and to take the identity of the call that holds it. */
 export interface CallDedupe<Call> {
@@ -27,6 +33,8 @@ export interface AdoptableCall {
   readonly workflowId: string;
   readonly keyCallId: string;
   readonly idempotencyKey: string;
+  readonly attemptId: string;
+  readonly deliveryId: string;
   readonly dedupe?: unknown;
 }
 
@@ -86,4 +94,29 @@ export function adoptHolder<Call extends AdoptableCall>(call: Call, holder: Chec
     ),
     dedupe: undefined,
   };
+}
+
+/**
+ * The adoption record of `call`: under `call`'s own namespace and call id (revision
+ * {@link ADOPTED_REVISION}, so it is never `call`'s own checkpoint), delivered at once with the
+ * result `{ ok: false, error: { type: 'ADOPTED', message }, adoptedFrom: <holder's binding call id> }`.
+ * It holds the call's slot: a later claim of `call` meets it, and {@link adoptedFrom} leads to the holder.
+ * `at`: ISO-8601 UTC.
+ */
+export function adoptionRecord(call: AdoptableCall, holder: CheckpointRecord, at: string): CheckpointRecord {
+  const binding: Binding = { ...call.binding, toolRevision: ADOPTED_REVISION };
+  const result = {
+    ok: false,
+    error: { type: 'ADOPTED', message: `this call means the same action as call ${holder.binding.callId}, whose checkpoint answers it` },
+    adoptedFrom: holder.binding.callId,
+  };
+  const claimed = createClaimed(binding, { attemptId: call.attemptId, at, deadlineAt: at });
+  return completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }).next;
+}
+
+/** The binding call id of the call `record` says its call adopted (an {@link adoptionRecord}), else null. */
+export function adoptedFrom(record: CheckpointRecord): string | null {
+  if (record.binding.toolRevision !== ADOPTED_REVISION) return null;
+  const payload = record.result?.payload as { [key: string]: JsonValue } | null | undefined;
+  return typeof payload === 'object' && payload !== null && typeof payload.adoptedFrom === 'string' ? payload.adoptedFrom : null;
 }

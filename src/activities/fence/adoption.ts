@@ -1,0 +1,56 @@
+/**
+ * The step of an attempt whose claim insert met another call's row (docs/protocol.md#dedupe-keys):
+ * the holder of its dedupe key (store the adoption under this call's address, then go on as the
+ * holder), or this call's own adoption record (an earlier attempt adopted: go on as its holder).
+ */
+import { CheckpointError } from '../../checkpoint/errors';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import { adoptedFrom, adoptionRecord } from './intent-dedupe';
+import type { PreparedCall } from './prepare-call';
+
+/** Go on as `call` (the holder's identity) from `record` (the holder's record). */
+export interface Adopted {
+  readonly call: PreparedCall;
+  readonly record: CheckpointRecord;
+}
+
+/**
+ * What `call` does with `found`, the row its claim insert returned instead of inserting: null when
+ * it is not another call's (decide on it as usual), `reread` when this call's slot holds something
+ * the attempt must read again, else the call it adopts. `at`: ISO-8601 UTC, for the adoption record.
+ *
+ * @throws {@link CheckpointError} BINDING_CONFLICT when the holder cannot be adopted here (another
+ *   revision, or the tool no longer dedupes by intent: the failure path follows the adoption record);
+ *   OUTCOME_UNKNOWN when the adopted call's checkpoint is gone; the store's codes.
+ */
+export async function adoptionOf(store: CheckpointStore, call: PreparedCall, found: CheckpointRecord, at: string): Promise<Adopted | 'reread' | null> {
+  if (found.binding.callId !== call.binding.callId) {
+    // Another call of the run with the same intent holds this call's dedupe key.
+    if (call.dedupe === undefined) return null;
+    const adopted = call.dedupe.adopt(found);
+    const written = await store.createIfAbsent(adoptionRecord(call, found, at));
+    if (!written.created && adoptedFrom(written.record) !== found.binding.callId) return 'reread';
+    return { call: adopted, record: found };
+  }
+  const holderCallId = adoptedFrom(found);
+  if (holderCallId === null) return null;
+  const holder = await store.getByCall(found.binding.namespace, holderCallId);
+  if (holder === null) {
+    throw new CheckpointError(
+      'OUTCOME_UNKNOWN',
+      `${call.tool.name} call ${JSON.stringify(call.input.callId)} was answered by call ${holderCallId}, whose checkpoint is gone; whether its effect was applied is unknown`,
+      { callId: call.input.callId },
+    );
+  }
+  if (call.dedupe === undefined) {
+    throw new CheckpointError(
+      'BINDING_CONFLICT',
+      `${call.tool.name} call ${JSON.stringify(call.input.callId)} was answered by call ${holderCallId}; this worker's tool no longer dedupes by intent`,
+      {
+        callId: call.input.callId,
+      },
+    );
+  }
+  return { call: call.dedupe.adopt(holder), record: holder };
+}
