@@ -14,6 +14,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
+import type { CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { JsonValue } from '../../src/checkpoint/types';
@@ -216,6 +217,43 @@ describe('dedupeByIntent keys calls by what runs', () => {
       expect(holderRetry).toEqual({ result: expect.objectContaining({ source: 'store', outcome: expect.objectContaining({ output: { ticket: 'T-printer' } }) }) });
       expect(provider.total()).toBe(1);
     });
+  });
+
+  test("compensating an adopter is compensating its holder's action: one refund, under one key", async () => {
+    const refunds: string[] = [];
+    const charge = defineTool({
+      name: 'charge',
+      revision: 'v1',
+      input: z.object({ amountCents: z.number().int(), currency: z.string().default('EUR') }),
+      dedupeByIntent: true,
+      async execute(input) {
+        return { output: { chargeId: `ch-${input.amountCents}` } };
+      },
+      compensation: {
+        revision: 'refund-v1',
+        async execute(_applied, ctx) {
+          refunds.push(ctx.idempotencyKey);
+          return { output: { refunded: true } };
+        },
+      },
+    });
+    const acts = createToolActivities({ store, tools: [charge] });
+    const run = newRun();
+    const input = (callId: string, amount: JsonValue): FencedToolInput => ({ tenant: 'acme', callId, toolName: 'charge', input: amount, runChainId: run.runId });
+    const env = (): MockActivityEnvironment => new MockActivityEnvironment({ attempt: 1, workflowExecution: run } as never);
+    await env().run(acts.runFencedTool, input('toolu_1', { amountCents: 500 }));
+    const adopter = await env().run(acts.runFencedTool, input('toolu_2', { amountCents: 500, currency: 'EUR' }));
+
+    const compensations: CompensateToolCallResult[] = [
+      await env().run(acts.compensateToolCall, { ...input('toolu_2', { amountCents: 500, currency: 'EUR' }), role: 'compensation' as const }),
+      await env().run(acts.compensateToolCall, { ...input('toolu_1', { amountCents: 500 }), role: 'compensation' as const }),
+    ];
+
+    expect(adopter).toEqual(expect.objectContaining({ source: 'store' }));
+    expect(compensations.map((c) => (c.declared ? c.result.source : null))).toEqual(['executed', 'store']);
+    const keys = compensations.map((c) => (c.declared ? c.result.idempotencyKey : null));
+    expect(keys[0]).toBe(keys[1]);
+    expect(refunds).toHaveLength(1);
   });
 
   test('different validated arguments are two actions, and so are the same arguments in another run chain', async () => {

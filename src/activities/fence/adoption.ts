@@ -54,3 +54,9 @@ export async function adoptionOf(store: CheckpointStore, call: PreparedCall, fou
   }
   return { call: call.dedupe.adopt(holder), record: holder };
 }
+
+/** The binding call id of the call `call` adopted (its adoption record holds `call`'s address), else null. @throws the store's codes. */
+export async function adoptedCallOf(store: CheckpointStore, call: PreparedCall): Promise<string | null> {
+  const own = await store.getByCall(call.binding.namespace, call.binding.callId);
+  return own === null ? null : adoptedFrom(own);
+}

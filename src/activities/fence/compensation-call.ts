@@ -23,6 +23,7 @@ import type { FencedToolInput, ToolOutcome } from '../contract/contract';
 import type { CompensateToolCallInput, CompensationIdentity } from '../contract/compensation-contract';
 import { compensationToolName, isCompensationByTool, type AppliedEffect, type CompensationByFunction, type ToolCompensation } from '../tools/compensation-declaration';
 import { findCallRecord, keyOfRecord } from './call-failure';
+import { adoptedCallOf } from './adoption';
 import type { ToolContext, ToolDefinition } from '../tools/define-tool';
 import type { FencedToolDeps } from './fence-deps';
 import { prepareCall, type AttemptContext, type PrepareLimits, type PreparedCall } from './prepare-call';
@@ -72,7 +73,9 @@ export async function prepareCompensation(
   if (declared === undefined) return null;
   const record = await findCallRecord(deps, { input: originalInput, context, call: original });
   const payload = appliedOutcome(original, record);
-  if (record!.binding.inputFingerprint !== original.binding.inputFingerprint) {
+  // A call that adopted another's checkpoint is that call's action (docs/protocol.md#dedupe-keys): it shares its compensation.
+  const adopted = record!.binding.callId !== original.binding.callId && (await adoptedCallOf(deps.store, original)) === record!.binding.callId;
+  if (!adopted && record!.binding.inputFingerprint !== original.binding.inputFingerprint) {
     throw new CheckpointError(
       'BINDING_CONFLICT',
       `${original.tool.name} call ${JSON.stringify(input.callId)}: its checkpoint was made for other arguments (or another idempotency key secret) than the input given; nothing to compensate from it`,
