@@ -17,9 +17,12 @@ import type { FencedToolInput, FencedToolResult } from '../../src/activities/con
 import type { CompensateToolCallResult } from '../../src/activities/contract/compensation-contract';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
-import type { JsonValue } from '../../src/checkpoint/types';
+import type { CheckpointRecord, JsonValue } from '../../src/checkpoint/types';
 import { CheckpointError } from '../../src/checkpoint/errors';
 import { FlakyStore } from '../helpers/flaky-store';
+import { adoptedFrom } from '../../src/activities/fence/intent-dedupe';
+import { intentCallId } from '../../src/activities/fence/prepare-call';
+import { callBindingId } from '../../src/checkpoint/call-identity';
 
 jest.setTimeout(120_000);
 
@@ -191,6 +194,30 @@ describe('dedupeByIntent keys calls by what runs', () => {
       expect(provider.total()).toBe(1);
     });
 
+    test('an adopter whose adoption record cannot be stored is not answered from the holder (STORE_UNAVAILABLE, nothing of it stored); its retry adopts', async () => {
+      const provider = new Provider();
+      const run = newRun();
+      const flaky = new FlakyStore(store);
+      await attempt(activities(provider, true, { store: flaky }), run, call(run, 'toolu_1', { title: 'printer' }));
+      flaky.failWhen = (op, args) => op === 'createIfAbsent' && (args[0] as CheckpointRecord).binding.toolRevision === 'adopted';
+
+      const first = await attempt(activities(provider, true, { store: flaky }), run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }));
+      flaky.failWhen = null;
+      const retry = await attempt(activities(provider), run, call(run, 'toolu_2', { title: 'printer', priority: 'normal' }), 2);
+
+      expect(first).toEqual({ failure: { type: 'STORE_UNAVAILABLE', nonRetryable: false } });
+      expect(retry).toEqual({ result: expect.objectContaining({ source: 'store' }) });
+      expect(
+        adoptedFrom(
+          (await store.getByCall(
+            `default/acme`,
+            callBindingId({ runChainId: run.runId, workflowId: run.workflowId, callId: intentCallId('create_ticket', { title: 'printer', priority: 'normal' }) }),
+          ))!,
+        ),
+      ).not.toBeNull();
+      expect(provider.total()).toBe(1);
+    });
+
     test("paused on a holder whose outcome is unknown, it is resolved applied by a person on the holder's checkpoint", async () => {
       const provider = new Provider();
       const run = newRun();
@@ -217,6 +244,28 @@ describe('dedupeByIntent keys calls by what runs', () => {
       expect(holderRetry).toEqual({ result: expect.objectContaining({ source: 'store', outcome: expect.objectContaining({ output: { ticket: 'T-printer' } }) }) });
       expect(provider.total()).toBe(1);
     });
+  });
+
+  test('a call refused before its claim (its approval expired) answers no other call: a re-plan with a valid approval runs', async () => {
+    const provider = new Provider();
+    const acts = activities(provider);
+    const run = newRun();
+    const expired = { approvalExpiresAt: new Date(Date.now() - 1_000).toISOString() };
+    const typeOf = (o: Outcome): string => ('failure' in o ? String(o.failure.type) : o.result.outcome.ok ? 'ok' : o.result.outcome.error.type);
+
+    const refused = [
+      await attempt(acts, run, call(run, 'toolu_1', { title: 'printer' }, expired)),
+      await attempt(acts, run, call(run, 'toolu_1', { title: 'printer' }, expired), 2),
+    ];
+    const replanned = await attempt(
+      acts,
+      run,
+      call(run, 'toolu_2', { title: 'printer', priority: 'normal' }, { approvalExpiresAt: new Date(Date.now() + 3_600_000).toISOString() }),
+    );
+
+    expect(refused.map(typeOf)).toEqual(['APPROVAL_EXPIRED', 'APPROVAL_EXPIRED']);
+    expect(replanned).toEqual({ result: expect.objectContaining({ source: 'executed' }) });
+    expect(provider.total()).toBe(1);
   });
 
   test("compensating an adopter is compensating its holder's action: one refund, under one key", async () => {

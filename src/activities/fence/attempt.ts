@@ -72,14 +72,14 @@ export class Attempt {
       this.evidence.seen = existing;
       return this.decide(existing, false);
     }
-    // A call whose approval expired is not claimed: its ready record lets the execute path refuse it (APPROVAL_EXPIRED).
+    // A call whose approval expired is not claimed: its ready record (no dedupe key) lets the execute path refuse it (APPROVAL_EXPIRED).
     const at = this.now();
     const claim = this.approvalExpired() ? null : createClaimed(this.call.binding, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     const claimSentBefore = this.evidence.claimSent;
     if (claim !== null) this.evidence.claimSent = true;
     let inserted: CreateResult;
     try {
-      const options = this.call.dedupe && { dedupeKey: this.call.dedupe.key };
+      const options = claim !== null && this.call.dedupe !== undefined ? { dedupeKey: this.call.dedupe.key } : undefined;
       inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }), options);
     } catch (error) {
       // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
@@ -87,7 +87,7 @@ export class Attempt {
       throw error;
     }
     const { created, record } = inserted;
-    this.evidence.seen = record;
+    if (record.binding.callId === this.call.binding.callId) this.evidence.seen = record; // not another call's, unless adopted below
     // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
     if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) {
       this.observer.decided(created ? null : record, 'execute');
