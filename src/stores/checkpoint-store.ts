@@ -17,12 +17,20 @@ export interface ConversationEntry {
 
 /** What `createIfAbsent` returns: `created` is false when a record already existed (it is returned, never overwritten). */
 /**
- * Options of {@link CheckpointStore.createIfAbsent}. `dedupeKey`: at most one row holds it; an
- * insert whose dedupe key another row holds inserts nothing and returns that row (a different
- * call's record: docs/protocol.md#dedupe-keys). A bounded identifier (1–256 characters).
+ * Options of {@link CheckpointStore.createIfAbsent} (docs/protocol.md#dedupe-keys).
  */
 export interface CreateOptions {
+  /**
+   * At most one row holds it: an insert whose dedupe key another row holds inserts nothing and
+   * returns that row (a different call's record). A bounded identifier (1–256 characters).
+   */
   readonly dedupeKey?: string;
+  /**
+   * ISO-8601 UTC, only with `dedupeKey`: the row holds its key until then. An insert whose
+   * record's `createdAt` is at or after it takes the key over (the old row stays, without the
+   * key), and `prune` keeps the row while the time is ahead. Absent: held while the row exists.
+   */
+  readonly dedupeUntil?: string;
 }
 
 export interface CreateResult {
@@ -140,9 +148,18 @@ export interface CheckpointStore {
    * BINDING_CONFLICT; for a dedupe key, the record of the call that holds it. After a lost
    * connection the insert is retried, so `created` may be false for a record this very call inserted.
    * @throws {@link CheckpointError} a quarantine code when the existing row does not parse (it is
-   *   left as is); INVALID_ARGUMENT for a malformed `options.dedupeKey`.
+   *   left as is); INVALID_ARGUMENT for a malformed `options.dedupeKey` or `options.dedupeUntil`.
    */
   createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult>;
+  /**
+   * Clears the dedupe key of `holder`'s row, if the row is still `holder` (same key and
+   * revision) and holds one; the row itself stays. Used when a person proved the holder's effect
+   * absent, so the next call with its key runs (docs/protocol.md#business-keys).
+   * @returns whether a key was cleared.
+   * @throws {@link CheckpointError} INVALID_ARGUMENT for a malformed record; STORE_OUTCOME_UNKNOWN
+   *   when the write was sent and its answer lost (it is idempotent: call it again).
+   */
+  releaseDedupeKey(holder: CheckpointRecord): Promise<boolean>;
   /** The stored record for `binding`'s key, or null when there is none (a quarantined row throws, never null). */
   get(binding: Binding): Promise<CheckpointRecord | null>;
   /**

@@ -20,15 +20,24 @@ export class LostWriteSettler {
     private readonly codec: RowCodec,
   ) {}
 
-  /** The row an insert conflicted with: the same key, or another binding holding the same (namespace, call id). */
-  async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
+  /**
+   * The row an insert conflicted with: the same key, another binding holding the same (namespace,
+   * call id), or the holder of the dedupe key; null when none is there (any more).
+   */
+  async findExisting(row: EncodedRow): Promise<CheckpointRecord | null> {
     const rows = await this.conn.read<Row>(this.sql.EXISTING, [row.key, row.namespace, row.callId, row.dedupeKey ?? null]);
-    if (rows[0] === undefined)
+    return rows[0] === undefined ? null : this.codec.decode(stored(rows[0]));
+  }
+
+  /** {@link findExisting}, for a row that must be there. @throws STORE_OUTCOME_UNKNOWN when it is not. */
+  async readExisting(row: EncodedRow): Promise<CheckpointRecord> {
+    const existing = await this.findExisting(row);
+    if (existing === null)
       throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.conn.where}: insert of ${row.key} conflicted but the row is gone`, {
         key: row.key,
         where: this.conn.where,
       });
-    return this.codec.decode(stored(rows[0]));
+    return existing;
   }
 
   /**

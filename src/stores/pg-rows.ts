@@ -16,7 +16,7 @@ export interface Row extends QueryResultRow {
 
 /** The parameters of the insert statements (`INSERT`) for `row`. */
 export function insertParams(row: EncodedRow): unknown[] {
-  return [row.key, row.namespace, row.callId, row.toolName, row.status, row.revision, row.updatedAt, row.body, row.dedupeKey ?? null];
+  return [row.key, row.namespace, row.callId, row.toolName, row.status, row.revision, row.updatedAt, row.body, row.dedupeKey ?? null, row.dedupeUntil ?? null];
 }
 
 /** The parameters of the conditional UPDATE (`CAS`, and `CAS_BODY` before its body digest) for `row`. */

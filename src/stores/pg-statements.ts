@@ -25,6 +25,7 @@ export const ROW_COLUMNS = 'key, status, revision, updated_at, body';
 const EQ = 'OPERATOR(pg_catalog.=)';
 const LT = 'OPERATOR(pg_catalog.<)';
 const GT = 'OPERATOR(pg_catalog.>)';
+const LE = 'OPERATOR(pg_catalog.<=)';
 
 /** The SHA-256 (lower-case hex) of a text column's UTF-8 bytes, as `bodyDigest` computes it in JS. */
 const digest = (column: string): string => `pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(${column}, 'UTF8')), 'hex')`;
@@ -50,12 +51,16 @@ export function pgStatements(schema: string) {
      * Create-if-absent: inserts the row unless its key, (namespace, call id) or dedupe key exists; one row
      * `inserted = true` when it did. (The row it conflicted with is read with {@link EXISTING}: one
      * statement returning both costs twice the server CPU of this one on the fresh-call path,
-     * measured, for one round trip saved on the rarer existing-record path.) `$1`..`$9`: key,
-     * namespace, call id, tool name, status, revision, updated_at, body, dedupe key (or null).
+     * measured, for one round trip saved on the rarer existing-record path.) `$1`..`$10`: key,
+     * namespace, call id, tool name, status, revision, updated_at, body, dedupe key and dedupe until (or nulls).
      */
-    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key)
-  VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text, $9::pg_catalog.text)
+    INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key, dedupe_until)
+  VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text, $9::pg_catalog.text, $10::pg_catalog.timestamptz)
   ON CONFLICT DO NOTHING RETURNING true AS inserted`,
+    /** Releases dedupe key `$1` from a holder whose window ended at or before `$2` (an insert then takes it over). */
+    RELEASE_EXPIRED: `UPDATE ${t} SET dedupe_key = NULL WHERE dedupe_key ${EQ} $1::pg_catalog.text AND dedupe_until ${LE} $2::pg_catalog.timestamptz`,
+    /** Clears the dedupe key of row `$1` if it is still at revision `$2` (`releaseDedupeKey`). */
+    RELEASE_DEDUPE_KEY: `UPDATE ${t} SET dedupe_key = NULL WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8 AND dedupe_key IS NOT NULL`,
     /**
      * The row an insert conflicted with: the same key first, else the (namespace, call id) holder,
      * else the holder of the dedupe key. `$1`..`$4` (`$4` null: no dedupe key).
@@ -111,9 +116,10 @@ export function pgStatements(schema: string) {
   ORDER BY updated_at, key LIMIT $5::pg_catalog.int8`,
     /** A page of rows in key order after `$1`, `$2` rows. */
     SCAN: `SELECT ${ROW_COLUMNS} FROM ${t} WHERE key ${GT} $1::pg_catalog.text ORDER BY key LIMIT $2::pg_catalog.int8`,
-    /** A page of delivered rows older than `$1`, after the cursor `$2`/`$3`, `$4` rows. */
+    /** A page of delivered rows older than `$1` whose dedupe window (if any) ended by `$5`, after the cursor `$2`/`$3`, `$4` rows. */
     PRUNABLE: `SELECT ${ROW_COLUMNS} FROM ${t}
   WHERE status ${EQ} 'delivered'::pg_catalog.text AND updated_at ${LT} $1::pg_catalog.timestamptz
+    AND (dedupe_until IS NULL OR dedupe_until ${LE} $5::pg_catalog.timestamptz)
     AND ($2::pg_catalog.timestamptz IS NULL OR (updated_at, key) ${GT} ($2::pg_catalog.timestamptz, $3::pg_catalog.text))
   ORDER BY updated_at, key LIMIT $4::pg_catalog.int8`,
     /** Deletes verified rows by key, revision, status and exact body (a row changed or damaged since it was decoded stays). */

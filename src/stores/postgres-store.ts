@@ -58,7 +58,19 @@ import type {
 import { keysOf, recordsOf } from './group-writes';
 import { assertGetArguments, conversationConflict, encodeEntries, entryMissing, EntryCodec, type EncodedEntry } from './entry-codec';
 import { pgStatements, type PgStatements } from './pg-statements';
-import { assertCallArguments, assertCasArguments, assertCreateOptions, bodyDigest, assertStatuses, normalizeTimestamp, resolveLimit, RowCodec, scanQuarantined } from './row-codec';
+import {
+  assertCallArguments,
+  assertCasArguments,
+  bodyDigest,
+  dedupeColumns,
+  releaseArguments,
+  type EncodedRow,
+  assertStatuses,
+  normalizeTimestamp,
+  resolveLimit,
+  RowCodec,
+  scanQuarantined,
+} from './row-codec';
 import { MAX_RESOLVE_ROUNDS, OutcomeUnknown, PgConnection } from './pg-connection';
 import { PgGroupWriter } from './pg-group-writes';
 import { LostWriteSettler } from './pg-lost-writes';
@@ -76,6 +88,8 @@ export const DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
 const PAGE = 500;
 /** Keys per conversation read (one `= ANY($2)` array each). */
 const KEY_CHUNK = 1_000;
+/** Insert rounds of one dedupe-keyed `createIfAbsent` while the key changes hands under it (each round is another insert ahead of it). */
+const MAX_DEDUPE_ROUNDS = 8;
 
 interface EntryRow extends QueryResultRow {
   entry_key: string;
@@ -180,22 +194,62 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return store;
   }
 
-  /** A fresh record: one statement, one round trip. An existing one: a second, reading it. */
+  /**
+   * A fresh record: one statement, one round trip. An existing one: a second, reading it. With a
+   * dedupe key, a conflict first releases the key from a holder whose window ended (one more
+   * statement) and then inserts again; so does a conflict whose holder is gone when read (another
+   * insert released it and has not committed its own row yet).
+   */
   async createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
-    const dedupeKey = assertCreateOptions(options);
-    const encoded = this.codec.encode(record);
-    const row = dedupeKey === undefined ? encoded : { ...encoded, dedupeKey };
-    let inserted: boolean;
+    const row = { ...this.codec.encode(record), ...dedupeColumns(options) };
+    for (let round = 1; ; round += 1) {
+      const inserted = await this.insert(row, record);
+      if (inserted === true) return { created: true, record: this.codec.remember(record, row.body) };
+      if (inserted !== false) return inserted;
+      if (row.dedupeKey === undefined || round === MAX_DEDUPE_ROUNDS) return { created: false, record: await this.lostWrites.readExisting(row) };
+      if (await this.releaseExpired(row.dedupeKey, row.updatedAt)) continue;
+      const existing = await this.lostWrites.findExisting(row);
+      if (existing !== null) return { created: false, record: existing };
+    }
+  }
+
+  /** One INSERT: whether it inserted, or (its connection lost) the settled outcome. */
+  private async insert(row: EncodedRow, record: CheckpointRecord): Promise<boolean | CreateResult> {
     try {
-      inserted = (await this.conn.write(this.sql.INSERT, insertParams(row))).rowCount === 1;
+      return (await this.conn.write(this.sql.INSERT, insertParams(row))).rowCount === 1;
     } catch (error) {
       if (!(error instanceof OutcomeUnknown)) throw error;
       const cause = error.driverError;
       return this.lostWrites.settling(row.key, 'insert', cause, () => this.lostWrites.settleInsert(row, record, cause));
     }
-    if (inserted) return { created: true, record: this.codec.remember(record, row.body) };
-    // The server answered: nothing of this call was written, so a failed read of the row is STORE_UNAVAILABLE.
-    return { created: false, record: await this.lostWrites.readExisting(row) };
+  }
+
+  /**
+   * Releases `dedupeKey` from a holder whose window ended by `now`. Nothing of the caller's
+   * record is written by it, so a lost answer is STORE_UNAVAILABLE (an expired key holds nothing).
+   */
+  private async releaseExpired(dedupeKey: string, now: string): Promise<boolean> {
+    try {
+      return (await this.conn.write(this.sql.RELEASE_EXPIRED, [dedupeKey, now])).rowCount === 1;
+    } catch (error) {
+      if (!(error instanceof OutcomeUnknown)) throw error;
+      throw new CheckpointError('STORE_UNAVAILABLE', `PostgreSQL ${this.where}: the connection was lost while releasing an expired dedupe key; nothing of the call was written`, {
+        where: this.where,
+      });
+    }
+  }
+
+  async releaseDedupeKey(holder: CheckpointRecord): Promise<boolean> {
+    const { key, revision } = releaseArguments(holder);
+    try {
+      return (await this.conn.write(this.sql.RELEASE_DEDUPE_KEY, [key, revision])).rowCount === 1;
+    } catch (error) {
+      if (!(error instanceof OutcomeUnknown)) throw error;
+      throw new CheckpointError('STORE_OUTCOME_UNKNOWN', `PostgreSQL ${this.where}: the connection was lost while releasing the dedupe key of ${key}; release it again`, {
+        key,
+        where: this.where,
+      });
+    }
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
@@ -297,7 +351,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
     }
     let cursor: [string, string] | null = null;
     for (;;) {
-      const rows: Row[] = await this.conn.read<Row>(this.sql.PRUNABLE, [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE]);
+      const rows: Row[] = await this.conn.read<Row>(this.sql.PRUNABLE, [olderThan, cursor?.[0] ?? null, cursor?.[1] ?? null, PAGE, new Date().toISOString()]);
       const keys: string[] = [];
       const revisions: number[] = [];
       const digests: string[] = [];

@@ -8,7 +8,7 @@ import { assertIdentifier, LIMITS, parseTimestamp } from '../checkpoint/bounds';
 import { canonicalJson } from '../checkpoint/canonical-json';
 import { parseCheckpoint, serializeCheckpoint, type ParseOptions, type SealOptions } from '../checkpoint/codec';
 import { CheckpointError, isCheckpointError, type CheckpointErrorDetails } from '../checkpoint/errors';
-import { bindingDifferences, deepFreeze, validateCheckpoint } from '../checkpoint/record';
+import { bindingDifferences, bindingSnapshot, deepFreeze, validateCheckpoint } from '../checkpoint/record';
 import { STATUSES, type Binding, type CheckpointRecord, type JsonValue, type Status } from '../checkpoint/types';
 import { checkpointKey } from './checkpoint-key';
 import type { CheckpointStoreOptions, CreateOptions, QuarantinedRow } from './checkpoint-store';
@@ -29,6 +29,8 @@ export interface EncodedRow {
   readonly body: string;
   /** The `dedupe_key` column of an insert (`createIfAbsent`'s option), never part of the body; absent: NULL. */
   readonly dedupeKey?: string;
+  /** The `dedupe_until` column of an insert (ISO-8601 UTC, `toISOString()` form); absent: NULL. */
+  readonly dedupeUntil?: string;
 }
 
 /** What a store reads back: the key, the index columns, and the body (text, or anything a damaged row holds). */
@@ -307,14 +309,31 @@ export function assertCallArguments(namespace: unknown, callId: unknown): void {
 }
 
 /**
- * Checks `createIfAbsent`'s `options.dedupeKey`: absent, or a bounded identifier (see `assertIdentifier`).
- *
- * @throws {@link CheckpointError} INVALID_ARGUMENT (`field` `dedupeKey`).
+ * Checks `createIfAbsent`'s options: `dedupeKey` absent or a bounded identifier (see
+ * `assertIdentifier`); `dedupeUntil` absent, or ISO-8601 UTC with a `dedupeKey`.
+ * @returns the dedupe columns of the insert (`dedupeUntil` in `toISOString()` form).
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (`field` `dedupeKey` or `dedupeUntil`).
  */
-export function assertCreateOptions(options: CreateOptions | undefined): string | undefined {
-  if (options === undefined || options.dedupeKey === undefined) return undefined;
-  assertIdentifier(options.dedupeKey, 'dedupeKey');
-  return options.dedupeKey;
+export function dedupeColumns(options: CreateOptions | undefined): Pick<EncodedRow, 'dedupeKey' | 'dedupeUntil'> {
+  if (options === undefined) return {};
+  const { dedupeKey, dedupeUntil } = options;
+  if (dedupeKey !== undefined) assertIdentifier(dedupeKey, 'dedupeKey');
+  if (dedupeUntil === undefined) return dedupeKey === undefined ? {} : { dedupeKey };
+  if (dedupeKey === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'dedupeUntil needs a dedupeKey', { field: 'dedupeUntil' });
+  return { dedupeKey, dedupeUntil: normalizeTimestamp(dedupeUntil, 'dedupeUntil') };
+}
+
+/**
+ * Checks `releaseDedupeKey`'s holder and returns the row it names: its key and revision.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a record without a valid binding or revision.
+ */
+export function releaseArguments(holder: CheckpointRecord): { key: string; revision: number } {
+  const revision = (holder as { revision?: unknown } | null)?.revision;
+  if (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 0) {
+    throw new CheckpointError('INVALID_ARGUMENT', `holder.revision must be a non-negative integer, got ${String(revision)}`, { field: 'holder.revision' });
+  }
+  return { key: checkpointKey(bindingSnapshot(holder.binding)), revision };
 }
 
 /**

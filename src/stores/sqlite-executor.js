@@ -52,7 +52,7 @@ const { JobFailure, runWrite, verifyWrite } = require('./sqlite-writes');
 const MAX_SNAPSHOT_RETRIES = 20;
 
 /** The ops that write (a group commit); every other op is a read or a control request. */
-const WRITE_OPS = new Set(['insert', 'cas', 'group', 'pruneLogs', 'deleteRows', 'putEntries']);
+const WRITE_OPS = new Set(['insert', 'releaseDedupeKey', 'cas', 'group', 'pruneLogs', 'deleteRows', 'putEntries']);
 
 /**
  * Whether `request` is a write (joins a group commit).
@@ -138,7 +138,7 @@ class SqliteExecutor {
       case 'scan':
         return s.scan.all(request.after, request.limit);
       case 'pruneCandidates':
-        return s.pruneCandidates.all(request.olderThan, ...request.after, request.limit);
+        return s.pruneCandidates.all(request.olderThan, request.now, ...request.after, request.limit);
       case 'entries':
         return this.#entries(request.logId, request.keys);
       case 'settings':

@@ -40,8 +40,8 @@ export type SqliteReadRequest =
   | { readonly op: 'list'; readonly statuses: readonly string[]; readonly olderThan: string; readonly after: readonly [string, string]; readonly limit: number }
   /** One page of every row by key, after `after` (`listQuarantined`). */
   | { readonly op: 'scan'; readonly after: string; readonly limit: number }
-  /** One page of delivered rows older than `olderThan` after the cursor (`prune`). */
-  | { readonly op: 'pruneCandidates'; readonly olderThan: string; readonly after: readonly [string, string]; readonly limit: number }
+  /** One page of delivered rows older than `olderThan` whose dedupe window (if any) ended by `now`, after the cursor (`prune`). */
+  | { readonly op: 'pruneCandidates'; readonly olderThan: string; readonly now: string; readonly after: readonly [string, string]; readonly limit: number }
   /** The stored entries of `keys` in `logId` (absent keys are simply missing; read in chunks). */
   | { readonly op: 'entries'; readonly logId: string; readonly keys: readonly string[] }
   /** The connection's settings (tests and operators): journal mode, synchronous, busy timeout, schema version. */
@@ -52,8 +52,14 @@ export type SqliteReadRequest =
  * commit), each under its own savepoint, so a failing statement undoes only its own write.
  */
 export type SqliteWriteRequest =
-  /** `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key or the call. */
+  /**
+   * `INSERT … ON CONFLICT DO NOTHING`, after releasing the row's dedupe key from a holder whose
+   * `dedupe_until` is at or before the row's `updatedAt`; when nothing was inserted, the row
+   * holding the key, the call or the dedupe key.
+   */
   | { readonly op: 'insert'; readonly row: SqliteRowColumns }
+  /** Clears the dedupe key of the row at `key` if it is still at `revision`; answers whether it did. */
+  | { readonly op: 'releaseDedupeKey'; readonly key: string; readonly revision: number }
   /** One conditional UPDATE on key and revision (and, when `expectedBody` is given, the exact stored body). */
   | { readonly op: 'cas'; readonly row: SqliteRowColumns; readonly expectedRevision: number; readonly expectedBody: string | null }
   /**

@@ -9,7 +9,7 @@
 /**
  * @typedef {import('better-sqlite3').Database} Database
  * @typedef {import('better-sqlite3').Statement<unknown[], unknown>} Statement
- * @typedef {'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'insert' | 'get' | 'getByCall' | 'getByDedupeKey' | 'cas' | 'casBody' | 'scan' | 'pruneCandidates' | 'delete' | 'stillThere' | 'getEntry' | 'insertEntry' | 'staleLogs' | 'deleteStaleLogs'} StatementName
+ * @typedef {'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'insert' | 'get' | 'getByCall' | 'getByDedupeKey' | 'releaseExpired' | 'releaseDedupeKey' | 'cas' | 'casBody' | 'scan' | 'pruneCandidates' | 'delete' | 'stillThere' | 'getEntry' | 'insertEntry' | 'staleLogs' | 'deleteStaleLogs'} StatementName
  * @typedef {Readonly<Record<StatementName, Statement>>} Statements
  */
 
@@ -64,13 +64,16 @@ function prepare(db) {
     release: db.prepare('RELEASE ttc_write'),
     rollbackTo: db.prepare('ROLLBACK TO ttc_write'),
     insert: db.prepare(
-      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key)
-       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body, @dedupeKey)
+      `INSERT INTO ttc_checkpoints (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key, dedupe_until)
+       VALUES (@key, @namespace, @callId, @toolName, @status, @revision, @updatedAt, @body, @dedupeKey, @dedupeUntil)
        ON CONFLICT DO NOTHING`,
     ),
     get: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key = ?`),
     getByCall: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = ? AND call_id = ?`),
     getByDedupeKey: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE dedupe_key = ?`),
+    // ISO-8601 UTC text in toISOString() form sorts in time order.
+    releaseExpired: db.prepare('UPDATE ttc_checkpoints SET dedupe_key = NULL WHERE dedupe_key = @dedupeKey AND dedupe_until <= @now'),
+    releaseDedupeKey: db.prepare('UPDATE ttc_checkpoints SET dedupe_key = NULL WHERE key = @key AND revision = @revision AND dedupe_key IS NOT NULL'),
     cas: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body
        WHERE key = @key AND revision = @expectedRevision`,
@@ -81,7 +84,7 @@ function prepare(db) {
     ),
     scan: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE key > ? ORDER BY key LIMIT ?`),
     pruneCandidates: db.prepare(
-      `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
+      `SELECT ${COLUMNS} FROM ttc_checkpoints WHERE status = 'delivered' AND updated_at < ? AND (dedupe_until IS NULL OR dedupe_until <= ?) AND (updated_at, key) > (?, ?) ORDER BY updated_at, key LIMIT ?`,
     ),
     delete: db.prepare(`DELETE FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND status = 'delivered' AND body = @body`),
     stillThere: db.prepare(`SELECT 1 FROM ttc_checkpoints WHERE key = @key AND revision = @revision AND body = @body`),

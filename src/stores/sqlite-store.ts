@@ -59,7 +59,8 @@ import { SQLITE_MIGRATIONS } from './migrations/sqlite';
 import {
   assertCallArguments,
   assertCasArguments,
-  assertCreateOptions,
+  dedupeColumns,
+  releaseArguments,
   assertStatuses,
   normalizeTimestamp,
   resolveLimit,
@@ -159,12 +160,15 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   async createIfAbsent(record: CheckpointRecord, options?: CreateOptions): Promise<CreateResult> {
-    const dedupeKey = assertCreateOptions(options);
-    const encoded = this.codec.encode(record);
-    const row = dedupeKey === undefined ? encoded : { ...encoded, dedupeKey };
+    const dedupe = dedupeColumns(options);
+    const row = { ...this.codec.encode(record), ...dedupe };
     const answer = await this.thread.request<{ created: true } | { created: false; row: SqliteRow }>({ op: 'insert', row });
     if (answer.created) return { created: true, record: this.codec.remember(record, row.body) };
     return { created: false, record: this.codec.decode(stored(answer.row)) };
+  }
+
+  async releaseDedupeKey(holder: CheckpointRecord): Promise<boolean> {
+    return this.thread.request<boolean>({ op: 'releaseDedupeKey', ...releaseArguments(holder) });
   }
 
   async get(binding: Binding): Promise<CheckpointRecord | null> {
@@ -262,7 +266,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
     if (conversationsOlderThan !== undefined) deleted += await this.thread.request<number>({ op: 'pruneLogs', olderThan: conversationsOlderThan });
     let after: [string, string] = ['', ''];
     for (;;) {
-      const rows = await this.thread.request<SqliteRow[]>({ op: 'pruneCandidates', olderThan, after, limit: PAGE });
+      const rows = await this.thread.request<SqliteRow[]>({ op: 'pruneCandidates', olderThan, now: new Date().toISOString(), after, limit: PAGE });
       const verified: Array<{ key: string; revision: number; body: string }> = [];
       for (const row of rows) {
         let record: CheckpointRecord;

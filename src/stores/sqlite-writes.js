@@ -37,6 +37,10 @@ function runWrite(s, job) {
   switch (job.op) {
     case 'insert':
       return insertRow(s, job.row);
+    case 'releaseDedupeKey': {
+      const released = s.releaseDedupeKey.run({ key: job.key, revision: job.revision }).changes === 1;
+      return { value: released, changed: released };
+    }
     case 'cas':
       return casRow(s, job.row, job.expectedRevision, job.expectedBody);
     case 'group': {
@@ -75,8 +79,9 @@ function runWrite(s, job) {
 }
 
 /**
- * `INSERT … ON CONFLICT DO NOTHING`; when nothing was inserted, the row holding the key, the call
- * or the dedupe key.
+ * `INSERT … ON CONFLICT DO NOTHING`, after releasing an expired holder's dedupe key (its
+ * `dedupe_until` at or before this row's `updatedAt`); when nothing was inserted, the row holding
+ * the key, the call or the dedupe key.
  * @param {Statements} s
  * @param {SqliteRowColumns} r
  * @returns {{ value: unknown, changed: boolean }}
@@ -93,11 +98,13 @@ function insertRow(s, r) {
     updatedAt: r.updatedAt,
     body: r.body,
     dedupeKey,
+    dedupeUntil: r.dedupeUntil ?? null,
   };
+  const released = dedupeKey !== null && s.releaseExpired.run({ dedupeKey, now: r.updatedAt }).changes === 1;
   if (s.insert.run(params).changes === 1) return { value: { created: true }, changed: true };
   const existing = s.get.get(r.key) ?? s.getByCall.get(r.namespace, r.callId) ?? (dedupeKey === null ? undefined : s.getByDedupeKey.get(dedupeKey));
   if (existing === undefined) throw new JobFailure({ kind: 'unknown', message: `SQLite insert of ${r.key} changed nothing yet no row exists`, key: r.key });
-  return { value: { created: false, row: existing }, changed: false };
+  return { value: { created: false, row: existing }, changed: released };
 }
 
 /**

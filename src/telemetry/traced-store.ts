@@ -78,6 +78,14 @@ class TracedCheckpointStore implements CheckpointStore {
     );
   }
 
+  releaseDedupeKey(holder: CheckpointRecord): Promise<boolean> {
+    return this.traced(
+      'releaseDedupeKey',
+      () => this.store.releaseDedupeKey(holder),
+      () => undefined,
+    );
+  }
+
   get(binding: Binding): Promise<CheckpointRecord | null> {
     return this.traced(
       'get',

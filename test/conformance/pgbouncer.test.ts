@@ -158,6 +158,7 @@ describe.each<[string, StartPgBouncerOptions, (url: string) => string]>([
         { version: 1, name: 'create ttc_checkpoints' },
         { version: 2, name: 'create ttc_conversation_entries' },
         { version: 3, name: 'add ttc_checkpoints.dedupe_key' },
+        { version: 4, name: 'add ttc_checkpoints.dedupe_until' },
       ]);
       // No advisory lock left behind on any server connection.
       expect((await withClient(db.url, (c) => c.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"))).rowCount).toBe(0);

@@ -74,28 +74,37 @@ describe('PostgreSQL specifics', () => {
         { version: 1, name: 'create ttc_checkpoints' },
         { version: 2, name: 'create ttc_conversation_entries' },
         { version: 3, name: 'add ttc_checkpoints.dedupe_key' },
+        { version: 4, name: 'add ttc_checkpoints.dedupe_until' },
       ]);
     } finally {
       await fresh.drop();
     }
   });
 
-  test('a database at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key', async () => {
+  test('a database at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key and window', async () => {
     const older = await openCheckpointStore(target.url);
     const kept = await driveTo(older, makeBinding('kept'), 'delivered', 0);
     await older.close();
-    // As the code before dedupe keys left it: version 2, no dedupe_key column.
+    // As the code before dedupe keys left it: version 2, no dedupe_key or dedupe_until column.
     await withClient(target.url, (c) =>
-      c.query('DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key; DELETE FROM ttc_schema_migrations WHERE version = 3'),
+      c.query(
+        'DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key, DROP COLUMN dedupe_until; DELETE FROM ttc_schema_migrations WHERE version >= 3',
+      ),
     );
 
     const store = await openCheckpointStore(target.url);
     const first = await store.createIfAbsent(createCheckpoint(makeBinding('a'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
     const second = await store.createIfAbsent(createCheckpoint(makeBinding('b'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+    const windowed = await store.createIfAbsent(createCheckpoint(makeBinding('c'), { createdAt: '2030-01-01T00:00:00.000Z' }), {
+      dedupeKey: 'window',
+      dedupeUntil: '2030-01-01T00:00:01.000Z',
+    });
+    const takeover = await store.createIfAbsent(createCheckpoint(makeBinding('d'), { createdAt: '2030-01-01T00:00:01.000Z' }), { dedupeKey: 'window' });
 
     expect(await store.get(kept.binding)).toEqual(kept);
     expect([first.created, second.created]).toEqual([true, false]);
     expect(second.record).toEqual(first.record);
+    expect([windowed.created, takeover.created]).toEqual([true, true]);
     await store.close();
   });
 

@@ -109,7 +109,7 @@ describe('SQLite specifics', () => {
     const store = await SqliteCheckpointStore.open(join(dir, 'settings.db'), { busyTimeoutMs: 1_234 });
 
     // As the store's own connection (on its worker thread) reports them.
-    expect(await store.settings()).toEqual({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 1_234, userVersion: 3 });
+    expect(await store.settings()).toEqual({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 1_234, userVersion: 4 });
     await store.close();
   });
 
@@ -201,25 +201,31 @@ describe('SQLite specifics', () => {
     after.close();
   });
 
-  test('a file at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key', async () => {
+  test('a file at schema version 2 is migrated on open: its records stay readable and new claims may carry a dedupe key and window', async () => {
     const path = join(tempDir(), 'version-2.db');
     const older = await openCheckpointStore(`sqlite:${path}`);
     const kept = await driveTo(older, makeBinding('kept'), 'delivered', 0);
     await older.close();
-    // As the code before dedupe keys left it: version 2, no dedupe_key column.
+    // As the code before dedupe keys left it: version 2, no dedupe_key or dedupe_until column.
     const db = new Database(path);
-    db.exec('DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key');
+    db.exec('DROP INDEX ttc_checkpoints_dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_key; ALTER TABLE ttc_checkpoints DROP COLUMN dedupe_until');
     db.pragma('user_version = 2');
     db.close();
 
     const store = await openCheckpointStore(`sqlite:${path}`);
     const first = await store.createIfAbsent(createCheckpoint(makeBinding('a'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
     const second = await store.createIfAbsent(createCheckpoint(makeBinding('b'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
+    const windowed = await store.createIfAbsent(createCheckpoint(makeBinding('c'), { createdAt: '2030-01-01T00:00:00.000Z' }), {
+      dedupeKey: 'window',
+      dedupeUntil: '2030-01-01T00:00:01.000Z',
+    });
+    const takeover = await store.createIfAbsent(createCheckpoint(makeBinding('d'), { createdAt: '2030-01-01T00:00:01.000Z' }), { dedupeKey: 'window' });
 
     expect(await store.get(kept.binding)).toEqual(kept);
     expect([first.created, second.created]).toEqual([true, false]);
     expect(second.record).toEqual(first.record);
-    expect((await (store as SqliteCheckpointStore).settings()).userVersion).toBe(3);
+    expect([windowed.created, takeover.created]).toEqual([true, true]);
+    expect((await (store as SqliteCheckpointStore).settings()).userVersion).toBe(4);
     await store.close();
   });
 

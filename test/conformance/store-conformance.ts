@@ -457,6 +457,88 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(error.details.field).toBe('dedupeKey');
         expect(await target.raw.count()).toBe(0);
       });
+
+      test('a holder whose window ended gives its key to the next insert at or after the end; the old row stays', async () => {
+        const first = makeBinding('window-a');
+        const held = await store.createIfAbsent(createClaimed(first, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'order-1', dedupeUntil: at(10) });
+
+        const within = await store.createIfAbsent(createClaimed(makeBinding('window-b'), { attemptId: 'b-1', at: at(9) }), { dedupeKey: 'order-1', dedupeUntil: at(19) });
+        const atEnd = await store.createIfAbsent(createClaimed(makeBinding('window-c'), { attemptId: 'c-1', at: at(10) }), { dedupeKey: 'order-1', dedupeUntil: at(20) });
+        const after = await store.createIfAbsent(createClaimed(makeBinding('window-d'), { attemptId: 'd-1', at: at(11) }), { dedupeKey: 'order-1', dedupeUntil: at(21) });
+
+        expect(within).toEqual({ created: false, record: held.record });
+        expect(atEnd.created).toBe(true);
+        expect(after).toEqual({ created: false, record: atEnd.record });
+        expect(await store.get(first)).toEqual(held.record);
+        expect(await store.get(makeBinding('window-b'))).toBeNull();
+        expect(await target.raw.count()).toBe(2);
+      });
+
+      test('a key held without a window is never taken over, however late the insert', async () => {
+        const held = await store.createIfAbsent(createClaimed(makeBinding('forever-a'), { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'forever' });
+
+        const late = await store.createIfAbsent(createClaimed(makeBinding('forever-b'), { attemptId: 'b-1', at: at(1_000_000) }), {
+          dedupeKey: 'forever',
+          dedupeUntil: at(1_000_010),
+        });
+
+        expect(late).toEqual({ created: false, record: held.record });
+      });
+
+      test('releaseDedupeKey clears the key of the row as read, once; a row changed since keeps it', async () => {
+        const first = makeBinding('release-a');
+        const held = await store.createIfAbsent(createClaimed(first, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'release-1', dedupeUntil: at(100) });
+        const moved = completeExecution(held.record, { attemptId: 'a-1', at: at(1), result: { ok: true } });
+        expect(await store.compareAndSwap(moved.expectedRevision, moved.next, held.record)).toBe(true);
+
+        expect(await store.releaseDedupeKey(held.record)).toBe(false);
+        const blocked = await store.createIfAbsent(createClaimed(makeBinding('release-b'), { attemptId: 'b-1', at: at(2) }), { dedupeKey: 'release-1' });
+        expect(blocked).toEqual({ created: false, record: moved.next });
+
+        expect(await store.releaseDedupeKey(moved.next)).toBe(true);
+        expect(await store.releaseDedupeKey(moved.next)).toBe(false);
+        const taken = await store.createIfAbsent(createClaimed(makeBinding('release-b'), { attemptId: 'b-2', at: at(3) }), { dedupeKey: 'release-1' });
+        expect(taken.created).toBe(true);
+        expect(await store.get(first)).toEqual(moved.next);
+      });
+
+      test('releaseDedupeKey of a record that is not stored, or malformed, changes nothing', async () => {
+        const held = await store.createIfAbsent(createClaimed(makeBinding('release-x'), { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'release-x' });
+
+        expect(await store.releaseDedupeKey(createClaimed(makeBinding('never-stored'), { attemptId: 'n-1', at: at(0) }))).toBe(false);
+        await expectCode(store.releaseDedupeKey({ ...held.record, revision: -1 }), 'INVALID_ARGUMENT');
+        await expectCode(store.releaseDedupeKey({ ...held.record, binding: { ...held.record.binding, callId: '' } }), 'INVALID_ARGUMENT');
+        const again = await store.createIfAbsent(createClaimed(makeBinding('release-y'), { attemptId: 'b-1', at: at(1) }), { dedupeKey: 'release-x' });
+        expect(again).toEqual({ created: false, record: held.record });
+      });
+
+      test.each([
+        ['without a dedupe key', { dedupeUntil: '2030-01-01T00:00:00.000Z' }, 'dedupeUntil'],
+        ['not ISO-8601 UTC', { dedupeKey: 'k', dedupeUntil: '2030-01-01' }, 'dedupeUntil'],
+        ['not a string', { dedupeKey: 'k', dedupeUntil: 42 }, 'dedupeUntil'],
+      ])('a dedupeUntil %s is INVALID_ARGUMENT and nothing is written', async (_what, options, field) => {
+        const error = await expectCode(store.createIfAbsent(createCheckpoint(makeBinding(), { createdAt: at(0) }), options as never), 'INVALID_ARGUMENT');
+
+        expect(error.details.field).toBe(field);
+        expect(await target.raw.count()).toBe(0);
+      });
+
+      test('prune keeps a delivered row while its dedupe window is open, and deletes it after', async () => {
+        const deliver = async (name: string, until: string): Promise<CheckpointRecord> => {
+          const held = await store.createIfAbsent(createClaimed(makeBinding(name), { attemptId: `${name}-1`, at: at(0) }), { dedupeKey: `key-${name}`, dedupeUntil: until });
+          const done = completeAndDeliver(held.record, { attemptId: `${name}-1`, deliveryId: `${name}-d`, at: at(1), result: { ok: true } });
+          expect(await store.compareAndSwap(done.expectedRevision, done.next, held.record)).toBe(true);
+          return done.next;
+        };
+        // The suite's epoch is in the future: a window ending there is open now; one that ended in 2020 is closed.
+        const open = await deliver('open-window', at(1_000));
+        const closed = await deliver('closed-window', '2020-01-01T00:00:00.000Z');
+
+        expect(await store.prune({ olderThan: at(2_000) })).toBe(1);
+
+        expect(await store.get(open.binding)).toEqual(open);
+        expect(await store.get(closed.binding)).toBeNull();
+      });
     });
 
     describe('listByStatus', () => {
@@ -920,19 +1002,41 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         { mode: 'claim' as const, how: 'compare-and-swap on a ready record (get → claimExecution → compareAndSwap)' },
         { mode: 'insert-claim' as const, how: 'claiming insert (docs/protocol.md#cost: the claim of a fresh call is its insert)' },
         { mode: 'dedupe-claim' as const, how: 'claiming insert of its own call under a shared dedupe key (docs/protocol.md#dedupe-keys)' },
+        {
+          mode: 'dedupe-claim' as const,
+          expired: true,
+          how: 'claiming insert under a dedupe key whose holder’s window ended (docs/protocol.md#business-keys)',
+        },
       ])(
         '8 concurrent claimers × 1,000 records, each claim a $how: exactly one claim wins per record',
-        async ({ mode }) => {
-          const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`${mode}-race-${i}`));
+        async ({ mode, expired }) => {
+          const bindings = Array.from({ length: 1_000 }, (_, i) => makeBinding(`${mode}-${expired === true ? 'expired-' : ''}race-${i}`));
           if (mode === 'claim') {
             for (let i = 0; i < bindings.length; i += 250) {
               await Promise.all(bindings.slice(i, i + 250).map((b) => store.createIfAbsent(createCheckpoint(b, { createdAt: at(0) }))));
             }
           }
+          if (expired === true) {
+            // Each key's first holder: a call whose window ended in 2020; its attempt id names no worker.
+            const ended = '2020-01-01T00:00:00.000Z';
+            for (let i = 0; i < bindings.length; i += 250) {
+              await Promise.all(
+                bindings
+                  .slice(i, i + 250)
+                  .map((b, j) =>
+                    store.createIfAbsent(createClaimed({ ...b, callId: `${b.callId}/old` }, { attemptId: `old-${i + j}-x`, at: ended }), {
+                      dedupeKey: `dedupe:${b.callId}`,
+                      dedupeUntil: ended,
+                    }),
+                  ),
+              );
+            }
+          }
           const workers = Array.from({ length: 8 }, () => startWorker(mode));
           await Promise.all(workers.map((w) => w.ready));
           const options: SerializedOptions = { busyTimeoutMs: 30_000, poolSize: 4 };
-          workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4 }));
+          const window = expired === true ? { dedupeWindowMs: 3_600_000 } : {};
+          workers.forEach((w, i) => w.send({ url: target.url, options, bindings, workerId: `w${i}`, concurrency: 4, ...window }));
 
           const results = (await Promise.all(workers.map((w) => w.result()))).map((line) => JSON.parse(line) as { wins: number[]; lost: number });
 

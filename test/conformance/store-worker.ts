@@ -10,7 +10,8 @@
  *   (`createClaimed`, docs/protocol.md#cost), with no record there before; a win is an insert that created.
  * - `dedupe-claim`: as `insert-claim`, but each worker inserts its own call (binding `index`
  *   with the call id suffixed by its worker id) under the dedupe key `dedupe:<binding call id>`; a loss must
- *   return another worker's claim of the same index.
+ *   return another worker's claim of the same index. With `dedupeWindowMs`, each insert holds its key
+ *   for that long (`dedupeUntil`): a holder the parent left with an ended window must give the key up.
  * - `group-race`: `{ url, options, bindings, readyBindings, workerId, groupSize }`. As
  *   `insert-claim` on `bindings`, then as `claim` on `readyBindings` (ready records), in groups of
  *   `groupSize` through `writeGroup` (and `getMany`), in an order that makes groups of different
@@ -36,6 +37,7 @@ interface Input {
   readonly payloadBytes?: number;
   readonly groupSize?: number;
   readonly readyBindings?: Binding[];
+  readonly dedupeWindowMs?: number;
 }
 
 /** Store options with keys as hex, as they cross the process boundary. */
@@ -75,7 +77,12 @@ async function main(): Promise<void> {
       if (mode === 'dedupe-claim') {
         const base = input.bindings[index]!;
         const own: Binding = { ...base, callId: `${base.callId}/${input.workerId}` };
-        const { created, record } = await store.createIfAbsent(createClaimed(own, { attemptId, at: new Date().toISOString() }), { dedupeKey: `dedupe:${base.callId}` });
+        const now = Date.now();
+        const window = input.dedupeWindowMs === undefined ? {} : { dedupeUntil: new Date(now + input.dedupeWindowMs).toISOString() };
+        const { created, record } = await store.createIfAbsent(createClaimed(own, { attemptId, at: new Date(now).toISOString() }), {
+          dedupeKey: `dedupe:${base.callId}`,
+          ...window,
+        });
         const holder = record.execution?.attemptId ?? '';
         if (created !== (holder === attemptId)) throw new Error(`record ${index}: created ${created} but the stored claim is ${holder}`);
         if (!created && (record.binding.callId === own.callId || !holder.endsWith(`-${index}`)))

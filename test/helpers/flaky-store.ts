@@ -37,6 +37,10 @@ export class FlakyStore implements CheckpointStore {
     this.check('createIfAbsent', args);
     return this.inner.createIfAbsent(...args);
   }
+  async releaseDedupeKey(...args: Parameters<CheckpointStore['releaseDedupeKey']>) {
+    this.check('releaseDedupeKey', args);
+    return this.inner.releaseDedupeKey(...args);
+  }
   async get(...args: Parameters<CheckpointStore['get']>) {
     this.check('get', args);
     return this.inner.get(...args);

@@ -52,4 +52,13 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX ttc_checkpoints_dedupe_key ON ttc_checkpoints (dedupe_key) WHERE dedupe_key IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'add ttc_checkpoints.dedupe_until',
+    // When a row's dedupe key stops holding (a business key's window end, docs/protocol.md#business-keys):
+    // a later insert takes the key over, and prune keeps the row until then. NULL: held while the row exists.
+    sql: `
+      ALTER TABLE ttc_checkpoints ADD COLUMN dedupe_until timestamptz;
+    `,
+  },
 ];

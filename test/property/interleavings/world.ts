@@ -217,6 +217,10 @@ export class ExplorerStore implements CheckpointStore {
     );
   }
 
+  releaseDedupeKey(holder: CheckpointRecord): Promise<boolean> {
+    return this.call('releaseDedupeKey', true, () => this.inner.releaseDedupeKey(holder));
+  }
+
   get(binding: Binding): Promise<CheckpointRecord | null> {
     return this.call('get', false, () => this.inner.get(binding));
   }
