@@ -66,6 +66,12 @@ export const CHECKPOINT_ERROR_CODES = {
    */
   APPROVAL_REQUIRED: { retryable: false },
   /**
+   * A tool call's business key is held, within its window, by a call with other arguments or
+   * under another tool revision: nothing ran (`details` name the first call's workflow, run chain
+   * and call id: docs/protocol.md#business-keys).
+   */
+  IDEMPOTENCY_CONFLICT: { retryable: false },
+  /**
    * The call may have been claimed and cannot be settled by this attempt: its outcome is unknown
    * and the tool can reconcile (the checkpoint is marked uncertain), an earlier claim cannot be
    * taken over yet (its holder's request may still be outstanding; `details.retryAfterMs` is

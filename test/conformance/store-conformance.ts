@@ -1021,14 +1021,12 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
             const ended = '2020-01-01T00:00:00.000Z';
             for (let i = 0; i < bindings.length; i += 250) {
               await Promise.all(
-                bindings
-                  .slice(i, i + 250)
-                  .map((b, j) =>
-                    store.createIfAbsent(createClaimed({ ...b, callId: `${b.callId}/old` }, { attemptId: `old-${i + j}-x`, at: ended }), {
-                      dedupeKey: `dedupe:${b.callId}`,
-                      dedupeUntil: ended,
-                    }),
-                  ),
+                bindings.slice(i, i + 250).map((b, j) =>
+                  store.createIfAbsent(createClaimed({ ...b, callId: `${b.callId}/old` }, { attemptId: `old-${i + j}-x`, at: ended }), {
+                    dedupeKey: `dedupe:${b.callId}`,
+                    dedupeUntil: ended,
+                  }),
+                ),
               );
             }
           }

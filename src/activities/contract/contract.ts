@@ -24,6 +24,7 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'APPROVAL_EXPIRED',
   'NOT_PINNED',
   'APPROVAL_REQUIRED',
+  'IDEMPOTENCY_CONFLICT',
 ];
 
 /**
@@ -80,6 +81,13 @@ export interface FencedToolInput {
    * old checkpoint. @default {}
    */
   readonly intentGenerations?: Readonly<Record<string, number>>;
+  /**
+   * Only for `businessKey` tools: the call ids of this run chain and workflow whose effect a
+   * person proved absent (the earlier calls a rerun replaces). A business key one of them holds
+   * is taken over by this call instead of answering it (docs/protocol.md#business-keys). At most
+   * 100 entries. @default []
+   */
+  readonly provenAbsentCallIds?: readonly string[];
   /**
    * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
    * JSON text is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation
@@ -227,6 +235,12 @@ export interface FencedToolResult {
    * delivered as it was (docs/protocol.md#nothing-applied).
    */
   readonly storedUnder?: { readonly toolName: string; readonly toolRevision: string };
+  /**
+   * Set when the call of another run (or workflow) answered this one: the first call with the
+   * tool's business key within its window (docs/protocol.md#business-keys). The effect is that
+   * call's; this call applied nothing.
+   */
+  readonly answeredBy?: { readonly workflowId: string; readonly runChainId: string; readonly callId: string };
 }
 
 /**

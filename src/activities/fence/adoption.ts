@@ -3,10 +3,12 @@
  * the holder of its dedupe key (store the adoption under this call's address, then go on as the
  * holder), or this call's own adoption record (an earlier attempt adopted: go on as its holder).
  */
+import { parseCallBindingId } from '../../checkpoint/call-identity';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { adoptedFrom, adoptionRecord } from './intent-dedupe';
+import { resolutionAuditOf } from './resolution-audit';
 import type { PreparedCall } from './prepare-call';
 
 /** Go on as `call` (the holder's identity) from `record` (the holder's record). */
@@ -18,7 +20,7 @@ export interface Adopted {
 /**
  * What `call` does with `found`, the row its claim insert returned instead of inserting: null when
  * it is not another call's (decide on it as usual), `reread` when this call's slot holds something
- * the attempt must read again, else the call it adopts. `at`: ISO-8601 UTC, for the adoption record.
+ * the attempt must read again (also after releasing the key of a holder proven not applied), else the call it adopts. `at`: ISO-8601 UTC, for the adoption record.
  *
  * @throws {@link CheckpointError} BINDING_CONFLICT when the holder cannot be adopted here (another
  *   revision, or the tool no longer dedupes by intent: the failure path follows the adoption record);
@@ -28,6 +30,11 @@ export async function adoptionOf(store: CheckpointStore, call: PreparedCall, fou
   if (found.binding.callId !== call.binding.callId) {
     // Another call of the run with the same intent holds this call's dedupe key.
     if (call.dedupe === undefined) return null;
+    if (call.dedupe.releasesAbsent === true && provenAbsent(call, found)) {
+      // A person proved the holder applied nothing: the key is free for a call that will (docs/protocol.md#business-keys).
+      await store.releaseDedupeKey(found);
+      return 'reread';
+    }
     const adopted = call.dedupe.adopt(found);
     const written = await store.createIfAbsent(adoptionRecord(call, found, at));
     if (!written.created && adoptedFrom(written.record) !== found.binding.callId) return 'reread';
@@ -59,4 +66,15 @@ export async function adoptionOf(store: CheckpointStore, call: PreparedCall, fou
 export async function adoptedCallOf(store: CheckpointStore, call: PreparedCall): Promise<string | null> {
   const own = await store.getByCall(call.binding.namespace, call.binding.callId);
   return own === null ? null : adoptedFrom(own);
+}
+
+/**
+ * Whether a person proved that `holder` applied nothing: a resolution stored it so, or `call`'s
+ * input names it among the calls of its run proven absent (a rerun of it).
+ */
+function provenAbsent(call: PreparedCall, holder: CheckpointRecord): boolean {
+  if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
+  const parts = parseCallBindingId(holder.binding.callId);
+  const named = call.input.provenAbsentCallIds;
+  return parts !== null && parts.runChainId === call.runChainId && parts.workflowId === call.workflowId && named !== undefined && named.includes(parts.callId);
 }

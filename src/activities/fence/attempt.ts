@@ -25,6 +25,8 @@ import { lastAttempt } from './attempt-standing';
 import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyOutlivesRepeat, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
 import { adoptionOf } from './adoption';
+import { withAnsweredBy } from './business-key';
+import { dedupeOptions } from './intent-dedupe';
 import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
 
@@ -79,7 +81,7 @@ export class Attempt {
     if (claim !== null) this.evidence.claimSent = true;
     let inserted: CreateResult;
     try {
-      const options = claim !== null && this.call.dedupe !== undefined ? { dedupeKey: this.call.dedupe.key } : undefined;
+      const options = claim !== null && this.call.dedupe !== undefined ? dedupeOptions(this.call.dedupe, at) : undefined;
       inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }), options);
     } catch (error) {
       // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
@@ -464,15 +466,9 @@ export class Attempt {
   }
 
   private result(record: CheckpointRecord, source: ResultSource): FencedToolResult {
-    return {
-      callId: this.call.input.callId,
-      toolName: this.call.tool.name,
-      toolRevision: this.call.tool.revision,
-      source,
-      outcome: record.result!.payload as ToolOutcome,
-      idempotencyKey: this.call.idempotencyKey,
-      intentDigest: this.call.intentDigest,
-    };
+    const { input, tool, idempotencyKey, intentDigest } = this.call;
+    const outcome = record.result!.payload as ToolOutcome;
+    return withAnsweredBy({ callId: input.callId, toolName: tool.name, toolRevision: tool.revision, source, outcome, idempotencyKey, intentDigest }, this.call);
   }
 
   private async reread(): Promise<CheckpointRecord> {

@@ -25,6 +25,7 @@ import { unstorableResult } from './unstorable-result';
 import type { LookupResult } from '../tools/define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 import { adoptedFrom } from './intent-dedupe';
+import { withAnsweredBy } from './business-key';
 import { parseCallBindingId } from '../../checkpoint/call-identity';
 
 /** What locates a call's checkpoint: its input, the attempt's context and, when it could be prepared, the call. */
@@ -371,21 +372,24 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
     current = delivery.next;
   }
   const { binding } = current;
-  const sameBinding =
-    failed.call !== undefined &&
-    failed.call.binding.toolName === binding.toolName &&
-    failed.call.binding.toolRevision === binding.toolRevision &&
-    failed.call.binding.inputFingerprint === binding.inputFingerprint;
-  return {
+  const { call } = failed;
+  // The same tool, revision and arguments: also the record of a call this one adopted (a business key's first call).
+  const sameTool =
+    call !== undefined &&
+    call.binding.toolName === binding.toolName &&
+    call.binding.toolRevision === binding.toolRevision &&
+    call.binding.inputFingerprint === binding.inputFingerprint;
+  const result: FencedToolResult = {
     callId: failed.input.callId,
     toolName: binding.toolName,
     toolRevision: binding.toolRevision,
     source: 'store',
     outcome: current.result!.payload as ToolOutcome,
-    idempotencyKey: sameBinding ? failed.call!.idempotencyKey : keyOfRecord(failed, binding),
-    intentDigest: sameBinding ? failed.call!.intentDigest : null,
-    ...(sameBinding ? {} : { storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision } }),
+    idempotencyKey: sameTool && call.binding.callId === binding.callId ? call.idempotencyKey : keyOfRecord(failed, binding),
+    intentDigest: sameTool ? call.intentDigest : null,
+    ...(sameTool ? {} : { storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision } }),
   };
+  return call === undefined ? result : withAnsweredBy(result, { binding, runChainId: call.runChainId, workflowId: call.workflowId });
 }
 
 function claimUnsettled(error: CheckpointError | null, why: string): CheckpointError {

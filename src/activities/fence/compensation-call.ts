@@ -24,6 +24,7 @@ import type { CompensateToolCallInput, CompensationIdentity } from '../contract/
 import { compensationToolName, isCompensationByTool, type AppliedEffect, type CompensationByFunction, type ToolCompensation } from '../tools/compensation-declaration';
 import { findCallRecord, keyOfRecord } from './call-failure';
 import { adoptedCallOf } from './adoption';
+import { answeredBy } from './business-key';
 import type { ToolContext, ToolDefinition } from '../tools/define-tool';
 import type { FencedToolDeps } from './fence-deps';
 import { prepareCall, type AttemptContext, type PrepareLimits, type PreparedCall } from './prepare-call';
@@ -75,6 +76,15 @@ export async function prepareCompensation(
   const payload = appliedOutcome(original, record);
   // A call that adopted another's checkpoint is that call's action (docs/protocol.md#dedupe-keys): it shares its compensation.
   const adopted = record!.binding.callId !== original.binding.callId && (await adoptedCallOf(deps.store, original)) === record!.binding.callId;
+  const firstCall = adopted ? answeredBy({ binding: record!.binding, runChainId: original.runChainId, workflowId: original.workflowId }) : undefined;
+  if (firstCall !== undefined) {
+    // Another run's call applied it (its business key): that run owns the effect and its compensation.
+    throw new CheckpointError(
+      'NOTHING_TO_COMPENSATE',
+      `${original.tool.name} call ${JSON.stringify(input.callId)} was answered by workflow ${firstCall.workflowId} (run chain ${firstCall.runChainId}), call ${JSON.stringify(firstCall.callId)}, which applied the effect; nothing to compensate in this run, nothing ran`,
+      { callId: input.callId, toolName: original.tool.name, status: record!.status, reason: 'answered-by-another-run' },
+    );
+  }
   if (!adopted && record!.binding.inputFingerprint !== original.binding.inputFingerprint) {
     throw new CheckpointError(
       'BINDING_CONFLICT',

@@ -26,6 +26,8 @@ const fencedToolInputShape = {
   intentGeneration: z.number().optional(),
   // Keys are intent digests; the pattern keeps `__proto__` and friends out of the built record.
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
+  // Reruns of a businessKey tool's call: the earlier call ids of the run a person proved absent.
+  provenAbsentCallIds: z.array(z.string().min(1).max(256)).max(100).optional(),
   // Claim check: outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
   resultByReference: z.strictObject({ inlineMaxBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).optional(),
   role: z.literal('compensation').optional(),
@@ -151,6 +153,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
   const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
   const generations = own('intentGenerations');
   const byReference = own('resultByReference');
+  const provenAbsent = own('provenAbsentCallIds');
   return {
     tenant: d.tenant,
     callId: d.callId,
@@ -162,6 +165,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     approvalExpiresAt: own('approvalExpiresAt'),
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),
+    provenAbsentCallIds: provenAbsent === undefined ? undefined : Object.freeze([...provenAbsent]),
     resultByReference: byReference === undefined ? undefined : Object.freeze({ inlineMaxBytes: byReference.inlineMaxBytes }),
     role: own('role'),
   };

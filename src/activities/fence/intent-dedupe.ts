@@ -6,22 +6,32 @@
  * adoption is stored under the adopting call's own address (an adoption record), so its later
  * attempts, and a person resolving it, find the holder whatever a deploy changed meanwhile.
  */
-import { parseCallBindingId } from '../../checkpoint/call-identity';
+import { parseCallBindingId, type CallIdentity } from '../../checkpoint/call-identity';
 import { canonicalJson } from '../../checkpoint/canonical-json';
 import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import { idempotencyKey, sha256Hex } from '../../checkpoint/digest';
 import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
+import type { CreateOptions } from '../../stores/checkpoint-store';
 
 /** The tool revision of an adoption record's binding (see {@link adoptionRecord}); like `refused`, never a tool's. */
 export const ADOPTED_REVISION = 'adopted';
 
 /** What a call needs to claim under a dedupe key, and to take the identity of the call that holds it. */
 export interface CallDedupe<Call> {
-  /** `intent1-` + 64 hex: the row's `dedupe_key` (see {@link intentDedupeKey}). */
+  /** The row's `dedupe_key`: `intent1-` + 64 hex ({@link intentDedupeKey}) or `business1-` + 64 hex (`./business-key`). */
   readonly key: string;
+  /** How long the claim holds the key, ms (a business key's window); absent: while its row exists. */
+  readonly windowMs?: number;
+  /** Whether a holder a person proved not applied gives the key up to this call (business keys; an intent's rerun takes a new generation instead). */
+  readonly releasesAbsent?: boolean;
   /** This call under the identity of `holder`, the record that holds {@link key}. @throws as {@link adoptHolder}. */
   adopt(holder: CheckpointRecord): Call;
+}
+
+/** The store options of a claim under `dedupe` made at `at` (ISO-8601 UTC). */
+export function dedupeOptions(dedupe: CallDedupe<unknown>, at: string): CreateOptions {
+  return dedupe.windowMs === undefined ? { dedupeKey: dedupe.key } : { dedupeKey: dedupe.key, dedupeUntil: new Date(Date.parse(at) + dedupe.windowMs).toISOString() };
 }
 
 /** The parts of a prepared call (`./prepare-call`) that adopting a holder reads and replaces. */
@@ -77,23 +87,18 @@ export function adoptHolder<Call extends AdoptableCall>(call: Call, holder: Chec
       { callId: call.input.callId, toolName: call.tool.name },
     );
   }
-  return {
-    ...call,
-    binding: theirs,
-    keyCallId: parts.callId,
-    idempotencyKey: idempotencyKey(
-      {
-        namespace: theirs.namespace,
-        runChainId: parts.runChainId,
-        workflowId: parts.workflowId,
-        callId: parts.callId,
-        toolName: theirs.toolName,
-        toolRevision: theirs.toolRevision,
-      },
-      secret,
-    ),
-    dedupe: undefined,
-  };
+  return takeIdentity(call, holder.binding, parts, secret);
+}
+
+/**
+ * `call` under the identity of the call whose binding is `theirs` (binding call id parsed as
+ * `parts`): that binding, key call id and idempotency key (derived with `secret`, as `prepareCall`
+ * derives them); `dedupe` cleared, so the call never adopts again.
+ */
+export function takeIdentity<Call extends AdoptableCall>(call: Call, theirs: Binding, parts: CallIdentity, secret: Uint8Array | undefined): Call {
+  const { runChainId, workflowId, callId } = parts;
+  const key = idempotencyKey({ namespace: theirs.namespace, runChainId, workflowId, callId, toolName: theirs.toolName, toolRevision: theirs.toolRevision }, secret);
+  return { ...call, binding: theirs, keyCallId: callId, idempotencyKey: key, dedupe: undefined };
 }
 
 /**

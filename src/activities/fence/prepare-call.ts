@@ -14,10 +14,11 @@ import { canonicalToolInput, toolInputError } from '../../checkpoint/model-input
 import { deepFreeze } from '../../checkpoint/record';
 import type { Binding, JsonValue } from '../../checkpoint/types';
 import type { FencedToolInput } from '../contract/contract';
-import type { ToolDefinition } from '../tools/define-tool';
+import { DEFAULT_BUSINESS_KEY_WINDOW_MS, type ToolDefinition } from '../tools/define-tool';
 import type { ItemRef } from '../../checkpoint/batch-identity';
 import type { BatchProgress } from '../contract/batch-items';
 import { adoptHolder, intentDedupeKey, type CallDedupe } from './intent-dedupe';
+import { adoptFirstCall, businessDedupeKey, businessKeyOf } from './business-key';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {
@@ -41,7 +42,7 @@ export interface PreparedCall {
    * `describeToolCall` shows, the intent digest covers and `execute` gets.
    */
   readonly args: unknown;
-  /** Binding: the fingerprint covers what the model sent (`input.input`), before schema defaults. */
+  /** Binding: the fingerprint covers what the model sent (`input.input`), before schema defaults; for a `businessKey` tool, `args`. */
   readonly binding: Binding;
   readonly idempotencyKey: string;
   readonly intentDigest: string;
@@ -52,7 +53,7 @@ export interface PreparedCall {
   readonly attemptId: string;
   readonly deliveryId: string;
   /**
-   * Set for a `dedupeByIntent` call (`./intent-dedupe`): its claim is inserted under this dedupe key,
+   * Set for a `dedupeByIntent` call (`./intent-dedupe`) or a `businessKey` call (`./business-key`): its claim is inserted under this dedupe key,
    * and a call that finds the key held takes the holder's identity. Absent: the call dedupes by its own key only.
    */
   readonly dedupe?: CallDedupe<PreparedCall>;
@@ -135,7 +136,9 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     // calls with the same intent share one checkpoint through the dedupe key below.
     const generation = tool.dedupeByIntent ? intentGeneration(input, digest) : 0;
     const keyCallId = tool.dedupeByIntent ? intentCallId(tool.name, input.input, generation) : input.callId;
-    return { args, digest, generation, keyCallId, inputFingerprint: fingerprintCanonicalInput(inputText, context.idempotencyKeySecret) };
+    // A business-keyed call's fingerprint covers what runs, so a call of another run with the same key is compared by its arguments.
+    const fingerprinted = tool.businessKey === undefined ? inputText : canonicalJson(args, 'arguments');
+    return { args, digest, generation, keyCallId, inputFingerprint: fingerprintCanonicalInput(fingerprinted, context.idempotencyKeySecret) };
   });
   const address = callAddress(input, context, keyCallId);
   const binding: Binding = {
@@ -162,6 +165,18 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
     attemptId: `attempt-${context.attempt}-${fence}`,
     deliveryId: `delivery-${context.attempt}-${fence}`,
   };
+  if (tool.businessKey !== undefined) {
+    const key = businessDedupeKey(address.namespace, tool.name, businessKeyOf(tool, args, input.callId));
+    return {
+      ...prepared,
+      dedupe: {
+        key,
+        windowMs: tool.businessKeyWindowMs ?? DEFAULT_BUSINESS_KEY_WINDOW_MS,
+        releasesAbsent: true,
+        adopt: (holder) => adoptFirstCall(prepared, holder, context.idempotencyKeySecret),
+      },
+    };
+  }
   if (!tool.dedupeByIntent) return prepared;
   const key = intentDedupeKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, intentDigest: digest, generation });
   return { ...prepared, dedupe: { key, adopt: (holder) => adoptHolder(prepared, holder, context.idempotencyKeySecret) } };

@@ -82,6 +82,21 @@ export interface ToolDefinition<I = unknown> {
    * @see FencedToolInput.intentGeneration
    */
   readonly dedupeByIntent?: boolean;
+  /**
+   * The business action a call performs, from its validated arguments (e.g. `(input) =>
+   * input.orderId`): within {@link businessKeyWindowMs} of the first call with a key, every call of
+   * this tool with the same key in the same tenant, from any run, is answered from the first call's
+   * checkpoint (its result, or a pause while its outcome is unknown) and applies nothing; one with
+   * other arguments is refused (IDEMPOTENCY_CONFLICT naming the first run). A non-empty string of at
+   * most 1,024 characters, else INVALID_TOOL_INPUT. Not with `batch` or `dedupeByIntent`
+   * (docs/protocol.md#business-keys).
+   */
+  businessKey?(input: Readonly<I>): string;
+  /**
+   * How long a business key holds from its first call's claim, ms. @default 86,400,000 (24 h,
+   * as the IETF Idempotency-Key draft suggests for key expiry)
+   */
+  readonly businessKeyWindowMs?: number;
   /** What the effect acts on, for the intent digest (e.g. the mailbox or queue). @default null */
   target?(input: Readonly<I>): JsonValue;
   /**
@@ -121,6 +136,8 @@ export type DefinedTool<I = unknown> = ToolDefinition<I> & {
   readonly dedupeByIntent: boolean;
   readonly callDeadlineMs: number;
   readonly batch: boolean;
+  /** Set exactly when `businessKey` is. */
+  readonly businessKeyWindowMs: number | undefined;
 };
 
 /**
@@ -161,7 +178,7 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   const input = field('input');
   const inputRefusal = zodSchemaRefusal(input);
   if (inputRefusal !== undefined) throw bad('input', inputRefusal);
-  const method = (key: 'execute' | 'lookup' | 'target', required: boolean): ((...args: never[]) => unknown) | undefined => {
+  const method = (key: 'execute' | 'lookup' | 'target' | 'businessKey', required: boolean): ((...args: never[]) => unknown) | undefined => {
     const fn = field(key);
     if (fn === undefined && !required) return undefined;
     if (typeof fn !== 'function') throw bad(key, 'must be a function');
@@ -170,6 +187,7 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   const execute = method('execute', true);
   const lookup = method('lookup', false);
   const target = method('target', false);
+  const businessKey = method('businessKey', false);
   const description = field('description');
   if (description !== undefined && typeof description !== 'string') throw bad('description', 'must be a string');
   const dedupeByIntent = field('dedupeByIntent') ?? false;
@@ -183,6 +201,8 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
   const batch = field('batch') ?? false;
   if (typeof batch !== 'boolean') throw bad('batch', 'must be a boolean');
   if (batch && dedupeByIntent) throw bad('batch', 'cannot be combined with dedupeByIntent');
+  const businessKeyWindowMs = businessKeyWindow(field('businessKeyWindowMs'), businessKey !== undefined, bad);
+  if (businessKey !== undefined && (batch || dedupeByIntent)) throw bad('businessKey', `cannot be combined with ${batch ? 'batch' : 'dedupeByIntent'}`);
   const lookupFindsEarlierRevisions = field('lookupFindsEarlierRevisions') ?? false;
   if (typeof lookupFindsEarlierRevisions !== 'boolean') throw bad('lookupFindsEarlierRevisions', 'must be a boolean');
   if (lookupFindsEarlierRevisions && lookup === undefined) throw bad('lookupFindsEarlierRevisions', 'needs a lookup: it says what the lookup finds');
@@ -200,6 +220,8 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
     execute: execute as ToolDefinition<I>['execute'],
     lookup: lookup as ToolDefinition<I>['lookup'],
     target: target as ToolDefinition<I>['target'],
+    businessKey: businessKey as ToolDefinition<I>['businessKey'],
+    businessKeyWindowMs,
     dedupesByKey,
     lookupFindsEarlierRevisions,
     keyRetentionMs: keyRetentionMs as number | undefined,
@@ -208,6 +230,24 @@ export function defineTool<I>(tool: ToolDefinition<I>): DefinedTool<I> {
     batch,
     compensation,
   });
+}
+
+/** Default of `businessKeyWindowMs`, ms: 24 h. */
+export const DEFAULT_BUSINESS_KEY_WINDOW_MS = 86_400_000;
+/** Largest `businessKeyWindowMs`, ms: 366 days. */
+export const MAX_BUSINESS_KEY_WINDOW_MS = 366 * 86_400_000;
+
+/** `businessKeyWindowMs` checked: only with a `businessKey`, a positive integer up to {@link MAX_BUSINESS_KEY_WINDOW_MS}. */
+function businessKeyWindow(value: unknown, keyed: boolean, bad: (key: string, what: string) => CheckpointError): number | undefined {
+  if (!keyed) {
+    if (value !== undefined) throw bad('businessKeyWindowMs', 'needs a businessKey');
+    return undefined;
+  }
+  if (value === undefined) return DEFAULT_BUSINESS_KEY_WINDOW_MS;
+  if (!(Number.isSafeInteger(value) && (value as number) > 0 && (value as number) <= MAX_BUSINESS_KEY_WINDOW_MS)) {
+    throw bad('businessKeyWindowMs', `must be a positive integer (ms) of at most ${MAX_BUSINESS_KEY_WINDOW_MS.toLocaleString('en-US')}`);
+  }
+  return value as number;
 }
 
 /** `key` of `tool` from the object or a prototype of its own (a class), never from `Object.prototype`. */

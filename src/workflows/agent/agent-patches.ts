@@ -31,3 +31,9 @@ export const TURN_BOUNDS_PATCH = 'ttc-turn-bounds';
 
 /** Patch id: calls refused before they run take nothing of `budget.maxToolCalls` (see `refusedBeforeRunning`). */
 export const REFUSED_CALLS_UNCOUNTED_PATCH = 'ttc-refused-calls-uncounted';
+
+/**
+ * Patch id: a call another run's call answered (a business key's first call) is reported with
+ * `answeredBy`, the model reads its output with a note saying so, and the run never compensates it.
+ */
+export const ANSWERED_BY_PATCH = 'ttc-answered-by-another-run';

@@ -23,6 +23,7 @@ import { MESSAGE_ERROR_TYPES, type MessageErrorType } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
 import { RunSearchAttributes } from './run-search-attributes';
 import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
+import { answeredByNote } from './call-views';
 import type { AgentWorkflowInput, AgentWorkflowResult, ResolveOutcomeRequest, ResolveOutcomeResult, RunLimits } from './types';
 
 /** One agent run's state and what every step uses; the steps it calls that the layers built on it define (tool calls, resolutions, compensation) are declared abstract here. */
@@ -183,7 +184,8 @@ export abstract class AgentRunBase {
       return;
     }
     if (outcome.ok) {
-      this.appendToolMessage(call, outcome.output, false);
+      // A call another run answered: the model reads that the action was already done, with its output.
+      this.appendToolMessage(call, call.answeredBy !== undefined ? { output: outcome.output, note: answeredByNote(call.answeredBy) } : outcome.output, false);
       return;
     }
     const shown = modelErrorForResult(outcome.error);

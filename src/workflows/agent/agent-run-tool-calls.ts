@@ -15,7 +15,8 @@ import { iso, type CallState, type RunStop } from './run-state';
 import { isTurnRefusal } from './turn-bounds';
 import { RunResolutions } from './agent-run-resolutions';
 import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type ActivityAttempt } from './agent-run-base';
-import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH } from './agent-patches';
+import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH, ANSWERED_BY_PATCH } from './agent-patches';
+import { answeredByNote } from './call-views';
 
 /** An agent run with its tool calls (see the module comment). */
 export abstract class RunToolCalls extends RunResolutions {
@@ -117,11 +118,15 @@ export abstract class RunToolCalls extends RunResolutions {
         call.idempotencyKey = result.idempotencyKey;
         // A dedupeByIntent tool answers a re-planned intent from the earlier call's checkpoint.
         const earlier = result.source === 'store' && result.intentDigest !== null ? this.state.earlierWithIntent(call, result.intentDigest) : undefined;
-        const note = earlier
-          ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again`
-          : result.storedUnder !== undefined
-            ? `the result was stored under ${result.storedUnder.toolName} revision ${result.storedUnder.toolRevision} before a deploy; delivered as stored, the tool was not called again`
-            : null;
+        const by = result.answeredBy !== undefined && patched(ANSWERED_BY_PATCH) ? result.answeredBy : undefined;
+        const note = by
+          ? answeredByNote(by)
+          : earlier
+            ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again`
+            : result.storedUnder !== undefined
+              ? `the result was stored under ${result.storedUnder.toolName} revision ${result.storedUnder.toolRevision} before a deploy; delivered as stored, the tool was not called again`
+              : null;
+        if (by !== undefined) call.answeredBy = by;
         this.completeCall(call, 'completed', result.outcome, note);
         return this.compensateOnStop(call, result.outcome);
       }
@@ -215,6 +220,7 @@ export abstract class RunToolCalls extends RunResolutions {
       ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
       ...(approvedBy !== null ? { approvedBy } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
+      ...(call.attempt > 0 ? { provenAbsentCallIds: this.state.provenAbsent(call.modelCallId) } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
       ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.inlineMaxBytes() } } : {}),
     };

@@ -9,7 +9,7 @@ import type { BatchCancellationReport } from '../../activities/contract/batch-it
 import type { DeliveredOutcome } from '../../activities/contract/contract';
 import type { JsonValue } from '../../checkpoint/types';
 import type { LoggedMessage } from '../../model/types';
-import type { CallSource, CallStatus, CompensationReport, DecisionRecord, LiveCallStatus, PausedItem } from './types';
+import type { CallReport, CallSource, CallStatus, CompensationReport, DecisionRecord, LiveCallStatus, PausedItem } from './types';
 import { LIVE_CALL_STATUSES } from './types';
 
 /** Approval bookkeeping of one call. Times are workflow time in ms since the epoch. */
@@ -67,6 +67,8 @@ export interface CallState {
   compensation: CompensationState | null;
   /** The decisions people took on the call, in order (see {@link DecisionRecord}). */
   readonly decisions: DecisionRecord[];
+  /** The call of another run whose checkpoint answered this one (see {@link CallReport.answeredBy}); absent otherwise. */
+  answeredBy?: CallReport['answeredBy'];
 }
 
 /** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */

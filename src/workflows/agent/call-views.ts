@@ -114,10 +114,16 @@ export function report(call: CallState): CallReport {
     ...(call.pausedItem !== null ? { item: call.pausedItem } : {}),
     ...(call.batch !== null ? { batch: call.batch } : {}),
     ...(call.decisions.length > 0 ? { decisions: [...call.decisions] } : {}),
+    ...(call.answeredBy !== undefined ? { answeredBy: call.answeredBy } : {}),
   };
 }
 
 function compensationReport(state: CompensationState): CompensationReport {
   const { pausedAt: _pausedAt, ...shown } = state;
   return { ...shown };
+}
+
+/** What the run's result and the model read about a call another run answered (see `CallReport.answeredBy`). */
+export function answeredByNote(by: NonNullable<CallReport['answeredBy']>): string {
+  return `already done by another run: workflow ${by.workflowId} (run chain ${by.runChainId}), call "${by.callId}", applied this business action; its result is delivered here and nothing was applied again`;
 }

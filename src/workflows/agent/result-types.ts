@@ -110,6 +110,12 @@ export interface CallReport<S extends CallStatus = CallStatus> {
   readonly batch?: BatchCancellationReport;
   /** The decisions people took on this call (approval, rejection, resolutions of its pauses), in order, with who took them. Absent when none. */
   readonly decisions?: readonly DecisionRecord[];
+  /**
+   * The call of another run (or workflow) that applied this call's effect: the first call with the
+   * tool's business key within its window (docs/protocol.md#business-keys). This call applied
+   * nothing, and the run never compensates it. Absent otherwise.
+   */
+  readonly answeredBy?: { readonly workflowId: string; readonly runChainId: string; readonly callId: string };
 }
 
 /**

@@ -190,9 +190,10 @@ export class RunState {
     call.appliedSeq = this.appliedCount;
   }
 
-  /** This run's calls whose effect applied (completed or resolved applied with an `ok` outcome), last applied first. */
+  /** This run's calls whose effect applied (completed or resolved applied with an `ok` outcome, not answered by another run), last applied first. */
   appliedInReverse(): CallState[] {
-    const applied = this.calls.filter((call) => (call.status === 'completed' || call.status === 'resolved-applied') && call.outcome?.ok === true);
+    // A call another run answered applied nothing here: that run owns the effect and its compensation.
+    const applied = this.calls.filter((call) => (call.status === 'completed' || call.status === 'resolved-applied') && call.outcome?.ok === true && call.answeredBy === undefined);
     return lastAppliedFirst(applied, (call) => call.appliedSeq);
   }
 
@@ -266,6 +267,11 @@ export class RunState {
   }
 
   /** Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). */
+  /** The call ids of this run's calls for model call `modelCallId` whose effect a person proved absent, in order. */
+  provenAbsent(modelCallId: string): string[] {
+    return this.calls.filter((call) => call.modelCallId === modelCallId && call.status === 'resolved-absent').map((call) => call.callId);
+  }
+
   addRetry(original: CallState): CallState {
     let attempt = original.attempt + 1;
     while (this.used(retryId(original.modelCallId, attempt))) attempt += 1;

@@ -250,7 +250,7 @@ describe(':memory: runs the same executor on the calling thread', () => {
     const memory = await SqliteCheckpointStore.open(':memory:');
     await Promise.all(Array.from({ length: 16 }, (_, i) => memory.createIfAbsent(fresh(`m-${i}`))));
     expect(memory.stats()).toEqual({ commits: 1, writes: 16, requests: 16 });
-    expect(await memory.settings()).toMatchObject({ journalMode: 'memory', synchronous: 2, userVersion: 3 });
+    expect(await memory.settings()).toMatchObject({ journalMode: 'memory', synchronous: 2, userVersion: 4 });
     await memory.close();
   });
 });
