@@ -46,6 +46,7 @@ export const MODEL_ERROR_MESSAGES: Readonly<Record<string, string>> = {
   NOT_JSON: 'the arguments of the call are not JSON; nothing ran',
   NOT_PINNED: 'this tool or tenant is not served here; nothing ran',
   APPROVAL_REQUIRED: 'this tool runs only after a person approves the call; nothing ran',
+  IDEMPOTENCY_CONFLICT: 'another run already used this business key with other arguments; nothing ran',
 };
 
 /** The sentence for a failure type the table does not name (nothing was applied). */
