@@ -420,6 +420,13 @@ export const d = defineTool;
         const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project });
         expect(JSON.parse(stdout)).toEqual([['record_reading', 'v1', 'function', 'function']]);
       });
+
+      test("order-charge.ts loads: its business key comes from the validated arguments, with the README's 24 h window", async () => {
+        const load = kind === 'esm' ? "import('./order-charge.js').then((m) => m)" : "Promise.resolve(require('./order-charge.js'))";
+        const script = `${load}.then((m) => { const t = m.tools[0]; console.log(JSON.stringify([t.name, t.businessKey({ orderId: 'order-1', amountCents: 100 }), t.businessKeyWindowMs])); })`;
+        const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project });
+        expect(JSON.parse(stdout)).toEqual(['charge_order', 'order-1', 86_400_000]);
+      });
     });
 
     test("the installed package spawns `ttc worker` processes (the demo's fleet) with plain Node, no TypeScript loader", async () => {
