@@ -26,9 +26,11 @@ export interface CreateOptions {
    */
   readonly dedupeKey?: string;
   /**
-   * ISO-8601 UTC, only with `dedupeKey`: the row holds its key until then. An insert whose
-   * record's `createdAt` is at or after it takes the key over (the old row stays, without the
-   * key), and `prune` keeps the row while the time is ahead. Absent: held while the row exists.
+   * ISO-8601 UTC, only with `dedupeKey`: the row holds its key until then and, after it, until its
+   * result is stored (`completed`, `delivering`, `delivered`: an unfinished claim may still apply
+   * its effect). An insert whose record's `createdAt` is at or after the end takes the key over
+   * from such a row (the row stays, without the key); `prune` keeps the row while the time is
+   * ahead. Absent: held while the row exists.
    */
   readonly dedupeUntil?: string;
 }

@@ -57,8 +57,12 @@ export function pgStatements(schema: string) {
     INSERT: `INSERT INTO ${t} (key, namespace, call_id, tool_name, status, revision, updated_at, body, dedupe_key, dedupe_until)
   VALUES ($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.int8, $7::pg_catalog.timestamptz, $8::pg_catalog.text, $9::pg_catalog.text, $10::pg_catalog.timestamptz)
   ON CONFLICT DO NOTHING RETURNING true AS inserted`,
-    /** Releases dedupe key `$1` from a holder whose window ended at or before `$2` (an insert then takes it over). */
-    RELEASE_EXPIRED: `UPDATE ${t} SET dedupe_key = NULL WHERE dedupe_key ${EQ} $1::pg_catalog.text AND dedupe_until ${LE} $2::pg_catalog.timestamptz`,
+    /**
+     * Releases dedupe key `$1` from a settled holder (its result stored) whose window ended at or
+     * before `$2` (an insert then takes it over). An unfinished claim keeps it: its effect may still land.
+     */
+    RELEASE_EXPIRED: `UPDATE ${t} SET dedupe_key = NULL WHERE dedupe_key ${EQ} $1::pg_catalog.text AND dedupe_until ${LE} $2::pg_catalog.timestamptz
+  AND status ${EQ} ANY ('{completed,delivering,delivered}'::pg_catalog.text[])`,
     /** Clears the dedupe key of row `$1` if it is still at revision `$2` (`releaseDedupeKey`). */
     RELEASE_DEDUPE_KEY: `UPDATE ${t} SET dedupe_key = NULL WHERE key ${EQ} $1::pg_catalog.text AND revision ${EQ} $2::pg_catalog.int8 AND dedupe_key IS NOT NULL`,
     /**

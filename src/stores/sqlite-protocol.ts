@@ -53,8 +53,8 @@ export type SqliteReadRequest =
  */
 export type SqliteWriteRequest =
   /**
-   * `INSERT … ON CONFLICT DO NOTHING`, after releasing the row's dedupe key from a holder whose
-   * `dedupe_until` is at or before the row's `updatedAt`; when nothing was inserted, the row
+   * `INSERT … ON CONFLICT DO NOTHING`, after releasing the row's dedupe key from a settled holder
+   * whose `dedupe_until` is at or before the row's `updatedAt`; when nothing was inserted, the row
    * holding the key, the call or the dedupe key.
    */
   | { readonly op: 'insert'; readonly row: SqliteRowColumns }

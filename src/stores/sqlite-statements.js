@@ -72,7 +72,10 @@ function prepare(db) {
     getByCall: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE namespace = ? AND call_id = ?`),
     getByDedupeKey: db.prepare(`SELECT ${COLUMNS} FROM ttc_checkpoints WHERE dedupe_key = ?`),
     // ISO-8601 UTC text in toISOString() form sorts in time order.
-    releaseExpired: db.prepare('UPDATE ttc_checkpoints SET dedupe_key = NULL WHERE dedupe_key = @dedupeKey AND dedupe_until <= @now'),
+    // Only a settled holder (its result stored) gives its key up: an unfinished claim may still apply its effect.
+    releaseExpired: db.prepare(
+      "UPDATE ttc_checkpoints SET dedupe_key = NULL WHERE dedupe_key = @dedupeKey AND dedupe_until <= @now AND status IN ('completed', 'delivering', 'delivered')",
+    ),
     releaseDedupeKey: db.prepare('UPDATE ttc_checkpoints SET dedupe_key = NULL WHERE key = @key AND revision = @revision AND dedupe_key IS NOT NULL'),
     cas: db.prepare(
       `UPDATE ttc_checkpoints SET status = @status, revision = @revision, updated_at = @updatedAt, body = @body

@@ -79,7 +79,7 @@ function runWrite(s, job) {
 }
 
 /**
- * `INSERT … ON CONFLICT DO NOTHING`, after releasing an expired holder's dedupe key (its
+ * `INSERT … ON CONFLICT DO NOTHING`, after releasing a settled holder's expired dedupe key (its
  * `dedupe_until` at or before this row's `updatedAt`); when nothing was inserted, the row holding
  * the key, the call or the dedupe key.
  * @param {Statements} s

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createCheckpoint } from '../../src/checkpoint/record';
+import { completeAndDeliver, createClaimed } from '../../src/checkpoint/compose';
 import type { CheckpointStore, CheckpointStoreOptions } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { SqliteCheckpointStore } from '../../src/stores/sqlite-store';
@@ -215,10 +216,13 @@ describe('SQLite specifics', () => {
     const store = await openCheckpointStore(`sqlite:${path}`);
     const first = await store.createIfAbsent(createCheckpoint(makeBinding('a'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
     const second = await store.createIfAbsent(createCheckpoint(makeBinding('b'), { createdAt: '2030-01-01T00:00:00.000Z' }), { dedupeKey: 'same' });
-    const windowed = await store.createIfAbsent(createCheckpoint(makeBinding('c'), { createdAt: '2030-01-01T00:00:00.000Z' }), {
-      dedupeKey: 'window',
-      dedupeUntil: '2030-01-01T00:00:01.000Z',
-    });
+    const delivered = completeAndDeliver(createClaimed(makeBinding('c'), { attemptId: 'c-1', at: '2030-01-01T00:00:00.000Z' }), {
+      attemptId: 'c-1',
+      deliveryId: 'c-d',
+      at: '2030-01-01T00:00:00.000Z',
+      result: { ok: true },
+    }).next;
+    const windowed = await store.createIfAbsent(delivered, { dedupeKey: 'window', dedupeUntil: '2030-01-01T00:00:01.000Z' });
     const takeover = await store.createIfAbsent(createCheckpoint(makeBinding('d'), { createdAt: '2030-01-01T00:00:01.000Z' }), { dedupeKey: 'window' });
 
     expect(await store.get(kept.binding)).toEqual(kept);

@@ -458,9 +458,12 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await target.raw.count()).toBe(0);
       });
 
-      test('a holder whose window ended gives its key to the next insert at or after the end; the old row stays', async () => {
+      test('a settled holder whose window ended gives its key to the next insert at or after the end; the old row stays', async () => {
         const first = makeBinding('window-a');
-        const held = await store.createIfAbsent(createClaimed(first, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'order-1', dedupeUntil: at(10) });
+        const claimed = await store.createIfAbsent(createClaimed(first, { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'order-1', dedupeUntil: at(10) });
+        const settled = completeExecution(claimed.record, { attemptId: 'a-1', at: at(1), result: { ok: true } });
+        expect(await store.compareAndSwap(settled.expectedRevision, settled.next, claimed.record)).toBe(true);
+        const held = { record: settled.next };
 
         const within = await store.createIfAbsent(createClaimed(makeBinding('window-b'), { attemptId: 'b-1', at: at(9) }), { dedupeKey: 'order-1', dedupeUntil: at(19) });
         const atEnd = await store.createIfAbsent(createClaimed(makeBinding('window-c'), { attemptId: 'c-1', at: at(10) }), { dedupeKey: 'order-1', dedupeUntil: at(20) });
@@ -472,6 +475,23 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
         expect(await store.get(first)).toEqual(held.record);
         expect(await store.get(makeBinding('window-b'))).toBeNull();
         expect(await target.raw.count()).toBe(2);
+      });
+
+      test('a holder still claimed (its outcome unknown) keeps its key after its window: its effect may still land', async () => {
+        const held = await store.createIfAbsent(createClaimed(makeBinding('unsettled-a'), { attemptId: 'a-1', at: at(0) }), { dedupeKey: 'unsettled', dedupeUntil: at(10) });
+        const uncertain = markExecutionUncertain(held.record, { attemptId: 'a-1', at: at(5), reason: 'the answer was lost' });
+        expect(await store.compareAndSwap(uncertain.expectedRevision, uncertain.next, held.record)).toBe(true);
+
+        const late = await store.createIfAbsent(createClaimed(makeBinding('unsettled-b'), { attemptId: 'b-1', at: at(100) }), { dedupeKey: 'unsettled', dedupeUntil: at(110) });
+        const stillExecuting = await store.createIfAbsent(createClaimed(makeBinding('unsettled-c'), { attemptId: 'c-1', at: at(100) }), {
+          dedupeKey: 'executing',
+          dedupeUntil: at(110),
+        });
+        const afterIt = await store.createIfAbsent(createClaimed(makeBinding('unsettled-d'), { attemptId: 'd-1', at: at(200) }), { dedupeKey: 'executing' });
+
+        expect(late).toEqual({ created: false, record: uncertain.next });
+        expect(stillExecuting.created).toBe(true);
+        expect(afterIt).toEqual({ created: false, record: stillExecuting.record });
       });
 
       test('a key held without a window is never taken over, however late the insert', async () => {
@@ -1017,15 +1037,20 @@ export function describeStoreConformance(name: string, factory: ConformanceFacto
             }
           }
           if (expired === true) {
-            // Each key's first holder: a call whose window ended in 2020; its attempt id names no worker.
+            // Each key's first holder: a delivered call whose window ended in 2020; its attempt id names no worker.
             const ended = '2020-01-01T00:00:00.000Z';
             for (let i = 0; i < bindings.length; i += 250) {
               await Promise.all(
                 bindings.slice(i, i + 250).map((b, j) =>
-                  store.createIfAbsent(createClaimed({ ...b, callId: `${b.callId}/old` }, { attemptId: `old-${i + j}-x`, at: ended }), {
-                    dedupeKey: `dedupe:${b.callId}`,
-                    dedupeUntil: ended,
-                  }),
+                  store.createIfAbsent(
+                    completeAndDeliver(createClaimed({ ...b, callId: `${b.callId}/old` }, { attemptId: `old-${i + j}-x`, at: ended }), {
+                      attemptId: `old-${i + j}-x`,
+                      deliveryId: `old-${i + j}-d`,
+                      at: ended,
+                      result: { ok: true },
+                    }).next,
+                    { dedupeKey: `dedupe:${b.callId}`, dedupeUntil: ended },
+                  ),
                 ),
               );
             }

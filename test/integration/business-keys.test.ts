@@ -244,6 +244,22 @@ describe('business keys: one business action across runs', () => {
     expect(provider.byOrder.get(id)).toBe(2);
   });
 
+  test('after the window, a first call whose outcome is still unknown keeps its key: the next call pauses on it, never charges again', async () => {
+    const provider = new Provider();
+    const acts = activities(provider);
+    const [a, b] = [newRun(), newRun()];
+    const id = order();
+    provider.loseNextAnswer = true;
+
+    const first = await attempt(acts, a, call(a, 'toolu_a', { orderId: id, amount: 500 }));
+    offsetMs = WINDOW_MS + 10_000;
+    const late = await attempt(acts, b, call(b, 'toolu_b', { orderId: id, amount: 500 }));
+
+    expect(first).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN' } });
+    expect(late).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN', nonRetryable: true } });
+    expect(provider.total()).toBe(1);
+  });
+
   test('while the first call is in flight, a second run waits (retryable), then gets its result', async () => {
     const provider = new Provider();
     const acts = activities(provider);

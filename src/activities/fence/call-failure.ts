@@ -24,7 +24,7 @@ import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type
 import { unstorableResult } from './unstorable-result';
 import type { LookupResult } from '../tools/define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
-import { adoptedFrom } from './intent-dedupe';
+import { adoptedFrom, bindingIdempotencyKey } from './intent-dedupe';
 import { withAnsweredBy } from './business-key';
 import { parseCallBindingId } from '../../checkpoint/call-identity';
 
@@ -410,13 +410,7 @@ function claimUnsettled(error: CheckpointError | null, why: string): CheckpointE
 export function keyOfRecord(where: CallLocator, binding: Binding): string {
   // The binding call id names the run chain, workflow and key call id the key was derived from.
   const parts = parseCallBindingId(binding.callId);
-  if (parts !== null) {
-    const { runChainId, workflowId, callId } = parts;
-    return idempotencyKey(
-      { namespace: binding.namespace, runChainId, workflowId, callId, toolName: binding.toolName, toolRevision: binding.toolRevision },
-      where.context.idempotencyKeySecret,
-    );
-  }
+  if (parts !== null) return bindingIdempotencyKey(binding, parts, where.context.idempotencyKeySecret);
   const address = callAddress(where.input, where.context);
   let keyCallId = where.input.callId;
   if (where.call?.binding.callId === binding.callId) keyCallId = where.call.keyCallId;

@@ -96,9 +96,13 @@ export function adoptHolder<Call extends AdoptableCall>(call: Call, holder: Chec
  * derives them); `dedupe` cleared, so the call never adopts again.
  */
 export function takeIdentity<Call extends AdoptableCall>(call: Call, theirs: Binding, parts: CallIdentity, secret: Uint8Array | undefined): Call {
+  return { ...call, binding: theirs, keyCallId: parts.callId, idempotencyKey: bindingIdempotencyKey(theirs, parts, secret), dedupe: undefined };
+}
+
+/** The idempotency key of the call whose binding is `binding` (binding call id parsed as `parts`), derived with `secret` as `prepareCall` derives it. */
+export function bindingIdempotencyKey(binding: Binding, parts: CallIdentity, secret: Uint8Array | undefined): string {
   const { runChainId, workflowId, callId } = parts;
-  const key = idempotencyKey({ namespace: theirs.namespace, runChainId, workflowId, callId, toolName: theirs.toolName, toolRevision: theirs.toolRevision }, secret);
-  return { ...call, binding: theirs, keyCallId: callId, idempotencyKey: key, dedupe: undefined };
+  return idempotencyKey({ namespace: binding.namespace, runChainId, workflowId, callId, toolName: binding.toolName, toolRevision: binding.toolRevision }, secret);
 }
 
 /**
