@@ -205,10 +205,12 @@ export class PostgresCheckpointStore implements CheckpointStore {
     for (let round = 1; ; round += 1) {
       const inserted = await this.insert(row, record);
       if (inserted === true) return { created: true, record: this.codec.remember(record, row.body) };
-      if (inserted !== false) return inserted;
-      if (row.dedupeKey === undefined || round === MAX_DEDUPE_ROUNDS) return { created: false, record: await this.lostWrites.readExisting(row) };
+      // A lost insert settled by a re-send: created, the call's own row, or a conflict like any other.
+      if (inserted !== false && (inserted.created || inserted.record.binding.callId === record.binding.callId || row.dedupeKey === undefined)) return inserted;
+      const found = inserted === false ? null : inserted.record;
+      if (row.dedupeKey === undefined || round === MAX_DEDUPE_ROUNDS) return { created: false, record: found ?? (await this.lostWrites.readExisting(row)) };
       if (await this.releaseExpired(row.dedupeKey, row.updatedAt)) continue;
-      const existing = await this.lostWrites.findExisting(row);
+      const existing = found ?? (await this.lostWrites.findExisting(row));
       if (existing !== null) return { created: false, record: existing };
     }
   }

@@ -307,7 +307,7 @@ describe('business keys: one business action across runs', () => {
     expect(provider.total()).toBe(1);
   });
 
-  test('a first call whose outcome is unknown: a second run reconciles it by lookup, or pauses without a lookup; never charges again', async () => {
+  test('a first call whose outcome is unknown: a second run waits while the first run can reconcile it, or pauses without a lookup; never charges again', async () => {
     for (const lookup of [true, false]) {
       const provider = new Provider();
       const acts = activities(provider, { lookup });
@@ -318,10 +318,15 @@ describe('business keys: one business action across runs', () => {
       const first = await attempt(acts, a, call(a, 'toolu_a', { orderId: id, amount: 500 }));
       offsetMs = 10_000; // past the first call's settle time (claim + 500 ms deadline + 100 ms margin)
       const second = await attempt(acts, b, call(b, 'toolu_b', { orderId: id, amount: 500 }));
+      const firstRetry = await attempt(acts, a, call(a, 'toolu_a', { orderId: id, amount: 500 }), 2);
+      const secondRetry = await attempt(acts, b, call(b, 'toolu_b', { orderId: id, amount: 500 }), 2);
 
       expect(first).toMatchObject({ failure: { type: lookup ? 'RECONCILE_PENDING' : 'OUTCOME_UNKNOWN', nonRetryable: !lookup } });
-      if (lookup) expect(second).toMatchObject({ result: { source: 'lookup', answeredBy: { workflowId: a.workflowId } } });
-      else expect(second).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN', nonRetryable: true } });
+      expect(second).toMatchObject({ failure: { type: lookup ? 'RECONCILE_PENDING' : 'OUTCOME_UNKNOWN', nonRetryable: !lookup } });
+      if (lookup) {
+        expect(firstRetry).toMatchObject({ result: { source: 'lookup' } });
+        expect(secondRetry).toMatchObject({ result: { source: 'store', answeredBy: { workflowId: a.workflowId } } });
+      }
       expect(provider.total()).toBe(1);
       offsetMs = 0;
     }
@@ -351,6 +356,54 @@ describe('business keys: one business action across runs', () => {
     expect(rerun).toMatchObject({ result: { source: 'executed' } });
     // Another run's proof names its own calls only: it is answered by the rerun, never takes the key.
     expect(other).toMatchObject({ result: { source: 'store', answeredBy: { workflowId: a.workflowId, callId: 'toolu_a~retry1' } } });
+    expect(provider.total()).toBe(1);
+  });
+
+  test('a second run never claims or reconciles another run’s unsettled call: it waits, and the first run’s rerun after a person’s proof charges once', async () => {
+    const provider = new Provider();
+    const flaky = new FlakyStore(store);
+    const acts = activities(provider, { store: flaky, lookup: true });
+    const [a, b] = [newRun(), newRun()];
+    const id = order();
+    // Run A's claim lands, its request never leaves the worker, the store is lost: nothing charged, the claim unsettled.
+    flaky.failWhen = (op) => op !== 'createIfAbsent';
+    provider.dropNextRequest = true;
+    await attempt(acts, a, call(a, 'toolu_a', { orderId: id, amount: 500 }));
+    flaky.failWhen = null;
+    offsetMs = 10_000; // past the claim's settle time: a lookup would find nothing and could take it over
+
+    const waiting = await attempt(acts, b, call(b, 'toolu_b', { orderId: id, amount: 500 }));
+    const rerun = await attempt(acts, a, call(a, 'toolu_a~retry1', { orderId: id, amount: 500 }, { provenAbsentCallIds: ['toolu_a'] }));
+    const answered = await attempt(acts, b, call(b, 'toolu_b2', { orderId: id, amount: 500 }));
+
+    expect(waiting).toMatchObject({ failure: { type: 'RECONCILE_PENDING', nonRetryable: false, details: expect.objectContaining({ firstCallId: 'toolu_a' }) } });
+    expect(rerun).toMatchObject({ result: { source: 'executed' } });
+    expect(answered).toMatchObject({ result: { source: 'store', answeredBy: { callId: 'toolu_a~retry1' } } });
+    expect(provider.total()).toBe(1);
+  });
+
+  test('a first call another run’s person resolved applied is not given up by a rerun that names it proven absent', async () => {
+    const provider = new Provider();
+    const acts = activities(provider);
+    const [a, b] = [newRun(), newRun()];
+    const id = order();
+    provider.loseNextAnswer = true;
+    await attempt(acts, a, call(a, 'toolu_a', { orderId: id, amount: 500 }));
+    offsetMs = 10_000;
+    const pausedB = await attempt(acts, b, call(b, 'toolu_b', { orderId: id, amount: 500 }));
+    // Run B's person sees the charge at the provider: stored in the first call's checkpoint.
+    await new MockActivityEnvironment({ attempt: 1, workflowExecution: b } as never).run(acts.resolveToolCall, {
+      ...call(b, 'toolu_b', { orderId: id, amount: 500 }),
+      resolution: 'applied' as const,
+      result: { ok: true as const, output: { charge: `ch-${id}`, amount: 500 }, receipt: null },
+      reason: 'seen at the provider',
+    });
+
+    // Run A's person decides from a stale view: absent. The stored outcome outweighs it.
+    const rerun = await attempt(acts, a, call(a, 'toolu_a~retry1', { orderId: id, amount: 500 }, { provenAbsentCallIds: ['toolu_a'] }));
+
+    expect(pausedB).toMatchObject({ failure: { type: 'OUTCOME_UNKNOWN' } });
+    expect(rerun).toMatchObject({ result: { source: 'store', outcome: { ok: true, output: { charge: `ch-${id}` } } } });
     expect(provider.total()).toBe(1);
   });
 
@@ -384,6 +437,7 @@ describe('business keys: one business action across runs', () => {
     ['returns an empty string', () => (): string => ''],
     ['returns a number', () => (): string => 42 as unknown as string],
     ['returns 1,025 characters', () => (): string => 'k'.repeat(1_025)],
+    ['returns a lone surrogate', () => (): string => 'order-\ud800'],
   ])('a businessKey that %s refuses the call as INVALID_TOOL_INPUT before anything is written', async (_what, makeKey) => {
     const provider = new Provider();
     const tool = defineTool({ ...chargeTool(provider), businessKey: makeKey() });
@@ -478,7 +532,7 @@ describe('business keys: one business action across runs', () => {
           expect(provider.charges.get(o.result.idempotencyKey)).toBe(1);
         });
       }),
-      { seed: 20261213, numRuns: 60 },
+      { seed: 2026, numRuns: 200 },
     );
   });
 });

@@ -70,10 +70,14 @@ export async function adoptedCallOf(store: CheckpointStore, call: PreparedCall):
 
 /**
  * Whether a person proved that `holder` applied nothing: a resolution stored it so, or `call`'s
- * input names it among the calls of its run proven absent (a rerun of it).
+ * input names it among the calls of its run proven absent (a rerun of it) and its outcome is still
+ * not stored (calls of other runs never claim it: `awaitFirstCall` in `./business-key`).
  */
 function provenAbsent(call: PreparedCall, holder: CheckpointRecord): boolean {
   if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
+  // Only the holder's own unsettled claim, as the person saw it paused: an outcome stored since (an
+  // adopter's delivery, a resolution `applied`) outweighs the proof.
+  if (holder.status !== 'executing' && holder.status !== 'uncertain') return false;
   const parts = parseCallBindingId(holder.binding.callId);
   const named = call.input.provenAbsentCallIds;
   return parts !== null && parts.runChainId === call.runChainId && parts.workflowId === call.workflowId && named !== undefined && named.includes(parts.callId);

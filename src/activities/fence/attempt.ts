@@ -25,7 +25,7 @@ import { lastAttempt } from './attempt-standing';
 import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyOutlivesRepeat, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
 import { adoptionOf } from './adoption';
-import { withAnsweredBy } from './business-key';
+import { answeredBy, awaitFirstCall, withAnsweredBy } from './business-key';
 import { dedupeOptions } from './intent-dedupe';
 import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
@@ -109,6 +109,9 @@ export class Attempt {
   private async decide(record: CheckpointRecord, created: boolean): Promise<Step> {
     const { action } = decideCheckpoint(record, this.call.binding);
     this.observer.decided(created ? null : record, action);
+    // Another run's call is that run's to execute or reconcile: this call only delivers it, waits or pauses.
+    if ((action === 'execute' || action === 'reconcile-execution') && answeredBy(this.call) !== undefined)
+      throw awaitFirstCall(this.call, record.execution === null ? 0 : settleTime(record, this.call.tool, this.marginMs), this.clock().getTime());
     switch (action) {
       case 'execute':
         return this.execute(record);

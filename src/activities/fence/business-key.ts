@@ -10,6 +10,7 @@ import { canonicalJson } from '../../checkpoint/canonical-json';
 import { sha256Hex } from '../../checkpoint/digest';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { CheckpointRecord } from '../../checkpoint/types';
+import type { ToolDefinition } from '../tools/define-tool';
 import { takeIdentity, type AdoptableCall } from './intent-dedupe';
 
 /** Most characters of a business key a tool returns. */
@@ -19,8 +20,8 @@ export const BUSINESS_KEY_MAX_LENGTH = 1_024;
 export type AnsweredBy = CallIdentity;
 
 /**
- * The business key `tool.businessKey(args)` returns for a call, checked: a non-empty string of
- * at most {@link BUSINESS_KEY_MAX_LENGTH} characters.
+ * The business key `tool.businessKey(args)` returns for a call, checked: a well-formed (no lone
+ * surrogate), non-empty string of at most {@link BUSINESS_KEY_MAX_LENGTH} characters.
  *
  * @throws {@link CheckpointError} INVALID_TOOL_INPUT (`details.reason` `business-key`) when the
  *   function throws or returns anything else; nothing is written.
@@ -32,7 +33,7 @@ export function businessKeyOf(tool: { readonly name: string; businessKey?(args: 
   } catch (error) {
     throw refusal(tool.name, callId, `businessKey threw: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (typeof key !== 'string' || key.length === 0 || key.length > BUSINESS_KEY_MAX_LENGTH) {
+  if (typeof key !== 'string' || key.length === 0 || key.length > BUSINESS_KEY_MAX_LENGTH || !key.isWellFormed()) {
     throw refusal(
       tool.name,
       callId,
@@ -102,4 +103,37 @@ export function answeredBy(call: { readonly binding: { readonly callId: string }
 export function withAnsweredBy<R extends object>(result: R, call: Parameters<typeof answeredBy>[0]): R & { answeredBy?: AnsweredBy } {
   const by = answeredBy(call);
   return by === undefined ? result : { ...result, answeredBy: by };
+}
+
+/**
+ * What a call answered by another run's call does while that call's outcome is not stored: it
+ * never claims or reconciles it (the first run does, or a person resolving either call), so a
+ * person's proof about the first call always speaks of that run's own claim.
+ * `settleAtMs`: the first call's settle time (`settleTime` of `./fence-deps`), ms since the epoch.
+ * @returns RECONCILE_PENDING (retryable) until the first call's settle time, or after it when the
+ *   tool can look the effect up or repeat its key (the first run reconciles); else OUTCOME_UNKNOWN.
+ */
+export function awaitFirstCall(
+  call: AdoptableCall & { readonly tool: ToolDefinition<any>; readonly runChainId: string; readonly workflowId: string },
+  settleAtMs: number,
+  nowMs: number,
+): CheckpointError {
+  const first = answeredBy(call)!;
+  const where = `${call.tool.name} call ${JSON.stringify(call.input.callId)}`;
+  const of = `workflow ${first.workflowId} (run chain ${first.runChainId}), call ${JSON.stringify(first.callId)}`;
+  const details = { callId: call.input.callId, toolName: call.tool.name, firstWorkflowId: first.workflowId, firstRunChainId: first.runChainId, firstCallId: first.callId };
+  const settleAt = settleAtMs;
+  const reconcilable = call.tool.lookup !== undefined || call.tool.dedupesByKey === true;
+  if (nowMs < settleAt || reconcilable) {
+    const retryAfterMs = Math.max(settleAt - nowMs, Math.min(call.tool.callDeadlineMs ?? 30_000, 10_000));
+    return new CheckpointError('RECONCILE_PENDING', `${where}: its business key's first call, ${of}, has no stored outcome yet; its run settles it, and this call waits`, {
+      ...details,
+      retryAfterMs: Math.ceil(retryAfterMs),
+    });
+  }
+  return new CheckpointError(
+    'OUTCOME_UNKNOWN',
+    `${where}: its business key's first call, ${of}, has an unknown outcome that cannot be looked up; the run waits for a person (resolve either call)`,
+    { ...details, toolRevision: call.binding.toolRevision, idempotencyKey: call.idempotencyKey, reason: 'the first call of its business key did not finish' },
+  );
 }
