@@ -13,31 +13,13 @@ import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { transcriptFor } from '../../crash/transcripts';
 
 jest.setTimeout(240_000);
 
-/** A scripted Anthropic conversation: one `charge_payment` call, then a final answer. */
+/** A scripted Anthropic conversation (the crash harness's shape): one `charge_payment` call, then a final answer. */
 function chargeTranscript(orderId: string, amountCents: number): unknown {
-  const message = (id: string, content: unknown[], stop: string) => ({
-    id,
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-5',
-    content,
-    stop_reason: stop,
-    stop_sequence: null,
-    usage: { input_tokens: 100, output_tokens: 20 },
-  });
-  return {
-    version: 1,
-    id: `charge-${orderId}-${amountCents}`,
-    format: 'anthropic-messages',
-    description: 'Charge one order.',
-    responses: [
-      message('msg_1', [{ type: 'tool_use', id: 'toolu_charge', name: 'charge_payment', input: { orderId, amountCents, card: 'card_visa' } }], 'tool_use'),
-      message('msg_2', [{ type: 'text', text: 'Done.' }], 'end_turn'),
-    ],
-  };
+  return transcriptFor(`${orderId}-${amountCents}`, [{ id: 'toolu_charge', name: 'charge_payment', input: { orderId, amountCents, card: 'card_visa' } }]);
 }
 
 describe('a business key across runs on a fleet with a PostgreSQL store', () => {
