@@ -171,8 +171,8 @@ module.exports = tseslint.config(
             },
             {
               target: SANDBOX,
-              from: ['digest.ts', 'codec.ts', 'batch-identity.ts'].map((f) => SRC(`checkpoint/${f}`)),
-              message: 'workflow code must not reach node:crypto (checkpoint/digest, codec, batch-identity)',
+              from: ['digest.ts', 'codec.ts', 'batch-identity.ts', 'approval-grant.ts'].map((f) => SRC(`checkpoint/${f}`)),
+              message: 'workflow code must not reach node:crypto (checkpoint/digest, codec, batch-identity, approval-grant)',
             },
             // Nothing below the applications imports them.
             {

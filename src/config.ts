@@ -11,6 +11,8 @@ import { CheckpointError } from './checkpoint/errors';
 import { LIMITS } from './checkpoint/bounds';
 import { maskUrl } from './stores/mask-url';
 import { KEY_ID_PATTERN, readKeyFromEnv, readKeyringFromEnv } from './key-material';
+import { parseGrantSigningKey, parseGrantVerificationKeys } from './approval-grant-keys';
+import type { GrantSigningKey, GrantVerificationKey } from './checkpoint/approval-grant';
 import { resolveTemporalConnection, type TemporalConnection, type TemporalConnectionInput } from './temporal-env-config';
 
 export { temporalConnectionOptions, type TlsInput } from './temporal-env-config';
@@ -124,6 +126,18 @@ export interface ConfigInput {
      * @default 'TTC_IDEMPOTENCY_KEY_SECRET'
      */
     idempotencyKeySecretEnv?: string;
+    /**
+     * Name of the environment variable listing the keys a worker verifies approval grants with,
+     * `<key id>:hmac:<secret>` or `<key id>:ed25519:<public key>`, comma-separated (see
+     * `src/approval-grant-keys.ts`). Set: signed mode, a `requireApproval` call needs a grant
+     * (docs/protocol.md#approval-grants). Unset: unsigned mode. @default 'TTC_APPROVAL_GRANT_KEYS'
+     */
+    approvalGrantKeysEnv?: string;
+    /**
+     * Name of the environment variable holding the key `ttc approve` and the console sign grants
+     * with, one entry as above (an Ed25519 entry holds the private key). @default 'TTC_APPROVAL_SIGNING_KEY'
+     */
+    approvalSigningKeyEnv?: string;
   };
   /** What a worker serves, whatever a workflow's input asks for (see {@link Config.pins}). */
   pins?: {
@@ -164,6 +178,10 @@ export interface Config {
     readonly encryptionKeys: Readonly<Record<string, Buffer>>;
     /** Secret for keyed idempotency keys, or null: unkeyed keys. */
     readonly idempotencyKeySecret: Buffer | null;
+    /** Keys workers verify approval grants with, or null: unsigned mode. */
+    readonly approvalGrantKeys: readonly GrantVerificationKey[] | null;
+    /** Key the approve paths sign grants with, or null: approvals carry no grant. */
+    readonly approvalSigningKey: GrantSigningKey | null;
   };
   /**
    * Worker pins: the tenant, tools, approval policy and model of a run come from its workflow
@@ -252,6 +270,10 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
     encryptionKey === null ? null : { id: encryptionKeyId, key: encryptionKey, variable: encryptionKeyEnv },
   );
   const idempotencyKeySecret = readKeyFromEnv(env, keysEnv.idempotencyKeySecretEnv ?? 'TTC_IDEMPOTENCY_KEY_SECRET', { minBytes: 32 });
+  const grantKeysEnv = keysEnv.approvalGrantKeysEnv ?? 'TTC_APPROVAL_GRANT_KEYS';
+  const signingKeyEnv = keysEnv.approvalSigningKeyEnv ?? 'TTC_APPROVAL_SIGNING_KEY';
+  const approvalGrantKeys = env[grantKeysEnv] ? parseGrantVerificationKeys(grantKeysEnv, env[grantKeysEnv]) : null;
+  const approvalSigningKey = env[signingKeyEnv] ? parseGrantSigningKey(signingKeyEnv, env[signingKeyEnv]) : null;
   return {
     temporal: {
       ...connection,
@@ -289,7 +311,7 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
       ),
     },
     retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
-    keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret },
+    keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret, approvalGrantKeys, approvalSigningKey },
     pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
   };
 }

@@ -120,6 +120,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
           tools: options.tools,
           maxPayloadBytes: config.payload.maxPayloadBytes,
           ...(config.keys.idempotencyKeySecret ? { idempotencyKeySecret: config.keys.idempotencyKeySecret } : {}),
+          ...(config.keys.approvalGrantKeys ? { approvalGrantKeys: config.keys.approvalGrantKeys } : {}),
           ...workerPins(config),
           transientRetry: {
             initialIntervalMs: config.retry.initialIntervalMs,

@@ -32,9 +32,11 @@ export type { ToolActivities } from './workflows/agent/activity-types';
 export type * from './workflows/agent/types';
 export { FINAL_CALL_STATUSES, LIVE_CALL_STATUSES, RUN_PHASES, RUN_STATUSES, STOP_REASONS } from './workflows/agent/types';
 // Approved calls through the plugin: describe a fenced call for a person, run it under the digest they approved.
-export { withApprovedIntent } from './workflows/fenced/approval-scope';
-export { fencedCallDescriber } from './workflows/fenced/approval-describe';
-export type { FencedCallDescriber } from './workflows/fenced/approval-describe';
+export { withApprovedIntent, withApprovalGrant } from './workflows/fenced/approval-scope';
+export type { ApprovalGrant } from './workflows/fenced/approval-scope';
+export { fencedCallDescriber, grantRequestDescriber } from './workflows/fenced/approval-describe';
+export type { FencedCallDescriber, GrantRequestDescriber } from './workflows/fenced/approval-describe';
+export type { GrantedCall } from './checkpoint/approval';
 export { DESCRIBE_FENCED_CALL_ACTIVITY } from './plugin/contract/approval-contract';
 export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './plugin/contract/approval-contract';
 // Temporal visibility: the search attributes agent runs set while a person is needed.

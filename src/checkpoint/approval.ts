@@ -9,6 +9,24 @@
 import { parseTimestamp } from './bounds';
 import { CheckpointError } from './errors';
 
+/** Largest approval grant accepted, in characters (docs/protocol.md#approval-grants). */
+export const MAX_GRANT_LENGTH = 4096;
+
+/** The call an approval grant names exactly (docs/protocol.md#approval-grants), as the worker knows it. */
+export interface GrantedCall {
+  /** The Temporal namespace of the run. */
+  readonly namespace: string;
+  readonly tenant: string;
+  readonly workflowId: string;
+  /** The run chain (`firstExecutionRunId`). */
+  readonly runChainId: string;
+  readonly callId: string;
+  /** The tool, or the fenced activity type. */
+  readonly toolName: string;
+  /** The call's intent digest (docs/protocol.md#keys-and-digests): signed, never carried by the grant. */
+  readonly intentDigest: string;
+}
+
 /**
  * Whether `digest` is an approved intent digest at all: a non-empty string. A call of a tool that
  * needs approval without one is refused (APPROVAL_REQUIRED).

@@ -15,9 +15,10 @@
 import type { Command } from 'commander';
 import type { WorkflowHandle } from '@temporalio/client';
 import { connectClient } from '../client';
-import { loadConfig } from '../config';
+import { loadConfig, type Config } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
 import { approveCall, readWaitingCall, rejectCall, type WaitingCall } from '../operator/run-decisions';
+import { signAgentApproval } from '../operator/approval-grants';
 import { explainUndecodable } from './errors';
 import { nonNegativeInteger } from './options';
 import { defaultResolvedBy } from '../plugin/resolve-in-store';
@@ -49,7 +50,7 @@ export function registerApprove(program: Command): void {
     .option('--tenant <tenant>', 'refuse unless the run belongs to this tenant')
     .option('--by <name>', 'who approves (kept with the decision in the run; default: <OS user>@<host>)')
     .action(async (workflowId: string, callId: string, opts: ApproveOptions) => {
-      await withWaitingCall(workflowId, callId, opts.tenant, async (handle, waiting) => {
+      await withWaitingCall(workflowId, callId, opts.tenant, async (handle, waiting, config) => {
         const request = {
           callId,
           intentDigest: opts.intent ?? waiting.call.intentDigest ?? '',
@@ -64,7 +65,12 @@ export function registerApprove(program: Command): void {
         printReview('approve', waiting);
         if (opts.intent !== undefined || opts.stateVersion !== undefined)
           printLine(`sending the approval with intent ${request.intentDigest} and state version ${request.stateVersion} (as given)`);
-        const decided = await approveCall(handle, request);
+        // With a signing key the approval carries a grant the workers verify (docs/protocol.md#approval-grants).
+        const key = config.keys.approvalSigningKey;
+        const grant =
+          key === null ? undefined : signAgentApproval(waiting, { namespace: config.temporal.namespace, intentDigest: request.intentDigest, approver: request.by, key });
+        if (grant !== undefined) printLine(`signed an approval grant with key ${JSON.stringify(key!.keyId)} for ${request.by}`);
+        const decided = await approveCall(handle, { ...request, ...(grant === undefined ? {} : { grant }) });
         printLine(`approved ${callId} at ${decided.decidedAt}; it must start running before ${decided.approvalExpiresAt}`);
       });
     });
@@ -96,7 +102,7 @@ async function withWaitingCall(
   workflowId: string,
   callId: string,
   tenant: string | undefined,
-  decide: (handle: WorkflowHandle, waiting: WaitingCall) => Promise<void>,
+  decide: (handle: WorkflowHandle, waiting: WaitingCall, config: Config) => Promise<void>,
 ): Promise<void> {
   const config = loadConfig();
   const { client, close } = await connectClient(config);
@@ -106,7 +112,7 @@ async function withWaitingCall(
       throw explainUndecodable(error, `run ${workflowId}'s status`);
     });
     assertRunTenant(workflowId, waiting.status.tenant, tenant);
-    await decide(handle, waiting);
+    await decide(handle, waiting, config);
   } finally {
     await close();
   }

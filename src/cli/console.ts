@@ -48,7 +48,7 @@ export function registerConsole(program: Command): void {
       let server;
       try {
         server = await startConsoleServer({
-          operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}),
+          operations: temporalOperations(client, opts.queryTimeout !== undefined ? { queryTimeoutMs: opts.queryTimeout } : {}, config.keys.approvalSigningKey ?? undefined),
           namespace: config.temporal.namespace,
           token,
           decider:

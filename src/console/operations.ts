@@ -6,6 +6,8 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { approveCall, DecisionRefusedError, readWaitingCall, rejectCall, resolveCall } from '../operator/run-decisions';
+import { signAgentApproval } from '../operator/approval-grants';
+import type { GrantSigningKey } from '../checkpoint/approval-grant';
 import { MESSAGE_ERROR_TYPES } from '../workflows/agent/messages';
 import { listWaitingRuns, type ListWaitingRunsOptions, type WaitingRun } from '../operator/waiting-runs';
 import type { ApprovalDecisionResult, ApproveCallRequest, RejectCallRequest, ResolveOutcomeRequest, ResolveOutcomeResult } from '../workflows/agent/types';
@@ -44,8 +46,12 @@ export interface ShownCall {
 /** How the console asks runs for their status: `queryTimeoutMs` per run and `queryConcurrency` at once (see `listWaitingRuns`). */
 export type ConsoleQueryOptions = Pick<ListWaitingRunsOptions, 'queryTimeoutMs' | 'queryConcurrency'>;
 
-/** {@link ConsoleOperations} on a connected Temporal client (its namespace is the client's). */
-export function temporalOperations(client: Client, queries: ConsoleQueryOptions = {}): ConsoleOperations {
+/**
+ * {@link ConsoleOperations} on a connected Temporal client (its namespace is the client's). With
+ * `approvalSigningKey`, an approval carries a grant signed for the call as the run shows it and
+ * the digest the page showed, approver the request's `by` (docs/protocol.md#approval-grants).
+ */
+export function temporalOperations(client: Client, queries: ConsoleQueryOptions = {}, approvalSigningKey?: GrantSigningKey): ConsoleOperations {
   const handle = (workflowId: string) => client.workflow.getHandle(workflowId);
   /** Refuses, before anything is sent, a decision on a call that is not waiting for it or whose intent is not the one the page showed. */
   const checkShown = async (run: WorkflowHandle, callId: string, waitingFor: 'awaiting-approval' | 'paused', shown: ShownCall, pauseId?: string) => {
@@ -70,7 +76,18 @@ export function temporalOperations(client: Client, queries: ConsoleQueryOptions 
   };
   return {
     listWaitingRuns: () => listWaitingRuns(client, queries),
-    approveCall: (workflowId, request) => approveCall(handle(workflowId), request),
+    approveCall: async (workflowId, request) => {
+      const run = handle(workflowId);
+      if (approvalSigningKey === undefined) return approveCall(run, request);
+      const waiting = await readWaitingCall(run, client.options.namespace, request.callId, 'awaiting-approval');
+      const grant = signAgentApproval(waiting, {
+        namespace: client.options.namespace,
+        intentDigest: request.intentDigest,
+        approver: request.by ?? 'console',
+        key: approvalSigningKey,
+      });
+      return approveCall(run, { ...request, grant });
+    },
     rejectCall: async (workflowId, request, shown) => {
       const run = handle(workflowId);
       await checkShown(run, request.callId, 'awaiting-approval', shown);

@@ -1,11 +1,13 @@
 /**
  * `temporal-tool-checkpoint/operator`: what a person's tools need (the CLI and the console are
- * built on it): find the runs waiting for someone, read the call a decision is about, send the
- * workflow's validated update, settle a plugin-fenced call in the store, and register the search
+ * built on it): find the runs waiting for someone, read the call a decision is about, sign an
+ * approval as a grant, send the workflow's validated update, settle a plugin-fenced call in the store, and register the search
  * attributes agent runs set while a person is needed (docs/visibility.md).
  */
 export { approveCall, rejectCall, resolveCall, readWaitingCall, readRunStatus, DecisionRefusedError } from './run-decisions';
 export type { WaitingCall } from './run-decisions';
+export { signAgentApproval, signApprovalGrant, parseGrantSigningKey, parseGrantVerificationKeys, newEd25519GrantKeyEntries } from './approval-grants';
+export type { GrantSigningKey, GrantVerificationKey, GrantedCall } from './approval-grants';
 export { listWaitingRuns, WAITING_RUNS_QUERY } from './waiting-runs';
 export type { ListWaitingRunsOptions, WaitingRun } from './waiting-runs';
 export { hasRunSearchAttributes, registerRunSearchAttributes, searchAttributeCreateCommands } from '../visibility/namespace-search-attributes';

@@ -20,6 +20,8 @@ import type { FencedActivity } from './options';
 export interface HeaderApproval {
   readonly expectedIntentDigest?: string;
   readonly approvalExpiresAt?: string;
+  /** The signed grant of a `withApprovalGrant` scope's call. */
+  readonly approvalGrant?: string;
 }
 
 /**
@@ -33,11 +35,12 @@ export function approvalFromHeaders(headers: Headers | undefined): HeaderApprova
   if (headers?.[CALL_HEADER] === undefined) return {};
   const header = readCallHeader(headers);
   if (header === undefined) throw new CheckpointError('INVALID_ARGUMENT', `the ${CALL_HEADER} activity header is malformed; the call was not run`, { field: CALL_HEADER });
-  const { approvedIntentDigest, approvalExpiresAt } = header;
+  const { approvedIntentDigest, approvalExpiresAt, approvalGrant } = header;
   if (approvalExpiresAt !== undefined) approvalExpiryText(approvalExpiresAt, 'approvalExpiresAt');
   return {
     ...(approvedIntentDigest === undefined ? {} : { expectedIntentDigest: approvedIntentDigest }),
     ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
+    ...(approvalGrant === undefined ? {} : { approvalGrant }),
   };
 }
 
@@ -61,14 +64,19 @@ export interface DescribeDeps {
 export function describeFencedCallActivity(deps: DescribeDeps): (input: DescribeFencedCallInput) => Promise<FencedCallDescription> {
   return async (input) => {
     try {
-      const { activityType, args } = readDescribeInput(input);
+      const { activityType, args, callId, runChainId } = readDescribeInput(input);
       const entry = deps.fenced.get(activityType);
       const tools = new Map<string, ToolDefinition<unknown>>(entry === undefined ? [] : [[activityType, { ...entry, execute: NOT_RUN }]]);
-      const context = attemptContextOf(Context.current().info, deps.idempotencyKeySecret);
+      const info = Context.current().info;
+      const context = attemptContextOf(info, deps.idempotencyKeySecret);
       const call = prepareCall(tools, { tenant: deps.tenant, callId: 'describe', toolName: activityType, input: { args: args as JsonValue } }, context);
       // The description a tool call gets; a fenced activity's arguments are shown as the activity takes them.
       const { toolRevision, intentDigest, arguments: described } = describePreparedCall(call);
-      return { activityType, toolRevision, intentDigest, arguments: (described as { args: JsonValue }).args };
+      const approvalRequest =
+        callId === undefined || runChainId === undefined
+          ? {}
+          : { approvalRequest: { namespace: context.namespace, tenant: deps.tenant, workflowId: context.workflowId, runChainId, callId, toolName: activityType, intentDigest } };
+      return { activityType, toolRevision, intentDigest, arguments: (described as { args: JsonValue }).args, ...approvalRequest };
     } catch (error) {
       throw toApplicationFailure(error);
     }
@@ -88,5 +96,16 @@ function readDescribeInput(input: unknown): DescribeFencedCallInput {
   if (typeof activityType !== 'string' || activityType === '')
     throw new CheckpointError('INVALID_ARGUMENT', 'describeFencedCall: activityType must be a non-empty string', { field: 'activityType' });
   if (!Array.isArray(args)) throw new CheckpointError('INVALID_ARGUMENT', "describeFencedCall: args must be an array of the activity's arguments", { field: 'args' });
-  return { activityType, args };
+  const callId = own('callId');
+  const runChainId = own('runChainId');
+  for (const [field, value] of [
+    ['callId', callId],
+    ['runChainId', runChainId],
+  ] as const) {
+    if (value !== undefined && (typeof value !== 'string' || value === '' || value.length > 2048))
+      throw new CheckpointError('INVALID_ARGUMENT', `describeFencedCall: ${field} must be non-empty text of at most 2,048 characters`, { field });
+  }
+  if ((callId === undefined) !== (runChainId === undefined))
+    throw new CheckpointError('INVALID_ARGUMENT', 'describeFencedCall: callId and runChainId come together', { field: 'callId' });
+  return { activityType, args, ...(callId === undefined ? {} : { callId: callId as string, runChainId: runChainId as string }) };
 }

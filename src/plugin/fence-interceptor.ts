@@ -20,8 +20,9 @@ import { settleFailedAttempt } from '../activities/fence/call-failure';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../activities/fence/fenced-tool';
 import { prepareCall, type PreparedCall } from '../activities/fence/prepare-call';
 import { ownProperties } from '../activities/fence/input-schema';
-import { assertCallApproved } from '../activities/fence/approval-checks';
+import { authorizeCall } from '../activities/fence/approval-grants';
 import type { ResolvedPins } from '../activities/fence/pins';
+import type { GrantVerificationKey } from '../checkpoint/approval-grant';
 import { approvalFromHeaders } from './approval-activity';
 import { classifyActivityError } from './error-classification';
 import { toolArgsWithHeaderApproval } from './tool-approval';
@@ -37,6 +38,8 @@ export interface FenceDeps extends Omit<FencedToolDeps, 'tools' | 'transientRetr
   readonly idempotencyKeySecret?: Uint8Array;
   /** Fenced activity types that run only under an approved intent digest (`requireApproval`, see `./approval-pins`). @default none */
   readonly approvalPins?: ResolvedPins;
+  /** Keys approval grants are verified with (the plugin option `approvalGrantKeys`); absent: unsigned mode. */
+  readonly approvalGrantKeys?: readonly GrantVerificationKey[];
   /**
    * The plugin's `defineTool` tools by name (each registered as an activity of its name, input
    * `FencedToolInput`): the fence merges the approval of a call's header into such a call's
@@ -142,7 +145,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
       try {
         call = prepareCall(deps.tools, callInput, context);
         names.idempotencyKey = call.idempotencyKey;
-        assertCallApproved(this.deps.approvalPins, call);
+        await authorizeCall({ keys: this.deps.approvalGrantKeys, store: this.deps.store, clock: this.deps.clock }, this.deps.approvalPins, call, context.namespace);
         return await settleCall(deps, call, evidence);
       } catch (error) {
         return await settleFailedAttempt(

@@ -13,3 +13,4 @@ export type { CallHeader } from './contract/call-header';
 export type { ActivityCallIdentity } from './call-identity';
 export { DESCRIBE_FENCED_CALL_ACTIVITY } from './contract/approval-contract';
 export type { ApprovedIntent, DescribeFencedCallInput, FencedCallDescription } from './contract/approval-contract';
+export type { GrantVerificationKey } from '../checkpoint/approval-grant';

@@ -2,6 +2,7 @@
  * Options of {@link ToolCheckpointPlugin} (`./tool-checkpoint-plugin`) and their validation.
  * @experimental while `@temporalio/plugin` is.
  */
+import { assertGrantKeys } from '../activities/fence/approval-grants';
 import { zodSchemaRefusal } from '../activities/tools/zod-schema';
 import { z } from 'zod/v4';
 import { DEFAULT_TOOL_HEARTBEAT_TIMEOUT_MS } from '../activities/contract/contract';
@@ -92,7 +93,7 @@ export interface FencedActivityOptions {
  */
 export interface ToolCheckpointPluginOptions extends Pick<
   ToolActivitiesOptions,
-  'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'
+  'reconcileMarginMs' | 'maxPayloadBytes' | 'idempotencyKeySecret' | 'approvalGrantKeys' | 'pinnedTenants' | 'pinnedTools' | 'requireApproval' | 'clock' | 'hooks'
 > {
   /** Where checkpoints are kept; opened by the caller (the plugin does no I/O). */
   readonly store: CheckpointStore;
@@ -245,6 +246,7 @@ export function validatePluginOptions(options: ToolCheckpointPluginOptions): voi
     throw new CheckpointError('INVALID_ARGUMENT', 'tenant must be a non-empty string of at most 256 characters', { field: 'tenant' });
   resolveMaxPayloadBytes(options.maxPayloadBytes);
   if (options.idempotencyKeySecret !== undefined) assertIdempotencyKeySecret(options.idempotencyKeySecret);
+  assertGrantKeys(options.approvalGrantKeys);
   const margin = options.reconcileMarginMs;
   if (margin !== undefined && !(Number.isSafeInteger(margin) && margin >= 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', `reconcileMarginMs must be a non-negative integer (ms), got ${String(margin)}`, { field: 'reconcileMarginMs' });

@@ -28,10 +28,13 @@ import { approvalFromHeaders } from './approval-activity';
 export function toolArgsWithHeaderApproval(toolName: string, args: readonly unknown[], headers: Headers | undefined): unknown[] {
   const approval = approvalFromHeaders(headers);
   const input = args[0];
-  if (approval.expectedIntentDigest === undefined || typeof input !== 'object' || input === null || Array.isArray(input)) return [...args];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [...args];
   const own = (key: string): unknown => (Object.hasOwn(input, key) ? (input as Record<string, unknown>)[key] : undefined);
+  // A grant of the header goes to a tool call whose input carries none (an input's own grant is verified as it is).
+  const granted = approval.approvalGrant !== undefined && own('approvalGrant') === undefined ? { ...input, approvalGrant: approval.approvalGrant } : input;
+  if (approval.expectedIntentDigest === undefined) return granted === input ? [...args] : [granted, ...args.slice(1)];
   assertOneApprovedIntent(toolName, own('callId'), own('expectedIntentDigest'), approval.expectedIntentDigest);
   const expiresAt = earlierExpiry(own('approvalExpiresAt'), approval.approvalExpiresAt);
-  const merged = { ...input, expectedIntentDigest: approval.expectedIntentDigest, ...(expiresAt === undefined ? {} : { approvalExpiresAt: expiresAt }) };
+  const merged = { ...granted, expectedIntentDigest: approval.expectedIntentDigest, ...(expiresAt === undefined ? {} : { approvalExpiresAt: expiresAt }) };
   return [merged, ...args.slice(1)];
 }

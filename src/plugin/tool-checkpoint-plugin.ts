@@ -63,6 +63,7 @@ export class ToolCheckpointPlugin extends SimplePlugin {
       reconcileMarginMs: options.reconcileMarginMs,
       hooks: options.hooks,
       approvalPins: approvalPins.fenced,
+      approvalGrantKeys: options.approvalGrantKeys,
       ...resolveFenceSettings(options),
       ...(options.idempotencyKeySecret === undefined ? {} : { idempotencyKeySecret: Buffer.from(options.idempotencyKeySecret) }),
     };

@@ -33,7 +33,8 @@ import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } fr
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../fence/fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from '../fence/prepare-call';
 import { assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from '../fence/pins';
-import { assertCallApproved } from '../fence/approval-checks';
+import { assertGrantKeys, authorizeCall, type GrantCheck } from '../fence/approval-grants';
+import type { GrantVerificationKey } from '../../checkpoint/approval-grant';
 import { describePreparedCall } from '../fence/call-description';
 import { toolCallActivities, type ToolCallActivity } from './tool-call-activities';
 
@@ -59,6 +60,14 @@ export interface ToolActivitiesOptions extends WorkerPins {
    * @default none: unkeyed `ttc2-…` keys, as before
    */
   readonly idempotencyKeySecret?: Uint8Array;
+  /**
+   * Keys approval grants are verified with (docs/protocol.md#approval-grants; env
+   * TTC_APPROVAL_GRANT_KEYS in `ttc worker`). Set: a call of a `requireApproval` tool runs only
+   * with a valid, unexpired grant for exactly that call, and every grant a call carries is
+   * verified (APPROVAL_REQUIRED, APPROVAL_MISMATCH, APPROVAL_EXPIRED before any claim).
+   * @default none: unsigned mode (the approved intent digest is checked, not who approved)
+   */
+  readonly approvalGrantKeys?: readonly GrantVerificationKey[];
   /** Margin added to a holder's call deadline before its claim may be taken over, ms (docs/protocol.md#overlapping-attempts). @default 5,000 */
   readonly reconcileMarginMs?: number;
   /** In-attempt backoff for transient tool errors (full jitter, Retry-After honoured). */
@@ -158,6 +167,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
     transientRetry: options.transientRetry,
     hooks: options.hooks,
   };
+  assertGrantKeys(options.approvalGrantKeys);
+  const grants: GrantCheck = { keys: options.approvalGrantKeys, store: options.store, clock: options.clock };
   const prepare = (input: FencedToolInput): PreparedCall => prepareCall(tools, input, attemptContext(keySecret), limits);
   const runFencedTool = async (untrusted: FencedToolInput): Promise<Delivered<FencedToolResult>> => {
     const context = attemptContext(keySecret);
@@ -182,7 +193,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         assertTenantPinned(pins, input.tenant);
         assertToolPinned(pins, input.toolName);
         call = prepareCall(tools, input, context, limits);
-        assertCallApproved(pins, call);
+        await authorizeCall(grants, pins, call, context.namespace);
         result = await settleCall(deps, call, evidence);
       } catch (error) {
         // A call that took the identity of the call holding its dedupe key fails as that call.

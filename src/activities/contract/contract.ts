@@ -63,6 +63,12 @@ export interface FencedToolInput {
   /** Who approved the call (the approval's `by`), for the call's span (`ttc.decision.by`); not part of the call's identity. */
   readonly approvedBy?: string;
   /**
+   * A person's signed approval grant of exactly this call (docs/protocol.md#approval-grants). A
+   * worker holding grant keys verifies it before any claim and refuses a `requireApproval` call
+   * without one (APPROVAL_REQUIRED), or one for another call or intent (APPROVAL_MISMATCH).
+   */
+  readonly approvalGrant?: string;
+  /**
    * When the approval of this call expires, ISO-8601 UTC. At or after it the activity refuses
    * with APPROVAL_EXPIRED before any claim (nothing runs). Absent: no expiry.
    */

@@ -7,7 +7,7 @@
  * The model's tool input (`input`) is checked separately (`assertToolInput` in `prepareCall`).
  */
 import { z } from 'zod/v4';
-import { isApprovalExpiryText } from '../../checkpoint/approval';
+import { isApprovalExpiryText, MAX_GRANT_LENGTH } from '../../checkpoint/approval';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { JsonValue } from '../../checkpoint/types';
 import type { FencedToolInput, ResolveToolCallInput, ToolOutcome } from '../contract/contract';
@@ -21,6 +21,8 @@ const fencedToolInputShape = {
   input: z.unknown(),
   expectedIntentDigest: z.string().optional(),
   approvedBy: z.string().min(1).max(256).optional(),
+  // A signed approval grant (docs/protocol.md#approval-grants), verified by the fence when the worker holds grant keys.
+  approvalGrant: z.string().min(1).max(MAX_GRANT_LENGTH).optional(),
   // An expiry that does not parse would never pass (Date.parse gives NaN): refused, fail closed.
   approvalExpiresAt: z.string().refine(isApprovalExpiryText, 'must be an ISO-8601 UTC timestamp like 2026-01-31T12:00:00.000Z').optional(),
   intentGeneration: z.number().optional(),
@@ -162,6 +164,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     input: own('input') as JsonValue,
     expectedIntentDigest: own('expectedIntentDigest'),
     approvedBy: own('approvedBy'),
+    approvalGrant: own('approvalGrant'),
     approvalExpiresAt: own('approvalExpiresAt'),
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),

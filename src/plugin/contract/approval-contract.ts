@@ -3,6 +3,7 @@
  * (`../../workflows/fenced/approval-scope`, `../../workflows/fenced/approval-describe`) and the worker side (`../approval-activity`).
  * Types and constants only, sandbox-safe.
  */
+import type { GrantedCall } from '../../checkpoint/approval';
 import type { JsonValue } from '../../checkpoint/types';
 
 /**
@@ -18,6 +19,10 @@ export interface DescribeFencedCallInput {
   readonly activityType: string;
   /** The arguments the workflow would pass to the activity (JSON). */
   readonly args: readonly unknown[];
+  /** For a call to approve with a signed grant: the call id it will run under (`withApprovalGrant`). */
+  readonly callId?: string;
+  /** With {@link callId}: the workflow's run chain (`firstExecutionRunId`). */
+  readonly runChainId?: string;
 }
 
 /**
@@ -32,6 +37,11 @@ export interface FencedCallDescription {
   readonly intentDigest: string;
   /** The arguments the digest covers, as canonical JSON parses back (after the entry's `input` schema). */
   readonly arguments: JsonValue;
+  /**
+   * When described with a call id (`grantRequestDescriber`): the call a signed grant must name,
+   * for the approve path (`signApprovalGrant` of `temporal-tool-checkpoint/operator`).
+   */
+  readonly approvalRequest?: GrantedCall;
 }
 
 /** An approval a person gave to one fenced call (see `withApprovedIntent`). */

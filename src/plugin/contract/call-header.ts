@@ -26,16 +26,22 @@ export interface CallHeader {
   readonly approvedIntentDigest?: string;
   /** With {@link approvedIntentDigest}: when the approval expires, ISO-8601 UTC (APPROVAL_EXPIRED at or after it). */
   readonly approvalExpiresAt?: string;
+  /**
+   * For the call a `withApprovalGrant` scope names: the person's signed grant
+   * (docs/protocol.md#approval-grants). It carries no intent digest; the fence verifies it.
+   */
+  readonly approvalGrant?: string;
 }
 
 /** `headers` with the call header added (the input's other headers unchanged); the approval fields only when set. */
 export function withCallHeader(headers: Headers, call: CallHeader): Headers {
-  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt } = call;
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant } = call;
   const value = {
     callId,
     runChainId,
     ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest }),
     ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
+    ...(approvalGrant === undefined ? {} : { approvalGrant }),
   };
   return { ...headers, [CALL_HEADER]: defaultPayloadConverter.toPayload(value) };
 }
@@ -53,14 +59,15 @@ export function readCallHeader(headers: Headers | undefined): CallHeader | undef
   } catch {
     return undefined;
   }
-  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
   if (!isText(callId) || !isText(runChainId)) return undefined;
-  if ((approvedIntentDigest !== undefined && !isText(approvedIntentDigest)) || (approvalExpiresAt !== undefined && !isText(approvalExpiresAt))) return undefined;
+  if ([approvedIntentDigest, approvalExpiresAt, approvalGrant].some((field) => field !== undefined && !isText(field))) return undefined;
   return {
     callId,
     runChainId,
-    ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest }),
-    ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
+    ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest: approvedIntentDigest as string }),
+    ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt: approvalExpiresAt as string }),
+    ...(approvalGrant === undefined ? {} : { approvalGrant: approvalGrant as string }),
   };
 }
 

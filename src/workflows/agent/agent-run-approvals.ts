@@ -7,7 +7,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import { condition, patched } from '@temporalio/workflow';
-import { approvalExpired, intentMismatch } from '../../checkpoint/approval';
+import { approvalExpired, intentMismatch, MAX_GRANT_LENGTH } from '../../checkpoint/approval';
 import { activityFailureMessage, failureTypeOrUnclassified } from '../common/failures';
 import { MESSAGE_ERROR_TYPES } from './messages';
 import { countApprovalDecision } from './run-metrics';
@@ -118,6 +118,9 @@ export abstract class RunApprovals extends AgentRunBase {
     }
     const call = this.awaitingApproval(req.callId);
     refuseBadDecidedBy(req.by);
+    if (req.grant !== undefined && (typeof req.grant !== 'string' || req.grant === '' || req.grant.length > MAX_GRANT_LENGTH)) {
+      refuse(MESSAGE_ERROR_TYPES.INVALID_REQUEST, `approveCall: grant must be non-empty text of at most ${MAX_GRANT_LENGTH} characters`);
+    }
     if (intentMismatch(req.intentDigest, call.intentDigest)) {
       refuse(MESSAGE_ERROR_TYPES.APPROVAL_MISMATCH, `call "${call.callId}" has intent digest ${call.intentDigest}, the approval names ${req.intentDigest}`);
     }
@@ -130,7 +133,9 @@ export abstract class RunApprovals extends AgentRunBase {
   }
 
   protected approve(req: ApproveCallRequest): ApprovalDecisionResult {
-    return this.decide(req.callId, 'approved', null, req.by);
+    const result = this.decide(req.callId, 'approved', null, req.by);
+    if (req.grant !== undefined) this.state.get(req.callId)!.approval!.grant = req.grant;
+    return result;
   }
 
   protected validateReject(req: RejectCallRequest): void {

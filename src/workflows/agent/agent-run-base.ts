@@ -73,6 +73,8 @@ export abstract class AgentRunBase {
   protected abstract refusedBeforeRunning(call: CallState): boolean;
   /** See `./agent-run-tool-calls`. */
   protected abstract runTool(call: CallState, deferPause?: boolean): Promise<RunStop | null>;
+
+  protected abstract processCall(call: CallState, deferPause: boolean): Promise<RunStop | null>;
   /** See `./agent-run-tool-calls`. */
   protected abstract toolInput(call: CallState): FencedToolInput;
   /** See `./agent-run-compensation`. */

@@ -73,6 +73,13 @@ export abstract class RunResolutions extends RunApprovals {
         if (call.intentDigest !== null) this.state.intentGenerations[call.intentDigest] = retry.attempt;
         this.settle(pending, { callId: call.callId, resolution: 'absent', status: 'resolved-absent', retryCallId: retry.callId });
         this.state.bump();
+        if (retry.approval !== null && retry.approval.expiresAt === null) {
+          // Approved with a signed grant: the rerun is a new effect, and the grant names the original call only.
+          retry.approval.expiresAt = Date.now() + retry.approval.expiresAfterMs;
+          retry.status = 'awaiting-approval';
+          this.publishWaiting();
+          return this.processCall(retry, false);
+        }
         return this.runTool(retry);
       }
       if (req.resolution !== 'applied') continue;

@@ -219,6 +219,7 @@ export abstract class RunToolCalls extends RunResolutions {
       ...(call.approvedIntentDigest !== null ? { expectedIntentDigest: call.approvedIntentDigest } : {}),
       ...(expiresAt !== null ? { approvalExpiresAt: iso(expiresAt) } : {}),
       ...(approvedBy !== null ? { approvedBy } : {}),
+      ...(call.approval?.decision === 'approved' && call.approval.grant !== undefined ? { approvalGrant: call.approval.grant } : {}),
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
       ...(call.attempt > 0 ? { provenAbsentCallIds: this.state.provenAbsent(call.modelCallId) } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),

@@ -94,6 +94,7 @@ class AgentRun extends RunCompensation {
     setHandler(runStatusQuery, () => ({
       ...this.state.view(Date.now()),
       tenant: this.input.tenant,
+      runChainId: workflowInfo().firstExecutionRunId,
       ...(this.longRuns
         ? {
             continuations: this.continuations,

@@ -20,6 +20,8 @@ export interface ApprovalState {
   decision: 'approved' | 'rejected' | 'expired' | null;
   decidedAt: number | null;
   reason: string | null;
+  /** The signed grant the approval carried (docs/protocol.md#approval-grants); absent in unsigned mode. */
+  grant?: string;
 }
 
 /** One tool call as the workflow tracks it. */

@@ -75,6 +75,8 @@ export interface BudgetView {
 export interface RunStatusView {
   /** The run's tenant (from its input), so operators see whose run it is. Absent in runs started before runs reported their tenant. */
   readonly tenant?: string;
+  /** The run chain (`firstExecutionRunId`), which an approval grant names. Absent in runs of older code. */
+  readonly runChainId?: string;
   readonly phase: RunPhase;
   /** Increments whenever the run advances (a model turn is recorded, a call finishes, the run pauses or resumes). Approvals must carry the current value. */
   readonly stateVersion: number;
@@ -132,6 +134,12 @@ export interface ApproveCallRequest {
   readonly stateVersion: number;
   /** Who approves (kept in the call's `decisions` and on the call's span as `ttc.decision.by`): 1 to 256 characters, none invisible (controls, bidi, zero-width, non-ASCII spaces), not blank. @default null */
   readonly by?: string;
+  /**
+   * The person's signed approval grant of this call (docs/protocol.md#approval-grants), from the
+   * approve path's key; the run passes it to the tool's activity, whose worker verifies it. At
+   * most 4,096 characters. @default none (unsigned mode)
+   */
+  readonly grant?: string;
 }
 
 /** Payload of `rejectCallUpdate`. */

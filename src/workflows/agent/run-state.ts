@@ -266,21 +266,31 @@ export class RunState {
     return candidate;
   }
 
-  /** Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). */
   /** The call ids of this run's calls for model call `modelCallId` whose effect a person proved absent, in order. */
   provenAbsent(modelCallId: string): string[] {
     return this.calls.filter((call) => call.modelCallId === modelCallId && call.status === 'resolved-absent').map((call) => call.callId);
   }
 
+  /**
+   * Adds `<modelCallId>~retryN` right after `original` and returns it (status `queued`). A call
+   * approved with a signed grant gets a new approval to wait for instead (the grant names the
+   * original call only; `expiresAt` null until the wait starts).
+   */
   addRetry(original: CallState): CallState {
     let attempt = original.attempt + 1;
     while (this.used(retryId(original.modelCallId, attempt))) attempt += 1;
     const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
     // The rerun runs under the original's approval: its digest (hence with the arguments the
     // approver saw), its expiry (the worker refuses to claim after it) and who gave it.
-    retry.approvedIntentDigest = original.approvedIntentDigest;
-    retry.approval = original.approval === null ? null : { ...original.approval };
-    retry.decisions.push(...original.decisions.filter((decision) => decision.kind === 'approved'));
+    if (original.approval?.grant !== undefined) {
+      retry.approval = { expiresAfterMs: original.approval.expiresAfterMs, expiresAt: null, decision: null, decidedAt: null, reason: null };
+      retry.intentDigest = original.intentDigest;
+      retry.toolRevision = original.toolRevision;
+    } else {
+      retry.approvedIntentDigest = original.approvedIntentDigest;
+      retry.approval = original.approval === null ? null : { ...original.approval };
+      retry.decisions.push(...original.decisions.filter((decision) => decision.kind === 'approved'));
+    }
     retry.arguments = original.arguments;
     retry.target = original.target;
     this.byId.set(retry.callId, retry);

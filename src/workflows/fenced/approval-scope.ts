@@ -9,16 +9,14 @@
  * workflow state only (the approval the workflow holds), so it is the same on replay.
  */
 import { ApplicationFailure, AsyncLocalStorage } from '@temporalio/workflow';
-import { approvalExpiryText } from '../../checkpoint/approval';
+import { approvalExpiryText, MAX_GRANT_LENGTH } from '../../checkpoint/approval';
+import { runInCallScope } from './call-scope';
 import { FINGERPRINT_PATTERN } from '../../checkpoint/bounds';
 import { isCheckpointError } from '../../checkpoint/errors';
 import type { ApprovedIntent } from '../../plugin/contract/approval-contract';
 
-/** The approval of the current scope, as the header carries it. */
-export interface ApprovalScope {
-  readonly approvedIntentDigest: string;
-  readonly approvalExpiresAt?: string;
-}
+/** The approval of the current scope: an approved digest (and expiry), or a signed grant of one named call. */
+export type ApprovalScope = { readonly approvedIntentDigest: string; readonly approvalExpiresAt?: string } | { readonly approvalGrant: string; readonly grantCallId: string };
 
 const storage = new AsyncLocalStorage<ApprovalScope>();
 
@@ -39,9 +37,41 @@ export function withApprovedIntent<T>(approval: ApprovedIntent, work: () => Prom
   return storage.run(approvalScopeOf(approval), work);
 }
 
-/** The approval scope the current workflow code runs in, or undefined outside {@link withApprovedIntent}. */
-export function currentApprovalScope(): ApprovalScope | undefined {
-  return storage.getStore();
+/** A person's signed approval grant of one fenced call (docs/protocol.md#approval-grants), as the approve path returned it. */
+export interface ApprovalGrant {
+  /** The call id the grant names (`FencedCallDescription.approvalRequest.callId`): the first activity of the scope is scheduled under it. */
+  readonly callId: string;
+  /** The grant itself (`signApprovalGrant` of `temporal-tool-checkpoint/operator`). */
+  readonly grant: string;
+}
+
+/**
+ * Runs `work` under a person's signed grant of one fenced call: the first activity `work`
+ * schedules gets the call id `approval.callId` and carries the grant in its call header (no
+ * digest travels); a worker holding grant keys runs it only if the grant verifies for exactly
+ * that call (namespace, tenant, workflow, run chain, call, activity type and intent) and has not
+ * expired, and records the grant's use; a second use of the call id is the same checkpoint, so
+ * the effect happens once. Later activities of the scope carry no grant.
+ *
+ * @returns what `work` returns.
+ * @throws ApplicationFailure `INVALID_ARGUMENT` (non-retryable) when `callId` or `grant` is not
+ *   non-empty text (the grant at most 4,096 characters); `work` is not called.
+ */
+export function withApprovalGrant<T>(approval: ApprovalGrant, work: () => Promise<T>): Promise<T> {
+  const callId: unknown = approval?.callId;
+  const grant: unknown = approval?.grant;
+  if (typeof callId !== 'string' || callId === '' || callId.length > 2048) throw invalid('callId', 'withApprovalGrant: callId must be non-empty text of at most 2,048 characters');
+  if (typeof grant !== 'string' || grant === '' || grant.length > MAX_GRANT_LENGTH)
+    throw invalid('grant', `withApprovalGrant: grant must be non-empty text of at most ${MAX_GRANT_LENGTH} characters`);
+  return runInCallScope({ firstCallId: callId, scheduledCallIds: [] }, () => storage.run({ approvalGrant: grant, grantCallId: callId }, work));
+}
+
+/** The approval fields of the call header of an activity scheduled under call id `callId` in the current scope. */
+export function headerApproval(callId: string): { approvedIntentDigest?: string; approvalExpiresAt?: string; approvalGrant?: string } {
+  const scope = storage.getStore();
+  if (scope === undefined) return {};
+  if ('approvalGrant' in scope) return scope.grantCallId === callId ? { approvalGrant: scope.approvalGrant } : {};
+  return scope;
 }
 
 function approvalScopeOf(approval: ApprovedIntent): ApprovalScope {

@@ -23,7 +23,7 @@ import {
   type WorkflowInterceptorsFactory,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-import { currentApprovalScope } from './approval-scope';
+import { headerApproval } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
 import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
@@ -75,7 +75,8 @@ function onOwnTaskQueue(input: ActivityInput): boolean {
 
 function callOf(seq: number): CallHeader {
   const info = workflowInfo();
-  return { callId: assignCallId(seq, callIdOf(seq, info.continuedFromExecutionRunId)), runChainId: info.firstExecutionRunId, ...currentApprovalScope() };
+  const callId = assignCallId(seq, callIdOf(seq, info.continuedFromExecutionRunId));
+  return { callId, runChainId: info.firstExecutionRunId, ...headerApproval(callId) };
 }
 
 /** The workflow interceptors of the tool checkpoint plugin. */
