@@ -54,14 +54,23 @@ export function parseGrantSigningKey(variable: string, raw: string): GrantSignin
  * A new Ed25519 key pair for an approver, as the entries the two variables take: `signing` for
  * the approver's `TTC_APPROVAL_SIGNING_KEY`, `verification` for the workers' `TTC_APPROVAL_GRANT_KEYS`.
  *
- * @throws {@link CheckpointError} INVALID_CONFIG when `keyId` is not 1 to 128 of `[A-Za-z0-9_.-]`.
+ * @throws {@link CheckpointError} INVALID_ARGUMENT as {@link assertGrantKeyId}.
  */
 export function newEd25519GrantKeyEntries(keyId: string): { readonly signing: string; readonly verification: string } {
-  if (!KEY_ID_PATTERN.test(keyId)) throw invalid('keyId', 'must be 1 to 128 letters, digits, "_", "." or "-"');
+  assertGrantKeyId(keyId);
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(PKCS8_ED25519.length);
   const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519.length);
   return { signing: `${keyId}:ed25519:base64:${seed.toString('base64url')}`, verification: `${keyId}:ed25519:base64:${pub.toString('base64url')}` };
+}
+
+/**
+ * Refuses a key id that is not 1 to 128 of `[A-Za-z0-9_.-]`.
+ *
+ * @throws {@link CheckpointError} INVALID_ARGUMENT (details `field: 'keyId'`).
+ */
+export function assertGrantKeyId(keyId: string): void {
+  if (!KEY_ID_PATTERN.test(keyId)) throw new CheckpointError('INVALID_ARGUMENT', 'a key id must be 1 to 128 letters, digits, "_", "." or "-"', { field: 'keyId' });
 }
 
 function parseEntry(variable: string, entry: string): { keyId: string; kind: 'hmac' | 'ed25519'; bytes: Buffer } {

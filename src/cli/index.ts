@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { findProjectRoot } from '../dev/temporal-binaries';
+import { registerApprovalKey } from './approval-key';
 import { registerApprove } from './approve';
 import { registerCancel } from './cancel';
 import { registerCodecServer } from './codec-server';
@@ -42,6 +43,7 @@ for (const register of [
   registerShow,
   registerPending,
   registerApprove,
+  registerApprovalKey,
   registerCancel,
   registerResolve,
   registerResolveInStore,

@@ -22,6 +22,7 @@ import { promisify } from 'node:util';
 import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { verifyApprovalGrant } from '../../src/checkpoint/approval-grant';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { runEmailCrashScenario } from './consumer/crash-scenario';
 import { packInto } from './packed-tarball';
@@ -426,6 +427,28 @@ export const d = defineTool;
         const script = `${load}.then((m) => { const t = m.tools[0]; console.log(JSON.stringify([t.name, t.businessKey({ orderId: 'order-1', amountCents: 100 }), t.businessKeyWindowMs])); })`;
         const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project });
         expect(JSON.parse(stdout)).toEqual(['charge_order', 'order-1', 86_400_000]);
+      });
+
+      test('approve-charge.ts signs a grant for exactly the request it is given, which a worker holding the key verifies', async () => {
+        const secret = 'c7d41e9a0b3f5682e4a1d9c07b5e3f28a6d0c4e1b9f7a3d5e2c8b0f6a4d1e7c3';
+        const request = {
+          namespace: 'default',
+          tenant: 'default',
+          workflowId: 'order-1001',
+          runChainId: 'run-1',
+          callId: 'charge-1001',
+          toolName: 'chargeCard',
+          intentDigest: `sha256:${'ab'.repeat(32)}`,
+        };
+        const load = kind === 'esm' ? "import('./approve-charge.js').then((m) => m)" : "Promise.resolve(require('./approve-charge.js'))";
+        const script = `${load}.then((m) => console.log(m.approveCharge(${JSON.stringify(request)}, 'alice@ops')))`;
+        const env = { ...process.env, TTC_APPROVAL_SIGNING_KEY: `ops:hmac:hex:${secret}` };
+        const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project, env });
+        const claims = verifyApprovalGrant(stdout.trim(), request, [{ keyId: 'ops', hmacSecret: Buffer.from(secret, 'hex') }], Date.now());
+        expect([claims.approver, Date.parse(claims.expiresAt) - Date.parse(claims.issuedAt)]).toEqual(['alice@ops', 15 * 60_000]);
+        expect(() => verifyApprovalGrant(stdout.trim(), { ...request, callId: 'charge-1002' }, [{ keyId: 'ops', hmacSecret: Buffer.from(secret, 'hex') }], Date.now())).toThrow(
+          expect.objectContaining({ code: 'APPROVAL_MISMATCH' }),
+        );
       });
     });
 

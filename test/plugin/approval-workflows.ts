@@ -5,7 +5,16 @@
  * `withApprovedIntent`. Imports only the workflow-safe entry and `@temporalio/workflow`.
  */
 import { condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
-import { activityFailureType, fencedCallDescriber, withApprovedIntent, type ApprovedIntent, type FencedCallDescription } from '../../src/workflow';
+import {
+  activityFailureType,
+  fencedCallDescriber,
+  grantRequestDescriber,
+  withApprovalGrant,
+  withApprovedIntent,
+  type ApprovedIntent,
+  type FencedCallDescription,
+  type GrantedCall,
+} from '../../src/workflow';
 import type { PaymentActivities } from './payment-activities';
 
 /** The call's description once the workflow has it (what a person is shown). */
@@ -41,4 +50,53 @@ export async function approvedCheckoutWorkflow(customer: string, amountCents: nu
   } catch (error) {
     return { description, charge: null, failureType: activityFailureType(error) ?? String(error) };
   }
+}
+
+/** The call a signed grant must name, once the workflow has described it. */
+export const chargeGrantRequestQuery = defineQuery<GrantedCall | null>('chargeGrantRequest');
+/** A person's signed grant, from the approve path (`signApprovalGrant`). */
+export const grantChargeUpdate = defineUpdate<void, [string]>('grantCharge');
+
+/**
+ * Describes a charge for a grant under call id `callId`, waits for a signed grant, then charges
+ * under it. With `forge`, the workflow makes up its own grant from the request instead of waiting
+ * (workflow code holds no key: what it makes is refused).
+ */
+export async function grantedCheckoutWorkflow(customer: string, amountCents: number, callId: string, forge = false): Promise<Omit<ApprovedCheckoutResult, 'description'>> {
+  let request: GrantedCall | null = null;
+  let grant: string | undefined;
+  setHandler(chargeGrantRequestQuery, () => request);
+  setHandler(grantChargeUpdate, (given) => {
+    grant = given;
+  });
+  request = (await grantRequestDescriber<PaymentActivities>()(callId, 'chargeCard', customer, amountCents)).approvalRequest;
+  if (forge) grant = forgedGrant(request);
+  await condition(() => grant !== undefined);
+  try {
+    const charge = await withApprovalGrant({ callId, grant: grant! }, () => chargeCard(customer, amountCents));
+    return { charge, failureType: null };
+  } catch (error) {
+    return { charge: null, failureType: activityFailureType(error) ?? String(error) };
+  }
+}
+
+/** A grant-shaped text workflow code can make: the request's claims, a key id and a signature it invented. */
+function forgedGrant(request: GrantedCall): string {
+  const b64 = (value: unknown) => base64url(new TextEncoder().encode(JSON.stringify(value)));
+  const { intentDigest: _digest, ...claims } = request;
+  const header = { alg: 'HS256', kid: 'ops', typ: 'ttc-approval-grant' };
+  const body = { v: 1, grantId: 'AAAAAAAAAAAAAAAAAAAAAA', ...claims, approver: 'workflow', issuedAt: '2026-01-01T00:00:00.000Z', expiresAt: '2099-01-01T00:00:00.000Z' };
+  return `${b64(header)}.${b64(body)}.${b64('not a signature')}`;
+}
+
+/** Unpadded base64url of `bytes` (the sandbox has no Buffer). */
+function base64url(bytes: Uint8Array): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    const chars = [(n >> 18) & 63, (n >> 12) & 63, (n >> 6) & 63, n & 63].slice(0, Math.min(4, bytes.length - i + 1));
+    out += chars.map((c) => alphabet[c]).join('');
+  }
+  return out;
 }

@@ -1,0 +1,131 @@
+/**
+ * Signed approval grants through the plugin (real dev server, real SQLite store,
+ * docs/protocol.md#approval-grants). A user's workflow describes a fenced call for a grant
+ * (`grantRequestDescriber`), a person's approve path signs it, and the workflow runs the call
+ * under `withApprovalGrant`: the call header carries the grant and no digest; a worker holding the
+ * key runs the call once, and refuses a grant made by workflow code, one of another run, an
+ * expired one, or none, before any claim: the activity never runs.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { Worker } from '@temporalio/worker';
+import { openCheckpointStore, type CheckpointStore } from '../../src';
+import { CALL_HEADER, ToolCheckpointPlugin } from '../../src/plugin';
+import { signApprovalGrant, type GrantedCall } from '../../src/operator';
+import { callBindingId } from '../../src/protocol';
+import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+import { chargeGrantRequestQuery, grantChargeUpdate, grantedCheckoutWorkflow } from './approval-workflows';
+import { paymentActivities, readLedger } from './payment-activities';
+import { releaseReplayHooks } from '../helpers/replay-hooks';
+
+afterEach(releaseReplayHooks);
+installQuietTemporalRuntime();
+jest.setTimeout(120_000);
+
+const SECRET = Buffer.from('4b7e19c2d05af3862e1d97c4b0a56f38e2d1c0b9a8f7e6d5c4b3a29180f7e6d5', 'hex');
+const KEY = { keyId: 'ops', hmacSecret: SECRET };
+const HOUR = 3_600_000;
+
+describe('signed approval grants through ToolCheckpointPlugin', () => {
+  let env: LocalTestEnv;
+  let dir: string;
+  let store: CheckpointStore;
+
+  beforeAll(async () => {
+    env = await createLocalEnv();
+    dir = mkdtempSync(join(tmpdir(), 'ttc-grant-plugin-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const plugin = () => new ToolCheckpointPlugin({ store, fence: { chargeCard: { revision: 'v1' } }, requireApproval: ['chargeCard'], approvalGrantKeys: [KEY] });
+
+  /**
+   * Runs the grant workflow on a fresh worker (no workflow cache). `approve` turns the request the
+   * workflow shows into the grant sent (null: the workflow forges its own).
+   */
+  async function runGranted(workflowId: string, approve: ((request: GrantedCall) => string) | null) {
+    const ledger = join(dir, `${workflowId}.jsonl`);
+    let calls = 0;
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: workflowId,
+      workflowsPath: require.resolve('./approval-workflows'),
+      maxCachedWorkflows: 0,
+      activities: {
+        chargeCard: async (customer: string, amountCents: number) => {
+          calls += 1;
+          return paymentActivities(ledger).chargeCard(customer, amountCents);
+        },
+      },
+      plugins: [plugin()],
+    });
+    const result = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(grantedCheckoutWorkflow, { workflowId, taskQueue: workflowId, args: ['cus_7', 9_900, 'refund-approval', approve === null] });
+      if (approve !== null) {
+        let request: GrantedCall | null = null;
+        while (request === null) {
+          request = await handle.query(chargeGrantRequestQuery);
+          if (request === null) await new Promise((r) => setTimeout(r, 100));
+        }
+        await handle.executeUpdate(grantChargeUpdate, { args: [approve(request)] });
+      }
+      return handle.result();
+    });
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const headers = (history.events ?? []).flatMap((e) => {
+      const payload = e.activityTaskScheduledEventAttributes?.header?.fields?.[CALL_HEADER];
+      return payload ? [defaultPayloadConverter.fromPayload(payload) as Record<string, unknown>] : [];
+    });
+    return { result, calls, effects: readLedger(ledger), headers };
+  }
+
+  const sign = (request: GrantedCall, over: { now?: Date; expiresAt?: string } = {}) => {
+    const now = over.now ?? new Date();
+    return signApprovalGrant(request, { approver: 'bob@ops', expiresAt: over.expiresAt ?? new Date(now.getTime() + HOUR).toISOString() }, KEY, now);
+  };
+  let firstGrant: string | undefined;
+
+  it('runs the call once under a grant signed for it; the header carries the grant under the named call id, never a digest', async () => {
+    const { result, calls, effects, headers } = await runGranted('grant-ok', (request) => (firstGrant = sign(request)));
+    expect(result).toEqual({ charge: { chargeId: effects[0]!.id }, failureType: null });
+    expect([calls, effects.length]).toEqual([1, 1]);
+    expect(headers).toEqual([
+      { callId: 'act-1', runChainId: expect.any(String) },
+      { callId: 'refund-approval', runChainId: expect.any(String), approvalGrant: firstGrant },
+    ]);
+    expect(JSON.stringify(headers)).not.toMatch(/sha256:/);
+    const description = await env.client.workflow.getHandle('grant-ok').describe();
+    const runChainId = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
+    const record = await store.getByCall('default/default', callBindingId({ runChainId, workflowId: 'grant-ok', callId: 'refund-approval' }));
+    expect(record?.status).toBe('delivered');
+  });
+
+  it('refuses a grant of another run (replayed), one made by workflow code, and an expired one: nothing runs, nothing is claimed', async () => {
+    expect(firstGrant).toBeDefined();
+    const replayed = await runGranted('grant-replayed', () => firstGrant!);
+    const forged = await runGranted('grant-forged', null);
+    const expired = await runGranted('grant-expired', (request) => sign(request, { now: new Date(Date.now() - 2 * HOUR), expiresAt: new Date(Date.now() - HOUR).toISOString() }));
+    expect([replayed, forged, expired].map((r) => [r.result.failureType, r.calls, r.effects.length])).toEqual([
+      ['APPROVAL_MISMATCH', 0, 0],
+      ['APPROVAL_MISMATCH', 0, 0],
+      ['APPROVAL_EXPIRED', 0, 0],
+    ]);
+    for (const workflowId of ['grant-replayed', 'grant-forged', 'grant-expired']) {
+      const description = await env.client.workflow.getHandle(workflowId).describe();
+      const runChainId = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
+      expect(await store.getByCall('default/default', callBindingId({ runChainId, workflowId, callId: 'refund-approval' }))).toBeNull();
+    }
+  });
+
+  it('replays the granted run with the plugin without nondeterminism', async () => {
+    const history = await env.client.workflow.getHandle('grant-ok').fetchHistory();
+    await expect(Worker.runReplayHistory({ workflowsPath: require.resolve('./approval-workflows'), plugins: [plugin()] }, history, 'grant-ok')).resolves.toBeUndefined();
+  });
+});
