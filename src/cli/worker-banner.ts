@@ -9,7 +9,7 @@ import type { Config } from '../config';
 export interface WorkerBannerInput {
   /** Worker identity (or the process id when none was given). */
   readonly identity: string | number;
-  readonly config: Pick<Config, 'temporal' | 'pins'>;
+  readonly config: Pick<Config, 'temporal' | 'pins'> & { readonly keys?: Pick<Config['keys'], 'approvalGrantKeys'> };
   /** Names of the tools the worker registers, in registration order. */
   readonly tools: readonly string[];
   /** Names of the model adapters the worker offers. */
@@ -22,7 +22,7 @@ export interface WorkerBannerInput {
  * The banner text: task queue and address; the tenants served (`any` when TTC_TENANTS is unset);
  * the tools a run may use, the registered tools within TTC_TOOLS (all registered tools when it
  * is unset); the tools that run only after a person approves (`none` when TTC_REQUIRE_APPROVAL
- * is unset); the models; and, with `--metrics-port`, where Prometheus metrics are served. Raw
+ * is unset), and whether approvals must be signed grants (the key ids of TTC_APPROVAL_GRANT_KEYS); the models; and, with `--metrics-port`, where Prometheus metrics are served. Raw
  * text: the caller prints it through `terminal-safe.ts`.
  */
 export function workerBanner(input: WorkerBannerInput): string {
@@ -35,8 +35,13 @@ export function workerBanner(input: WorkerBannerInput): string {
     `worker ${input.identity} polling task queue ${temporal.taskQueue} on ${temporal.address}`,
     `tenants: ${pins.tenants === null ? 'any (TTC_TENANTS unset)' : list(pins.tenants, 'none')}`,
     `tools: ${list(usable, 'none')}${pinnedTools === null ? '' : ` (pinned by TTC_TOOLS; ${input.tools.length} registered)`}`,
-    `approval required: ${list(approval, 'none')}`,
+    `approval required: ${list(approval, 'none')}${approvalMode(input.config.keys?.approvalGrantKeys ?? null)}`,
     `models: ${list(input.models, 'none')}`,
     ...(input.metricsUrl === undefined ? [] : [`metrics: ${input.metricsUrl} (Prometheus)`]),
   ].join('; ');
+}
+
+/** How this worker checks approvals: signed grants under the named keys, or the unsigned digest check. */
+function approvalMode(keys: readonly { readonly keyId: string }[] | null): string {
+  return keys === null ? ' (unsigned: TTC_APPROVAL_GRANT_KEYS unset)' : ` (signed grants, keys ${keys.map((k) => k.keyId).join(', ')})`;
 }

@@ -103,7 +103,14 @@ describe('the worker banner shows the pins', () => {
     const text = banner({});
     expect(text).toContain('tenants: any');
     expect(text).toContain('tools: create_ticket, refund, lookup;');
-    expect(text).toContain('approval required: none');
+    expect(text).toContain('approval required: none (unsigned: TTC_APPROVAL_GRANT_KEYS unset)');
+  });
+
+  it('signed approvals: the key ids the worker verifies grants with, never the keys', () => {
+    const hex = '0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff1';
+    const text = banner({ TTC_REQUIRE_APPROVAL: 'refund', TTC_APPROVAL_GRANT_KEYS: `ops:hmac:hex:${hex}` });
+    expect(text).toContain('approval required: refund (signed grants, keys ops)');
+    expect(text).not.toContain(hex);
   });
 });
 
