@@ -4,5 +4,6 @@ import { parseGrantSigningKey, signApprovalGrant, type GrantedCall } from 'tempo
 /** `request` is the workflow's `chargeRequest`; the grant is valid for 15 minutes, for that call only. */
 export function approveCharge(request: GrantedCall, approver: string): string {
   const key = parseGrantSigningKey('TTC_APPROVAL_SIGNING_KEY', process.env.TTC_APPROVAL_SIGNING_KEY ?? '');
-  return signApprovalGrant(request, { approver, expiresAt: new Date(Date.now() + 15 * 60_000).toISOString() }, key, new Date());
+  const now = new Date();
+  return signApprovalGrant(request, { approver, expiresAt: new Date(now.getTime() + 15 * 60_000).toISOString() }, key, now);
 }

@@ -15,20 +15,11 @@ import { parseTimestamp } from './bounds';
 import { canonicalJson } from './canonical-json';
 import { CheckpointError } from './errors';
 
-/** What a grant says, besides the intent digest its signature covers. Times are ISO-8601 UTC. */
-export interface GrantClaims {
+/** What a grant says: the call it names (without the intent digest its signature covers), who approved, when. Times are ISO-8601 UTC. */
+export interface GrantClaims extends Omit<GrantedCall, 'intentDigest'> {
   readonly v: 1;
-  /** 22 base64url characters (16 random bytes); recorded in the checkpoint when the grant is used. */
+  /** 22 base64url characters (16 random bytes); recorded in the store when the grant is used. */
   readonly grantId: string;
-  /** The Temporal namespace of the run. */
-  readonly namespace: string;
-  readonly tenant: string;
-  readonly workflowId: string;
-  /** The run chain (`firstExecutionRunId`). */
-  readonly runChainId: string;
-  /** The call approved: its one wait for approval in the run chain, and its one checkpoint. */
-  readonly callId: string;
-  readonly toolName: string;
   /** Who approved (1 to 256 characters). */
   readonly approver: string;
   readonly issuedAt: string;

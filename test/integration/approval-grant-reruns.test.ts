@@ -95,19 +95,11 @@ describe('a rerun of an approved call in signed mode', () => {
     }
   }
 
-  async function approveSigned(handle: WorkflowHandle, callId: string, grantFor?: string): Promise<string> {
-    const waiting = await readWaitingCall(handle, 'default', callId, 'awaiting-approval');
-    const grant = grantFor ?? signAgentApproval(waiting, { namespace: 'default', intentDigest: waiting.call.intentDigest!, approver: 'alice@ops', key: KEY });
-    await handle.executeUpdate(approveCallUpdate, {
-      args: [{ callId, intentDigest: waiting.call.intentDigest!, stateVersion: waiting.status.stateVersion, by: 'alice@ops', grant }],
-    });
-    return grant;
-  }
-
-  it('waits for a new approval, refuses the first call’s grant, and runs once under its own grant', async () => {
-    const handle = await env.client.workflow.start(agentWorkflow, {
+  /** An agent run whose one call, send_wire w1, needs approval. */
+  function startRun(workflowId: string) {
+    return env.client.workflow.start(agentWorkflow, {
       taskQueue: 'grant-reruns',
-      workflowId: `grant-rerun-${Date.now()}`,
+      workflowId,
       args: [
         {
           tenant: 'acme',
@@ -120,6 +112,19 @@ describe('a rerun of an approved call in signed mode', () => {
         },
       ],
     });
+  }
+
+  async function approveSigned(handle: WorkflowHandle, callId: string, grantFor?: string): Promise<string> {
+    const waiting = await readWaitingCall(handle, 'default', callId, 'awaiting-approval');
+    const grant = grantFor ?? signAgentApproval(waiting, { namespace: 'default', intentDigest: waiting.call.intentDigest!, approver: 'alice@ops', key: KEY });
+    await handle.executeUpdate(approveCallUpdate, {
+      args: [{ callId, intentDigest: waiting.call.intentDigest!, stateVersion: waiting.status.stateVersion, by: 'alice@ops', grant }],
+    });
+    return grant;
+  }
+
+  it('waits for a new approval, refuses the first call’s grant, and runs once under its own grant', async () => {
+    const handle = await startRun(`grant-rerun-${Date.now()}`);
     await waitFor(handle, (s) => s.pendingCalls.some((c) => c.callId === 'w1' && c.status === 'awaiting-approval'));
     const firstGrant = await approveSigned(handle, 'w1');
     const paused = await waitFor(handle, (s) => s.paused?.callId === 'w1');
@@ -144,21 +149,7 @@ describe('a rerun of an approved call in signed mode', () => {
   it('runs the rerun once under a grant signed for it', async () => {
     loseFirstAnswer = true;
     wires.length = 0;
-    const handle = await env.client.workflow.start(agentWorkflow, {
-      taskQueue: 'grant-reruns',
-      workflowId: `grant-rerun-ok-${Date.now()}`,
-      args: [
-        {
-          tenant: 'acme',
-          model: 'scripted',
-          prompt: 'pay the supplier',
-          tools: ['send_wire'],
-          approvalRequired: { send_wire: { expiresAfterMs: 600_000 } },
-          budget: { maxTurns: 4, maxToolCalls: 6, deadlineMs: 5 * 60_000 },
-          activityOptions: { startToCloseTimeoutMs: 10_000, heartbeatTimeoutMs: 5_000, retry: { initialIntervalMs: 100, maximumIntervalMs: 300, maximumAttempts: 5 } },
-        },
-      ],
-    });
+    const handle = await startRun(`grant-rerun-ok-${Date.now()}`);
     await waitFor(handle, (s) => s.pendingCalls.some((c) => c.callId === 'w1' && c.status === 'awaiting-approval'));
     await approveSigned(handle, 'w1');
     const paused = await waitFor(handle, (s) => s.paused?.callId === 'w1');
