@@ -1,9 +1,10 @@
 /**
- * A rerun after a person proved an approved call absent, on a worker that holds grant keys
- * (docs/protocol.md#approval-grants): the grant named the first call only, so the rerun waits for a
- * new approval and runs only under a grant for itself; the first grant presented for the rerun is
- * refused by the worker. Real dev server, real SQLite store, the agent workflow, a tool whose first
- * answer is lost (its outcome unknown, no lookup: the run pauses).
+ * Agent runs on a worker that holds grant keys (docs/protocol.md#approval-grants). The console's
+ * approve signs a grant when it has a key (the call runs) and sends none without one (the worker
+ * refuses it). A rerun after a person proved an approved call absent waits for a new approval: the
+ * grant named the first call only, and presented for the rerun it is refused by the worker. Real
+ * dev server, real SQLite store, the agent workflow, a tool whose first answer can be lost (its
+ * outcome unknown, no lookup: the run pauses).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { agentWorkflow, approveCallUpdate, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowResult, RunStatusView } from '../../src/workflows/agent/types';
 import { signAgentApproval } from '../../src/operator';
+import { temporalOperations } from '../../src/console/operations';
 import { readWaitingCall } from '../../src/operator/run-decisions';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -122,6 +124,26 @@ describe('a rerun of an approved call in signed mode', () => {
     });
     return grant;
   }
+
+  it('the console approves with a grant when it holds a signing key; without one the worker refuses the call and nothing runs', async () => {
+    loseFirstAnswer = false;
+    wires.length = 0;
+    const [signed, unsigned] = await Promise.all([startRun(`grant-console-${Date.now()}`), startRun(`grant-console-unsigned-${Date.now()}`)]);
+    for (const [handle, operations] of [
+      [signed, temporalOperations(env.client, {}, KEY)],
+      [unsigned, temporalOperations(env.client)],
+    ] as const) {
+      const status = await waitFor(handle, (s) => s.pendingCalls.some((c) => c.callId === 'w1' && c.status === 'awaiting-approval'));
+      const intentDigest = status.pendingCalls.find((c) => c.callId === 'w1')!.intentDigest!;
+      await operations.approveCall(handle.workflowId, { callId: 'w1', intentDigest, stateVersion: status.stateVersion, by: 'carol@ops' });
+    }
+    const [ran, refused] = (await Promise.all([signed.result(), unsigned.result()])) as AgentWorkflowResult[];
+    expect(ran!.calls.map((c) => [c.callId, c.status, c.source])).toEqual([['w1', 'completed', 'executed']]);
+    expect(refused!.calls.map((c) => [c.callId, c.status, c.status === 'failed' ? c.errorType : null])).toEqual([['w1', 'failed', 'APPROVAL_REQUIRED']]);
+    expect(wires).toHaveLength(1);
+    loseFirstAnswer = true;
+    wires.length = 0;
+  });
 
   it('waits for a new approval, refuses the first call’s grant, and runs once under its own grant', async () => {
     const handle = await startRun(`grant-rerun-${Date.now()}`);
