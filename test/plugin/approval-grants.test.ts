@@ -16,7 +16,8 @@ import { CALL_HEADER, ToolCheckpointPlugin } from '../../src/plugin';
 import { signApprovalGrant, type GrantedCall } from '../../src/operator';
 import { callBindingId } from '../../src/protocol';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
-import { chargeGrantRequestQuery, grantChargeUpdate, grantedCheckoutWorkflow } from './approval-workflows';
+import { approveChargeUpdate, approvedCheckoutWorkflow, chargeGrantRequestQuery, grantChargeUpdate, grantedCheckoutWorkflow, pendingChargeQuery } from './approval-workflows';
+import type { FencedCallDescription } from '../../src/workflow';
 import { paymentActivities, readLedger } from './payment-activities';
 import { releaseReplayHooks } from '../helpers/replay-hooks';
 
@@ -122,6 +123,34 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
       const runChainId = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
       expect(await store.getByCall('default/default', callBindingId({ runChainId, workflowId, callId: 'refund-approval' }))).toBeNull();
     }
+  });
+
+  it('refuses a call approved only by a digest (withApprovedIntent) on a worker that holds grant keys: APPROVAL_REQUIRED, nothing runs', async () => {
+    const ledger = join(dir, 'grant-digest-only.jsonl');
+    let calls = 0;
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: 'grant-digest-only',
+      workflowsPath: require.resolve('./approval-workflows'),
+      activities: {
+        chargeCard: async (customer: string, amountCents: number) => {
+          calls += 1;
+          return paymentActivities(ledger).chargeCard(customer, amountCents);
+        },
+      },
+      plugins: [plugin()],
+    });
+    const result = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(approvedCheckoutWorkflow, { workflowId: 'grant-digest-only', taskQueue: 'grant-digest-only', args: ['cus_8', 500] });
+      let shown: FencedCallDescription | null = null;
+      while (shown === null) {
+        shown = await handle.query(pendingChargeQuery);
+        if (shown === null) await new Promise((r) => setTimeout(r, 100));
+      }
+      await handle.executeUpdate(approveChargeUpdate, { args: [{ intentDigest: shown.intentDigest }] });
+      return handle.result();
+    });
+    expect([result.failureType, calls, readLedger(ledger).length]).toEqual(['APPROVAL_REQUIRED', 0, 0]);
   });
 
   it('replays the granted run with the plugin without nondeterminism', async () => {

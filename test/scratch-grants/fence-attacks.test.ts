@@ -160,7 +160,7 @@ describe('scratch: grant attacks at the fence', () => {
     expect(await run(signed().runFencedTool, input('toolu_g', args, { approvalGrant: grant }))).toMatchObject({ result: { source: 'executed' } });
     const grantId = claimsOf(grant).grantId as string;
     // Any tool, any input, under the call id the grant-use record occupies.
-    const collided = await run(signed().runFencedTool, input(`grant:${grantId}`, { orderId: 'o-other' }, { toolName: 'lookup_order' }), 2);
+    const collided = await run(signed().runFencedTool, input(`grant:${grantId}`, { orderId: 'o-other' }, { toolName: 'lookup_order' }));
     // It must either run lookup_order or be refused; it must never be "delivered" the grant-use payload.
     expect(JSON.stringify(collided)).not.toContain('grantUse');
     expect(lookups.length + ('failure' in collided ? 1 : 0)).toBe(1);
@@ -259,5 +259,13 @@ describe('scratch: grant attacks at the fence', () => {
     expect(gen1).toMatchObject({ failure: { type: 'APPROVAL_REQUIRED', reason: 'grant-used' } });
     expect(refunds).toEqual(['intent:o-int:13']);
     void callBindingId;
+  });
+
+  test('HELD: a worker WITHOUT keys ignores a grant and still needs the approved digest', async () => {
+    const args = { orderId: 'o-unsigned', amountCents: 14 };
+    const grant = await grantFor('toolu_u', args);
+    const unsigned = createToolActivities({ store, tools: [refund, charge, lookupOrder, payIntent], requireApproval: ['refund', 'pay_intent'] });
+    expect(await run(unsigned.runFencedTool, input('toolu_u', args, { approvalGrant: grant }))).toMatchObject({ failure: { type: 'APPROVAL_REQUIRED' } });
+    expect(refunds).toEqual([]);
   });
 });
