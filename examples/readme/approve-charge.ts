@@ -1,9 +1,8 @@
-// approve-charge.ts: your approval UI's server side signs what the person approved; workers verify it.
-import { parseGrantSigningKey, signApprovalGrant, type GrantedCall } from 'temporal-tool-checkpoint/operator';
+// approve-charge.ts: your approval UI's server side signs what the person saw; workers verify it.
+import { parseGrantSigningKey, signFencedCallApproval, type FencedCallDescription } from 'temporal-tool-checkpoint/operator';
 
-/** `request` is the workflow's `chargeRequest`; the grant is valid for 15 minutes, for that call only. */
-export function approveCharge(request: GrantedCall, approver: string): string {
+/** `shown` is the workflow's `chargeToApprove`, its `arguments` what the person read; the grant lives 15 minutes at most. */
+export function approveCharge(shown: FencedCallDescription, approver: string): string {
   const key = parseGrantSigningKey('TTC_APPROVAL_SIGNING_KEY', process.env.TTC_APPROVAL_SIGNING_KEY ?? '');
-  const now = new Date();
-  return signApprovalGrant(request, { approver, expiresAt: new Date(now.getTime() + 15 * 60_000).toISOString() }, key, now);
+  return signFencedCallApproval(shown, { approver, key }); // refuses arguments whose digest is not the one reported
 }

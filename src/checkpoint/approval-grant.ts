@@ -32,6 +32,12 @@ export type GrantSigningKey = { readonly keyId: string; readonly hmacSecret: Uin
 /** A key that verifies grants: the same HMAC secret, or the approver's Ed25519 public key. */
 export type GrantVerificationKey = { readonly keyId: string; readonly hmacSecret: Uint8Array } | { readonly keyId: string; readonly ed25519PublicKey: KeyObject };
 
+/**
+ * Longest a grant may live, `expiresAt` − `issuedAt`: 24 hours. The record of a grant's use is kept
+ * until the grant expires (docs/protocol.md#approval-grants), so this bounds what prune must keep.
+ */
+export const MAX_GRANT_TTL_MS = 24 * 3_600_000;
+
 /** The JWS `typ` of a grant. */
 const GRANT_TYPE = 'ttc-approval-grant';
 
@@ -47,7 +53,8 @@ interface GrantHeader {
  * @param grant who approved and until when (`expiresAt` ISO-8601 UTC, after `now`).
  * @returns the grant, `<header>.<claims>.<signature>` in base64url.
  * @throws {@link CheckpointError} INVALID_ARGUMENT (details `field`) for an empty approver or
- *   identity field, an expiry that is not a timestamp after `now`, or an HMAC secret under 32 bytes.
+ *   identity field, an expiry that is not a timestamp after `now` and within {@link MAX_GRANT_TTL_MS}
+ *   of it, or an HMAC secret under 32 bytes.
  */
 export function signApprovalGrant(call: GrantedCall, grant: { readonly approver: string; readonly expiresAt: string }, key: GrantSigningKey, now: Date): string {
   const claims: GrantClaims = {
@@ -64,8 +71,10 @@ export function signApprovalGrant(call: GrantedCall, grant: { readonly approver:
     expiresAt: grant.expiresAt,
   };
   assertClaims(claims, 'INVALID_ARGUMENT');
-  if (!(parseTimestamp(claims.expiresAt, 'expiresAt') > now.getTime()))
-    throw new CheckpointError('INVALID_ARGUMENT', 'a grant must expire after it is issued', { field: 'expiresAt' });
+  const ttl = parseTimestamp(claims.expiresAt, 'expiresAt') - now.getTime();
+  if (!(ttl > 0 && ttl <= MAX_GRANT_TTL_MS)) {
+    throw new CheckpointError('INVALID_ARGUMENT', `a grant must expire after it is issued and within ${MAX_GRANT_TTL_MS / 3_600_000} hours of it`, { field: 'expiresAt' });
+  }
   const header: GrantHeader = { alg: 'hmacSecret' in key ? 'HS256' : 'EdDSA', kid: key.keyId, typ: GRANT_TYPE };
   const head = `${encode(canonicalJson(header))}.${encode(canonicalJson(claims))}`;
   const signature = 'hmacSecret' in key ? hmac(key.hmacSecret, signingInput(head, call.intentDigest)) : sign(null, signingInput(head, call.intentDigest), key.ed25519PrivateKey);
@@ -75,7 +84,8 @@ export function signApprovalGrant(call: GrantedCall, grant: { readonly approver:
 /**
  * The claims a grant carries, unverified (for showing, never for trusting).
  *
- * @throws {@link CheckpointError} APPROVAL_REQUIRED (details `reason: 'malformed'`) when it is not a grant.
+ * @throws {@link CheckpointError} APPROVAL_REQUIRED (details `reason: 'malformed'`) when it is not a grant
+ *   (claims not in RFC 8785 form, or living longer than {@link MAX_GRANT_TTL_MS}, included).
  */
 export function readApprovalGrant(grant: unknown): { readonly keyId: string; readonly claims: GrantClaims } {
   const parts = typeof grant === 'string' && grant.length <= MAX_GRANT_LENGTH ? grant.split('.') : [];
@@ -86,7 +96,16 @@ export function readApprovalGrant(grant: unknown): { readonly keyId: string; rea
     throw refusal('APPROVAL_REQUIRED', 'malformed', 'the approval grant is not a grant (three base64url parts: header, claims, signature)');
   }
   assertClaims(claims, 'APPROVAL_REQUIRED');
-  return { keyId: h.kid, claims: claims as GrantClaims };
+  // One text per grant: the claims exactly as signing wrote them (RFC 8785), no other spelling.
+  if (Buffer.from(parts[1]!, 'base64url').toString('utf8') !== canonicalJson(claims)) {
+    throw refusal('APPROVAL_REQUIRED', 'malformed', "the approval grant's claims are not in RFC 8785 canonical form");
+  }
+  const c = claims as GrantClaims;
+  const ttl = Date.parse(c.expiresAt) - Date.parse(c.issuedAt);
+  if (!(ttl > 0 && ttl <= MAX_GRANT_TTL_MS)) {
+    throw refusal('APPROVAL_REQUIRED', 'malformed', `the approval grant must expire after it was issued and within ${MAX_GRANT_TTL_MS / 3_600_000} hours of it`);
+  }
+  return { keyId: h.kid, claims: c };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A readable name for a checkpoint's binding call id, for operators (`ttc pending`): a call's
  * `<workflow id>/<call id>`, a batch item's `<call> item "<key>" (generation n)`, a
- * compensation's `<call> compensation (generation n)`; any other text as it is. Pure.
+ * compensation's `<call> compensation (generation n)`, a grant's use `<workflow id> approval grant <id> (its use)`; any other text as it is. Pure.
  */
 import { parseCallBindingId } from './call-identity';
 
@@ -22,6 +22,8 @@ export function bindingLabel(bindingCallId: string): string {
   if (call !== null) return `${call.workflowId}/${call.callId}`;
   const item = tagged(bindingCallId, 'ttc/item/1', 4);
   if (item !== null && typeof item[1] === 'string') return `${bindingLabel(item[1])} item ${JSON.stringify(item[2])} (generation ${String(item[3])})`;
+  const grantUse = tagged(bindingCallId, 'ttc/grant-use/1', 4);
+  if (grantUse !== null && typeof grantUse[2] === 'string') return `${grantUse[2]} approval grant ${String(grantUse[3])} (its use)`;
   const compensation = tagged(bindingCallId, 'ttc/compensation/1', 3);
   if (compensation !== null && typeof compensation[1] === 'string') return `${bindingLabel(compensation[1])} compensation (generation ${String(compensation[2])})`;
   return bindingCallId;

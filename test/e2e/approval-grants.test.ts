@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type WorkflowHandle } from '@temporalio/client';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
-import { newEd25519GrantKeyEntries, readWaitingCall, signApprovalGrant, approveCall } from '../../src/operator';
-import { grantedAgentCall } from '../../src/operator/approval-grants';
+import { newEd25519GrantKeyEntries, readWaitingCall, approveCall } from '../../src/operator';
+import { signApprovalGrant } from '../../src/checkpoint/approval-grant';
+import { grantUseCallId } from '../../src/activities/fence/approval-grants';
 import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { callBindingId } from '../../src/checkpoint/call-identity';
@@ -136,7 +137,7 @@ describe('signed approval grants on a fleet worker', () => {
     const runChainId = (await env.client.workflow.getHandle(signedRun).describe()).runId;
     const store = await openCheckpointStore(cliEnv.TTC_STORE_URL!);
     try {
-      const use = await store.getByCall('default/demo', callBindingId({ runChainId, workflowId: signedRun, callId: `grant:${grantId}` }));
+      const use = await store.getByCall('default/demo', grantUseCallId(runChainId, signedRun, grantId));
       expect(use?.result?.payload).toMatchObject({ grantUse: { approver: 'alice@ops', usedBy: callBindingId({ runChainId, workflowId: signedRun, callId: CALL_ID }) } });
     } finally {
       await store.close();
@@ -171,8 +172,18 @@ describe('signed approval grants on a fleet worker', () => {
     };
     await send(runs.replayed, () => replayedGrant);
     await send(runs.expired, (waiting) => {
+      // Signed an hour ago for one minute: a grant that expired before it reached the worker.
       const past = new Date(Date.now() - 3_600_000);
-      const call = grantedAgentCall(waiting, namespace, waiting.call.intentDigest!);
+      const { tenant, runChainId } = waiting.status;
+      const call = {
+        namespace,
+        tenant: tenant!,
+        workflowId: waiting.workflowId,
+        runChainId: runChainId!,
+        callId: CALL_ID,
+        toolName: waiting.call.toolName,
+        intentDigest: waiting.call.intentDigest!,
+      };
       return signApprovalGrant(
         call,
         { approver: 'alice@ops', expiresAt: new Date(past.getTime() + 60_000).toISOString() },

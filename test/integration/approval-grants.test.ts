@@ -10,10 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import fc from 'fast-check';
 import { z } from 'zod';
 import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
-import { grantUseRecord, grantUser } from '../../src/activities/fence/approval-grants';
+import { grantUseCallId, grantUseKey, grantUseRecord, grantUser } from '../../src/activities/fence/approval-grants';
 import { prepareCall } from '../../src/activities/fence/prepare-call';
 import { signApprovalGrant, type GrantSigningKey } from '../../src/checkpoint/approval-grant';
 import { callBindingId } from '../../src/checkpoint/call-identity';
@@ -112,7 +113,7 @@ describe('approval grants at the fence', () => {
     expect(again).toMatchObject({ result: { source: 'store' } });
     expect(refunds).toEqual(['o-1:500']);
     const grantId = JSON.parse(Buffer.from(grant.split('.')[1]!, 'base64url').toString('utf8')).grantId as string;
-    const use = await store.getByCall('default/acme', callBindingId({ runChainId: runChainId(), workflowId: workflowId(), callId: `grant:${grantId}` }));
+    const use = await store.getByCall('default/acme', grantUseCallId(runChainId(), workflowId(), grantId));
     expect(use?.result?.payload).toMatchObject({
       grantUse: { grantId, approver: 'alice@ops', usedBy: callBindingId({ runChainId: runChainId(), workflowId: workflowId(), callId: 'toolu_1' }) },
     });
@@ -164,10 +165,67 @@ describe('approval grants at the fence', () => {
     const claims = JSON.parse(Buffer.from(grant.split('.')[1]!, 'base64url').toString('utf8'));
     // The store says another call of the run already used this grant id.
     const other = prepareCall(new Map([['refund', refund]]), input('toolu_other', args), { namespace: 'default', workflowId: workflowId(), runId: runChainId(), attempt: 1 });
-    const written = await store.createIfAbsent(grantUseRecord(other, claims, new Date().toISOString()));
+    const written = await store.createIfAbsent(grantUseRecord(other, claims, new Date().toISOString()), grantUseKey(other, claims));
     expect(grantUser(written.record)).toBe(other.binding.callId);
     expect(failure(await run(signed(), input('toolu_4', args, { approvalGrant: grant })))).toEqual({ type: 'APPROVAL_REQUIRED', reason: 'grant-used' });
     expect(refunds).toEqual([]);
+  });
+
+  test('pruned while the grant is live: the record of its use stays, and the grant never runs the call again', async () => {
+    const args = { orderId: 'o-6', amountCents: 600 };
+    const grant = await grantFor('toolu_6', args);
+    expect(await run(signed(), input('toolu_6', args, { approvalGrant: grant }))).toMatchObject({ result: { source: 'executed' } });
+    // A replay window shorter than the grant's life: prune removes the call's checkpoint, not the use.
+    expect(await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() })).toBeGreaterThanOrEqual(1);
+    expect(failure(await run(signed(), input('toolu_6', args, { approvalGrant: grant }), 2))).toEqual({ type: 'APPROVAL_REQUIRED', reason: 'grant-used' });
+    expect(refunds).toEqual(['o-6:600']);
+  });
+
+  test('a call whose id spells a grant-use record’s old address is only a call', async () => {
+    const args = { orderId: 'o-7', amountCents: 700 };
+    const grant = await grantFor('toolu_7', args);
+    await run(signed(), input('toolu_7', args, { approvalGrant: grant }));
+    const grantId = JSON.parse(Buffer.from(grant.split('.')[1]!, 'base64url').toString('utf8')).grantId as string;
+    const spelled = await grantFor(`grant:${grantId}`, args);
+    expect(await run(signed(), input(`grant:${grantId}`, args, { approvalGrant: spelled }))).toMatchObject({ result: { source: 'executed', outcome: { ok: true } } });
+    expect(refunds).toEqual(['o-7:700', 'o-7:700']);
+  });
+
+  test('property: whatever grants are presented in whatever order, with prunes between, each call applies at most once and only under a valid grant of its own', async () => {
+    type Step = { call: 0 | 1; grant: 'own' | 'other-call' | 'other-args' | 'expired' | 'forged' | 'none'; attempt: number; prune: boolean };
+    const step = fc.record({
+      call: fc.constantFrom<0 | 1>(0, 1),
+      grant: fc.constantFrom<Step['grant']>('own', 'other-call', 'other-args', 'expired', 'forged', 'none'),
+      attempt: fc.integer({ min: 1, max: 4 }),
+      prune: fc.boolean(),
+    });
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
+        round += 1;
+        refunds.length = 0;
+        const ids = [`toolu_p${round}a`, `toolu_p${round}b`] as const;
+        const args = (n: number) => ({ orderId: `p-${round}-${n}`, amountCents: 100 + n });
+        const grants = {
+          own: await Promise.all([0, 1].map((n) => grantFor(ids[n]!, args(n)))),
+          'other-call': await Promise.all([0, 1].map((n) => grantFor(ids[1 - n]!, args(n)))),
+          'other-args': await Promise.all([0, 1].map((n) => grantFor(ids[n]!, { ...args(n), amountCents: 9_999 }))),
+          expired: await Promise.all([0, 1].map((n) => grantFor(ids[n]!, args(n), { now: new Date(Date.now() - 2 * HOUR), expiresAt: new Date(Date.now() - HOUR).toISOString() }))),
+          forged: await Promise.all([0, 1].map((n) => grantFor(ids[n]!, args(n), { key: { keyId: 'ops', hmacSecret: Buffer.alloc(32, 3) } }))),
+        };
+        const validPresented = [false, false];
+        for (const s of steps) {
+          if (s.prune) await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() });
+          const approvalGrant = s.grant === 'none' ? {} : { approvalGrant: grants[s.grant][s.call]! };
+          const outcome = await run(signed(), input(ids[s.call]!, args(s.call), approvalGrant), s.attempt);
+          if (s.grant === 'own') validPresented[s.call] = true;
+          if ('result' in outcome && outcome.result.source === 'executed') expect(validPresented[s.call]).toBe(true);
+        }
+        for (const n of [0, 1]) expect(refunds.filter((r) => r === `${args(n).orderId}:${args(n).amountCents}`).length).toBeLessThanOrEqual(validPresented[n] ? 1 : 0);
+        expect(refunds.every((r) => !r.endsWith(':9999'))).toBe(true);
+      }),
+      { seed: 20261217, numRuns: 40 },
+    );
   });
 
   test('unsigned mode (no keys): the grant is not required, the approved digest still is checked', async () => {

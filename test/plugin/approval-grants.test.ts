@@ -13,7 +13,8 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
 import { CALL_HEADER, ToolCheckpointPlugin } from '../../src/plugin';
-import { signApprovalGrant, type GrantedCall } from '../../src/operator';
+import { signFencedCallApproval } from '../../src/operator';
+import { signApprovalGrant } from '../../src/checkpoint/approval-grant';
 import { callBindingId } from '../../src/protocol';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import { approveChargeUpdate, approvedCheckoutWorkflow, chargeGrantRequestQuery, grantChargeUpdate, grantedCheckoutWorkflow, pendingChargeQuery } from './approval-workflows';
@@ -51,7 +52,7 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
    * Runs the grant workflow on a fresh worker (no workflow cache). `approve` turns the request the
    * workflow shows into the grant sent (null: the workflow forges its own).
    */
-  async function runGranted(workflowId: string, approve: ((request: GrantedCall) => string) | null) {
+  async function runGranted(workflowId: string, approve: ((shown: FencedCallDescription) => string) | null) {
     const ledger = join(dir, `${workflowId}.jsonl`);
     let calls = 0;
     const worker = await Worker.create({
@@ -70,12 +71,12 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(grantedCheckoutWorkflow, { workflowId, taskQueue: workflowId, args: ['cus_7', 9_900, 'refund-approval', approve === null] });
       if (approve !== null) {
-        let request: GrantedCall | null = null;
-        while (request === null) {
-          request = await handle.query(chargeGrantRequestQuery);
-          if (request === null) await new Promise((r) => setTimeout(r, 100));
+        let shown: FencedCallDescription | null = null;
+        while (shown === null) {
+          shown = await handle.query(chargeGrantRequestQuery);
+          if (shown === null) await new Promise((r) => setTimeout(r, 100));
         }
-        await handle.executeUpdate(grantChargeUpdate, { args: [approve(request)] });
+        await handle.executeUpdate(grantChargeUpdate, { args: [approve(shown)] });
       }
       return handle.result();
     });
@@ -87,14 +88,12 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
     return { result, calls, effects: readLedger(ledger), headers };
   }
 
-  const sign = (request: GrantedCall, over: { now?: Date; expiresAt?: string } = {}) => {
-    const now = over.now ?? new Date();
-    return signApprovalGrant(request, { approver: 'bob@ops', expiresAt: over.expiresAt ?? new Date(now.getTime() + HOUR).toISOString() }, KEY, now);
-  };
+  /** What an approve path does: signs the description as shown (the digest recomputed from its arguments). */
+  const sign = (shown: FencedCallDescription) => signFencedCallApproval(shown, { approver: 'bob@ops', key: KEY });
   let firstGrant: string | undefined;
 
   it('runs the call once under a grant signed for it; the header carries the grant under the named call id, never a digest', async () => {
-    const { result, calls, effects, headers } = await runGranted('grant-ok', (request) => (firstGrant = sign(request)));
+    const { result, calls, effects, headers } = await runGranted('grant-ok', (shown) => (firstGrant = sign(shown)));
     expect(result).toEqual({ charge: { chargeId: effects[0]!.id }, failureType: null });
     expect([calls, effects.length]).toEqual([1, 1]);
     expect(headers).toEqual([
@@ -112,7 +111,10 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
     expect(firstGrant).toBeDefined();
     const replayed = await runGranted('grant-replayed', () => firstGrant!);
     const forged = await runGranted('grant-forged', null);
-    const expired = await runGranted('grant-expired', (request) => sign(request, { now: new Date(Date.now() - 2 * HOUR), expiresAt: new Date(Date.now() - HOUR).toISOString() }));
+    // Signed two hours ago for one hour (what a delayed or replayed update would carry).
+    const expired = await runGranted('grant-expired', (shown) =>
+      signApprovalGrant(shown.approvalRequest!, { approver: 'bob@ops', expiresAt: new Date(Date.now() - HOUR).toISOString() }, KEY, new Date(Date.now() - 2 * HOUR)),
+    );
     expect([replayed, forged, expired].map((r) => [r.result.failureType, r.calls, r.effects.length])).toEqual([
       ['APPROVAL_MISMATCH', 0, 0],
       ['APPROVAL_MISMATCH', 0, 0],

@@ -52,8 +52,8 @@ export async function approvedCheckoutWorkflow(customer: string, amountCents: nu
   }
 }
 
-/** The call a signed grant must name, once the workflow has described it. */
-export const chargeGrantRequestQuery = defineQuery<GrantedCall | null>('chargeGrantRequest');
+/** The call a signed grant must name, once the workflow has described it (with its `approvalRequest`). */
+export const chargeGrantRequestQuery = defineQuery<FencedCallDescription | null>('chargeGrantRequest');
 /** A person's signed grant, from the approve path (`signApprovalGrant`). */
 export const grantChargeUpdate = defineUpdate<void, [string]>('grantCharge');
 
@@ -63,14 +63,14 @@ export const grantChargeUpdate = defineUpdate<void, [string]>('grantCharge');
  * (workflow code holds no key: what it makes is refused).
  */
 export async function grantedCheckoutWorkflow(customer: string, amountCents: number, callId: string, forge = false): Promise<Omit<ApprovedCheckoutResult, 'description'>> {
-  let request: GrantedCall | null = null;
+  let description: FencedCallDescription | null = null;
   let grant: string | undefined;
-  setHandler(chargeGrantRequestQuery, () => request);
+  setHandler(chargeGrantRequestQuery, () => description);
   setHandler(grantChargeUpdate, (given) => {
     grant = given;
   });
-  request = (await grantRequestDescriber<PaymentActivities>()(callId, 'chargeCard', customer, amountCents)).approvalRequest;
-  if (forge) grant = forgedGrant(request);
+  description = await grantRequestDescriber<PaymentActivities>()(callId, 'chargeCard', customer, amountCents);
+  if (forge) grant = forgedGrant(description.approvalRequest!);
   await condition(() => grant !== undefined);
   try {
     const charge = await withApprovalGrant({ callId, grant: grant! }, () => chargeCard(customer, amountCents));
@@ -85,8 +85,17 @@ function forgedGrant(request: GrantedCall): string {
   const b64 = (value: unknown) => base64url(new TextEncoder().encode(JSON.stringify(value)));
   const { intentDigest: _digest, ...claims } = request;
   const header = { alg: 'HS256', kid: 'ops', typ: 'ttc-approval-grant' };
-  const body = { v: 1, grantId: 'AAAAAAAAAAAAAAAAAAAAAA', ...claims, approver: 'workflow', issuedAt: '2026-01-01T00:00:00.000Z', expiresAt: '2099-01-01T00:00:00.000Z' };
-  return `${b64(header)}.${b64(body)}.${b64('not a signature')}`;
+  const body = {
+    v: 1,
+    grantId: 'AAAAAAAAAAAAAAAAAAAAAA',
+    ...claims,
+    approver: 'workflow',
+    issuedAt: new Date().toISOString(),
+    expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+  };
+  // Claims in canonical form (keys sorted), so only the signature gives it away.
+  const sorted = Object.fromEntries(Object.entries(body).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return `${b64(header)}.${b64(sorted)}.${b64('not a signature')}`;
 }
 
 /** Unpadded base64url of `bytes` (the sandbox has no Buffer). */

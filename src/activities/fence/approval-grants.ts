@@ -8,17 +8,20 @@
  * refusal is thrown before any claim: nothing runs.
  */
 import { verifyApprovalGrant, type GrantClaims, type GrantVerificationKey } from '../../checkpoint/approval-grant';
-import { callBindingId } from '../../checkpoint/call-identity';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { sha256Hex } from '../../checkpoint/digest';
 import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { CheckpointRecord, JsonValue } from '../../checkpoint/types';
-import type { CheckpointStore } from '../../stores/checkpoint-store';
+import type { CheckpointStore, CreateOptions } from '../../stores/checkpoint-store';
 import { assertApprovedIntent, assertCallApproved } from './approval-checks';
 import type { ResolvedPins } from './pins';
 import type { PreparedCall } from './prepare-call';
 
 /** The `toolRevision` of a grant-use record: it names the call a grant was used by, never a tool run. */
 export const GRANT_USE_REVISION = 'ttc/grant-use/1';
+/** The tag of a grant-use record's call id (see {@link grantUseCallId}); `../../checkpoint/binding-label` names it. */
+const GRANT_USE_TAG = 'ttc/grant-use/1';
 
 /** What the check needs of the worker: its grant keys (none: unsigned mode), store and clock. */
 export interface GrantCheck {
@@ -76,7 +79,8 @@ export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | unde
  * @returns the verified claims, or null when nothing was checked.
  * @throws {@link CheckpointError} APPROVAL_REQUIRED (details `field: 'approvalGrant'`) when a
  *   `requireApproval` call carries no grant; the codes of `verifyApprovalGrant`; APPROVAL_REQUIRED
- *   (`reason: 'grant-used'`) when the grant was used by another call; the store's codes.
+ *   (`reason: 'grant-used'`) when the grant was used by another call, or by this one whose
+ *   checkpoint is gone; the store's codes.
  */
 export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<GrantClaims | null> {
   if (check.keys === undefined) return null;
@@ -92,25 +96,38 @@ export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins |
   const now = (check.clock ?? (() => new Date()))();
   const granted = { namespace, tenant: call.input.tenant, workflowId: call.workflowId, runChainId: call.runChainId, callId: call.input.callId, toolName: call.tool.name };
   const claims = verifyApprovalGrant(grant, { ...granted, intentDigest: call.intentDigest }, check.keys, now.getTime());
-  const written = await check.store.createIfAbsent(grantUseRecord(call, claims, now.toISOString()));
+  const written = await check.store.createIfAbsent(grantUseRecord(call, claims, now.toISOString()), grantUseKey(call, claims));
   const usedBy = grantUser(written.record);
-  if (usedBy !== call.binding.callId) {
-    throw new CheckpointError('APPROVAL_REQUIRED', `the approval grant ${claims.grantId} was already used by another call (${usedBy ?? 'unknown'}); nothing ran`, {
-      callId: call.input.callId,
-      reason: 'grant-used',
-    });
+  if (usedBy !== call.binding.callId) throw grantUsed(call, claims, `was already used by another call (${usedBy ?? 'unknown'})`);
+  // Used before by this call: its checkpoint decides (the stored result, or the claim reconciled). A
+  // checkpoint that is gone (pruned, or an attempt stopped between the two writes) never runs again under the grant.
+  if (!written.created && (await check.store.getByCall(call.binding.namespace, call.binding.callId)) === null) {
+    throw grantUsed(call, claims, 'was used by this call, whose checkpoint is gone; approve the call again');
   }
   return claims;
 }
 
+function grantUsed(call: PreparedCall, claims: GrantClaims, what: string): CheckpointError {
+  return new CheckpointError('APPROVAL_REQUIRED', `the approval grant ${claims.grantId} ${what}; nothing ran`, { callId: call.input.callId, reason: 'grant-used' });
+}
+
 /**
- * The record of a grant's use: under the run chain's call id `grant:<grant id>`, delivered, its
- * payload naming the call that used it, who approved and when the grant expires. Pure.
+ * The dedupe key of a grant's use: one per grant id in the binding namespace, held until the grant
+ * expires, so no other row takes it and prune keeps the record while the grant could be presented.
+ */
+export function grantUseKey(call: PreparedCall, claims: GrantClaims): CreateOptions {
+  return { dedupeKey: `grant1-${sha256Hex(canonicalJson([call.binding.namespace, claims.grantId]))}`, dedupeUntil: claims.expiresAt };
+}
+
+/**
+ * The record of a grant's use: under its own tagged call id (`["ttc/grant-use/1", run chain,
+ * workflow id, grant id]`, which no call's id can be), delivered, its payload naming the call that
+ * used it, who approved and when the grant expires. Pure.
  */
 export function grantUseRecord(call: PreparedCall, claims: GrantClaims, at: string): CheckpointRecord {
   const binding = {
     namespace: call.binding.namespace,
-    callId: callBindingId({ runChainId: call.runChainId, workflowId: call.workflowId, callId: `grant:${claims.grantId}` }),
+    callId: grantUseCallId(call.runChainId, call.workflowId, claims.grantId),
     toolName: call.tool.name,
     toolRevision: GRANT_USE_REVISION,
     inputFingerprint: call.binding.inputFingerprint,
@@ -120,6 +137,11 @@ export function grantUseRecord(call: PreparedCall, claims: GrantClaims, at: stri
   };
   const claimed = createClaimed(binding, { attemptId: call.attemptId, at, deadlineAt: at });
   return completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }).next;
+}
+
+/** The binding call id of the record of grant `grantId`'s use in a run chain. */
+export function grantUseCallId(runChainId: string, workflowId: string, grantId: string): string {
+  return canonicalJson([GRANT_USE_TAG, runChainId, workflowId, grantId]);
 }
 
 /** The binding call id of the call a grant-use record names, else null. */

@@ -3,9 +3,9 @@
  * it names, with the intent digest it was signed over, under a key the worker holds, until it
  * expires; anything else is refused with the code that says why. The grant never carries the digest.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
-import { readApprovalGrant, signApprovalGrant, verifyApprovalGrant, type GrantVerificationKey } from '../../../src/checkpoint/approval-grant';
+import { MAX_GRANT_TTL_MS, readApprovalGrant, signApprovalGrant, verifyApprovalGrant, type GrantVerificationKey } from '../../../src/checkpoint/approval-grant';
 import type { GrantedCall } from '../../../src/checkpoint/approval';
 import { CheckpointError } from '../../../src/checkpoint/errors';
 import { newEd25519GrantKeyEntries, parseGrantSigningKey, parseGrantVerificationKeys } from '../../../src/approval-grant-keys';
@@ -109,6 +109,28 @@ describe('approval grants', () => {
     for (const bad of [none, `${good.split('.')[0]}.${extra}.${good.split('.')[2]}`, '', 'a.b.c', 42, null, `${good}.x`, good.replace(/.$/, '*')]) {
       expect(refusal(() => verifyApprovalGrant(bad, CALL, HMAC_VERIFY, NOW.getTime())).code).toBe('APPROVAL_REQUIRED');
     }
+  });
+
+  it('have one text: claims spelled otherwise (whitespace, key order, a repeated key) are refused, even when signed that way', () => {
+    const good = signApprovalGrant(CALL, { approver: 'alice', expiresAt: EXPIRES }, HMAC_SIGN, NOW);
+    const [header] = good.split('.');
+    const claims = readApprovalGrant(good).claims;
+    const respell = (text: string) => {
+      // Signed over the re-spelt claims with the digest added, as a holder of the key could.
+      const body = Buffer.from(text).toString('base64url');
+      const input = Buffer.from(`${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(text), intentDigest: CALL.intentDigest })).toString('base64url')}`);
+      return `${header}.${body}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+    };
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(claims).reverse()));
+    for (const text of [JSON.stringify(claims, null, 1), reordered, JSON.stringify(claims).replace('{', `{"callId":"other",`)]) {
+      expect(refusal(() => verifyApprovalGrant(respell(text), CALL, HMAC_VERIFY, NOW.getTime()))).toMatchObject({ code: 'APPROVAL_REQUIRED', reason: 'malformed' });
+    }
+  });
+
+  it('live at most 24 hours: a longer one is neither signed nor accepted', () => {
+    const longer = new Date(NOW.getTime() + MAX_GRANT_TTL_MS + 1).toISOString();
+    expect(refusal(() => signApprovalGrant(CALL, { approver: 'alice', expiresAt: longer }, HMAC_SIGN, NOW))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'expiresAt' });
+    expect(signApprovalGrant(CALL, { approver: 'alice', expiresAt: new Date(NOW.getTime() + MAX_GRANT_TTL_MS).toISOString() }, HMAC_SIGN, NOW)).toMatch(/\./);
   });
 
   it('verify only unchanged: changing any character of a grant is refused (property)', () => {
