@@ -23,6 +23,7 @@ import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-s
 import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { verifyApprovalGrant } from '../../src/checkpoint/approval-grant';
+import { intentDigest } from '../../src/checkpoint/digest';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { runEmailCrashScenario } from './consumer/crash-scenario';
 import { packInto } from './packed-tarball';
@@ -429,8 +430,10 @@ export const d = defineTool;
         expect(JSON.parse(stdout)).toEqual(['charge_order', 'order-1', 86_400_000]);
       });
 
-      test('approve-charge.ts signs a grant for exactly the request it is given, which a worker holding the key verifies', async () => {
+      test('approve-charge.ts signs the description as shown, for exactly its call, and refuses arguments its digest does not cover', async () => {
         const secret = 'c7d41e9a0b3f5682e4a1d9c07b5e3f28a6d0c4e1b9f7a3d5e2c8b0f6a4d1e7c3';
+        const order = { orderId: '1001', amountCents: 4_200 };
+        const digest = intentDigest({ toolName: 'chargeCard', toolRevision: 'v1', args: { args: [order] }, target: null });
         const request = {
           namespace: 'default',
           tenant: 'default',
@@ -438,17 +441,34 @@ export const d = defineTool;
           runChainId: 'run-1',
           callId: 'charge-1001',
           toolName: 'chargeCard',
-          intentDigest: `sha256:${'ab'.repeat(32)}`,
+          intentDigest: digest,
         };
+        const shown = { activityType: 'chargeCard', toolRevision: 'v1', intentDigest: digest, arguments: [order], approvalRequest: request };
         const load = kind === 'esm' ? "import('./approve-charge.js').then((m) => m)" : "Promise.resolve(require('./approve-charge.js'))";
-        const script = `${load}.then((m) => console.log(m.approveCharge(${JSON.stringify(request)}, 'alice@ops')))`;
-        const env = { ...process.env, TTC_APPROVAL_SIGNING_KEY: `ops:hmac:hex:${secret}` };
-        const { stdout } = await run(process.execPath, [kind === 'esm' ? '--input-type=module' : '--input-type=commonjs', '-e', script], { cwd: project, env });
-        const claims = verifyApprovalGrant(stdout.trim(), request, [{ keyId: 'ops', hmacSecret: Buffer.from(secret, 'hex') }], Date.now());
-        expect([claims.approver, Date.parse(claims.expiresAt) - Date.parse(claims.issuedAt)]).toEqual(['alice@ops', 15 * 60_000]);
-        expect(() => verifyApprovalGrant(stdout.trim(), { ...request, callId: 'charge-1002' }, [{ keyId: 'ops', hmacSecret: Buffer.from(secret, 'hex') }], Date.now())).toThrow(
-          expect.objectContaining({ code: 'APPROVAL_MISMATCH' }),
+        const sign = (description: unknown) =>
+          run(
+            process.execPath,
+            [
+              kind === 'esm' ? '--input-type=module' : '--input-type=commonjs',
+              '-e',
+              `${load}.then((m) => console.log(m.approveCharge(${JSON.stringify(description)}, 'alice@ops')))`,
+            ],
+            {
+              cwd: project,
+              env: { ...process.env, TTC_APPROVAL_SIGNING_KEY: `ops:hmac:hex:${secret}` },
+            },
+          );
+        const keys = [{ keyId: 'ops', hmacSecret: Buffer.from(secret, 'hex') }];
+        const grant = (await sign(shown)).stdout.trim();
+        const claims = verifyApprovalGrant(grant, request, keys, Date.now());
+        expect([claims.approver, claims.callId, Date.parse(claims.expiresAt) - Date.parse(claims.issuedAt)]).toEqual(['alice@ops', 'charge-1001', 15 * 60_000]);
+        expect(() => verifyApprovalGrant(grant, { ...request, callId: 'charge-1002' }, keys, Date.now())).toThrow(expect.objectContaining({ code: 'APPROVAL_MISMATCH' }));
+        // A description whose arguments are not those its digest covers: nothing signed.
+        const refused = await sign({ ...shown, arguments: [{ ...order, amountCents: 420_000 }] }).then(
+          () => 'signed',
+          (error: { stderr?: string }) => error.stderr ?? '',
         );
+        expect(refused).toContain('APPROVAL_MISMATCH');
       });
     });
 
