@@ -16,12 +16,16 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 
 /**
- * The verification keys of `raw`, a comma-separated list of entries.
+ * The verification keys of `raw`, a comma-separated list of entries; undefined (the variable is
+ * unset): undefined, unsigned mode.
  *
  * @throws {@link CheckpointError} INVALID_CONFIG (details `field` = `variable`) for an empty list, an
  *   entry without `<id>:<hmac|ed25519>:<key>`, a key id used twice, or key bytes `parseKeyMaterial` refuses.
  */
-export function parseGrantVerificationKeys(variable: string, raw: string): GrantVerificationKey[] {
+export function parseGrantVerificationKeys(variable: string, raw: string): GrantVerificationKey[];
+export function parseGrantVerificationKeys(variable: string, raw: string | undefined): GrantVerificationKey[] | undefined;
+export function parseGrantVerificationKeys(variable: string, raw: string | undefined): GrantVerificationKey[] | undefined {
+  if (raw === undefined) return undefined;
   const entries = raw.split(',').map((entry) => entry.trim());
   if (entries.length === 0 || entries.some((entry) => entry === '')) throw invalid(variable, 'must list at least one <key id>:<hmac|ed25519>:<key>, comma-separated');
   const keys = entries.map((entry): GrantVerificationKey => {

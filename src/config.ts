@@ -12,7 +12,7 @@ import { LIMITS } from './checkpoint/bounds';
 import { maskUrl } from './stores/mask-url';
 import { KEY_ID_PATTERN, readKeyFromEnv, readKeyringFromEnv } from './key-material';
 import { parseGrantSigningKey, parseGrantVerificationKeys } from './approval-grant-keys';
-import type { GrantSigningKey, GrantVerificationKey } from './checkpoint/approval-grant';
+import { MAX_GRANT_TTL_MS, type GrantSigningKey, type GrantVerificationKey } from './checkpoint/approval-grant';
 import { resolveTemporalConnection, type TemporalConnection, type TemporalConnectionInput } from './temporal-env-config';
 
 export { temporalConnectionOptions, type TlsInput } from './temporal-env-config';
@@ -98,7 +98,7 @@ export interface ConfigInput {
     maxPayloadBytes?: number;
   };
   retention?: {
-    /** Delivered checkpoints older than this may be pruned. @default '7d' (env TTC_REPLAY_WINDOW) */
+    /** Delivered checkpoints older than this may be pruned; at least 1d (the longest an approval grant lives). @default '7d' (env TTC_REPLAY_WINDOW) */
     replayWindow?: DurationInput;
   };
   /**
@@ -310,7 +310,11 @@ export function resolveConfig(file: ConfigInput, env: NodeJS.ProcessEnv, overrid
         true,
       ),
     },
-    retention: { replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d')) },
+    retention: {
+      replayWindowMs: duration(pick('TTC_REPLAY_WINDOW', o.retention?.replayWindow, f.retention?.replayWindow, '7d'), {
+        min: { ms: MAX_GRANT_TTL_MS, why: 'the longest an approval grant lives: a call pruned sooner could run again under a grant still valid' },
+      }),
+    },
     keys: { hmacKey, hmacKeyId, hmacKeys, encryptionKey, encryptionKeyId, encryptionKeys, idempotencyKeySecret, approvalGrantKeys, approvalSigningKey },
     pins: resolvePins(f.pins ?? {}, env, o.pins ?? {}),
   };
@@ -361,7 +365,7 @@ function num({ key, value }: { key: string; value: unknown }, min: number, max: 
   return parsed.data;
 }
 
-function duration({ key, value }: { key: string; value: unknown }, bounds: { allowZero?: boolean; max?: number } = {}): number {
+function duration({ key, value }: { key: string; value: unknown }, bounds: { allowZero?: boolean; max?: number; min?: { ms: number; why: string } } = {}): number {
   let ms: number;
   try {
     ms = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : msToNumber(value as never);
@@ -372,6 +376,7 @@ function duration({ key, value }: { key: string; value: unknown }, bounds: { all
     throw configError(key, `must be a ${bounds.allowZero ? 'non-negative' : 'positive'} duration such as 500ms, 10s or 5m, got ${JSON.stringify(value)}`);
   }
   if (bounds.max !== undefined && ms > bounds.max) throw configError(key, `must be at most ${bounds.max} ms, got ${JSON.stringify(value)} (${ms} ms)`);
+  if (bounds.min !== undefined && ms < bounds.min.ms) throw configError(key, `must be at least ${bounds.min.ms} ms (${bounds.min.why}), got ${JSON.stringify(value)} (${ms} ms)`);
   return ms;
 }
 

@@ -26,6 +26,11 @@ export interface GrantClaims extends Omit<GrantedCall, 'intentDigest'> {
   readonly expiresAt: string;
 }
 
+/** The claims of a grant that verified, with the id of the key that verified it. */
+export interface VerifiedGrant extends GrantClaims {
+  readonly keyId: string;
+}
+
 /** A key that signs grants: an HMAC secret (≥ 32 bytes) or an Ed25519 private key. */
 export type GrantSigningKey = { readonly keyId: string; readonly hmacSecret: Uint8Array } | { readonly keyId: string; readonly ed25519PrivateKey: KeyObject };
 
@@ -113,14 +118,14 @@ export function readApprovalGrant(grant: unknown): { readonly keyId: string; rea
  * claims and `call.intentDigest`, naming `call`'s namespace, tenant, workflow, run chain, call and
  * tool, and not expired.
  *
- * @returns the verified claims.
+ * @returns the verified claims and the key id.
  * @throws {@link CheckpointError} (details `callId`, `reason`) APPROVAL_REQUIRED: not a grant
  *   (`malformed`), or signed by a key this worker does not hold (`unknown-key`);
  *   APPROVAL_MISMATCH: it names another call (`claims`, with `field`), or its signature does not
  *   verify for this call's intent (`signature`: forged, or approved for other arguments);
  *   APPROVAL_EXPIRED at or after `expiresAt`.
  */
-export function verifyApprovalGrant(grant: unknown, call: GrantedCall, keys: readonly GrantVerificationKey[], nowMs: number): GrantClaims {
+export function verifyApprovalGrant(grant: unknown, call: GrantedCall, keys: readonly GrantVerificationKey[], nowMs: number): VerifiedGrant {
   const { keyId, claims } = readApprovalGrant(grant);
   const [head, , sig] = (grant as string).split('.') as [string, string, string];
   const alg = (decodeJson(head) as GrantHeader).alg;
@@ -158,7 +163,7 @@ export function verifyApprovalGrant(grant: unknown, call: GrantedCall, keys: rea
       reason: 'grant-expired',
     });
   }
-  return claims;
+  return { ...claims, keyId };
 }
 
 /** What is signed: the JWS signing input with the intent digest in the claims (the grant carries them without it). */

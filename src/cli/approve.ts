@@ -18,7 +18,7 @@ import { connectClient } from '../client';
 import { loadConfig, type Config } from '../config';
 import { CheckpointError } from '../checkpoint/errors';
 import { approveCall, readWaitingCall, rejectCall, type WaitingCall } from '../operator/run-decisions';
-import { signAgentApproval } from '../operator/approval-grants';
+import { describedRunChain, signAgentApproval } from '../operator/approval-grants';
 import { explainUndecodable } from './errors';
 import { nonNegativeInteger } from './options';
 import { defaultResolvedBy } from '../plugin/resolve-in-store';
@@ -68,8 +68,20 @@ export function registerApprove(program: Command): void {
         // With a signing key the approval carries a grant the workers verify (docs/protocol.md#approval-grants).
         const key = config.keys.approvalSigningKey;
         const grant =
-          key === null ? undefined : signAgentApproval(waiting, { namespace: config.temporal.namespace, intentDigest: request.intentDigest, approver: request.by, key });
-        if (grant !== undefined) printLine(`signed an approval grant with key ${JSON.stringify(key!.keyId)} for ${request.by}`);
+          key === null
+            ? undefined
+            : signAgentApproval(waiting, {
+                namespace: config.temporal.namespace,
+                runChainId: await describedRunChain(handle),
+                intentDigest: request.intentDigest,
+                approver: request.by,
+                key,
+              });
+        printLine(
+          grant !== undefined
+            ? `signed an approval grant with key ${JSON.stringify(key!.keyId)} for ${request.by}`
+            : 'sending an unsigned approval (TTC_APPROVAL_SIGNING_KEY unset): a worker that holds grant keys refuses the call (APPROVAL_REQUIRED)',
+        );
         const decided = await approveCall(handle, { ...request, ...(grant === undefined ? {} : { grant }) });
         printLine(`approved ${callId} at ${decided.decidedAt}; it must start running before ${decided.approvalExpiresAt}`);
       });

@@ -6,7 +6,7 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { approveCall, DecisionRefusedError, readWaitingCall, rejectCall, resolveCall } from '../operator/run-decisions';
-import { signAgentApproval } from '../operator/approval-grants';
+import { describedRunChain, signAgentApproval } from '../operator/approval-grants';
 import type { GrantSigningKey } from '../checkpoint/approval-grant';
 import { MESSAGE_ERROR_TYPES } from '../workflows/agent/messages';
 import { listWaitingRuns, type ListWaitingRunsOptions, type WaitingRun } from '../operator/waiting-runs';
@@ -82,6 +82,7 @@ export function temporalOperations(client: Client, queries: ConsoleQueryOptions 
       const waiting = await readWaitingCall(run, client.options.namespace, request.callId, 'awaiting-approval');
       const grant = signAgentApproval(waiting, {
         namespace: client.options.namespace,
+        runChainId: await describedRunChain(run),
         intentDigest: request.intentDigest,
         approver: request.by ?? 'console',
         key: approvalSigningKey,

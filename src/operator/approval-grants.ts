@@ -11,6 +11,7 @@ import { intentDigest } from '../checkpoint/digest';
 import { CheckpointError } from '../checkpoint/errors';
 import type { JsonValue } from '../checkpoint/types';
 import type { FencedCallDescription } from '../plugin/contract/approval-contract';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { WaitingCall } from './run-decisions';
 
 export { MAX_GRANT_TTL_MS } from '../checkpoint/approval-grant';
@@ -36,14 +37,24 @@ export interface ApprovalSigning {
  * shown (tool, revision, validated arguments, target); the grant expires at the call's approval
  * expiry or after `ttlMs`, whichever is first.
  *
- * @param namespace the Temporal namespace of the run.
- * @throws {@link CheckpointError} APPROVAL_MISMATCH (details `field: 'intentDigest'`) when the shown
- *   arguments do not have the reviewed digest; INVALID_ARGUMENT (details `field`) when the run does
+ * `options.namespace` is the Temporal namespace of the run; `options.runChainId`, when given, the run
+ * chain as the server describes the workflow ({@link describedRunChain}), which the run's own report must match.
+ *
+ * @throws {@link CheckpointError} APPROVAL_MISMATCH (details `field: 'intentDigest'` or `runChainId`) when the shown
+ *   arguments do not have the reviewed digest, or the run reports another run chain than the server; INVALID_ARGUMENT (details `field`) when the run does
  *   not report its tenant, run chain, revision or arguments (older code), or its approval expiry
  *   has passed; nothing is signed.
  */
-export function signAgentApproval(waiting: WaitingCall, options: ApprovalSigning & { readonly namespace: string; readonly intentDigest: string }): string {
+export function signAgentApproval(
+  waiting: WaitingCall,
+  options: ApprovalSigning & { readonly namespace: string; readonly intentDigest: string; readonly runChainId?: string },
+): string {
   const { tenant, runChainId } = waiting.status;
+  if (options.runChainId !== undefined && runChainId !== undefined && runChainId !== options.runChainId) {
+    throw new CheckpointError('APPROVAL_MISMATCH', `run ${waiting.workflowId} reports run chain ${runChainId}, the server ${options.runChainId}; nothing was signed`, {
+      field: 'runChainId',
+    });
+  }
   const { call } = waiting;
   const missing =
     tenant === undefined ? 'tenant' : runChainId === undefined ? 'runChainId' : call.toolRevision === null ? 'toolRevision' : call.arguments === null ? 'arguments' : null;
@@ -69,16 +80,28 @@ export function signAgentApproval(waiting: WaitingCall, options: ApprovalSigning
 /**
  * A grant of the fenced call a workflow described for a grant (`grantRequestDescriber`: the
  * description with its `approvalRequest`), for a person shown `description.arguments`. The digest
- * is recomputed from the activity type, revision and those arguments.
+ * is recomputed from the activity type, revision and those arguments, and the request must name
+ * `options.run`, the run the description was read from (its handle's namespace and workflow id,
+ * and the run chain when known: {@link describedRunChain}).
  *
  * @throws {@link CheckpointError} APPROVAL_MISMATCH when the arguments do not have the digest the
- *   description and its request report, or the request names another activity type;
+ *   description and its request report, or the request names another activity type or run;
  *   INVALID_ARGUMENT when the description has no `approvalRequest`; nothing is signed.
  */
-export function signFencedCallApproval(description: FencedCallDescription, options: ApprovalSigning): string {
+export function signFencedCallApproval(description: FencedCallDescription, options: ApprovalSigning & { readonly run: RunIdentity }): string {
   const request = description.approvalRequest;
   if (request === undefined)
     throw new CheckpointError('INVALID_ARGUMENT', 'the description has no approvalRequest (describe the call with grantRequestDescriber)', { field: 'approvalRequest' });
+  for (const field of ['namespace', 'workflowId', 'runChainId'] as const) {
+    const known = options.run[field];
+    if (known !== undefined && request[field] !== known) {
+      throw new CheckpointError(
+        'APPROVAL_MISMATCH',
+        `the approval request names ${field} ${JSON.stringify(request[field])}, but the run queried is ${JSON.stringify(known)}; nothing was signed`,
+        { field },
+      );
+    }
+  }
   if (request.toolName !== description.activityType) {
     throw new CheckpointError('APPROVAL_MISMATCH', `the approval request names ${request.toolName}, the description ${description.activityType}; nothing was signed`, {
       field: 'toolName',
@@ -87,6 +110,20 @@ export function signFencedCallApproval(description: FencedCallDescription, optio
   const shown = intentDigest({ toolName: description.activityType, toolRevision: description.toolRevision, args: { args: description.arguments } as JsonValue, target: null });
   assertShownDigest(request.callId, shown, [description.intentDigest, request.intentDigest]);
   return sign({ ...request, intentDigest: shown }, null, options);
+}
+
+/** The run a description was read from, as the approve path knows it (never from the run's own answer). */
+export interface RunIdentity {
+  readonly namespace: string;
+  readonly workflowId: string;
+  /** The workflow's first run id, from the server ({@link describedRunChain}). @default not checked */
+  readonly runChainId?: string;
+}
+
+/** The run chain (first run id) of the workflow `handle` names, as the server describes it; undefined when it reports none. */
+export async function describedRunChain(handle: WorkflowHandle): Promise<string | undefined> {
+  const first = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId;
+  return typeof first === 'string' && first !== '' ? first : undefined;
 }
 
 /** Refuses when any reported digest is not the one the shown arguments have. */

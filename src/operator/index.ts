@@ -6,8 +6,16 @@
  */
 export { approveCall, rejectCall, resolveCall, readWaitingCall, readRunStatus, DecisionRefusedError } from './run-decisions';
 export type { WaitingCall } from './run-decisions';
-export { signAgentApproval, signFencedCallApproval, parseGrantSigningKey, parseGrantVerificationKeys, newEd25519GrantKeyEntries, DEFAULT_GRANT_TTL_MS } from './approval-grants';
-export type { ApprovalSigning, GrantSigningKey, GrantVerificationKey, GrantedCall } from './approval-grants';
+export {
+  describedRunChain,
+  signAgentApproval,
+  signFencedCallApproval,
+  parseGrantSigningKey,
+  parseGrantVerificationKeys,
+  newEd25519GrantKeyEntries,
+  DEFAULT_GRANT_TTL_MS,
+} from './approval-grants';
+export type { ApprovalSigning, RunIdentity, GrantSigningKey, GrantVerificationKey, GrantedCall } from './approval-grants';
 export type { FencedCallDescription } from '../plugin/contract/approval-contract';
 export { listWaitingRuns, WAITING_RUNS_QUERY } from './waiting-runs';
 export type { ListWaitingRunsOptions, WaitingRun } from './waiting-runs';

@@ -237,7 +237,8 @@ export interface CheckpointStore {
   listQuarantined(options?: ListQuarantinedOptions): Promise<QuarantinedRow[]>;
   /**
    * Deletes terminal (`delivered`) records whose `updatedAt` is before `olderThan` (the end
-   * of the replay window). Never deletes ready, executing, uncertain, completed or delivering,
+   * of the replay window, which should be at least 24 h: an approval grant lives that long, and a
+   * pruned call could run again under one still valid; `ttc prune` refuses a shorter one). Never deletes ready, executing, uncertain, completed or delivering,
    * and never a quarantined row (each candidate is parsed and verified first, outside any write
    * lock, and then deleted only if its key, revision, status and body are still the verified ones).
    * With `conversationsOlderThan`, also deletes each conversation log whose newest entry was

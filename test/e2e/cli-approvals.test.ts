@@ -58,6 +58,8 @@ beforeAll(async () => {
     'TTC_TENANTS',
     'TTC_TOOLS',
     'TTC_REQUIRE_APPROVAL',
+    'TTC_APPROVAL_SIGNING_KEY',
+    'TTC_APPROVAL_GRANT_KEYS',
     'TEMPORAL_PROFILE',
     'TEMPORAL_CONFIG_FILE',
   ])
@@ -132,7 +134,8 @@ describe('the command line for people in the loop', () => {
         `  approval expires at: ${call.approvalExpiresAt}`,
         `  run state version: ${status.stateVersion}`,
       ]);
-      expect(lines[7]).toMatch(new RegExp(`^approved ${CALL_ID} at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; it must start running before ${call.approvalExpiresAt}$`));
+      expect(lines[7]).toBe('sending an unsigned approval (TTC_APPROVAL_SIGNING_KEY unset): a worker that holds grant keys refuses the call (APPROVAL_REQUIRED)');
+      expect(lines[8]).toMatch(new RegExp(`^approved ${CALL_ID} at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; it must start running before ${call.approvalExpiresAt}$`));
 
       const result: AgentWorkflowResult = await env.client.workflow.getHandle(workflowId).result();
       expect(result.status).toBe('completed');

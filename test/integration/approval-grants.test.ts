@@ -20,6 +20,7 @@ import { signApprovalGrant, type GrantSigningKey } from '../../src/checkpoint/ap
 import { callBindingId } from '../../src/checkpoint/call-identity';
 import type { JsonValue } from '../../src/checkpoint/types';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { FlakyStore } from '../helpers/flaky-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 
 jest.setTimeout(60_000);
@@ -165,20 +166,42 @@ describe('approval grants at the fence', () => {
     const claims = JSON.parse(Buffer.from(grant.split('.')[1]!, 'base64url').toString('utf8'));
     // The store says another call of the run already used this grant id.
     const other = prepareCall(new Map([['refund', refund]]), input('toolu_other', args), { namespace: 'default', workflowId: workflowId(), runId: runChainId(), attempt: 1 });
-    const written = await store.createIfAbsent(grantUseRecord(other, claims, new Date().toISOString()), grantUseKey(other, claims));
+    const written = await store.createIfAbsent(grantUseRecord(other, { ...claims, keyId: 'ops' }, new Date().toISOString()), grantUseKey(other, { ...claims, keyId: 'ops' }));
     expect(grantUser(written.record)).toBe(other.binding.callId);
     expect(failure(await run(signed(), input('toolu_4', args, { approvalGrant: grant })))).toEqual({ type: 'APPROVAL_REQUIRED', reason: 'grant-used' });
     expect(refunds).toEqual([]);
   });
 
-  test('pruned while the grant is live: the record of its use stays, and the grant never runs the call again', async () => {
+  test('prune keeps the record of a grant’s use until the grant expires', async () => {
     const args = { orderId: 'o-6', amountCents: 600 };
     const grant = await grantFor('toolu_6', args);
     expect(await run(signed(), input('toolu_6', args, { approvalGrant: grant }))).toMatchObject({ result: { source: 'executed' } });
-    // A replay window shorter than the grant's life: prune removes the call's checkpoint, not the use.
-    expect(await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() })).toBeGreaterThanOrEqual(1);
-    expect(failure(await run(signed(), input('toolu_6', args, { approvalGrant: grant }), 2))).toEqual({ type: 'APPROVAL_REQUIRED', reason: 'grant-used' });
-    expect(refunds).toEqual(['o-6:600']);
+    const grantId = JSON.parse(Buffer.from(grant.split('.')[1]!, 'base64url').toString('utf8')).grantId as string;
+    const useOf = () => store.getByCall('default/acme', grantUseCallId(runChainId(), workflowId(), grantId));
+    await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() });
+    expect(await useOf()).not.toBeNull();
+    // The store's clock past the grant's expiry (an hour): prune removes it with the rest.
+    jest.useFakeTimers({ now: Date.now() + 2 * HOUR, doNotFake: ['setTimeout', 'setImmediate', 'nextTick', 'queueMicrotask', 'setInterval', 'clearTimeout', 'clearInterval'] });
+    try {
+      await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() });
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(await useOf()).toBeNull();
+  });
+
+  test('a store outage between the record of the grant’s use and the claim is settled by the next attempt: the call runs once', async () => {
+    const args = { orderId: 'o-8', amountCents: 800 };
+    const grant = await grantFor('toolu_8', args);
+    const flaky = new FlakyStore(store);
+    let claims = 0;
+    // The claim insert (the second createIfAbsent of the attempt, after the use record's) fails once: nothing of it was written.
+    flaky.failWhen = (op, opArgs) => op === 'createIfAbsent' && (opArgs[0] as { binding: { toolRevision: string } }).binding.toolRevision === 'v1' && claims++ === 0;
+    const acts = createToolActivities({ store: flaky, tools: [refund], requireApproval: ['refund'], approvalGrantKeys: [{ keyId: 'ops', hmacSecret: SECRET }] });
+    const first = await run(acts, input('toolu_8', args, { approvalGrant: grant }));
+    expect('failure' in first && first.failure.type).toBe('STORE_UNAVAILABLE');
+    expect(await run(acts, input('toolu_8', args, { approvalGrant: grant }), 2)).toMatchObject({ result: { source: 'executed' } });
+    expect(refunds).toEqual(['o-8:800']);
   });
 
   test('a call whose id spells a grant-use record’s old address is only a call', async () => {
@@ -191,13 +214,14 @@ describe('approval grants at the fence', () => {
     expect(refunds).toEqual(['o-7:700', 'o-7:700']);
   });
 
-  test('property: whatever grants are presented in whatever order, with prunes between, each call applies at most once and only under a valid grant of its own', async () => {
-    type Step = { call: 0 | 1; grant: 'own' | 'other-call' | 'other-args' | 'expired' | 'forged' | 'none'; attempt: number; prune: boolean };
+  test('property: whatever grants are presented in whatever order, with time passing and prunes (24 h replay window) between, each call applies at most once and only under a valid grant of its own', async () => {
+    type Step = { call: 0 | 1; grant: 'own' | 'other-call' | 'other-args' | 'expired' | 'forged' | 'none'; attempt: number; prune: boolean; laterMs: number };
     const step = fc.record({
       call: fc.constantFrom<0 | 1>(0, 1),
       grant: fc.constantFrom<Step['grant']>('own', 'other-call', 'other-args', 'expired', 'forged', 'none'),
       attempt: fc.integer({ min: 1, max: 4 }),
       prune: fc.boolean(),
+      laterMs: fc.constantFrom(0, 0, 30 * 60_000, 2 * HOUR, 25 * HOUR),
     });
     let round = 0;
     await fc.assert(
@@ -214,11 +238,14 @@ describe('approval grants at the fence', () => {
           forged: await Promise.all([0, 1].map((n) => grantFor(ids[n]!, args(n), { key: { keyId: 'ops', hmacSecret: Buffer.alloc(32, 3) } }))),
         };
         const validPresented = [false, false];
+        offsetMs = 0;
         for (const s of steps) {
-          if (s.prune) await store.prune({ olderThan: new Date(Date.now() + 1000).toISOString() });
+          // The fence's clock moves on; prune keeps what is younger than the minimum replay window (24 h) on that clock.
+          offsetMs += s.laterMs;
+          if (s.prune) await store.prune({ olderThan: new Date(Date.now() + offsetMs - 24 * HOUR).toISOString() });
           const approvalGrant = s.grant === 'none' ? {} : { approvalGrant: grants[s.grant][s.call]! };
           const outcome = await run(signed(), input(ids[s.call]!, args(s.call), approvalGrant), s.attempt);
-          if (s.grant === 'own') validPresented[s.call] = true;
+          if (s.grant === 'own' && offsetMs < HOUR) validPresented[s.call] = true;
           if ('result' in outcome && outcome.result.source === 'executed') expect(validPresented[s.call]).toBe(true);
         }
         for (const n of [0, 1]) expect(refunds.filter((r) => r === `${args(n).orderId}:${args(n).amountCents}`).length).toBeLessThanOrEqual(validPresented[n] ? 1 : 0);

@@ -451,7 +451,7 @@ export const d = defineTool;
             [
               kind === 'esm' ? '--input-type=module' : '--input-type=commonjs',
               '-e',
-              `${load}.then((m) => console.log(m.approveCharge(${JSON.stringify(description)}, 'alice@ops')))`,
+              `${load}.then((m) => console.log(m.approveCharge(${JSON.stringify(description)}, 'alice@ops', { namespace: 'default', workflowId: 'order-1001' })))`,
             ],
             {
               cwd: project,

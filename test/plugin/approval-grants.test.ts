@@ -89,7 +89,8 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
   }
 
   /** What an approve path does: signs the description as shown (the digest recomputed from its arguments). */
-  const sign = (shown: FencedCallDescription) => signFencedCallApproval(shown, { approver: 'bob@ops', key: KEY });
+  const sign = (shown: FencedCallDescription) =>
+    signFencedCallApproval(shown, { approver: 'bob@ops', key: KEY, run: { namespace: 'default', workflowId: shown.approvalRequest!.workflowId } });
   let firstGrant: string | undefined;
 
   it('runs the call once under a grant signed for it; the header carries the grant under the named call id, never a digest', async () => {

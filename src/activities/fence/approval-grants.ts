@@ -7,7 +7,7 @@
  * checkpoint store under the grant's id before the claim, so one grant is used by one call. Every
  * refusal is thrown before any claim: nothing runs.
  */
-import { verifyApprovalGrant, type GrantClaims, type GrantVerificationKey } from '../../checkpoint/approval-grant';
+import { verifyApprovalGrant, type VerifiedGrant, type GrantVerificationKey } from '../../checkpoint/approval-grant';
 import { canonicalJson } from '../../checkpoint/canonical-json';
 import { sha256Hex } from '../../checkpoint/digest';
 import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
@@ -62,7 +62,7 @@ export function assertGrantKeys(keys: unknown): void {
  *
  * @throws {@link CheckpointError} the codes of those checks; nothing has been claimed or run.
  */
-export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<GrantClaims | null> {
+export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<VerifiedGrant | null> {
   if (check.keys === undefined) {
     assertCallApproved(pins, call);
     return null;
@@ -79,10 +79,9 @@ export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | unde
  * @returns the verified claims, or null when nothing was checked.
  * @throws {@link CheckpointError} APPROVAL_REQUIRED (details `field: 'approvalGrant'`) when a
  *   `requireApproval` call carries no grant; the codes of `verifyApprovalGrant`; APPROVAL_REQUIRED
- *   (`reason: 'grant-used'`) when the grant was used by another call, or by this one whose
- *   checkpoint is gone; the store's codes.
+ *   (`reason: 'grant-used'`) when the grant was used by another call; the store's codes.
  */
-export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<GrantClaims | null> {
+export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<VerifiedGrant | null> {
   if (check.keys === undefined) return null;
   const grant = call.input.approvalGrant;
   if (grant === undefined) {
@@ -98,24 +97,21 @@ export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins |
   const claims = verifyApprovalGrant(grant, { ...granted, intentDigest: call.intentDigest }, check.keys, now.getTime());
   const written = await check.store.createIfAbsent(grantUseRecord(call, claims, now.toISOString()), grantUseKey(call, claims));
   const usedBy = grantUser(written.record);
-  if (usedBy !== call.binding.callId) throw grantUsed(call, claims, `was already used by another call (${usedBy ?? 'unknown'})`);
-  // Used before by this call: its checkpoint decides (the stored result, or the claim reconciled). A
-  // checkpoint that is gone (pruned, or an attempt stopped between the two writes) never runs again under the grant.
-  if (!written.created && (await check.store.getByCall(call.binding.namespace, call.binding.callId)) === null) {
-    throw grantUsed(call, claims, 'was used by this call, whose checkpoint is gone; approve the call again');
+  // Used before by this call: its checkpoint decides, as for any retry (the stored result, or the claim reconciled).
+  if (usedBy !== call.binding.callId) {
+    throw new CheckpointError('APPROVAL_REQUIRED', `the approval grant ${claims.grantId} was already used by another call (${usedBy ?? 'unknown'}); nothing ran`, {
+      callId: call.input.callId,
+      reason: 'grant-used',
+    });
   }
   return claims;
-}
-
-function grantUsed(call: PreparedCall, claims: GrantClaims, what: string): CheckpointError {
-  return new CheckpointError('APPROVAL_REQUIRED', `the approval grant ${claims.grantId} ${what}; nothing ran`, { callId: call.input.callId, reason: 'grant-used' });
 }
 
 /**
  * The dedupe key of a grant's use: one per grant id in the binding namespace, held until the grant
  * expires, so no other row takes it and prune keeps the record while the grant could be presented.
  */
-export function grantUseKey(call: PreparedCall, claims: GrantClaims): CreateOptions {
+export function grantUseKey(call: PreparedCall, claims: VerifiedGrant): CreateOptions {
   return { dedupeKey: `grant1-${sha256Hex(canonicalJson([call.binding.namespace, claims.grantId]))}`, dedupeUntil: claims.expiresAt };
 }
 
@@ -124,7 +120,7 @@ export function grantUseKey(call: PreparedCall, claims: GrantClaims): CreateOpti
  * workflow id, grant id]`, which no call's id can be), delivered, its payload naming the call that
  * used it, who approved and when the grant expires. Pure.
  */
-export function grantUseRecord(call: PreparedCall, claims: GrantClaims, at: string): CheckpointRecord {
+export function grantUseRecord(call: PreparedCall, claims: VerifiedGrant, at: string): CheckpointRecord {
   const binding = {
     namespace: call.binding.namespace,
     callId: grantUseCallId(call.runChainId, call.workflowId, claims.grantId),
@@ -133,7 +129,7 @@ export function grantUseRecord(call: PreparedCall, claims: GrantClaims, at: stri
     inputFingerprint: call.binding.inputFingerprint,
   };
   const result: JsonValue = {
-    grantUse: { usedBy: call.binding.callId, grantId: claims.grantId, approver: claims.approver, issuedAt: claims.issuedAt, expiresAt: claims.expiresAt },
+    grantUse: { usedBy: call.binding.callId, grantId: claims.grantId, approver: claims.approver, keyId: claims.keyId, issuedAt: claims.issuedAt, expiresAt: claims.expiresAt },
   };
   const claimed = createClaimed(binding, { attemptId: call.attemptId, at, deadlineAt: at });
   return completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }).next;

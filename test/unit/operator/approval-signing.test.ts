@@ -74,6 +74,16 @@ describe('signing an agent run’s approval', () => {
     ).toBe('INVALID_ARGUMENT');
   });
 
+  it('refuses a run that reports another run chain than the server describes', () => {
+    const w = waiting(shown, shown, '2026-12-06T13:00:00.000Z');
+    expect(codeOf(() => signAgentApproval(w, { namespace: 'default', runChainId: 'chain-2', intentDigest: digestOf(shown), approver: 'alice', key: KEY, now: NOW }))).toBe(
+      'APPROVAL_MISMATCH',
+    );
+    expect(codeOf(() => signAgentApproval(w, { namespace: 'default', runChainId: 'chain-1', intentDigest: digestOf(shown), approver: 'alice', key: KEY, now: NOW }))).toBe(
+      'signed',
+    );
+  });
+
   it('refuses a run of older code that reports no arguments or run chain: nothing to bind the grant to', () => {
     const older = waiting(shown, shown, '2026-12-06T13:00:00.000Z');
     const noArgs = { ...older, call: { ...older.call, arguments: null } };
@@ -89,23 +99,32 @@ describe('signing a fenced call’s approval (the plugin)', () => {
   const digest = intentDigest({ toolName: 'chargeCard', toolRevision: 'v1', args: { args }, target: null });
   const request = { namespace: 'default', tenant: 'default', workflowId: 'order-1001', runChainId: 'run-1', callId: 'charge-1001', toolName: 'chargeCard', intentDigest: digest };
   const shown = { activityType: 'chargeCard', toolRevision: 'v1', intentDigest: digest, arguments: args, approvalRequest: request };
+  const RUN = { namespace: 'default', workflowId: 'order-1001', runChainId: 'run-1' };
 
   it('signs the description as shown', () => {
-    const grant = signFencedCallApproval(shown, { approver: 'bob', key: KEY, now: NOW });
+    const grant = signFencedCallApproval(shown, { approver: 'bob', key: KEY, now: NOW, run: RUN });
     expect(verifyApprovalGrant(grant, request, [KEY], NOW.getTime())).toMatchObject({ callId: 'charge-1001', approver: 'bob' });
   });
 
   it('refuses other arguments than the digest covers, a request for another activity, and a description without a request', () => {
-    expect(codeOf(() => signFencedCallApproval({ ...shown, arguments: [{ orderId: '1001', amountCents: 420_000 }] }, { approver: 'bob', key: KEY, now: NOW }))).toBe(
+    expect(codeOf(() => signFencedCallApproval({ ...shown, arguments: [{ orderId: '1001', amountCents: 420_000 }] }, { approver: 'bob', key: KEY, now: NOW, run: RUN }))).toBe(
       'APPROVAL_MISMATCH',
     );
     expect(
-      codeOf(() => signFencedCallApproval({ ...shown, approvalRequest: { ...request, intentDigest: `sha256:${'0'.repeat(64)}` } }, { approver: 'bob', key: KEY, now: NOW })),
+      codeOf(() =>
+        signFencedCallApproval({ ...shown, approvalRequest: { ...request, intentDigest: `sha256:${'0'.repeat(64)}` } }, { approver: 'bob', key: KEY, now: NOW, run: RUN }),
+      ),
     ).toBe('APPROVAL_MISMATCH');
-    expect(codeOf(() => signFencedCallApproval({ ...shown, approvalRequest: { ...request, toolName: 'refundCard' } }, { approver: 'bob', key: KEY, now: NOW }))).toBe(
+    expect(codeOf(() => signFencedCallApproval({ ...shown, approvalRequest: { ...request, toolName: 'refundCard' } }, { approver: 'bob', key: KEY, now: NOW, run: RUN }))).toBe(
       'APPROVAL_MISMATCH',
     );
+    // A request naming another run than the one queried (namespace, workflow or run chain).
+    for (const other of [{ namespace: 'payments' }, { workflowId: 'payroll' }, { runChainId: 'run-2' }]) {
+      expect(codeOf(() => signFencedCallApproval({ ...shown, approvalRequest: { ...request, ...other } }, { approver: 'bob', key: KEY, now: NOW, run: RUN }))).toBe(
+        'APPROVAL_MISMATCH',
+      );
+    }
     const { approvalRequest: _request, ...bare } = shown;
-    expect(codeOf(() => signFencedCallApproval(bare, { approver: 'bob', key: KEY, now: NOW }))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => signFencedCallApproval(bare, { approver: 'bob', key: KEY, now: NOW, run: RUN }))).toBe('INVALID_ARGUMENT');
   });
 });
