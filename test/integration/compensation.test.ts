@@ -190,15 +190,15 @@ describe('compensateToolCall on a real server', () => {
     return outcome.failure;
   };
 
-  test('a compensation by another tool runs once; a later attempt delivers it from the store under the same ttcc- key, which is not the original key', async () => {
+  test('a compensation by another tool runs once; a later attempt delivers it from the store under the same ttcc- key, which is not the original key; a later generation never runs it again', async () => {
     const releasesBefore = effects.releases.length;
     let reserve!: FencedToolInput;
     const { outcomes, bindingOf } = await run(({ call }) => {
       reserve = call('c-1', 'reserve', { sku: 'sku-7' });
-      return [{ call: reserve }, compensate(reserve), compensate(reserve), compensate(reserve, 2)];
+      return [{ call: reserve }, compensate(reserve), compensate(reserve), compensate(reserve, 2), compensate(reserve, 5)];
     });
     const original = called(outcomes[0]);
-    const [first, second, rerun] = [compensated(outcomes[1]), compensated(outcomes[2]), compensated(outcomes[3])];
+    const [first, second] = [compensated(outcomes[1]), compensated(outcomes[2])];
 
     expect(first.compensation).toEqual({ toolName: 'release', toolRevision: 'r1' });
     expect(first.result).toMatchObject({
@@ -211,13 +211,10 @@ describe('compensateToolCall on a real server', () => {
     expect(second.result).toMatchObject({ source: 'store', outcome: first.result.outcome, idempotencyKey: first.result.idempotencyKey });
     expect(first.result.idempotencyKey).toMatch(/^ttcc-[0-9a-f]{64}$/);
     expect(first.result.idempotencyKey).not.toBe(original.idempotencyKey);
-    // Generation 2 (a rerun after a person proved generation 1 absent) is a new call with a new key.
-    expect(rerun.result.source).toBe('executed');
-    expect(rerun.result.idempotencyKey).not.toBe(first.result.idempotencyKey);
-    expect(effects.releases.slice(releasesBefore)).toEqual([
-      { input: { reservationId: 'R-sku-7' }, key: first.result.idempotencyKey },
-      { input: { reservationId: 'R-sku-7' }, key: rerun.result.idempotencyKey },
-    ]);
+    // Generation 2 runs only after generation 1 did not succeed; it did, so it is refused, as is a generation with none before it.
+    expect(failed(outcomes[3])).toMatchObject({ type: 'NOTHING_TO_COMPENSATE', details: { reason: 'compensated' } });
+    expect(failed(outcomes[4])).toMatchObject({ type: 'INVALID_ARGUMENT', details: { field: 'compensationGeneration' } });
+    expect(effects.releases.slice(releasesBefore)).toEqual([{ input: { reservationId: 'R-sku-7' }, key: first.result.idempotencyKey }]);
     // The compensation has its own checkpoint; the original call's stays as it was.
     const namespace = `default/${TENANT}`;
     const own = await store.getByCall(namespace, compensationBindingCallId(bindingOf('c-1'), 1));

@@ -103,6 +103,7 @@ export async function prepareCompensation(
     callId: compensationBindingCallId(record!.binding.callId, generation),
     idempotencyKey: compensationIdempotencyKey(originalKey, generation),
   };
+  if (generation > 1) await assertPreviousGenerationFailed(deps, original, record!.binding, generation);
   const compensationInput: FencedToolInput = Object.freeze({ ...originalInput, role: 'compensation' as const });
   const fence = randomUUID();
   const common = {
@@ -228,6 +229,33 @@ function originalCallInput(input: CompensateToolCallInput): FencedToolInput {
  * The original call's applied outcome from its checkpoint.
  * @throws {@link CheckpointError} NOTHING_TO_COMPENSATE when there is none.
  */
+/**
+ * Generation `generation` of a compensation runs only after generation − 1 was claimed and did not
+ * succeed (its outcome unknown, a person proved it absent, or it failed): a workflow cannot run a
+ * compensation again by naming a later generation.
+ *
+ * @throws {@link CheckpointError} NOTHING_TO_COMPENSATE (`reason: 'compensated'`) when the previous
+ *   generation's stored outcome is a success; INVALID_ARGUMENT (`field: 'compensationGeneration'`)
+ *   when the previous generation has no checkpoint; the store's codes.
+ */
+async function assertPreviousGenerationFailed(deps: FencedToolDeps, original: PreparedCall, binding: Binding, generation: number): Promise<void> {
+  const previous = await deps.store.getByCall(binding.namespace, compensationBindingCallId(binding.callId, generation - 1));
+  const name = `${original.tool.name} call ${JSON.stringify(original.input.callId)}`;
+  if (previous === null) {
+    throw new CheckpointError('INVALID_ARGUMENT', `${name}: compensation generation ${generation} needs generation ${generation - 1} first, which has no checkpoint; nothing ran`, {
+      field: 'compensationGeneration',
+    });
+  }
+  if ((previous.result?.payload as ToolOutcome | undefined)?.ok === true) {
+    throw new CheckpointError('NOTHING_TO_COMPENSATE', `${name} was compensated by generation ${generation - 1}; nothing ran`, {
+      callId: original.input.callId,
+      toolName: original.tool.name,
+      status: previous.status,
+      reason: 'compensated',
+    });
+  }
+}
+
 function appliedOutcome(original: PreparedCall, record: CheckpointRecord | null): Extract<ToolOutcome, { ok: true }> {
   const name = `${original.tool.name} call ${JSON.stringify(original.input.callId)}`;
   const refuse = (status: string, reason: string): CheckpointError =>
