@@ -92,7 +92,7 @@ export function signApprovalGrant(call: GrantedCall, grant: { readonly approver:
  * @throws {@link CheckpointError} APPROVAL_REQUIRED (details `reason: 'malformed'`) when it is not a grant
  *   (claims not in RFC 8785 form, or living longer than {@link MAX_GRANT_TTL_MS}, included).
  */
-export function readApprovalGrant(grant: unknown): { readonly keyId: string; readonly claims: GrantClaims } {
+export function readApprovalGrant(grant: unknown): { readonly keyId: string; readonly alg: GrantHeader['alg']; readonly claims: GrantClaims } {
   const parts = typeof grant === 'string' && grant.length <= MAX_GRANT_LENGTH ? grant.split('.') : [];
   const header = parts.length === 3 ? decodeJson(parts[0]!) : undefined;
   const claims = parts.length === 3 ? decodeJson(parts[1]!) : undefined;
@@ -110,7 +110,7 @@ export function readApprovalGrant(grant: unknown): { readonly keyId: string; rea
   if (!(ttl > 0 && ttl <= MAX_GRANT_TTL_MS)) {
     throw refusal('APPROVAL_REQUIRED', 'malformed', `the approval grant must expire after it was issued and within ${MAX_GRANT_TTL_MS / 3_600_000} hours of it`);
   }
-  return { keyId: h.kid, claims: c };
+  return { keyId: h.kid, alg: h.alg, claims: c };
 }
 
 /**
@@ -126,9 +126,8 @@ export function readApprovalGrant(grant: unknown): { readonly keyId: string; rea
  *   APPROVAL_EXPIRED at or after `expiresAt`.
  */
 export function verifyApprovalGrant(grant: unknown, call: GrantedCall, keys: readonly GrantVerificationKey[], nowMs: number): VerifiedGrant {
-  const { keyId, claims } = readApprovalGrant(grant);
-  const [head, , sig] = (grant as string).split('.') as [string, string, string];
-  const alg = (decodeJson(head) as GrantHeader).alg;
+  const { keyId, alg, claims } = readApprovalGrant(grant);
+  const [head, claimsPart, sig] = (grant as string).split('.') as [string, string, string];
   const key = keys.find((k) => k.keyId === keyId && ('hmacSecret' in k ? alg === 'HS256' : alg === 'EdDSA'));
   if (key === undefined)
     throw refusal('APPROVAL_REQUIRED', 'unknown-key', `the approval grant is signed with key ${JSON.stringify(keyId)} (${alg}), which this worker does not hold`, call.callId);
@@ -145,7 +144,7 @@ export function verifyApprovalGrant(grant: unknown, call: GrantedCall, keys: rea
       );
     }
   }
-  const input = signingInput((grant as string).slice(0, (grant as string).lastIndexOf('.')), call.intentDigest);
+  const input = signingInput(`${head}.${claimsPart}`, call.intentDigest);
   const signature = Buffer.from(sig, 'base64url');
   const valid = 'hmacSecret' in key ? equalBytes(signature, hmac(key.hmacSecret, input)) : verify(null, input, key.ed25519PublicKey, signature);
   if (!valid) {

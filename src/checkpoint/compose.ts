@@ -57,6 +57,17 @@ export function completeAndDeliver(
 }
 
 /**
+ * A record created already delivered with `result` (claimed, completed and delivered at `at`): what
+ * the fence writes whole to say something about another call (an adoption record, a grant's use).
+ *
+ * @throws {@link CheckpointError} as {@link createClaimed} and {@link completeAndDeliver}.
+ */
+export function createDelivered(binding: Binding, args: { attemptId: string; deliveryId: string; at: string; result: unknown }): CheckpointRecord {
+  const { attemptId, at } = args;
+  return completeAndDeliver(createClaimed(binding, { attemptId, at, deadlineAt: at }), args).next;
+}
+
+/**
  * completed → delivering → delivered in one write (a stored result delivered again), or, from
  * `delivering` (a delivery that may have been accepted: Temporal records at most one completion
  * per activity, docs/protocol.md#the-fenced-attempt), delivering → completed → delivering →

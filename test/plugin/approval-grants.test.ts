@@ -52,12 +52,13 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
    * Runs the grant workflow on a fresh worker (no workflow cache). `approve` turns the request the
    * workflow shows into the grant sent (null: the workflow forges its own).
    */
-  async function runGranted(workflowId: string, approve: ((shown: FencedCallDescription) => string) | null) {
-    const ledger = join(dir, `${workflowId}.jsonl`);
+  /** A fresh worker on task queue `taskQueue` (no workflow cache: the header must come from workflow state), counting charges. */
+  async function chargingWorker(taskQueue: string) {
+    const ledger = join(dir, `${taskQueue}.jsonl`);
     let calls = 0;
     const worker = await Worker.create({
       connection: env.nativeConnection,
-      taskQueue: workflowId,
+      taskQueue,
       workflowsPath: require.resolve('./approval-workflows'),
       maxCachedWorkflows: 0,
       activities: {
@@ -68,6 +69,12 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
       },
       plugins: [plugin()],
     });
+    return { worker, calls: () => calls, effects: () => readLedger(ledger) };
+  }
+
+  /** Runs the grant workflow; `approve` turns the description the workflow shows into the grant sent (null: the workflow forges its own). */
+  async function runGranted(workflowId: string, approve: ((shown: FencedCallDescription) => string) | null) {
+    const { worker, calls, effects } = await chargingWorker(workflowId);
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(grantedCheckoutWorkflow, { workflowId, taskQueue: workflowId, args: ['cus_7', 9_900, 'refund-approval', approve === null] });
       if (approve !== null) {
@@ -85,7 +92,7 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
       const payload = e.activityTaskScheduledEventAttributes?.header?.fields?.[CALL_HEADER];
       return payload ? [defaultPayloadConverter.fromPayload(payload) as Record<string, unknown>] : [];
     });
-    return { result, calls, effects: readLedger(ledger), headers };
+    return { result, calls: calls(), effects: effects(), headers };
   }
 
   /** What an approve path does: signs the description as shown (the digest recomputed from its arguments). */
@@ -129,20 +136,7 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
   });
 
   it('refuses a call approved only by a digest (withApprovedIntent) on a worker that holds grant keys: APPROVAL_REQUIRED, nothing runs', async () => {
-    const ledger = join(dir, 'grant-digest-only.jsonl');
-    let calls = 0;
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: 'grant-digest-only',
-      workflowsPath: require.resolve('./approval-workflows'),
-      activities: {
-        chargeCard: async (customer: string, amountCents: number) => {
-          calls += 1;
-          return paymentActivities(ledger).chargeCard(customer, amountCents);
-        },
-      },
-      plugins: [plugin()],
-    });
+    const { worker, calls, effects } = await chargingWorker('grant-digest-only');
     const result = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(approvedCheckoutWorkflow, { workflowId: 'grant-digest-only', taskQueue: 'grant-digest-only', args: ['cus_8', 500] });
       let shown: FencedCallDescription | null = null;
@@ -153,7 +147,7 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
       await handle.executeUpdate(approveChargeUpdate, { args: [{ intentDigest: shown.intentDigest }] });
       return handle.result();
     });
-    expect([result.failureType, calls, readLedger(ledger).length]).toEqual(['APPROVAL_REQUIRED', 0, 0]);
+    expect([result.failureType, calls(), effects().length]).toEqual(['APPROVAL_REQUIRED', 0, 0]);
   });
 
   it('replays the granted run with the plugin without nondeterminism', async () => {

@@ -10,7 +10,7 @@
 import { verifyApprovalGrant, type VerifiedGrant, type GrantVerificationKey } from '../../checkpoint/approval-grant';
 import { canonicalJson } from '../../checkpoint/canonical-json';
 import { sha256Hex } from '../../checkpoint/digest';
-import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
+import { createDelivered } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { CheckpointRecord, JsonValue } from '../../checkpoint/types';
 import type { CheckpointStore, CreateOptions } from '../../stores/checkpoint-store';
@@ -18,9 +18,10 @@ import { assertApprovedIntent, assertCallApproved } from './approval-checks';
 import type { ResolvedPins } from './pins';
 import type { PreparedCall } from './prepare-call';
 
-/** The `toolRevision` of a grant-use record: it names the call a grant was used by, never a tool run. */
-export const GRANT_USE_REVISION = 'ttc/grant-use/1';
-/** The tag of a grant-use record's call id (see {@link grantUseCallId}); `../../checkpoint/binding-label` names it. */
+/**
+ * The tag of a grant-use record: its `toolRevision` (it names the call a grant was used by, never a
+ * tool run) and the first element of its call id ({@link grantUseCallId}; `../../checkpoint/binding-label` names it).
+ */
 const GRANT_USE_TAG = 'ttc/grant-use/1';
 
 /** What the check needs of the worker: its grant keys (none: unsigned mode), store and clock. */
@@ -68,12 +69,12 @@ export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | unde
     return null;
   }
   assertApprovedIntent(call);
-  return checkApprovalGrant(check, pins, call, namespace);
+  return checkApprovalGrant(check.keys, check, pins, call, namespace);
 }
 
 /**
- * Verifies `call`'s grant and records its use, or does nothing in unsigned mode (no keys) and for
- * a call of a tool that needs no approval and carries no grant.
+ * Verifies `call`'s grant with `keys` and records its use, or does nothing for a call of a tool
+ * that needs no approval and carries no grant.
  *
  * @param namespace the Temporal namespace of the workflow (the activity's, never the input's).
  * @returns the verified claims, or null when nothing was checked.
@@ -81,8 +82,13 @@ export async function authorizeCall(check: GrantCheck, pins: ResolvedPins | unde
  *   `requireApproval` call carries no grant; the codes of `verifyApprovalGrant`; APPROVAL_REQUIRED
  *   (`reason: 'grant-used'`) when the grant was used by another call; the store's codes.
  */
-export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins | undefined, call: PreparedCall, namespace: string): Promise<VerifiedGrant | null> {
-  if (check.keys === undefined) return null;
+async function checkApprovalGrant(
+  keys: readonly GrantVerificationKey[],
+  check: GrantCheck,
+  pins: ResolvedPins | undefined,
+  call: PreparedCall,
+  namespace: string,
+): Promise<VerifiedGrant | null> {
   const grant = call.input.approvalGrant;
   if (grant === undefined) {
     if (pins === undefined || !pins.requireApproval.has(call.tool.name)) return null;
@@ -94,10 +100,10 @@ export async function checkApprovalGrant(check: GrantCheck, pins: ResolvedPins |
   }
   const now = (check.clock ?? (() => new Date()))();
   const granted = { namespace, tenant: call.input.tenant, workflowId: call.workflowId, runChainId: call.runChainId, callId: call.input.callId, toolName: call.tool.name };
-  const claims = verifyApprovalGrant(grant, { ...granted, intentDigest: call.intentDigest }, check.keys, now.getTime());
+  const claims = verifyApprovalGrant(grant, { ...granted, intentDigest: call.intentDigest }, keys, now.getTime());
   const written = await check.store.createIfAbsent(grantUseRecord(call, claims, now.toISOString()), grantUseKey(call, claims));
   const usedBy = grantUser(written.record);
-  // Used before by this call: its checkpoint decides, as for any retry (the stored result, or the claim reconciled).
+  // Used before by this very call (a retry): its checkpoint decides, as for any retry.
   if (usedBy !== call.binding.callId) {
     throw new CheckpointError('APPROVAL_REQUIRED', `the approval grant ${claims.grantId} was already used by another call (${usedBy ?? 'unknown'}); nothing ran`, {
       callId: call.input.callId,
@@ -125,14 +131,13 @@ export function grantUseRecord(call: PreparedCall, claims: VerifiedGrant, at: st
     namespace: call.binding.namespace,
     callId: grantUseCallId(call.runChainId, call.workflowId, claims.grantId),
     toolName: call.tool.name,
-    toolRevision: GRANT_USE_REVISION,
+    toolRevision: GRANT_USE_TAG,
     inputFingerprint: call.binding.inputFingerprint,
   };
   const result: JsonValue = {
     grantUse: { usedBy: call.binding.callId, grantId: claims.grantId, approver: claims.approver, keyId: claims.keyId, issuedAt: claims.issuedAt, expiresAt: claims.expiresAt },
   };
-  const claimed = createClaimed(binding, { attemptId: call.attemptId, at, deadlineAt: at });
-  return completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }).next;
+  return createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result });
 }
 
 /** The binding call id of the record of grant `grantId`'s use in a run chain. */
@@ -142,7 +147,7 @@ export function grantUseCallId(runChainId: string, workflowId: string, grantId: 
 
 /** The binding call id of the call a grant-use record names, else null. */
 export function grantUser(record: CheckpointRecord): string | null {
-  if (record.binding.toolRevision !== GRANT_USE_REVISION) return null;
+  if (record.binding.toolRevision !== GRANT_USE_TAG) return null;
   const use = (record.result?.payload as { grantUse?: { usedBy?: unknown } } | null | undefined)?.grantUse;
   return typeof use?.usedBy === 'string' ? use.usedBy : null;
 }

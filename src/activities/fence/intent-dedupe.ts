@@ -8,7 +8,7 @@
  */
 import { parseCallBindingId, type CallIdentity } from '../../checkpoint/call-identity';
 import { canonicalJson } from '../../checkpoint/canonical-json';
-import { completeAndDeliver, createClaimed } from '../../checkpoint/compose';
+import { createDelivered } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import { idempotencyKey, sha256Hex } from '../../checkpoint/digest';
 import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
@@ -119,8 +119,7 @@ export function adoptionRecord(call: AdoptableCall, holder: CheckpointRecord, at
     error: { type: 'ADOPTED', message: `this call means the same action as call ${holder.binding.callId}, whose checkpoint answers it` },
     adoptedFrom: holder.binding.callId,
   };
-  const claimed = createClaimed(binding, { attemptId: call.attemptId, at, deadlineAt: at });
-  return completeAndDeliver(claimed, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }).next;
+  return createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result });
 }
 
 /** The binding call id of the call `record` says its call adopted (an {@link adoptionRecord}), else null. */
