@@ -11,6 +11,7 @@
  * exits 1.
  */
 import type { Command } from 'commander';
+import { findNamedCall } from '../checkpoint/run-scope';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { CheckpointError } from '../checkpoint/errors';
 import { DecisionRefusedError, resolutionNextStep, resolveCall } from '../operator/run-decisions';
@@ -58,7 +59,7 @@ export function registerResolve(program: Command): void {
               }
             : { callId, pauseId, by, resolution: opts.absent ? 'absent' : 'abandon', reason: opts.reason };
         await withRun(workflowId, opts.tenant, async (handle, status) => {
-          if (status.phase !== 'paused' || status.paused?.callId !== callId) {
+          if (status.phase !== 'paused' || status.paused === null || findNamedCall([status.paused], callId) === undefined) {
             throw new CheckpointError(
               'INVALID_ARGUMENT',
               `run ${workflowId} is ${status.phase}${status.paused ? `, paused on ${status.paused.callId}` : ''}; call ${callId} is not waiting for a resolution`,

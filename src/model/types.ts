@@ -49,18 +49,38 @@ export type LoggedMessage =
   | { readonly role: 'tool'; readonly callId: string; readonly toolName: string; readonly contentRef: OutputRef; readonly isError: boolean };
 
 /**
- * The conversation by reference: the first `logged` messages are already in the run
- * chain's conversation log in the side store; `append` are the messages after them (the last
- * assistant turn and its tool results, usually), which the activity writes to the log at
- * `logged`, `logged + 1`, … (idempotently: an equal entry is kept, a different one is
- * CONVERSATION_CONFLICT) before it reads the whole conversation back for the model.
+ * The conversation by reference: the first `logged` messages are already in the side store;
+ * `append` are the messages after them (the last assistant turn and its tool results, usually),
+ * which the activity writes at `logged`, `logged + 1`, … (idempotently: an equal entry is kept,
+ * a different one is CONVERSATION_CONFLICT) before it reads the whole conversation back for the
+ * model. Without `segments` every message is in the run chain's log (runs started before patch
+ * `ttc-conversation-branches`); with them, the log forks per run (see {@link ConversationSegment})
+ * and the activity writes `append` to the log of the run it runs for.
  */
 export interface ConversationRef {
-  /** The run chain (`workflowInfo().firstExecutionRunId`); with the tenant and workflow id it names the log. */
+  /** The run chain (`workflowInfo().firstExecutionRunId`); with the tenant and workflow id it names the logs. */
   readonly runChainId: string;
-  /** How many messages the log already holds for this run chain (≥ 0). */
+  /** How many messages the conversation already holds in the side store (≥ 0). */
   readonly logged: number;
   readonly append: readonly LoggedMessage[];
+  /**
+   * Where the `logged` messages are: segment i holds messages [`until` of segment i − 1 (0 for
+   * the first), `until`) in the log of run `runId`. `until` increases and the last one equals
+   * `logged` (none when `logged` is 0). Absent: all in the run chain's log.
+   */
+  readonly segments?: readonly ConversationSegment[];
+}
+
+/**
+ * Messages of a conversation that one run of the chain wrote to its own log (the log forks per
+ * run, so a run reset to an earlier workflow task never writes over what the discarded branch
+ * wrote): they end before index `until` and start where the previous segment ends.
+ */
+export interface ConversationSegment {
+  /** The run (`workflowInfo().runId`) whose log holds them. */
+  readonly runId: string;
+  /** Index after the segment's last message (> the previous segment's `until`). */
+  readonly until: number;
 }
 
 /** Input of one model turn (the `runModelTurn` activity). */
@@ -78,7 +98,10 @@ export interface ModelTurnInput {
    * one of `messages` and `conversation` is given.
    */
   readonly messages?: readonly ConversationMessage[];
-  /** The conversation by reference, read from the side store by the activity. */
+  /**
+   * The conversation by reference, read from the side store by the activity (which writes
+   * `append` to the log of its own run when `segments` are given, else to the run chain's log).
+   */
   readonly conversation?: ConversationRef;
   /** Names of the tools the model may call. */
   readonly tools: readonly string[];
@@ -116,6 +139,14 @@ export interface ModelTurnResult {
    * (never run, not answered in the conversation). Absent when none. @default 0
    */
   readonly droppedToolCalls?: number;
+  /**
+   * Set by the model-turn activity (never by an adapter) for a conversation by reference with
+   * `segments`: the run (its activity context's `workflowExecution.runId`) to whose log it wrote
+   * `conversation.append`. The workflow attributes those messages to it: a run reset to an
+   * earlier workflow task replays the turns the discarded run took, whose messages are in that
+   * run's log, not its own.
+   */
+  readonly conversationRunId?: string;
 }
 
 /** Why a model turn ended, across providers (see {@link ModelTurnResult.stopReason}). */

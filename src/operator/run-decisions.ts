@@ -9,6 +9,7 @@
  * @see docs/protocol.md#agent-workflow, src/workflows/agent/messages.ts for the updates and their refusals.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { findNamedCall } from '../checkpoint/run-scope';
 import { CheckpointError } from '../checkpoint/errors';
 import { approveCallUpdate, MESSAGE_ERROR_TYPES, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery, type MessageErrorType } from '../workflows/agent/messages';
 import type {
@@ -89,14 +90,14 @@ export async function readRunStatus(handle: WorkflowHandle, namespace: string): 
  */
 export async function readWaitingCall(handle: WorkflowHandle, namespace: string, callId: string, waitingFor: 'awaiting-approval' | 'paused'): Promise<WaitingCall> {
   const status = await readRunStatus(handle, namespace);
-  const call = status.pendingCalls.find((c) => c.callId === callId);
+  const call = findNamedCall(status.pendingCalls, callId);
   if (call === undefined || call.status !== waitingFor) {
     const type = waitingFor === 'paused' ? MESSAGE_ERROR_TYPES.CALL_NOT_PAUSED : MESSAGE_ERROR_TYPES.CALL_NOT_AWAITING_APPROVAL;
     const actual =
       call !== undefined
         ? `is ${call.status}`
-        : status.calls.some((c) => c.callId === callId)
-          ? `is ${status.calls.find((c) => c.callId === callId)!.status}`
+        : findNamedCall(status.calls, callId) !== undefined
+          ? `is ${findNamedCall(status.calls, callId)!.status}`
           : 'is not a call of this run';
     throw new DecisionRefusedError(type, handle.workflowId, callId, `the run is ${status.phase} and call ${callId} ${actual}, not ${waitingFor}; nothing was sent`);
   }

@@ -138,6 +138,7 @@ export class ToolFenceInboundInterceptor implements ActivityInboundCallsIntercep
         toolName: info.activityType,
         input: { args: asSent(input.args) },
         ...approval,
+        ...(identity.occurrence === undefined ? {} : { occurrences: { scope: identity.occurrence.scope, from: identity.occurrence.index } }),
       };
       const tool = withExecute(activity, input, next);
       const deps: FencedToolDeps = { ...this.deps, tools: new Map([[tool.name, tool]]), transientRetry: ONE_CALL, executeIsUserActivity: true };

@@ -8,10 +8,12 @@
  * OLD CALL'S STORED RESULT: the workflow received a charge of 100 as the result of its charge of
  * 200 (or a charge as the result of its refund), and the new effect was never applied.
  *
- * The rule now: a stored result is delivered to a call only when it was made for the same tool
- * and the same input (any revision); another call at the same call id fails closed with a
- * non-retryable BINDING_CONFLICT, and nothing runs. (Giving a reset run's calls their own
- * identity, so they run, is a follow-up.)
+ * The rule now (docs/protocol.md#resets): a run other than the chain's first addresses its calls
+ * as `act-<seq>@<runId>`, so a reset run's call never lands on a discarded call's checkpoint; a
+ * call that is the same action (activity type and arguments, and how many such calls the run made
+ * before) as one the discarded branch applied is answered from that call's checkpoint through the
+ * occurrence of its action; any other call runs as a call of its own. A stored result is delivered
+ * to a call at the same call id only when it was made for the same tool and input.
  *
  * Real dev server, real SQLite store.
  */
@@ -28,15 +30,6 @@ import { actionSignal, amountSignal, chargeOrRefund, chargeSignalledAmount, type
 
 installQuietTemporalRuntime('ERROR');
 jest.setTimeout(120_000);
-
-/** The `type` of every ApplicationFailure in an error's cause chain. */
-function causeTypes(error: unknown): string[] {
-  const types: string[] = [];
-  for (let e = error as { type?: unknown; cause?: unknown } | undefined; e !== undefined && e !== null; e = e.cause as typeof e) {
-    if (typeof e.type === 'string') types.push(e.type);
-  }
-  return types;
-}
 
 interface Entry {
   kind: string;
@@ -157,21 +150,29 @@ describe('plugin identity under workflow reset', () => {
     return { ...outcome, ledger: readLedger(ledger) };
   }
 
-  it('a reset run that charges ANOTHER amount never gets the old charge: BINDING_CONFLICT, nothing run', async () => {
+  it('a reset run that charges ANOTHER amount runs it under its own identity, never receiving the old charge', async () => {
     const { first, second, ledger } = await runThenReset('amount', chargeSignalledAmount, amountSignal, 100, 200);
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
-    // The reset run asked for a charge of 200: never answered with the 100 charge; refused, nothing run.
-    expect(second.value).toBeUndefined();
-    expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
-    expect(ledger.map((e) => e.amountCents)).toEqual([100]);
+    // The reset run asked for a charge of 200: a new call, applied once; the 100 charge is never its answer.
+    expect(second.failure).toBeUndefined();
+    expect(second.value).toEqual({ chargeId: 'charge-2', amountCents: 200 });
+    expect(ledger.map((e) => e.amountCents)).toEqual([100, 200]);
+    expect(new Set(ledger.map((e) => e.key)).size).toBe(2);
   });
 
-  it('a reset run that REFUNDS instead of charging never receives the old charge as its refund result: BINDING_CONFLICT, nothing run', async () => {
+  it('a reset run that REFUNDS instead of charging runs the refund under its own identity, never receiving the charge', async () => {
     const { first, second, ledger } = await runThenReset('kind', chargeOrRefund, actionSignal, 'charge', 'refund');
     expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
-    // refundCard never receives the charge as its result; refused, nothing run.
-    expect(second.value).toBeUndefined();
-    expect(causeTypes(second.failure)).toContain('BINDING_CONFLICT');
-    expect(ledger.map((e) => e.kind)).toEqual(['charge']);
+    expect(second.failure).toBeUndefined();
+    expect(second.value).toEqual({ refundId: 'refund-2', amountCents: 100 });
+    expect(ledger.map((e) => e.kind)).toEqual(['charge', 'refund']);
+  });
+
+  it('a reset run that charges the SAME amount again is answered from the discarded call: one charge', async () => {
+    const { first, second, ledger } = await runThenReset('same', chargeSignalledAmount, amountSignal, 100, 100);
+    expect(first).toEqual({ chargeId: 'charge-1', amountCents: 100 });
+    expect(second.failure).toBeUndefined();
+    expect(second.value).toEqual({ chargeId: 'charge-1', amountCents: 100 });
+    expect(ledger.map((e) => e.amountCents)).toEqual([100]);
   });
 });

@@ -22,6 +22,8 @@ function cli(...args: string[]): Promise<CliOutput> {
   return runCli(args, { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}` });
 }
 const withRun = harness.withRun.bind(harness);
+/** A call id without the run it was addressed in (`t1@<runId>` → `t1`). */
+const withoutRun = (callId: string) => callId.replace(/@[0-9a-f-]{36}$/, '');
 
 describe('agentWorkflow: continue-as-new', () => {
   const turns = (n: number) => [...Array.from({ length: n }, (_, i) => toolTurn(`turn ${i}`, call(`t${i}`, 'lookup', { i }))), endTurn('all done')];
@@ -35,7 +37,10 @@ describe('agentWorkflow: continue-as-new', () => {
     expect(result.turns).toBe(9);
     expect(result.continued!.continuations).toBeGreaterThanOrEqual(2);
     // Every call ran once; this run's calls plus the counted earlier ones are all eight.
-    expect(tools.runs.map((r) => r.callId)).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    expect(tools.runs.map((r) => withoutRun(r.callId))).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    // The chain's first run keeps the model's ids; every later run addresses its calls by run (`<id>@<runId>`).
+    expect(tools.runs[0]!.callId).toBe('t0');
+    expect(tools.runs.at(-1)!.callId).toMatch(/^t7@[0-9a-f-]{36}$/);
     expect(result.calls.length + result.continued!.earlierCalls.ran).toBe(8);
     expect(status.budget.toolCallsUsed).toBe(8);
     expect(status.continuations).toBe(result.continued!.continuations);
@@ -66,7 +71,7 @@ describe('agentWorkflow: continue-as-new', () => {
     const result = await withRun(activitiesOf(model, tools), input, (handle) => handle.result());
     expect(result.status).toBe('completed');
     expect(result.continued!.continuations).toBeGreaterThanOrEqual(2);
-    expect(tools.runs.map((r) => [r.callId, r.input])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [i === 0 ? 'ollama_0' : `ollama_0_t${i}`, { i }]));
+    expect(tools.runs.map((r) => [withoutRun(r.callId), r.input])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [i === 0 ? 'ollama_0' : `ollama_0_t${i}`, { i }]));
   });
 
   it('the budget counts across runs: maxToolCalls stops the chain at the same call it would stop one run', async () => {
@@ -83,7 +88,7 @@ describe('agentWorkflow: continue-as-new', () => {
   it('approve, show and resolve keep working on a run that continued as new', async () => {
     const model = scriptedModel([...turns(5).slice(0, 5), toolTurn('refund', call('r1', 'refund', { amount: 3 })), toolTurn('email', call('e1', 'send_email')), endTurn('done')]);
     const tools = fakeTools(async (input) => {
-      if (input.callId === 'e1') throw outcomeUnknown();
+      if (withoutRun(input.callId) === 'e1') throw outcomeUnknown();
       return undefined;
     });
     const input = baseInput({
@@ -98,18 +103,19 @@ describe('agentWorkflow: continue-as-new', () => {
       const pending = waiting.pendingCalls[0]!;
       await handle.executeUpdate(approveCallUpdate, { args: [{ callId: 'r1', intentDigest: pending.intentDigest!, stateVersion: waiting.stateVersion }] });
       const paused = await waitForStatus(handle, (s) => s.phase === 'paused');
-      expect(paused.paused?.callId).toBe('e1');
+      // A continued run addresses its calls by run (`e1@<runId>`); the model's id still names the call.
+      expect(paused.paused?.callId).toMatch(/^e1@[0-9a-f-]{36}$/);
       // The command line addresses the workflow id, whichever run of the chain is current.
       const shown = await cli('show', handle.workflowId);
       expect(shown.stderr).toBe('');
       expect(shown.stdout).toMatch(/continued as new [1-9]\d* times/);
-      expect(shown.stdout).toContain(`paused on e1 (send_email revision not reported, key not reported); pause ${paused.paused!.pauseId} `);
+      expect(shown.stdout).toContain(`paused on ${paused.paused!.callId} (send_email revision not reported, key not reported); pause ${paused.paused!.pauseId} `);
       const resolved = await cli('resolve', handle.workflowId, 'e1', '--applied', '{"messageId":"m-9"}', '--reason', 'in the outbox', '--pause', paused.paused!.pauseId);
       expect([resolved.code, resolved.stderr]).toEqual([0, '']);
       return handle.result();
     });
     expect(result.status).toBe('completed');
-    expect(tools.runs.map((r) => r.callId)).toEqual(['t0', 't1', 't2', 't3', 't4', 'r1', 'e1']);
+    expect(tools.runs.map((r) => withoutRun(r.callId))).toEqual(['t0', 't1', 't2', 't3', 't4', 'r1', 'e1']);
     // r1 was approved and ran once, e1 resolved applied; all seven counted across the chain (each run's result lists its own calls).
     const ran = result.calls.filter((c) => c.status === 'completed' || c.status === 'resolved-applied').length;
     expect(ran + result.continued!.earlierCalls.ran).toBe(7);

@@ -1,9 +1,14 @@
 /**
- * The run chain's conversation log (claim check): where an agent run's conversation and
- * its large tool outputs live in the side store instead of in workflow history. One log per run
- * chain, named by {@link conversationLogId}; messages at `m/<index>` (9 digits), tool outputs at
- * `r/<callId>`. Activities name the log from their own context (namespace, workflow id) plus the
- * input's tenant and run chain, so a workflow can never name another run's log.
+ * The conversation logs of a run chain (claim check): where an agent run's conversation and
+ * its large tool outputs live in the side store instead of in workflow history. The log forks
+ * per run: each run of the chain writes its messages to its own log (the chain's first run to the
+ * chain's log), and reads the earlier ones from the logs of the runs that wrote them, so a run
+ * reset to an earlier workflow task writes its new answers beside the discarded branch's, never
+ * over them (see `ConversationRef.segments`). Logs are named by {@link conversationLogId};
+ * messages at `m/<index>` (9 digits), tool outputs at `r/<callId>` in the chain's log.
+ * Activities name the logs from their own context (namespace, workflow id, run id) plus the
+ * input's tenant and run chain, so a workflow can never name another workflow's log, nor write to
+ * another run's.
  *
  * Node side (node:crypto through the digest module); workflow code imports only `../contract/contract`.
  */
@@ -16,12 +21,17 @@ import type { JsonValue } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import type { DeliveredOutcome, OutputRef, ToolOutcome } from '../contract/contract';
 
-/** The parts that name a log: the Temporal namespace and workflow id (from the activity context), the tenant and the run chain (`firstExecutionRunId`). */
+/**
+ * The parts that name a log: the Temporal namespace and workflow id (from the activity context),
+ * the tenant, the run chain (`firstExecutionRunId`) and the run of the chain whose log it is
+ * (`runId`; absent or equal to `runChainId`: the chain's own log).
+ */
 export interface ConversationLogParts {
   readonly namespace: string;
   readonly tenant: string;
   readonly workflowId: string;
   readonly runChainId: string;
+  readonly runId?: string;
 }
 
 /** Digits of a message index in its key (`m/000000012`): room for a billion messages, and keys sort in index order. */
@@ -31,38 +41,53 @@ export const MESSAGE_INDEX_DIGITS = 9;
 const REF_BOUNDS = { maxDepth: LIMITS.maxDepth + 8, maxValues: 1_000_000 } as const;
 
 /**
- * The log id of a run chain: lowercase hex SHA-256 of the RFC 8785 canonical JSON of
- * `['ttc/conversation-log/1', namespace, tenant, workflowId, runChainId]`. Stable across
+ * The log id of a run chain, or of one run of it: lowercase hex SHA-256 of the RFC 8785
+ * canonical JSON of `['ttc/conversation-log/1', namespace, tenant, workflowId, runChainId]` (the
+ * chain's log, also the log of its first run: `runId` absent or equal to `runChainId`), else of
+ * `['ttc/conversation-log/1', namespace, tenant, workflowId, runChainId, runId]`. Stable across
  * processes and releases; 64 characters.
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT naming the part that is missing or not a non-empty string.
  */
 export function conversationLogId(parts: ConversationLogParts): string {
-  for (const field of ['namespace', 'tenant', 'workflowId', 'runChainId'] as const) {
+  for (const field of ['namespace', 'tenant', 'workflowId', 'runChainId', 'runId'] as const) {
     const value = parts?.[field];
+    if (field === 'runId' && value === undefined) continue;
     if (typeof value !== 'string' || value.length === 0)
       throw new CheckpointError('INVALID_ARGUMENT', `conversation log: ${field} is required and must be a non-empty string`, { field });
   }
-  return sha256Hex(canonicalJson(['ttc/conversation-log/1', parts.namespace, parts.tenant, parts.workflowId, parts.runChainId]));
+  const chain = ['ttc/conversation-log/1', parts.namespace, parts.tenant, parts.workflowId, parts.runChainId];
+  return sha256Hex(canonicalJson(parts.runId === undefined || parts.runId === parts.runChainId ? chain : [...chain, parts.runId]));
 }
 
-/** Where the activity runs, when it runs outside an activity context (unit tests): the namespace and workflow id the log is named with. */
+/** Where the activity runs, when it runs outside an activity context (unit tests): the namespace and workflow id the logs are named with. */
 export interface ExplicitLogScope {
   readonly namespace: string;
   readonly workflowId: string;
-  /** The run chain when the input names none. */
+  /** The run the activity runs for (an activity context's `workflowExecution.runId`): the run chain when the input names none; @default the run chain */
   readonly runId?: string;
 }
 
+/** The logs an activity of one run uses (see {@link activityConversationLogs}): 64-character log ids. */
+export interface RunConversationLogs {
+  /** The run chain's log: tool outputs by reference, and every message of a conversation given without segments. */
+  readonly chain: string;
+  /** The run the activity runs for; a model turn writes its messages to that run's log. */
+  readonly runId: string;
+  /** The log of run `runId` of the chain (the chain's log for its first run). @throws {@link CheckpointError} INVALID_ARGUMENT for an empty run id. */
+  logOf(runId: string): string;
+}
+
 /**
- * The log id for an activity of the current workflow: namespace and workflow id from the
- * activity context (`workflowNamespace`, `workflowExecution.workflowId`), so the input cannot
- * name another workflow's log; `runChainId` defaults to the context's run id, as a tool call's
- * binding does. Outside an activity context (unit tests) `outside` supplies them.
+ * The logs for an activity of the current workflow: namespace, workflow id and run id from the
+ * activity context (`workflowNamespace`, `workflowExecution`), so the input cannot name another
+ * workflow's log nor make the activity write to another run's; `runChainId` defaults to the
+ * context's run id, as a tool call's binding does. Outside an activity context (unit tests)
+ * `outside` supplies them.
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT outside a workflow's activity without `outside`, or for a missing part.
  */
-export function activityConversationLogId(tenant: string, runChainId: string | undefined, outside?: ExplicitLogScope): string {
+export function activityConversationLogs(tenant: string, runChainId: string | undefined, outside?: ExplicitLogScope): RunConversationLogs {
   let scope: ExplicitLogScope | undefined;
   try {
     const info = Context.current().info;
@@ -77,7 +102,9 @@ export function activityConversationLogId(tenant: string, runChainId: string | u
       'the conversation log is named from the activity context: run inside a workflow activity (or give the scope explicitly in tests)',
       { field: 'workflowId' },
     );
-  return conversationLogId({ namespace: scope.namespace, tenant, workflowId: scope.workflowId, runChainId: runChainId ?? scope.runId ?? '' });
+  const chainParts = { namespace: scope.namespace, tenant, workflowId: scope.workflowId, runChainId: runChainId ?? scope.runId ?? '' };
+  const logOf = (runId: string): string => conversationLogId({ ...chainParts, runId });
+  return { chain: conversationLogId(chainParts), runId: scope.runId ?? chainParts.runChainId, logOf };
 }
 
 /** The key of message `index` (0-based): `m/` + the index zero-padded to 9 digits. @throws {@link CheckpointError} INVALID_ARGUMENT unless 0 ≤ index < 10⁹. */

@@ -7,7 +7,7 @@ import { CheckpointError } from '../../checkpoint/errors';
 import type { ModelAdapter } from '../../model/model-adapter';
 import type { ModelTurnInput, ModelTurnResult } from '../../model/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
-import { activityConversationLogId, type ExplicitLogScope } from './conversation-log';
+import { activityConversationLogs, type ExplicitLogScope } from './conversation-log';
 import { toApplicationFailure } from '../fence/failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from '../fence/pins';
 import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
@@ -40,7 +40,7 @@ export interface ModelActivitiesOptions {
    */
   readonly conversationCacheBytes?: number;
   /**
-   * Tests only: the namespace and workflow id a conversation log is named with when
+   * Tests only: the namespace, workflow id and run id conversation logs are named with when
    * `runModelTurn` is called outside an activity context. Inside one, the context's are used.
    */
   readonly outsideActivity?: ExplicitLogScope;
@@ -74,11 +74,13 @@ function activityContext(): Context | undefined {
  *   (`CancelledFailure`, the signal's reason) passes through; anything else is `UNEXPECTED`.
  * - exactly one of `input.messages` and `input.conversation` must be given → else non-retryable
  *   INVALID_ARGUMENT (`details.field` `conversation`); the model is not called;
- * - `input.conversation` (claim check): the activity writes `append` to the run chain's
- *   conversation log, reads the whole conversation back and resolves every output by reference
- *   (see `loadConversation`), and the adapter receives `{ ...input, messages, conversation:
- *   undefined }`. The log is named from the activity context's namespace and workflow id, the
- *   input's `tenant` (required here: INVALID_ARGUMENT) and `conversation.runChainId`. Without
+ * - `input.conversation` (claim check): the activity writes `append` to the conversation log
+ *   of its own run (the run chain's log when the input gives no `segments`), reads the whole
+ *   conversation back and resolves every output by reference (see `loadConversation`), and the
+ *   adapter receives `{ ...input, messages, conversation: undefined }`; with `segments`, the
+ *   result names that run (`conversationRunId`). The logs are named from
+ *   the activity context's namespace, workflow id and run id, the input's `tenant` (required
+ *   here: INVALID_ARGUMENT) and `conversation.runChainId`. Without
  *   `options.store` → non-retryable INVALID_CONFIG. Store errors map through
  *   `toApplicationFailure`: STORE_UNAVAILABLE is retryable, CONVERSATION_CONFLICT and
  *   CONVERSATION_ENTRY_MISSING are not. The whole log is read each turn (memory and time
@@ -119,7 +121,9 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
         timer = setInterval(() => ctx.heartbeat({ turn: input.turn }), every);
       }
       try {
-        return await adapter.turn(await withMessages(options, input, cache), ctx?.cancellationSignal);
+        const { input: turnInput, conversationRunId } = await withMessages(options, input, cache);
+        const result = await adapter.turn(turnInput, ctx?.cancellationSignal);
+        return conversationRunId === undefined ? result : { ...result, conversationRunId };
       } catch (err) {
         throw toApplicationFailure(err);
       } finally {
@@ -130,12 +134,18 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
 }
 
 /**
- * `input` with its conversation as `messages`: as given, or read by reference from the store.
+ * `input` with its conversation as `messages`: as given, or read by reference from the store;
+ * with `conversationRunId`, the run whose log the appended messages went to (a conversation with
+ * segments only).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT (both or neither of messages and conversation;
  *   no tenant), INVALID_CONFIG (no store), and the errors of `loadConversation`.
  */
-async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInput, cache: ConversationCache): Promise<ModelTurnInput> {
+async function withMessages(
+  options: ModelActivitiesOptions,
+  input: ModelTurnInput,
+  cache: ConversationCache,
+): Promise<{ readonly input: ModelTurnInput; readonly conversationRunId?: string }> {
   const hasMessages = input.messages !== undefined;
   const hasConversation = input.conversation !== undefined;
   if (hasMessages === hasConversation) {
@@ -143,7 +153,7 @@ async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInp
       field: 'conversation',
     });
   }
-  if (!hasConversation) return input;
+  if (!hasConversation) return { input };
   if (options.store === undefined) {
     throw new CheckpointError(
       'INVALID_CONFIG',
@@ -154,7 +164,7 @@ async function withMessages(options: ModelActivitiesOptions, input: ModelTurnInp
   if (typeof input.tenant !== 'string' || input.tenant.length === 0) {
     throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });
   }
-  const logId = activityConversationLogId(input.tenant, input.conversation!.runChainId, options.outsideActivity);
-  const messages = await loadConversation(options.store, logId, input.conversation!, cache);
-  return { ...input, messages, conversation: undefined };
+  const logs = activityConversationLogs(input.tenant, input.conversation!.runChainId, options.outsideActivity);
+  const messages = await loadConversation(options.store, logs, input.conversation!, cache);
+  return { input: { ...input, messages, conversation: undefined }, ...(input.conversation!.segments !== undefined ? { conversationRunId: logs.runId } : {}) };
 }

@@ -1,11 +1,13 @@
 /**
  * The conversation of a model turn by reference (claim check): write the messages the
- * workflow appends to the run chain's conversation log, read the whole conversation back, and
- * resolve every tool output kept by reference, so the adapter gets plain messages. Node side.
+ * workflow appends to the conversation log of the run (the run chain's log when the workflow
+ * gives no segments), read the whole conversation back from the logs of the runs that wrote it,
+ * and resolve every tool output kept by reference, so the adapter gets plain messages. Node side.
  *
- * Memory and time: the whole log is read every turn (every message, every output by reference),
- * so a turn costs O(conversation size) reads and memory, which the model needs anyway (it is
- * sent to the provider); nothing of it passes through workflow history.
+ * Memory and time: the whole conversation is read every turn (every message, every output by
+ * reference; a worker's cache spares the messages it read before), so a turn costs
+ * O(conversation size) reads and memory, which the model needs anyway (it is sent to the
+ * provider); nothing of it passes through workflow history.
  */
 import { CheckpointError } from '../../checkpoint/errors';
 import type { JsonValue } from '../../checkpoint/types';
@@ -13,44 +15,65 @@ import type { ConversationMessage, ConversationRef, LoggedMessage } from '../../
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import type { OutputRef } from '../contract/contract';
 import type { ConversationCache } from './conversation-cache';
-import { assertMatchesRef, messageKey } from './conversation-log';
+import { assertMatchesRef, messageKey, type RunConversationLogs } from './conversation-log';
+
+/** Messages [previous part's `until` (0 for the first), `until`) in log `logId`. */
+interface LogPart {
+  readonly logId: string;
+  readonly until: number;
+}
 
 /**
  * Appends `ref.append` at `m/<ref.logged>`, `m/<ref.logged + 1>`, … (idempotently: a retried
  * turn writes the same entries again; a tool message with `contentRef` is stored with its
- * reference), reads `m/0 … m/<logged + append.length - 1>`, and resolves each `contentRef` by
- * reading the entry its `key` names and checking its `bytes` and `digest`.
+ * reference) and reads `m/0 … m/<logged + append.length - 1>`. Without `ref.segments` all of it
+ * is in the run chain's log (`logs.chain`). With them, `append` goes to the log of the activity's
+ * own run (`logs.logOf(logs.runId)`), the `logged` messages are read segment by segment from the
+ * logs of the runs that wrote them, and the appended ones from the own log: a run reset to an
+ * earlier turn writes beside the discarded branch, never over it. Each `contentRef` is resolved
+ * from the chain's log (where the tool activities deliver outputs) by reading the entry its `key`
+ * names and checking its `bytes` and `digest`. With a cache, only the messages it does not hold
+ * are read (one read per log part); its key is the branch (the own log and the earlier segments).
  *
  * @returns the conversation as the adapter receives it (no `contentRef` left), deeply frozen:
  *   with a cache, later turns of this worker are handed the same message objects.
- * @throws {@link CheckpointError} INVALID_ARGUMENT for a malformed `ref` or stored message;
- *   CONVERSATION_CONFLICT (non-retryable) when an index already holds another message or an
- *   output does not match its reference; CONVERSATION_ENTRY_MISSING (non-retryable) when the log
- *   lacks a message or output (pruned, or `logged` is wrong); the store's codes (STORE_UNAVAILABLE
- *   is retryable).
+ * @throws {@link CheckpointError} INVALID_ARGUMENT for a malformed `ref` (`conversation.segments`
+ *   among them) or stored message; CONVERSATION_CONFLICT (non-retryable) when an index already
+ *   holds another message or an output does not match its reference; CONVERSATION_ENTRY_MISSING
+ *   (non-retryable) when a log lacks a message or output (pruned, or `logged` or the segments are
+ *   wrong); the store's codes (STORE_UNAVAILABLE is retryable).
  */
-export async function loadConversation(store: CheckpointStore, logId: string, ref: ConversationRef, cache?: ConversationCache): Promise<ConversationMessage[]> {
+export async function loadConversation(store: CheckpointStore, logs: RunConversationLogs, ref: ConversationRef, cache?: ConversationCache): Promise<ConversationMessage[]> {
   assertConversationRef(ref);
+  const own = ref.segments === undefined ? logs.chain : logs.logOf(logs.runId);
   if (ref.append.length > 0) {
     await store.putConversationEntries(
-      logId,
+      own,
       ref.append.map((message, i) => ({ key: messageKey(ref.logged + i), value: message as unknown as JsonValue })),
     );
   }
   const total = ref.logged + ref.append.length;
+  const parts = logParts(logs, own, ref, total);
+  const cacheKey = branchKey(logs, own, ref);
   // Only what this worker has not read before (entries are immutable: see ConversationCache).
-  const known = cache?.prefix(logId, total) ?? [];
-  const logged = (await store.getConversationEntries(
-    logId,
-    Array.from({ length: total - known.length }, (_, i) => messageKey(known.length + i)),
-  )) as unknown as LoggedMessage[];
+  const known = cache?.prefix(cacheKey, total) ?? [];
+  const logged: LoggedMessage[] = [];
+  let from = 0;
+  for (const part of parts) {
+    const start = Math.max(from, known.length);
+    if (start < part.until) {
+      const keys = Array.from({ length: part.until - start }, (_, i) => messageKey(start + i));
+      logged.push(...((await store.getConversationEntries(part.logId, keys)) as unknown as LoggedMessage[]));
+    }
+    from = part.until;
+  }
   logged.forEach(assertStoredMessage);
   const refs = logged.flatMap((m) => ('contentRef' in m ? [m.contentRef] : []));
   const outputs =
     refs.length === 0
       ? []
       : await store.getConversationEntries(
-          logId,
+          logs.chain,
           refs.map((r) => r.key),
         );
   let next = 0;
@@ -58,19 +81,43 @@ export async function loadConversation(store: CheckpointStore, logId: string, re
     if (!('contentRef' in message)) return message as ConversationMessage;
     const { contentRef, ...rest } = message;
     const content = outputs[next++]!;
-    assertMatchesRef(logId, contentRef, content);
+    assertMatchesRef(logs.chain, contentRef, content);
     return { ...rest, content };
   });
   // Read-only from here on: the same objects may serve later turns of this worker (ConversationCache).
   for (const message of read) deepFreeze(message);
   const messages = [...known, ...read];
-  cache?.store(logId, messages);
+  cache?.store(cacheKey, messages);
   return messages;
+}
+
+/** The logs the conversation's `total` messages are read from, in order; consecutive parts of one log merged. */
+function logParts(logs: RunConversationLogs, own: string, ref: ConversationRef, total: number): LogPart[] {
+  const parts: LogPart[] = [...(ref.segments ?? []).map((s) => ({ logId: logs.logOf(s.runId), until: s.until })), { logId: own, until: total }];
+  return parts.reduce<LogPart[]>((merged, part) => {
+    const last = merged[merged.length - 1];
+    if (last?.logId === part.logId) merged[merged.length - 1] = part;
+    else merged.push(part);
+    return merged;
+  }, []);
+}
+
+/**
+ * The cache key of the conversation's branch: the chain's log without segments; with them, the
+ * own log and every segment but a trailing one of the own run (which grows turn by turn), so a
+ * run's turns share a key and a run forked from another never shares one with it.
+ */
+function branchKey(logs: RunConversationLogs, own: string, ref: ConversationRef): string {
+  if (ref.segments === undefined) return logs.chain;
+  const segments = ref.segments.at(-1)?.runId === logs.runId ? ref.segments.slice(0, -1) : ref.segments;
+  return JSON.stringify([own, ...segments.map((s) => [s.runId, s.until])]);
 }
 
 /**
  * Checks a `ConversationRef` from the workflow: a non-empty `runChainId`, `logged` a
- * non-negative integer, `append` an array of message objects (each `contentRef` well formed).
+ * non-negative integer, `append` an array of message objects (each `contentRef` well formed),
+ * `segments` absent or covering exactly [0, logged) (non-empty run ids, `until` increasing, the
+ * last equal to `logged`).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT naming the field.
  */
@@ -80,6 +127,21 @@ export function assertConversationRef(ref: ConversationRef): void {
   if (!Number.isSafeInteger(ref.logged) || ref.logged < 0) throw invalid(`conversation.logged must be a non-negative integer, got ${String(ref.logged)}`, 'conversation.logged');
   if (!Array.isArray(ref.append)) throw invalid('conversation.append must be an array of messages', 'conversation.append');
   ref.append.forEach(assertStoredMessage);
+  if (ref.segments !== undefined) assertSegments(ref.segments, ref.logged);
+}
+
+function assertSegments(segments: ConversationRef['segments'], logged: number): void {
+  const field = 'conversation.segments';
+  if (!Array.isArray(segments)) throw invalid('conversation.segments must be an array of { runId, until }', field);
+  let from = 0;
+  for (const [i, segment] of segments.entries()) {
+    if (typeof segment !== 'object' || segment === null || typeof segment.runId !== 'string' || segment.runId.length === 0)
+      throw invalid(`conversation.segments[${i}] must be { runId, until } with a non-empty runId`, field);
+    if (!Number.isSafeInteger(segment.until) || segment.until <= from)
+      throw invalid(`conversation.segments[${i}].until must be an integer over ${from}, got ${String(segment.until)}`, field);
+    from = segment.until;
+  }
+  if (from !== logged) throw invalid(`conversation.segments must end at logged (${logged}), they end at ${from}`, field);
 }
 
 function assertStoredMessage(message: LoggedMessage, index: number): void {

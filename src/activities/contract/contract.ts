@@ -95,6 +95,16 @@ export interface FencedToolInput {
    */
   readonly provenAbsentCallIds?: readonly string[];
   /**
+   * Set by agent runs (patch `ttc-reset-safe-calls`) for every call: a tool without `businessKey`
+   * or `dedupeByIntent` claims the first free occurrence of its intent digest within `scope` (the
+   * run chain's continue-as-new segment: `continuedFromExecutionRunId`, else the chain), so a reset
+   * run's call that means an action a discarded branch applied is answered from that call's
+   * checkpoint (docs/protocol.md#resets). `liveCalls`: `packCallHashes` of the call ids in this
+   * run's history that other runs made (a reset run's calls before its reset point); `liveRuns`: those runs;
+   * `from`: the first occurrence to try (the plugin's count of earlier calls of the same action in the run). @default 0
+   */
+  readonly occurrences?: { readonly scope: string; readonly from?: number; readonly liveCalls?: string; readonly liveRuns?: readonly string[] };
+  /**
    * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
    * JSON text is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation
    * log in the side store and the activity returns an {@link OutputRef} in its place, so history
@@ -247,6 +257,12 @@ export interface FencedToolResult {
    * call's; this call applied nothing.
    */
   readonly answeredBy?: { readonly workflowId: string; readonly runChainId: string; readonly callId: string };
+  /**
+   * Set when a call of another run of this run chain, one a reset discarded, applied this action
+   * (same tool and intent digest, same occurrence): its checkpoint answered this call, which applied
+   * nothing (docs/protocol.md#resets). `callId` is that call's id, `runId` its run's.
+   */
+  readonly appliedByRun?: { readonly runId: string; readonly callId: string };
 }
 
 /**

@@ -17,25 +17,35 @@ export interface Adopted {
   readonly record: CheckpointRecord;
 }
 
+/** Claim again as `call`: the same call under its next occurrence key (`./occurrence`). */
+export interface NextOccurrence {
+  readonly next: PreparedCall;
+}
+
 /**
  * What `call` does with `found`, the row its claim insert returned instead of inserting: null when
  * it is not another call's (decide on it as usual), `reread` when this call's slot holds something
- * the attempt must read again (also after releasing the key of a holder proven not applied), else the call it adopts. `at`: ISO-8601 UTC, for the adoption record.
+ * the attempt must read again (also after releasing the key of a holder proven not applied), `next`
+ * when the holder of an occurrence key is one this call passes by (`./occurrence`), else the call it adopts. `at`: ISO-8601 UTC, for the adoption record.
  *
  * @throws {@link CheckpointError} BINDING_CONFLICT when the holder cannot be adopted here (another
  *   revision, or the tool no longer dedupes by intent: the failure path follows the adoption record);
  *   OUTCOME_UNKNOWN when the adopted call's checkpoint is gone; the store's codes.
  */
-export async function adoptionOf(store: CheckpointStore, call: PreparedCall, found: CheckpointRecord, at: string): Promise<Adopted | 'reread' | null> {
+export async function adoptionOf(store: CheckpointStore, call: PreparedCall, found: CheckpointRecord, at: string): Promise<Adopted | NextOccurrence | 'reread' | null> {
   if (found.binding.callId !== call.binding.callId) {
     // Another call of the run with the same intent holds this call's dedupe key.
     if (call.dedupe === undefined) return null;
+    const { next, claimAdoption } = call.dedupe;
+    if (next !== undefined && (await call.dedupe.passes!(found, store))) return { next: { ...call, dedupe: next() } };
     if (call.dedupe.releasesAbsent === true && provenAbsent(call, found)) {
       // A person proved the holder applied nothing: the key is free for a call that will (docs/protocol.md#business-keys).
       await store.releaseDedupeKey(found);
       return 'reread';
     }
     const adopted = call.dedupe.adopt(found);
+    // Another call of this run adopted this occurrence first: the next one is this call's to find.
+    if (claimAdoption !== undefined && next !== undefined && !(await claimAdoption(found, store, at))) return { next: { ...call, dedupe: next() } };
     const written = await store.createIfAbsent(adoptionRecord(call, found, at));
     if (!written.created && adoptedFrom(written.record) !== found.binding.callId) return 'reread';
     return { call: adopted, record: found };

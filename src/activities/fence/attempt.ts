@@ -24,11 +24,12 @@ import type { ClaimedItem, Invoked } from './batch-types';
 import { lastAttempt } from './attempt-standing';
 import { claimDeadline, DEFAULT_RECONCILE_MARGIN_MS, keyOutlivesRepeat, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { ToolInvocation } from './tool-invocation';
-import { adoptionOf } from './adoption';
+import { adoptionOf, type Adopted } from './adoption';
 import { answeredBy, awaitFirstCall, withAnsweredBy } from './business-key';
 import { dedupeOptions } from './intent-dedupe';
 import { assertApprovalLive, callApprovalExpired } from './approval-checks';
 import { unstorableResult } from './unstorable-result';
+import { outcomeUnknown, pendingReconcile } from './attempt-errors';
 
 /** Returned by a step whose compare-and-swap lost: read the record again and decide again. */
 export const REREAD = Symbol('reread');
@@ -79,26 +80,37 @@ export class Attempt {
     const claim = this.approvalExpired() ? null : createClaimed(this.call.binding, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     const claimSentBefore = this.evidence.claimSent;
     if (claim !== null) this.evidence.claimSent = true;
-    let inserted: CreateResult;
-    try {
-      const options = claim !== null && this.call.dedupe !== undefined ? dedupeOptions(this.call.dedupe, at) : undefined;
-      inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }), options);
-    } catch (error) {
-      // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
-      if (isCheckpointError(error, 'STORE_UNAVAILABLE')) this.evidence.claimSent = claimSentBefore;
-      throw error;
+    for (;;) {
+      let inserted: CreateResult;
+      try {
+        const options = claim !== null && this.call.dedupe !== undefined ? dedupeOptions(this.call.dedupe, at) : undefined;
+        inserted = await this.deps.store.createIfAbsent(claim ?? createCheckpoint(this.call.binding, { createdAt: at }), options);
+      } catch (error) {
+        // STORE_UNAVAILABLE: nothing was written (the store's contract), so this attempt holds no claim; any other failure may have written it.
+        if (isCheckpointError(error, 'STORE_UNAVAILABLE')) this.evidence.claimSent = claimSentBefore;
+        throw error;
+      }
+      const { created, record } = inserted;
+      if (record.binding.callId === this.call.binding.callId) this.evidence.seen = record; // not another call's, unless adopted below
+      // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
+      if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) {
+        this.observer.decided(created ? null : record, 'execute');
+        return this.runAndStore(record, 'executed');
+      }
+      if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
+      const adopted = created ? null : await adoptionOf(this.deps.store, this.call, record, at);
+      if (adopted !== null && typeof adopted === 'object' && 'next' in adopted) {
+        this.call = adopted.next; // an occurrence this call passes by: claim the next one
+        continue;
+      }
+      if (adopted === 'reread') return REREAD;
+      if (adopted === null) return this.decide(record, created);
+      return this.adopt(adopted);
     }
-    const { created, record } = inserted;
-    if (record.binding.callId === this.call.binding.callId) this.evidence.seen = record; // not another call's, unless adopted below
-    // Also after a lost connection the store may answer created: false for this very insert; the fence is this attempt's alone.
-    if (claim !== null && record.status === 'executing' && record.execution?.attemptId === this.call.attemptId) {
-      this.observer.decided(created ? null : record, 'execute');
-      return this.runAndStore(record, 'executed');
-    }
-    if (!created) this.evidence.claimSent = claimSentBefore; // the insert was refused: this round put nothing of this attempt in the store
-    const adopted = created ? null : await adoptionOf(this.deps.store, this.call, record, at);
-    if (adopted === 'reread') return REREAD;
-    if (adopted === null) return this.decide(record, created);
+  }
+
+  /** Goes on as the call `adopted` names, deciding on its record. */
+  private adopt(adopted: Adopted): Promise<Step> {
     this.call = this.evidence.adopted = adopted.call;
     this.invocation = new ToolInvocation(this.deps, adopted.call, () => this.batchRun());
     this.evidence.seen = adopted.record;
@@ -136,7 +148,7 @@ export class Attempt {
     const claim = claimExecution(record, { attemptId: this.call.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
     if (!(await this.cas(claim, record))) {
-      throw this.pending(`another attempt claimed ${this.call.tool.name} call ${this.call.input.callId} first; the next attempt reads what it left`, undefined);
+      throw pendingReconcile(this.call, `another attempt claimed ${this.call.tool.name} call ${this.call.input.callId} first; the next attempt reads what it left`, undefined);
     }
     return this.runAndStore(claim.next, 'executed');
   }
@@ -175,7 +187,8 @@ export class Attempt {
     if (keyLive) {
       // The repeat may be the first request the provider sees (the holder may have sent nothing): not after the approval expired.
       if (this.approvalExpired()) {
-        throw this.outcomeUnknown(
+        throw outcomeUnknown(
+          this.call,
           `an earlier attempt claimed this call and did not finish, and the call's approval expired at ${this.call.input.approvalExpiresAt}, so it is not repeated with the same key; resolve it as absent to run it again under a new approval, or abandon`,
         );
       }
@@ -188,14 +201,16 @@ export class Attempt {
           : found.found
             ? 'it is not taken over (the holder may still store the effect the lookup found)'
             : 'a lookup that finds nothing proves no absence';
-      throw this.pending(
+      throw pendingReconcile(
+        this.call,
         `${tool.name} call ${this.call.input.callId} is claimed by ${record.execution!.attemptId} since ${record.execution!.claimedAt}; its request may be outstanding until ${new Date(settleAt).toISOString()} (claim + callDeadlineMs + margin), so ${lookupSays} before then`,
         settleAt - now,
       );
     }
     if (found !== undefined) {
       if (this.approvalExpired()) {
-        throw this.outcomeUnknown(
+        throw outcomeUnknown(
+          this.call,
           `lookup proved the effect of the earlier claim absent, but the call's approval expired at ${this.call.input.approvalExpiresAt}; resolve it as absent to run it again under a new approval, or abandon`,
         );
       }
@@ -209,7 +224,7 @@ export class Attempt {
       const mark = markExecutionUncertain(record, { attemptId: record.execution!.attemptId, at: this.now(record), reason: why });
       if (!(await this.cas(mark, record))) return REREAD;
     }
-    throw this.outcomeUnknown(record.execution?.uncertainReason ?? why);
+    throw outcomeUnknown(this.call, record.execution?.uncertainReason ?? why);
   }
 
   /** Calls the tool's lookup for the claim of `record`; a failed or malformed lookup proves nothing (RECONCILE_PENDING). */
@@ -222,13 +237,15 @@ export class Attempt {
         this.invocation.heartbeatDetails(record, 'lookup'),
       );
     } catch (error) {
-      throw this.pending(
+      throw pendingReconcile(
+        this.call,
         `the lookup of ${tool.name} call ${this.call.input.callId} failed (${sanitizeReason(error instanceof Error ? error.message : String(error), 'no message')}); absence is not proven`,
         undefined,
       );
     }
     if (found?.found !== true && found?.found !== false) {
-      throw this.pending(
+      throw pendingReconcile(
+        this.call,
         `the lookup of ${tool.name} call ${this.call.input.callId} answered neither { found: true, output } nor { found: false }; absence is not proven`,
         undefined,
       );
@@ -242,7 +259,7 @@ export class Attempt {
     const takeover = reclaimExecution(record, { attemptId: this.call.attemptId, previousAttemptId: record.execution!.attemptId, at, deadlineAt: this.deadlineFrom(at) });
     this.evidence.claimSent = true;
     if (!(await this.cas(takeover, record))) {
-      throw this.pending(`another attempt took ${this.call.tool.name} call ${this.call.input.callId} over first; the next attempt reads what it left`, undefined);
+      throw pendingReconcile(this.call, `another attempt took ${this.call.tool.name} call ${this.call.input.callId} over first; the next attempt reads what it left`, undefined);
     }
     return takeover.next;
   }
@@ -280,7 +297,8 @@ export class Attempt {
     // A batch call has no deadline of its own (its items have), and is taken over at once anyway.
     if (this.call.tool.batch !== true && this.clock().getTime() >= deadlineAt) {
       // Another attempt may take the claim over from now on: a request sent now could land after it.
-      throw this.pending(
+      throw pendingReconcile(
+        this.call,
         `${this.call.tool.name} call ${this.call.input.callId}: the claim's deadline ${new Date(deadlineAt).toISOString()} passed before the tool was called; nothing was sent, the next attempt reconciles`,
         undefined,
       );
@@ -317,7 +335,8 @@ export class Attempt {
     const why = outcome.ok ? 'a transient failure' : outcome.error.message;
     const release = releaseExecution(claimed, { attemptId: this.call.attemptId, at: this.now(claimed) });
     if (!(await this.cas(release, claimed))) {
-      throw this.pending(
+      throw pendingReconcile(
+        this.call,
         `${tool.name} call ${input.callId}: ${why}; proven not applied, but the claim changed before it could be released; the next attempt reads what it left`,
         undefined,
       );
@@ -347,9 +366,10 @@ export class Attempt {
       current = await this.reread();
     }
     const { tool } = this.call;
-    if (tool.lookup === undefined && tool.dedupesByKey !== true) throw this.outcomeUnknown(reason);
+    if (tool.lookup === undefined && tool.dedupesByKey !== true) throw outcomeUnknown(this.call, reason);
     const wait = settleTime(claimed, tool, this.marginMs) - this.clock().getTime();
-    throw this.pending(
+    throw pendingReconcile(
+      this.call,
       `${tool.name} call ${this.call.input.callId}: outcome unknown (${reason}); the next attempt reconciles under the same key`,
       tool.dedupesByKey === true ? undefined : wait,
     );
@@ -446,32 +466,12 @@ export class Attempt {
     return callApprovalExpired(this.call, this.clock().getTime());
   }
 
-  private outcomeUnknown(reason: string): CheckpointError {
-    return new CheckpointError(
-      'OUTCOME_UNKNOWN',
-      `${this.call.tool.name} call ${this.call.input.callId}: the outcome is unknown and cannot be looked up (${reason}); the run waits for a person`,
-      {
-        callId: this.call.input.callId,
-        toolName: this.call.tool.name,
-        toolRevision: this.call.tool.revision,
-        idempotencyKey: this.call.idempotencyKey,
-        intentDigest: this.call.intentDigest,
-        reason,
-      },
-    );
-  }
-
-  private pending(message: string, retryAfterMs: number | undefined): CheckpointError {
-    return new CheckpointError('RECONCILE_PENDING', message, {
-      callId: this.call.input.callId,
-      ...(retryAfterMs !== undefined && retryAfterMs > 0 ? { retryAfterMs: Math.ceil(retryAfterMs) } : {}),
-    });
-  }
-
   private result(record: CheckpointRecord, source: ResultSource): FencedToolResult {
     const { input, tool, idempotencyKey, intentDigest } = this.call;
     const outcome = record.result!.payload as ToolOutcome;
-    return withAnsweredBy({ callId: input.callId, toolName: tool.name, toolRevision: tool.revision, source, outcome, idempotencyKey, intentDigest }, this.call);
+    const appliedByRun = this.call.appliedByRun;
+    const result = { callId: input.callId, toolName: tool.name, toolRevision: tool.revision, source, outcome, idempotencyKey, intentDigest };
+    return withAnsweredBy(appliedByRun === undefined ? result : { ...result, appliedByRun }, this.call);
   }
 
   private async reread(): Promise<CheckpointRecord> {

@@ -30,6 +30,19 @@ const fencedToolInputShape = {
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
   // Reruns of a businessKey tool's call: the earlier call ids of the run a person proved absent.
   provenAbsentCallIds: z.array(z.string().min(1).max(256)).max(100).optional(),
+  // Agent runs: the occurrence scope of the call's intent and the live calls other runs made (16 hex digits each).
+  occurrences: z
+    .strictObject({
+      scope: z.string().min(1).max(256),
+      from: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      liveCalls: z
+        .string()
+        .max(16 * 100_000)
+        .regex(/^(?:[0-9a-f]{16})*$/)
+        .optional(),
+      liveRuns: z.array(z.string().min(1).max(256)).max(1_000).optional(),
+    })
+    .optional(),
   // Claim check: outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
   resultByReference: z.strictObject({ inlineMaxBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).optional(),
   role: z.literal('compensation').optional(),
@@ -156,6 +169,7 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
   const generations = own('intentGenerations');
   const byReference = own('resultByReference');
   const provenAbsent = own('provenAbsentCallIds');
+  const occurrences = own('occurrences');
   return {
     tenant: d.tenant,
     callId: d.callId,
@@ -169,7 +183,15 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
     intentGeneration: own('intentGeneration'),
     intentGenerations: generations === undefined ? undefined : Object.freeze({ ...generations }),
     provenAbsentCallIds: provenAbsent === undefined ? undefined : Object.freeze([...provenAbsent]),
+    occurrences: occurrences === undefined ? undefined : occurrencesOf(occurrences),
     resultByReference: byReference === undefined ? undefined : Object.freeze({ inlineMaxBytes: byReference.inlineMaxBytes }),
     role: own('role'),
   };
+}
+
+/** The occurrence scope of an input, every field own (see the module comment). */
+function occurrencesOf(d: { scope: string; from?: number; liveCalls?: string; liveRuns?: string[] }): NonNullable<FencedToolInput['occurrences']> {
+  const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
+  const liveRuns = own('liveRuns');
+  return Object.freeze({ scope: d.scope, from: own('from'), liveCalls: own('liveCalls'), liveRuns: liveRuns === undefined ? undefined : Object.freeze([...liveRuns]) });
 }

@@ -12,7 +12,7 @@ import { createDelivered } from '../../checkpoint/compose';
 import { CheckpointError } from '../../checkpoint/errors';
 import { idempotencyKey, sha256Hex } from '../../checkpoint/digest';
 import type { Binding, CheckpointRecord, JsonValue } from '../../checkpoint/types';
-import type { CreateOptions } from '../../stores/checkpoint-store';
+import type { CheckpointStore, CreateOptions } from '../../stores/checkpoint-store';
 
 /** The tool revision of an adoption record's binding (see {@link adoptionRecord}); like `refused`, never a tool's. */
 export const ADOPTED_REVISION = 'adopted';
@@ -27,6 +27,12 @@ export interface CallDedupe<Call> {
   readonly releasesAbsent?: boolean;
   /** This call under the identity of `holder`, the record that holds {@link key}. @throws as {@link adoptHolder}. */
   adopt(holder: CheckpointRecord): Call;
+  /** Occurrence keys (`./occurrence`): whether `holder`'s occurrence is taken in this call's branch, so it tries {@link next} instead of adopting it. */
+  passes?(holder: CheckpointRecord, store: CheckpointStore): Promise<boolean>;
+  /** Occurrence keys: the dedupe of the next occurrence (after one taken, or one another call of the run adopted). */
+  next?(): CallDedupe<Call>;
+  /** Occurrence keys: records that this call adopts `holder`'s occurrence for its run (`at`: ISO-8601 UTC); false when another call of the run did. */
+  claimAdoption?(holder: CheckpointRecord, store: CheckpointStore, at: string): Promise<boolean>;
 }
 
 /** The store options of a claim under `dedupe` made at `at` (ISO-8601 UTC). */

@@ -19,6 +19,7 @@ import type { ItemRef } from '../../checkpoint/batch-identity';
 import type { BatchProgress } from '../contract/batch-items';
 import { adoptHolder, intentDedupeKey, type CallDedupe } from './intent-dedupe';
 import { adoptFirstCall, businessDedupeKey, businessKeyOf } from './business-key';
+import { occurrenceDedupe } from './occurrence';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {
@@ -57,6 +58,8 @@ export interface PreparedCall {
    * and a call that finds the key held takes the holder's identity. Absent: the call dedupes by its own key only.
    */
   readonly dedupe?: CallDedupe<PreparedCall>;
+  /** Set when this call took the identity of a call a reset discarded (`./occurrence`): that call and its run. */
+  readonly appliedByRun?: { readonly runId: string; readonly callId: string };
   /** Set for one item of a batch call (`./batch-fence`): the item's key, position and generation. */
   readonly item?: ItemRef;
   /** Set for one item of a batch call: the batch's progress, for the fence's heartbeat details. */
@@ -177,7 +180,21 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       },
     };
   }
-  if (!tool.dedupeByIntent) return prepared;
+  if (!tool.dedupeByIntent) {
+    const occurrences = input.occurrences;
+    if (occurrences === undefined) return prepared;
+    const scope = {
+      namespace: address.namespace,
+      workflowId: context.workflowId,
+      runChainId: address.runChainId,
+      runId: context.runId,
+      intentDigest: digest,
+      scope: occurrences.scope,
+      liveCalls: occurrences.liveCalls ?? '',
+      liveRuns: occurrences.liveRuns ?? [],
+    };
+    return { ...prepared, dedupe: occurrenceDedupe(prepared, scope, context.idempotencyKeySecret, occurrences.from ?? 0) };
+  }
   const key = intentDedupeKey({ namespace: address.namespace, runChainId: address.runChainId, workflowId: context.workflowId, intentDigest: digest, generation });
   return { ...prepared, dedupe: { key, adopt: (holder) => adoptHolder(prepared, holder, context.idempotencyKeySecret) } };
 }

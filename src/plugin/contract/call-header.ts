@@ -10,9 +10,10 @@ export const CALL_HEADER = '_ttc-call';
 /** What the header carries. */
 export interface CallHeader {
   /**
-   * The call within its run chain: `act-<seq>` for the chain's first run, `act-<seq>@<continuedFromExecutionRunId>`
-   * after a continue-as-new (or a workflow retry), where `seq` is the workflow's activity command
-   * sequence number (deterministic on replay). A reset keeps the started event, so it keeps the ids.
+   * The call within its run chain: `act-<seq>` in the chain's first run, `act-<seq>@<runId>` in any
+   * other (after a continue-as-new, a workflow retry or a reset), where `seq` is the workflow's
+   * activity command sequence number (deterministic on replay). So a reset run's call never lands on
+   * the checkpoint of a call its reset discarded; {@link occurrence} finds that call when it is the same action.
    * A compensation recorded by `Compensations.step` (`../../workflows/fenced/compensations`) runs under
    * `<step's call id>/compensation` instead, named through a call scope (`../../workflows/fenced/call-scope`).
    */
@@ -31,14 +32,23 @@ export interface CallHeader {
    * (docs/protocol.md#approval-grants). It carries no intent digest; the fence verifies it.
    */
   readonly approvalGrant?: string;
+  /**
+   * Where the fence claims the occurrence of this call's action (docs/protocol.md#resets): `scope`,
+   * the run chain's segment (`continuedFromExecutionRunId`, else the chain), and `index`, how many
+   * calls of the same activity type and arguments this run scheduled before it. A reset run's call
+   * that is the same action as one the discarded branch applied is answered from its checkpoint.
+   * Absent for arguments that are not JSON.
+   */
+  readonly occurrence?: { readonly scope: string; readonly index: number };
 }
 
 /** `headers` with the call header added (the input's other headers unchanged); the approval fields only when set. */
 export function withCallHeader(headers: Headers, call: CallHeader): Headers {
-  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant } = call;
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant, occurrence } = call;
   const value = {
     callId,
     runChainId,
+    ...(occurrence === undefined ? {} : { occurrence: { scope: occurrence.scope, index: occurrence.index } }),
     ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest }),
     ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt }),
     ...(approvalGrant === undefined ? {} : { approvalGrant }),
@@ -59,21 +69,24 @@ export function readCallHeader(headers: Headers | undefined): CallHeader | undef
   } catch {
     return undefined;
   }
-  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
+  const { callId, runChainId, approvedIntentDigest, approvalExpiresAt, approvalGrant, occurrence } = (value ?? {}) as Partial<Record<keyof CallHeader, unknown>>;
   if (!isText(callId) || !isText(runChainId)) return undefined;
   if ([approvedIntentDigest, approvalExpiresAt, approvalGrant].some((field) => field !== undefined && !isText(field))) return undefined;
+  const { scope, index } = (occurrence ?? {}) as { scope?: unknown; index?: unknown };
+  if (occurrence !== undefined && (!isText(scope) || !Number.isSafeInteger(index) || (index as number) < 0)) return undefined;
   return {
     callId,
     runChainId,
+    ...(occurrence === undefined ? {} : { occurrence: { scope: scope as string, index: index as number } }),
     ...(approvedIntentDigest === undefined ? {} : { approvedIntentDigest: approvedIntentDigest as string }),
     ...(approvalExpiresAt === undefined ? {} : { approvalExpiresAt: approvalExpiresAt as string }),
     ...(approvalGrant === undefined ? {} : { approvalGrant: approvalGrant as string }),
   };
 }
 
-/** The call id of the activity command `seq` in a run continued from `continuedFromExecutionRunId` (see {@link CallHeader.callId}). */
-export function callIdOf(seq: number, continuedFromExecutionRunId: string | undefined): string {
-  return continuedFromExecutionRunId === undefined ? `act-${seq}` : `act-${seq}@${continuedFromExecutionRunId}`;
+/** The call id of the activity command `seq` in run `runId` of chain `runChainId` (see {@link CallHeader.callId}). */
+export function callIdOf(seq: number, runId: string, runChainId: string): string {
+  return runId === runChainId ? `act-${seq}` : `act-${seq}@${runId}`;
 }
 
 function isText(value: unknown): value is string {

@@ -37,3 +37,18 @@ export const REFUSED_CALLS_UNCOUNTED_PATCH = 'ttc-refused-calls-uncounted';
  * `answeredBy`, the model reads its output with a note saying so, and the run never compensates it.
  */
 export const ANSWERED_BY_PATCH = 'ttc-answered-by-another-run';
+
+/**
+ * Patch id: the conversation log forks per run (`conversation.ts`): a run writes its messages to
+ * its own run's log and reads the earlier ones where the runs of its history wrote them, so a
+ * reset run never writes over the discarded branch (docs/deploying.md#resetting-a-run).
+ */
+export const CONVERSATION_BRANCHES_PATCH = 'ttc-conversation-branches';
+
+/**
+ * Patch id: a run other than its chain's first addresses its calls as `<id>@<runId>`, and each
+ * call of a tool without its own dedupe key claims an occurrence of its intent, so a reset run's
+ * call that means an action the discarded branch applied is answered from its checkpoint
+ * (docs/deploying.md#resetting-a-run).
+ */
+export const RESET_SAFE_CALLS_PATCH = 'ttc-reset-safe-calls';

@@ -7,7 +7,7 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import { ApplicationFailure, type ActivityOptions, CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, type ActivityOptions, CancellationScope, isCancellation, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliveredOutcome, FencedToolInput } from '../../activities/contract/contract';
 import type { ToolErrorClass } from '../../activities/contract/error-classes';
 import type { JsonValue } from '../../checkpoint/types';
@@ -15,6 +15,7 @@ import type { LoggedMessage } from '../../model/types';
 import type { BatchCancellationReport } from '../../activities/contract/batch-items';
 import type { ToolActivities } from './activity-types';
 import type { WindDownAttempt } from '../common/compensation-rules';
+import { CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH } from './agent-patches';
 import { Conversation } from './conversation';
 import { listEffects } from './effects';
 import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from '../common/failures';
@@ -23,7 +24,7 @@ import { MESSAGE_ERROR_TYPES, type MessageErrorType } from './messages';
 import { MODEL_ERROR_MESSAGES, modelErrorForFailure, modelErrorForResult } from './model-errors';
 import { RunSearchAttributes } from './run-search-attributes';
 import { decidedByRefusal, iso, RunState, summarizeCalls, type CallState, type RunStop } from './run-state';
-import { answeredByNote } from './call-views';
+import { answeredByNote, appliedByRunNote } from './call-views';
 import type { AgentWorkflowInput, AgentWorkflowResult, ResolveOutcomeRequest, ResolveOutcomeResult, RunLimits } from './types';
 
 /** One agent run's state and what every step uses; the steps it calls that the layers built on it define (tool calls, resolutions, compensation) are declared abstract here. */
@@ -42,6 +43,8 @@ export abstract class AgentRunBase {
   /** Set while the run compensates: activities run non-cancellable, not bounded by the deadline; pauses wait for a person only. */
   protected windingDown = false;
   protected readonly continuations: number;
+  /** Whether this run's calls are reset-safe (patch `ttc-reset-safe-calls`): addressed per run, claimed per occurrence of their intent. */
+  protected readonly resetSafe: boolean;
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
   protected readonly turnsAtStart: number;
 
@@ -53,7 +56,13 @@ export abstract class AgentRunBase {
   ) {
     const continued = input.continued;
     this.state = new RunState(input.budget, continued?.startedAt ?? now, continued, workflowInfo().firstExecutionRunId);
-    this.conversation = new Conversation(longRuns, continued?.conversation);
+    // Calls addressed per run and claimed per occurrence of their intent (a reset never repeats an effect); asked once, at the start.
+    this.resetSafe = patched(RESET_SAFE_CALLS_PATCH);
+    if (this.resetSafe) this.state.addressCallsIn(workflowInfo().runId);
+    // By reference, the log forks per run (a reset run never writes over the branch it discards);
+    // runs whose history has no marker keep one log per run chain. Asked once, at the start.
+    const forksOf = longRuns && patched(CONVERSATION_BRANCHES_PATCH) ? { runChainId: workflowInfo().firstExecutionRunId } : undefined;
+    this.conversation = new Conversation(longRuns, continued?.conversation, forksOf);
     if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
     this.finalText = continued?.finalText ?? '';
     this.continuations = continued?.continuations ?? 0;
@@ -186,8 +195,9 @@ export abstract class AgentRunBase {
       return;
     }
     if (outcome.ok) {
-      // A call another run answered: the model reads that the action was already done, with its output.
-      this.appendToolMessage(call, call.answeredBy !== undefined ? { output: outcome.output, note: answeredByNote(call.answeredBy) } : outcome.output, false);
+      // A call another run answered (or a run a reset discarded): the model reads that the action was already done, with its output.
+      const note = call.answeredBy !== undefined ? answeredByNote(call.answeredBy) : call.appliedByRun !== undefined ? appliedByRunNote(call.appliedByRun) : null;
+      this.appendToolMessage(call, note !== null ? { output: outcome.output, note } : outcome.output, false);
       return;
     }
     const shown = modelErrorForResult(outcome.error);

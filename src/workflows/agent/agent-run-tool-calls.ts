@@ -16,7 +16,8 @@ import { isTurnRefusal } from './turn-bounds';
 import { RunResolutions } from './agent-run-resolutions';
 import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type ActivityAttempt } from './agent-run-base';
 import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH, ANSWERED_BY_PATCH } from './agent-patches';
-import { answeredByNote } from './call-views';
+import { answeredByNote, appliedByRunNote } from './call-views';
+import { packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
 
 /** An agent run with its tool calls (see the module comment). */
 export abstract class RunToolCalls extends RunResolutions {
@@ -119,7 +120,7 @@ export abstract class RunToolCalls extends RunResolutions {
         // A dedupeByIntent tool answers a re-planned intent from the earlier call's checkpoint.
         const earlier = result.source === 'store' && result.intentDigest !== null ? this.state.earlierWithIntent(call, result.intentDigest) : undefined;
         const by = result.answeredBy !== undefined && patched(ANSWERED_BY_PATCH) ? result.answeredBy : undefined;
-        const note = by
+        let note = by
           ? answeredByNote(by)
           : earlier
             ? `same intent as call "${earlier.callId}": answered from its checkpoint, the effect was not applied again`
@@ -127,6 +128,10 @@ export abstract class RunToolCalls extends RunResolutions {
               ? `the result was stored under ${result.storedUnder.toolName} revision ${result.storedUnder.toolRevision} before a deploy; delivered as stored, the tool was not called again`
               : null;
         if (by !== undefined) call.answeredBy = by;
+        if (result.appliedByRun !== undefined) {
+          call.appliedByRun = result.appliedByRun;
+          note = appliedByRunNote(result.appliedByRun);
+        }
         this.completeCall(call, 'completed', result.outcome, note);
         return this.compensateOnStop(call, result.outcome);
       }
@@ -223,8 +228,22 @@ export abstract class RunToolCalls extends RunResolutions {
       ...(call.attempt > 0 ? { intentGeneration: call.attempt } : {}),
       ...(call.attempt > 0 ? { provenAbsentCallIds: this.state.provenAbsent(call.modelCallId) } : {}),
       ...(Object.keys(generations).length > 0 ? { intentGenerations: { ...generations } } : {}),
+      ...(this.resetSafe ? { occurrences: this.occurrences() } : {}),
       ...(this.longRuns ? { resultByReference: { inlineMaxBytes: this.inlineMaxBytes() } } : {}),
     };
+  }
+
+  /**
+   * Where a call claims the occurrences of its intent (docs/protocol.md#resets): the run chain's
+   * segment (a continued run counts afresh) and the calls of this run's history that other runs
+   * made, which the call passes by instead of adopting.
+   */
+  private occurrences(): NonNullable<FencedToolInput['occurrences']> {
+    const info = workflowInfo();
+    const others = this.state.callIdsOfOtherRuns();
+    const scope = info.continuedFromExecutionRunId ?? info.firstExecutionRunId;
+    if (others.length === 0) return { scope };
+    return { scope, liveCalls: packCallHashes(others), liveRuns: [...new Set(others.map((id) => runOfCallId(id, info.firstExecutionRunId)))] };
   }
 
   /**

@@ -104,9 +104,15 @@ class AgentRun extends RunCompensation {
         : {}),
     }));
     setHandler(cancelRunSignal, (req) => this.requestCancel(req));
-    setHandler(approveCallUpdate, (req) => this.approve(req), { validator: (req) => this.validateApprove(req) });
-    setHandler(rejectCallUpdate, (req) => this.reject(req), { validator: (req) => this.validateReject(req) });
-    setHandler(resolveOutcomeUpdate, (req) => this.acceptResolution(req), { validator: (req) => this.validateResolution(req) });
+    // A person may name a call by the model's id (`e1`) in a run that addresses its calls by run (`e1@<runId>`).
+    const named = <R>(req: R): R => {
+      const given = (req as { callId?: unknown } | null)?.callId;
+      const call = typeof given === 'string' ? this.state.get(given) : undefined;
+      return call === undefined || call.callId === given ? req : { ...req, callId: call.callId };
+    };
+    setHandler(approveCallUpdate, (req) => this.approve(named(req)), { validator: (req) => this.validateApprove(named(req)) });
+    setHandler(rejectCallUpdate, (req) => this.reject(named(req)), { validator: (req) => this.validateReject(named(req)) });
+    setHandler(resolveOutcomeUpdate, (req) => this.acceptResolution(named(req)), { validator: (req) => this.validateResolution(named(req)) });
   }
 
   async execute(): Promise<RunEnd> {
@@ -162,14 +168,14 @@ class AgentRun extends RunCompensation {
     if (attempt.kind === 'deadline') return this.deadlineStop();
     if (attempt.kind === 'failed') throw attempt.error;
     const turn = attempt.value;
-    this.conversation.turnTaken();
+    this.conversation.turnTaken(turn.conversationRunId);
     this.state.turns += 1;
     this.finalText = turn.text;
     // A truncated or refused answer hands out no call (the adapters drop them); guard anyway.
     const requests = turn.stopReason === 'max_tokens' || turn.stopReason === 'refusal' ? [] : turn.toolCalls;
     const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns, this.turnRefusals(requests));
-    // The conversation names each call by the id it runs under (unique per conversation).
-    const toolCalls: ToolCallRequest[] = requests.map((req, i) => (calls[i]!.callId === req.callId ? req : { ...req, callId: calls[i]!.callId }));
+    // The conversation names each call by the id its tool message answers (unique per conversation; without the run a later run addresses it in).
+    const toolCalls: ToolCallRequest[] = requests.map((req, i) => (calls[i]!.modelCallId === req.callId ? req : { ...req, callId: calls[i]!.modelCallId }));
     this.conversation.add({ role: 'assistant', text: turn.text, toolCalls });
     this.state.bump();
     return turn;

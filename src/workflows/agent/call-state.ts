@@ -71,6 +71,8 @@ export interface CallState {
   readonly decisions: DecisionRecord[];
   /** The call of another run whose checkpoint answered this one (see {@link CallReport.answeredBy}); absent otherwise. */
   answeredBy?: CallReport['answeredBy'];
+  /** The call of a run a reset discarded whose checkpoint answered this one (see {@link CallReport.appliedByRun}); absent otherwise. */
+  appliedByRun?: CallReport['appliedByRun'];
 }
 
 /** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */

@@ -115,6 +115,7 @@ export function report(call: CallState): CallReport {
     ...(call.batch !== null ? { batch: call.batch } : {}),
     ...(call.decisions.length > 0 ? { decisions: [...call.decisions] } : {}),
     ...(call.answeredBy !== undefined ? { answeredBy: call.answeredBy } : {}),
+    ...(call.appliedByRun !== undefined ? { appliedByRun: call.appliedByRun } : {}),
   };
 }
 
@@ -126,4 +127,9 @@ function compensationReport(state: CompensationState): CompensationReport {
 /** What the run's result and the model read about a call another run answered (see `CallReport.answeredBy`). */
 export function answeredByNote(by: NonNullable<CallReport['answeredBy']>): string {
   return `already done by another run: workflow ${by.workflowId} (run chain ${by.runChainId}), call "${by.callId}", applied this business action; its result is delivered here and nothing was applied again`;
+}
+
+/** What the run's result and the model read about a call a reset discarded that applied the same action (see `CallReport.appliedByRun`). */
+export function appliedByRunNote(by: NonNullable<CallReport['appliedByRun']>): string {
+  return `already done before a reset: call "${by.callId}" of run ${by.runId} applied this same action; its result is delivered here and nothing was applied again`;
 }

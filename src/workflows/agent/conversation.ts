@@ -6,11 +6,16 @@
  *   workflow keeps only the messages not yet written there (`pending`: the last assistant turn
  *   and its tool results, with large outputs as `OutputRef`s) and how many are (`logged`), so a
  *   model turn's input, and the history it adds, stay bounded whatever the run's length.
+ *   Runs with patch `ttc-conversation-branches` also keep `segments`: which run's log holds
+ *   which of the `logged` messages, since each run writes to its own log (the log forks per
+ *   run: a run reset to an earlier workflow task sees the conversation as it stood there, and the
+ *   discarded branch's messages stay in the discarded run's log); older runs keep one log per
+ *   run chain.
  *
  * Sizes are UTF-8 bytes of each message's JSON text, a tool output by reference counted at its
  * full size (`OutputRef.bytes`). Pure and sandbox-safe.
  */
-import type { ConversationMessage, ConversationRef, LoggedMessage } from '../../model/types';
+import type { ConversationMessage, ConversationRef, ConversationSegment, LoggedMessage } from '../../model/types';
 import type { ConversationState } from './types';
 
 /** The conversation of one run: what the next model turn is given, and its size. */
@@ -18,18 +23,27 @@ export class Conversation {
   private logged: number;
   private pending: LoggedMessage[];
   private size: number;
+  /** By reference with forking logs only: where the `logged` messages are (see `ConversationRef.segments`). */
+  private readonly segments: ConversationSegment[] | undefined;
 
   /**
    * @param byReference whether the conversation lives in the side store (see the module comment)
    * @param state where a continued run's conversation stands; absent for a new conversation
+   * @param forksOf by reference, when the log forks per run (patch `ttc-conversation-branches`):
+   *   the run chain (`firstExecutionRunId`), whose log holds the messages of a handed-over state
+   *   without segments (from a run before the patch); absent: one log per run chain.
    */
   constructor(
     readonly byReference: boolean,
     state?: ConversationState,
+    private readonly forksOf?: { readonly runChainId: string },
   ) {
     this.logged = state?.logged ?? 0;
     this.pending = [...(state?.pending ?? [])];
     this.size = state?.bytes ?? 0;
+    if (byReference && forksOf !== undefined) {
+      this.segments = [...(state?.segments ?? (this.logged > 0 ? [{ runId: forksOf.runChainId, until: this.logged }] : []))];
+    }
   }
 
   /** Messages in the conversation. */
@@ -50,23 +64,38 @@ export class Conversation {
 
   /**
    * What the model-turn activity is given: `{ messages }` inline, or `{ conversation }` by
-   * reference (the pending messages to write after the `logged` ones).
+   * reference (the pending messages to write after the `logged` ones, and where those are when
+   * the log forks per run).
    */
   turnInput(runChainId: string): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
     if (!this.byReference) return { messages: this.pending as ConversationMessage[] };
-    return { conversation: { runChainId, logged: this.logged, append: [...this.pending] } };
+    const segments = this.segments === undefined ? {} : { segments: [...this.segments] };
+    return { conversation: { runChainId, logged: this.logged, append: [...this.pending], ...segments } };
   }
 
-  /** Records that a model turn succeeded: by reference, the pending messages are now in the log. */
-  turnTaken(): void {
+  /**
+   * Records that a model turn succeeded: by reference, the pending messages are now in the log.
+   * When the log forks per run they are in the log of `writtenBy` (the turn result's
+   * `conversationRunId`; absent: an activity that knew no segments wrote them to the chain's
+   * log): the last segment grows when it is that run's, else a new one starts.
+   */
+  turnTaken(writtenBy?: string): void {
     if (!this.byReference) return;
-    this.logged += this.pending.length;
+    const until = this.logged + this.pending.length;
+    if (this.segments !== undefined && this.forksOf !== undefined && until > this.logged) {
+      const runId = writtenBy ?? this.forksOf.runChainId;
+      const last = this.segments.at(-1);
+      if (last?.runId === runId) this.segments[this.segments.length - 1] = { runId, until };
+      else this.segments.push({ runId, until });
+    }
+    this.logged = until;
     this.pending = [];
   }
 
   /** What a continued run starts from. */
   state(): ConversationState {
-    return { logged: this.logged, pending: [...this.pending], bytes: this.size };
+    const segments = this.segments === undefined ? {} : { segments: [...this.segments] };
+    return { logged: this.logged, pending: [...this.pending], bytes: this.size, ...segments };
   }
 }
 

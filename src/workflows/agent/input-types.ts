@@ -7,7 +7,7 @@
  *
  * @see docs/protocol.md#agent-workflow
  */
-import type { LoggedMessage } from '../../model/types';
+import type { ConversationSegment, LoggedMessage } from '../../model/types';
 import type { JsonValue } from '../../checkpoint/types';
 
 /** Retry policy for the workflow's activities, in ms (converted once to Temporal's RetryPolicy). */
@@ -132,11 +132,17 @@ export interface ContinuedRun {
   readonly earlierCalls: EarlierCalls;
 }
 
-/** Where the conversation stands: `logged` messages in the side store, `pending` not yet written, `bytes` in all. */
+/**
+ * Where the conversation stands: `logged` messages in the side store, `pending` not yet written,
+ * `bytes` in all; `segments` (runs with patch `ttc-conversation-branches`) say which run's log
+ * holds which logged messages (see `ConversationRef.segments`). Without them, all are in the run
+ * chain's log.
+ */
 export interface ConversationState {
   readonly logged: number;
   readonly pending: readonly LoggedMessage[];
   readonly bytes: number;
+  readonly segments?: readonly ConversationSegment[];
 }
 
 /** Counts of calls that finished in earlier runs of a chain, by {@link CallSummary} group. */

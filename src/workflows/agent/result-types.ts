@@ -116,6 +116,12 @@ export interface CallReport<S extends CallStatus = CallStatus> {
    * nothing, and the run never compensates it. Absent otherwise.
    */
   readonly answeredBy?: { readonly workflowId: string; readonly runChainId: string; readonly callId: string };
+  /**
+   * Set when a call of a run a reset discarded applied this call's action (same tool, intent and
+   * occurrence in the run chain): its checkpoint answered this call, which applied nothing, and
+   * this run owns the effect (it compensates it). `callId` is that call's id, `runId` its run's.
+   */
+  readonly appliedByRun?: { readonly runId: string; readonly callId: string };
 }
 
 /**

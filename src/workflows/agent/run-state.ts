@@ -21,6 +21,7 @@ import type {
 } from './types';
 import { deciderNameRefusal } from '../../checkpoint/visible-text';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
+import { runOfCallId, runScopedCallId } from '../../checkpoint/run-scope';
 import type { TurnRefusal } from './turn-bounds';
 import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
@@ -61,6 +62,7 @@ export class RunState {
   private currentPauseId: string | null = null;
   /** What names the run chain in a pause id ({@link chainTagOf}). */
   private readonly chainTag: string;
+  private readonly runChainId: string;
   /** The current generation per intent digest, raised when a person proves a call's effect absent (dedupeByIntent tools). */
   readonly intentGenerations: Record<string, number> = {};
   /** Calls that finished in earlier runs of the chain (continue-as-new), counted. */
@@ -72,6 +74,8 @@ export class RunState {
   private currentTurn: CallState[] = [];
   /** How many calls of this run applied an effect so far (see `CallState.appliedSeq`). */
   private appliedCount = 0;
+  /** The run this run's calls are addressed in (`run-scope.ts`); null: calls keep the model's ids (runs started before patch `ttc-reset-safe-calls`). */
+  private runId: string | null = null;
 
   /**
    * @param budget the run's budgets
@@ -86,6 +90,7 @@ export class RunState {
     runChainId = '',
   ) {
     this.chainTag = chainTagOf(runChainId);
+    this.runChainId = runChainId;
     this.usedBefore = unpackCallIdHashes(continued?.usedCallIdHashes ?? '');
     this.earlierCalls = continued?.earlierCalls ?? { ran: 0, notRun: 0, unknown: 0 };
     if (continued !== undefined) {
@@ -143,7 +148,7 @@ export class RunState {
     const waiting = paused !== null && (paused.status === 'paused' || this.pausedOnCompensation());
     if (paused === null || !waiting) return { type: 'CALL_NOT_PAUSED', message: `the run is not paused; no call "${callId}" awaits a resolution` };
     if (inFlight) return { type: 'CALL_NOT_PAUSED', message: `a resolution of call "${paused.callId}" is already being applied` };
-    if (paused.callId !== callId) return { type: 'CALL_NOT_PAUSED', message: `the run is paused on call "${paused.callId}", not "${callId}"` };
+    if (paused.callId !== callId && this.get(callId) !== paused) return { type: 'CALL_NOT_PAUSED', message: `the run is paused on call "${paused.callId}", not "${callId}"` };
     if (pauseId !== this.currentPauseId) {
       return {
         type: 'STALE_PAUSE',
@@ -153,6 +158,25 @@ export class RunState {
     return null;
   }
 
+  /**
+   * From now on, addresses this run's new calls within run `runId`: `<id>@<runId>` unless it is the
+   * chain's first run (`run-scope.ts`), so a reset run never reuses a discarded call's checkpoint.
+   */
+  addressCallsIn(runId: string): void {
+    this.runId = runId;
+  }
+
+  /** The call ids in this run's history that other runs made (a reset run's calls before its reset point). */
+  callIdsOfOtherRuns(): string[] {
+    const own = this.runId ?? this.runChainId;
+    return this.calls.filter((call) => runOfCallId(call.callId, this.runChainId) !== own).map((call) => call.callId);
+  }
+
+  /** `callId` as this run addresses it (see {@link addressCallsIn}). */
+  private inRun(callId: string): string {
+    return this.runId === null ? callId : runScopedCallId(callId, this.runId, this.runChainId);
+  }
+
   /** Whether a call id was used before in this chain. */
   private used(callId: string): boolean {
     return this.byId.has(callId) || this.usedBefore.has(callIdHash(callId));
@@ -160,7 +184,8 @@ export class RunState {
 
   /** Every call id used in the chain so far, hashed and packed, for the next run (continue-as-new). */
   usedCallIdHashes(): string {
-    return packCallIdHashes(new Set([...this.usedBefore, ...this.calls.map((call) => callIdHash(call.callId))]));
+    // The model's ids too: a later run addresses its calls by run, yet a model id reused across runs still gets a turn-scoped id.
+    return packCallIdHashes(new Set([...this.usedBefore, ...this.calls.flatMap((call) => [callIdHash(call.callId), callIdHash(call.modelCallId)])]));
   }
 
   /** Earlier runs' counts plus this run's finished calls (call between turns, when none is live). */
@@ -217,9 +242,9 @@ export class RunState {
     this.stateVersion += 1;
   }
 
-  /** The call with this id (the first, if the model repeated an id). */
+  /** The call with this id (the first, if the model repeated an id); in a run that addresses its calls by run, also the id without the run (`e1` for `e1@<runId>`). */
   get(callId: string): CallState | undefined {
-    return this.byId.get(callId);
+    return this.byId.get(callId) ?? (typeof callId === 'string' && this.runId !== null ? this.byId.get(this.inRun(callId)) : undefined);
   }
 
   /**
@@ -231,14 +256,14 @@ export class RunState {
    */
   startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false, refusals: readonly (TurnRefusal | null)[] = []): CallState[] {
     this.currentTurn = requests.map((req, index) => {
-      const reused = this.used(req.callId);
+      const reused = this.used(req.callId) || this.used(this.inRun(req.callId));
       // A provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
       // turn-scoped id, so each call has its own checkpoint and ids in history stay unique.
       // A repeat within one turn is still refused, under a unique id of its own.
       const sameTurn = requests.some((other) => other !== req && other.callId === req.callId && requests.indexOf(other) < requests.indexOf(req));
-      const callId = scopeIds && reused ? this.scopedId(req.callId, turn) : req.callId;
+      const modelCallId = scopeIds && reused ? this.scopedId(req.callId, turn) : req.callId;
       const duplicate = scopeIds ? sameTurn : reused;
-      const call = newCall(callId, callId, req.toolName, req.input, turn, 0);
+      const call = newCall(this.inRun(modelCallId), modelCallId, req.toolName, req.input, turn, 0);
       if (duplicate) {
         call.preFailure = {
           type: 'DUPLICATE_CALL_ID',
@@ -262,7 +287,7 @@ export class RunState {
   private scopedId(callId: string, turn: number): string {
     const base = `${callId}_t${turn}`;
     let candidate = base;
-    for (let n = 2; this.used(candidate); n += 1) candidate = `${base}_${n}`;
+    for (let n = 2; this.used(candidate) || this.used(this.inRun(candidate)); n += 1) candidate = `${base}_${n}`;
     return candidate;
   }
 
@@ -278,8 +303,8 @@ export class RunState {
    */
   addRetry(original: CallState): CallState {
     let attempt = original.attempt + 1;
-    while (this.used(retryId(original.modelCallId, attempt))) attempt += 1;
-    const retry = newCall(retryId(original.modelCallId, attempt), original.modelCallId, original.toolName, original.input, original.turn, attempt);
+    while (this.used(this.inRun(retryId(original.modelCallId, attempt)))) attempt += 1;
+    const retry = newCall(this.inRun(retryId(original.modelCallId, attempt)), original.modelCallId, original.toolName, original.input, original.turn, attempt);
     // The rerun runs under the original's approval: its digest (hence with the arguments the
     // approver saw), its expiry (the worker refuses to claim after it) and who gave it.
     if (original.approval?.grant !== undefined) {

@@ -27,6 +27,9 @@ import { headerApproval } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
 import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { callHash } from '../../checkpoint/run-scope';
+import type { JsonValue } from '../../checkpoint/types';
 
 /** The query of this module's request, set by webpack when the plugin added the module with one (undefined elsewhere). */
 declare const __resourceQuery: string | undefined;
@@ -40,9 +43,15 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
    */
   private readonly localCalls = new WeakMap<unknown[], CallHeader>();
   private readonly fencedTypes: ReadonlySet<string>;
+  /** Calls scheduled so far in this run, by the hash of their activity type and arguments (see {@link CallHeader.occurrence}). */
+  private readonly scheduled = new Map<string, number>();
 
   constructor(private readonly defaults: SchedulingDefaults | null) {
     this.fencedTypes = new Set(defaults?.fencedTypes ?? []);
+  }
+
+  private occurrenceOf(activityType: string, args: unknown[]): Pick<CallHeader, 'occurrence'> {
+    return this.fencedTypes.has(activityType) ? occurrenceIn(this.scheduled, activityType, args) : {};
   }
 
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleActivity'] & {}> {
@@ -51,17 +60,35 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
       defaults !== null && input.options.heartbeatTimeout === undefined && this.fencedTypes.has(input.activityType) && onOwnTaskQueue(input)
         ? { ...input.options, heartbeatTimeout: defaults.heartbeatTimeoutMs }
         : input.options;
-    return next({ ...input, options, headers: withCallHeader(input.headers, callOf(input.seq)) });
+    return next({ ...input, options, headers: withCallHeader(input.headers, { ...callOf(input.seq), ...this.occurrenceOf(input.activityType, input.args) }) });
   }
 
   scheduleLocalActivity(
     input: LocalActivityInput,
     next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
   ): ReturnType<WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] & {}> {
-    const call = (input.attempt > 1 ? this.localCalls.get(input.args) : undefined) ?? callOf(input.seq);
+    const call = (input.attempt > 1 ? this.localCalls.get(input.args) : undefined) ?? { ...callOf(input.seq), ...this.occurrenceOf(input.activityType, input.args) };
     this.localCalls.set(input.args, call);
     return next({ ...input, headers: withCallHeader(input.headers, call) });
   }
+}
+
+/**
+ * The occurrence of a call (see {@link CallHeader.occurrence}): how many calls of the same activity
+ * type and RFC 8785 canonical arguments this run scheduled before, counted on replay too, so a
+ * reset run counts its history's calls as the discarded run did. Nothing for arguments that are not JSON.
+ */
+function occurrenceIn(scheduled: Map<string, number>, activityType: string, args: unknown[]): Pick<CallHeader, 'occurrence'> {
+  let key: string;
+  try {
+    key = callHash(canonicalJson([activityType, args as JsonValue], 'arguments'));
+  } catch {
+    return {};
+  }
+  const index = scheduled.get(key) ?? 0;
+  scheduled.set(key, index + 1);
+  const info = workflowInfo();
+  return { occurrence: { scope: info.continuedFromExecutionRunId ?? info.firstExecutionRunId, index } };
 }
 
 /**
@@ -75,7 +102,7 @@ function onOwnTaskQueue(input: ActivityInput): boolean {
 
 function callOf(seq: number): CallHeader {
   const info = workflowInfo();
-  const callId = assignCallId(seq, callIdOf(seq, info.continuedFromExecutionRunId));
+  const callId = assignCallId(seq, callIdOf(seq, info.runId, info.firstExecutionRunId));
   return { callId, runChainId: info.firstExecutionRunId, ...headerApproval(callId) };
 }
 

@@ -5,7 +5,16 @@
 import { createHash } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ToolOutcome } from '../../../src/activities/contract/contract';
-import { activityConversationLogId, assertMatchesRef, conversationLogId, deliverOutput, messageKey, outputKey, outputRefFor } from '../../../src/activities/agent/conversation-log';
+import {
+  activityConversationLogs,
+  assertMatchesRef,
+  conversationLogId,
+  deliverOutput,
+  messageKey,
+  outputKey,
+  outputRefFor,
+  type RunConversationLogs,
+} from '../../../src/activities/agent/conversation-log';
 import { isCheckpointError, type CheckpointErrorCode } from '../../../src/checkpoint/errors';
 import type { JsonValue } from '../../../src/checkpoint/types';
 import type { CheckpointStore, ConversationEntry } from '../../../src/stores/checkpoint-store';
@@ -52,19 +61,34 @@ describe('conversationLogId', () => {
   test('a missing part is INVALID_ARGUMENT', () => {
     expect(codeOf(() => conversationLogId({ ...PARTS, tenant: '' }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => conversationLogId({ ...PARTS, runChainId: undefined as unknown as string }))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => conversationLogId({ ...PARTS, runId: '' }))).toBe('INVALID_ARGUMENT');
   });
 
-  test('in an activity, namespace and workflow id come from the context, never from the caller', async () => {
+  test("a run's log: the chain's log for its first run, else the sha256 hex of the parts with the run id", () => {
+    expect(conversationLogId({ ...PARTS, runId: 'chain-1' })).toBe(conversationLogId(PARTS));
+    const expected = createHash('sha256').update('["ttc/conversation-log/1","default","acme","wf-1","chain-1","run-2"]').digest('hex');
+    expect(conversationLogId({ ...PARTS, runId: 'run-2' })).toBe(expected);
+    expect(conversationLogId({ ...PARTS, runId: 'run-3' })).not.toBe(expected);
+  });
+
+  test('in an activity, namespace, workflow id and run come from the context, never from the caller', async () => {
     const env = new MockActivityEnvironment({ workflowNamespace: 'ns-a', workflowExecution: { workflowId: 'wf-ctx', runId: 'run-ctx' } } as never);
-    const inside = await env.run(async () => activityConversationLogId('acme', 'chain-1', { namespace: 'other', workflowId: 'other-wf' }));
-    expect(inside).toBe(conversationLogId({ namespace: 'ns-a', tenant: 'acme', workflowId: 'wf-ctx', runChainId: 'chain-1' }));
-    const defaultChain = await env.run(async () => activityConversationLogId('acme', undefined));
-    expect(defaultChain).toBe(conversationLogId({ namespace: 'ns-a', tenant: 'acme', workflowId: 'wf-ctx', runChainId: 'run-ctx' }));
+    const inside: RunConversationLogs = await env.run(async () => activityConversationLogs('acme', 'chain-1', { namespace: 'other', workflowId: 'other-wf', runId: 'other-run' }));
+    const ctxParts = { namespace: 'ns-a', tenant: 'acme', workflowId: 'wf-ctx', runChainId: 'chain-1' };
+    expect(inside.chain).toBe(conversationLogId(ctxParts));
+    expect(inside.runId).toBe('run-ctx');
+    expect(inside.logOf('run-ctx')).toBe(conversationLogId({ ...ctxParts, runId: 'run-ctx' }));
+    expect(inside.logOf('chain-1')).toBe(inside.chain);
+    const defaultChain: RunConversationLogs = await env.run(async () => activityConversationLogs('acme', undefined));
+    expect(defaultChain.chain).toBe(conversationLogId({ namespace: 'ns-a', tenant: 'acme', workflowId: 'wf-ctx', runChainId: 'run-ctx' }));
   });
 
-  test('outside an activity the explicit scope is used; without one it is INVALID_ARGUMENT', () => {
-    expect(activityConversationLogId('acme', 'chain-1', { namespace: 'default', workflowId: 'wf-1' })).toBe(conversationLogId(PARTS));
-    expect(codeOf(() => activityConversationLogId('acme', 'chain-1'))).toBe('INVALID_ARGUMENT');
+  test('outside an activity the explicit scope is used (its run defaults to the chain); without one it is INVALID_ARGUMENT', () => {
+    const logs = activityConversationLogs('acme', 'chain-1', { namespace: 'default', workflowId: 'wf-1' });
+    expect(logs.chain).toBe(conversationLogId(PARTS));
+    expect(logs.runId).toBe('chain-1');
+    expect(activityConversationLogs('acme', 'chain-1', { namespace: 'default', workflowId: 'wf-1', runId: 'run-2' }).runId).toBe('run-2');
+    expect(codeOf(() => activityConversationLogs('acme', 'chain-1'))).toBe('INVALID_ARGUMENT');
   });
 });
 

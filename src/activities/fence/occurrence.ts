@@ -1,0 +1,103 @@
+/**
+ * Occurrences of an intent (docs/protocol.md#resets): an agent call of a tool without its own
+ * dedupe key claims the first free occurrence of its intent digest in its run chain's segment,
+ * under the dedupe key of that occurrence. After a Temporal reset, the reset run's call that means
+ * an action the discarded branch applied meets that call's claim at the same occurrence and is
+ * answered from its checkpoint; a call of the run's own history (or one a person proved not
+ * applied) is passed by, so the run's n-th call of an intent is never answered by another of its
+ * live calls. Each occurrence is adopted by at most one call of a run (its occurrence-adoption record names it).
+ */
+import { parseCallBindingId } from '../../checkpoint/call-identity';
+import { canonicalJson } from '../../checkpoint/canonical-json';
+import { sha256Hex } from '../../checkpoint/digest';
+import { hasCallHash, runOfCallId } from '../../checkpoint/run-scope';
+import { createDelivered } from '../../checkpoint/compose';
+import type { CheckpointRecord } from '../../checkpoint/types';
+import type { CheckpointStore } from '../../stores/checkpoint-store';
+import { resolutionAuditOf } from './resolution-audit';
+import { adoptHolder, type AdoptableCall, type CallDedupe } from './intent-dedupe';
+
+/** Where the occurrences of a call's intent are counted, and who the call is. */
+export interface OccurrenceScope {
+  /** `<Temporal namespace>/<tenant>`. */
+  readonly namespace: string;
+  readonly workflowId: string;
+  readonly runChainId: string;
+  /** The run chain's segment (`continuedFromExecutionRunId`, else the chain): a continued run counts afresh. */
+  readonly scope: string;
+  /** The run the attempt belongs to (the activity's `workflowExecution.runId`). */
+  readonly runId: string;
+  /** `packCallHashes` of the calls of this run's history made by other runs (a reset run's calls before its reset point). */
+  readonly liveCalls: string;
+  /** The runs those calls were made in. */
+  readonly liveRuns: readonly string[];
+  readonly intentDigest: string;
+}
+
+/** The `toolRevision` of an occurrence-adoption record (it names the call of a run that adopted an occurrence; never a tool's). */
+const ADOPTION_TAG = 'ttc/occurrence-adopted/1';
+
+/** The dedupe key of occurrence `n` of an intent: `occurrence1-` + hex SHA-256 of the canonical JSON of namespace, workflow, segment, intent digest and n. */
+export function occurrenceKey(scope: OccurrenceScope, n: number): string {
+  return `occurrence1-${sha256Hex(canonicalJson(['ttc/occurrence/1', scope.namespace, scope.workflowId, scope.scope, scope.intentDigest, n]))}`;
+}
+
+/** The binding call id of the record saying which call of run `runId` adopted occurrence `n` (no call's id can be it). */
+export function occurrenceAdoptionId(scope: OccurrenceScope, n: number, runId: string): string {
+  return canonicalJson([ADOPTION_TAG, scope.runChainId, scope.workflowId, scope.scope, scope.intentDigest, n, runId]);
+}
+
+/** The call id (within the run chain) an occurrence-adoption record names, else null. */
+function adopterOf(record: CheckpointRecord | null): string | null {
+  if (record === null || record.binding.toolRevision !== ADOPTION_TAG) return null;
+  const adopter = (record.result?.payload as { adoptedBy?: unknown } | null | undefined)?.adoptedBy;
+  return typeof adopter === 'string' ? adopter : null;
+}
+
+/**
+ * Whether occurrence `n`, whose claim `holder` holds, is taken in `scope`'s branch: `holder` is a
+ * call of this run, a call of its history made by another run (`liveCalls`), one a person proved
+ * not applied, or a call of that history adopted it. Otherwise it is a call of a discarded branch
+ * that no call of this history answers for. Reads one adoption record per run of `liveRuns`.
+ */
+async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, holder: CheckpointRecord, n: number): Promise<boolean> {
+  const parts = parseCallBindingId(holder.binding.callId);
+  if (parts === null) return true; // not a call's checkpoint: never adopted
+  if (runOfCallId(parts.callId, scope.runChainId) === scope.runId || hasCallHash(scope.liveCalls, parts.callId)) return true;
+  if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
+  for (const run of scope.liveRuns) {
+    const adopter = adopterOf(await store.getByCall(scope.namespace, occurrenceAdoptionId(scope, n, run)));
+    if (adopter !== null && hasCallHash(scope.liveCalls, adopter)) return true;
+  }
+  return false;
+}
+
+/**
+ * The dedupe of occurrence `n` of `call`'s intent: a holder taken in the call's branch sends the
+ * call on to occurrence n + 1; any other holder is adopted (`adoptHolder`), by one call per run
+ * (the occurrence-adoption record names it), the adopted call naming the run and call that applied
+ * the action (`appliedByRun`).
+ */
+export function occurrenceDedupe<Call extends AdoptableCall & { readonly appliedByRun?: { readonly runId: string; readonly callId: string } }>(
+  call: Call,
+  scope: OccurrenceScope,
+  secret: Uint8Array | undefined,
+  n = 0,
+): CallDedupe<Call> {
+  return {
+    key: occurrenceKey(scope, n),
+    passes: (holder, store) => takenInBranch(store, scope, holder, n),
+    next: () => occurrenceDedupe(call, scope, secret, n + 1),
+    async claimAdoption(holder, store, at) {
+      const binding = { ...call.binding, callId: occurrenceAdoptionId(scope, n, scope.runId), toolRevision: ADOPTION_TAG };
+      const result = { adoptedBy: call.input.callId, holder: holder.binding.callId };
+      const written = await store.createIfAbsent(createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }));
+      return adopterOf(written.record) === call.input.callId;
+    },
+    adopt: (holder) => {
+      const adopted = adoptHolder(call, holder, secret);
+      const holderCallId = parseCallBindingId(holder.binding.callId)!.callId;
+      return { ...adopted, appliedByRun: { runId: runOfCallId(holderCallId, scope.runChainId), callId: holderCallId } };
+    },
+  };
+}

@@ -1,0 +1,184 @@
+/**
+ * Occurrences of an intent across the branches of a run chain (docs/protocol.md#resets): a call
+ * of a reset run claims the first occurrence of its intent that no call of its own history holds;
+ * one a discarded branch holds answers it from its checkpoint. So however often a run is reset, and
+ * wherever, each action is applied at most as often as one branch asked for it. The fence's
+ * activities in MockActivityEnvironment against a SQLite file store; branches as Temporal makes
+ * them (a reset run keeps the run chain, replays the calls before its reset point, gets a new run id).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import fc from 'fast-check';
+import { z } from 'zod';
+import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
+import type { FencedToolResult } from '../../src/activities/contract/contract';
+import type { JsonValue } from '../../src/checkpoint/types';
+import { packCallHashes, runOfCallId, runScopedCallId } from '../../src/checkpoint/run-scope';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+
+jest.setTimeout(180_000);
+
+/** One branch of a run chain: its run and the ids of the calls of its history, in order. */
+interface Branch {
+  readonly runId: string;
+  readonly calls: string[];
+  /** The effect each call of the history was answered with. */
+  readonly effects: Map<string, string>;
+}
+
+describe('occurrences of an intent across reset branches', () => {
+  let dir: string;
+  let store: CheckpointStore;
+  let acts: ToolActivities;
+  /** Effects applied, by intent (`title/priority`). */
+  let applied: Map<string, string[]>;
+  let seq = 0;
+
+  const tool = defineTool({
+    name: 'create_ticket',
+    revision: 'v1',
+    input: z.object({ title: z.string(), priority: z.enum(['low', 'normal']).default('normal') }),
+    callDeadlineMs: 500,
+    async execute(input) {
+      const intent = `${input.title}/${input.priority}`;
+      const effects = applied.get(intent) ?? [];
+      const id = `T-${intent}-${effects.length + 1}`;
+      applied.set(intent, [...effects, id]);
+      return { output: { ticket: id } };
+    },
+  });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-occurrences-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    acts = createToolActivities({ store, tools: [tool], reconcileMarginMs: 100 });
+  });
+  beforeEach(() => {
+    applied = new Map();
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A new run chain: its workflow id and first branch (the chain's first run). */
+  function newChain(): { workflowId: string; chain: string; first: Branch } {
+    seq += 1;
+    const chain = randomUUID();
+    return { workflowId: `wf-occ-${seq}`, chain, first: { runId: chain, calls: [], effects: new Map() } };
+  }
+
+  /** A reset of `branch` to just after its first `cut` calls: a new run whose history holds them. */
+  function reset(branch: Branch, cut: number): Branch {
+    const calls = branch.calls.slice(0, cut);
+    return { runId: randomUUID(), calls, effects: new Map(calls.map((c) => [c, branch.effects.get(c)!])) };
+  }
+
+  /** The agent workflow's call of `input` in `branch` (its id addressed in the branch's run), run through the fence. */
+  async function callIn(at: { workflowId: string; chain: string }, branch: Branch, modelCallId: string, input: JsonValue): Promise<FencedToolResult> {
+    const callId = runScopedCallId(modelCallId, branch.runId, at.chain);
+    const others = branch.calls.filter((c) => runOfCallId(c, at.chain) !== branch.runId);
+    branch.calls.push(callId);
+    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: branch.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    const result: FencedToolResult = await env.run(acts.runFencedTool, {
+      tenant: 'acme',
+      callId,
+      runChainId: at.chain,
+      toolName: 'create_ticket',
+      input,
+      occurrences: { scope: at.chain, ...(others.length > 0 ? { liveCalls: packCallHashes(others), liveRuns: [...new Set(others.map((c) => runOfCallId(c, at.chain)))] } : {}) },
+    });
+    branch.effects.set(callId, (result.outcome as unknown as { output: { ticket: string } }).output.ticket);
+    return result;
+  }
+
+  it("a reset run's call of an intent the discarded branch applied is answered from that call's checkpoint, naming it", async () => {
+    const at = newChain();
+    const first = await callIn(at, at.first, 'toolu_1', { title: 'printer' });
+    const branch = reset(at.first, 0);
+    // Spelt otherwise by the model: the validated arguments are the same action.
+    const again = await callIn(at, branch, 'toolu_2', { priority: 'normal', title: 'printer' });
+    expect(first.source).toBe('executed');
+    expect(again).toEqual(expect.objectContaining({ source: 'store', idempotencyKey: first.idempotencyKey, appliedByRun: { runId: at.chain, callId: 'toolu_1' } }));
+    expect(again.callId).toBe(`toolu_2@${branch.runId}`);
+    expect(applied.get('printer/normal')).toEqual(['T-printer/normal-1']);
+    // Another intent runs as a call of its own.
+    const other = await callIn(at, branch, 'toolu_3', { title: 'printer', priority: 'low' });
+    expect(other.source).toBe('executed');
+    expect(other.appliedByRun).toBeUndefined();
+  });
+
+  it("a call of the run's own history is passed by: the reset run's second call of an intent runs", async () => {
+    const at = newChain();
+    await callIn(at, at.first, 'toolu_1', { title: 'lamp' });
+    const branch = reset(at.first, 1); // the first call is in the reset run's history
+    const again = await callIn(at, branch, 'toolu_2', { title: 'lamp' });
+    expect(again.source).toBe('executed');
+    expect(applied.get('lamp/normal')).toHaveLength(2);
+  });
+
+  it('two calls of one intent at once in a reset run: one is answered by the discarded call, the other runs', async () => {
+    const at = newChain();
+    await callIn(at, at.first, 'toolu_1', { title: 'desk' });
+    const branch = reset(at.first, 0);
+    const results = await Promise.all([callIn(at, branch, 'toolu_2', { title: 'desk' }), callIn(at, branch, 'toolu_3', { title: 'desk' })]);
+    expect(results.map((r) => r.source).sort()).toEqual(['executed', 'store']);
+    expect(new Set(results.map((r) => r.idempotencyKey)).size).toBe(2);
+    expect(applied.get('desk/normal')).toHaveLength(2);
+  });
+
+  it('a continued run counts its occurrences afresh (another scope)', async () => {
+    const at = newChain();
+    await callIn(at, at.first, 'toolu_1', { title: 'chair' });
+    const continued = { workflowId: at.workflowId, chain: at.chain };
+    const run: Branch = { runId: randomUUID(), calls: [], effects: new Map() };
+    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    const result: FencedToolResult = await env.run(acts.runFencedTool, {
+      tenant: 'acme',
+      callId: runScopedCallId('toolu_2', run.runId, continued.chain),
+      runChainId: continued.chain,
+      toolName: 'create_ticket',
+      input: { title: 'chair' },
+      occurrences: { scope: at.chain + '-continued' },
+    });
+    expect(result.source).toBe('executed');
+  });
+
+  /** A step of a generated history: a call (one of two intents, spelt two ways) in a branch, two at once, or a reset of a branch. */
+  type Step = { kind: 'call'; branch: number; intent: number; spelt: boolean } | { kind: 'pair'; branch: number; intent: number } | { kind: 'reset'; branch: number; cut: number };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), branch: fc.nat(7), intent: fc.nat(1), spelt: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), branch: fc.nat(7), intent: fc.nat(1) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), branch: fc.nat(7), cut: fc.nat(8) }) },
+  );
+
+  it('property: over any history of calls and resets, each intent is applied as often as the branch that asked most, and every call of a branch has an effect of its own', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 24 }), async (steps) => {
+        applied = new Map();
+        const at = newChain();
+        const branches: Branch[] = [at.first];
+        let n = 0;
+        const input = (intent: number, spelt: boolean): JsonValue => (spelt ? { priority: 'normal', title: `t${intent}` } : { title: `t${intent}` });
+        for (const s of steps) {
+          const branch = branches[s.branch % branches.length]!;
+          if (s.kind === 'reset') branches.push(reset(branch, Math.min(s.cut, branch.calls.length)));
+          else if (s.kind === 'call') await callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, s.spelt));
+          else await Promise.all([callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, false)), callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, true))]);
+        }
+        for (const intent of [0, 1]) {
+          const name = `t${intent}/normal`;
+          const asked = (b: Branch) => b.calls.filter((c) => b.effects.get(c)!.startsWith(`T-${name}-`)).length;
+          expect(applied.get(name)?.length ?? 0).toBe(Math.max(...branches.map(asked)));
+        }
+        // Within a branch, no two calls share an effect.
+        for (const b of branches) expect(new Set(b.calls.map((c) => b.effects.get(c))).size).toBe(b.calls.length);
+      }),
+      { seed: 20261220, numRuns: 40 },
+    );
+  });
+});
