@@ -11,6 +11,7 @@ import { storeOutageAfterClaimScenario } from './store-outage-after-claim';
 import { approvalExpiryScenario } from './approval-expiry';
 import { batchScenarios } from './batch';
 import { compensationScenarios } from './compensation';
+import { resetScenarios } from './reset';
 
 /**
  * The overlap, deploy and outage scenarios (docs/protocol.md#overlapping-attempts to
@@ -36,4 +37,5 @@ export const SCENARIOS: readonly Scenario[] = [
   storeOutageScenario,
   ...BETWEEN_ATTEMPTS_SCENARIOS.filter((s) => !windowScenarios.includes(s)),
   ...BATCH_AND_SAGA_SCENARIOS,
+  ...resetScenarios,
 ];
