@@ -14,9 +14,12 @@ export function runScopedCallId(callId: string, runId: string, runChainId: strin
   return runId === runChainId ? callId : `${callId}@${runId}`;
 }
 
-/** The run a call id was addressed in by {@link runScopedCallId}: the run id after its last `@`, else the chain's first run. */
+/** A run id where {@link runScopedCallId} puts it: at the end, or before a `/` that names a call derived from it (`act-3@<runId>/compensation`). */
+const RUN_ID_IN_CALL = /@([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?=$|\/[^@]*$)/;
+
+/** The run a call id was addressed in by {@link runScopedCallId} (also in a call id derived from one, `<id>@<runId>/compensation`), else the chain's first run. */
 export function runOfCallId(callId: string, runChainId: string): string {
-  return RUN_ID_SUFFIX.exec(callId)?.[1] ?? runChainId;
+  return RUN_ID_IN_CALL.exec(callId)?.[1] ?? runChainId;
 }
 
 /** `callId` without the run it was addressed in (`e1@<runId>` → `e1`; an id without one as it is). */

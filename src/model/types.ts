@@ -144,7 +144,7 @@ export interface ModelTurnResult {
    * `segments`: the run (its activity context's `workflowExecution.runId`) to whose log it wrote
    * `conversation.append`. The workflow attributes those messages to it: a run reset to an
    * earlier workflow task replays the turns the discarded run took, whose messages are in that
-   * run's log, not its own.
+   * run's log, not its own. The turn's tool calls are addressed in that run too (`<id>@<runId>`).
    */
   readonly conversationRunId?: string;
 }

@@ -250,6 +250,25 @@ describe('a reset agent run never repeats an effect', () => {
     expect(chargesOf(workflowId)).toEqual(['o-4:100', 'o-5:200']);
   });
 
+  it('a reset between two turns that charge the same order: the replayed call keeps its id, the re-planned one is answered by the discarded second charge', async () => {
+    const workflowId = 'reset-same-intent-twice';
+    const twice: Plan = (turn) => (turn < 2 ? [{ toolName: 'charge', input: { orderId: 'o-7', amountCents: 300 } }] : []);
+    const first = await start(workflowId, twice);
+    const firstResult = await first.result();
+    expect(chargesOf(workflowId)).toEqual(['o-7:300', 'o-7:300']);
+    const [kept, discarded] = firstResult.calls;
+
+    const resetRun = await reset(workflowId, first.firstExecutionRunId, await taskAfterActivity(first, 2));
+    const result = await resetRun.result();
+    expect(result.status).toBe('completed');
+    // The first charge is history the reset run replays: the same call, under the id it ran with.
+    expect(result.calls[0]).toEqual(expect.objectContaining({ callId: kept!.callId, source: 'executed' }));
+    // The second turn was planned again: the same action as the discarded second charge, never the first one's result.
+    expect(result.calls[1]).toEqual(expect.objectContaining({ source: 'store', appliedByRun: { runId: first.firstExecutionRunId, callId: discarded!.callId } }));
+    expect(result.calls[1]!.receipt).toEqual(discarded!.receipt);
+    expect(chargesOf(workflowId)).toEqual(['o-7:300', 'o-7:300']);
+  });
+
   it('a reset while the run waits on an unknown outcome: the reset run waits on the same effect, and a person settles it once', async () => {
     const workflowId = 'reset-during-pause';
     loseAnswer.add('o-6');

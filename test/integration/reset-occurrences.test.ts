@@ -131,6 +131,23 @@ describe('occurrences of an intent across reset branches', () => {
     expect(applied.get('desk/normal')).toHaveLength(2);
   });
 
+  it("a call in flight when its run was reset runs in the reset run with the input its own run gave it: it passes by its own run's calls", async () => {
+    const at = newChain();
+    await callIn(at, at.first, 'toolu_1', { title: 'shelf' });
+    // toolu_2 was scheduled by the first run (its input names no live calls of other runs) and is dispatched again in the reset run.
+    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: randomUUID() }, heartbeatTimeoutMs: 30_000 } as never);
+    const inFlight: FencedToolResult = await env.run(acts.runFencedTool, {
+      tenant: 'acme',
+      callId: 'toolu_2',
+      runChainId: at.chain,
+      toolName: 'create_ticket',
+      input: { title: 'shelf' },
+      occurrences: { scope: at.chain },
+    });
+    expect(inFlight.source).toBe('executed');
+    expect(applied.get('shelf/normal')).toHaveLength(2);
+  });
+
   it('a continued run counts its occurrences afresh (another scope)', async () => {
     const at = newChain();
     await callIn(at, at.first, 'toolu_1', { title: 'chair' });

@@ -25,7 +25,7 @@ export interface OccurrenceScope {
   readonly runChainId: string;
   /** The run chain's segment (`continuedFromExecutionRunId`, else the chain): a continued run counts afresh. */
   readonly scope: string;
-  /** The run the attempt belongs to (the activity's `workflowExecution.runId`). */
+  /** The run that asked for the call (`runOfCallId` of its id; the attempt may run in a later run after a reset). */
   readonly runId: string;
   /** `packCallHashes` of the calls of this run's history made by other runs (a reset run's calls before its reset point). */
   readonly liveCalls: string;

@@ -20,6 +20,7 @@ import type { BatchProgress } from '../contract/batch-items';
 import { adoptHolder, intentDedupeKey, type CallDedupe } from './intent-dedupe';
 import { adoptFirstCall, businessDedupeKey, businessKeyOf } from './business-key';
 import { occurrenceDedupe } from './occurrence';
+import { runOfCallId } from '../../checkpoint/run-scope';
 
 /** Where an attempt runs: from the activity's `Context.current().info`. */
 export interface AttemptContext {
@@ -187,7 +188,8 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       namespace: address.namespace,
       workflowId: context.workflowId,
       runChainId: address.runChainId,
-      runId: context.runId,
+      // The run that asked for the call (its id names it), not the one running the attempt: a call in flight when its run was reset runs again in the reset run.
+      runId: runOfCallId(input.callId, address.runChainId),
       intentDigest: digest,
       scope: occurrences.scope,
       liveCalls: occurrences.liveCalls ?? '',

@@ -173,7 +173,8 @@ class AgentRun extends RunCompensation {
     this.finalText = turn.text;
     // A truncated or refused answer hands out no call (the adapters drop them); guard anyway.
     const requests = turn.stopReason === 'max_tokens' || turn.stopReason === 'refusal' ? [] : turn.toolCalls;
-    const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns, this.turnRefusals(requests));
+    // Addressed in the run that asked the model (from history: a reset run replaying this turn gives its calls the ids they had).
+    const calls = this.state.startTurn(requests, this.state.turns - 1, this.longRuns, this.turnRefusals(requests), turn.conversationRunId ?? null);
     // The conversation names each call by the id its tool message answers (unique per conversation; without the run a later run addresses it in).
     const toolCalls: ToolCallRequest[] = requests.map((req, i) => (calls[i]!.modelCallId === req.callId ? req : { ...req, callId: calls[i]!.modelCallId }));
     this.conversation.add({ role: 'assistant', text: turn.text, toolCalls });

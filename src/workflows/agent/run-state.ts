@@ -21,7 +21,7 @@ import type {
 } from './types';
 import { deciderNameRefusal } from '../../checkpoint/visible-text';
 import { callIdHash, packCallIdHashes, unpackCallIdHashes } from './call-id-hashes';
-import { runOfCallId, runScopedCallId } from '../../checkpoint/run-scope';
+import { findNamedCall, runOfCallId, runScopedCallId } from '../../checkpoint/run-scope';
 import type { TurnRefusal } from './turn-bounds';
 import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
@@ -74,7 +74,7 @@ export class RunState {
   private currentTurn: CallState[] = [];
   /** How many calls of this run applied an effect so far (see `CallState.appliedSeq`). */
   private appliedCount = 0;
-  /** The run this run's calls are addressed in (`run-scope.ts`); null: calls keep the model's ids (runs started before patch `ttc-reset-safe-calls`). */
+  /** This run (`run-scope.ts`); null: calls keep the model's ids (runs started before patch `ttc-reset-safe-calls`). */
   private runId: string | null = null;
 
   /**
@@ -159,8 +159,9 @@ export class RunState {
   }
 
   /**
-   * From now on, addresses this run's new calls within run `runId`: `<id>@<runId>` unless it is the
-   * chain's first run (`run-scope.ts`), so a reset run never reuses a discarded call's checkpoint.
+   * From now on, addresses calls by the run that planned them (see {@link startTurn}): `<id>@<runId>`
+   * unless it is the chain's first run (`run-scope.ts`), so a reset run never reuses a discarded
+   * call's checkpoint. `runId` is this run (`workflowInfo().runId`).
    */
   addressCallsIn(runId: string): void {
     this.runId = runId;
@@ -172,9 +173,9 @@ export class RunState {
     return this.calls.filter((call) => runOfCallId(call.callId, this.runChainId) !== own).map((call) => call.callId);
   }
 
-  /** `callId` as this run addresses it (see {@link addressCallsIn}). */
-  private inRun(callId: string): string {
-    return this.runId === null ? callId : runScopedCallId(callId, this.runId, this.runChainId);
+  /** `callId` addressed in run `runId` (see {@link addressCallsIn}); as it is when calls are not addressed by run or the run is not known. */
+  private inRun(callId: string, runId: string | null): string {
+    return this.runId === null || runId === null ? callId : runScopedCallId(callId, runId, this.runChainId);
   }
 
   /** Whether a call id was used before in this chain. */
@@ -244,7 +245,9 @@ export class RunState {
 
   /** The call with this id (the first, if the model repeated an id); in a run that addresses its calls by run, also the id without the run (`e1` for `e1@<runId>`). */
   get(callId: string): CallState | undefined {
-    return this.byId.get(callId) ?? (typeof callId === 'string' && this.runId !== null ? this.byId.get(this.inRun(callId)) : undefined);
+    const exact = this.byId.get(callId);
+    if (exact !== undefined || this.runId === null || typeof callId !== 'string') return exact;
+    return this.byId.get(this.inRun(callId, this.runId)) ?? findNamedCall(this.calls, callId);
   }
 
   /**
@@ -252,18 +255,20 @@ export class RunState {
    * later are not in the returned array. Refused up front, with a `preFailure` the model sees as
    * its tool result: a repeated call id (DUPLICATE_CALL_ID) and a call whose input the adapter
    * refused (`inputError`, INVALID_TOOL_INPUT); and, given `refusals` (see `turn-bounds.ts`), the
-   * calls beyond the turn's bounds.
+   * calls beyond the turn's bounds. `plannedIn`: the run whose model turn asked for the calls (the
+   * model turn's result names it, so a reset run replaying the turn gives the calls the ids they had).
    */
-  startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false, refusals: readonly (TurnRefusal | null)[] = []): CallState[] {
+  startTurn(requests: readonly ToolCallRequest[], turn: number, scopeIds = false, refusals: readonly (TurnRefusal | null)[] = [], plannedIn: string | null = null): CallState[] {
+    const inRun = (callId: string) => this.inRun(callId, plannedIn);
     this.currentTurn = requests.map((req, index) => {
-      const reused = this.used(req.callId) || this.used(this.inRun(req.callId));
+      const reused = this.used(req.callId) || this.used(inRun(req.callId));
       // A provider that reuses ids across turns (`ollama_0`, `list_dir:0`) gets a
       // turn-scoped id, so each call has its own checkpoint and ids in history stay unique.
       // A repeat within one turn is still refused, under a unique id of its own.
       const sameTurn = requests.some((other) => other !== req && other.callId === req.callId && requests.indexOf(other) < requests.indexOf(req));
-      const modelCallId = scopeIds && reused ? this.scopedId(req.callId, turn) : req.callId;
+      const modelCallId = scopeIds && reused ? this.scopedId(req.callId, turn, inRun) : req.callId;
       const duplicate = scopeIds ? sameTurn : reused;
-      const call = newCall(this.inRun(modelCallId), modelCallId, req.toolName, req.input, turn, 0);
+      const call = newCall(inRun(modelCallId), modelCallId, req.toolName, req.input, turn, 0);
       if (duplicate) {
         call.preFailure = {
           type: 'DUPLICATE_CALL_ID',
@@ -284,10 +289,10 @@ export class RunState {
   }
 
   /** `<id>_t<turn>`, with `_<n>` added until no call of the chain used it. */
-  private scopedId(callId: string, turn: number): string {
+  private scopedId(callId: string, turn: number, inRun: (callId: string) => string): string {
     const base = `${callId}_t${turn}`;
     let candidate = base;
-    for (let n = 2; this.used(candidate) || this.used(this.inRun(candidate)); n += 1) candidate = `${base}_${n}`;
+    for (let n = 2; this.used(candidate) || this.used(inRun(candidate)); n += 1) candidate = `${base}_${n}`;
     return candidate;
   }
 
@@ -303,8 +308,10 @@ export class RunState {
    */
   addRetry(original: CallState): CallState {
     let attempt = original.attempt + 1;
-    while (this.used(this.inRun(retryId(original.modelCallId, attempt)))) attempt += 1;
-    const retry = newCall(this.inRun(retryId(original.modelCallId, attempt)), original.modelCallId, original.toolName, original.input, original.turn, attempt);
+    // Addressed in the original's run: a rerun is the same action, whichever run asks for it.
+    const inRun = (callId: string) => this.inRun(callId, runOfCallId(original.callId, this.runChainId));
+    while (this.used(inRun(retryId(original.modelCallId, attempt)))) attempt += 1;
+    const retry = newCall(inRun(retryId(original.modelCallId, attempt)), original.modelCallId, original.toolName, original.input, original.turn, attempt);
     // The rerun runs under the original's approval: its digest (hence with the arguments the
     // approver saw), its expiry (the worker refuses to claim after it) and who gave it.
     if (original.approval?.grant !== undefined) {

@@ -1,0 +1,246 @@
+/**
+ * Probes (adversarial review of 1c5e992): "a Temporal reset (`temporal workflow reset`) of an
+ * agent run never repeats an effect" — and the rules that promise rests on:
+ * - a call of the reset run's own history (made before the reset point) is passed by, so the
+ *   reset run's next call of the same intent runs (test/integration/reset-occurrences.test.ts);
+ * - a continued run (continue-as-new) counts its occurrences afresh;
+ * - the run owns (and compensates) the effects of its history.
+ *
+ * Real dev server, real SQLite store, real model-turn and tool activities (as in
+ * test/integration/agent-resets.test.ts); the model is a loopback planner handing out fresh
+ * tool-call ids per turn, its plan replaceable between runs.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import type { WorkflowHandle } from '@temporalio/client';
+import { z } from 'zod';
+import { createToolActivities, defineTool, ToolError } from '../../src/activities';
+import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
+import { createModelActivities } from '../../src/activities/agent/model-turn';
+import { temporalCliPath } from '../../src/dev/temporal-binaries';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
+import { agentWorkflow } from '../../src/workflows';
+import type { AgentWorkflowResult } from '../../src/workflows/agent/types';
+import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
+
+installQuietTemporalRuntime('ERROR');
+jest.setTimeout(240_000);
+
+const quietLogger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+const TASK_QUEUE = 'probe-reset-agent';
+
+type Plan = (turn: number, input: ModelTurnInput) => Omit<ToolCallRequest, 'callId'>[];
+
+describe('probe: agent resets', () => {
+  let env: LocalTestEnv;
+  let dir: string;
+  let store: CheckpointStore;
+  let worker: Worker;
+  let running: Promise<void>;
+  const charges: { workflowId: string; orderId: string; amountCents: number; callId: string }[] = [];
+  const refunds: { workflowId: string; orderId: string; callId: string }[] = [];
+  const plans = new Map<string, Plan>();
+  let nextCallId = 0;
+
+  const charge = defineTool({
+    name: 'charge',
+    revision: 'v1',
+    input: z.object({ orderId: z.string(), amountCents: z.number().int().positive() }),
+    callDeadlineMs: 300,
+    async execute(input, ctx) {
+      charges.push({ workflowId: ctx.workflowId, orderId: input.orderId, amountCents: input.amountCents, callId: ctx.callId });
+      return { output: { charged: input.amountCents, orderId: input.orderId }, receipt: { chargeId: `ch_${charges.length}` } };
+    },
+    compensation: {
+      revision: 'refund-v1',
+      async execute(applied: AppliedEffect, ctx) {
+        refunds.push({ workflowId: ctx.workflowId, orderId: (applied.args as { orderId: string }).orderId, callId: ctx.callId });
+        return { output: { refunded: true } };
+      },
+    },
+  });
+
+  const decline = defineTool({
+    name: 'decline',
+    revision: 'v1',
+    input: z.object({ orderId: z.string() }),
+    async execute() {
+      throw new ToolError('rejected', 'the card issuer declined the order');
+    },
+  });
+
+  const planner = {
+    name: 'planner',
+    async turn(input: ModelTurnInput): Promise<ModelTurnResult> {
+      const workflowId = (input.modelOptions as { workflowId: string }).workflowId;
+      const calls = plans.get(workflowId)!(input.turn, input);
+      if (calls.length === 0) return { stopReason: 'end_turn', text: 'done', toolCalls: [] };
+      return { stopReason: 'tool_use', text: 'working', toolCalls: calls.map((c) => ({ ...c, callId: `toolu_${(nextCallId += 1)}` })) };
+    },
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-probe-reset-agent-'));
+    let bundle;
+    [env, store, bundle] = await Promise.all([
+      createLocalEnv(),
+      openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`),
+      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }),
+    ]);
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: TASK_QUEUE,
+      workflowBundle: bundle,
+      activities: {
+        ...createToolActivities({ store, tools: [charge, decline], reconcileMarginMs: 100 }),
+        ...createModelActivities({ store, adapters: { planner } }),
+      },
+    });
+    running = worker.run();
+  });
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await store?.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function start(workflowId: string, plan: Plan, extra: Record<string, unknown> = {}) {
+    plans.set(workflowId, plan);
+    return env.client.workflow.start(agentWorkflow, {
+      taskQueue: TASK_QUEUE,
+      workflowId,
+      args: [
+        {
+          tenant: 'acme',
+          model: 'planner',
+          modelOptions: { workflowId },
+          prompt: 'handle the order',
+          tools: ['charge', 'decline'],
+          budget: { maxTurns: 8, maxToolCalls: 8, deadlineMs: 5 * 60_000 },
+          activityOptions: { startToCloseTimeoutMs: 10_000, heartbeatTimeoutMs: 5_000, retry: { initialIntervalMs: 100, maximumIntervalMs: 300, maximumAttempts: 5 } },
+          ...extra,
+        },
+      ],
+    });
+  }
+
+  async function reset(workflowId: string, runId: string, to: 'first' | number): Promise<WorkflowHandle<typeof agentWorkflow>> {
+    const server = env.devServer;
+    const where = to === 'first' ? ['--type', 'FirstWorkflowTask'] : ['--event-id', String(to)];
+    await promisify(execFile)(temporalCliPath(), [
+      'workflow',
+      'reset',
+      '--workflow-id',
+      workflowId,
+      '--run-id',
+      runId,
+      ...where,
+      '--reason',
+      'probe',
+      '--address',
+      server.address,
+      '--namespace',
+      server.namespace,
+    ]);
+    const current = await env.client.workflow.getHandle(workflowId).describe();
+    expect(current.runId).not.toBe(runId);
+    return env.client.workflow.getHandle(workflowId, current.runId) as WorkflowHandle<typeof agentWorkflow>;
+  }
+
+  async function taskAfterActivity(handle: WorkflowHandle, n: number): Promise<number> {
+    const { events } = await handle.fetchHistory();
+    let seen = 0;
+    for (const event of events ?? []) {
+      if (event.activityTaskCompletedEventAttributes != null) seen += 1;
+      if (seen === n && event.workflowTaskCompletedEventAttributes != null) return Number(event.eventId);
+    }
+    throw new Error(`no workflow task completed after activity ${n}`);
+  }
+
+  /** The run ids of a continue-as-new chain ending at `lastRunId`, first to last. */
+  async function chainRuns(workflowId: string, lastRunId: string): Promise<string[]> {
+    const runs = [lastRunId];
+    for (;;) {
+      const { events } = await env.client.workflow.getHandle(workflowId, runs[0]).fetchHistory();
+      const from = events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+      if (!from) return runs;
+      runs.unshift(from);
+    }
+  }
+
+  /** The result of the chain's last run (following continue-as-new). */
+  const finalResult = (workflowId: string): Promise<AgentWorkflowResult> => env.client.workflow.getHandle(workflowId).result() as Promise<AgentWorkflowResult>;
+
+  const chargesOf = (workflowId: string) => charges.filter((c) => c.workflowId === workflowId).map((c) => `${c.orderId}:${c.amountCents}`);
+  const refundsOf = (workflowId: string) => refunds.filter((r) => r.workflowId === workflowId).map((r) => r.orderId);
+
+  it("A1 reset to a later workflow task: the reset run's own history call is not passed by; its second charge of the same order is answered from its FIRST charge", async () => {
+    const workflowId = 'probe-a1';
+    const first = await start(workflowId, (turn) => (turn === 0 ? [{ toolName: 'charge', input: { orderId: 'o-1', amountCents: 500 } }] : []));
+    expect((await first.result()).status).toBe('completed');
+    // The reset run keeps turn 0 (the charge applied) and, at turn 1, the model charges the order a second time.
+    plans.set(workflowId, (turn) => (turn === 1 ? [{ toolName: 'charge', input: { orderId: 'o-1', amountCents: 500 } }] : []));
+    const resetRun = await reset(workflowId, first.firstExecutionRunId, await taskAfterActivity(first, 2));
+    const result = await resetRun.result();
+    expect(result.status).toBe('completed');
+    const second = result.calls.find((c) => c.turn === 1)!;
+    if (process.env.PROBE_DEBUG) console.log(JSON.stringify(result.calls.map((c) => ({ id: c.callId, turn: c.turn, source: c.source, appliedByRun: c.appliedByRun }))));
+    // The branch asked for two charges; the first is in the reset run's own history, so the second must run.
+    expect(second.source).toBe('executed');
+    expect(chargesOf(workflowId)).toEqual(['o-1:500', 'o-1:500']);
+  });
+
+  it('A2 reset to a later workflow task, then the run compensates: the charge of its own history is never refunded', async () => {
+    const workflowId = 'probe-a2';
+    const first = await start(workflowId, (turn) => (turn === 0 ? [{ toolName: 'charge', input: { orderId: 'o-2', amountCents: 300 } }] : []), { compensateOn: ['BUSINESS_REJECTION'] });
+    expect((await first.result()).status).toBe('completed');
+    expect(refundsOf(workflowId)).toEqual([]);
+    // The reset run keeps the charge (turn 0); at turn 1 the issuer declines, and the run compensates what it applied.
+    plans.set(workflowId, (turn) => (turn === 1 ? [{ toolName: 'decline', input: { orderId: 'o-2' } }] : []));
+    const resetRun = await reset(workflowId, first.firstExecutionRunId, await taskAfterActivity(first, 2));
+    const result = await resetRun.result();
+    if (process.env.PROBE_DEBUG) console.log(JSON.stringify({ status: result.status, calls: result.calls.map((c) => ({ id: c.callId, status: c.status, compensation: (c as { compensation?: unknown }).compensation })) }));
+    expect(chargesOf(workflowId)).toEqual(['o-2:300']);
+    // The charge is this branch's effect: the saga must refund it exactly once.
+    expect(refundsOf(workflowId)).toEqual(['o-2']);
+  });
+
+  it('A3 continue-as-new, no reset: the same charge asked again in the next segment is applied again', async () => {
+    const workflowId = 'probe-a3';
+    await start(workflowId, (turn) => (turn === 0 || turn === 1 ? [{ toolName: 'charge', input: { orderId: 'o-3', amountCents: 100 } }] : []), {
+      limits: { continueAsNewAfterEvents: 12 },
+    });
+    const result = await finalResult(workflowId);
+    expect(result.status).toBe('completed');
+    expect(result.continued?.continuations ?? 0).toBeGreaterThanOrEqual(1);
+    // One charge per turn, each turn in its own segment: "a continued run counts its occurrences afresh".
+    expect(chargesOf(workflowId)).toEqual(['o-3:100', 'o-3:100']);
+  });
+
+  it('A4 continue-as-new chain, reset an EARLIER (closed) run of the chain: the later segments charge again', async () => {
+    const workflowId = 'probe-a4';
+    const plan: Plan = (turn) => (turn <= 2 ? [{ toolName: 'charge', input: { orderId: 'o-4', amountCents: 101 + turn } }] : []);
+    await start(workflowId, plan, { limits: { continueAsNewAfterEvents: 12 } });
+    const before = await finalResult(workflowId);
+    expect(before.status).toBe('completed');
+    const runs = await chainRuns(workflowId, (await env.client.workflow.getHandle(workflowId).describe()).runId);
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    expect(chargesOf(workflowId)).toEqual(['o-4:101', 'o-4:102', 'o-4:103']);
+    // Reset the chain's first run to its first workflow task: the model plans the same three charges again.
+    await reset(workflowId, runs[0]!, 'first');
+    const after = await finalResult(workflowId);
+    expect(after.status).toBe('completed');
+    if (process.env.PROBE_DEBUG) console.log(JSON.stringify(charges.filter((c) => c.workflowId === workflowId)));
+    // Every branch asked for each charge once: none may be applied twice.
+    expect(chargesOf(workflowId)).toEqual(['o-4:101', 'o-4:102', 'o-4:103']);
+  });
+});
