@@ -28,6 +28,10 @@ import { temporal } from '@temporalio/proto';
 export const TOOL_ACTIVITY_TYPES_PATCH = 'ttc-tool-activity-types';
 /** The patch id `ttc-long-runs` (conversation by reference, concurrent calls, continue-as-new), marked at the start of every new run. */
 export const LONG_RUNS_PATCH = 'ttc-long-runs';
+/** Patch id `ttc-conversation-branches` (the conversation log forks per run). */
+export const CONVERSATION_BRANCHES_PATCH = 'ttc-conversation-branches';
+/** Patch id `ttc-reset-safe-calls` (calls addressed per run, claimed per occurrence of their intent). */
+export const RESET_SAFE_CALLS_PATCH = 'ttc-reset-safe-calls';
 
 /** What {@link stripPlaintextLabels} removed. */
 export interface PlaintextLabels {

@@ -126,7 +126,13 @@ describe('approved calls through ToolCheckpointPlugin', () => {
       { activityType: 'describeFencedCall', header: { callId: 'act-1', runChainId: expect.any(String) } },
       {
         activityType: 'chargeCard',
-        header: { callId: 'act-2', runChainId: expect.any(String), approvedIntentDigest: result.description.intentDigest, approvalExpiresAt: expiresAt },
+        header: {
+          callId: 'act-2',
+          runChainId: expect.any(String),
+          occurrence: { scope: expect.any(String), index: 0 },
+          approvedIntentDigest: result.description.intentDigest,
+          approvalExpiresAt: expiresAt,
+        },
       },
     ]);
   });

@@ -106,7 +106,7 @@ describe('signed approval grants through ToolCheckpointPlugin', () => {
     expect([calls, effects.length]).toEqual([1, 1]);
     expect(headers).toEqual([
       { callId: 'act-1', runChainId: expect.any(String) },
-      { callId: 'refund-approval', runChainId: expect.any(String), approvalGrant: firstGrant },
+      { callId: 'refund-approval', runChainId: expect.any(String), occurrence: { scope: expect.any(String), index: 0 }, approvalGrant: firstGrant },
     ]);
     expect(JSON.stringify(headers)).not.toMatch(/sha256:/);
     const description = await env.client.workflow.getHandle('grant-ok').describe();

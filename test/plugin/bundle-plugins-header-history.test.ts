@@ -34,7 +34,7 @@ import type { AgentWorkflowInput } from '../../src/workflows/agent/types';
 import type { FencedCallDescription } from '../../src/workflow';
 import { payloadsIn } from '../helpers/raw-history';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
-import { LONG_RUNS_PATCH, rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
+import { LONG_RUNS_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH, rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 import { approveChargeUpdate, approvedCheckoutWorkflow, pendingChargeQuery, type ApprovedCheckoutResult } from './approval-workflows';
 import { paymentActivities, readLedger } from './payment-activities';
 
@@ -127,13 +127,13 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
     const { wire, headers, history, bytes, labels } = await rawHistory(workflowId);
     expect(headers.map(({ activityType, encoding, value }) => ({ activityType, encoding, value }))).toEqual([
       { activityType: 'runModelTurn', encoding: 'json/plain', value: { callId: 'act-1', runChainId: firstRunId } },
-      { activityType: 'create_ticket', encoding: 'json/plain', value: { callId: 'act-2', runChainId: firstRunId } },
+      { activityType: 'create_ticket', encoding: 'json/plain', value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: firstRunId, index: 0 } } },
       { activityType: 'runModelTurn', encoding: 'json/plain', value: { callId: 'act-3', runChainId: firstRunId } },
     ]);
     // In the bytes Temporal stores, the header is readable as is.
-    expect(wire.includes(Buffer.from(`"callId":"act-2","runChainId":"${firstRunId}"`))).toBe(true);
+    expect(wire.includes(Buffer.from(`"callId":"act-2","runChainId":"${firstRunId}","occurrence":{"scope":"${firstRunId}","index":0}`))).toBe(true);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
-    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
+    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH]));
     for (const text of [SECRET_PROMPT, SECRET_TITLE, 'T-000001', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
     const payloads = payloadsIn(history);
     expect(payloads.length).toBeGreaterThanOrEqual(7);
@@ -173,7 +173,11 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
     const { wire, headers, history, bytes } = await rawHistory(workflowId);
     expect(headers.map(({ activityType, encoding, value }) => ({ activityType, encoding, value }))).toEqual([
       { activityType: 'describeFencedCall', encoding: 'json/plain', value: { callId: 'act-1', runChainId: firstRunId } },
-      { activityType: 'chargeCard', encoding: 'json/plain', value: { callId: 'act-2', runChainId: firstRunId, approvedIntentDigest: digest, approvalExpiresAt: expiresAt } },
+      {
+        activityType: 'chargeCard',
+        encoding: 'json/plain',
+        value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: firstRunId, index: 0 }, approvedIntentDigest: digest, approvalExpiresAt: expiresAt },
+      },
     ]);
     expect(wire.includes(Buffer.from(digest))).toBe(true);
     expect(wire.includes(Buffer.from(expiresAt))).toBe(true);
