@@ -39,6 +39,16 @@ export function findNamedCall<C extends { readonly callId: string }>(calls: read
   return named.length === 1 ? named[0] : undefined;
 }
 
+/**
+ * Where the occurrences of a run's actions are counted (docs/protocol.md#resets): one scope per
+ * segment of the run chain, which a reset keeps (it keeps `continuedFromExecutionRunId`) and a
+ * continue-as-new or a workflow retry changes. `first:<run chain>` for the chain's first segment,
+ * `after:<run id>` for a run continued (or retried) from run `<run id>`.
+ */
+export function occurrenceScopeOf(info: { readonly firstExecutionRunId: string; readonly continuedFromExecutionRunId?: string }): string {
+  return info.continuedFromExecutionRunId === undefined ? `first:${info.firstExecutionRunId}` : `after:${info.continuedFromExecutionRunId}`;
+}
+
 /** Hex digits of one hash in {@link packCallHashes}. */
 export const CALL_HASH_CHARS = 16;
 

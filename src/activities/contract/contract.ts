@@ -97,7 +97,7 @@ export interface FencedToolInput {
   /**
    * Set by agent runs (patch `ttc-reset-safe-calls`) for every call: a tool without `businessKey`
    * or `dedupeByIntent` claims the first free occurrence of its intent digest within `scope` (the
-   * run chain's continue-as-new segment: `continuedFromExecutionRunId`, else the chain), so a reset
+   * run chain's continue-as-new segment, `occurrenceScopeOf` in `checkpoint/run-scope.ts`), so a reset
    * run's call that means an action a discarded branch applied is answered from that call's
    * checkpoint (docs/protocol.md#resets). `liveCalls`: `packCallHashes` of the call ids in this
    * run's history that other runs made (a reset run's calls before its reset point); `liveRuns`: those runs;

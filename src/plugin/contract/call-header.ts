@@ -34,10 +34,10 @@ export interface CallHeader {
   readonly approvalGrant?: string;
   /**
    * Where the fence claims the occurrence of this call's action (docs/protocol.md#resets): `scope`,
-   * the run chain's segment (`continuedFromExecutionRunId`, else the chain), and `index`, how many
-   * calls of the same activity type and arguments this run scheduled before it. A reset run's call
-   * that is the same action as one the discarded branch applied is answered from its checkpoint.
-   * Absent for arguments that are not JSON.
+   * the run chain's segment (`occurrenceScopeOf`), and `index`, how many calls of the same activity
+   * type and arguments this run scheduled before it (less those that never claimed). A reset run's
+   * call that is the same action as one the discarded branch applied is answered from its
+   * checkpoint. Absent for arguments JSON cannot carry.
    */
   readonly occurrence?: { readonly scope: string; readonly index: number };
 }

@@ -17,7 +17,7 @@ import { RunResolutions } from './agent-run-resolutions';
 import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type ActivityAttempt } from './agent-run-base';
 import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH, ANSWERED_BY_PATCH } from './agent-patches';
 import { answeredByNote, appliedByRunNote } from './call-views';
-import { packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
+import { occurrenceScopeOf, packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
 
 /** An agent run with its tool calls (see the module comment). */
 export abstract class RunToolCalls extends RunResolutions {
@@ -235,13 +235,13 @@ export abstract class RunToolCalls extends RunResolutions {
 
   /**
    * Where a call claims the occurrences of its intent (docs/protocol.md#resets): the run chain's
-   * segment (a continued run counts afresh) and the calls of this run's history that other runs
+   * segment (`occurrenceScopeOf`: a continued run counts afresh) and the calls of this run's history that other runs
    * made, which the call passes by instead of adopting.
    */
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
     const info = workflowInfo();
     const others = this.state.callIdsOfOtherRuns();
-    const scope = info.continuedFromExecutionRunId ?? info.firstExecutionRunId;
+    const scope = occurrenceScopeOf(info);
     if (others.length === 0) return { scope };
     return { scope, liveCalls: packCallHashes(others), liveRuns: [...new Set(others.map((id) => runOfCallId(id, info.firstExecutionRunId)))] };
   }

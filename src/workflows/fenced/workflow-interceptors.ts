@@ -16,6 +16,8 @@
  * activity runs.
  */
 import {
+  ActivityFailure,
+  TimeoutFailure,
   workflowInfo,
   type ActivityInput,
   type LocalActivityInput,
@@ -27,9 +29,8 @@ import { headerApproval } from './approval-scope';
 import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
 import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
-import { canonicalJson } from '../../checkpoint/canonical-json';
-import { callHash } from '../../checkpoint/run-scope';
-import type { JsonValue } from '../../checkpoint/types';
+import { callHash, occurrenceScopeOf } from '../../checkpoint/run-scope';
+import { activityFailureType } from '../common/failures';
 
 /** The query of this module's request, set by webpack when the plugin added the module with one (undefined elsewhere). */
 declare const __resourceQuery: string | undefined;
@@ -50,8 +51,24 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
     this.fencedTypes = new Set(defaults?.fencedTypes ?? []);
   }
 
-  private occurrenceOf(activityType: string, args: unknown[]): Pick<CallHeader, 'occurrence'> {
-    return this.fencedTypes.has(activityType) ? occurrenceIn(this.scheduled, activityType, args) : {};
+  /**
+   * The occurrence of a call (see {@link CallHeader.occurrence}): how many calls of the same action
+   * ({@link actionKey}) this run scheduled before, less those that proved they never claimed,
+   * counted on replay too, so a reset run counts its history's calls as the discarded run did.
+   * `settled` is the call's promise: a failure that proves no claim gives its occurrence back.
+   */
+  private occurrenceOf(activityType: string, args: unknown[]): { header: Pick<CallHeader, 'occurrence'>; settled(promise: Promise<unknown>): void } {
+    const key = this.fencedTypes.has(activityType) ? actionKey(activityType, args) : null;
+    if (key === null) return { header: {}, settled: () => undefined };
+    const index = this.scheduled.get(key) ?? 0;
+    this.scheduled.set(key, index + 1);
+    return {
+      header: { occurrence: { scope: occurrenceScopeOf(workflowInfo()), index } },
+      settled: (promise) =>
+        void promise.then(undefined, (error: unknown) => {
+          if (neverClaimed(error)) this.scheduled.set(key, Math.max(0, (this.scheduled.get(key) ?? 1) - 1));
+        }),
+    };
   }
 
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): ReturnType<WorkflowOutboundCallsInterceptor['scheduleActivity'] & {}> {
@@ -60,36 +77,70 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
       defaults !== null && input.options.heartbeatTimeout === undefined && this.fencedTypes.has(input.activityType) && onOwnTaskQueue(input)
         ? { ...input.options, heartbeatTimeout: defaults.heartbeatTimeoutMs }
         : input.options;
-    return next({ ...input, options, headers: withCallHeader(input.headers, { ...callOf(input.seq), ...this.occurrenceOf(input.activityType, input.args) }) });
+    const occurrence = this.occurrenceOf(input.activityType, input.args);
+    const scheduled = next({ ...input, options, headers: withCallHeader(input.headers, { ...callOf(input.seq), ...occurrence.header }) });
+    occurrence.settled(scheduled);
+    return scheduled;
   }
 
   scheduleLocalActivity(
     input: LocalActivityInput,
     next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
   ): ReturnType<WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] & {}> {
-    const call = (input.attempt > 1 ? this.localCalls.get(input.args) : undefined) ?? { ...callOf(input.seq), ...this.occurrenceOf(input.activityType, input.args) };
-    this.localCalls.set(input.args, call);
+    let call = input.attempt > 1 ? this.localCalls.get(input.args) : undefined;
+    if (call === undefined) {
+      const occurrence = this.occurrenceOf(input.activityType, input.args);
+      call = { ...callOf(input.seq), ...occurrence.header };
+      this.localCalls.set(input.args, call);
+      const scheduled = next({ ...input, headers: withCallHeader(input.headers, call) });
+      occurrence.settled(scheduled);
+      return scheduled;
+    }
     return next({ ...input, headers: withCallHeader(input.headers, call) });
   }
 }
 
 /**
- * The occurrence of a call (see {@link CallHeader.occurrence}): how many calls of the same activity
- * type and RFC 8785 canonical arguments this run scheduled before, counted on replay too, so a
- * reset run counts its history's calls as the discarded run did. Nothing for arguments that are not JSON.
+ * The key a call's action is counted under: a hash of its activity type and its arguments as the
+ * default payload converter sends them (JSON: `undefined` members dropped, a `Date` as its ISO
+ * text), with object members in sorted order. Null for arguments JSON cannot carry (a `bigint`, a cycle).
  */
-function occurrenceIn(scheduled: Map<string, number>, activityType: string, args: unknown[]): Pick<CallHeader, 'occurrence'> {
-  let key: string;
+function actionKey(activityType: string, args: unknown[]): string | null {
+  let sent: unknown;
   try {
-    key = callHash(canonicalJson([activityType, args as JsonValue], 'arguments'));
+    sent = JSON.parse(JSON.stringify(args) ?? 'null');
   } catch {
-    return {};
+    return null;
   }
-  const index = scheduled.get(key) ?? 0;
-  scheduled.set(key, index + 1);
-  const info = workflowInfo();
-  return { occurrence: { scope: info.continuedFromExecutionRunId ?? info.firstExecutionRunId, index } };
+  return callHash(`${activityType}\n${sortedJson(sent)}`);
 }
+
+/** JSON text of a parsed JSON value with every object's members in sorted order. */
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const record = value as Record<string, unknown>;
+    return `{${Object.keys(record)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${sortedJson(record[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Whether a call's failure proves it never claimed anything: it never started (a schedule-to-start
+ * timeout) or the fence refused it before its claim (an approval or pin refusal).
+ */
+function neverClaimed(error: unknown): boolean {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  if (cause instanceof TimeoutFailure) return cause.timeoutType === 'SCHEDULE_TO_START';
+  const type = activityFailureType(error);
+  return type !== null && REFUSED_BEFORE_CLAIM.has(type);
+}
+
+/** Fence codes raised before a call's claim, never after it. */
+const REFUSED_BEFORE_CLAIM: ReadonlySet<string> = new Set(['APPROVAL_REQUIRED', 'APPROVAL_MISMATCH', 'APPROVAL_EXPIRED', 'NOT_PINNED']);
 
 /**
  * Whether the activity runs on the workflow's own task queue, whose workers run this plugin (the

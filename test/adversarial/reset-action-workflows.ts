@@ -1,10 +1,10 @@
 /**
- * Workflows for the probe-reset-plugin-*.test.ts probes: a user's plain workflows, fenced by the
+ * Workflows for plugin-reset-actions.test.ts: a user's plain workflows, fenced by the
  * plugin, each reset with `temporal workflow reset`.
  */
-import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 
-export interface ProbeActivities {
+export interface ResetActionActivities {
   chargeCard(customer: string, amountCents: number): Promise<{ chargeId: string; amountCents: number }>;
   /** One order object argument: a member may be `undefined` (a common optional field). */
   chargeOrder(order: { customer: string; amountCents: number; note?: string }): Promise<{ chargeId: string; amountCents: number }>;
@@ -13,7 +13,7 @@ export interface ProbeActivities {
 }
 
 const retry = { initialInterval: '100ms', backoffCoefficient: 1, maximumAttempts: 3 } as const;
-const { chargeCard, chargeOrder, chargeAt } = proxyActivities<ProbeActivities>({ startToCloseTimeout: '30s', retry });
+const { chargeCard, chargeOrder, chargeAt } = proxyActivities<ResetActionActivities>({ startToCloseTimeout: '30s', retry });
 
 /** Charges the order once; the order object has an optional field left undefined (`note: undefined`). */
 export async function chargeWithOptionalField(customer: string): Promise<string> {
@@ -34,8 +34,8 @@ export async function chargeWithDate(customer: string): Promise<string> {
  * arguments: the same action.
  */
 export async function chargeWithFallback(customer: string, activityQueue: string): Promise<string> {
-  const fast = proxyActivities<ProbeActivities>({ taskQueue: activityQueue, scheduleToStartTimeout: '1s', startToCloseTimeout: '30s', retry });
-  const patient = proxyActivities<ProbeActivities>({ taskQueue: activityQueue, startToCloseTimeout: '30s', retry });
+  const fast = proxyActivities<ResetActionActivities>({ taskQueue: activityQueue, scheduleToStartTimeout: '1s', startToCloseTimeout: '30s', retry });
+  const patient = proxyActivities<ResetActionActivities>({ taskQueue: activityQueue, startToCloseTimeout: '30s', retry });
   try {
     return (await fast.chargeCard(customer, 100)).chargeId;
   } catch {
@@ -54,5 +54,12 @@ export async function chargeEverySegment(customer: string, left: number): Promis
 export async function chargeDistinctPerSegment(customer: string, left: number): Promise<string> {
   const charged = await chargeCard(customer, 100 + left);
   if (left > 0) await continueAsNew<typeof chargeDistinctPerSegment>(customer, left - 1);
+  return charged.chargeId;
+}
+
+/** Charges, then fails the run until its third attempt (the workflow's retry policy starts a new run each time). */
+export async function chargeThenFail(customer: string): Promise<string> {
+  const charged = await chargeCard(customer, 100);
+  if (workflowInfo().attempt < 3) throw ApplicationFailure.retryable(`attempt ${workflowInfo().attempt} fails after the charge`);
   return charged.chargeId;
 }
