@@ -9,9 +9,13 @@
 /** A Temporal run id as the server makes them: a UUID in lower-case hex. */
 const RUN_ID_SUFFIX = /@([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
-/** `callId` addressed within run `runId`: `<callId>@<runId>`, or `callId` itself in the chain's first run (`runId === runChainId`). */
+/**
+ * `callId` addressed within run `runId`: `<callId>@<runId>`, or `callId` itself in the chain's first
+ * run (`runId === runChainId`), unless it already ends as another run's address would (a model id
+ * like `x@<uuid>`): then `<callId>@<runChainId>`, so {@link runOfCallId} always names the run.
+ */
 export function runScopedCallId(callId: string, runId: string, runChainId: string): string {
-  return runId === runChainId ? callId : `${callId}@${runId}`;
+  return runId === runChainId && runOfCallId(callId, runChainId) === runChainId ? callId : `${callId}@${runId}`;
 }
 
 /** A run id where {@link runScopedCallId} puts it: at the end, or before a `/` that names a call derived from it (`act-3@<runId>/compensation`). */

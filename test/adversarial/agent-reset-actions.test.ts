@@ -10,23 +10,21 @@
  * test/integration/agent-resets.test.ts); the model is a loopback planner handing out fresh
  * tool-call ids per turn, its plan replaceable between runs.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../src/activities';
 import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
 import { createModelActivities } from '../../src/activities/agent/model-turn';
-import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { agentWorkflow, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowResult } from '../../src/workflows/agent/types';
+import { resetWithCli, taskAfterActivity, type ResetPoint } from '../helpers/workflow-reset';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 
 installQuietTemporalRuntime('ERROR');
@@ -154,37 +152,8 @@ describe('agent resets', () => {
     });
   }
 
-  async function reset(workflowId: string, runId: string, to: 'first' | number): Promise<WorkflowHandle<typeof agentWorkflow>> {
-    const server = env.devServer;
-    const where = to === 'first' ? ['--type', 'FirstWorkflowTask'] : ['--event-id', String(to)];
-    await promisify(execFile)(temporalCliPath(), [
-      'workflow',
-      'reset',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      ...where,
-      '--reason',
-      'adversarial test',
-      '--address',
-      server.address,
-      '--namespace',
-      server.namespace,
-    ]);
-    const current = await env.client.workflow.getHandle(workflowId).describe();
-    expect(current.runId).not.toBe(runId);
-    return env.client.workflow.getHandle(workflowId, current.runId) as WorkflowHandle<typeof agentWorkflow>;
-  }
-
-  async function taskAfterActivity(handle: WorkflowHandle, n: number): Promise<number> {
-    const { events } = await handle.fetchHistory();
-    let seen = 0;
-    for (const event of events ?? []) {
-      if (event.activityTaskCompletedEventAttributes != null) seen += 1;
-      if (seen === n && event.workflowTaskCompletedEventAttributes != null) return Number(event.eventId);
-    }
-    throw new Error(`no workflow task completed after activity ${n}`);
+  async function reset(workflowId: string, runId: string, to: ResetPoint): Promise<WorkflowHandle<typeof agentWorkflow>> {
+    return env.client.workflow.getHandle(workflowId, await resetWithCli(env.devServer, env.client, workflowId, runId, to)) as WorkflowHandle<typeof agentWorkflow>;
   }
 
   /** The run ids of a continue-as-new chain ending at `lastRunId`, first to last. */

@@ -9,15 +9,13 @@
  * as often as one branch of the run chain asked for it; and a continued run (continue-as-new)
  * counts its actions afresh (docs/protocol.md#resets).
  */
-import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
-import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
+import { resetWithCli } from '../helpers/workflow-reset';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import type { ResetActionActivities } from './reset-action-workflows';
 
@@ -94,26 +92,7 @@ describe('plugin resets', () => {
 
   /** `temporal workflow reset` of run `runId` to its first workflow task; returns the new current run id. */
   async function resetToFirst(workflowId: string, runId: string): Promise<string> {
-    const server = env.devServer;
-    await promisify(execFile)(temporalCliPath(), [
-      'workflow',
-      'reset',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      '--type',
-      'FirstWorkflowTask',
-      '--reason',
-      'adversarial test',
-      '--address',
-      server.address,
-      '--namespace',
-      server.namespace,
-    ]);
-    const current = await env.client.workflow.getHandle(workflowId).describe();
-    expect(current.runId).not.toBe(runId);
-    return current.runId;
+    return resetWithCli(env.devServer, env.client, workflowId, runId, 'first');
   }
 
   /** The run ids of a continue-as-new chain, first to last, following `continuedExecutionRunId` backwards from the current run. */

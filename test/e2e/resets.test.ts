@@ -6,16 +6,14 @@
  * provider creates the ticket once, and each reset run reports the call answered from the first
  * run's checkpoint.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
-import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import { spawnWorker, type WorkerProcess } from '../../src/dev/worker-process';
 import type { AgentWorkflowResult } from '../../src/workflows/agent/types';
 import { runCli } from '../helpers/cli';
+import { resetWithCli } from '../helpers/workflow-reset';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 
 installQuietTemporalRuntime();
@@ -56,12 +54,7 @@ afterAll(async () => {
 
 /** `temporal workflow reset` of run `runId` to its first workflow task, as an operator types it; the reset run's id. */
 async function resetToFirstTask(workflowId: string, runId: string): Promise<string> {
-  await promisify(execFile)(temporalCliPath(), ['workflow', 'reset', '--workflow-id', workflowId, '--run-id', runId, '--type', 'FirstWorkflowTask', '--reason', 'repair the run'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: env.devServer.address, TEMPORAL_NAMESPACE: env.devServer.namespace },
-  });
-  const { runId: current } = await env.client.workflow.getHandle(workflowId).describe();
-  expect(current).not.toBe(runId);
-  return current;
+  return resetWithCli(env.devServer, env.client, workflowId, runId, 'first');
 }
 
 test('`temporal workflow reset` of a finished run, twice: the ticket is created once, each reset run is answered from the store', async () => {

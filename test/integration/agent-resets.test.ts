@@ -9,23 +9,21 @@
  * activities; the model is a loopback adapter that hands out a fresh tool-call id on every turn,
  * as providers do.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
 import { createModelActivities } from '../../src/activities/agent/model-turn';
-import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import type { ModelTurnInput, ModelTurnResult, ToolCallRequest } from '../../src/model/types';
 import { agentWorkflow, resolveOutcomeUpdate, runStatusQuery } from '../../src/workflows';
 import type { AgentWorkflowResult, RunStatusView } from '../../src/workflows/agent/types';
 import { conversationLogId, messageKey } from '../../src/activities/agent/conversation-log';
+import { resetWithCli, taskAfterActivity, type ResetPoint } from '../helpers/workflow-reset';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 
 installQuietTemporalRuntime('ERROR');
@@ -126,38 +124,8 @@ describe('a reset agent run never repeats an effect', () => {
   }
 
   /** `temporal workflow reset` of the run `runId` to `to` (the first workflow task, or a WorkflowTaskCompleted event id); returns the reset run's handle. */
-  async function reset(workflowId: string, runId: string, to: 'first' | number): Promise<WorkflowHandle<typeof agentWorkflow>> {
-    const server = env.devServer;
-    const where = to === 'first' ? ['--type', 'FirstWorkflowTask'] : ['--event-id', String(to)];
-    await promisify(execFile)(temporalCliPath(), [
-      'workflow',
-      'reset',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      ...where,
-      '--reason',
-      'repair the run',
-      '--address',
-      server.address,
-      '--namespace',
-      server.namespace,
-    ]);
-    const current = await env.client.workflow.getHandle(workflowId).describe();
-    expect(current.runId).not.toBe(runId);
-    return env.client.workflow.getHandle(workflowId, current.runId) as WorkflowHandle<typeof agentWorkflow>;
-  }
-
-  /** The id of the WorkflowTaskCompleted event right after the `n`-th (1-based) completed activity of the run's history. */
-  async function taskAfterActivity(handle: WorkflowHandle, n: number): Promise<number> {
-    const { events } = await handle.fetchHistory();
-    let seen = 0;
-    for (const event of events ?? []) {
-      if (event.activityTaskCompletedEventAttributes != null) seen += 1;
-      if (seen === n && event.workflowTaskCompletedEventAttributes != null) return Number(event.eventId);
-    }
-    throw new Error(`no workflow task completed after activity ${n}`);
+  async function reset(workflowId: string, runId: string, to: ResetPoint): Promise<WorkflowHandle<typeof agentWorkflow>> {
+    return env.client.workflow.getHandle(workflowId, await resetWithCli(env.devServer, env.client, workflowId, runId, to)) as WorkflowHandle<typeof agentWorkflow>;
   }
 
   async function waitFor(handle: WorkflowHandle, predicate: (s: RunStatusView) => boolean): Promise<RunStatusView> {

@@ -6,15 +6,13 @@
  * run made before) is answered from the discarded call's checkpoint; the refund, a new action,
  * runs once. Real dev server, real SQLite store, two worker builds on one task queue.
  */
-import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
 import { openCheckpointStore, type CheckpointStore } from '../../src';
-import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import { ToolCheckpointPlugin, fencedCallContext } from '../../src/plugin';
+import { resetWithCli } from '../helpers/workflow-reset';
 import { createLocalEnv, installQuietTemporalRuntime, type LocalTestEnv } from '../helpers/temporal';
 import type { LedgerActivities } from './reset-workflows/shared';
 
@@ -86,23 +84,7 @@ describe('plugin: a reset onto fixed code never repeats an effect', () => {
     const second = await (
       await workerOf('release-2')
     ).runUntil(async () => {
-      const server = env.devServer;
-      await promisify(execFile)(temporalCliPath(), [
-        'workflow',
-        'reset',
-        '--workflow-id',
-        workflowId,
-        '--run-id',
-        first.runId,
-        '--type',
-        'FirstWorkflowTask',
-        '--reason',
-        'deploy the fix',
-        '--address',
-        server.address,
-        '--namespace',
-        server.namespace,
-      ]);
+      await resetWithCli(env.devServer, env.client, workflowId, first.runId, 'first');
       const handle = env.client.workflow.getHandle(workflowId);
       expect((await handle.describe()).runId).not.toBe(first.runId);
       return handle.result();

@@ -27,6 +27,8 @@ export interface OccurrenceScope {
   readonly scope: string;
   /** The run that asked for the call (`runOfCallId` of its id; the attempt may run in a later run after a reset). */
   readonly runId: string;
+  /** The call's own id (within the run chain). */
+  readonly callId: string;
   /** `packCallHashes` of the calls of this run's history made by other runs (a reset run's calls before its reset point). */
   readonly liveCalls: string;
   /** The runs those calls were made in. */
@@ -57,7 +59,7 @@ function adopterOf(record: CheckpointRecord | null): string | null {
 /**
  * Whether occurrence `n`, whose claim `holder` holds, is taken in `scope`'s branch: `holder` is a
  * call of this run, a call of its history made by another run (`liveCalls`), one a person proved
- * not applied, or a call of that history adopted it. Otherwise it is a call of a discarded branch
+ * not applied, or another call of that history adopted it. Otherwise it is a call of a discarded branch
  * that no call of this history answers for. Reads one adoption record per run of `liveRuns`.
  */
 async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, holder: CheckpointRecord, n: number): Promise<boolean> {
@@ -67,7 +69,8 @@ async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, hol
   if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
   for (const run of scope.liveRuns) {
     const adopter = adopterOf(await store.getByCall(scope.namespace, occurrenceAdoptionId(scope, n, run)));
-    if (adopter !== null && hasCallHash(scope.liveCalls, adopter)) return true;
+    // This call's own adoption (an earlier attempt's, cut off before its adoption record): it goes on adopting.
+    if (adopter !== null && adopter !== scope.callId && hasCallHash(scope.liveCalls, adopter)) return true;
   }
   return false;
 }

@@ -190,6 +190,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       runChainId: address.runChainId,
       // The run that asked for the call (its id names it), not the one running the attempt: a call in flight when its run was reset runs again in the reset run.
       runId: runOfCallId(input.callId, address.runChainId),
+      callId: input.callId,
       intentDigest: digest,
       scope: occurrences.scope,
       liveCalls: occurrences.liveCalls ?? '',

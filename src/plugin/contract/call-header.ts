@@ -35,7 +35,7 @@ export interface CallHeader {
   /**
    * Where the fence claims the occurrence of this call's action (docs/protocol.md#resets): `scope`,
    * the run chain's segment (`occurrenceScopeOf`), and `index`, how many calls of the same activity
-   * type and arguments this run scheduled before it (less those that never claimed). A reset run's
+   * type and arguments this run scheduled before it (less those that never started). A reset run's
    * call that is the same action as one the discarded branch applied is answered from its
    * checkpoint. Absent for arguments JSON cannot carry.
    */

@@ -30,7 +30,6 @@ import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract
 import { assignCallId } from './call-scope';
 import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
 import { callHash, occurrenceScopeOf } from '../../checkpoint/run-scope';
-import { activityFailureType } from '../common/failures';
 
 /** The query of this module's request, set by webpack when the plugin added the module with one (undefined elsewhere). */
 declare const __resourceQuery: string | undefined;
@@ -53,9 +52,9 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
 
   /**
    * The occurrence of a call (see {@link CallHeader.occurrence}): how many calls of the same action
-   * ({@link actionKey}) this run scheduled before, less those that proved they never claimed,
+   * ({@link actionKey}) this run scheduled before, less those that never started,
    * counted on replay too, so a reset run counts its history's calls as the discarded run did.
-   * `settled` is the call's promise: a failure that proves no claim gives its occurrence back.
+   * `settled` is the call's promise: a call that never started gives its occurrence back.
    */
   private occurrenceOf(activityType: string, args: unknown[]): { header: Pick<CallHeader, 'occurrence'>; settled(promise: Promise<unknown>): void } {
     const key = this.fencedTypes.has(activityType) ? actionKey(activityType, args) : null;
@@ -66,7 +65,7 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
       header: { occurrence: { scope: occurrenceScopeOf(workflowInfo()), index } },
       settled: (promise) =>
         void promise.then(undefined, (error: unknown) => {
-          if (neverClaimed(error)) this.scheduled.set(key, Math.max(0, (this.scheduled.get(key) ?? 1) - 1));
+          if (neverStarted(error)) this.scheduled.set(key, Math.max(0, (this.scheduled.get(key) ?? 1) - 1));
         }),
     };
   }
@@ -129,18 +128,13 @@ function sortedJson(value: unknown): string {
 }
 
 /**
- * Whether a call's failure proves it never claimed anything: it never started (a schedule-to-start
- * timeout) or the fence refused it before its claim (an approval or pin refusal).
+ * Whether a call's failure says it never started: a schedule-to-start timeout. (A refusal of the
+ * fence is no such proof: an earlier attempt of the call may have claimed before it.)
  */
-function neverClaimed(error: unknown): boolean {
+function neverStarted(error: unknown): boolean {
   const cause = error instanceof ActivityFailure ? error.cause : error;
-  if (cause instanceof TimeoutFailure) return cause.timeoutType === 'SCHEDULE_TO_START';
-  const type = activityFailureType(error);
-  return type !== null && REFUSED_BEFORE_CLAIM.has(type);
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
 }
-
-/** Fence codes raised before a call's claim, never after it. */
-const REFUSED_BEFORE_CLAIM: ReadonlySet<string> = new Set(['APPROVAL_REQUIRED', 'APPROVAL_MISMATCH', 'APPROVAL_EXPIRED', 'NOT_PINNED']);
 
 /**
  * Whether the activity runs on the workflow's own task queue, whose workers run this plugin (the
