@@ -45,12 +45,23 @@ export function findNamedCall<C extends { readonly callId: string }>(calls: read
 
 /**
  * Where the occurrences of a run's actions are counted (docs/protocol.md#resets): one scope per
- * segment of the run chain, which a reset keeps (it keeps `continuedFromExecutionRunId`) and a
- * continue-as-new or a workflow retry changes. `first:<run chain>` for the chain's first segment,
+ * segment of the run chain, which a reset keeps and a continue-as-new or a workflow retry changes.
+ * `handedOver` is what the run this one continued from named the next segment
+ * ({@link nextSegmentScope}); without it, `first:<run chain>` for the chain's first segment,
  * `after:<run id>` for a run continued (or retried) from run `<run id>`.
  */
-export function occurrenceScopeOf(info: { readonly firstExecutionRunId: string; readonly continuedFromExecutionRunId?: string }): string {
+export function occurrenceScopeOf(info: { readonly firstExecutionRunId: string; readonly continuedFromExecutionRunId?: string }, handedOver?: string): string {
+  if (handedOver !== undefined) return handedOver;
   return info.continuedFromExecutionRunId === undefined ? `first:${info.firstExecutionRunId}` : `after:${info.continuedFromExecutionRunId}`;
+}
+
+/**
+ * The scope a run hands to the run it continues as new: `after:<originalExecutionRunId>`, the run
+ * that first wrote this run's start, which a reset keeps. So the segment after a reset run is the
+ * same scope as the segment after the run it reset, and its calls meet the discarded ones.
+ */
+export function nextSegmentScope(info: { readonly originalExecutionRunId: string }): string {
+  return `after:${info.originalExecutionRunId}`;
 }
 
 /** Hex digits of one hash in {@link packCallHashes}. */

@@ -234,8 +234,10 @@ describe('agent resets', () => {
     expect(chargesOf(workflowId)).toEqual(['o-3:100', 'o-3:100']);
   });
 
-  // Known limit (docs/protocol.md#resets): occurrences are counted per segment of the chain, and the
-  // reset run's later segments are new segments. Fails today; flips when the limit is lifted.
+  // Known limit (docs/protocol.md#resets): occurrences are counted per segment, and the reset run's
+  // history differs (the reset adds events), so the reset lineage continues as new at other turns
+  // than the discarded runs did: a charge moves to another segment and is applied again. Fails
+  // today; flips when occurrences are counted across segments.
   it.failing("resetting an EARLIER (closed) run of a continued chain never applies the later segments' charges again", async () => {
     const workflowId = 'adv-reset-a4';
     const plan: Plan = (turn) => (turn <= 2 ? [{ toolName: 'charge', input: { orderId: 'o-4', amountCents: 101 + turn } }] : []);

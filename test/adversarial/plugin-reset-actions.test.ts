@@ -175,9 +175,9 @@ describe('plugin resets', () => {
     expect(ledger(workflowId).map((e) => e.amountCents)).toEqual([100, 100, 100]);
   });
 
-  // Known limit (docs/protocol.md#resets): occurrences are counted per segment of the chain, and the
-  // reset run's later segments are new segments. Fails today; flips when the limit is lifted.
-  it.failing("resetting an EARLIER (closed) run of a continued chain never applies the later segments' charges again", async () => {
+  // A run hands its continuation the scope named after the run that first wrote its start
+  // (`nextSegmentScope`), which a reset keeps: the reset lineage's later segments meet the discarded ones.
+  it("resetting an EARLIER (closed) run of a continued chain never applies the later segments' charges again", async () => {
     const taskQueue = 'adv-reset-can-earlier';
     const workflowId = 'adv-reset-can-earlier-1';
     const worker = await workerOn(taskQueue);

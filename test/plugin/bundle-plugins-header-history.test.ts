@@ -127,11 +127,11 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
     const { wire, headers, history, bytes, labels } = await rawHistory(workflowId);
     expect(headers.map(({ activityType, encoding, value }) => ({ activityType, encoding, value }))).toEqual([
       { activityType: 'runModelTurn', encoding: 'json/plain', value: { callId: 'act-1', runChainId: firstRunId } },
-      { activityType: 'create_ticket', encoding: 'json/plain', value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: firstRunId, index: 0 } } },
+      { activityType: 'create_ticket', encoding: 'json/plain', value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: `first:${firstRunId}`, index: 0 } } },
       { activityType: 'runModelTurn', encoding: 'json/plain', value: { callId: 'act-3', runChainId: firstRunId } },
     ]);
     // In the bytes Temporal stores, the header is readable as is.
-    expect(wire.includes(Buffer.from(`"callId":"act-2","runChainId":"${firstRunId}","occurrence":{"scope":"${firstRunId}","index":0}`))).toBe(true);
+    expect(wire.includes(Buffer.from(`"callId":"act-2","runChainId":"${firstRunId}","occurrence":{"scope":"first:${firstRunId}","index":0}`))).toBe(true);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
     expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH]));
     for (const text of [SECRET_PROMPT, SECRET_TITLE, 'T-000001', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
@@ -176,7 +176,7 @@ describe('the _ttc-call header in Temporal history with the payload codec', () =
       {
         activityType: 'chargeCard',
         encoding: 'json/plain',
-        value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: firstRunId, index: 0 }, approvedIntentDigest: digest, approvalExpiresAt: expiresAt },
+        value: { callId: 'act-2', runChainId: firstRunId, occurrence: { scope: `first:${firstRunId}`, index: 0 }, approvedIntentDigest: digest, approvalExpiresAt: expiresAt },
       },
     ]);
     expect(wire.includes(Buffer.from(digest))).toBe(true);

@@ -123,7 +123,7 @@ describe('buildAgentWorkflowBundle({ plugins })', () => {
     const { result, seen, contexts, firstRunId } = await runOn(withPlugin, 'with-plugin');
     expect(result.calls.map((c) => [c.toolName, c.status])).toEqual([[TOOL, 'completed']]);
     // Activity commands of the run: 1 runModelTurn, 2 lookup_order, 3 runModelTurn.
-    expect(seen.get(TOOL)).toEqual({ callId: 'act-2', runChainId: firstRunId, occurrence: { scope: firstRunId, index: 0 }, source: 'header', activityId: '2' });
+    expect(seen.get(TOOL)).toEqual({ callId: 'act-2', runChainId: firstRunId, occurrence: { scope: `first:${firstRunId}`, index: 0 }, source: 'header', activityId: '2' });
     expect(seen.get('runModelTurn')).toMatchObject({ callId: 'act-3', source: 'header' });
     expect(contexts.map((c) => c.callId)).toEqual(['act-2']);
     const record = await store.getByCall('default/default', callBindingId({ runChainId: firstRunId, workflowId: 'with-plugin', callId: 'act-2' }));

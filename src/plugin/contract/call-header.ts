@@ -89,6 +89,26 @@ export function callIdOf(seq: number, runId: string, runChainId: string): string
   return runId === runChainId ? `act-${seq}` : `act-${seq}@${runId}`;
 }
 
+/** Header key of a continue-as-new: the occurrence scope the new run counts its calls' actions in (`nextSegmentScope`). */
+export const SEGMENT_HEADER = '_ttc-segment';
+
+/** `headers` with the segment header set to `scope`. */
+export function withSegmentHeader(headers: Headers, scope: string): Headers {
+  return { ...headers, [SEGMENT_HEADER]: defaultPayloadConverter.toPayload(scope) };
+}
+
+/** The segment header's scope, or undefined when absent or not a non-empty string. */
+export function readSegmentHeader(headers: Headers | undefined): string | undefined {
+  const payload = headers?.[SEGMENT_HEADER];
+  if (payload === undefined) return undefined;
+  try {
+    const scope: unknown = defaultPayloadConverter.fromPayload(payload);
+    return isText(scope) ? scope : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function isText(value: unknown): value is string {
   return typeof value === 'string' && value !== '';
 }

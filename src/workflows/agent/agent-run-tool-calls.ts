@@ -241,7 +241,7 @@ export abstract class RunToolCalls extends RunResolutions {
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
     const info = workflowInfo();
     const others = this.state.callIdsOfOtherRuns();
-    const scope = occurrenceScopeOf(info);
+    const scope = occurrenceScopeOf(info, this.input.continued?.occurrenceScope);
     if (others.length === 0) return { scope };
     return { scope, liveCalls: packCallHashes(others), liveRuns: [...new Set(others.map((id) => runOfCallId(id, info.firstExecutionRunId)))] };
   }

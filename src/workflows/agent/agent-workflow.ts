@@ -21,6 +21,7 @@ import { allHandlersFinished, condition, continueAsNew, isCancellation, patched,
 import type { ModelTurnResult, ToolCallRequest } from '../../model/types';
 import { utf8Length } from './conversation';
 import { validateAgentWorkflowInput } from './input';
+import { nextSegmentScope } from '../../checkpoint/run-scope';
 import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
 import { RunSearchAttributes } from './run-search-attributes';
 import type { RunStop } from './run-state';
@@ -231,6 +232,7 @@ class AgentRun extends RunCompensation {
       finalText: this.finalText,
       intentGenerations: { ...this.state.intentGenerations },
       usedCallIdHashes: this.state.usedCallIdHashes(),
+      occurrenceScope: nextSegmentScope(workflowInfo()),
       conversation: this.conversation.state(),
       earlierCalls: this.state.callCounts(),
     };

@@ -127,6 +127,8 @@ export interface ContinuedRun {
    * FNV-1a hashes concatenated: 8 bytes per call whatever the ids' length (`call-id-hashes.ts`).
    */
   readonly usedCallIdHashes: string;
+  /** Where this run counts the occurrences of its calls' intents (`nextSegmentScope` of the run before; `run-scope.ts`). Absent in handovers of older code. */
+  readonly occurrenceScope?: string;
   readonly conversation: ConversationState;
   /** Calls that finished in earlier runs of the chain, counted by {@link CallSummary} group. */
   readonly earlierCalls: EarlierCalls;

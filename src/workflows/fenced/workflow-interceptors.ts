@@ -20,16 +20,18 @@ import {
   TimeoutFailure,
   workflowInfo,
   type ActivityInput,
+  type ContinueAsNewInput,
+  type WorkflowInboundCallsInterceptor,
   type LocalActivityInput,
   type Next,
   type WorkflowInterceptorsFactory,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import { headerApproval } from './approval-scope';
-import { callIdOf, withCallHeader, type CallHeader } from '../../plugin/contract/call-header';
+import { callIdOf, readSegmentHeader, withCallHeader, withSegmentHeader, type CallHeader } from '../../plugin/contract/call-header';
 import { assignCallId } from './call-scope';
 import { parseSchedulingDefaults, type SchedulingDefaults } from '../../plugin/contract/scheduling-defaults';
-import { callHash, occurrenceScopeOf } from '../../checkpoint/run-scope';
+import { callHash, nextSegmentScope, occurrenceScopeOf } from '../../checkpoint/run-scope';
 
 /** The query of this module's request, set by webpack when the plugin added the module with one (undefined elsewhere). */
 declare const __resourceQuery: string | undefined;
@@ -45,6 +47,8 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
   private readonly fencedTypes: ReadonlySet<string>;
   /** Calls scheduled so far in this run, by the hash of their activity type and arguments (see {@link CallHeader.occurrence}). */
   private readonly scheduled = new Map<string, number>();
+  /** The occurrence scope the run this one continued from handed over (its start header), if any. */
+  handedOverScope: string | undefined;
 
   constructor(private readonly defaults: SchedulingDefaults | null) {
     this.fencedTypes = new Set(defaults?.fencedTypes ?? []);
@@ -62,7 +66,7 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
     const index = this.scheduled.get(key) ?? 0;
     this.scheduled.set(key, index + 1);
     return {
-      header: { occurrence: { scope: occurrenceScopeOf(workflowInfo()), index } },
+      header: { occurrence: { scope: occurrenceScopeOf(workflowInfo(), this.handedOverScope), index } },
       settled: (promise) =>
         void promise.then(undefined, (error: unknown) => {
           if (neverStarted(error)) this.scheduled.set(key, Math.max(0, (this.scheduled.get(key) ?? 1) - 1));
@@ -80,6 +84,11 @@ class CallIdOutboundInterceptor implements WorkflowOutboundCallsInterceptor {
     const scheduled = next({ ...input, options, headers: withCallHeader(input.headers, { ...callOf(input.seq), ...occurrence.header }) });
     occurrence.settled(scheduled);
     return scheduled;
+  }
+
+  /** Hands the next run its occurrence scope (`nextSegmentScope`): the same after a reset of this run. */
+  continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>): ReturnType<WorkflowOutboundCallsInterceptor['continueAsNew'] & {}> {
+    return next({ ...input, headers: withSegmentHeader(input.headers, nextSegmentScope(workflowInfo())) });
   }
 
   scheduleLocalActivity(
@@ -152,4 +161,14 @@ function callOf(seq: number): CallHeader {
 }
 
 /** The workflow interceptors of the tool checkpoint plugin. */
-export const interceptors: WorkflowInterceptorsFactory = () => ({ outbound: [new CallIdOutboundInterceptor(schedulingDefaults)] });
+export const interceptors: WorkflowInterceptorsFactory = () => {
+  const outbound = new CallIdOutboundInterceptor(schedulingDefaults);
+  // The scope a continue-as-new handed over (see `nextSegmentScope`), read before the workflow runs.
+  const inbound: WorkflowInboundCallsInterceptor = {
+    execute(input, next) {
+      outbound.handedOverScope = readSegmentHeader(input.headers);
+      return next(input);
+    },
+  };
+  return { inbound: [inbound], outbound: [outbound] };
+};
