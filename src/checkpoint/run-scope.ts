@@ -2,8 +2,9 @@
  * Which run of a run chain a call belongs to (docs/protocol.md#resets). A Temporal reset starts a
  * new run in the same chain (`firstExecutionRunId` survives it) that replays the history up to the
  * reset point and discards the rest; a continue-as-new starts one too. So that a call id the model
- * or the workflow reuses in such a run never lands on a discarded call's checkpoint, runs other than
- * the chain's first address their calls as `<id>@<runId>`. Pure and sandbox-safe.
+ * or the workflow reuses in such a run never lands on a discarded call's checkpoint, a reset run
+ * addresses its calls as `<id>@<runId>` (and so do the runs continued from it, with its id; the
+ * plugin: every run other than the chain's first). Pure and sandbox-safe.
  */
 
 /** A Temporal run id as the server makes them: a UUID in lower-case hex. */

@@ -69,6 +69,12 @@ export interface ConversationRef {
    * `logged` (none when `logged` is 0). Absent: all in the run chain's log.
    */
   readonly segments?: readonly ConversationSegment[];
+  /**
+   * With `segments`: the run of the chain whose log `append` is written to (a run of this chain;
+   * the workflow names the reset run it is, or the run whose log the run it continues wrote to).
+   * Absent: the activity's own run.
+   */
+  readonly writeTo?: string;
 }
 
 /**

@@ -168,8 +168,9 @@ describe('agent resets', () => {
   }
 
   /** Resolves with the paused call's reason once the run pauses (polls the status query for 30 s, then never resolves). */
-  async function waitForPause(handle: WorkflowHandle<typeof agentWorkflow>): Promise<string> {
-    for (let i = 0; i < 300; i += 1) {
+  /** The paused call's id and reason once the run pauses; stops asking once `settled.done` (so no query outlives the test's client). */
+  async function waitForPause(handle: WorkflowHandle<typeof agentWorkflow>, settled: { done: boolean }): Promise<string> {
+    for (let i = 0; i < 300 && !settled.done; i += 1) {
       const status = await handle.query(runStatusQuery).catch(() => null);
       const paused = status?.pendingCalls.find((c) => c.status === 'paused');
       if (status?.phase === 'paused' && paused !== undefined) return `${paused.callId}: ${paused.reason}`;
@@ -211,10 +212,12 @@ describe('agent resets', () => {
     plans.set(workflowId, (turn) => (turn === 1 ? [{ toolName: 'decline', input: { orderId: 'o-2' } }] : []));
     const resetRun = await reset(workflowId, first.firstExecutionRunId, await taskAfterActivity(first, 2));
     // The run must finish (compensated); a pause on the compensation is reported with its reason.
+    const settled = { done: false };
     const finished = await Promise.race([
       resetRun.result().then((r) => ({ status: r.status, pause: null as string | null })),
-      waitForPause(resetRun).then((reason) => ({ status: 'paused', pause: reason })),
+      waitForPause(resetRun, settled).then((reason) => ({ status: 'paused', pause: reason })),
     ]);
+    settled.done = true;
     if (process.env.RESET_DEBUG) console.log(JSON.stringify(finished));
     expect(finished.pause).toBeNull();
     expect(chargesOf(workflowId)).toEqual(['o-2:300']);
@@ -279,10 +282,12 @@ describe('agent resets', () => {
     expect(chargesOf(workflowId)).toHaveLength(2);
     const resetRun = await reset(workflowId, first.firstExecutionRunId, resetPoint);
     open();
+    const settled = { done: false };
     const finished = await Promise.race([
       resetRun.result().then((r) => ({ status: r.status, pause: null as string | null, calls: r.calls })),
-      waitForPause(resetRun).then((reason) => ({ status: 'paused', pause: reason, calls: [] })),
+      waitForPause(resetRun, settled).then((reason) => ({ status: 'paused', pause: reason, calls: [] })),
     ]);
+    settled.done = true;
     if (process.env.RESET_DEBUG) console.log(JSON.stringify({ ...finished, charges: charges.filter((c) => c.workflowId === workflowId) }));
     expect(finished.pause).toBeNull();
     expect(finished.status).toBe('completed');

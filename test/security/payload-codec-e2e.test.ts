@@ -32,7 +32,7 @@ import { payloadsIn } from '../helpers/raw-history';
 import { startProvider, type RunningProvider } from '../../examples/provider/start-provider';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli, type CliOutput } from '../helpers/cli';
-import { LONG_RUNS_PATCH, rawHistoryView, stripPlaintextLabels, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
+import { CONVERSATION_BRANCHES_PATCH, LONG_RUNS_PATCH, rawHistoryView, RESET_SAFE_CALLS_PATCH, stripPlaintextLabels, TOOL_ACTIVITY_TYPES_PATCH } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(240_000);
@@ -103,7 +103,7 @@ describe('the payload codec on a real Temporal server', () => {
     // per-tool activity types (its core_patch marker and TemporalChangeVersion, written past the codec).
     const { history: rest, bytes, labels } = rawHistoryView(history);
     expect(labels.activityTypes).toEqual(['runModelTurn', 'create_ticket', 'runModelTurn']);
-    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
+    expect(new Set(labels.patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH]));
     // The run's search attributes, set at its start (it never waited for a person): a boolean, no call ids.
     expect([labels.needsPerson, labels.waitingCalls.flat()]).toEqual([[false], []]);
     for (const text of [receipt.receipt, receipt.ticketId, INPUT_TEXT, 'create_ticket', 'json/plain']) expect([text, bytes.includes(Buffer.from(text))]).toEqual([text, false]);
@@ -181,7 +181,7 @@ describe('the payload codec on a real Temporal server', () => {
         // The CLI prints payloads as protobuf JSON: metadata values and data in base64.
         const history: unknown = JSON.parse(stdout);
         // The patch marker and TemporalChangeVersion stay json/plain either way (see test/helpers/raw-history).
-        expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH]));
+        expect(new Set(stripPlaintextLabels(history).patchIds)).toEqual(new Set([LONG_RUNS_PATCH, TOOL_ACTIVITY_TYPES_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH]));
         const payloads = jsonPayloadsIn(history);
         return {
           encodings: payloads.map((p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString()),

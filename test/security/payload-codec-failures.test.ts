@@ -38,7 +38,7 @@ import { cancelRunSignal, runStatusQuery } from '../../src/workflows/agent/messa
 import type { AgentWorkflowInput, RunStatusView } from '../../src/workflows/agent/types';
 import { installQuietTemporalRuntime } from '../helpers/temporal';
 import { runCli } from '../helpers/cli';
-import { LONG_RUNS_PATCH, rawHistoryView, TOOL_ACTIVITY_TYPES_PATCH, type PlaintextLabels } from '../helpers/raw-history';
+import { CONVERSATION_BRANCHES_PATCH, LONG_RUNS_PATCH, rawHistoryView, RESET_SAFE_CALLS_PATCH, TOOL_ACTIVITY_TYPES_PATCH, type PlaintextLabels } from '../helpers/raw-history';
 
 installQuietTemporalRuntime();
 jest.setTimeout(300_000);
@@ -138,7 +138,7 @@ describe('failure text in Temporal history with the payload codec on', () => {
    */
   async function rawHistory(workflowId: string): Promise<{ bytes: Buffer; failures: temporal.api.failure.v1.IFailure[]; payloads: Payload[]; labels: PlaintextLabels }> {
     const { history, bytes, labels } = rawHistoryView(await raw.client.workflow.getHandle(workflowId).fetchHistory());
-    expect(labels.patchIds.filter((id) => id !== TOOL_ACTIVITY_TYPES_PATCH && id !== LONG_RUNS_PATCH)).toEqual([]);
+    expect(labels.patchIds.filter((id) => ![TOOL_ACTIVITY_TYPES_PATCH, LONG_RUNS_PATCH, CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH].includes(id))).toEqual([]);
     const failures: temporal.api.failure.v1.IFailure[] = [];
     const payloads: Payload[] = [];
     collect(history, failures, payloads);

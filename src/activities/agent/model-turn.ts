@@ -11,7 +11,7 @@ import { activityConversationLogs, type ExplicitLogScope } from './conversation-
 import { toApplicationFailure } from '../fence/failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from '../fence/pins';
 import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
-import { loadConversation } from './turn-conversation';
+import { loadConversation, writerOf } from './turn-conversation';
 import { MAX_TIMER_MS } from '../tools/long-timer';
 
 /** Options of {@link createModelActivities}. */
@@ -166,5 +166,8 @@ async function withMessages(
   }
   const logs = activityConversationLogs(input.tenant, input.conversation!.runChainId, options.outsideActivity);
   const messages = await loadConversation(options.store, logs, input.conversation!, cache);
-  return { input: { ...input, messages, conversation: undefined }, ...(input.conversation!.segments !== undefined ? { conversationRunId: logs.runId } : {}) };
+  return {
+    input: { ...input, messages, conversation: undefined },
+    ...(input.conversation!.segments !== undefined ? { conversationRunId: writerOf(logs, input.conversation!) } : {}),
+  };
 }

@@ -45,7 +45,7 @@ interface LogPart {
  */
 export async function loadConversation(store: CheckpointStore, logs: RunConversationLogs, ref: ConversationRef, cache?: ConversationCache): Promise<ConversationMessage[]> {
   assertConversationRef(ref);
-  const own = ref.segments === undefined ? logs.chain : logs.logOf(logs.runId);
+  const own = ref.segments === undefined ? logs.chain : logs.logOf(writerOf(logs, ref));
   if (ref.append.length > 0) {
     await store.putConversationEntries(
       own,
@@ -109,7 +109,7 @@ function logParts(logs: RunConversationLogs, own: string, ref: ConversationRef, 
  */
 function branchKey(logs: RunConversationLogs, own: string, ref: ConversationRef): string {
   if (ref.segments === undefined) return logs.chain;
-  const segments = ref.segments.at(-1)?.runId === logs.runId ? ref.segments.slice(0, -1) : ref.segments;
+  const segments = ref.segments.at(-1)?.runId === writerOf(logs, ref) ? ref.segments.slice(0, -1) : ref.segments;
   return JSON.stringify([own, ...segments.map((s) => [s.runId, s.until])]);
 }
 
@@ -176,4 +176,9 @@ function deepFreeze<T>(value: T): T {
 
 function invalid(message: string, field: string): CheckpointError {
   return new CheckpointError('INVALID_ARGUMENT', message, { field });
+}
+
+/** The run whose log a turn given with segments writes to: `ref.writeTo`, else the activity's own run. */
+export function writerOf(logs: RunConversationLogs, ref: ConversationRef): string {
+  return ref.writeTo ?? logs.runId;
 }

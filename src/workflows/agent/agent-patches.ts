@@ -46,7 +46,7 @@ export const ANSWERED_BY_PATCH = 'ttc-answered-by-another-run';
 export const CONVERSATION_BRANCHES_PATCH = 'ttc-conversation-branches';
 
 /**
- * Patch id: a run other than its chain's first addresses its calls as `<id>@<runId>`, and each
+ * Patch id: a reset run (and a run continued from one) addresses its calls as `<id>@<reset run id>`, and each
  * call of a tool without its own dedupe key claims an occurrence of its intent, so a reset run's
  * call that means an action the discarded branch applied is answered from its checkpoint
  * (docs/deploying.md#resetting-a-run).

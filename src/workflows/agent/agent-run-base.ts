@@ -58,10 +58,17 @@ export abstract class AgentRunBase {
     this.state = new RunState(input.budget, continued?.startedAt ?? now, continued, workflowInfo().firstExecutionRunId);
     // Calls addressed per run and claimed per occurrence of their intent (a reset never repeats an effect); asked once, at the start.
     this.resetSafe = patched(RESET_SAFE_CALLS_PATCH);
-    if (this.resetSafe) this.state.addressCallsIn(workflowInfo().runId);
-    // By reference, the log forks per run (a reset run never writes over the branch it discards);
-    // runs whose history has no marker keep one log per run chain. Asked once, at the start.
-    const forksOf = longRuns && patched(CONVERSATION_BRANCHES_PATCH) ? { runChainId: workflowInfo().firstExecutionRunId } : undefined;
+    if (this.resetSafe) {
+      // A reset run addresses its calls in itself; any other run in the run its conversation goes on in (the chain's first, or the last reset run).
+      const info = workflowInfo();
+      this.state.addressCallsIn(info.runId !== info.originalExecutionRunId ? info.runId : (continued?.conversation.segments?.at(-1)?.runId ?? info.firstExecutionRunId));
+    }
+    // By reference, the log forks at a reset (a reset run never writes over the branch it discards);
+    // runs whose history has no marker keep one log per run chain. Asked once, at the start. A reset
+    // run's id differs from the one its start was first written under (`originalExecutionRunId`).
+    const info = workflowInfo();
+    const resetRun = info.runId !== info.originalExecutionRunId ? { resetRun: info.runId } : {};
+    const forksOf = longRuns && patched(CONVERSATION_BRANCHES_PATCH) ? { runChainId: info.firstExecutionRunId, ...resetRun } : undefined;
     this.conversation = new Conversation(longRuns, continued?.conversation, forksOf);
     if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
     this.finalText = continued?.finalText ?? '';

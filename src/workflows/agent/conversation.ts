@@ -31,12 +31,13 @@ export class Conversation {
    * @param state where a continued run's conversation stands; absent for a new conversation
    * @param forksOf by reference, when the log forks per run (patch `ttc-conversation-branches`):
    *   the run chain (`firstExecutionRunId`), whose log holds the messages of a handed-over state
-   *   without segments (from a run before the patch); absent: one log per run chain.
+   *   without segments (from a run before the patch), and `resetRun`, this run's id when it is a
+   *   reset run (its messages go to its own log); absent: one log per run chain.
    */
   constructor(
     readonly byReference: boolean,
     state?: ConversationState,
-    private readonly forksOf?: { readonly runChainId: string },
+    private readonly forksOf?: { readonly runChainId: string; readonly resetRun?: string },
   ) {
     this.logged = state?.logged ?? 0;
     this.pending = [...(state?.pending ?? [])];
@@ -69,8 +70,10 @@ export class Conversation {
    */
   turnInput(runChainId: string): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
     if (!this.byReference) return { messages: this.pending as ConversationMessage[] };
-    const segments = this.segments === undefined ? {} : { segments: [...this.segments] };
-    return { conversation: { runChainId, logged: this.logged, append: [...this.pending], ...segments } };
+    if (this.segments === undefined) return { conversation: { runChainId, logged: this.logged, append: [...this.pending] } };
+    // A reset run writes beside the branch it discards; any other run goes on in the log its conversation is in.
+    const writeTo = this.forksOf?.resetRun ?? this.segments.at(-1)?.runId ?? runChainId;
+    return { conversation: { runChainId, logged: this.logged, append: [...this.pending], segments: [...this.segments], writeTo } };
   }
 
   /**

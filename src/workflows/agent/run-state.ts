@@ -161,7 +161,8 @@ export class RunState {
   /**
    * From now on, addresses calls by the run that planned them (see {@link startTurn}): `<id>@<runId>`
    * unless it is the chain's first run (`run-scope.ts`), so a reset run never reuses a discarded
-   * call's checkpoint. `runId` is this run (`workflowInfo().runId`).
+   * call's checkpoint. `runId` is the run this run's own calls are addressed in: itself when it is
+   * a reset run, else the run its conversation goes on in (the chain's first, or the last reset run).
    */
   addressCallsIn(runId: string): void {
     this.runId = runId;

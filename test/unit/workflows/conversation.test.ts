@@ -15,7 +15,8 @@ describe('Conversation segments', () => {
   test('a new conversation has none; each turn attributes its messages to the run that wrote them', () => {
     const conversation = new Conversation(true, undefined, CHAIN);
     conversation.add(user('p'));
-    expect(conversation.turnInput('run-a')).toEqual({ conversation: { runChainId: 'run-a', logged: 0, append: [user('p')], segments: [] } });
+    // A run that is not a reset run writes where its conversation is: the chain's log for a new one.
+    expect(conversation.turnInput('run-a')).toEqual({ conversation: { runChainId: 'run-a', logged: 0, append: [user('p')], segments: [], writeTo: 'run-a' } });
     conversation.turnTaken('run-a');
     conversation.add(said('a1'));
     conversation.add(user('a2'));
@@ -34,8 +35,33 @@ describe('Conversation segments', () => {
           { runId: 'run-a', until: 3 },
           { runId: 'run-b', until: 4 },
         ],
+        writeTo: 'run-b',
       },
     });
+  });
+
+  test("a reset run writes to its own run's log; a run continued from it goes on in that log", () => {
+    const reset = new Conversation(true, { logged: 3, pending: [], bytes: 0, segments: [{ runId: 'run-a', until: 3 }] }, { runChainId: 'run-a', resetRun: 'run-r' });
+    reset.add(said('r3'));
+    expect(reset.turnInput('run-a')).toEqual({ conversation: expect.objectContaining({ writeTo: 'run-r' }) });
+    reset.turnTaken('run-r');
+    const continued = new Conversation(true, reset.state(), CHAIN);
+    continued.add(said('c4'));
+    expect(continued.turnInput('run-a')).toEqual({
+      conversation: expect.objectContaining({
+        writeTo: 'run-r',
+        segments: [
+          { runId: 'run-a', until: 3 },
+          { runId: 'run-r', until: 4 },
+        ],
+      }),
+    });
+    continued.turnTaken('run-r');
+    // Continue-as-new adds no segment: what is in history per turn stays flat along the chain.
+    expect(continued.state().segments).toEqual([
+      { runId: 'run-a', until: 3 },
+      { runId: 'run-r', until: 5 },
+    ]);
   });
 
   test('a turn whose activity names no run (a worker that knew no segments) wrote to the chain log', () => {
