@@ -78,8 +78,8 @@ export interface ConversationRef {
 }
 
 /**
- * Messages of a conversation that one run of the chain wrote to its own log (the log forks per
- * run, so a run reset to an earlier workflow task never writes over what the discarded branch
+ * Messages of a conversation that one run of the chain wrote to its log (the log forks at a
+ * reset, so a run reset to an earlier workflow task never writes over what the discarded branch
  * wrote): they end before index `until` and start where the previous segment ends.
  */
 export interface ConversationSegment {
@@ -106,7 +106,7 @@ export interface ModelTurnInput {
   readonly messages?: readonly ConversationMessage[];
   /**
    * The conversation by reference, read from the side store by the activity (which writes
-   * `append` to the log of its own run when `segments` are given, else to the run chain's log).
+   * `append` to the log of run `writeTo` when `segments` are given, else to the run chain's log).
    */
   readonly conversation?: ConversationRef;
   /** Names of the tools the model may call. */

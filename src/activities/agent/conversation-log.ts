@@ -1,10 +1,10 @@
 /**
  * The conversation logs of a run chain (claim check): where an agent run's conversation and
  * its large tool outputs live in the side store instead of in workflow history. The log forks
- * per run: each run of the chain writes its messages to its own log (the chain's first run to the
- * chain's log), and reads the earlier ones from the logs of the runs that wrote them, so a run
- * reset to an earlier workflow task writes its new answers beside the discarded branch's, never
- * over them (see `ConversationRef.segments`). Logs are named by {@link conversationLogId};
+ * at a reset: a reset run writes its messages to its own log, any other run to the log its
+ * conversation is in (the chain's log, or the last reset run's), and each reads the earlier
+ * ones from the logs of the runs that wrote them, so a run reset to an earlier workflow task
+ * writes its new answers beside the discarded branch's, never over them (see `ConversationRef.segments`). Logs are named by {@link conversationLogId};
  * messages at `m/<index>` (9 digits), tool outputs at `r/<callId>` in the chain's log.
  * Activities name the logs from their own context (namespace, workflow id, run id) plus the
  * input's tenant and run chain, so a workflow can never name another workflow's log, nor write to

@@ -75,7 +75,7 @@ function activityContext(): Context | undefined {
  * - exactly one of `input.messages` and `input.conversation` must be given → else non-retryable
  *   INVALID_ARGUMENT (`details.field` `conversation`); the model is not called;
  * - `input.conversation` (claim check): the activity writes `append` to the conversation log
- *   of its own run (the run chain's log when the input gives no `segments`), reads the whole
+ *   of run `writeTo` (else its own run; the run chain's log when the input gives no `segments`), reads the whole
  *   conversation back and resolves every output by reference (see `loadConversation`), and the
  *   adapter receives `{ ...input, messages, conversation: undefined }`; with `segments`, the
  *   result names that run (`conversationRunId`). The logs are named from

@@ -27,8 +27,8 @@ interface LogPart {
  * Appends `ref.append` at `m/<ref.logged>`, `m/<ref.logged + 1>`, … (idempotently: a retried
  * turn writes the same entries again; a tool message with `contentRef` is stored with its
  * reference) and reads `m/0 … m/<logged + append.length - 1>`. Without `ref.segments` all of it
- * is in the run chain's log (`logs.chain`). With them, `append` goes to the log of the activity's
- * own run (`logs.logOf(logs.runId)`), the `logged` messages are read segment by segment from the
+ * is in the run chain's log (`logs.chain`). With them, `append` goes to the log of run
+ * `ref.writeTo` (else the activity's own run: {@link writerOf}), the `logged` messages are read segment by segment from the
  * logs of the runs that wrote them, and the appended ones from the own log: a run reset to an
  * earlier turn writes beside the discarded branch, never over it. Each `contentRef` is resolved
  * from the chain's log (where the tool activities deliver outputs) by reading the entry its `key`
@@ -104,7 +104,7 @@ function logParts(logs: RunConversationLogs, own: string, ref: ConversationRef, 
 
 /**
  * The cache key of the conversation's branch: the chain's log without segments; with them, the
- * own log and every segment but a trailing one of the own run (which grows turn by turn), so a
+ * own log and every segment but a trailing one of the writing run (which grows turn by turn), so a
  * run's turns share a key and a run forked from another never shares one with it.
  */
 function branchKey(logs: RunConversationLogs, own: string, ref: ConversationRef): string {

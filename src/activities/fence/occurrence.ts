@@ -23,7 +23,7 @@ export interface OccurrenceScope {
   readonly namespace: string;
   readonly workflowId: string;
   readonly runChainId: string;
-  /** The run chain's segment (`continuedFromExecutionRunId`, else the chain): a continued run counts afresh. */
+  /** The run chain's segment (`occurrenceScopeOf` in `checkpoint/run-scope.ts`): a continued run counts afresh, a reset run counts with the run it reset. */
   readonly scope: string;
   /** The run that asked for the call (`runOfCallId` of its id; the attempt may run in a later run after a reset). */
   readonly runId: string;
