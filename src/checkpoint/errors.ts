@@ -91,6 +91,12 @@ export const CHECKPOINT_ERROR_CODES = {
   NOTHING_TO_COMPENSATE: { retryable: false },
   /** A conversation-log entry that must exist (a message index or an output reference) is not in the store. */
   CONVERSATION_ENTRY_MISSING: { retryable: false },
+  /**
+   * A reset run of an agent chain reset a run that had continued as new (not the chain's latest):
+   * the discarded runs' effects cannot all be matched to the reset run's calls, so its model turn
+   * is refused before the model is asked and nothing new runs (docs/protocol.md#resets).
+   */
+  RESET_OF_CONTINUED_RUN: { retryable: false },
   // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a
   // model response are INVALID_TOOL_INPUT, which the tool side already owns.
   /** A transcript file or value does not match the transcript format (details name the path). */

@@ -75,6 +75,16 @@ export interface ConversationRef {
    * Absent: the activity's own run.
    */
   readonly writeTo?: string;
+  /**
+   * A continued run's segment of the run chain (`occurrenceScopeOf` in `checkpoint/run-scope.ts`),
+   * given on its first turn: the activity records in the chain's log that the segment started.
+   */
+  readonly startsSegment?: string;
+  /**
+   * A reset run's next segment (`nextSegmentScope`): if a run has started that segment, the run
+   * this one reset had continued as new and the turn is refused (RESET_OF_CONTINUED_RUN).
+   */
+  readonly resetRunNextSegment?: string;
 }
 
 /**

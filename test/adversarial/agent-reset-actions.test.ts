@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { createToolActivities, defineTool, ToolError } from '../../src/activities';
 import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
@@ -237,11 +238,19 @@ describe('agent resets', () => {
     expect(chargesOf(workflowId)).toEqual(['o-3:100', 'o-3:100']);
   });
 
-  // Known limit (docs/protocol.md#resets): occurrences are counted per segment, and the reset run's
-  // history differs (the reset adds events), so the reset lineage continues as new at other turns
-  // than the discarded runs did: a charge moves to another segment and is applied again. Fails
-  // today; flips when occurrences are counted across segments.
-  it.failing("resetting an EARLIER (closed) run of a continued chain never applies the later segments' charges again", async () => {
+  /** The `type` of the first ApplicationFailure in `error`'s cause chain, else null. */
+  function failureType(error: unknown): string | null {
+    for (let e = error as { cause?: unknown; type?: unknown } | undefined; e !== undefined && e !== null; e = e.cause as typeof e) {
+      if (e instanceof ApplicationFailure) return e.type ?? null;
+    }
+    return null;
+  }
+
+  // Occurrences are counted per segment, and a reset lineage may continue as new at other turns
+  // than the discarded runs did (the reset adds events; the model may plan otherwise), so a
+  // discarded call of a later segment could not be met: such a reset is refused before the model
+  // is asked (docs/protocol.md#resets).
+  it('resetting an EARLIER (closed) run of a continued chain is refused before the model is asked: nothing runs again', async () => {
     const workflowId = 'adv-reset-a4';
     const plan: Plan = (turn) => (turn <= 2 ? [{ toolName: 'charge', input: { orderId: 'o-4', amountCents: 101 + turn } }] : []);
     await start(workflowId, plan, { limits: { continueAsNewAfterEvents: 12 } });
@@ -250,13 +259,31 @@ describe('agent resets', () => {
     const runs = await chainRuns(workflowId, (await env.client.workflow.getHandle(workflowId).describe()).runId);
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(chargesOf(workflowId)).toEqual(['o-4:101', 'o-4:102', 'o-4:103']);
-    // Reset the chain's first run to its first workflow task: the model plans the same three charges again.
-    await reset(workflowId, runs[0]!, 'first');
-    const after = await finalResult(workflowId);
-    expect(after.status).toBe('completed');
-    if (process.env.RESET_DEBUG) console.log(JSON.stringify(charges.filter((c) => c.workflowId === workflowId)));
-    // Every branch asked for each charge once: none may be applied twice.
+    const asked = requests.get(workflowId)!.length;
+    // The chain's first run, to its first workflow task; then a middle run, to its first task.
+    for (const run of [runs[0]!, runs[1]!]) {
+      const resetRun = await reset(workflowId, run, 'first');
+      const failure = await resetRun.result().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(failureType(failure)).toBe('RESET_OF_CONTINUED_RUN');
+    }
+    expect(requests.get(workflowId)!.length).toBe(asked);
     expect(chargesOf(workflowId)).toEqual(['o-4:101', 'o-4:102', 'o-4:103']);
+    expect(refundsOf(workflowId)).toEqual([]);
+  });
+
+  it('resetting the LATEST run of a continued chain is not refused: its charges come from the store', async () => {
+    const workflowId = 'adv-reset-a6';
+    const plan: Plan = (turn) => (turn <= 2 ? [{ toolName: 'charge', input: { orderId: 'o-6', amountCents: 101 + turn } }] : []);
+    await start(workflowId, plan, { limits: { continueAsNewAfterEvents: 12 } });
+    expect((await finalResult(workflowId)).status).toBe('completed');
+    const runs = await chainRuns(workflowId, (await env.client.workflow.getHandle(workflowId).describe()).runId);
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    const resetRun = await reset(workflowId, runs.at(-1)!, 'first');
+    expect((await resetRun.result()).status).toBe('completed');
+    expect(chargesOf(workflowId)).toEqual(['o-6:101', 'o-6:102', 'o-6:103']);
   });
 
   it('a reset in the middle of a concurrent turn (two charges of one order, one completed, one in flight): each applied once, two distinct effects', async () => {

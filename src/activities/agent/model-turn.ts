@@ -12,6 +12,7 @@ import { toApplicationFailure } from '../fence/failures';
 import { assertOfferedToolsPinned, assertTenantPinned, resolvePins } from '../fence/pins';
 import { ConversationCache, DEFAULT_CONVERSATION_CACHE_BYTES } from './conversation-cache';
 import { loadConversation, writerOf } from './turn-conversation';
+import { checkChainSegments } from './chain-segments';
 import { MAX_TIMER_MS } from '../tools/long-timer';
 
 /** Options of {@link createModelActivities}. */
@@ -83,7 +84,8 @@ function activityContext(): Context | undefined {
  *   here: INVALID_ARGUMENT) and `conversation.runChainId`. Without
  *   `options.store` → non-retryable INVALID_CONFIG. Store errors map through
  *   `toApplicationFailure`: STORE_UNAVAILABLE is retryable, CONVERSATION_CONFLICT and
- *   CONVERSATION_ENTRY_MISSING are not. The whole log is read each turn (memory and time
+ *   CONVERSATION_ENTRY_MISSING are not. A reset run of a run that had continued as new is refused
+ *   before the model is called (non-retryable RESET_OF_CONTINUED_RUN: `checkChainSegments`). The whole log is read each turn (memory and time
  *   proportional to the conversation, which is sent to the model anyway).
  * Works outside an activity context too (no heartbeats, no cancellation), for tests.
  */
@@ -139,7 +141,8 @@ export function createModelActivities(options: ModelActivitiesOptions): ModelAct
  * segments only).
  *
  * @throws {@link CheckpointError} INVALID_ARGUMENT (both or neither of messages and conversation;
- *   no tenant), INVALID_CONFIG (no store), and the errors of `loadConversation`.
+ *   no tenant), INVALID_CONFIG (no store), and the errors of `checkChainSegments` (RESET_OF_CONTINUED_RUN)
+ *   and `loadConversation`.
  */
 async function withMessages(
   options: ModelActivitiesOptions,
@@ -165,6 +168,7 @@ async function withMessages(
     throw new CheckpointError('INVALID_ARGUMENT', 'a turn with its conversation by reference needs its tenant (it names the conversation log)', { field: 'tenant' });
   }
   const logs = activityConversationLogs(input.tenant, input.conversation!.runChainId, options.outsideActivity);
+  await checkChainSegments(options.store, logs, input.conversation!);
   const messages = await loadConversation(options.store, logs, input.conversation!, cache);
   return {
     input: { ...input, messages, conversation: undefined },

@@ -21,7 +21,7 @@ import { allHandlersFinished, condition, continueAsNew, isCancellation, patched,
 import type { ModelTurnResult, ToolCallRequest } from '../../model/types';
 import { utf8Length } from './conversation';
 import { validateAgentWorkflowInput } from './input';
-import { nextSegmentScope } from '../../checkpoint/run-scope';
+import { nextSegmentScope, occurrenceScopeOf } from '../../checkpoint/run-scope';
 import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
 import { RunSearchAttributes } from './run-search-attributes';
 import type { RunStop } from './run-state';
@@ -161,7 +161,7 @@ class AgentRun extends RunCompensation {
         model: this.input.model,
         ...(this.input.modelOptions !== undefined ? { modelOptions: this.input.modelOptions } : {}),
         turn: this.state.turns,
-        ...this.conversation.turnInput(runChainId),
+        ...this.conversation.turnInput(runChainId, this.segmentMarks()),
         tools: this.input.tools,
       }),
     );
@@ -208,6 +208,22 @@ class AgentRun extends RunCompensation {
       return { status: 'incomplete', because: 'model-refused', reason: `the model refused to answer, or the provider filtered its answer${notRun}` };
     }
     return null;
+  }
+
+  /**
+   * What a model turn tells the activity about this run's segment of the chain (reset-safe runs,
+   * docs/protocol.md#resets): a continued run's first turn records the segment it counts in, and
+   * a reset run's turns are refused (RESET_OF_CONTINUED_RUN) once the segment after the run it
+   * reset has started, since the calls made there would not be met.
+   */
+  private segmentMarks(): { startsSegment?: string; resetRunNextSegment?: string } {
+    if (!this.resetSafe) return {};
+    const info = workflowInfo();
+    const continued = info.continuedFromExecutionRunId !== undefined && this.state.turns === this.turnsAtStart;
+    return {
+      ...(continued ? { startsSegment: occurrenceScopeOf(info, this.input.continued?.occurrenceScope) } : {}),
+      ...(info.runId !== info.originalExecutionRunId ? { resetRunNextSegment: nextSegmentScope(info) } : {}),
+    };
   }
 
   /** Whether to continue as new before the next model turn (server suggestion or the run's limits). */

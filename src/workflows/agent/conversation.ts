@@ -66,14 +66,17 @@ export class Conversation {
   /**
    * What the model-turn activity is given: `{ messages }` inline, or `{ conversation }` by
    * reference (the pending messages to write after the `logged` ones, and where those are when
-   * the log forks per run).
+   * the log forks per run, with `marks`: what the run tells the activity about its segment).
    */
-  turnInput(runChainId: string): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
+  turnInput(
+    runChainId: string,
+    marks: Pick<ConversationRef, 'startsSegment' | 'resetRunNextSegment'> = {},
+  ): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
     if (!this.byReference) return { messages: this.pending as ConversationMessage[] };
     if (this.segments === undefined) return { conversation: { runChainId, logged: this.logged, append: [...this.pending] } };
     // A reset run writes beside the branch it discards; any other run goes on in the log its conversation is in.
     const writeTo = this.forksOf?.resetRun ?? this.segments.at(-1)?.runId ?? runChainId;
-    return { conversation: { runChainId, logged: this.logged, append: [...this.pending], segments: [...this.segments], writeTo } };
+    return { conversation: { runChainId, logged: this.logged, append: [...this.pending], segments: [...this.segments], writeTo, ...marks } };
   }
 
   /**
