@@ -101,9 +101,17 @@ export interface FencedToolInput {
    * run's call that means an action a discarded branch applied is answered from that call's
    * checkpoint (docs/protocol.md#resets). `liveCalls`: `packCallHashes` of the call ids in this
    * run's history that other runs made (a reset run's calls before its reset point); `liveRuns`: those runs;
+   * `earlierRuns`: in a reset lineage (a reset run and the runs continued from it, which keep its
+   * `scope`), the lineage's earlier runs, every call of which is this run's history;
    * `from`: the first occurrence to try (the plugin's count of earlier calls of the same action in the run). @default 0
    */
-  readonly occurrences?: { readonly scope: string; readonly from?: number; readonly liveCalls?: string; readonly liveRuns?: readonly string[] };
+  readonly occurrences?: {
+    readonly scope: string;
+    readonly from?: number;
+    readonly liveCalls?: string;
+    readonly liveRuns?: readonly string[];
+    readonly earlierRuns?: readonly string[];
+  };
   /**
    * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
    * JSON text is longer than `inlineMaxBytes` (UTF-8 bytes) is written to the run's conversation

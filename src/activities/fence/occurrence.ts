@@ -33,6 +33,8 @@ export interface OccurrenceScope {
   readonly liveCalls: string;
   /** The runs those calls were made in. */
   readonly liveRuns: readonly string[];
+  /** In a reset lineage (which keeps the reset run's `scope` across continue-as-new): its earlier runs, every call of which is this run's history. */
+  readonly earlierRuns: readonly string[];
   readonly intentDigest: string;
 }
 
@@ -56,21 +58,27 @@ function adopterOf(record: CheckpointRecord | null): string | null {
   return typeof adopter === 'string' ? adopter : null;
 }
 
+/** Whether call `callId` (within the run chain) is of `scope`'s branch: of this run or an earlier run of its reset lineage, or a call of its history another run made. */
+function inBranch(scope: OccurrenceScope, callId: string): boolean {
+  const run = runOfCallId(callId, scope.runChainId);
+  return run === scope.runId || scope.earlierRuns.includes(run) || hasCallHash(scope.liveCalls, callId);
+}
+
 /**
  * Whether occurrence `n`, whose claim `holder` holds, is taken in `scope`'s branch: `holder` is a
- * call of this run, a call of its history made by another run (`liveCalls`), one a person proved
- * not applied, or another call of that history adopted it. Otherwise it is a call of a discarded branch
- * that no call of this history answers for. Reads one adoption record per run of `liveRuns`.
+ * call of that branch (`inBranch`), one a person proved not applied, or another call of the
+ * branch adopted it. Otherwise it is a call of a discarded branch that no call of this history
+ * answers for. Reads one adoption record per run of `liveRuns` and `earlierRuns`.
  */
 async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, holder: CheckpointRecord, n: number): Promise<boolean> {
   const parts = parseCallBindingId(holder.binding.callId);
   if (parts === null) return true; // not a call's checkpoint: never adopted
-  if (runOfCallId(parts.callId, scope.runChainId) === scope.runId || hasCallHash(scope.liveCalls, parts.callId)) return true;
+  if (inBranch(scope, parts.callId)) return true;
   if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
-  for (const run of scope.liveRuns) {
+  for (const run of new Set([...scope.liveRuns, ...scope.earlierRuns])) {
     const adopter = adopterOf(await store.getByCall(scope.namespace, occurrenceAdoptionId(scope, n, run)));
     // This call's own adoption (an earlier attempt's, cut off before its adoption record): it goes on adopting.
-    if (adopter !== null && adopter !== scope.callId && hasCallHash(scope.liveCalls, adopter)) return true;
+    if (adopter !== null && adopter !== scope.callId && inBranch(scope, adopter)) return true;
   }
   return false;
 }

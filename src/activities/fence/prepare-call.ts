@@ -195,6 +195,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       scope: occurrences.scope,
       liveCalls: occurrences.liveCalls ?? '',
       liveRuns: occurrences.liveRuns ?? [],
+      earlierRuns: occurrences.earlierRuns ?? [],
     };
     return { ...prepared, dedupe: occurrenceDedupe(prepared, scope, context.idempotencyKeySecret, occurrences.from ?? 0) };
   }

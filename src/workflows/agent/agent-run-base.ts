@@ -45,6 +45,8 @@ export abstract class AgentRunBase {
   protected readonly continuations: number;
   /** Whether this run's calls are reset-safe (patch `ttc-reset-safe-calls`): addressed per run, claimed per occurrence of their intent. */
   protected readonly resetSafe: boolean;
+  /** Whether this reset-safe run is of a reset lineage (a reset run, or continued from one: `ResetLineage`). */
+  protected readonly inResetLineage: boolean;
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
   protected readonly turnsAtStart: number;
 
@@ -58,17 +60,18 @@ export abstract class AgentRunBase {
     this.state = new RunState(input.budget, continued?.startedAt ?? now, continued, workflowInfo().firstExecutionRunId);
     // Calls addressed per run and claimed per occurrence of their intent (a reset never repeats an effect); asked once, at the start.
     this.resetSafe = patched(RESET_SAFE_CALLS_PATCH);
-    if (this.resetSafe) {
-      // A reset run addresses its calls in itself; any other run in the run its conversation goes on in (the chain's first, or the last reset run).
-      const info = workflowInfo();
-      this.state.addressCallsIn(info.runId !== info.originalExecutionRunId ? info.runId : (continued?.conversation.segments?.at(-1)?.runId ?? info.firstExecutionRunId));
-    }
-    // By reference, the log forks at a reset (a reset run never writes over the branch it discards);
-    // runs whose history has no marker keep one log per run chain. Asked once, at the start. A reset
-    // run's id differs from the one its start was first written under (`originalExecutionRunId`).
+    // A reset run's id differs from the one its start was first written under (`originalExecutionRunId`).
     const info = workflowInfo();
-    const resetRun = info.runId !== info.originalExecutionRunId ? { resetRun: info.runId } : {};
-    const forksOf = longRuns && patched(CONVERSATION_BRANCHES_PATCH) ? { runChainId: info.firstExecutionRunId, ...resetRun } : undefined;
+    this.inResetLineage = this.resetSafe && (info.runId !== info.originalExecutionRunId || continued?.resetLineage !== undefined);
+    if (this.resetSafe) {
+      // A run of a reset lineage addresses its calls in itself; any other run in the run its conversation goes on in (the chain's first).
+      this.state.addressCallsIn(this.inResetLineage ? info.runId : (continued?.conversation.segments?.at(-1)?.runId ?? info.firstExecutionRunId));
+    }
+    // By reference, the log forks at a reset (a reset run never writes over the branch it discards,
+    // and each run of its lineage writes its own log); runs whose history has no marker keep one
+    // log per run chain. Asked once, at the start.
+    const ownLog = info.runId !== info.originalExecutionRunId || this.inResetLineage ? { ownLog: info.runId } : {};
+    const forksOf = longRuns && patched(CONVERSATION_BRANCHES_PATCH) ? { runChainId: info.firstExecutionRunId, ...ownLog } : undefined;
     this.conversation = new Conversation(longRuns, continued?.conversation, forksOf);
     if (continued === undefined) this.conversation.add({ role: 'user', text: input.prompt });
     this.finalText = continued?.finalText ?? '';

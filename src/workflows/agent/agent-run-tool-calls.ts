@@ -18,6 +18,7 @@ import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type Ac
 import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH, ANSWERED_BY_PATCH } from './agent-patches';
 import { answeredByNote, appliedByRunNote } from './call-views';
 import { occurrenceScopeOf, packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
+import type { ResetLineage } from './input-types';
 
 /** An agent run with its tool calls (see the module comment). */
 export abstract class RunToolCalls extends RunResolutions {
@@ -235,15 +236,30 @@ export abstract class RunToolCalls extends RunResolutions {
 
   /**
    * Where a call claims the occurrences of its intent (docs/protocol.md#resets): the run chain's
-   * segment (`occurrenceScopeOf`: a continued run counts afresh) and the calls of this run's history that other runs
-   * made, which the call passes by instead of adopting.
+   * segment (`occurrenceScopeOf`: a continued run counts afresh, a run of a reset lineage in the
+   * reset run's), and this run's history that other runs made (its reset lineage's earlier runs,
+   * and the calls of other runs it replayed), which the call passes by instead of adopting.
    */
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
-    const info = workflowInfo();
+    const scope = occurrenceScopeOf(workflowInfo(), this.input.continued?.occurrenceScope);
+    const { runs, liveCalls, liveRuns } = this.historyOfOtherRuns();
+    return { scope, ...(liveCalls.length > 0 ? { liveCalls, liveRuns } : {}), ...(runs.length > 0 ? { earlierRuns: runs } : {}) };
+  }
+
+  /**
+   * This run's history that other runs made: the earlier runs of its reset lineage (`runs`, handed
+   * over), and the calls of other runs its reset runs replayed (`liveCalls`, `liveRuns`: handed over,
+   * plus this run's own).
+   */
+  protected historyOfOtherRuns(): ResetLineage {
+    const earlier = this.input.continued?.resetLineage;
     const others = this.state.callIdsOfOtherRuns();
-    const scope = occurrenceScopeOf(info, this.input.continued?.occurrenceScope);
-    if (others.length === 0) return { scope };
-    return { scope, liveCalls: packCallHashes(others), liveRuns: [...new Set(others.map((id) => runOfCallId(id, info.firstExecutionRunId)))] };
+    const chain = workflowInfo().firstExecutionRunId;
+    return {
+      runs: [...(earlier?.runs ?? [])],
+      liveCalls: (earlier?.liveCalls ?? '') + packCallHashes(others),
+      liveRuns: [...new Set([...(earlier?.liveRuns ?? []), ...others.map((id) => runOfCallId(id, chain))])],
+    };
   }
 
   /**

@@ -222,7 +222,8 @@ class AgentRun extends RunCompensation {
     const continued = info.continuedFromExecutionRunId !== undefined && this.state.turns === this.turnsAtStart;
     return {
       ...(continued ? { startsSegment: occurrenceScopeOf(info, this.input.continued?.occurrenceScope) } : {}),
-      ...(info.runId !== info.originalExecutionRunId ? { resetRunNextSegment: nextSegmentScope(info) } : {}),
+      // A reset lineage's runs keep its segment: what a reset of one of them discards is met there.
+      ...(info.runId !== info.originalExecutionRunId && this.input.continued?.resetLineage === undefined ? { resetRunNextSegment: nextSegmentScope(info) } : {}),
     };
   }
 
@@ -237,6 +238,17 @@ class AgentRun extends RunCompensation {
     );
   }
 
+  /**
+   * Where the next run counts its calls' occurrences (docs/protocol.md#resets): the next segment,
+   * or in a reset lineage this run's segment, with the lineage's runs and replayed calls.
+   */
+  private occurrencesToHandOver(): Pick<ContinuedRun, 'occurrenceScope' | 'resetLineage'> {
+    const info = workflowInfo();
+    if (!this.inResetLineage) return { occurrenceScope: nextSegmentScope(info) };
+    const lineage = this.historyOfOtherRuns();
+    return { occurrenceScope: occurrenceScopeOf(info, this.input.continued?.occurrenceScope), resetLineage: { ...lineage, runs: [...lineage.runs, info.runId] } };
+  }
+
   /** What the next run starts from (between turns: no call is live). */
   private handOver(): ContinuedRun {
     return {
@@ -248,7 +260,7 @@ class AgentRun extends RunCompensation {
       finalText: this.finalText,
       intentGenerations: { ...this.state.intentGenerations },
       usedCallIdHashes: this.state.usedCallIdHashes(),
-      occurrenceScope: nextSegmentScope(workflowInfo()),
+      ...this.occurrencesToHandOver(),
       conversation: this.conversation.state(),
       earlierCalls: this.state.callCounts(),
     };

@@ -31,13 +31,13 @@ export class Conversation {
    * @param state where a continued run's conversation stands; absent for a new conversation
    * @param forksOf by reference, when the log forks per run (patch `ttc-conversation-branches`):
    *   the run chain (`firstExecutionRunId`), whose log holds the messages of a handed-over state
-   *   without segments (from a run before the patch), and `resetRun`, this run's id when it is a
-   *   reset run (its messages go to its own log); absent: one log per run chain.
+   *   without segments (from a run before the patch), and `ownLog`, this run's id when it writes
+   *   its own log (a reset run, and the runs continued from it); absent: one log per run chain.
    */
   constructor(
     readonly byReference: boolean,
     state?: ConversationState,
-    private readonly forksOf?: { readonly runChainId: string; readonly resetRun?: string },
+    private readonly forksOf?: { readonly runChainId: string; readonly ownLog?: string },
   ) {
     this.logged = state?.logged ?? 0;
     this.pending = [...(state?.pending ?? [])];
@@ -74,8 +74,8 @@ export class Conversation {
   ): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
     if (!this.byReference) return { messages: this.pending as ConversationMessage[] };
     if (this.segments === undefined) return { conversation: { runChainId, logged: this.logged, append: [...this.pending] } };
-    // A reset run writes beside the branch it discards; any other run goes on in the log its conversation is in.
-    const writeTo = this.forksOf?.resetRun ?? this.segments.at(-1)?.runId ?? runChainId;
+    // A reset run (and its lineage) writes beside the branch it discards; any other run goes on in the log its conversation is in.
+    const writeTo = this.forksOf?.ownLog ?? this.segments.at(-1)?.runId ?? runChainId;
     return { conversation: { runChainId, logged: this.logged, append: [...this.pending], segments: [...this.segments], writeTo, ...marks } };
   }
 

@@ -127,11 +127,28 @@ export interface ContinuedRun {
    * FNV-1a hashes concatenated: 8 bytes per call whatever the ids' length (`call-id-hashes.ts`).
    */
   readonly usedCallIdHashes: string;
-  /** Where this run counts the occurrences of its calls' intents (`nextSegmentScope` of the run before; `run-scope.ts`). Absent in handovers of older code. */
+  /** Where this run counts the occurrences of its calls' intents (`nextSegmentScope` of the run before, or its own in a reset lineage; `run-scope.ts`). Absent in handovers of older code. */
   readonly occurrenceScope?: string;
+  /** Set when the run before was of a reset lineage (a reset run, or a run continued from one): this run is too. */
+  readonly resetLineage?: ResetLineage;
   readonly conversation: ConversationState;
   /** Calls that finished in earlier runs of the chain, counted by {@link CallSummary} group. */
   readonly earlierCalls: EarlierCalls;
+}
+
+/**
+ * A reset lineage: a reset run and the runs continued from it (docs/protocol.md#resets). They keep
+ * counting occurrences in the reset run's segment (`ContinuedRun.occurrenceScope` stays), so a
+ * call the reset discarded is met whichever run of the lineage asks for its action again; each
+ * run addresses its calls in itself and writes its own conversation log.
+ */
+export interface ResetLineage {
+  /** The lineage's runs before this one, oldest first: every call of theirs is this run's history. */
+  readonly runs: readonly string[];
+  /** `packCallHashes` of the calls other runs made that the lineage's reset runs replayed (their calls before the reset point). */
+  readonly liveCalls: string;
+  /** The runs those calls were made in. */
+  readonly liveRuns: readonly string[];
 }
 
 /**

@@ -25,6 +25,7 @@ let dir: string;
 let store: CheckpointStore;
 let asked = 0;
 const adapter: ModelAdapter = {
+  name: 'echo',
   turn() {
     asked += 1;
     return Promise.resolve({ stopReason: 'end_turn', text: 'done', toolCalls: [] });

@@ -41,7 +41,7 @@ describe('Conversation segments', () => {
   });
 
   test("a reset run writes to its own run's log; a run continued from it goes on in that log", () => {
-    const reset = new Conversation(true, { logged: 3, pending: [], bytes: 0, segments: [{ runId: 'run-a', until: 3 }] }, { runChainId: 'run-a', resetRun: 'run-r' });
+    const reset = new Conversation(true, { logged: 3, pending: [], bytes: 0, segments: [{ runId: 'run-a', until: 3 }] }, { runChainId: 'run-a', ownLog: 'run-r' });
     reset.add(said('r3'));
     expect(reset.turnInput('run-a')).toEqual({ conversation: expect.objectContaining({ writeTo: 'run-r' }) });
     reset.turnTaken('run-r');
