@@ -198,4 +198,118 @@ describe('occurrences of an intent across reset branches', () => {
       { seed: 20261220, numRuns: 40 },
     );
   });
+
+  /**
+   * One run of a chain with continue-as-new: its place in a lineage, the calls of its history
+   * before it started (`before`), the calls of other runs it replayed (`replayed`) and its own.
+   */
+  interface Run {
+    readonly runId: string;
+    /** Its occurrence scope: a reset keeps it; a continue-as-new keeps it in a reset lineage, else starts the next. */
+    readonly scope: string;
+    /** The run its calls are addressed in: itself in a reset lineage, the chain's first run otherwise. */
+    readonly addressIn: string;
+    /** Whether it is of a reset lineage (a reset run, or continued from a run of one). */
+    readonly inLineage: boolean;
+    /** What its start handed it (`ContinuedRun.resetLineage`): the lineage's earlier runs, and the calls other runs made that its reset runs replayed. */
+    readonly lineage: { readonly runs: readonly string[]; readonly live: readonly string[] } | null;
+    readonly before: readonly string[];
+    readonly replayed: readonly string[];
+    readonly own: string[];
+    /** Set when it continued as new: it takes no more calls. */
+    closed: boolean;
+    /** Set when it was reset (Temporal terminates it): it never continues as new (a call of it in flight may still finish). */
+    reset: boolean;
+  }
+
+  const historyOf = (run: Run): string[] => [...run.before, ...run.replayed, ...run.own];
+
+  /** The agent workflow's call of `input` in `run`, run through the fence (as `toolInput` builds it). */
+  async function callInRun(at: { workflowId: string; chain: string }, run: Run, modelCallId: string, input: JsonValue, effects: Map<string, string>): Promise<void> {
+    const callId = runScopedCallId(modelCallId, run.addressIn, at.chain);
+    run.own.push(callId);
+    const live = [...(run.lineage?.live ?? []), ...run.replayed];
+    const earlierRuns = run.lineage?.runs ?? [];
+    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    const result: FencedToolResult = await env.run(acts.runFencedTool, {
+      tenant: 'acme',
+      callId,
+      runChainId: at.chain,
+      toolName: 'create_ticket',
+      input,
+      occurrences: {
+        scope: run.scope,
+        ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.map((c) => runOfCallId(c, at.chain)))] } : {}),
+        ...(earlierRuns.length > 0 ? { earlierRuns: [...earlierRuns] } : {}),
+      },
+    });
+    effects.set(callId, (result.outcome as unknown as { output: { ticket: string } }).output.ticket);
+  }
+
+  /** `run` continued as new. */
+  function continueAsNew(run: Run): Run {
+    run.closed = true;
+    const runId = randomUUID();
+    const base = { runId, before: historyOf(run), replayed: [], own: [], closed: false, reset: false };
+    if (!run.inLineage) return { ...base, scope: `after:${run.runId}`, addressIn: run.addressIn, inLineage: false, lineage: null };
+    const lineage = { runs: [...(run.lineage?.runs ?? []), run.runId], live: [...(run.lineage?.live ?? []), ...run.replayed] };
+    return { ...base, scope: run.scope, addressIn: runId, inLineage: true, lineage };
+  }
+
+  /** `run` reset to just after the first `cut` calls of its own history; null when the agent refuses it (an earlier run outside a reset lineage that continued as new). */
+  function resetRun(run: Run, cut: number): Run | null {
+    if (run.closed && !run.inLineage) return null;
+    run.reset = true;
+    const runId = randomUUID();
+    const replayed = [...run.replayed, ...run.own].slice(0, cut);
+    return { runId, scope: run.scope, addressIn: runId, inLineage: true, lineage: run.lineage, before: run.before, replayed, own: [], closed: false, reset: false };
+  }
+
+  /** A step: a call in a run, two at once, a continue-as-new of a run, or a reset of a run. */
+  type ChainStep =
+    | { kind: 'call'; run: number; intent: number; spelt: boolean }
+    | { kind: 'pair'; run: number; intent: number }
+    | { kind: 'continue'; run: number }
+    | { kind: 'reset'; run: number; cut: number };
+  const chainStep: fc.Arbitrary<ChainStep> = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), run: fc.nat(9), intent: fc.nat(1), spelt: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), run: fc.nat(9), intent: fc.nat(1) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const), run: fc.nat(9) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6) }) },
+  );
+
+  it('property: with continue-as-new anywhere (also in reset lineages, at other calls than the discarded runs), each intent is applied as often as the branch that asked most', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(chainStep, { minLength: 1, maxLength: 24 }), async (steps) => {
+        applied = new Map();
+        const at = newChain();
+        const effects = new Map<string, string>();
+        const runs: Run[] = [
+          { runId: at.chain, scope: `first:${at.chain}`, addressIn: at.chain, inLineage: false, lineage: null, before: [], replayed: [], own: [], closed: false, reset: false },
+        ];
+        let n = 0;
+        const input = (intent: number, spelt: boolean): JsonValue => (spelt ? { priority: 'normal', title: `t${intent}` } : { title: `t${intent}` });
+        for (const s of steps) {
+          const run = runs[s.run % runs.length]!;
+          if (s.kind === 'reset') {
+            const next = resetRun(run, Math.min(s.cut, run.replayed.length + run.own.length));
+            if (next !== null) runs.push(next);
+          } else if (run.closed) continue;
+          else if (s.kind === 'continue') {
+            if (!run.reset) runs.push(continueAsNew(run));
+          } else if (s.kind === 'call') await callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, s.spelt), effects);
+          else
+            await Promise.all([callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, false), effects), callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, true), effects)]);
+        }
+        for (const intent of [0, 1]) {
+          const name = `t${intent}/normal`;
+          const asked = (r: Run) => historyOf(r).filter((c) => effects.get(c)!.startsWith(`T-${name}-`)).length;
+          expect(applied.get(name)?.length ?? 0).toBe(Math.max(...runs.map(asked)));
+        }
+        // Within a branch, no two calls share an effect.
+        for (const r of runs) expect(new Set(historyOf(r).map((c) => effects.get(c))).size).toBe(historyOf(r).length);
+      }),
+      { seed: 20261225, numRuns: 150 },
+    );
+  });
 });
