@@ -83,7 +83,8 @@ describe('agent resets', () => {
     name: 'slow_charge',
     revision: 'v1',
     input: z.object({ orderId: z.string(), amountCents: z.number().int().positive() }),
-    callDeadlineMs: 30_000,
+    // The reset run's re-dispatched attempt waits out this claim; the gate opens a second or two after the claim.
+    callDeadlineMs: 10_000,
     async execute(input, ctx) {
       const n = (executions.get(input.orderId) ?? 0) + 1;
       executions.set(input.orderId, n);
