@@ -165,6 +165,20 @@ describe('occurrences of an intent across reset branches', () => {
     expect(result.source).toBe('executed');
   });
 
+  /**
+   * The promise over generated histories, given each branch's calls as the effects they were
+   * answered with: each of the two intents was applied as often as the branch that asked for it
+   * most, and within a branch no two calls share an effect.
+   */
+  function expectAppliedAsOneBranchAsked(branchEffects: readonly (readonly string[])[]): void {
+    for (const intent of [0, 1]) {
+      const name = `t${intent}/normal`;
+      const asked = (effects: readonly string[]) => effects.filter((e) => e.startsWith(`T-${name}-`)).length;
+      expect(applied.get(name)?.length ?? 0).toBe(Math.max(...branchEffects.map(asked)));
+    }
+    for (const effects of branchEffects) expect(new Set(effects).size).toBe(effects.length);
+  }
+
   /** A step of a generated history: a call (one of two intents, spelt two ways) in a branch, two at once, or a reset of a branch. */
   type Step = { kind: 'call'; branch: number; intent: number; spelt: boolean } | { kind: 'pair'; branch: number; intent: number } | { kind: 'reset'; branch: number; cut: number };
   const step: fc.Arbitrary<Step> = fc.oneof(
@@ -187,13 +201,7 @@ describe('occurrences of an intent across reset branches', () => {
           else if (s.kind === 'call') await callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, s.spelt));
           else await Promise.all([callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, false)), callIn(at, branch, `toolu_${(n += 1)}`, input(s.intent, true))]);
         }
-        for (const intent of [0, 1]) {
-          const name = `t${intent}/normal`;
-          const asked = (b: Branch) => b.calls.filter((c) => b.effects.get(c)!.startsWith(`T-${name}-`)).length;
-          expect(applied.get(name)?.length ?? 0).toBe(Math.max(...branches.map(asked)));
-        }
-        // Within a branch, no two calls share an effect.
-        for (const b of branches) expect(new Set(b.calls.map((c) => b.effects.get(c))).size).toBe(b.calls.length);
+        expectAppliedAsOneBranchAsked(branches.map((b) => b.calls.map((c) => b.effects.get(c)!)));
       }),
       { seed: 20261220, numRuns: 40 },
     );
@@ -301,13 +309,7 @@ describe('occurrences of an intent across reset branches', () => {
           else
             await Promise.all([callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, false), effects), callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, true), effects)]);
         }
-        for (const intent of [0, 1]) {
-          const name = `t${intent}/normal`;
-          const asked = (r: Run) => historyOf(r).filter((c) => effects.get(c)!.startsWith(`T-${name}-`)).length;
-          expect(applied.get(name)?.length ?? 0).toBe(Math.max(...runs.map(asked)));
-        }
-        // Within a branch, no two calls share an effect.
-        for (const r of runs) expect(new Set(historyOf(r).map((c) => effects.get(c))).size).toBe(historyOf(r).length);
+        expectAppliedAsOneBranchAsked(runs.map((r) => historyOf(r).map((c) => effects.get(c)!)));
       }),
       { seed: 20261225, numRuns: 150 },
     );
