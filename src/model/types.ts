@@ -81,10 +81,10 @@ export interface ConversationRef {
    */
   readonly startsSegment?: string;
   /**
-   * A reset run's next segment (`nextSegmentScope`): if a run has started that segment, the run
-   * this one reset had continued as new and the turn is refused (RESET_OF_CONTINUED_RUN).
+   * In a reset lineage: the segment after the run its reset run reset (`nextSegmentScope`). If a
+   * run has started it, that run had continued as new, and the turn is refused (RESET_OF_CONTINUED_RUN).
    */
-  readonly resetRunNextSegment?: string;
+  readonly refusedIfStarted?: readonly string[];
 }
 
 /**

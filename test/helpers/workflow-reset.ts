@@ -7,15 +7,15 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { temporalCliPath } from '../../src/dev/temporal-binaries';
 
-/** Where the reset goes: the first workflow task, or the WorkflowTaskCompleted event with this id. */
-export type ResetPoint = 'first' | number;
+/** Where the reset goes: the first or the last workflow task, or the WorkflowTaskCompleted event with this id. */
+export type ResetPoint = 'first' | 'last' | number;
 
 /**
  * Resets run `runId` of `workflowId` to `to` with the `temporal` CLI and returns the reset run's id.
  * @throws when the CLI fails or the workflow's current run is still `runId` afterwards.
  */
 export async function resetWithCli(server: { address: string; namespace: string }, client: Client, workflowId: string, runId: string, to: ResetPoint): Promise<string> {
-  const where = to === 'first' ? ['--type', 'FirstWorkflowTask'] : ['--event-id', String(to)];
+  const where = to === 'first' ? ['--type', 'FirstWorkflowTask'] : to === 'last' ? ['--type', 'LastWorkflowTask'] : ['--event-id', String(to)];
   await promisify(execFile)(temporalCliPath(), [
     'workflow',
     'reset',
@@ -50,4 +50,14 @@ export async function taskAfterActivity(
     if (seen === n && event.workflowTaskCompletedEventAttributes != null) return Number(event.eventId);
   }
   throw new Error(`no workflow task completed after activity ${n}`);
+}
+
+/** The id of the last WorkflowTaskCompleted event of a run's history. */
+export async function lastTask(handle: {
+  fetchHistory(): Promise<{ events?: Array<{ eventId?: unknown; workflowTaskCompletedEventAttributes?: unknown }> | null }>;
+}): Promise<number> {
+  const { events } = await handle.fetchHistory();
+  const tasks = (events ?? []).filter((event) => event.workflowTaskCompletedEventAttributes != null);
+  if (tasks.length === 0) throw new Error('no workflow task completed');
+  return Number(tasks.at(-1)!.eventId);
 }

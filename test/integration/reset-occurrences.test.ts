@@ -103,7 +103,9 @@ describe('occurrences of an intent across reset branches', () => {
     // Spelt otherwise by the model: the validated arguments are the same action.
     const again = await callIn(at, branch, 'toolu_2', { priority: 'normal', title: 'printer' });
     expect(first.source).toBe('executed');
-    expect(again).toEqual(expect.objectContaining({ source: 'store', idempotencyKey: first.idempotencyKey, appliedByRun: { runId: at.chain, callId: 'toolu_1' } }));
+    expect(again).toEqual(
+      expect.objectContaining({ source: 'store', idempotencyKey: first.idempotencyKey, appliedByRun: { runId: at.chain, callId: 'toolu_1', recordedFor: branch.runId } }),
+    );
     expect(again.callId).toBe(`toolu_2@${branch.runId}`);
     expect(applied.get('printer/normal')).toEqual(['T-printer/normal-1']);
     // Another intent runs as a call of its own.
@@ -222,20 +224,26 @@ describe('occurrences of an intent across reset branches', () => {
     /** What its start handed it (`ContinuedRun.resetLineage`): the lineage's earlier runs, and the calls other runs made that its reset runs replayed. */
     readonly lineage: { readonly runs: readonly string[]; readonly live: readonly string[] } | null;
     readonly before: readonly string[];
-    readonly replayed: readonly string[];
+    readonly replayed: string[];
     readonly own: string[];
     /** Set when it continued as new: it takes no more calls. */
     closed: boolean;
-    /** Set when it was reset (Temporal terminates it): it never continues as new (a call of it in flight may still finish). */
-    reset: boolean;
   }
 
   const historyOf = (run: Run): string[] => [...run.before, ...run.replayed, ...run.own];
 
   /** The agent workflow's call of `input` in `run`, run through the fence (as `toolInput` builds it). */
-  async function callInRun(at: { workflowId: string; chain: string }, run: Run, modelCallId: string, input: JsonValue, effects: Map<string, string>): Promise<void> {
-    const callId = runScopedCallId(modelCallId, run.addressIn, at.chain);
-    run.own.push(callId);
+  async function callInRun(
+    at: { workflowId: string; chain: string },
+    run: Run,
+    modelCallId: string,
+    input: JsonValue,
+    effects: Map<string, string>,
+    plannedIn?: string,
+  ): Promise<void> {
+    // A call planned in the run a reset discarded (before the reset point) keeps its id there and is of the reset run's history.
+    const callId = runScopedCallId(modelCallId, plannedIn ?? run.addressIn, at.chain);
+    (plannedIn === undefined ? run.own : run.replayed).push(callId);
     const live = [...(run.lineage?.live ?? []), ...run.replayed];
     const earlierRuns = run.lineage?.runs ?? [];
     const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
@@ -247,18 +255,24 @@ describe('occurrences of an intent across reset branches', () => {
       input,
       occurrences: {
         scope: run.scope,
-        ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.map((c) => runOfCallId(c, at.chain)))] } : {}),
+        ownCallsIn: run.addressIn,
+        // The runs their adoptions are recorded for: the one each was made in, or the run that ran it after a reset.
+        ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.flatMap((c) => [runOfCallId(c, at.chain), ...(recordedFor.get(c) ?? [])]))] } : {}),
         ...(earlierRuns.length > 0 ? { earlierRuns: [...earlierRuns] } : {}),
       },
     });
     effects.set(callId, (result.outcome as unknown as { output: { ticket: string } }).output.ticket);
+    if (result.appliedByRun?.recordedFor !== undefined) recordedFor.set(callId, [result.appliedByRun.recordedFor]);
   }
+
+  /** What the workflow keeps of a call's result: the run its adoption is recorded for (`appliedByRun.recordedFor`). */
+  const recordedFor = new Map<string, string[]>();
 
   /** `run` continued as new. */
   function continueAsNew(run: Run): Run {
     run.closed = true;
     const runId = randomUUID();
-    const base = { runId, before: historyOf(run), replayed: [], own: [], closed: false, reset: false };
+    const base = { runId, before: historyOf(run), replayed: [], own: [], closed: false };
     if (!run.inLineage) return { ...base, scope: `after:${run.runId}`, addressIn: run.addressIn, inLineage: false, lineage: null };
     const lineage = { runs: [...(run.lineage?.runs ?? []), run.runId], live: [...(run.lineage?.live ?? []), ...run.replayed] };
     return { ...base, scope: run.scope, addressIn: runId, inLineage: true, lineage };
@@ -267,23 +281,22 @@ describe('occurrences of an intent across reset branches', () => {
   /** `run` reset to just after the first `cut` calls of its own history; null when the agent refuses it (an earlier run outside a reset lineage that continued as new). */
   function resetRun(run: Run, cut: number): Run | null {
     if (run.closed && !run.inLineage) return null;
-    run.reset = true;
     const runId = randomUUID();
-    const replayed = [...run.replayed, ...run.own].slice(0, cut);
-    return { runId, scope: run.scope, addressIn: runId, inLineage: true, lineage: run.lineage, before: run.before, replayed, own: [], closed: false, reset: false };
+    const replayed: string[] = [...run.replayed, ...run.own].slice(0, cut);
+    return { runId, scope: run.scope, addressIn: runId, inLineage: true, lineage: run.lineage, before: run.before, replayed, own: [], closed: false };
   }
 
-  /** A step: a call in a run, two at once, a continue-as-new of a run, or a reset of a run. */
+  /** A step: a call in the open run, two at once, its continue-as-new, or a reset of any run (with a call of its history left to run, or none). */
   type ChainStep =
-    | { kind: 'call'; run: number; intent: number; spelt: boolean }
-    | { kind: 'pair'; run: number; intent: number }
-    | { kind: 'continue'; run: number }
-    | { kind: 'reset'; run: number; cut: number };
+    | { kind: 'call'; intent: number; spelt: boolean }
+    | { kind: 'pair'; intent: number }
+    | { kind: 'continue' }
+    | { kind: 'reset'; run: number; cut: number; pending: number | null };
   const chainStep: fc.Arbitrary<ChainStep> = fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), run: fc.nat(9), intent: fc.nat(1), spelt: fc.boolean() }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), run: fc.nat(9), intent: fc.nat(1) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const), run: fc.nat(9) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6) }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), intent: fc.nat(1), spelt: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), intent: fc.nat(1) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6), pending: fc.option(fc.nat(1)) }) },
   );
 
   it('property: with continue-as-new anywhere (also in reset lineages, at other calls than the discarded runs), each intent is applied as often as the branch that asked most', async () => {
@@ -293,19 +306,34 @@ describe('occurrences of an intent across reset branches', () => {
         const at = newChain();
         const effects = new Map<string, string>();
         const runs: Run[] = [
-          { runId: at.chain, scope: `first:${at.chain}`, addressIn: at.chain, inLineage: false, lineage: null, before: [], replayed: [], own: [], closed: false, reset: false },
+          { runId: at.chain, scope: `first:${at.chain}`, addressIn: at.chain, inLineage: false, lineage: null, before: [], replayed: [], own: [], closed: false },
         ];
         let n = 0;
         const input = (intent: number, spelt: boolean): JsonValue => (spelt ? { priority: 'normal', title: `t${intent}` } : { title: `t${intent}` });
+        // As Temporal runs a chain: one run open at a time (the last one started); a reset may go to any run.
+        let current = runs[0]!;
+        const pending = new Map<string, { modelCallId: string; intent: number }>();
         for (const s of steps) {
-          const run = runs[s.run % runs.length]!;
           if (s.kind === 'reset') {
+            const run = runs[s.run % runs.length]!;
             const next = resetRun(run, Math.min(s.cut, run.replayed.length + run.own.length));
-            if (next !== null) runs.push(next);
-          } else if (run.closed) continue;
-          else if (s.kind === 'continue') {
-            if (!run.reset) runs.push(continueAsNew(run));
-          } else if (s.kind === 'call') await callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, s.spelt), effects);
+            if (next === null) continue;
+            runs.push(next);
+            current = next;
+            // A call planned before the reset point that never ran there (it waited for a person): the reset run runs it.
+            // Every reset to that point replays the same call: one id, one intent.
+            // (Not in a reset of a run that continued as new: a known limit, docs/protocol.md#resets.)
+            if (s.pending !== null && !run.closed) {
+              const cut = next.replayed.length;
+              const planned = pending.get(`${run.runId}/${cut}`) ?? { modelCallId: `toolu_${(n += 1)}`, intent: s.pending };
+              pending.set(`${run.runId}/${cut}`, planned);
+              await callInRun(at, next, planned.modelCallId, input(planned.intent, false), effects, run.addressIn);
+            }
+            continue;
+          }
+          const run = current;
+          if (s.kind === 'continue') runs.push((current = continueAsNew(run)));
+          else if (s.kind === 'call') await callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, s.spelt), effects);
           else
             await Promise.all([callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, false), effects), callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, true), effects)]);
         }

@@ -22,6 +22,7 @@ import {
   type ToolOutcome,
 } from '../contract/contract';
 import { conversationLogId, deliverOutput } from './conversation-log';
+import { refuseIfStarted } from './chain-segments';
 import { defineTool, type ToolDefinition } from '../tools/define-tool';
 import { ownProperties, readCompensateToolCallInput, readFencedToolInput, readResolveToolCallInput } from '../fence/input-schema';
 import type { CompensateToolCallInput, CompensateToolCallResult, ResolveCompensationInput } from '../contract/compensation-contract';
@@ -193,6 +194,8 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         assertTenantPinned(pins, input.tenant);
         assertToolPinned(pins, input.toolName);
         call = prepareCall(tools, input, context, limits);
+        const refusing = input.occurrences?.refusedIfStarted;
+        if (refusing !== undefined && refusing.length > 0) await refuseIfStarted(options.store, chainLogOf(input, context), refusing, 'occurrences.refusedIfStarted');
         await authorizeCall(grants, pins, call, context.namespace);
         result = await settleCall(deps, call, evidence);
       } catch (error) {
@@ -332,7 +335,7 @@ async function delivered<R extends { readonly callId: string; readonly outcome: 
   const byReference = input.resultByReference;
   if (byReference === undefined) return result;
   try {
-    const logId = conversationLogId({ namespace: context.namespace, tenant: input.tenant, workflowId: context.workflowId, runChainId: input.runChainId ?? context.runId });
+    const logId = chainLogOf(input, context);
     return { ...result, outcome: await deliverOutput(store, logId, input.callId, result.outcome, byReference.inlineMaxBytes) };
   } catch (error) {
     if (!isCheckpointError(error) || !NOTHING_APPLIED_CODES.includes(error.code)) throw error;
@@ -420,4 +423,9 @@ async function resolveCall(
     idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
     intentDigest: sameTool ? where.call!.intentDigest : null,
   };
+}
+
+/** The run chain's conversation log of `input`'s run (outputs by reference, the chain's segments: `./conversation-log`). */
+function chainLogOf(input: FencedToolInput, context: AttemptContext): string {
+  return conversationLogId({ namespace: context.namespace, tenant: input.tenant, workflowId: context.workflowId, runChainId: input.runChainId ?? context.runId });
 }

@@ -25,6 +25,7 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'NOT_PINNED',
   'APPROVAL_REQUIRED',
   'IDEMPOTENCY_CONFLICT',
+  'RESET_OF_CONTINUED_RUN',
 ];
 
 /**
@@ -102,7 +103,10 @@ export interface FencedToolInput {
    * checkpoint (docs/protocol.md#resets). `liveCalls`: `packCallHashes` of the call ids in this
    * run's history that other runs made (a reset run's calls before its reset point); `liveRuns`: those runs;
    * `earlierRuns`: in a reset lineage (a reset run and the runs continued from it, which keep its
-   * `scope`), the lineage's earlier runs, every call of which is this run's history;
+   * `scope`), the lineage's earlier runs, every call of which is this run's history; `ownCallsIn`:
+   * the run the scheduling run addresses its own calls in (@default the run the call id names);
+   * `refusedIfStarted`: segments whose start means this reset lineage's reset run reset a run that
+   * had continued as new: the call is refused before its claim (RESET_OF_CONTINUED_RUN);
    * `from`: the first occurrence to try (the plugin's count of earlier calls of the same action in the run). @default 0
    */
   readonly occurrences?: {
@@ -111,6 +115,8 @@ export interface FencedToolInput {
     readonly liveCalls?: string;
     readonly liveRuns?: readonly string[];
     readonly earlierRuns?: readonly string[];
+    readonly ownCallsIn?: string;
+    readonly refusedIfStarted?: readonly string[];
   };
   /**
    * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
@@ -268,9 +274,11 @@ export interface FencedToolResult {
   /**
    * Set when a call of another run of this run chain, one a reset discarded, applied this action
    * (same tool and intent digest, same occurrence): its checkpoint answered this call, which applied
-   * nothing (docs/protocol.md#resets). `callId` is that call's id, `runId` its run's.
+   * nothing (docs/protocol.md#resets). `callId` is that call's id, `runId` its run's; `recordedFor`:
+   * the run this call's adoption of it is recorded for (`occurrences.ownCallsIn`), where later runs
+   * of its history look for it.
    */
-  readonly appliedByRun?: { readonly runId: string; readonly callId: string };
+  readonly appliedByRun?: { readonly runId: string; readonly callId: string; readonly recordedFor?: string };
 }
 
 /**

@@ -7,7 +7,7 @@ import { parseCallBindingId } from '../../checkpoint/call-identity';
 import { CheckpointError } from '../../checkpoint/errors';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
-import { adoptedFrom, adoptionRecord } from './intent-dedupe';
+import { adoptedFrom, adoptionRecord, adoptionRecordedFor } from './intent-dedupe';
 import { resolutionAuditOf } from './resolution-audit';
 import type { PreparedCall } from './prepare-call';
 
@@ -46,7 +46,7 @@ export async function adoptionOf(store: CheckpointStore, call: PreparedCall, fou
     const adopted = call.dedupe.adopt(found);
     // Another call of this run adopted this occurrence first: the next one is this call's to find.
     if (claimAdoption !== undefined && next !== undefined && !(await claimAdoption(found, store, at))) return { next: { ...call, dedupe: next() } };
-    const written = await store.createIfAbsent(adoptionRecord(call, found, at));
+    const written = await store.createIfAbsent(adoptionRecord(call, found, at, call.dedupe.recordedFor));
     if (!written.created && adoptedFrom(written.record) !== found.binding.callId) return 'reread';
     return { call: adopted, record: found };
   }
@@ -69,7 +69,7 @@ export async function adoptionOf(store: CheckpointStore, call: PreparedCall, fou
       },
     );
   }
-  return { call: call.dedupe.adopt(holder), record: holder };
+  return { call: call.dedupe.adopt(holder, adoptionRecordedFor(found)), record: holder };
 }
 
 /** The binding call id of the call `call` adopted (its adoption record holds `call`'s address), else null. @throws the store's codes. */

@@ -30,7 +30,8 @@ const fencedToolInputShape = {
   intentGenerations: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.number()).optional(),
   // Reruns of a businessKey tool's call: the earlier call ids of the run a person proved absent.
   provenAbsentCallIds: z.array(z.string().min(1).max(256)).max(100).optional(),
-  // Agent runs: the occurrence scope of the call's intent, the live calls other runs made (16 hex digits each), the reset lineage's earlier runs.
+  // Agent runs: the occurrence scope of the call's intent, the live calls other runs made (16 hex digits each), the reset lineage's
+  // earlier runs, where the scheduling run addresses its own calls, and the segments whose start refuses the call.
   occurrences: z
     .strictObject({
       scope: z.string().min(1).max(256),
@@ -42,6 +43,8 @@ const fencedToolInputShape = {
         .optional(),
       liveRuns: z.array(z.string().min(1).max(256)).max(1_000).optional(),
       earlierRuns: z.array(z.string().min(1).max(256)).max(10_000).optional(),
+      ownCallsIn: z.string().min(1).max(256).optional(),
+      refusedIfStarted: z.array(z.string().min(1).max(256)).max(100).optional(),
     })
     .optional(),
   // Claim check: outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
@@ -191,11 +194,27 @@ function fencedFields(d: z.infer<typeof fencedToolInputSchema>): FencedToolInput
 }
 
 /** The occurrence scope of an input, every field own (see the module comment). */
-function occurrencesOf(d: { scope: string; from?: number; liveCalls?: string; liveRuns?: string[]; earlierRuns?: string[] }): NonNullable<FencedToolInput['occurrences']> {
+function occurrencesOf(d: {
+  scope: string;
+  from?: number;
+  liveCalls?: string;
+  liveRuns?: string[];
+  earlierRuns?: string[];
+  ownCallsIn?: string;
+  refusedIfStarted?: string[];
+}): NonNullable<FencedToolInput['occurrences']> {
   const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
-  const runs = (key: 'liveRuns' | 'earlierRuns'): readonly string[] | undefined => {
+  const list = (key: 'liveRuns' | 'earlierRuns' | 'refusedIfStarted'): readonly string[] | undefined => {
     const value = own(key);
     return value === undefined ? undefined : Object.freeze([...value]);
   };
-  return Object.freeze({ scope: d.scope, from: own('from'), liveCalls: own('liveCalls'), liveRuns: runs('liveRuns'), earlierRuns: runs('earlierRuns') });
+  return Object.freeze({
+    scope: d.scope,
+    from: own('from'),
+    liveCalls: own('liveCalls'),
+    liveRuns: list('liveRuns'),
+    earlierRuns: list('earlierRuns'),
+    ownCallsIn: own('ownCallsIn'),
+    refusedIfStarted: list('refusedIfStarted'),
+  });
 }

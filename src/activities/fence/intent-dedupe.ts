@@ -25,8 +25,14 @@ export interface CallDedupe<Call> {
   readonly windowMs?: number;
   /** Whether a holder a person proved not applied gives the key up to this call (business keys; an intent's rerun takes a new generation instead). */
   readonly releasesAbsent?: boolean;
-  /** This call under the identity of `holder`, the record that holds {@link key}. @throws as {@link adoptHolder}. */
-  adopt(holder: CheckpointRecord): Call;
+  /**
+   * This call under the identity of `holder`, the record that holds {@link key}; `recordedFor`: the
+   * run an earlier attempt's adoption was recorded for (its adoption record says), else {@link recordedFor}.
+   * @throws as {@link adoptHolder}.
+   */
+  adopt(holder: CheckpointRecord, recordedFor?: string): Call;
+  /** Occurrence keys: the run this call's adoptions are recorded for (`./occurrence`); its adoption record keeps it. */
+  readonly recordedFor?: string;
   /** Occurrence keys (`./occurrence`): whether `holder`'s occurrence is taken in this call's branch, so it tries {@link next} instead of adopting it. */
   passes?(holder: CheckpointRecord, store: CheckpointStore): Promise<boolean>;
   /** Occurrence keys: the dedupe of the next occurrence (after one taken, or one another call of the run adopted). */
@@ -118,14 +124,21 @@ export function bindingIdempotencyKey(binding: Binding, parts: CallIdentity, sec
  * It holds the call's slot: a later claim of `call` meets it, and {@link adoptedFrom} leads to the holder.
  * `at`: ISO-8601 UTC.
  */
-export function adoptionRecord(call: AdoptableCall, holder: CheckpointRecord, at: string): CheckpointRecord {
+export function adoptionRecord(call: AdoptableCall, holder: CheckpointRecord, at: string, recordedFor?: string): CheckpointRecord {
   const binding: Binding = { ...call.binding, toolRevision: ADOPTED_REVISION };
   const result = {
     ok: false,
     error: { type: 'ADOPTED', message: `this call means the same action as call ${holder.binding.callId}, whose checkpoint answers it` },
     adoptedFrom: holder.binding.callId,
+    ...(recordedFor !== undefined ? { recordedFor } : {}),
   };
   return createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result });
+}
+
+/** The run an {@link adoptionRecord} says its call's occurrence adoption is recorded for, else undefined. */
+export function adoptionRecordedFor(record: CheckpointRecord): string | undefined {
+  const payload = record.result?.payload as { [key: string]: JsonValue } | null | undefined;
+  return adoptedFrom(record) !== null && typeof payload?.recordedFor === 'string' ? payload.recordedFor : undefined;
 }
 
 /** The binding call id of the call `record` says its call adopted (an {@link adoptionRecord}), else null. */

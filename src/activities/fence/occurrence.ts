@@ -25,7 +25,10 @@ export interface OccurrenceScope {
   readonly runChainId: string;
   /** The run chain's segment (`occurrenceScopeOf` in `checkpoint/run-scope.ts`): a continued run counts afresh, a reset run counts with the run it reset. */
   readonly scope: string;
-  /** The run that asked for the call (`runOfCallId` of its id; the attempt may run in a later run after a reset). */
+  /**
+   * The run whose calls are this call's own, and the one its occurrence adoptions are recorded for:
+   * where the run that scheduled it addresses its calls (`occurrences.ownCallsIn`, else `runOfCallId` of its id).
+   */
   readonly runId: string;
   /** The call's own id (within the run chain). */
   readonly callId: string;
@@ -87,7 +90,7 @@ async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, hol
  * The dedupe of occurrence `n` of `call`'s intent: a holder taken in the call's branch sends the
  * call on to occurrence n + 1; any other holder is adopted (`adoptHolder`), by one call per run
  * (the occurrence-adoption record names it), the adopted call naming the run and call that applied
- * the action (`appliedByRun`).
+ * the action and the run its adoption is recorded for (`appliedByRun`).
  */
 export function occurrenceDedupe<Call extends AdoptableCall & { readonly appliedByRun?: { readonly runId: string; readonly callId: string } }>(
   call: Call,
@@ -105,10 +108,11 @@ export function occurrenceDedupe<Call extends AdoptableCall & { readonly applied
       const written = await store.createIfAbsent(createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }));
       return adopterOf(written.record) === call.input.callId;
     },
-    adopt: (holder) => {
+    recordedFor: scope.runId,
+    adopt: (holder, recordedFor = scope.runId) => {
       const adopted = adoptHolder(call, holder, secret);
       const holderCallId = parseCallBindingId(holder.binding.callId)!.callId;
-      return { ...adopted, appliedByRun: { runId: runOfCallId(holderCallId, scope.runChainId), callId: holderCallId } };
+      return { ...adopted, appliedByRun: { runId: runOfCallId(holderCallId, scope.runChainId), callId: holderCallId, recordedFor } };
     },
   };
 }

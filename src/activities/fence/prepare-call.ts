@@ -188,8 +188,10 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       namespace: address.namespace,
       workflowId: context.workflowId,
       runChainId: address.runChainId,
-      // The run that asked for the call (its id names it), not the one running the attempt: a call in flight when its run was reset runs again in the reset run.
-      runId: runOfCallId(input.callId, address.runChainId),
+      // Whose calls are the call's own, and the run its adoptions are recorded for: where the run that scheduled it
+      // addresses its calls (a reset run replaying a call planned before its reset point is not that call's run), else
+      // the run its id names (a call in flight when its run was reset runs again with the input its own run gave it).
+      runId: occurrences.ownCallsIn ?? runOfCallId(input.callId, address.runChainId),
       callId: input.callId,
       intentDigest: digest,
       scope: occurrences.scope,

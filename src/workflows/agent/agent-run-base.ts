@@ -16,6 +16,7 @@ import type { BatchCancellationReport } from '../../activities/contract/batch-it
 import type { ToolActivities } from './activity-types';
 import type { WindDownAttempt } from '../common/compensation-rules';
 import { CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH } from './agent-patches';
+import { nextSegmentScope } from '../../checkpoint/run-scope';
 import { Conversation } from './conversation';
 import { listEffects } from './effects';
 import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from '../common/failures';
@@ -47,6 +48,10 @@ export abstract class AgentRunBase {
   protected readonly resetSafe: boolean;
   /** Whether this reset-safe run is of a reset lineage (a reset run, or continued from one: `ResetLineage`). */
   protected readonly inResetLineage: boolean;
+  /** Reset-safe runs: the run this run addresses its calls in (itself in a reset lineage, else the chain's first). */
+  protected readonly callsAddressedIn: string | null;
+  /** Segments whose start refuses this run's turns and calls (`ResetLineage.refusedIfStarted`); empty outside a reset lineage. */
+  protected readonly refusedIfStarted: readonly string[];
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
   protected readonly turnsAtStart: number;
 
@@ -63,10 +68,12 @@ export abstract class AgentRunBase {
     // A reset run's id differs from the one its start was first written under (`originalExecutionRunId`).
     const info = workflowInfo();
     this.inResetLineage = this.resetSafe && (info.runId !== info.originalExecutionRunId || continued?.resetLineage !== undefined);
-    if (this.resetSafe) {
-      // A run of a reset lineage addresses its calls in itself; any other run in the run its conversation goes on in (the chain's first).
-      this.state.addressCallsIn(this.inResetLineage ? info.runId : (continued?.conversation.segments?.at(-1)?.runId ?? info.firstExecutionRunId));
-    }
+    // A run of a reset lineage addresses its calls in itself; any other run in the run its conversation goes on in (the chain's first).
+    this.callsAddressedIn = this.resetSafe ? (this.inResetLineage ? info.runId : (continued?.conversation.segments?.at(-1)?.runId ?? info.firstExecutionRunId)) : null;
+    if (this.callsAddressedIn !== null) this.state.addressCallsIn(this.callsAddressedIn);
+    // A reset run outside a reset lineage: the segment after the run it reset must not have started (that run continued as new).
+    const resetOfLineageStart = info.runId !== info.originalExecutionRunId && continued?.resetLineage === undefined;
+    this.refusedIfStarted = !this.inResetLineage ? [] : [...(continued?.resetLineage?.refusedIfStarted ?? []), ...(resetOfLineageStart ? [nextSegmentScope(info)] : [])];
     // By reference, the log forks at a reset (a reset run never writes over the branch it discards,
     // and each run of its lineage writes its own log); runs whose history has no marker keep one
     // log per run chain. Asked once, at the start.

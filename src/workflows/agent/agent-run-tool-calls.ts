@@ -130,7 +130,9 @@ export abstract class RunToolCalls extends RunResolutions {
               : null;
         if (by !== undefined) call.answeredBy = by;
         if (result.appliedByRun !== undefined) {
-          call.appliedByRun = result.appliedByRun;
+          const { recordedFor, ...by } = result.appliedByRun;
+          call.appliedByRun = by;
+          if (recordedFor !== undefined) call.adoptionRecordedFor = recordedFor;
           note = appliedByRunNote(result.appliedByRun);
         }
         this.completeCall(call, 'completed', result.outcome, note);
@@ -237,13 +239,20 @@ export abstract class RunToolCalls extends RunResolutions {
   /**
    * Where a call claims the occurrences of its intent (docs/protocol.md#resets): the run chain's
    * segment (`occurrenceScopeOf`: a continued run counts afresh, a run of a reset lineage in the
-   * reset run's), and this run's history that other runs made (its reset lineage's earlier runs,
-   * and the calls of other runs it replayed), which the call passes by instead of adopting.
+   * reset run's), the run its own calls are addressed in, and this run's history that other runs
+   * made (its reset lineage's earlier runs, and the calls of other runs it replayed), which the call
+   * passes by instead of adopting; in a reset lineage, the segments whose start refuses it.
    */
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
     const scope = occurrenceScopeOf(workflowInfo(), this.input.continued?.occurrenceScope);
     const { runs, liveCalls, liveRuns } = this.historyOfOtherRuns();
-    return { scope, ...(liveCalls.length > 0 ? { liveCalls, liveRuns } : {}), ...(runs.length > 0 ? { earlierRuns: runs } : {}) };
+    return {
+      scope,
+      ...(liveCalls.length > 0 ? { liveCalls, liveRuns } : {}),
+      ...(runs.length > 0 ? { earlierRuns: runs } : {}),
+      ...(this.callsAddressedIn !== null ? { ownCallsIn: this.callsAddressedIn } : {}),
+      ...(this.refusedIfStarted.length > 0 ? { refusedIfStarted: [...this.refusedIfStarted] } : {}),
+    };
   }
 
   /**
@@ -251,14 +260,19 @@ export abstract class RunToolCalls extends RunResolutions {
    * over), and the calls of other runs its reset runs replayed (`liveCalls`, `liveRuns`: handed over,
    * plus this run's own).
    */
-  protected historyOfOtherRuns(): ResetLineage {
+  protected historyOfOtherRuns(): Omit<ResetLineage, 'refusedIfStarted'> {
     const earlier = this.input.continued?.resetLineage;
     const others = this.state.callIdsOfOtherRuns();
     const chain = workflowInfo().firstExecutionRunId;
+    // Where their adoptions are recorded: the run each was made in, or the run that ran it after a reset.
+    const recordedFor = others.flatMap((id) => {
+      const ranIn = this.state.get(id)?.adoptionRecordedFor;
+      return ranIn === undefined ? [runOfCallId(id, chain)] : [runOfCallId(id, chain), ranIn];
+    });
     return {
       runs: [...(earlier?.runs ?? [])],
       liveCalls: (earlier?.liveCalls ?? '') + packCallHashes(others),
-      liveRuns: [...new Set([...(earlier?.liveRuns ?? []), ...others.map((id) => runOfCallId(id, chain))])],
+      liveRuns: [...new Set([...(earlier?.liveRuns ?? []), ...recordedFor])],
     };
   }
 

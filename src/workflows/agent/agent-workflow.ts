@@ -213,17 +213,16 @@ class AgentRun extends RunCompensation {
   /**
    * What a model turn tells the activity about this run's segment of the chain (reset-safe runs,
    * docs/protocol.md#resets): a continued run's first turn records the segment it counts in, and
-   * a reset run's turns are refused (RESET_OF_CONTINUED_RUN) once the segment after the run it
-   * reset has started, since the calls made there would not be met.
+   * a reset lineage's turns are refused (RESET_OF_CONTINUED_RUN) once the segment after the run its
+   * reset run reset has started, since the calls made there would not be met.
    */
-  private segmentMarks(): { startsSegment?: string; resetRunNextSegment?: string } {
+  private segmentMarks(): { startsSegment?: string; refusedIfStarted?: readonly string[] } {
     if (!this.resetSafe) return {};
     const info = workflowInfo();
     const continued = info.continuedFromExecutionRunId !== undefined && this.state.turns === this.turnsAtStart;
     return {
       ...(continued ? { startsSegment: occurrenceScopeOf(info, this.input.continued?.occurrenceScope) } : {}),
-      // A reset lineage's runs keep its segment: what a reset of one of them discards is met there.
-      ...(info.runId !== info.originalExecutionRunId && this.input.continued?.resetLineage === undefined ? { resetRunNextSegment: nextSegmentScope(info) } : {}),
+      ...(this.refusedIfStarted.length > 0 ? { refusedIfStarted: [...this.refusedIfStarted] } : {}),
     };
   }
 
@@ -246,7 +245,10 @@ class AgentRun extends RunCompensation {
     const info = workflowInfo();
     if (!this.inResetLineage) return { occurrenceScope: nextSegmentScope(info) };
     const lineage = this.historyOfOtherRuns();
-    return { occurrenceScope: occurrenceScopeOf(info, this.input.continued?.occurrenceScope), resetLineage: { ...lineage, runs: [...lineage.runs, info.runId] } };
+    return {
+      occurrenceScope: occurrenceScopeOf(info, this.input.continued?.occurrenceScope),
+      resetLineage: { ...lineage, runs: [...lineage.runs, info.runId], refusedIfStarted: [...this.refusedIfStarted] },
+    };
   }
 
   /** What the next run starts from (between turns: no call is live). */

@@ -73,6 +73,8 @@ export interface CallState {
   answeredBy?: CallReport['answeredBy'];
   /** The call of a run a reset discarded whose checkpoint answered this one (see {@link CallReport.appliedByRun}); absent otherwise. */
   appliedByRun?: CallReport['appliedByRun'];
+  /** With `appliedByRun`: the run this call's adoption is recorded for (`FencedToolResult.appliedByRun.recordedFor`). */
+  adoptionRecordedFor?: string;
 }
 
 /** A call's compensation as the workflow tracks it (see {@link CompensationReport}); `pausedAt` is workflow time in ms. */

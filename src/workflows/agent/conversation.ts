@@ -70,7 +70,7 @@ export class Conversation {
    */
   turnInput(
     runChainId: string,
-    marks: Pick<ConversationRef, 'startsSegment' | 'resetRunNextSegment'> = {},
+    marks: Pick<ConversationRef, 'startsSegment' | 'refusedIfStarted'> = {},
   ): { readonly messages: ConversationMessage[] } | { readonly conversation: ConversationRef } {
     if (!this.byReference) return { messages: this.pending as ConversationMessage[] };
     if (this.segments === undefined) return { conversation: { runChainId, logged: this.logged, append: [...this.pending] } };

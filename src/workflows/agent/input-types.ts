@@ -149,6 +149,8 @@ export interface ResetLineage {
   readonly liveCalls: string;
   /** The runs those calls were made in. */
   readonly liveRuns: readonly string[];
+  /** The segment after the run the lineage's reset run reset (`nextSegmentScope`): once started, the lineage's turns and calls are refused (RESET_OF_CONTINUED_RUN). */
+  readonly refusedIfStarted: readonly string[];
 }
 
 /**
