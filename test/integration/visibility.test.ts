@@ -6,7 +6,7 @@
 // or on a namespace without them, upserts nothing and still completes. Visibility is eventually
 // consistent: the tests poll it.
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -133,6 +133,29 @@ function spawnTtcDev(address: string, dir: string): TtcDev {
   };
 }
 
+/**
+ * `ttc dev` on a free port. A port found free can be taken before the server binds it (another
+ * process's outgoing connection gets it as its local port), so a start that fails with
+ * "address already in use" is made again on another port, up to three times.
+ */
+function startTtcDev(dir: string): TtcDev {
+  let current: TtcDev | undefined;
+  const ready = (async () => {
+    for (let attempt = 1; ; attempt += 1) {
+      const own = join(dir, `attempt-${attempt}`);
+      mkdirSync(own, { recursive: true });
+      current = spawnTtcDev(`127.0.0.1:${await getFreePort()}`, own);
+      try {
+        return await current.ready;
+      } catch (error) {
+        if (attempt >= 3 || !String(error).includes('address already in use')) throw error;
+      }
+    }
+  })();
+  ready.catch(() => undefined); // reported by the test that awaits it
+  return { ready, stop: async () => current?.stop() };
+}
+
 describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', () => {
   let env: LocalTestEnv;
   let bare: DevServer;
@@ -148,7 +171,7 @@ describe('agent runs in Temporal visibility (TtcNeedsPerson, TtcWaitingCalls)', 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-visibility-'));
     // Started first: its tsx start-up overlaps the bundling below (awaited in its own test).
-    ttcDev = spawnTtcDev(`127.0.0.1:${await getFreePort()}`, dir);
+    ttcDev = startTtcDev(dir);
     [env, bare, bundle] = await Promise.all([
       createLocalEnv(),
       startDevServer({ searchAttributes: false }),
