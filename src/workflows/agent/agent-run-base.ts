@@ -16,7 +16,7 @@ import type { BatchCancellationReport } from '../../activities/contract/batch-it
 import type { ToolActivities } from './activity-types';
 import type { WindDownAttempt } from '../common/compensation-rules';
 import { CONVERSATION_BRANCHES_PATCH, RESET_SAFE_CALLS_PATCH } from './agent-patches';
-import { nextSegmentScope } from '../../checkpoint/run-scope';
+import { nextSegmentScope, occurrenceScopeOf } from '../../checkpoint/run-scope';
 import { Conversation } from './conversation';
 import { listEffects } from './effects';
 import { batchCancellationReportOf, isScheduleToCloseTimeout, isTimeout } from '../common/failures';
@@ -52,6 +52,8 @@ export abstract class AgentRunBase {
   protected readonly callsAddressedIn: string | null;
   /** Segments whose start refuses this run's turns and calls (`ResetLineage.refusedIfStarted`); empty outside a reset lineage. */
   protected readonly refusedIfStarted: readonly string[];
+  /** Where this run counts the occurrences of its calls' intents (`occurrenceScopeOf` in `checkpoint/run-scope.ts`). */
+  protected readonly occurrenceScope: string;
   /** Turns taken before this run started (0, or what an earlier run of the chain took). */
   protected readonly turnsAtStart: number;
 
@@ -73,6 +75,7 @@ export abstract class AgentRunBase {
     if (this.callsAddressedIn !== null) this.state.addressCallsIn(this.callsAddressedIn);
     // A reset run outside a reset lineage: the segment after the run it reset must not have started (that run continued as new).
     const resetOfLineageStart = info.runId !== info.originalExecutionRunId && continued?.resetLineage === undefined;
+    this.occurrenceScope = occurrenceScopeOf(info, continued?.occurrenceScope);
     this.refusedIfStarted = !this.inResetLineage ? [] : [...(continued?.resetLineage?.refusedIfStarted ?? []), ...(resetOfLineageStart ? [nextSegmentScope(info)] : [])];
     // By reference, the log forks at a reset (a reset run never writes over the branch it discards,
     // and each run of its lineage writes its own log); runs whose history has no marker keep one

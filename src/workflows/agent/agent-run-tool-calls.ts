@@ -17,7 +17,7 @@ import { RunResolutions } from './agent-run-resolutions';
 import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type ActivityAttempt } from './agent-run-base';
 import { TOOL_ACTIVITY_TYPES_PATCH, REFUSED_CALLS_UNCOUNTED_PATCH, ANSWERED_BY_PATCH } from './agent-patches';
 import { answeredByNote, appliedByRunNote } from './call-views';
-import { occurrenceScopeOf, packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
+import { packCallHashes, runOfCallId } from '../../checkpoint/run-scope';
 import type { ResetLineage } from './input-types';
 
 /** An agent run with its tool calls (see the module comment). */
@@ -244,7 +244,7 @@ export abstract class RunToolCalls extends RunResolutions {
    * passes by instead of adopting; in a reset lineage, the segments whose start refuses it.
    */
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
-    const scope = occurrenceScopeOf(workflowInfo(), this.input.continued?.occurrenceScope);
+    const scope = this.occurrenceScope;
     const { runs, liveCalls, liveRuns } = this.historyOfOtherRuns();
     return {
       scope,

@@ -21,7 +21,7 @@ import { allHandlersFinished, condition, continueAsNew, isCancellation, patched,
 import type { ModelTurnResult, ToolCallRequest } from '../../model/types';
 import { utf8Length } from './conversation';
 import { validateAgentWorkflowInput } from './input';
-import { nextSegmentScope, occurrenceScopeOf } from '../../checkpoint/run-scope';
+import { nextSegmentScope } from '../../checkpoint/run-scope';
 import { approveCallUpdate, cancelRunSignal, rejectCallUpdate, resolveOutcomeUpdate, runStatusQuery } from './messages';
 import { RunSearchAttributes } from './run-search-attributes';
 import type { RunStop } from './run-state';
@@ -221,7 +221,7 @@ class AgentRun extends RunCompensation {
     const info = workflowInfo();
     const continued = info.continuedFromExecutionRunId !== undefined && this.state.turns === this.turnsAtStart;
     return {
-      ...(continued ? { startsSegment: occurrenceScopeOf(info, this.input.continued?.occurrenceScope) } : {}),
+      ...(continued ? { startsSegment: this.occurrenceScope } : {}),
       ...(this.refusedIfStarted.length > 0 ? { refusedIfStarted: [...this.refusedIfStarted] } : {}),
     };
   }
@@ -246,7 +246,7 @@ class AgentRun extends RunCompensation {
     if (!this.inResetLineage) return { occurrenceScope: nextSegmentScope(info) };
     const lineage = this.historyOfOtherRuns();
     return {
-      occurrenceScope: occurrenceScopeOf(info, this.input.continued?.occurrenceScope),
+      occurrenceScope: this.occurrenceScope,
       resetLineage: { ...lineage, runs: [...lineage.runs, info.runId], refusedIfStarted: [...this.refusedIfStarted] },
     };
   }
