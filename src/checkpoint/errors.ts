@@ -97,6 +97,13 @@ export const CHECKPOINT_ERROR_CODES = {
    * is refused before the model is asked and nothing new runs (docs/protocol.md#resets).
    */
   RESET_OF_CONTINUED_RUN: { retryable: false },
+  /**
+   * An agent tool call its run built before a reset discarded that run was dispatched again in the
+   * reset run (Temporal dispatches an activity still scheduled at the reset point again) before any
+   * attempt claimed it: it is refused, its refusal stored as the call's result, and nothing ran; the
+   * model may ask again in the reset run (docs/protocol.md#resets).
+   */
+  DISCARDED_BY_RESET: { retryable: false },
   // Model side (transcripts, scripted model, provider SDK adapters). Tool-input problems in a
   // model response are INVALID_TOOL_INPUT, which the tool side already owns.
   /** A transcript file or value does not match the transcript format (details name the path). */

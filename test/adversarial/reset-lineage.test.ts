@@ -132,4 +132,51 @@ describe('reset lineages', () => {
     expect((await h.finalResult(workflowId)).status).toBe('completed');
     expect(h.chargesOf(workflowId)).toHaveLength(9);
   });
+
+  it("a charge still scheduled at the reset point, never claimed, is refused in the reset run and the model is told; asked again it is charged once, and the discarded run's held attempt charges nothing", async () => {
+    const workflowId = 'adv-lineage-scheduled';
+    const charge = { toolName: 'charge', input: { orderId: 'o-3', amountCents: 300 } };
+    // Turn 0 charges and looks the order up; turn 1 (only the reset run gets there) asks for the charge again.
+    const plan: Plan = (turn) => (turn === 0 ? [charge, { toolName: 'lookup_order', input: { orderId: 'o-3' } }] : turn === 1 ? [charge] : []);
+    let reached!: () => void;
+    const heldThere = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const passed: string[] = [];
+    let holding = true;
+    h.onStep = async (point, at) => {
+      if (at.workflowId !== workflowId || at.activityType !== 'charge') return;
+      passed.push(`${at.runId}:${point}`);
+      if (point !== 'before-claim' || !holding) return;
+      // The first charge attempt (the discarded run's) waits before its claim until the test lets it go.
+      holding = false;
+      reached();
+      await released;
+    };
+    try {
+      const first = await h.start(workflowId, plan, { tools: ['charge', 'lookup_order'] });
+      await heldThere;
+      // The task after the lookup completed: the charge is still scheduled there, unclaimed.
+      const point = await h.waitFor(() => taskAfterActivity(first, 2));
+      const resetRun = await h.reset(workflowId, first.firstExecutionRunId, point);
+      const result = await resetRun.result();
+      expect(result.status).toBe('completed');
+      expect(h.chargesOf(workflowId)).toEqual(['o-3:300']);
+      const charges = result.calls.filter((c) => c.toolName === 'charge');
+      expect(charges.map((c) => [c.status, c.errorType])).toEqual([
+        ['failed', 'DISCARDED_BY_RESET'],
+        ['completed', null],
+      ]);
+      // The discarded run's attempt claims after the reset run refused the call: it loses, nothing is charged.
+      release();
+      const inFirst = () => passed.filter((p) => p.startsWith(`${first.firstExecutionRunId}:`)).map((p) => p.slice(p.indexOf(':') + 1));
+      await h.waitFor(async () => (inFirst().includes('after-delivery-completed') ? true : null));
+      // It never claimed: it delivered the refusal the reset run stored as the call's result.
+      expect(inFirst()).toEqual(['before-claim', 'after-delivery-completed']);
+      expect(h.chargesOf(workflowId)).toEqual(['o-3:300']);
+    } finally {
+      release?.();
+      h.onStep = null;
+    }
+  });
 });

@@ -1,18 +1,21 @@
 /**
  * An agent worker for reset tests: a real dev server, a real SQLite store, a loopback planner
  * model (its plan per workflow replaceable between runs, fresh tool-call ids per turn), a `charge`
- * tool (optionally needing approval) with a refund, resets with the real `temporal` CLI
+ * tool (optionally needing approval) with a refund, a `lookup_order` tool with no effect, a hook at
+ * the fence's points (an attempt can be held there), resets with the real `temporal` CLI
  * (`./workflow-reset`), and the calls a person approves or rejects through the run's updates.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Context } from '@temporalio/activity';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { createToolActivities, defineTool } from '../../src/activities';
 import type { AppliedEffect } from '../../src/activities/tools/compensation-declaration';
+import type { FencePoint } from '../../src/activities/fence/crash-points';
 import { createModelActivities } from '../../src/activities/agent/model-turn';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
@@ -35,6 +38,8 @@ export interface AgentResetHarness {
   plans: Map<string, Plan>;
   requests: Map<string, ModelTurnInput[]>;
   gates: Map<string, Promise<void>>;
+  /** Awaited at each fence point of every attempt (an attempt held there stays held); null: none. */
+  onStep: ((point: FencePoint, at: { workflowId: string; runId: string; activityType: string }) => Promise<void> | void) | null;
   start(workflowId: string, plan: Plan, extra?: Record<string, unknown>): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentWorkflow>>;
   reset(workflowId: string, runId: string, to: ResetPoint): Promise<WorkflowHandle<typeof agentWorkflow>>;
   chainRuns(workflowId: string, lastRunId?: string): Promise<string[]>;
@@ -82,6 +87,18 @@ export async function createAgentResetHarness(taskQueue: string): Promise<AgentR
       },
     },
   });
+  const lookupOrder = defineTool({
+    name: 'lookup_order',
+    revision: 'v1',
+    input: z.object({ orderId: z.string() }),
+    async execute(input) {
+      return { output: { orderId: input.orderId, status: 'open' } };
+    },
+  });
+  const onStep = (point: FencePoint): Promise<void> | void => {
+    const info = Context.current().info;
+    return h.onStep?.(point, { workflowId: info.workflowExecution?.workflowId ?? '', runId: info.workflowExecution?.runId ?? '', activityType: info.activityType });
+  };
   const planner = {
     name: 'planner',
     async turn(input: ModelTurnInput): Promise<ModelTurnResult> {
@@ -102,7 +119,7 @@ export async function createAgentResetHarness(taskQueue: string): Promise<AgentR
     taskQueue,
     workflowBundle: bundle,
     activities: {
-      ...createToolActivities({ store, tools: [charge], reconcileMarginMs: 100 }),
+      ...createToolActivities({ store, tools: [charge, lookupOrder], reconcileMarginMs: 100, hooks: { step: onStep } }),
       ...createModelActivities({ store, adapters: { planner } }),
     },
   });
@@ -115,6 +132,7 @@ export async function createAgentResetHarness(taskQueue: string): Promise<AgentR
     plans,
     requests,
     gates,
+    onStep: null,
     start(workflowId, plan, extra = {}) {
       plans.set(workflowId, plan);
       return env.client.workflow.start(agentWorkflow, {

@@ -133,20 +133,25 @@ describe('occurrences of an intent across reset branches', () => {
     expect(applied.get('desk/normal')).toHaveLength(2);
   });
 
-  it("a call in flight when its run was reset runs in the reset run with the input its own run gave it: it passes by its own run's calls", async () => {
+  it("a call the discarded run built and no attempt claimed, dispatched again in the reset run with that run's input, is refused; the reset run's own call of it runs", async () => {
     const at = newChain();
     await callIn(at, at.first, 'toolu_1', { title: 'shelf' });
-    // toolu_2 was scheduled by the first run (its input names no live calls of other runs) and is dispatched again in the reset run.
-    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: randomUUID() }, heartbeatTimeoutMs: 30_000 } as never);
-    const inFlight: FencedToolResult = await env.run(acts.runFencedTool, {
+    // toolu_2 was scheduled by the first run (its input names that run) and is dispatched again in the reset run.
+    const branch = reset(at.first, 1);
+    const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: branch.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    const scheduled = env.run(acts.runFencedTool, {
       tenant: 'acme',
       callId: 'toolu_2',
       runChainId: at.chain,
       toolName: 'create_ticket',
       input: { title: 'shelf' },
-      occurrences: { scope: at.chain },
+      occurrences: { scope: at.chain, builtInRun: at.chain },
     });
-    expect(inFlight.source).toBe('executed');
+    await expect(scheduled).rejects.toThrow(/DISCARDED_BY_RESET/);
+    branch.calls.push('toolu_2');
+    expect(applied.get('shelf/normal')).toHaveLength(1);
+    // The model asks again in the reset run: a second shelf, as the discarded run asked for two.
+    expect((await callIn(at, branch, 'toolu_3', { title: 'shelf' })).source).toBe('executed');
     expect(applied.get('shelf/normal')).toHaveLength(2);
   });
 
@@ -286,17 +291,43 @@ describe('occurrences of an intent across reset branches', () => {
     return { runId, scope: run.scope, addressIn: runId, inLineage: true, lineage: run.lineage, before: run.before, replayed, own: [], closed: false };
   }
 
-  /** A step: a call in the open run, two at once, its continue-as-new, or a reset of any run (with a call of its history left to run, or none). */
+  /**
+   * A call `from` scheduled at the reset point that made `run` and no attempt claimed: Temporal
+   * dispatches it again in `run` with the input `from` built (`builtInRun`). It is refused, and a
+   * late attempt in `from` runs nothing either; it stays in `run`'s history with no effect.
+   */
+  async function dispatchedAgain(at: { workflowId: string; chain: string }, run: Run, from: Run, modelCallId: string, input: JsonValue): Promise<void> {
+    const callId = runScopedCallId(modelCallId, from.addressIn, at.chain);
+    run.replayed.push(callId);
+    const built = {
+      tenant: 'acme',
+      callId,
+      runChainId: at.chain,
+      toolName: 'create_ticket',
+      input,
+      occurrences: { scope: from.scope, ownCallsIn: from.addressIn, builtInRun: from.runId },
+    };
+    const inRun = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    await expect(inRun.run(acts.runFencedTool, built)).rejects.toThrow(/DISCARDED_BY_RESET/);
+    const late = new MockActivityEnvironment({ attempt: 2, workflowExecution: { workflowId: at.workflowId, runId: from.runId }, heartbeatTimeoutMs: 30_000 } as never);
+    const lateResult = (await late.run(acts.runFencedTool, built).catch(() => null)) as FencedToolResult | null;
+    expect(lateResult?.outcome.ok ?? false).toBe(false);
+  }
+
+  /** A step: a call in the open run, two at once, its continue-as-new, or a reset of any run (with a call of its history left to run or dispatched again, or none). */
   type ChainStep =
     | { kind: 'call'; intent: number; spelt: boolean }
     | { kind: 'pair'; intent: number }
     | { kind: 'continue' }
-    | { kind: 'reset'; run: number; cut: number; pending: number | null };
+    | { kind: 'reset'; run: number; cut: number; pending: number | null; dispatched: number | null };
   const chainStep: fc.Arbitrary<ChainStep> = fc.oneof(
     { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), intent: fc.nat(1), spelt: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), intent: fc.nat(1) }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6), pending: fc.option(fc.nat(1)) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6), pending: fc.option(fc.nat(1)), dispatched: fc.option(fc.nat(1)) }),
+    },
   );
 
   it('property: with continue-as-new anywhere (also in reset lineages, at other calls than the discarded runs), each intent is applied as often as the branch that asked most', async () => {
@@ -329,6 +360,7 @@ describe('occurrences of an intent across reset branches', () => {
               pending.set(`${run.runId}/${cut}`, planned);
               await callInRun(at, next, planned.modelCallId, input(planned.intent, false), effects, run.addressIn);
             }
+            if (s.dispatched !== null) await dispatchedAgain(at, next, run, `toolu_${(n += 1)}`, input(s.dispatched, false));
             continue;
           }
           const run = current;
@@ -337,7 +369,8 @@ describe('occurrences of an intent across reset branches', () => {
           else
             await Promise.all([callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, false), effects), callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, true), effects)]);
         }
-        expectAppliedAsOneBranchAsked(runs.map((r) => historyOf(r).map((c) => effects.get(c)!)));
+        // A call refused in its reset run has no effect there.
+        expectAppliedAsOneBranchAsked(runs.map((r) => historyOf(r).flatMap((c) => effects.get(c) ?? [])));
       }),
       { seed: 20261225, numRuns: 150 },
     );

@@ -30,7 +30,9 @@ import { assertCompensationToolsRegistered } from '../tools/compensation-declara
 import { compensationStore, prepareCompensation, type PreparedCompensation } from '../fence/compensation-call';
 import { resolveBatchItem } from '../fence/batch-resolve';
 import { toApplicationFailure } from '../fence/failures';
-import { findCallRecord, keyOfRecord, settleFailedAttempt, type CallLocator } from '../fence/call-failure';
+import { findCallRecords, keyOfRecord, settleFailedAttempt, type CallLocator } from '../fence/call-failure';
+import { refuseIfDiscardedByReset } from '../fence/discarded-dispatch';
+import { appliedByRunOf } from '../fence/occurrence';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../fence/fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from '../fence/prepare-call';
 import { assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from '../fence/pins';
@@ -194,6 +196,7 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         assertTenantPinned(pins, input.tenant);
         assertToolPinned(pins, input.toolName);
         call = prepareCall(tools, input, context, limits);
+        await refuseIfDiscardedByReset(deps, { input, context, call });
         const refusing = input.occurrences?.refusedIfStarted;
         if (refusing !== undefined && refusing.length > 0) await refuseIfStarted(options.store, chainLogOf(input, context), refusing, 'occurrences.refusedIfStarted');
         await authorizeCall(grants, pins, call, context.namespace);
@@ -384,7 +387,8 @@ async function resolveCompensation(deps: FencedToolDeps, prepared: PreparedCompe
  * `resolveUnknownOutcome` (`../fence/resolution`, under {@link AGENT_RESOLUTION_POLICY}): under the fence
  * the record holds, with its delivery, in one write. The record is found by call (whatever revision
  * it was made under, also when this worker no longer has the tool). Idempotent: a call already
- * completed is delivered again as stored.
+ * completed is delivered again as stored. A call that had adopted the checkpoint of a call a reset
+ * discarded names it (`appliedByRun`, from its adoption record), as its delivery would.
  */
 async function resolveCall(
   deps: FencedToolDeps,
@@ -392,8 +396,9 @@ async function resolveCall(
   input: ResolveToolCallInput,
   describe = `call ${JSON.stringify(input.callId)}`,
 ): Promise<ResolveToolCallResult> {
-  const record = await findCallRecord(deps, where);
+  const { record, adoption } = await findCallRecords(deps, where);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
+  const appliedByRun = appliedByRunOf(adoption);
   // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
   const { record: current } = await resolveUnknownOutcome(
     deps,
@@ -422,6 +427,7 @@ async function resolveCall(
     outcome: current.result!.payload as ResolveToolCallResult['outcome'],
     idempotencyKey: sameTool ? where.call!.idempotencyKey : keyOfRecord(where, binding),
     intentDigest: sameTool ? where.call!.intentDigest : null,
+    ...(appliedByRun !== undefined ? { appliedByRun } : {}),
   };
 }
 

@@ -26,6 +26,7 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'APPROVAL_REQUIRED',
   'IDEMPOTENCY_CONFLICT',
   'RESET_OF_CONTINUED_RUN',
+  'DISCARDED_BY_RESET',
 ];
 
 /**
@@ -107,6 +108,9 @@ export interface FencedToolInput {
    * the run the scheduling run addresses its own calls in (@default the run the call id names);
    * `refusedIfStarted`: segments whose start means this reset lineage's reset run reset a run that
    * had continued as new: the call is refused before its claim (RESET_OF_CONTINUED_RUN);
+   * `builtInRun`: the run whose workflow task built this input; dispatched in another run (Temporal
+   * dispatches an activity still scheduled at a reset point again in the reset run) before any
+   * attempt claimed, the call is refused before its claim (DISCARDED_BY_RESET);
    * `from`: the first occurrence to try (the plugin's count of earlier calls of the same action in the run). @default 0
    */
   readonly occurrences?: {
@@ -117,6 +121,7 @@ export interface FencedToolInput {
     readonly earlierRuns?: readonly string[];
     readonly ownCallsIn?: string;
     readonly refusedIfStarted?: readonly string[];
+    readonly builtInRun?: string;
   };
   /**
    * Set by agent runs started with patch `ttc-long-runs` (claim check): a successful output whose
@@ -274,11 +279,21 @@ export interface FencedToolResult {
   /**
    * Set when a call of another run of this run chain, one a reset discarded, applied this action
    * (same tool and intent digest, same occurrence): its checkpoint answered this call, which applied
-   * nothing (docs/protocol.md#resets). `callId` is that call's id, `runId` its run's; `recordedFor`:
-   * the run this call's adoption of it is recorded for (`occurrences.ownCallsIn`), where later runs
-   * of its history look for it.
+   * nothing (docs/protocol.md#resets).
    */
-  readonly appliedByRun?: { readonly runId: string; readonly callId: string; readonly recordedFor?: string };
+  readonly appliedByRun?: AppliedByRun;
+}
+
+/**
+ * The call of another run of this run chain, one a reset discarded, whose checkpoint answered a call
+ * (docs/protocol.md#resets): `callId` that call's id, `runId` its run's; `recordedFor`: the run the
+ * answered call's adoption is recorded for (its `occurrences.ownCallsIn`), where later runs of its
+ * history look for it.
+ */
+export interface AppliedByRun {
+  readonly runId: string;
+  readonly callId: string;
+  readonly recordedFor?: string;
 }
 
 /**
@@ -347,4 +362,6 @@ export interface ResolveToolCallResult {
   readonly idempotencyKey: string;
   /** Null when this worker cannot compute it (the tool is gone). */
   readonly intentDigest: string | null;
+  /** Set when the call had adopted the checkpoint of a call a reset discarded (see {@link FencedToolResult.appliedByRun}). */
+  readonly appliedByRun?: AppliedByRun;
 }

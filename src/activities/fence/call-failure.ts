@@ -19,12 +19,13 @@ import { completeAndDeliver, composeTransitions, createClaimed, redeliver } from
 import { assertBinding } from '../../checkpoint/record';
 import { claimExecution, reclaimExecution } from '../../checkpoint/transitions';
 import type { Binding, CheckpointRecord, TransitionResult } from '../../checkpoint/types';
-import { NOTHING_APPLIED_CODES, type FencedToolInput, type FencedToolResult, type ToolOutcome } from '../contract/contract';
+import { NOTHING_APPLIED_CODES, type AppliedByRun, type FencedToolInput, type FencedToolResult, type ToolOutcome } from '../contract/contract';
 import { DEFAULT_RECONCILE_MARGIN_MS, fenceNow, settleTime, transitionTime, type AttemptEvidence, type FencedToolDeps } from './fence-deps';
 import { unstorableResult } from './unstorable-result';
 import type { LookupResult } from '../tools/define-tool';
 import { callAddress, intentCallId, type AttemptContext, type PreparedCall } from './prepare-call';
 import { adoptedFrom, bindingIdempotencyKey } from './intent-dedupe';
+import { appliedByRunOf, builtInAnotherRun } from './occurrence';
 import { withAnsweredBy } from './business-key';
 import { parseCallBindingId } from '../../checkpoint/call-identity';
 
@@ -59,17 +60,20 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
   if (evidence.claimSent) throw claimUnsettled(error, 'this attempt sent a claim for the call');
   const seen = evidence.seen;
   let record: CheckpointRecord | null;
+  // The call's adoption record, when an earlier attempt adopted a holder: its delivery names the holder's run.
+  let adoption: CheckpointRecord | null = null;
   try {
     // Always asked, also on attempt 1: an activity reset restarts the attempt count.
-    record = seen !== null && seen.status !== 'ready' && adoptedFrom(seen) === null ? seen : await findCallRecord(deps, failed);
+    if (seen !== null && seen.status !== 'ready' && adoptedFrom(seen) === null) record = seen;
+    else ({ record, adoption } = await findCallRecords(deps, failed));
   } catch (readError) {
     // The store cannot say. Only a first attempt that sent no claim knows that nothing was applied.
-    if (context.attempt === 1 && (seen === null || seen.status === 'ready')) throw error;
+    if (firstAttemptOfCall(failed) && (seen === null || seen.status === 'ready')) throw error;
     throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
   }
   for (let round = 0; round < 3; round += 1) {
     if (record === null || record.status === 'ready') {
-      if (context.attempt === 1) throw error;
+      if (firstAttemptOfCall(failed)) throw error;
       if (error.retryable) throw claimUnsettled(error, `attempt ${context.attempt} cannot rule out an earlier attempt that has not claimed yet`);
       // An earlier attempt of this call may still be about to claim: make "nothing applied" durable first.
       try {
@@ -90,7 +94,7 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
       throw unfinishedClaim(deps, failed, record, error);
     }
     try {
-      return await deliverStored(deps, failed, record);
+      return await deliverStored(deps, failed, record, failed.call?.appliedByRun ?? appliedByRunOf(adoption));
     } catch (deliveryError) {
       // The result is stored; whatever kept this attempt from delivering it, the next attempt delivers it.
       if (isCheckpointError(deliveryError, 'RECONCILE_PENDING')) throw deliveryError;
@@ -98,6 +102,14 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     }
   }
   throw claimUnsettled(error, 'its checkpoint kept changing under this attempt');
+}
+
+/**
+ * Whether this attempt is the call's first: attempt 1, in the run that built its input (a call
+ * dispatched again in a reset run starts at attempt 1 there, after attempts of the discarded run).
+ */
+function firstAttemptOfCall(failed: FailedAttempt): boolean {
+  return failed.context.attempt === 1 && !builtInAnotherRun(failed.input, failed.context.runId);
 }
 
 /**
@@ -343,6 +355,11 @@ function refusalBinding(failed: FailedAttempt): Binding | null {
  * checkpoint of the call it adopted (docs/protocol.md#dedupe-keys). Null when there is none.
  */
 export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): Promise<CheckpointRecord | null> {
+  return (await findCallRecords(deps, where)).record;
+}
+
+/** {@link findCallRecord}, with the adoption record that holds the call's address when there is one. */
+export async function findCallRecords(deps: FencedToolDeps, where: CallLocator): Promise<{ record: CheckpointRecord | null; adoption: CheckpointRecord | null }> {
   const { input, context, call } = where;
   const callIds = new Set<string>();
   if (call !== undefined) callIds.add(call.binding.callId);
@@ -357,13 +374,14 @@ export async function findCallRecord(deps: FencedToolDeps, where: CallLocator): 
     const record = await deps.store.getByCall(namespace, callId);
     if (record === null) continue;
     const holder = adoptedFrom(record);
-    return holder === null ? record : ((await deps.store.getByCall(namespace, holder)) ?? record);
+    if (holder === null) return { record, adoption: null };
+    return { record: (await deps.store.getByCall(namespace, holder)) ?? record, adoption: record };
   }
-  return null;
+  return { record: null, adoption: null };
 }
 
-/** Delivers a stored result under the record's own binding (it may differ from this worker's). */
-async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord): Promise<FencedToolResult> {
+/** Delivers a stored result under the record's own binding (it may differ from this worker's), naming the discarded call that applied it when one did. */
+async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record: CheckpointRecord, appliedByRun: AppliedByRun | undefined): Promise<FencedToolResult> {
   const at = (r: CheckpointRecord): string => transitionTime(deps, r);
   let current = record;
   if (current.status === 'delivering' || current.status === 'completed') {
@@ -388,6 +406,7 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
     idempotencyKey: sameTool && call.binding.callId === binding.callId ? call.idempotencyKey : keyOfRecord(failed, binding),
     intentDigest: sameTool ? call.intentDigest : null,
     ...(sameTool ? {} : { storedUnder: { toolName: binding.toolName, toolRevision: binding.toolRevision } }),
+    ...(appliedByRun !== undefined ? { appliedByRun } : {}),
   };
   return call === undefined ? result : withAnsweredBy(result, { binding, runChainId: call.runChainId, workflowId: call.workflowId });
 }

@@ -31,7 +31,7 @@ const fencedToolInputShape = {
   // Reruns of a businessKey tool's call: the earlier call ids of the run a person proved absent.
   provenAbsentCallIds: z.array(z.string().min(1).max(256)).max(100).optional(),
   // Agent runs: the occurrence scope of the call's intent, the live calls other runs made (16 hex digits each), the reset lineage's
-  // earlier runs, where the scheduling run addresses its own calls, and the segments whose start refuses the call.
+  // earlier runs, where the scheduling run addresses its own calls, the segments whose start refuses the call, and the run that built it.
   occurrences: z
     .strictObject({
       scope: z.string().min(1).max(256),
@@ -45,6 +45,7 @@ const fencedToolInputShape = {
       earlierRuns: z.array(z.string().min(1).max(256)).max(10_000).optional(),
       ownCallsIn: z.string().min(1).max(256).optional(),
       refusedIfStarted: z.array(z.string().min(1).max(256)).max(100).optional(),
+      builtInRun: z.string().min(1).max(256).optional(),
     })
     .optional(),
   // Claim check: outputs over inlineMaxBytes (UTF-8 bytes of their JSON) are returned by reference.
@@ -202,6 +203,7 @@ function occurrencesOf(d: {
   earlierRuns?: string[];
   ownCallsIn?: string;
   refusedIfStarted?: string[];
+  builtInRun?: string;
 }): NonNullable<FencedToolInput['occurrences']> {
   const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
   const list = (key: 'liveRuns' | 'earlierRuns' | 'refusedIfStarted'): readonly string[] | undefined => {
@@ -216,5 +218,6 @@ function occurrencesOf(d: {
     earlierRuns: list('earlierRuns'),
     ownCallsIn: own('ownCallsIn'),
     refusedIfStarted: list('refusedIfStarted'),
+    builtInRun: own('builtInRun'),
   });
 }

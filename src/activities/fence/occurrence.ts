@@ -15,7 +15,8 @@ import { createDelivered } from '../../checkpoint/compose';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { resolutionAuditOf } from './resolution-audit';
-import { adoptHolder, type AdoptableCall, type CallDedupe } from './intent-dedupe';
+import type { AppliedByRun } from '../contract/contract';
+import { adoptedFrom, adoptHolder, adoptionRecordedFor, type AdoptableCall, type CallDedupe } from './intent-dedupe';
 
 /** Where the occurrences of a call's intent are counted, and who the call is. */
 export interface OccurrenceScope {
@@ -92,7 +93,7 @@ async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, hol
  * (the occurrence-adoption record names it), the adopted call naming the run and call that applied
  * the action and the run its adoption is recorded for (`appliedByRun`).
  */
-export function occurrenceDedupe<Call extends AdoptableCall & { readonly appliedByRun?: { readonly runId: string; readonly callId: string } }>(
+export function occurrenceDedupe<Call extends AdoptableCall & { readonly appliedByRun?: AppliedByRun }>(
   call: Call,
   scope: OccurrenceScope,
   secret: Uint8Array | undefined,
@@ -115,4 +116,28 @@ export function occurrenceDedupe<Call extends AdoptableCall & { readonly applied
       return { ...adopted, appliedByRun: { runId: runOfCallId(holderCallId, scope.runChainId), callId: holderCallId, recordedFor } };
     },
   };
+}
+
+/**
+ * What a call's occurrence adoption record (`adoptionRecord` with `recordedFor`) says: the call and
+ * run that applied the action, and the run the adoption is recorded for. Undefined for any other
+ * record (a business key's or an intent's adoption, or none).
+ */
+export function appliedByRunOf(adoption: CheckpointRecord | null): AppliedByRun | undefined {
+  if (adoption === null) return undefined;
+  const recordedFor = adoptionRecordedFor(adoption);
+  const holder = adoptedFrom(adoption);
+  const parts = holder === null ? null : parseCallBindingId(holder);
+  if (recordedFor === undefined || parts === null) return undefined;
+  return { runId: runOfCallId(parts.callId, parts.runChainId), callId: parts.callId, recordedFor };
+}
+
+/**
+ * Whether a call runs in another run than the one whose workflow task built its input
+ * (`occurrences.builtInRun`): Temporal dispatches an activity still scheduled at a reset point again
+ * in the reset run, with the input the discarded run built (docs/protocol.md#resets).
+ */
+export function builtInAnotherRun(input: { readonly occurrences?: { readonly builtInRun?: string } }, runId: string): boolean {
+  const built = input.occurrences?.builtInRun;
+  return built !== undefined && built !== runId;
 }

@@ -13,7 +13,7 @@ import { fingerprintCanonicalInput, idempotencyKey, intentDigest, sha256Hex } fr
 import { canonicalToolInput, toolInputError } from '../../checkpoint/model-input';
 import { deepFreeze } from '../../checkpoint/record';
 import type { Binding, JsonValue } from '../../checkpoint/types';
-import type { FencedToolInput } from '../contract/contract';
+import type { AppliedByRun, FencedToolInput } from '../contract/contract';
 import { DEFAULT_BUSINESS_KEY_WINDOW_MS, type ToolDefinition } from '../tools/define-tool';
 import type { ItemRef } from '../../checkpoint/batch-identity';
 import type { BatchProgress } from '../contract/batch-items';
@@ -60,7 +60,7 @@ export interface PreparedCall {
    */
   readonly dedupe?: CallDedupe<PreparedCall>;
   /** Set when this call took the identity of a call a reset discarded (`./occurrence`): that call and its run. */
-  readonly appliedByRun?: { readonly runId: string; readonly callId: string };
+  readonly appliedByRun?: AppliedByRun;
   /** Set for one item of a batch call (`./batch-fence`): the item's key, position and generation. */
   readonly item?: ItemRef;
   /** Set for one item of a batch call: the batch's progress, for the fence's heartbeat details. */

@@ -11,6 +11,7 @@ import { describeItem } from '../../checkpoint/item-position';
 import { activityFailureMessage, failureTypeOrUnclassified } from '../common/failures';
 import { decidedBy, MESSAGE_ERROR_TYPES } from './messages';
 import { iso, type CallState, type RunStop } from './run-state';
+import { learnAppliedByRun } from './call-state';
 import type { ResolveOutcomeRequest, ResolveOutcomeResult } from './types';
 import { RunApprovals } from './agent-run-approvals';
 import { agentActivities, refuseBadDecidedBy, refuse, type PendingResolution } from './agent-run-base';
@@ -94,6 +95,7 @@ export abstract class RunResolutions extends RunApprovals {
         call.toolRevision = stored.toolRevision;
         call.intentDigest = stored.intentDigest;
         call.idempotencyKey = stored.idempotencyKey;
+        if (stored.appliedByRun !== undefined) learnAppliedByRun(call, stored.appliedByRun);
         this.state.paused = null;
         this.completeCall(call, 'resolved-applied', stored.outcome, `a person proved the effect applied: ${req.reason}`);
         this.settle(pending, { callId: call.callId, resolution: 'applied', status: 'resolved-applied', retryCallId: null });

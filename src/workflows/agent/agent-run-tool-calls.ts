@@ -12,6 +12,7 @@ import type { AgentToolResult, ToolCallActivities } from './activity-types';
 import { activityFailureDetails, activityFailureMessage, failureTypeOrUnclassified, claimIdentityOf, isNothingApplied, pausedItemOf } from '../common/failures';
 import { toolActivityOptions } from './input';
 import { iso, type CallState, type RunStop } from './run-state';
+import { learnAppliedByRun } from './call-state';
 import { isTurnRefusal } from './turn-bounds';
 import { RunResolutions } from './agent-run-resolutions';
 import { agentActivities, TURN_INLINE_BYTES, APPROVAL_EXPIRED_FOR_MODEL, type ActivityAttempt } from './agent-run-base';
@@ -130,9 +131,7 @@ export abstract class RunToolCalls extends RunResolutions {
               : null;
         if (by !== undefined) call.answeredBy = by;
         if (result.appliedByRun !== undefined) {
-          const { recordedFor, ...by } = result.appliedByRun;
-          call.appliedByRun = by;
-          if (recordedFor !== undefined) call.adoptionRecordedFor = recordedFor;
+          learnAppliedByRun(call, result.appliedByRun);
           note = appliedByRunNote(result.appliedByRun);
         }
         this.completeCall(call, 'completed', result.outcome, note);
@@ -252,6 +251,8 @@ export abstract class RunToolCalls extends RunResolutions {
       ...(runs.length > 0 ? { earlierRuns: runs } : {}),
       ...(this.callsAddressedIn !== null ? { ownCallsIn: this.callsAddressedIn } : {}),
       ...(this.refusedIfStarted.length > 0 ? { refusedIfStarted: [...this.refusedIfStarted] } : {}),
+      // A reset run that dispatches this input again before any attempt claimed refuses it (DISCARDED_BY_RESET).
+      builtInRun: workflowInfo().runId,
     };
   }
 

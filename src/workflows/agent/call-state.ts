@@ -6,7 +6,7 @@
  * @see docs/protocol.md#agent-workflow
  */
 import type { BatchCancellationReport } from '../../activities/contract/batch-items';
-import type { DeliveredOutcome } from '../../activities/contract/contract';
+import type { AppliedByRun, DeliveredOutcome } from '../../activities/contract/contract';
 import type { JsonValue } from '../../checkpoint/types';
 import type { LoggedMessage } from '../../model/types';
 import type { CallReport, CallSource, CallStatus, CompensationReport, DecisionRecord, LiveCallStatus, PausedItem } from './types';
@@ -121,4 +121,15 @@ export function retryId(modelCallId: string, attempt: number): string {
 /** Whether `status` is a live (not final) call status. */
 export function isLive(status: CallStatus): status is LiveCallStatus {
   return (LIVE_CALL_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * Keeps what a delivery or a person's resolution says of a call a reset discarded that answered
+ * `call` (`appliedByRun`): that call for the report, and the run `call`'s adoption is recorded for,
+ * where later runs of this history look for it (docs/protocol.md#resets).
+ */
+export function learnAppliedByRun(call: CallState, appliedByRun: AppliedByRun): void {
+  const { recordedFor, ...by } = appliedByRun;
+  call.appliedByRun = by;
+  if (recordedFor !== undefined) call.adoptionRecordedFor = recordedFor;
 }

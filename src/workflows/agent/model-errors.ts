@@ -48,6 +48,7 @@ export const MODEL_ERROR_MESSAGES: Readonly<Record<string, string>> = {
   APPROVAL_REQUIRED: 'this tool runs only after a person approves the call; nothing ran',
   IDEMPOTENCY_CONFLICT: 'another run already used this business key with other arguments; nothing ran',
   RESET_OF_CONTINUED_RUN: 'this run was reset to a point before it continued as new, which is refused; nothing ran',
+  DISCARDED_BY_RESET: 'this call was asked for before the run was reset and had not started; nothing ran, ask again if it is still needed',
 };
 
 /** The sentence for a failure type the table does not name (nothing was applied). */

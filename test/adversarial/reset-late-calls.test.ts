@@ -1,0 +1,201 @@
+/**
+ * Calls that run after a reset point (docs/protocol.md#resets), at the fence:
+ * - a call planned before a reset point that adopts a discarded call's checkpoint in the reset run
+ *   and then pauses tells the workflow the run its adoption is recorded for through the person's
+ *   resolution (`resolveToolCall`'s `appliedByRun`), as an `ok` delivery does, so a later reset of
+ *   that run finds the occurrence taken;
+ * - a call still scheduled at a reset point is dispatched again in the reset run with the input the
+ *   discarded run built (`occurrences.builtInRun`): it goes on only as the call an attempt claimed,
+ *   else it is refused (DISCARDED_BY_RESET) and the refusal stored, so a late attempt of the
+ *   discarded run cannot apply it either.
+ * Fence activities in MockActivityEnvironment against a SQLite file store; inputs built as
+ * `occurrences()` in agent-run-tool-calls.ts builds them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
+import type { FencedToolInput, FencedToolResult, ResolveToolCallResult } from '../../src/activities/contract/contract';
+import { conversationLogId } from '../../src/activities/agent/conversation-log';
+import { occurrenceScopeOf, packCallHashes, runOfCallId, runScopedCallId } from '../../src/checkpoint/run-scope';
+import type { CheckpointStore } from '../../src/stores/checkpoint-store';
+import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+
+jest.setTimeout(60_000);
+
+describe('calls that run after a reset point, at the fence', () => {
+  let dir: string;
+  let store: CheckpointStore;
+  let acts: ToolActivities;
+  let dying: ToolActivities;
+  let applied: string[];
+  const charge = defineTool({
+    name: 'charge',
+    revision: 'v1',
+    input: z.object({ orderId: z.string() }),
+    callDeadlineMs: 300,
+    async execute(input) {
+      applied.push(input.orderId);
+      return { output: { charge: `ch-${input.orderId}-${applied.length}` } };
+    },
+  });
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttc-reset-gaps-'));
+    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    acts = createToolActivities({ store, tools: [charge], reconcileMarginMs: 100 });
+    dying = createToolActivities({
+      store,
+      tools: [charge],
+      reconcileMarginMs: 100,
+      hooks: {
+        step(point) {
+          if (point === 'after-effect') throw new Error('the worker dies after the effect');
+        },
+      },
+    });
+  });
+  beforeEach(() => {
+    applied = [];
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const env = (workflowId: string, runId: string, attempt = 1) =>
+    new MockActivityEnvironment({ attempt, workflowExecution: { workflowId, runId }, heartbeatTimeoutMs: 30_000 } as never);
+  const call = (chain: string, callId: string, occurrences: FencedToolInput['occurrences']): FencedToolInput =>
+    ({ tenant: 'acme', callId, runChainId: chain, toolName: 'charge', input: { orderId: 'o-1' }, occurrences }) as FencedToolInput;
+  const refusal = (p: Promise<unknown>): Promise<string> => p.then((r) => `ran: ${JSON.stringify(r)}`).catch((e: Error) => String(e));
+
+  /**
+   * The occurrences as `occurrences()` in agent-run-tool-calls.ts builds them in run `builtInRun`:
+   * `liveRuns` are the runs in the ids plus the `recordedFor` the workflow learnt.
+   */
+  function occ(chain: string, ownCallsIn: string, history: string[], recordedFor: Map<string, string>, builtInRun = ownCallsIn): FencedToolInput['occurrences'] {
+    const others = history.filter((c) => runOfCallId(c, chain) !== ownCallsIn);
+    const scope = occurrenceScopeOf({ firstExecutionRunId: chain });
+    if (others.length === 0) return { scope, ownCallsIn, builtInRun };
+    const runs = others.flatMap((c) => (recordedFor.has(c) ? [runOfCallId(c, chain), recordedFor.get(c)!] : [runOfCallId(c, chain)]));
+    return { scope, ownCallsIn, liveCalls: packCallHashes(others), liveRuns: [...new Set(runs)], builtInRun };
+  }
+
+  /**
+   * Run A (the chain's first): p waits for approval (the reset point); x, the same charge, applies
+   * and its worker dies. B, a reset of A: p approved, adopts x (unsettled), pauses, and a person
+   * resolves it applied. Returns the chain, workflow id, B and what the resolution returned.
+   */
+  async function adoptedThenResolved(): Promise<{ chain: string; workflowId: string; b: string; resolved: ResolveToolCallResult }> {
+    const chain = randomUUID();
+    const workflowId = `wf-gaps-${chain}`;
+    await expect(env(workflowId, chain).run(dying.runFencedTool, call(chain, 'toolu_x', occ(chain, chain, ['toolu_x'], new Map())))).rejects.toThrow();
+    expect(applied).toHaveLength(1);
+    const b = randomUUID();
+    const p = call(chain, 'toolu_p', occ(chain, b, ['toolu_p'], new Map()));
+    await expect(env(workflowId, b).run(acts.runFencedTool, p)).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 600));
+    expect(
+      String(
+        await env(workflowId, b, 2)
+          .run(acts.runFencedTool, p)
+          .catch((e: Error) => e),
+      ),
+    ).toMatch(/OUTCOME_UNKNOWN|did not finish/);
+    const resolved: ResolveToolCallResult = await env(workflowId, b).run(acts.resolveToolCall, {
+      ...p,
+      resolution: 'applied',
+      result: { ok: true, output: { charge: 'ch-o-1-1' } },
+      reason: 'seen at the provider',
+    } as never);
+    expect(applied).toHaveLength(1);
+    return { chain, workflowId, b, resolved };
+  }
+
+  it("a person's resolution of a call that adopted a discarded call's checkpoint names that call and the run its adoption is recorded for", async () => {
+    const { chain, b, resolved } = await adoptedThenResolved();
+    expect(resolved.appliedByRun).toEqual({ runId: chain, callId: 'toolu_x', recordedFor: b });
+  });
+
+  it("a reset of B after p, which paused and was resolved, runs a second charge of its own: the resolution's recordedFor is in its history's runs", async () => {
+    const { chain, workflowId, resolved } = await adoptedThenResolved();
+    const c = randomUUID();
+    const y = runScopedCallId('toolu_y', c, chain);
+    const learnt = new Map([['toolu_p', resolved.appliedByRun!.recordedFor!]]);
+    const result: FencedToolResult = await env(workflowId, c).run(acts.runFencedTool, call(chain, y, occ(chain, c, ['toolu_p', y], learnt)));
+    expect({ source: result.source, applied: applied.length }).toEqual({ source: 'executed', applied: 2 });
+  });
+
+  it("an adopted call's stored result delivered by the failure path (its tool gone after a deploy) still names the discarded call and its adoption's run", async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    await env(workflowId, a).run(acts.runFencedTool, call(a, 'toolu_r', occ(a, a, [], new Map())));
+    const b = randomUUID();
+    const q = call(a, 'toolu_q', occ(a, b, ['toolu_q'], new Map()));
+    const adopted: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, q);
+    expect(adopted.appliedByRun).toEqual({ runId: a, callId: 'toolu_r', recordedFor: b });
+    const withoutTool = createToolActivities({ store, tools: [defineTool({ name: 'other', revision: 'v1', input: z.object({}), execute: async () => ({ output: {} }) })] });
+    const again: FencedToolResult = await env(workflowId, b, 2).run(withoutTool.runFencedTool, q);
+    expect({ source: again.source, appliedByRun: again.appliedByRun, applied: applied.length }).toEqual({
+      source: 'store',
+      appliedByRun: { runId: a, callId: 'toolu_r', recordedFor: b },
+      applied: 1,
+    });
+  });
+
+  it('control: a call the reset run builds (its own run, the call among its history) adopts the discarded same charge', async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    await env(workflowId, a).run(acts.runFencedTool, call(a, 'toolu_r', occ(a, a, [], new Map())));
+    const b = randomUUID();
+    const q: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, call(a, 'toolu_q', occ(a, b, ['toolu_q'], new Map())));
+    expect({ source: q.source, applied: applied.length }).toEqual({ source: 'store', applied: 1 });
+  });
+
+  it("a call still scheduled at the reset point, dispatched again in the reset run with the discarded run's input before any claim, is refused and nothing runs; a late attempt in the discarded run runs nothing either", async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    // A: q scheduled (the reset point), its first attempt not yet claimed; the model asks r, which applies.
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()));
+    await env(workflowId, a).run(acts.runFencedTool, call(a, 'toolu_r', occ(a, a, [], new Map())));
+    // B, a reset of A to where q was scheduled: Temporal dispatches q again with A's input, at attempt 1.
+    const b = randomUUID();
+    expect(await refusal(env(workflowId, b).run(acts.runFencedTool, qOfA))).toMatch(/DISCARDED_BY_RESET/);
+    expect(await refusal(env(workflowId, a, 2).run(acts.runFencedTool, qOfA))).not.toMatch(/^ran: .*"ok":true/);
+    expect(applied).toHaveLength(1);
+    // B's model asks again: B's call adopts the discarded r's charge.
+    const again: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, call(a, runScopedCallId('toolu_s', b, a), occ(a, b, ['toolu_q'], new Map())));
+    expect({ source: again.source, applied: applied.length }).toEqual({ source: 'store', applied: 1 });
+  });
+
+  it('a call the discarded run had claimed when it was reset goes on in the reset run as that call: its stored result is delivered, nothing runs again', async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()));
+    // A's attempt applies and stores q; the reset came before A's history recorded its result.
+    const inA: FencedToolResult = await env(workflowId, a).run(acts.runFencedTool, qOfA);
+    expect(inA.source).toBe('executed');
+    const b = randomUUID();
+    const inB: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, qOfA);
+    expect({ source: inB.source, applied: applied.length }).toEqual({ source: 'store', applied: 1 });
+  });
+
+  it('a call still scheduled at the reset point of a run that continued as new, dispatched again with its input, is refused', async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    const first = occurrenceScopeOf({ firstExecutionRunId: a });
+    const log = conversationLogId({ namespace: 'default', tenant: 'acme', workflowId, runChainId: a });
+    await store.putConversationEntries(log, [{ key: `s/after:${a}`, value: { segment: `after:${a}` } }]);
+    const a2 = randomUUID();
+    await env(workflowId, a2).run(acts.runFencedTool, call(a, runScopedCallId('toolu_r', a2, a), { scope: `after:${a}`, ownCallsIn: a, builtInRun: a2 }));
+    const b = randomUUID();
+    // Built by the reset run it is refused as a reset of a continued run; dispatched with A's input, as a call A built.
+    expect(
+      await refusal(env(workflowId, b).run(acts.runFencedTool, call(a, 'toolu_q3', { scope: first, ownCallsIn: b, refusedIfStarted: [`after:${a}`], builtInRun: b }))),
+    ).toMatch(/RESET_OF_CONTINUED_RUN/);
+    expect(await refusal(env(workflowId, b).run(acts.runFencedTool, call(a, 'toolu_q', { scope: first, ownCallsIn: a, builtInRun: a })))).toMatch(/DISCARDED_BY_RESET/);
+    expect(applied).toHaveLength(1);
+  });
+});
