@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
-import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
+import { createToolActivities, defineTool, ToolError, type ToolActivities } from '../../src/activities';
+import { callBindingId } from '../../src/checkpoint/call-identity';
 import type { FencedToolInput, FencedToolResult, ResolveToolCallResult } from '../../src/activities/contract/contract';
 import { conversationLogId } from '../../src/activities/agent/conversation-log';
 import { occurrenceScopeOf, packCallHashes, runOfCallId, runScopedCallId } from '../../src/checkpoint/run-scope';
@@ -32,20 +33,58 @@ describe('calls that run after a reset point, at the fence', () => {
   let acts: ToolActivities;
   let dying: ToolActivities;
   let applied: string[];
+  /** How many next effects the provider answers 503 to, before accepting them. */
+  let failNext: number;
+  const provider = (what: string): void => {
+    if (failNext > 0) {
+      failNext -= 1;
+      throw new ToolError('transient', 'provider answered 503 before accepting the request');
+    }
+    applied.push(what);
+  };
   const charge = defineTool({
     name: 'charge',
     revision: 'v1',
     input: z.object({ orderId: z.string() }),
     callDeadlineMs: 300,
     async execute(input) {
-      applied.push(input.orderId);
+      provider(input.orderId);
       return { output: { charge: `ch-${input.orderId}-${applied.length}` } };
+    },
+  });
+  const notify = defineTool({
+    name: 'notify',
+    revision: 'v1',
+    input: z.object({ to: z.string() }),
+    dedupeByIntent: true,
+    async execute(input) {
+      provider(input.to);
+      return { output: { sent: input.to } };
+    },
+  });
+  const ship = defineTool({
+    name: 'ship',
+    revision: 'v1',
+    input: z.object({ orderId: z.string() }),
+    businessKey: (args: { orderId: string }) => `ship:${args.orderId}`,
+    callDeadlineMs: 300,
+    async execute(input) {
+      provider(input.orderId);
+      return { output: { shipment: `sh-${input.orderId}` } };
+    },
+    async lookup() {
+      return { found: false };
     },
   });
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-reset-gaps-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
-    acts = createToolActivities({ store, tools: [charge], reconcileMarginMs: 100 });
+    acts = createToolActivities({
+      store,
+      tools: [charge, notify, ship],
+      reconcileMarginMs: 100,
+      transientRetry: { initialIntervalMs: 1, maximumIntervalMs: 1, maximumAttempts: 1 },
+    });
     dying = createToolActivities({
       store,
       tools: [charge],
@@ -59,6 +98,7 @@ describe('calls that run after a reset point, at the fence', () => {
   });
   beforeEach(() => {
     applied = [];
+    failNext = 0;
   });
   afterAll(async () => {
     await store.close();
@@ -67,8 +107,17 @@ describe('calls that run after a reset point, at the fence', () => {
 
   const env = (workflowId: string, runId: string, attempt = 1) =>
     new MockActivityEnvironment({ attempt, workflowExecution: { workflowId, runId }, heartbeatTimeoutMs: 30_000 } as never);
-  const call = (chain: string, callId: string, occurrences: FencedToolInput['occurrences']): FencedToolInput =>
-    ({ tenant: 'acme', callId, runChainId: chain, toolName: 'charge', input: { orderId: 'o-1' }, occurrences }) as FencedToolInput;
+  /** An attempt whose activity has retries left (a transient failure is released for the next attempt, not stored). */
+  const retrying = (workflowId: string, runId: string, attempt = 1) =>
+    new MockActivityEnvironment({
+      attempt,
+      workflowExecution: { workflowId, runId },
+      heartbeatTimeoutMs: 30_000,
+      scheduleToCloseTimeoutMs: 0,
+      retryPolicy: { maximumAttempts: 0 },
+    } as never);
+  const call = (chain: string, callId: string, occurrences: FencedToolInput['occurrences'], toolName = 'charge', input: object = { orderId: 'o-1' }): FencedToolInput =>
+    ({ tenant: 'acme', callId, runChainId: chain, toolName, input, occurrences }) as FencedToolInput;
   const refusal = (p: Promise<unknown>): Promise<string> => p.then((r) => `ran: ${JSON.stringify(r)}`).catch((e: Error) => String(e));
 
   /**
@@ -197,5 +246,79 @@ describe('calls that run after a reset point, at the fence', () => {
     ).toMatch(/RESET_OF_CONTINUED_RUN/);
     expect(await refusal(env(workflowId, b).run(acts.runFencedTool, call(a, 'toolu_q', { scope: first, ownCallsIn: a, builtInRun: a })))).toMatch(/DISCARDED_BY_RESET/);
     expect(applied).toHaveLength(1);
+  });
+
+  it('a call that claimed in the discarded run and was released (a 503) goes on in the reset run as that call; a later reset before it adopts its charge', async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    // A: q claims occurrence 0, the provider answers 503, the claim is released (ready, still holding occurrence 0).
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()));
+    failNext = 1;
+    expect(await refusal(retrying(workflowId, a).run(acts.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    // B, a reset of A to where q is still scheduled: q holds its occurrence, so it goes on and charges once.
+    const b = randomUUID();
+    const inB: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, qOfA);
+    expect({ source: inB.source, applied }).toEqual({ source: 'executed', applied: ['o-1'] });
+    // C, a reset of A to before q was scheduled, asks for the charge once: it gets q's charge.
+    const c = randomUUID();
+    const t: FencedToolResult = await env(workflowId, c).run(acts.runFencedTool, call(a, runScopedCallId('toolu_t', c, a), occ(a, c, [], new Map())));
+    expect({ ok: t.outcome.ok, source: t.source, applied: applied.length }).toEqual({ ok: true, source: 'store', applied: 1 });
+  });
+
+  it("a dedupeByIntent call still scheduled at the reset point goes on in the reset run (its intent key is the chain's): sent once, and asked again it is answered by it", async () => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    const to = { to: 'ops@example.com' };
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()), 'notify', to);
+    const b = randomUUID();
+    const inB: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, qOfA);
+    expect({ source: inB.source, applied }).toEqual({ source: 'executed', applied: ['ops@example.com'] });
+    const again: FencedToolResult = await env(workflowId, b).run(acts.runFencedTool, call(a, runScopedCallId('toolu_s', b, a), occ(a, b, ['toolu_q'], new Map()), 'notify', to));
+    expect({ ok: again.outcome.ok, applied }).toEqual({ ok: true, applied: ['ops@example.com'] });
+  });
+
+  it("a business-key call that adopted another workflow's released claim goes on after its own workflow's reset: the other workflow's call is never refused, it ships once", async () => {
+    const orderId = `o-${randomUUID()}`;
+    // W2 (never reset): h claims ship:<order>, the provider answers 503, the claim is released (ready).
+    const w2 = randomUUID();
+    const h = call(w2, 'toolu_h', occ(w2, w2, [], new Map()), 'ship', { orderId });
+    failNext = 1;
+    expect(await refusal(retrying(`wf-w2-${w2}`, w2).run(acts.runFencedTool, h))).toMatch(/RECONCILE_PENDING/);
+    // W1 run A: q, the same shipment, adopts h and waits for it; W1 is reset to where q is still scheduled.
+    const a = randomUUID();
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()), 'ship', { orderId });
+    expect(await refusal(retrying(`wf-w1-${a}`, a).run(acts.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    expect(await refusal(retrying(`wf-w1-${a}`, randomUUID()).run(acts.runFencedTool, qOfA))).not.toMatch(/DISCARDED_BY_RESET/);
+    const again: FencedToolResult = await retrying(`wf-w2-${w2}`, w2, 2).run(acts.runFencedTool, h);
+    expect({ source: again.source, applied }).toEqual({ source: 'executed', applied: [orderId] });
+  });
+
+  it("a later attempt of a call that adopted another workflow's released claim, refused on a worker without its tool, waits: it never stores its refusal in that call's row", async () => {
+    const orderId = `o-${randomUUID()}`;
+    const w2 = randomUUID();
+    const h = call(w2, 'toolu_h', occ(w2, w2, [], new Map()), 'ship', { orderId });
+    failNext = 1;
+    expect(await refusal(retrying(`wf-w2-${w2}`, w2).run(acts.runFencedTool, h))).toMatch(/RECONCILE_PENDING/);
+    const a = randomUUID();
+    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()), 'ship', { orderId });
+    expect(await refusal(retrying(`wf-w1-${a}`, a).run(acts.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    // q's next attempt lands on a worker that no longer has the tool (UNKNOWN_TOOL, nothing applied by this attempt).
+    const withoutShip = createToolActivities({ store, tools: [charge], reconcileMarginMs: 100 });
+    expect(await refusal(retrying(`wf-w1-${a}`, a, 2).run(withoutShip.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    const again: FencedToolResult = await retrying(`wf-w2-${w2}`, w2, 2).run(acts.runFencedTool, h);
+    expect({ source: again.source, applied }).toEqual({ source: 'executed', applied: [orderId] });
+  });
+
+  it.each([
+    ['a number', 42],
+    ['an empty string', ''],
+    ['an object', { run: 'x' }],
+  ])('builtInRun as %s: typed INVALID_ARGUMENT on the first attempt, nothing written', async (_what, builtInRun) => {
+    const a = randomUUID();
+    const workflowId = `wf-late-${a}`;
+    const input = call(a, 'toolu_m', { scope: occurrenceScopeOf({ firstExecutionRunId: a }), builtInRun } as never);
+    expect(await refusal(env(workflowId, a).run(acts.runFencedTool, input))).toMatch(/INVALID_ARGUMENT/);
+    expect(await store.getByCall('default/acme', callBindingId({ runChainId: a, workflowId, callId: 'toolu_m' }))).toBeNull();
+    expect(applied).toEqual([]);
   });
 });

@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectClient, scriptedRunInput, startAgentRun } from '../../src/client';
@@ -13,19 +12,11 @@ import { resolveConfig } from '../../src/config';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server';
 import { metricsEndpoint, metricsHost, metricsPort, metricsUrl, prometheusMetrics } from '../../src/cli/worker-metrics';
 import { ROOT } from '../helpers/cli';
+import { onFreePort } from '../helpers/free-port';
 import { rejectCall } from '../../src/operator/run-decisions';
 import { runStatusQuery } from '../../src/workflows/agent/messages';
 
 jest.setTimeout(120_000);
-
-/** A TCP port nothing listens on right now (the OS picks it). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 /** Spawns `ttc worker <args>` (as src/dev/worker-process.ts does) and resolves with its banner once it polls. */
 async function spawnWorker(args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; banner: string }> {
@@ -83,17 +74,16 @@ describe('ttc worker --metrics-port', () => {
   });
 
   it("serves Prometheus text with the fence's counters after an agent run: ttc_tool_calls by source, store latency per operation", async () => {
-    port = await freePort();
     env = {
       TEMPORAL_ADDRESS: server.address,
       TEMPORAL_TASK_QUEUE: 'metrics-e2e',
       TTC_STORE_URL: `sqlite:${join(dir, 'checkpoints.db')}`,
       WEATHER_LOG: join(dir, 'readings.jsonl'),
     };
-    const started = await spawnWorker(
-      ['--identity', 'metrics-worker', '--tools', join(ROOT, 'examples/weather/tools.ts'), '--models', 'scripted', '--metrics-port', String(port)],
-      env,
-    );
+    const started = await onFreePort((free) => {
+      port = free;
+      return spawnWorker(['--identity', 'metrics-worker', '--tools', join(ROOT, 'examples/weather/tools.ts'), '--models', 'scripted', '--metrics-port', String(port)], env);
+    });
     worker = started.child;
     expect(started.banner).toContain(`metrics: http://127.0.0.1:${port}/metrics (Prometheus)`);
 

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { onFreePort } from '../helpers/free-port';
 import { ROOT } from '../helpers/cli';
 
 jest.setTimeout(120_000);
@@ -52,23 +53,32 @@ describe('long-running commands stop cleanly on a signal sent as they print that
   });
 
   it('ttc codec-server', async () => {
-    const port = await getFreePort();
-    const result = await runUntilSignalled(
-      ['codec-server', '--port', String(port)],
-      { ...env, TTC_PAYLOAD_CODEC_KEY: `hex:${randomBytes(32).toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'k1' },
-      'codec server on',
+    const result = await onFreePort(
+      (port) =>
+        runUntilSignalled(
+          ['codec-server', '--port', String(port)],
+          { ...env, TTC_PAYLOAD_CODEC_KEY: `hex:${randomBytes(32).toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'k1' },
+          'codec server on',
+        ),
+      (r) => r.output,
     );
     expect(result).toEqual({ exit: 0, output: expect.stringContaining('codec server on') });
   });
 
   it('ttc dev', async () => {
-    const address = `127.0.0.1:${await getFreePort()}`;
-    const result = await runUntilSignalled(['dev', '--db', join(dir, 'temporal.db')], { ...env, TEMPORAL_ADDRESS: address }, 'Temporal dev server on');
+    let address = '';
+    const result = await onFreePort(
+      (port, attempt) => {
+        address = `127.0.0.1:${port}`;
+        return runUntilSignalled(['dev', '--db', join(dir, `temporal-${attempt}.db`)], { ...env, TEMPORAL_ADDRESS: address }, 'Temporal dev server on');
+      },
+      (r) => r.output,
+    );
     expect(result).toEqual({ exit: 0, output: expect.stringContaining(`Temporal dev server on ${address}`) });
   });
 
   it('ttc console', async () => {
-    server = await startDevServer({ port: await getFreePort() });
+    server = await startDevServer();
     const result = await runUntilSignalled(
       ['console', '--port', '0'],
       { ...env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, TTC_CONSOLE_TOKEN: randomBytes(24).toString('hex') },

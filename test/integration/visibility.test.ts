@@ -15,7 +15,8 @@ import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSo
 import { temporal } from '@temporalio/proto';
 import { startAgentRun } from '../../src/client';
 import { resolveConfig, type Config } from '../../src/config';
-import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { onFreePort } from '../helpers/free-port';
 import { temporalCliPath } from '../../src/dev/temporal-binaries';
 import type { ModelTurnInput, ModelTurnResult } from '../../src/model/types';
 import { listWaitingRuns } from '../../src/operator/waiting-runs';
@@ -133,25 +134,15 @@ function spawnTtcDev(address: string, dir: string): TtcDev {
   };
 }
 
-/**
- * `ttc dev` on a free port. A port found free can be taken before the server binds it (another
- * process's outgoing connection gets it as its local port), so a start that fails with
- * "address already in use" is made again on another port, up to three times.
- */
+/** `ttc dev` on a free port, started again on another one when its port was taken before it bound it. */
 function startTtcDev(dir: string): TtcDev {
   let current: TtcDev | undefined;
-  const ready = (async () => {
-    for (let attempt = 1; ; attempt += 1) {
-      const own = join(dir, `attempt-${attempt}`);
-      mkdirSync(own, { recursive: true });
-      current = spawnTtcDev(`127.0.0.1:${await getFreePort()}`, own);
-      try {
-        return await current.ready;
-      } catch (error) {
-        if (attempt >= 3 || !String(error).includes('address already in use')) throw error;
-      }
-    }
-  })();
+  const ready = onFreePort((port, attempt) => {
+    const own = join(dir, `attempt-${attempt}`);
+    mkdirSync(own, { recursive: true });
+    current = spawnTtcDev(`127.0.0.1:${port}`, own);
+    return current.ready;
+  });
   ready.catch(() => undefined); // reported by the test that awaits it
   return { ready, stop: async () => current?.stop() };
 }

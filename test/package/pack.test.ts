@@ -19,7 +19,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { getFreePort, startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { startDevServer, type DevServer } from '../../src/dev/dev-server';
+import { onFreePort } from '../helpers/free-port';
 import { temporalCliPath, temporalTestServerPath } from '../../src/dev/temporal-binaries';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
 import { verifyApprovalGrant } from '../../src/checkpoint/approval-grant';
@@ -306,30 +307,39 @@ export const d = defineTool;
     const bin = join(dir, 'path-bin');
     mkdirSync(bin);
     symlinkSync(temporalCliPath(ROOT), join(bin, 'temporal'));
-    const address = `127.0.0.1:${await getFreePort()}`;
-    const dev = spawn(ttc, ['dev', '--db', '.data/temporal.db'], {
-      cwd: project,
-      env: { ...env, PATH: `${bin}:${env.PATH}`, TEMPORAL_ADDRESS: address },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    const exited = new Promise<number | string | null>((resolve) => dev.on('exit', (code, signal) => resolve(code ?? signal)));
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onData = (d: Buffer): void => {
-          output += d.toString();
-          if (output.includes('Press Ctrl-C to stop.')) resolve();
-        };
-        dev.stdout.on('data', onData);
-        dev.stderr.on('data', onData);
-        void exited.then((exit) => reject(new Error(`ttc dev exited (${String(exit)}): ${output}`)));
+    // A user's `ttc dev` on a port found free (started again on another one if it was taken before it bound it).
+    const started = await onFreePort(async (port) => {
+      const address = `127.0.0.1:${port}`;
+      const dev = spawn(ttc, ['dev', '--db', '.data/temporal.db'], {
+        cwd: project,
+        env: { ...env, PATH: `${bin}:${env.PATH}`, TEMPORAL_ADDRESS: address },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      expect(output).toContain(`Temporal dev server on ${address}`);
+      let output = '';
+      const exited = new Promise<number | string | null>((resolve) => dev.on('exit', (code, signal) => resolve(code ?? signal)));
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const onData = (d: Buffer): void => {
+            output += d.toString();
+            if (output.includes('Press Ctrl-C to stop.')) resolve();
+          };
+          dev.stdout.on('data', onData);
+          dev.stderr.on('data', onData);
+          void exited.then((exit) => reject(new Error(`ttc dev exited (${String(exit)}): ${output}`)));
+        });
+      } catch (error) {
+        dev.kill('SIGKILL');
+        throw error;
+      }
+      return { address, dev, exited, output: () => output };
+    });
+    try {
+      expect(started.output()).toContain(`Temporal dev server on ${started.address}`);
       expect(existsSync(join(project, '.data/checkpoints.db'))).toBe(true);
-      dev.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      started.dev.kill('SIGTERM');
+      expect(await started.exited).toBe(0);
     } finally {
-      dev.kill('SIGKILL');
+      started.dev.kill('SIGKILL');
     }
   });
 

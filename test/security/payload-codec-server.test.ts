@@ -6,12 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { createPayloadCodec } from '../../src/codec/payload-codec';
 import { parseCorsOrigin, startCodecServer, type RunningCodecServer } from '../../src/codec/codec-server';
 import { payloadsToJson } from '../../src/codec/json-payloads';
+import { onFreePort } from '../helpers/free-port';
 import { isCheckpointError } from '../../src/checkpoint/errors';
 
 jest.setTimeout(60_000);
@@ -129,23 +129,26 @@ describe('the codec server', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('INVALID_CONFIG: TTC_PAYLOAD_CODEC_KEY is not set');
 
-    const port = await freePort();
     const encrypted = payloadsToJson(await codec.encode([defaultPayloadConverter.toPayload(SECRET)]));
     let decoded: any = null;
-    const served = await runCli(
-      ['codec-server', '--port', String(port)],
-      { ...env, TEMPORAL_NAMESPACE: 'ns-cli', TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' },
-      (stdout) => {
-        if (!stdout.includes(`codec server on http://127.0.0.1:${port}`)) return null;
-        return (async () => {
-          const response = await fetch(`http://127.0.0.1:${port}/decode`, {
-            method: 'POST',
-            headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-cli' },
-            body: JSON.stringify(encrypted),
-          });
-          decoded = await response.json();
-        })();
-      },
+    const served = await onFreePort(
+      (port) =>
+        runCli(
+          ['codec-server', '--port', String(port)],
+          { ...env, TEMPORAL_NAMESPACE: 'ns-cli', TTC_PAYLOAD_CODEC_KEY: `hex:${key.toString('hex')}`, TTC_PAYLOAD_CODEC_KEY_ID: 'srv-1' },
+          (stdout) => {
+            if (!stdout.includes(`codec server on http://127.0.0.1:${port}`)) return null;
+            return (async () => {
+              const response = await fetch(`http://127.0.0.1:${port}/decode`, {
+                method: 'POST',
+                headers: { 'Content-Type': 'application/json', 'X-Namespace': 'ns-cli' },
+                body: JSON.stringify(encrypted),
+              });
+              decoded = await response.json();
+            })();
+          },
+        ),
+      (r) => r.stderr,
     );
     expect(served.stdout).toContain('key ids srv-1');
     expect(served.code).toBe(0);
@@ -170,16 +173,5 @@ function runCli(args: string[], env: NodeJS.ProcessEnv, whenReady: (stdout: stri
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
   });
 }

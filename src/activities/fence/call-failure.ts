@@ -72,6 +72,8 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
   }
   for (let round = 0; round < 3; round += 1) {
+    // A call this one adopted is another call, whose own attempts settle it: never closed with this call's refusal.
+    if (adoption !== null && record?.status === 'ready') throw claimUnsettled(error, 'the call whose checkpoint answers it has not finished');
     if (record === null || record.status === 'ready') {
       if (firstAttemptOfCall(failed)) throw error;
       if (error.retryable) throw claimUnsettled(error, `attempt ${context.attempt} cannot rule out an earlier attempt that has not claimed yet`);
@@ -109,7 +111,8 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
  * dispatched again in a reset run starts at attempt 1 there, after attempts of the discarded run).
  */
 function firstAttemptOfCall(failed: FailedAttempt): boolean {
-  return failed.context.attempt === 1 && !builtInAnotherRun(failed.input, failed.context.runId);
+  // The validated input only: an input that did not parse names no run.
+  return failed.context.attempt === 1 && !(failed.call !== undefined && builtInAnotherRun(failed.call.input, failed.context.runId));
 }
 
 /**
