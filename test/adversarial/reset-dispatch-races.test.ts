@@ -1,9 +1,12 @@
 /**
- * Races of a call dispatched again in a reset run (docs/protocol.md#resets): the reset run's
- * refusal of a call no attempt had claimed (DISCARDED_BY_RESET) against a late attempt of the
- * discarded run, each interleaving forced with a store wrapper that parks one side after a chosen
- * store operation. Each leaves at most one charge, and the reset run learns the charge when one
- * was applied. Fence activities in MockActivityEnvironment against a SQLite file store.
+ * A call dispatched again in a reset run with the input the discarded run built
+ * (docs/protocol.md#resets, #nothing-applied), against a late attempt of the discarded run: each
+ * interleaving forced with a store wrapper that parks one side after a chosen store operation, and
+ * a reset run's worker that cannot prepare the call (a deploy removed its tool or changed its
+ * schema). Each leaves at most one charge, the reset run is told truthfully (nothing ran, or the
+ * charge that answers it, naming the discarded call), and its model's next ask of the action is
+ * answered by the discarded branch's charge. Found by attacks on the refusal (DISCARDED_BY_RESET);
+ * each failed before its fix. Fence activities in MockActivityEnvironment against SQLite and PostgreSQL.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +16,10 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
 import type { FencedToolInput, FencedToolResult } from '../../src/activities/contract/contract';
-import { occurrenceScopeOf } from '../../src/checkpoint/run-scope';
+import { occurrenceScopeOf, packCallHashes, runScopedCallId } from '../../src/checkpoint/run-scope';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 jest.setTimeout(60_000);
 
@@ -54,34 +58,44 @@ function spotAt(op: string, nth = 1): { park: Park; reached: Promise<void>; rele
   return { park: { op, nth, reached, released }, reached: r, release };
 }
 
-describe('a call dispatched again in a reset run, racing a late attempt of the discarded run', () => {
+describe.each([['sqlite'], ['postgres']])('a call dispatched again in a reset run, racing a late attempt of the discarded run (%s)', (kind) => {
   let dir: string;
   let store: CheckpointStore;
+  let db: TestDatabase | undefined;
   let applied: string[];
-  const charge = defineTool({
-    name: 'charge',
-    revision: 'v1',
-    input: z.object({ orderId: z.string() }),
-    callDeadlineMs: 300,
-    async execute(input) {
-      applied.push(input.orderId);
-      return { output: { charge: `ch-${input.orderId}-${applied.length}` } };
-    },
-  });
+  const chargeWith = (input: z.ZodType<{ orderId: string }>) =>
+    defineTool({
+      name: 'charge',
+      revision: 'v1',
+      input,
+      callDeadlineMs: 300,
+      async execute(args: { orderId: string }) {
+        applied.push(args.orderId);
+        return { output: { charge: `ch-${args.orderId}-${applied.length}` } };
+      },
+    });
+  const charge = chargeWith(z.object({ orderId: z.string() }));
   const actsOn = (s: CheckpointStore): ToolActivities => createToolActivities({ store: s, tools: [charge], reconcileMarginMs: 100 });
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-reset-races-'));
-    store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
+    if (kind === 'postgres') db = await createTestDatabase();
+    store = await openCheckpointStore(kind === 'postgres' ? db!.url : `sqlite:${join(dir, 'checkpoints.db')}`);
   });
   beforeEach(() => {
     applied = [];
   });
   afterAll(async () => {
     await store.close();
+    await db?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
-  const env = (workflowId: string, runId: string, attempt = 1) =>
-    new MockActivityEnvironment({ attempt, workflowExecution: { workflowId, runId }, heartbeatTimeoutMs: 30_000 } as never);
+  const env = (workflowId: string, runId: string, attempt = 1, activityType?: string) =>
+    new MockActivityEnvironment({
+      attempt,
+      ...(activityType === undefined ? {} : { activityType }),
+      workflowExecution: { workflowId, runId },
+      heartbeatTimeoutMs: 30_000,
+    } as never);
   const qOf = (a: string): FencedToolInput =>
     ({
       tenant: 'acme',
@@ -133,5 +147,105 @@ describe('a call dispatched again in a reset run, racing a late attempt of the d
     expect(await inA).toMatch(/"ok":true/);
     expect(await settle(env(wf, b, 2).run(actsOn(store).runFencedTool, qOf(a)))).toMatch(/"ok":true/);
     expect(applied).toEqual(['o-1']);
+  });
+
+  const call = (chain: string, callId: string, occurrences: FencedToolInput['occurrences']): FencedToolInput =>
+    ({ tenant: 'acme', callId, runChainId: chain, toolName: 'charge', input: { orderId: 'o-1' }, occurrences }) as FencedToolInput;
+
+  /**
+   * A0 (the chain's first) charges r; A, a reset of A0 to before r, plans q@A (the same charge), whose
+   * first attempt is parked after its run's occurrence-adoption record when `parkA`; B, a reset of A
+   * to where q is scheduled, dispatches q again; B's model then asks again (s@B, q refused in its history).
+   */
+  async function adoptionCutByReset(parkA: boolean): Promise<{ inB: string; again: FencedToolResult }> {
+    const a0 = randomUUID();
+    const wf = `wf-race-adopt-${a0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: a0 });
+    await env(wf, a0).run(actsOn(store).runFencedTool, call(a0, 'toolu_r', { scope, builtInRun: a0 }));
+    const a = randomUUID();
+    const qOfA = call(a0, runScopedCallId('toolu_q', a, a0), { scope, ownCallsIn: a, builtInRun: a });
+    let inA: Promise<string> | null = null;
+    let release = (): void => {};
+    if (parkA) {
+      // q's attempt in A: its claim insert meets r (1st createIfAbsent), then it records that run A adopts occurrence 0 (2nd).
+      const spot = spotAt('createIfAbsent', 2);
+      inA = settle(env(wf, a).run(actsOn(parking(store, spot)).runFencedTool, qOfA));
+      await spot.reached;
+      release = spot.release;
+    }
+    const b = randomUUID();
+    const inB = await settle(env(wf, b).run(actsOn(store).runFencedTool, qOfA));
+    release();
+    if (inA !== null) await inA;
+    // As the workflow builds it: q is B's history made by A, and B never ran it (DISCARDED_BY_RESET).
+    const history = packCallHashes([qOfA.callId]);
+    const again: FencedToolResult = await env(wf, b).run(
+      actsOn(store).runFencedTool,
+      call(a0, runScopedCallId('toolu_s', b, a0), { scope, ownCallsIn: b, liveCalls: history, liveRuns: [a], notRun: history, builtInRun: b }),
+    );
+    return { inB, again };
+  }
+
+  it("B refuses q before A's attempt started; B's next ask is answered by r's charge", async () => {
+    const { inB, again } = await adoptionCutByReset(false);
+    expect(inB).toMatch(/DISCARDED_BY_RESET/);
+    expect({ source: again.source, applied }).toEqual({ source: 'store', applied: ['o-1'] });
+  });
+
+  it("A's attempt had recorded its run's adoption of r's occurrence when B refused q: q never ran in B, so B's next ask is still answered by r's charge", async () => {
+    const { inB, again } = await adoptionCutByReset(true);
+    expect(inB).toMatch(/DISCARDED_BY_RESET/);
+    expect({ source: again.source, applied }).toEqual({ source: 'store', applied: ['o-1'] });
+  });
+
+  it("B's refusal loses its insert to A's late attempt that adopted r: B is answered by r's charge, naming it, never by the adoption record", async () => {
+    const a0 = randomUUID();
+    const wf = `wf-race-adopt3-${a0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: a0 });
+    await env(wf, a0).run(actsOn(store).runFencedTool, call(a0, 'toolu_r', { scope, builtInRun: a0 }));
+    const a = randomUUID();
+    const qOfA = call(a0, runScopedCallId('toolu_q', a, a0), { scope, ownCallsIn: a, builtInRun: a });
+    const b = randomUUID();
+    // B reads q's own address (the refusal check), then its addresses on the failure path (two more): parked after them.
+    const spot = spotAt('getByCall', 3);
+    const inB = (env(wf, b).run(actsOn(parking(store, spot)).runFencedTool, qOfA) as Promise<FencedToolResult>).then(
+      (r: FencedToolResult) => r,
+      (e: Error) => e,
+    );
+    await spot.reached;
+    const inA: FencedToolResult = await env(wf, a, 2).run(actsOn(store).runFencedTool, qOfA);
+    expect({ ok: inA.outcome.ok, source: inA.source }).toEqual({ ok: true, source: 'store' });
+    spot.release();
+    const got = await inB;
+    expect(got instanceof Error ? String(got) : { ok: got.outcome.ok, appliedByRun: got.appliedByRun?.callId }).toEqual({ ok: true, appliedByRun: 'toolu_r' });
+    expect(applied).toEqual(['o-1']);
+  });
+
+  it.each([
+    [
+      'its tool removed (UNKNOWN_TOOL through `default`)',
+      () => createToolActivities({ store, tools: [defineTool({ name: 'other', revision: 'v1', input: z.object({}), execute: async () => ({ output: {} }) })] }),
+    ],
+    ['its schema changed (INVALID_TOOL_INPUT)', () => createToolActivities({ store, tools: [chargeWith(z.object({ orderId: z.string(), currency: z.string() }))] })],
+  ])("B on a worker with %s stores its refusal before it says nothing ran: A's late attempt charges nothing, B's next ask charges once", async (_what, newWorker) => {
+    const a = randomUUID();
+    const wf = `wf-race-gone-${a}`;
+    const b = randomUUID();
+    const worker = newWorker();
+    const inB = await settle(env(wf, b, 1, 'charge').run((worker.charge ?? worker.default) as never, qOf(a)));
+    expect(inB).toMatch(/UNKNOWN_TOOL|INVALID_TOOL_INPUT/);
+    const lateA = await settle(env(wf, a, 2).run(actsOn(store).runFencedTool, qOf(a)));
+    const again = await settle(
+      env(wf, b).run(actsOn(store).runFencedTool, {
+        ...qOf(a),
+        callId: runScopedCallId('toolu_s', b, a),
+        occurrences: { scope: occurrenceScopeOf({ firstExecutionRunId: a }), ownCallsIn: b, liveCalls: packCallHashes(['toolu_q']), liveRuns: [a], builtInRun: b },
+      } as FencedToolInput),
+    );
+    expect({ lateA: /"ok":true/.test(lateA) ? 'charged' : 'nothing', again: /"ok":true/.test(again) ? 'charged' : again, applied }).toEqual({
+      lateA: 'nothing',
+      again: 'charged',
+      applied: ['o-1'],
+    });
   });
 });

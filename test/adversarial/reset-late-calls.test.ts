@@ -163,6 +163,27 @@ describe('calls that run after a reset point, at the fence', () => {
     return { chain, workflowId, b, resolved };
   }
 
+  it("a call a person rejected, approved in a reset to before the rejection (it charges there), then a reset to after it: that branch's charge is answered by it, never passed by as its own", async () => {
+    const r0 = randomUUID();
+    const workflowId = `wf-late-${r0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: r0 });
+    // R0: the model asks for p, a person rejects it. S, a reset of R0 to where p waited: approved, it charges.
+    const s = randomUUID();
+    const inS: FencedToolResult = await env(workflowId, s).run(
+      acts.runFencedTool,
+      call(r0, 'toolu_p', { scope, ownCallsIn: s, liveCalls: packCallHashes(['toolu_p']), liveRuns: [r0], builtInRun: s }),
+    );
+    expect(inS.source).toBe('executed');
+    // T, a reset of R0 to after the rejection: p is T's history, rejected (notRun); T's model asks for the charge.
+    const t = randomUUID();
+    const history = packCallHashes(['toolu_p']);
+    const inT: FencedToolResult = await env(workflowId, t).run(
+      acts.runFencedTool,
+      call(r0, runScopedCallId('toolu_q', t, r0), { scope, ownCallsIn: t, liveCalls: history, liveRuns: [r0], notRun: history, builtInRun: t }),
+    );
+    expect({ source: inT.source, appliedBy: inT.appliedByRun?.callId, applied }).toEqual({ source: 'store', appliedBy: 'toolu_p', applied: ['o-1'] });
+  });
+
   it("a person's resolution of a call that adopted a discarded call's checkpoint names that call and the run its adoption is recorded for", async () => {
     const { chain, b, resolved } = await adoptedThenResolved();
     expect(resolved.appliedByRun).toEqual({ runId: chain, callId: 'toolu_x', recordedFor: b });

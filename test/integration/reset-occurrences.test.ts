@@ -226,11 +226,18 @@ describe('occurrences of an intent across reset branches', () => {
     readonly addressIn: string;
     /** Whether it is of a reset lineage (a reset run, or continued from a run of one). */
     readonly inLineage: boolean;
-    /** What its start handed it (`ContinuedRun.resetLineage`): the lineage's earlier runs, and the calls other runs made that its reset runs replayed. */
-    readonly lineage: { readonly runs: readonly string[]; readonly live: readonly string[] } | null;
+    /**
+     * What its start handed it (`ContinuedRun.resetLineage`): the lineage's earlier runs, the calls
+     * other runs made that its reset runs replayed, and the calls of its history they rejected.
+     */
+    readonly lineage: { readonly runs: readonly string[]; readonly live: readonly string[]; readonly notRun: readonly string[] } | null;
     readonly before: readonly string[];
     readonly replayed: string[];
     readonly own: string[];
+    /** The calls of its history it rejected (a person did; its own, or replayed rejections). */
+    readonly rejected: Set<string>;
+    /** The calls of `before` that earlier runs rejected (for the accounting: they have no effect in this branch). */
+    readonly rejectedBefore: readonly string[];
     /** Set when it continued as new: it takes no more calls. */
     closed: boolean;
   }
@@ -251,6 +258,7 @@ describe('occurrences of an intent across reset branches', () => {
     (plannedIn === undefined ? run.own : run.replayed).push(callId);
     const live = [...(run.lineage?.live ?? []), ...run.replayed];
     const earlierRuns = run.lineage?.runs ?? [];
+    const notRun = [...(run.lineage?.notRun ?? []), ...run.rejected];
     const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
     const result: FencedToolResult = await env.run(acts.runFencedTool, {
       tenant: 'acme',
@@ -264,6 +272,7 @@ describe('occurrences of an intent across reset branches', () => {
         // The runs their adoptions are recorded for: the one each was made in, or the run that ran it after a reset.
         ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.flatMap((c) => [runOfCallId(c, at.chain), ...(recordedFor.get(c) ?? [])]))] } : {}),
         ...(earlierRuns.length > 0 ? { earlierRuns: [...earlierRuns] } : {}),
+        ...(notRun.length > 0 ? { notRun: packCallHashes(notRun) } : {}),
       },
     });
     effects.set(callId, (result.outcome as unknown as { output: { ticket: string } }).output.ticket);
@@ -277,9 +286,13 @@ describe('occurrences of an intent across reset branches', () => {
   function continueAsNew(run: Run): Run {
     run.closed = true;
     const runId = randomUUID();
-    const base = { runId, before: historyOf(run), replayed: [], own: [], closed: false };
+    const base = { runId, before: historyOf(run), replayed: [], own: [], rejected: new Set<string>(), rejectedBefore: [...run.rejectedBefore, ...run.rejected], closed: false };
     if (!run.inLineage) return { ...base, scope: `after:${run.runId}`, addressIn: run.addressIn, inLineage: false, lineage: null };
-    const lineage = { runs: [...(run.lineage?.runs ?? []), run.runId], live: [...(run.lineage?.live ?? []), ...run.replayed] };
+    const lineage = {
+      runs: [...(run.lineage?.runs ?? []), run.runId],
+      live: [...(run.lineage?.live ?? []), ...run.replayed],
+      notRun: [...(run.lineage?.notRun ?? []), ...run.rejected],
+    };
     return { ...base, scope: run.scope, addressIn: runId, inLineage: true, lineage };
   }
 
@@ -288,7 +301,20 @@ describe('occurrences of an intent across reset branches', () => {
     if (run.closed && !run.inLineage) return null;
     const runId = randomUUID();
     const replayed: string[] = [...run.replayed, ...run.own].slice(0, cut);
-    return { runId, scope: run.scope, addressIn: runId, inLineage: true, lineage: run.lineage, before: run.before, replayed, own: [], closed: false };
+    const rejected = new Set(replayed.filter((c) => run.rejected.has(c)));
+    return {
+      runId,
+      scope: run.scope,
+      addressIn: runId,
+      inLineage: true,
+      lineage: run.lineage,
+      before: run.before,
+      replayed,
+      own: [],
+      rejected,
+      rejectedBefore: run.rejectedBefore,
+      closed: false,
+    };
   }
 
   /**
@@ -319,11 +345,13 @@ describe('occurrences of an intent across reset branches', () => {
     | { kind: 'call'; intent: number; spelt: boolean }
     | { kind: 'pair'; intent: number }
     | { kind: 'continue' }
+    | { kind: 'reject'; intent: number }
     | { kind: 'reset'; run: number; cut: number; pending: number | null; dispatched: number | null };
   const chainStep: fc.Arbitrary<ChainStep> = fc.oneof(
     { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), intent: fc.nat(1), spelt: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), intent: fc.nat(1) }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('reject' as const), intent: fc.nat(1) }) },
     {
       weight: 2,
       arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6), pending: fc.option(fc.nat(1)), dispatched: fc.option(fc.nat(1)) }),
@@ -337,13 +365,27 @@ describe('occurrences of an intent across reset branches', () => {
         const at = newChain();
         const effects = new Map<string, string>();
         const runs: Run[] = [
-          { runId: at.chain, scope: `first:${at.chain}`, addressIn: at.chain, inLineage: false, lineage: null, before: [], replayed: [], own: [], closed: false },
+          {
+            runId: at.chain,
+            scope: `first:${at.chain}`,
+            addressIn: at.chain,
+            inLineage: false,
+            lineage: null,
+            before: [],
+            replayed: [],
+            own: [],
+            rejected: new Set<string>(),
+            rejectedBefore: [],
+            closed: false,
+          },
         ];
         let n = 0;
         const input = (intent: number, spelt: boolean): JsonValue => (spelt ? { priority: 'normal', title: `t${intent}` } : { title: `t${intent}` });
         // As Temporal runs a chain: one run open at a time (the last one started); a reset may go to any run.
         let current = runs[0]!;
         const pending = new Map<string, { modelCallId: string; intent: number }>();
+        /** The model id and intent of each call a person rejected. */
+        const planned = new Map<string, { modelCallId: string; intent: number }>();
         for (const s of steps) {
           if (s.kind === 'reset') {
             const run = runs[s.run % runs.length]!;
@@ -351,10 +393,17 @@ describe('occurrences of an intent across reset branches', () => {
             if (next === null) continue;
             runs.push(next);
             current = next;
+            // The call the reset point is before, which a person rejected in the discarded branch: approved in the reset run, it runs
+            // there under its id (any run's, also one that continued as new).
+            const waiting = [...run.replayed, ...run.own][next.replayed.length];
+            if (s.pending !== null && waiting !== undefined && run.rejected.has(waiting)) {
+              const call = planned.get(waiting)!;
+              await callInRun(at, next, call.modelCallId, input(call.intent, false), effects, runOfCallId(waiting, at.chain));
+            }
             // A call planned before the reset point that never ran there (it waited for a person): the reset run runs it.
             // Every reset to that point replays the same call: one id, one intent.
-            // (Not in a reset of a run that continued as new: a known limit, docs/protocol.md#resets.)
-            if (s.pending !== null && !run.closed) {
+            // (Only in a reset of the open run: a run that continued as new decided every call before.)
+            else if (s.pending !== null && !run.closed) {
               const cut = next.replayed.length;
               const planned = pending.get(`${run.runId}/${cut}`) ?? { modelCallId: `toolu_${(n += 1)}`, intent: s.pending };
               pending.set(`${run.runId}/${cut}`, planned);
@@ -364,13 +413,28 @@ describe('occurrences of an intent across reset branches', () => {
             continue;
           }
           const run = current;
-          if (s.kind === 'continue') runs.push((current = continueAsNew(run)));
+          if (s.kind === 'reject') {
+            // A call the model asks for and a person rejects: in this branch it never runs.
+            const modelCallId = `toolu_${(n += 1)}`;
+            const callId = runScopedCallId(modelCallId, run.addressIn, at.chain);
+            run.own.push(callId);
+            run.rejected.add(callId);
+            planned.set(callId, { modelCallId, intent: s.intent });
+          } else if (s.kind === 'continue') runs.push((current = continueAsNew(run)));
           else if (s.kind === 'call') await callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, s.spelt), effects);
           else
             await Promise.all([callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, false), effects), callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, true), effects)]);
         }
         // A call refused in its reset run has no effect there.
-        expectAppliedAsOneBranchAsked(runs.map((r) => historyOf(r).flatMap((c) => effects.get(c) ?? [])));
+        // A call a branch rejected has no effect there (another branch may have run it).
+        const ran = (r: Run) => (c: string) => !r.rejected.has(c) && !r.rejectedBefore.includes(c);
+        expectAppliedAsOneBranchAsked(
+          runs.map((r) =>
+            historyOf(r)
+              .filter(ran(r))
+              .flatMap((c) => effects.get(c) ?? []),
+          ),
+        );
       }),
       { seed: 20261225, numRuns: 150 },
     );

@@ -203,7 +203,11 @@ export function createToolActivities(options: ToolActivitiesOptions): ToolActivi
         result = await settleCall(deps, call, evidence);
       } catch (error) {
         // A call that took the identity of the call holding its dedupe key fails as that call.
-        result = await settleFailedAttempt(deps, { input, context, call: evidence.adopted ?? call, evidence, deliveryId: `delivery-${context.attempt}-${randomUUID()}` }, error);
+        result = await settleFailedAttempt(
+          deps,
+          { input, context, call: evidence.adopted ?? call, evidence, inputParsed: parsed, deliveryId: `delivery-${context.attempt}-${randomUUID()}` },
+          error,
+        );
       }
       // An input that did not parse has no trustworthy threshold: its result is returned inline.
       return parsed ? await delivered(options.store, input, context, result) : result;

@@ -108,6 +108,9 @@ export interface FencedToolInput {
    * the run the scheduling run addresses its own calls in (@default the run the call id names);
    * `refusedIfStarted`: segments whose start means this reset lineage's reset run reset a run that
    * had continued as new: the call is refused before its claim (RESET_OF_CONTINUED_RUN);
+   * `notRun`: `packCallHashes` of the calls of this run's history that it never ran (rejected by a
+   * person, their approval expired, or DISCARDED_BY_RESET), which are never its branch's, whatever
+   * the other fields say;
    * `builtInRun`: the run whose workflow task built this input; dispatched in another run (Temporal
    * dispatches an activity still scheduled at a reset point again in the reset run) before any
    * attempt claimed, the call is refused before its claim (DISCARDED_BY_RESET);
@@ -121,6 +124,7 @@ export interface FencedToolInput {
     readonly earlierRuns?: readonly string[];
     readonly ownCallsIn?: string;
     readonly refusedIfStarted?: readonly string[];
+    readonly notRun?: string;
     readonly builtInRun?: string;
   };
   /**

@@ -40,6 +40,8 @@ export interface CallLocator {
 /** Everything known about a failed attempt. */
 export interface FailedAttempt extends CallLocator {
   readonly evidence: AttemptEvidence;
+  /** Whether `input` passed the input schema (so its `occurrences.builtInRun` can be trusted). @default false */
+  readonly inputParsed?: boolean;
   /** A fresh delivery fence for delivering a result stored under another binding. */
   readonly deliveryId: string;
 }
@@ -71,6 +73,8 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
     if (firstAttemptOfCall(failed) && (seen === null || seen.status === 'ready')) throw error;
     throw claimUnsettled(error, `the call's checkpoint cannot be read (${readError instanceof Error ? readError.message : String(readError)})`);
   }
+  // The call it adopted is gone (pruned): whether that call applied its effect is unknown.
+  if (adoption !== null && record === adoption) throw adoptedCallGone(failed, adoptedFrom(adoption)!);
   for (let round = 0; round < 3; round += 1) {
     // A call this one adopted is another call, whose own attempts settle it: never closed with this call's refusal.
     if (adoption !== null && record?.status === 'ready') throw claimUnsettled(error, 'the call whose checkpoint answers it has not finished');
@@ -85,6 +89,13 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
         throw claimUnsettled(error, `its refusal could not be stored (${storeError instanceof Error ? storeError.message : String(storeError)})`);
       }
       if (record === null) throw error;
+      // Another attempt wrote first. Its adoption record answers this call as the call it adopted does.
+      const holder = adoptedFrom(record);
+      if (holder !== null) {
+        adoption = record;
+        record = (await deps.store.getByCall(record.binding.namespace, holder)) ?? null;
+        if (record === null) throw adoptedCallGone(failed, holder);
+      }
       continue;
     }
     // A fenced user activity's call id is its workflow's command sequence number (`act-N`), which a
@@ -111,8 +122,8 @@ export async function settleFailedAttempt(deps: FencedToolDeps, failed: FailedAt
  * dispatched again in a reset run starts at attempt 1 there, after attempts of the discarded run).
  */
 function firstAttemptOfCall(failed: FailedAttempt): boolean {
-  // The validated input only: an input that did not parse names no run.
-  return failed.context.attempt === 1 && !(failed.call !== undefined && builtInAnotherRun(failed.call.input, failed.context.runId));
+  // A parsed input only (also of a call that could not be prepared: its tool gone, its schema changed): a malformed one names no run.
+  return failed.context.attempt === 1 && !(failed.inputParsed === true && builtInAnotherRun(failed.input, failed.context.runId));
 }
 
 /**
@@ -412,6 +423,15 @@ async function deliverStored(deps: FencedToolDeps, failed: FailedAttempt, record
     ...(appliedByRun !== undefined ? { appliedByRun } : {}),
   };
   return call === undefined ? result : withAnsweredBy(result, { binding, runChainId: call.runChainId, workflowId: call.workflowId });
+}
+
+/** The call this one adopted has no checkpoint any more: OUTCOME_UNKNOWN (the run pauses for a person), as an attempt that meets it does (`./adoption`). */
+function adoptedCallGone(failed: FailedAttempt, holder: string): CheckpointError {
+  return new CheckpointError(
+    'OUTCOME_UNKNOWN',
+    `call ${JSON.stringify(failed.input.callId)} was answered by call ${holder}, whose checkpoint is gone; whether its effect was applied is unknown`,
+    { callId: String(failed.input.callId) },
+  );
 }
 
 function claimUnsettled(error: CheckpointError | null, why: string): CheckpointError {

@@ -45,6 +45,11 @@ const fencedToolInputShape = {
       earlierRuns: z.array(z.string().min(1).max(256)).max(10_000).optional(),
       ownCallsIn: z.string().min(1).max(256).optional(),
       refusedIfStarted: z.array(z.string().min(1).max(256)).max(100).optional(),
+      notRun: z
+        .string()
+        .max(16 * 100_000)
+        .regex(/^(?:[0-9a-f]{16})*$/)
+        .optional(),
       builtInRun: z.string().min(1).max(256).optional(),
     })
     .optional(),
@@ -203,6 +208,7 @@ function occurrencesOf(d: {
   earlierRuns?: string[];
   ownCallsIn?: string;
   refusedIfStarted?: string[];
+  notRun?: string;
   builtInRun?: string;
 }): NonNullable<FencedToolInput['occurrences']> {
   const own = <K extends keyof typeof d>(key: K): (typeof d)[K] | undefined => (Object.hasOwn(d, key) ? d[key] : undefined);
@@ -218,6 +224,7 @@ function occurrencesOf(d: {
     earlierRuns: list('earlierRuns'),
     ownCallsIn: own('ownCallsIn'),
     refusedIfStarted: list('refusedIfStarted'),
+    notRun: own('notRun'),
     builtInRun: own('builtInRun'),
   });
 }

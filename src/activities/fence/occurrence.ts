@@ -39,6 +39,8 @@ export interface OccurrenceScope {
   readonly liveRuns: readonly string[];
   /** In a reset lineage (which keeps the reset run's `scope` across continue-as-new): its earlier runs, every call of which is this run's history. */
   readonly earlierRuns: readonly string[];
+  /** `packCallHashes` of the calls of this run's history it never ran (rejected, or DISCARDED_BY_RESET): never of its branch. */
+  readonly notRun: string;
   readonly intentDigest: string;
 }
 
@@ -62,8 +64,13 @@ function adopterOf(record: CheckpointRecord | null): string | null {
   return typeof adopter === 'string' ? adopter : null;
 }
 
-/** Whether call `callId` (within the run chain) is of `scope`'s branch: of this run or an earlier run of its reset lineage, or a call of its history another run made. */
+/**
+ * Whether call `callId` (within the run chain) is of `scope`'s branch: of this run or an earlier run
+ * of its reset lineage, or a call of its history another run made; never one its history rejected
+ * (another branch may have run it under the same id).
+ */
 function inBranch(scope: OccurrenceScope, callId: string): boolean {
+  if (hasCallHash(scope.notRun, callId)) return false;
   const run = runOfCallId(callId, scope.runChainId);
   return run === scope.runId || scope.earlierRuns.includes(run) || hasCallHash(scope.liveCalls, callId);
 }

@@ -198,6 +198,7 @@ export function prepareCall(tools: ReadonlyMap<string, ToolDefinition<any>>, inp
       liveCalls: occurrences.liveCalls ?? '',
       liveRuns: occurrences.liveRuns ?? [],
       earlierRuns: occurrences.earlierRuns ?? [],
+      notRun: occurrences.notRun ?? '',
     };
     return { ...prepared, dedupe: occurrenceDedupe(prepared, scope, context.idempotencyKeySecret, occurrences.from ?? 0) };
   }

@@ -244,11 +244,12 @@ export abstract class RunToolCalls extends RunResolutions {
    */
   private occurrences(): NonNullable<FencedToolInput['occurrences']> {
     const scope = this.occurrenceScope;
-    const { runs, liveCalls, liveRuns } = this.historyOfOtherRuns();
+    const { runs, liveCalls, liveRuns, notRun } = this.historyOfOtherRuns();
     return {
       scope,
       ...(liveCalls.length > 0 ? { liveCalls, liveRuns } : {}),
       ...(runs.length > 0 ? { earlierRuns: runs } : {}),
+      ...(notRun !== undefined && notRun.length > 0 ? { notRun } : {}),
       ...(this.callsAddressedIn !== null ? { ownCallsIn: this.callsAddressedIn } : {}),
       ...(this.refusedIfStarted.length > 0 ? { refusedIfStarted: [...this.refusedIfStarted] } : {}),
       // A reset run that dispatches this input again before any attempt claimed refuses it (DISCARDED_BY_RESET).
@@ -259,7 +260,8 @@ export abstract class RunToolCalls extends RunResolutions {
   /**
    * This run's history that other runs made: the earlier runs of its reset lineage (`runs`, handed
    * over), and the calls of other runs its reset runs replayed (`liveCalls`, `liveRuns`: handed over,
-   * plus this run's own).
+   * plus this run's own); and the calls of its history that never ran (`notRun`: handed over, plus
+   * this run's: rejected, or refused as built by a discarded run).
    */
   protected historyOfOtherRuns(): Omit<ResetLineage, 'refusedIfStarted'> {
     const earlier = this.input.continued?.resetLineage;
@@ -274,6 +276,7 @@ export abstract class RunToolCalls extends RunResolutions {
       runs: [...(earlier?.runs ?? [])],
       liveCalls: (earlier?.liveCalls ?? '') + packCallHashes(others),
       liveRuns: [...new Set([...(earlier?.liveRuns ?? []), ...recordedFor])],
+      notRun: (earlier?.notRun ?? '') + packCallHashes(this.state.notRunCallIds()),
     };
   }
 

@@ -168,6 +168,15 @@ export class RunState {
     this.runId = runId;
   }
 
+  /**
+   * The call ids in this run's history that it never ran: a person rejected them, their approval
+   * expired, or a reset run refused them (DISCARDED_BY_RESET: built by a discarded run, never claimed here).
+   */
+  notRunCallIds(): string[] {
+    const discarded = (call: CallState): boolean => call.errorType === 'DISCARDED_BY_RESET' || (call.outcome?.ok === false && call.outcome.error.type === 'DISCARDED_BY_RESET');
+    return this.calls.filter((call) => call.status === 'rejected' || discarded(call)).map((call) => call.callId);
+  }
+
   /** The call ids in this run's history that other runs made (a reset run's calls before its reset point). */
   callIdsOfOtherRuns(): string[] {
     const own = this.runId ?? this.runChainId;
