@@ -1,6 +1,7 @@
 /**
  * `show <workflowId> [--tenant t] [--json]`: a run's tenant, phase, budget and calls (status,
- * source, receipt, error; a call whose outcome is the tool's error result shows `completed,
+ * source, receipt, error or note (a completed call's note, such as one answered from the store
+ * after a reset); a call whose outcome is the tool's error result shows `completed,
  * refused` and that error) as a table, each call's compensation, the run's effects once it
  * stopped (`effects` in the JSON), what a paused run waits on with the revision and idempotency
  * key it was claimed under, the progress of its running batch calls (`batches` in the JSON) and, once the run closed, its close status and (failed) its
@@ -72,7 +73,7 @@ export function registerShow(program: Command): void {
         for (const batch of batches) printLine(batchProgressLine(batch));
         if (status.paused) printLine(`paused on ${pausedWhat(status.paused)}: ${withCode(status.paused.errorType, status.paused.reason)}`);
         printTable(
-          ['call', 'tool', 'status', 'source', 'receipt', 'error'],
+          ['call', 'tool', 'status', 'source', 'receipt', 'error or note'],
           status.calls.map((c) => [c.callId, c.toolName, shownStatus(c), c.source ?? '', receiptOf(c) === null ? '' : JSON.stringify(receiptOf(c)), errorOf(c)]),
         );
         for (const c of status.calls) if (c.compensation !== undefined) printLine(compensationLine(c.callId, c.compensation));
@@ -100,7 +101,7 @@ export function shownStatus(call: Pick<CallReport, 'status' | 'outcome'>): strin
   return call.outcome !== null && !call.outcome.ok ? `${call.status}, refused` : call.status;
 }
 
-/** The error column: the call's failure or reason, else the refusal of its error result (`TYPE: message`). */
+/** The error-or-note column: the call's failure or reason (a completed call's note), else the refusal of its error result (`TYPE: message`). */
 export function errorOf(call: Pick<CallReport, 'errorType' | 'reason' | 'outcome'>): string {
   if (call.outcome !== null && !call.outcome.ok) return withCode(call.outcome.error.type, call.outcome.error.message);
   return call.errorType || call.reason ? withCode(call.errorType, call.reason) : '';
