@@ -49,7 +49,7 @@ function resetScenario(id: string, tool: 'create_ticket' | 'send_email'): Scenar
     forced: `TTC_CRASH_AT=after-effect:${tool} on the only worker; \`temporal workflow reset --type FirstWorkflowTask\` right after the SIGKILL; a standby joins after the reset`,
     expected: ticket
       ? "the reset run's call is answered from the discarded call's checkpoint (appliedByRun names the discarded run), reconciled by lookup after the killed claim settles: one ticket"
-      : "the reset run's call pauses on the discarded call's unknown outcome; the operator finds the email and resolves applied: one email",
+      : "the reset run's call pauses on the discarded call's unknown outcome; the operator finds the email and resolves applied (appliedByRun names the discarded run): one email",
     recovery: 'from the SIGKILL to the reset run finishing (the reset, the claim settling, the lookup or the operator)',
     async run(rep): Promise<RunOutcome> {
       const x = new Expectations();
@@ -82,7 +82,8 @@ function resetScenario(id: string, tool: 'create_ticket' | 'send_email'): Scenar
           answered !== undefined && answered.callId !== call.id && answered.modelCallId === call.id,
           `the reset run's call ${answered?.callId} is its own call of model call ${call.id}`,
         );
-        x.equal(answered?.appliedByRun, ticket ? { runId: rep.runChainId!, callId: call.id } : undefined, 'appliedByRun');
+        // Also when the operator resolved it: the resolution names the discarded call its adoption answers to.
+        x.equal(answered?.appliedByRun, { runId: rep.runChainId!, callId: call.id }, 'appliedByRun');
         x.equal(answered?.status, ticket ? 'completed' : 'resolved-applied', 'status of the reset run call');
         // The result the reset run got is the one stored in the discarded call's checkpoint.
         const stored = await rep.record(call);
