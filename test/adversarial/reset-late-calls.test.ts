@@ -298,31 +298,32 @@ describe('calls that run after a reset point, at the fence', () => {
     expect({ ok: again.outcome.ok, applied }).toEqual({ ok: true, applied: ['ops@example.com'] });
   });
 
-  it("a business-key call that adopted another workflow's released claim goes on after its own workflow's reset: the other workflow's call is never refused, it ships once", async () => {
+  /**
+   * W2 (never reset): h claims ship:<order>, the provider answers 503, the claim is released
+   * (ready). W1's run A: q, the same shipment, adopts h and waits for it.
+   */
+  async function adoptedReleasedShipment(): Promise<{ orderId: string; w2: string; h: FencedToolInput; a: string; qOfA: FencedToolInput }> {
     const orderId = `o-${randomUUID()}`;
-    // W2 (never reset): h claims ship:<order>, the provider answers 503, the claim is released (ready).
     const w2 = randomUUID();
     const h = call(w2, 'toolu_h', occ(w2, w2, [], new Map()), 'ship', { orderId });
     failNext = 1;
     expect(await refusal(retrying(`wf-w2-${w2}`, w2).run(acts.runFencedTool, h))).toMatch(/RECONCILE_PENDING/);
-    // W1 run A: q, the same shipment, adopts h and waits for it; W1 is reset to where q is still scheduled.
     const a = randomUUID();
     const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()), 'ship', { orderId });
     expect(await refusal(retrying(`wf-w1-${a}`, a).run(acts.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    return { orderId, w2, h, a, qOfA };
+  }
+
+  it("a business-key call that adopted another workflow's released claim goes on after its own workflow's reset: the other workflow's call is never refused, it ships once", async () => {
+    const { orderId, w2, h, a, qOfA } = await adoptedReleasedShipment();
+    // W1 is reset to where q is still scheduled.
     expect(await refusal(retrying(`wf-w1-${a}`, randomUUID()).run(acts.runFencedTool, qOfA))).not.toMatch(/DISCARDED_BY_RESET/);
     const again: FencedToolResult = await retrying(`wf-w2-${w2}`, w2, 2).run(acts.runFencedTool, h);
     expect({ source: again.source, applied }).toEqual({ source: 'executed', applied: [orderId] });
   });
 
   it("a later attempt of a call that adopted another workflow's released claim, refused on a worker without its tool, waits: it never stores its refusal in that call's row", async () => {
-    const orderId = `o-${randomUUID()}`;
-    const w2 = randomUUID();
-    const h = call(w2, 'toolu_h', occ(w2, w2, [], new Map()), 'ship', { orderId });
-    failNext = 1;
-    expect(await refusal(retrying(`wf-w2-${w2}`, w2).run(acts.runFencedTool, h))).toMatch(/RECONCILE_PENDING/);
-    const a = randomUUID();
-    const qOfA = call(a, 'toolu_q', occ(a, a, [], new Map()), 'ship', { orderId });
-    expect(await refusal(retrying(`wf-w1-${a}`, a).run(acts.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
+    const { orderId, w2, h, a, qOfA } = await adoptedReleasedShipment();
     // q's next attempt lands on a worker that no longer has the tool (UNKNOWN_TOOL, nothing applied by this attempt).
     const withoutShip = createToolActivities({ store, tools: [charge], reconcileMarginMs: 100 });
     expect(await refusal(retrying(`wf-w1-${a}`, a, 2).run(withoutShip.runFencedTool, qOfA))).toMatch(/RECONCILE_PENDING/);
