@@ -19,6 +19,8 @@ import type { FencedToolInput, FencedToolResult } from '../../src/activities/con
 import { occurrenceScopeOf, packCallHashes, runScopedCallId } from '../../src/checkpoint/run-scope';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { CheckpointError } from '../../src/checkpoint/errors';
+import { RunState } from '../../src/workflows/agent/run-state';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 jest.setTimeout(60_000);
@@ -248,4 +250,100 @@ describe.each([['sqlite'], ['postgres']])('a call dispatched again in a reset ru
       applied: ['o-1'],
     });
   });
+
+  it.each([
+    [
+      'its schema changed (INVALID_TOOL_INPUT)',
+      'INVALID_TOOL_INPUT',
+      () => createToolActivities({ store, tools: [chargeWith(z.object({ orderId: z.string(), currency: z.string() }))] }),
+    ],
+    [
+      'its tool removed (UNKNOWN_TOOL)',
+      'UNKNOWN_TOOL',
+      () => createToolActivities({ store, tools: [defineTool({ name: 'other', revision: 'v1', input: z.object({}), execute: async () => ({ output: {} }) })] }),
+    ],
+  ])(
+    "B on a worker with %s refuses q after A's attempt recorded its run's adoption of r's occurrence: q never ran in B, B's next ask is answered by r's charge",
+    async (_what, code, bWorker) => {
+      const a0 = randomUUID();
+      const wf = `wf-race-cut-${a0}`;
+      const scope = occurrenceScopeOf({ firstExecutionRunId: a0 });
+      await env(wf, a0).run(actsOn(store).runFencedTool, call(a0, 'toolu_r', { scope, builtInRun: a0 }));
+      const a = randomUUID();
+      const qOfA = call(a0, runScopedCallId('toolu_q', a, a0), { scope, ownCallsIn: a, builtInRun: a });
+      const spot = spotAt('createIfAbsent', 2);
+      const inA = settle(env(wf, a).run(actsOn(parking(store, spot)).runFencedTool, qOfA));
+      await spot.reached;
+      const b = randomUUID();
+      expect(await settle(env(wf, b).run(bWorker().runFencedTool, qOfA))).toMatch(new RegExp(code));
+      spot.release();
+      await inA;
+      // What B's workflow builds: q, made by A, failed in B with a nothing-applied code.
+      const state = new RunState({ maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000 }, 0, undefined, a0);
+      state.addressCallsIn(b);
+      const [q] = state.startTurn([{ callId: 'toolu_q', toolName: 'charge', input: { orderId: 'o-1' } }], 0, true, [], a);
+      expect(q!.callId).toBe(qOfA.callId);
+      q!.status = 'failed';
+      q!.errorType = code;
+      const again: FencedToolResult = await env(wf, b).run(
+        actsOn(store).runFencedTool,
+        call(a0, runScopedCallId('toolu_s', b, a0), {
+          scope,
+          ownCallsIn: b,
+          liveCalls: packCallHashes(state.callIdsOfOtherRuns()),
+          liveRuns: [a],
+          notRun: packCallHashes(state.notRunCallIds()),
+          builtInRun: b,
+        }),
+      );
+      expect({ source: again.source, applied }).toEqual({ source: 'store', applied: ['o-1'] });
+    },
+  );
+
+  it("a call whose adopted call's checkpoint was pruned pauses (OUTCOME_UNKNOWN), and a person's applied resolution is refused by name, never answered with the adoption record", async () => {
+    const a0 = randomUUID();
+    const wf = `wf-race-gone-${a0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: a0 });
+    // A0 charged r three days ago.
+    const old = createToolActivities({ store, tools: [charge], reconcileMarginMs: 100, clock: () => new Date(Date.now() - 3 * 86_400_000) });
+    await env(wf, a0).run(old.runFencedTool, call(a0, 'toolu_r', { scope, builtInRun: a0 }));
+    // A: q adopts r; its adoption record commits, the answer is lost and the store goes away for the attempt.
+    const a = randomUUID();
+    const qOfA = call(a0, runScopedCallId('toolu_q', a, a0), { scope, ownCallsIn: a, builtInRun: a });
+    expect(await settle(env(wf, a).run(actsOn(downAfterAdoption(store)).runFencedTool, qOfA))).toMatch(/connection reset|RECONCILE_PENDING|STORE_UNAVAILABLE/);
+    // r's checkpoint is pruned (past the replay window); q's adoption record is recent and stays.
+    expect(await store.prune({ olderThan: new Date(Date.now() - 86_400_000).toISOString() })).toBeGreaterThan(0);
+    expect(await settle(env(wf, a, 2).run(actsOn(store).runFencedTool, qOfA))).toMatch(/OUTCOME_UNKNOWN/);
+    const resolved = await settle(
+      env(wf, a).run(actsOn(store).resolveToolCall as never, {
+        ...qOfA,
+        resolution: 'applied',
+        result: { ok: true, output: { charge: 'ch-seen-at-provider' }, receipt: null },
+        reason: 'the charge is at the provider',
+      }),
+    );
+    expect(resolved).toMatch(/INVALID_CHECKPOINT: .*whose checkpoint is gone/);
+    expect(resolved).not.toMatch(/ADOPTED/);
+    expect(applied).toEqual(['o-1']);
+  });
 });
+
+/** `store` that loses the answer to the insert of an adoption record (tool revision `adopted`) after it committed, then is down. */
+function downAfterAdoption(store: CheckpointStore): CheckpointStore {
+  let down = false;
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (down) throw new CheckpointError('STORE_UNAVAILABLE', 'store down (test)');
+        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === 'createIfAbsent' && (args[0] as { binding?: { toolRevision?: string } }).binding?.toolRevision === 'adopted') {
+          down = true;
+          throw new Error('connection reset after commit (test)');
+        }
+        return result;
+      };
+    },
+  });
+}

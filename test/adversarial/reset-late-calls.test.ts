@@ -24,6 +24,7 @@ import { conversationLogId } from '../../src/activities/agent/conversation-log';
 import { occurrenceScopeOf, packCallHashes, runOfCallId, runScopedCallId } from '../../src/checkpoint/run-scope';
 import type { CheckpointStore } from '../../src/stores/checkpoint-store';
 import { openCheckpointStore } from '../../src/stores/open-checkpoint-store';
+import { RunState } from '../../src/workflows/agent/run-state';
 
 jest.setTimeout(60_000);
 
@@ -180,6 +181,37 @@ describe('calls that run after a reset point, at the fence', () => {
     const inT: FencedToolResult = await env(workflowId, t).run(
       acts.runFencedTool,
       call(r0, runScopedCallId('toolu_q', t, r0), { scope, ownCallsIn: t, liveCalls: history, liveRuns: [r0], notRun: history, builtInRun: t }),
+    );
+    expect({ source: inT.source, appliedBy: inT.appliedByRun?.callId, applied }).toEqual({ source: 'store', appliedBy: 'toolu_p', applied: ['o-1'] });
+  });
+
+  it("a call that failed before anything ran (a schema deploy), run in a reset to before it on a fixed worker, then a reset to after the failure: that branch's charge is answered by it", async () => {
+    const r0 = randomUUID();
+    const workflowId = `wf-late-${r0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: r0 });
+    const chargeWith = (input: z.ZodType<{ orderId: string }>) => defineTool({ ...charge, input } as never);
+    const broken = createToolActivities({ store, tools: [chargeWith(z.object({ orderId: z.string(), currency: z.string() }))], reconcileMarginMs: 100 });
+    // R0: p fails INVALID_TOOL_INPUT on its first attempt, nothing stored; the model reads that nothing ran.
+    expect(await refusal(env(workflowId, r0).run(broken.runFencedTool, call(r0, 'toolu_p', { scope, builtInRun: r0 })))).toMatch(/INVALID_TOOL_INPUT/);
+    // S, a reset of R0 to before p was scheduled, on a fixed worker: p charges.
+    const s = randomUUID();
+    const inS: FencedToolResult = await env(workflowId, s).run(
+      acts.runFencedTool,
+      call(r0, 'toolu_p', { scope, ownCallsIn: s, liveCalls: packCallHashes(['toolu_p']), liveRuns: [r0], builtInRun: s }),
+    );
+    expect(inS.source).toBe('executed');
+    // T, a reset of R0 to after the failure: T's workflow replays p as failed, so p is not T's (notRun as RunState builds it).
+    const t = randomUUID();
+    const state = new RunState({ maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000 }, 0, undefined, r0);
+    state.addressCallsIn(t);
+    const [p] = state.startTurn([{ callId: 'toolu_p', toolName: 'charge', input: { orderId: 'o-1' } }], 0, true, [], r0);
+    p!.status = 'failed';
+    p!.errorType = 'INVALID_TOOL_INPUT';
+    expect(state.notRunCallIds()).toEqual(['toolu_p']);
+    const history = packCallHashes(state.callIdsOfOtherRuns());
+    const inT: FencedToolResult = await env(workflowId, t).run(
+      acts.runFencedTool,
+      call(r0, runScopedCallId('toolu_q', t, r0), { scope, ownCallsIn: t, liveCalls: history, liveRuns: [r0], notRun: packCallHashes(state.notRunCallIds()), builtInRun: t }),
     );
     expect({ source: inT.source, appliedBy: inT.appliedByRun?.callId, applied }).toEqual({ source: 'store', appliedBy: 'toolu_p', applied: ['o-1'] });
   });

@@ -33,6 +33,7 @@ import { toApplicationFailure } from '../fence/failures';
 import { findCallRecords, keyOfRecord, settleFailedAttempt, type CallLocator } from '../fence/call-failure';
 import { refuseIfDiscardedByReset } from '../fence/discarded-dispatch';
 import { appliedByRunOf } from '../fence/occurrence';
+import { adoptedFrom } from '../fence/intent-dedupe';
 import { settleCall, type AttemptEvidence, type FencedToolDeps } from '../fence/fenced-tool';
 import { prepareCall, type AttemptContext, type PreparedCall } from '../fence/prepare-call';
 import { assertTenantPinned, assertToolPinned, resolvePins, type WorkerPins } from '../fence/pins';
@@ -402,6 +403,15 @@ async function resolveCall(
 ): Promise<ResolveToolCallResult> {
   const { record, adoption } = await findCallRecords(deps, where);
   if (record === null) throw new CheckpointError('INVALID_ARGUMENT', `${describe} has no checkpoint to resolve`, { callId: input.callId });
+  if (adoption !== null && record === adoption) {
+    // The call it adopted was pruned: there is no claim to store the person's result under, and the adoption record is not a result.
+    throw new CheckpointError(
+      'INVALID_CHECKPOINT',
+      `${describe} was answered by call ${adoptedFrom(adoption)}, whose checkpoint is gone: a result cannot be stored for it; ` +
+        'if the effect was applied, abandon the run; if it was not, resolve it absent (it runs again)',
+      { callId: input.callId },
+    );
+  }
   const appliedByRun = appliedByRunOf(adoption);
   // The resolution and its delivery in one write (docs/protocol.md#cost), as the fence stores a result.
   const { record: current } = await resolveUnknownOutcome(

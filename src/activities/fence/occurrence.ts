@@ -15,7 +15,8 @@ import { createDelivered } from '../../checkpoint/compose';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { resolutionAuditOf } from './resolution-audit';
-import type { AppliedByRun } from '../contract/contract';
+import { NOTHING_APPLIED_CODES, type AppliedByRun, type ToolOutcome } from '../contract/contract';
+import type { CheckpointErrorCode } from '../../checkpoint/errors';
 import { adoptedFrom, adoptHolder, adoptionRecordedFor, type AdoptableCall, type CallDedupe } from './intent-dedupe';
 
 /** Where the occurrences of a call's intent are counted, and who the call is. */
@@ -75,9 +76,16 @@ function inBranch(scope: OccurrenceScope, callId: string): boolean {
   return run === scope.runId || scope.earlierRuns.includes(run) || hasCallHash(scope.liveCalls, callId);
 }
 
+/** Whether `holder` holds a refusal that proves its call applied nothing (its result is a nothing-applied code): no effect to adopt. */
+function appliedNothing(holder: CheckpointRecord): boolean {
+  const outcome = holder.result?.payload as ToolOutcome | null | undefined;
+  return outcome?.ok === false && NOTHING_APPLIED_CODES.includes(outcome.error?.type as CheckpointErrorCode);
+}
+
 /**
  * Whether occurrence `n`, whose claim `holder` holds, is taken in `scope`'s branch: `holder` is a
- * call of that branch (`inBranch`), one a person proved not applied, or another call of the
+ * call of that branch (`inBranch`), one a person proved not applied or whose stored result is a
+ * nothing-applied refusal (nothing to adopt), or another call of the
  * branch adopted it. Otherwise it is a call of a discarded branch that no call of this history
  * answers for. Reads one adoption record per run of `liveRuns` and `earlierRuns`.
  */
@@ -85,7 +93,7 @@ async function takenInBranch(store: CheckpointStore, scope: OccurrenceScope, hol
   const parts = parseCallBindingId(holder.binding.callId);
   if (parts === null) return true; // not a call's checkpoint: never adopted
   if (inBranch(scope, parts.callId)) return true;
-  if (resolutionAuditOf(holder)?.kind === 'not-applied') return true;
+  if (resolutionAuditOf(holder)?.kind === 'not-applied' || appliedNothing(holder)) return true;
   for (const run of new Set([...scope.liveRuns, ...scope.earlierRuns])) {
     const adopter = adopterOf(await store.getByCall(scope.namespace, occurrenceAdoptionId(scope, n, run)));
     // This call's own adoption (an earlier attempt's, cut off before its adoption record): it goes on adopting.

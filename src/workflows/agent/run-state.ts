@@ -27,6 +27,8 @@ import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
 import { chainTagOf, pauseIdOf } from './pause-identity';
 import { lastAppliedFirst } from '../common/compensation-rules';
+import { NOTHING_APPLIED_CODES } from '../common/failures';
+import type { CheckpointErrorCode } from '../../checkpoint/errors';
 
 export type { ApprovalState, CallState, CompensationState } from './call-state';
 export { retryId } from './call-state';
@@ -169,12 +171,14 @@ export class RunState {
   }
 
   /**
-   * The call ids in this run's history that it never ran: a person rejected them, their approval
-   * expired, or a reset run refused them (DISCARDED_BY_RESET: built by a discarded run, never claimed here).
+   * The call ids in this run's history that applied nothing in it: rejected (by a person, or an
+   * expired approval), failed before anything ran (a nothing-applied code, DISCARDED_BY_RESET
+   * among them), never started, proven absent by a person, or answered with a stored
+   * nothing-applied refusal. Another branch may have run them under the same id.
    */
   notRunCallIds(): string[] {
-    const discarded = (call: CallState): boolean => call.errorType === 'DISCARDED_BY_RESET' || (call.outcome?.ok === false && call.outcome.error.type === 'DISCARDED_BY_RESET');
-    return this.calls.filter((call) => call.status === 'rejected' || discarded(call)).map((call) => call.callId);
+    const refused = (call: CallState): boolean => call.outcome?.ok === false && NOTHING_APPLIED_CODES.includes(call.outcome.error.type as CheckpointErrorCode);
+    return this.calls.filter((call) => NEVER_APPLIED.has(call.status) || refused(call)).map((call) => call.callId);
   }
 
   /** The call ids in this run's history that other runs made (a reset run's calls before its reset point). */
@@ -437,3 +441,6 @@ export function decidedByRefusal(by: unknown): string | null {
   const refusal = deciderNameRefusal(by);
   return refusal === null ? null : `by: ${refusal}`;
 }
+
+/** Final statuses of a call that applied nothing in its run (see `FINAL_CALL_STATUSES`). */
+const NEVER_APPLIED: ReadonlySet<string> = new Set(['rejected', 'failed', 'not-run', 'resolved-absent']);
