@@ -300,6 +300,26 @@ describe.each([['sqlite'], ['postgres']])('a call dispatched again in a reset ru
     },
   );
 
+  it("a call cut off between its run's adoption of an occurrence and its own adoption record, then refused before anything ran: the run's next ask takes the occurrence over and is answered by the discarded charge", async () => {
+    const a0 = randomUUID();
+    const wf = `wf-race-takeover-${a0}`;
+    const scope = occurrenceScopeOf({ firstExecutionRunId: a0 });
+    await env(wf, a0).run(actsOn(store).runFencedTool, call(a0, 'toolu_r', { scope, builtInRun: a0 }));
+    // A, a reset of A0 to before r: q meets r, records that run A adopts occurrence 0, and dies before its own adoption record.
+    const a = randomUUID();
+    const qOfA = call(a0, runScopedCallId('toolu_q', a, a0), { scope, ownCallsIn: a, builtInRun: a });
+    expect(await settle(env(wf, a).run(actsOn(failingAdoptionRecord(store)).runFencedTool, qOfA))).toMatch(/worker died/);
+    // q's next attempt lands on a worker after a schema deploy: refused before anything ran, the refusal stored.
+    const strict = createToolActivities({ store, tools: [chargeWith(z.object({ orderId: z.string(), currency: z.string() }))] });
+    expect(await settle(env(wf, a, 2).run(strict.runFencedTool, qOfA))).toMatch(/INVALID_TOOL_INPUT/);
+    // A's model asks again: q applied nothing in A (notRun), so its record of run A's adoption counts for nothing.
+    const again: FencedToolResult = await env(wf, a).run(
+      actsOn(store).runFencedTool,
+      call(a0, runScopedCallId('toolu_s', a, a0), { scope, ownCallsIn: a, notRun: packCallHashes([qOfA.callId]), builtInRun: a }),
+    );
+    expect({ source: again.source, appliedBy: again.appliedByRun?.callId, applied }).toEqual({ source: 'store', appliedBy: 'toolu_r', applied: ['o-1'] });
+  });
+
   it("a call whose adopted call's checkpoint was pruned pauses (OUTCOME_UNKNOWN), and a person's applied resolution is refused by name, never answered with the adoption record", async () => {
     const a0 = randomUUID();
     const wf = `wf-race-gone-${a0}`;
@@ -343,6 +363,24 @@ function downAfterAdoption(store: CheckpointStore): CheckpointStore {
           throw new Error('connection reset after commit (test)');
         }
         return result;
+      };
+    },
+  });
+}
+
+/** `store` on which the first write of an adoption record (tool revision `adopted`) fails before it lands: the worker died there. */
+function failingAdoptionRecord(store: CheckpointStore): CheckpointStore {
+  let failed = false;
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (!failed && prop === 'createIfAbsent' && (args[0] as { binding?: { toolRevision?: string } }).binding?.toolRevision === 'adopted') {
+          failed = true;
+          throw new Error('worker died before the adoption record was written (test)');
+        }
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
       };
     },
   });

@@ -121,8 +121,15 @@ export function occurrenceDedupe<Call extends AdoptableCall & { readonly applied
     async claimAdoption(holder, store, at) {
       const binding = { ...call.binding, callId: occurrenceAdoptionId(scope, n, scope.runId), toolRevision: ADOPTION_TAG };
       const result = { adoptedBy: call.input.callId, holder: holder.binding.callId };
-      const written = await store.createIfAbsent(createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result }));
-      return adopterOf(written.record) === call.input.callId;
+      const mine = createDelivered(binding, { attemptId: call.attemptId, deliveryId: call.deliveryId, at, result });
+      const written = await store.createIfAbsent(mine);
+      const adopter = adopterOf(written.record);
+      if (adopter === call.input.callId) return true;
+      // The run's adoption names a call that applied nothing in this branch (cut off before its own
+      // adoption record, then refused): it never adopted, so this call takes the occurrence over.
+      if (adopter === null || !hasCallHash(scope.notRun, adopter)) return false;
+      const current = written.record;
+      return store.compareAndSwap(current.revision, { ...mine, revision: current.revision + 1 }, current);
     },
     recordedFor: scope.runId,
     adopt: (holder, recordedFor = scope.runId) => {
