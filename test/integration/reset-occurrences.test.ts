@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { createToolActivities, defineTool, type ToolActivities } from '../../src/activities';
+import { createToolActivities, defineTool, ToolError, type ToolActivities } from '../../src/activities';
 import type { FencedToolResult } from '../../src/activities/contract/contract';
 import type { JsonValue } from '../../src/checkpoint/types';
 import { packCallHashes, runOfCallId, runScopedCallId } from '../../src/checkpoint/run-scope';
@@ -34,8 +34,12 @@ describe('occurrences of an intent across reset branches', () => {
   let dir: string;
   let store: CheckpointStore;
   let acts: ToolActivities;
+  /** A worker whose tool's schema a deploy made stricter: every call it gets fails before anything runs (INVALID_TOOL_INPUT). */
+  let strict: ToolActivities;
   /** Effects applied, by intent (`title/priority`). */
   let applied: Map<string, string[]>;
+  /** How many next effects the provider declines (after the claim: the refusal is stored as the call's result). */
+  let declineNext = 0;
   let seq = 0;
 
   const tool = defineTool({
@@ -44,6 +48,10 @@ describe('occurrences of an intent across reset branches', () => {
     input: z.object({ title: z.string(), priority: z.enum(['low', 'normal']).default('normal') }),
     callDeadlineMs: 500,
     async execute(input) {
+      if (declineNext > 0) {
+        declineNext -= 1;
+        throw new ToolError('rejected', 'the provider declined');
+      }
       const intent = `${input.title}/${input.priority}`;
       const effects = applied.get(intent) ?? [];
       const id = `T-${intent}-${effects.length + 1}`;
@@ -56,6 +64,7 @@ describe('occurrences of an intent across reset branches', () => {
     dir = mkdtempSync(join(tmpdir(), 'ttc-occurrences-'));
     store = await openCheckpointStore(`sqlite:${join(dir, 'checkpoints.db')}`);
     acts = createToolActivities({ store, tools: [tool], reconcileMarginMs: 100 });
+    strict = createToolActivities({ store, tools: [defineTool({ ...tool, input: z.object({ title: z.string(), queue: z.string() }) } as never)], reconcileMarginMs: 100 });
   });
   beforeEach(() => {
     applied = new Map();
@@ -252,6 +261,7 @@ describe('occurrences of an intent across reset branches', () => {
     input: JsonValue,
     effects: Map<string, string>,
     plannedIn?: string,
+    worker: ToolActivities = acts,
   ): Promise<void> {
     // A call planned in the run a reset discarded (before the reset point) keeps its id there and is of the reset run's history.
     const callId = runScopedCallId(modelCallId, plannedIn ?? run.addressIn, at.chain);
@@ -260,21 +270,33 @@ describe('occurrences of an intent across reset branches', () => {
     const earlierRuns = run.lineage?.runs ?? [];
     const notRun = [...(run.lineage?.notRun ?? []), ...run.rejected];
     const env = new MockActivityEnvironment({ attempt: 1, workflowExecution: { workflowId: at.workflowId, runId: run.runId }, heartbeatTimeoutMs: 30_000 } as never);
-    const result: FencedToolResult = await env.run(acts.runFencedTool, {
-      tenant: 'acme',
-      callId,
-      runChainId: at.chain,
-      toolName: 'create_ticket',
-      input,
-      occurrences: {
-        scope: run.scope,
-        ownCallsIn: run.addressIn,
-        // The runs their adoptions are recorded for: the one each was made in, or the run that ran it after a reset.
-        ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.flatMap((c) => [runOfCallId(c, at.chain), ...(recordedFor.get(c) ?? [])]))] } : {}),
-        ...(earlierRuns.length > 0 ? { earlierRuns: [...earlierRuns] } : {}),
-        ...(notRun.length > 0 ? { notRun: packCallHashes(notRun) } : {}),
-      },
-    });
+    const result = (await env
+      .run(worker.runFencedTool, {
+        tenant: 'acme',
+        callId,
+        runChainId: at.chain,
+        toolName: 'create_ticket',
+        input,
+        occurrences: {
+          scope: run.scope,
+          ownCallsIn: run.addressIn,
+          // The runs their adoptions are recorded for: the one each was made in, or the run that ran it after a reset.
+          ...(live.length > 0 ? { liveCalls: packCallHashes(live), liveRuns: [...new Set(live.flatMap((c) => [runOfCallId(c, at.chain), ...(recordedFor.get(c) ?? [])]))] } : {}),
+          ...(earlierRuns.length > 0 ? { earlierRuns: [...earlierRuns] } : {}),
+          ...(notRun.length > 0 ? { notRun: packCallHashes(notRun) } : {}),
+        },
+      })
+      .catch((error: Error) => error)) as FencedToolResult | Error;
+    // Refused before anything ran: the workflow counts it notRun. Declined by the provider: the tool's own error result, no ticket.
+    if (result instanceof Error) {
+      expect(String(result)).toMatch(/INVALID_TOOL_INPUT/);
+      run.rejected.add(callId);
+      return;
+    }
+    if (!result.outcome.ok) {
+      expect((result.outcome as { error: { type: string } }).error.type).toBe('BUSINESS_REJECTION');
+      return;
+    }
     effects.set(callId, (result.outcome as unknown as { output: { ticket: string } }).output.ticket);
     if (result.appliedByRun?.recordedFor !== undefined) recordedFor.set(callId, [result.appliedByRun.recordedFor]);
   }
@@ -345,13 +367,16 @@ describe('occurrences of an intent across reset branches', () => {
     | { kind: 'call'; intent: number; spelt: boolean }
     | { kind: 'pair'; intent: number }
     | { kind: 'continue' }
-    | { kind: 'reject'; intent: number }
+    | { kind: 'reject'; intent: number; by: 'person' | 'provider' | 'schema' }
     | { kind: 'reset'; run: number; cut: number; pending: number | null; dispatched: number | null };
   const chainStep: fc.Arbitrary<ChainStep> = fc.oneof(
     { weight: 5, arbitrary: fc.record({ kind: fc.constant('call' as const), intent: fc.nat(1), spelt: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('pair' as const), intent: fc.nat(1) }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('continue' as const) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('reject' as const), intent: fc.nat(1) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant('reject' as const), intent: fc.nat(1), by: fc.constantFrom('person' as const, 'provider' as const, 'schema' as const) }),
+    },
     {
       weight: 2,
       arbitrary: fc.record({ kind: fc.constant('reset' as const), run: fc.nat(9), cut: fc.nat(6), pending: fc.option(fc.nat(1)), dispatched: fc.option(fc.nat(1)) }),
@@ -414,12 +439,20 @@ describe('occurrences of an intent across reset branches', () => {
           }
           const run = current;
           if (s.kind === 'reject') {
-            // A call the model asks for and a person rejects: in this branch it never runs.
+            // A call the model asks for that applies nothing: a person rejects it, the provider declines it after its claim, or a
+            // worker after a schema deploy refuses it before anything runs. A reset to before it may run it (approved, fixed).
             const modelCallId = `toolu_${(n += 1)}`;
             const callId = runScopedCallId(modelCallId, run.addressIn, at.chain);
-            run.own.push(callId);
-            run.rejected.add(callId);
             planned.set(callId, { modelCallId, intent: s.intent });
+            if (s.by === 'person') {
+              run.own.push(callId);
+              run.rejected.add(callId);
+            } else {
+              if (s.by === 'provider') declineNext = 1;
+              // (A call answered from a discarded branch's checkpoint never reaches the provider: it keeps that effect.)
+              await callInRun(at, run, modelCallId, input(s.intent, false), effects, undefined, s.by === 'schema' ? strict : acts);
+              declineNext = 0;
+            }
           } else if (s.kind === 'continue') runs.push((current = continueAsNew(run)));
           else if (s.kind === 'call') await callInRun(at, run, `toolu_${(n += 1)}`, input(s.intent, s.spelt), effects);
           else
