@@ -164,17 +164,19 @@ describe('calls that run after a reset point, at the fence', () => {
     return { chain, workflowId, b, resolved };
   }
 
+  /** S, a reset of R0 (the chain's first run) to where its call p waited, runs p as a call of R0 S replays. */
+  function pRunInResetBefore(r0: string, workflowId: string): Promise<FencedToolResult> {
+    const s = randomUUID();
+    const scope = occurrenceScopeOf({ firstExecutionRunId: r0 });
+    return env(workflowId, s).run(acts.runFencedTool, call(r0, 'toolu_p', { scope, ownCallsIn: s, liveCalls: packCallHashes(['toolu_p']), liveRuns: [r0], builtInRun: s }));
+  }
+
   it("a call a person rejected, approved in a reset to before the rejection (it charges there), then a reset to after it: that branch's charge is answered by it, never passed by as its own", async () => {
     const r0 = randomUUID();
     const workflowId = `wf-late-${r0}`;
     const scope = occurrenceScopeOf({ firstExecutionRunId: r0 });
     // R0: the model asks for p, a person rejects it. S, a reset of R0 to where p waited: approved, it charges.
-    const s = randomUUID();
-    const inS: FencedToolResult = await env(workflowId, s).run(
-      acts.runFencedTool,
-      call(r0, 'toolu_p', { scope, ownCallsIn: s, liveCalls: packCallHashes(['toolu_p']), liveRuns: [r0], builtInRun: s }),
-    );
-    expect(inS.source).toBe('executed');
+    expect((await pRunInResetBefore(r0, workflowId)).source).toBe('executed');
     // T, a reset of R0 to after the rejection: p is T's history, rejected (notRun); T's model asks for the charge.
     const t = randomUUID();
     const history = packCallHashes(['toolu_p']);
@@ -194,12 +196,7 @@ describe('calls that run after a reset point, at the fence', () => {
     // R0: p fails INVALID_TOOL_INPUT on its first attempt, nothing stored; the model reads that nothing ran.
     expect(await refusal(env(workflowId, r0).run(broken.runFencedTool, call(r0, 'toolu_p', { scope, builtInRun: r0 })))).toMatch(/INVALID_TOOL_INPUT/);
     // S, a reset of R0 to before p was scheduled, on a fixed worker: p charges.
-    const s = randomUUID();
-    const inS: FencedToolResult = await env(workflowId, s).run(
-      acts.runFencedTool,
-      call(r0, 'toolu_p', { scope, ownCallsIn: s, liveCalls: packCallHashes(['toolu_p']), liveRuns: [r0], builtInRun: s }),
-    );
-    expect(inS.source).toBe('executed');
+    expect((await pRunInResetBefore(r0, workflowId)).source).toBe('executed');
     // T, a reset of R0 to after the failure: T's workflow replays p as failed, so p is not T's (notRun as RunState builds it).
     const t = randomUUID();
     const state = new RunState({ maxTurns: 5, maxToolCalls: 10, deadlineMs: 3_600_000 }, 0, undefined, r0);
