@@ -173,8 +173,8 @@ export class RunState {
   /**
    * The call ids in this run's history that applied nothing in it: rejected (by a person, or an
    * expired approval), failed before anything ran (a nothing-applied code, DISCARDED_BY_RESET
-   * among them), never started, proven absent by a person, or answered with a stored
-   * nothing-applied refusal. Another branch may have run them under the same id.
+   * among them), never started, or answered with a stored nothing-applied refusal. Another branch
+   * may have run them under the same id.
    */
   notRunCallIds(): string[] {
     const refused = (call: CallState): boolean => call.outcome?.ok === false && NOTHING_APPLIED_CODES.includes(call.outcome.error.type as CheckpointErrorCode);
@@ -443,4 +443,5 @@ export function decidedByRefusal(by: unknown): string | null {
 }
 
 /** Final statuses of a call that applied nothing in its run (see `FINAL_CALL_STATUSES`). */
-const NEVER_APPLIED: ReadonlySet<string> = new Set(['rejected', 'failed', 'not-run', 'resolved-absent']);
+// Not `resolved-absent`: that call claimed in this run, and its checkpoint is the same call in any branch (its rerun passes it as this run's own).
+const NEVER_APPLIED: ReadonlySet<string> = new Set(['rejected', 'failed', 'not-run']);
