@@ -29,6 +29,11 @@ export const NOTHING_APPLIED_CODES: readonly CheckpointErrorCode[] = [
   'DISCARDED_BY_RESET',
 ];
 
+/** Whether `outcome` is a stored refusal that proves its call applied nothing: `ok: false` with a {@link NOTHING_APPLIED_CODES} type. */
+export function isNothingAppliedOutcome(outcome: { readonly ok: boolean; readonly error?: { readonly type?: unknown } } | null | undefined): boolean {
+  return outcome?.ok === false && (NOTHING_APPLIED_CODES as readonly unknown[]).includes(outcome.error?.type);
+}
+
 /**
  * Heartbeat timeout of a fenced tool activity when its workflow gave none, ms: the agent
  * workflow's tool activities and the plugin's fenced activities. The fence heartbeats every third
@@ -108,9 +113,9 @@ export interface FencedToolInput {
    * the run the scheduling run addresses its own calls in (@default the run the call id names);
    * `refusedIfStarted`: segments whose start means this reset lineage's reset run reset a run that
    * had continued as new: the call is refused before its claim (RESET_OF_CONTINUED_RUN);
-   * `notRun`: `packCallHashes` of the calls of this run's history that it never ran (rejected by a
-   * person, their approval expired, or DISCARDED_BY_RESET), which are never its branch's, whatever
-   * the other fields say;
+   * `notRun`: `packCallHashes` of the calls of this run's history that applied nothing in it
+   * (rejected, failed before anything ran, DISCARDED_BY_RESET among them, never started, or answered
+   * with a stored nothing-applied refusal), which are never its branch's, whatever the other fields say;
    * `builtInRun`: the run whose workflow task built this input; dispatched in another run (Temporal
    * dispatches an activity still scheduled at a reset point again in the reset run) before any
    * attempt claimed, the call is refused before its claim (DISCARDED_BY_RESET);

@@ -15,8 +15,7 @@ import { createDelivered } from '../../checkpoint/compose';
 import type { CheckpointRecord } from '../../checkpoint/types';
 import type { CheckpointStore } from '../../stores/checkpoint-store';
 import { resolutionAuditOf } from './resolution-audit';
-import { NOTHING_APPLIED_CODES, type AppliedByRun, type ToolOutcome } from '../contract/contract';
-import type { CheckpointErrorCode } from '../../checkpoint/errors';
+import { isNothingAppliedOutcome, type AppliedByRun, type ToolOutcome } from '../contract/contract';
 import { adoptedFrom, adoptHolder, adoptionRecordedFor, type AdoptableCall, type CallDedupe } from './intent-dedupe';
 
 /** Where the occurrences of a call's intent are counted, and who the call is. */
@@ -40,7 +39,7 @@ export interface OccurrenceScope {
   readonly liveRuns: readonly string[];
   /** In a reset lineage (which keeps the reset run's `scope` across continue-as-new): its earlier runs, every call of which is this run's history. */
   readonly earlierRuns: readonly string[];
-  /** `packCallHashes` of the calls of this run's history it never ran (rejected, or DISCARDED_BY_RESET): never of its branch. */
+  /** `packCallHashes` of the calls of this run's history that applied nothing in it (`occurrences.notRun`): never of its branch. */
   readonly notRun: string;
   readonly intentDigest: string;
 }
@@ -78,8 +77,7 @@ function inBranch(scope: OccurrenceScope, callId: string): boolean {
 
 /** Whether `holder` holds a refusal that proves its call applied nothing (its result is a nothing-applied code): no effect to adopt. */
 function appliedNothing(holder: CheckpointRecord): boolean {
-  const outcome = holder.result?.payload as ToolOutcome | null | undefined;
-  return outcome?.ok === false && NOTHING_APPLIED_CODES.includes(outcome.error?.type as CheckpointErrorCode);
+  return isNothingAppliedOutcome(holder.result?.payload as ToolOutcome | null | undefined);
 }
 
 /**

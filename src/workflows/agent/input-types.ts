@@ -150,10 +150,9 @@ export interface ResetLineage {
   /** The runs those calls were made in. */
   readonly liveRuns: readonly string[];
   /**
-   * `packCallHashes` of the calls of the lineage's history that its runs never ran (a person
-   * rejected them, their approval expired, or DISCARDED_BY_RESET): another branch may have run them
-   * under the same id, so they are not the lineage's however their run or `liveCalls` place them.
-   * Absent: none.
+   * `packCallHashes` of the calls of the lineage's history that applied nothing in it (see
+   * `FencedToolInput.occurrences.notRun`): another branch may have run them under the same id, so
+   * they are not the lineage's however their run or `liveCalls` place them. Absent: none.
    */
   readonly notRun?: string;
   /** The segment after the run the lineage's reset run reset (`nextSegmentScope`): once started, the lineage's turns and calls are refused (RESET_OF_CONTINUED_RUN). */

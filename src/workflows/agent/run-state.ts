@@ -27,8 +27,7 @@ import { isLive, newCall, retryId, type CallState } from './call-state';
 import { compensationPendingView, describePause, iso, pausedView, report, summarizeCalls } from './call-views';
 import { chainTagOf, pauseIdOf } from './pause-identity';
 import { lastAppliedFirst } from '../common/compensation-rules';
-import { NOTHING_APPLIED_CODES } from '../common/failures';
-import type { CheckpointErrorCode } from '../../checkpoint/errors';
+import { isNothingAppliedOutcome } from '../../activities/contract/contract';
 
 export type { ApprovalState, CallState, CompensationState } from './call-state';
 export { retryId } from './call-state';
@@ -177,8 +176,7 @@ export class RunState {
    * may have run them under the same id.
    */
   notRunCallIds(): string[] {
-    const refused = (call: CallState): boolean => call.outcome?.ok === false && NOTHING_APPLIED_CODES.includes(call.outcome.error.type as CheckpointErrorCode);
-    return this.calls.filter((call) => NEVER_APPLIED.has(call.status) || refused(call)).map((call) => call.callId);
+    return this.calls.filter((call) => NEVER_APPLIED.has(call.status) || isNothingAppliedOutcome(call.outcome)).map((call) => call.callId);
   }
 
   /** The call ids in this run's history that other runs made (a reset run's calls before its reset point). */
